@@ -1,0 +1,39 @@
+// The whole test suite, as the README's test command and CI run it:
+//   builds libsplash (release, and the sanitizer build the native tests use), installs the system packages the
+//   tests need, runs `bun test` with a JUnit report, and ends with one line `N passed, N failed, N skipped` (CI reads
+//   it; bun's own summary is not machine-readable). Exits non-zero if anything failed.
+//   Extra arguments go to `bun test` (e.g. a path filter).
+import { $ } from "bun";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { ensureAptPackages } from "./setup/apt.ts";
+
+const root = join(import.meta.dir, "..");
+// System packages the tests need (GPU backends add theirs here).
+const APT_PACKAGES: string[] = [];
+
+await ensureAptPackages(APT_PACKAGES);
+await $`bun ${join(root, "scripts/build/native.ts")}`;
+await $`bun ${join(root, "scripts/build/native.ts")} --debug`;
+
+const report = join(root, "build", "test-results.xml");
+rmSync(report, { force: true });
+const run = await $`bun test --reporter=junit --reporter-outfile=${report} ${process.argv.slice(2)}`.cwd(root).nothrow();
+
+// Counts from the JUnit report: a <testcase> with a <failure>/<error> failed, with <skipped> was skipped.
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+if (existsSync(report)) {
+  const xml = readFileSync(report, "utf8");
+  for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const body = m[2] ?? "";
+    if (/<(failure|error)\b/.test(body)) failed++;
+    else if (/<skipped\b/.test(body)) skipped++;
+    else passed++;
+  }
+}
+// A crash outside any test (a file that fails to load) shows only in the exit code: count it as a failure.
+if (run.exitCode !== 0 && failed === 0) failed = 1;
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+process.exit(failed > 0 ? 1 : 0);

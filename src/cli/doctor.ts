@@ -1,0 +1,37 @@
+// `splash doctor`: what this machine is and what Splash can do on it.
+import { native } from "../native/library.ts";
+import { machine, macRequirements } from "../machine.ts";
+import { command } from "./_command.ts";
+import { formatBytes } from "../format.ts";
+
+export default command({
+  meta: { name: "doctor", description: "Show what this machine is and which models it can run" },
+  args: { json: { type: "boolean", description: "Print the report as JSON" } },
+  async run({ args }) {
+    const m = machine();
+    const lib = await native();
+    const report = {
+      os: m.os,
+      arch: m.arch,
+      cpu: m.cpuModel,
+      cores: m.cores,
+      cpuFeatures: String(lib.splash_cpu_features()),
+      totalMemory: m.totalMemory,
+      availableMemory: m.availableMemory,
+      library: { version: String(lib.splash_version()), abi: lib.splash_abi_version() },
+      mac: m.mac ? { ...m.mac, requirements: macRequirements(m) } : undefined,
+    };
+    if (args.json) {
+      console.log(JSON.stringify(report, null, 2));
+      return;
+    }
+    const lines = [
+      `system     ${m.os} ${m.arch}`,
+      `cpu        ${m.cpuModel}, ${m.cores} cores (${report.cpuFeatures || "no SIMD extensions detected"})`,
+      `memory     ${formatBytes(m.totalMemory)} total, ${formatBytes(m.availableMemory)} available`,
+      `library    libsplash ${report.library.version} (ABI ${report.library.abi})`,
+    ];
+    for (const r of report.mac?.requirements ?? []) lines.push(`${r.what.padEnd(10)} ${r.ok ? "ok  " : "FAIL"} ${r.detail}`);
+    console.log(lines.join("\n"));
+  },
+});

@@ -1,0 +1,60 @@
+// The root command: the list of subcommands (each lazily imported, so `splash --help` and the launchers start
+// without loading the engine), and the runner that turns errors into one-line messages and exit codes.
+import { defineCommand, runCommand, showUsage, type CommandDef, type SubCommandsDef } from "citty";
+import { log } from "../log.ts";
+import { CliError } from "./_command.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+const subCommands: SubCommandsDef = {
+  doctor: () => import("./doctor.ts").then((m) => m.default),
+};
+
+export const root = defineCommand({
+  meta: { name: "splash", version: pkg.version, description: "Local LLM inference for coding agents" },
+  subCommands,
+});
+
+async function helpTarget(rawArgs: string[]): Promise<[CommandDef, CommandDef | undefined]> {
+  const name = rawArgs.find((a) => !a.startsWith("-"));
+  const sub = name ? subCommands[name] : undefined;
+  if (!sub) return [root, undefined];
+  const cmd = (typeof sub === "function" ? await sub() : await sub) as CommandDef;
+  return [cmd, root];
+}
+
+function stripAnsi(s: string): string {
+  return s.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+// Runs the CLI and returns the process exit code: 0 ok, 1 failure, 2 wrong usage.
+export async function main(rawArgs: string[]): Promise<number> {
+  const own = rawArgs.includes("--") ? rawArgs.slice(0, rawArgs.indexOf("--")) : rawArgs;
+  try {
+    if (own.includes("--help") || own.includes("-h") || rawArgs.length === 0) {
+      await showUsage(...(await helpTarget(own)));
+      return 0;
+    }
+    if (rawArgs.length === 1 && (rawArgs[0] === "--version" || rawArgs[0] === "-v")) {
+      console.log(pkg.version);
+      return 0;
+    }
+    await runCommand(root, { rawArgs });
+    return 0;
+  } catch (e) {
+    if (e instanceof CliError) {
+      log.error(e.message);
+      if (e.hint) console.error(`  ${e.hint}`);
+      return e.exitCode;
+    }
+    // citty's own usage errors (unknown command, bad enum value, missing positional); its class is not exported.
+    if (e instanceof Error && e.name === "CLIError") {
+      const code = (e as Error & { code?: string }).code;
+      const cmd = code === "E_UNKNOWN_COMMAND" ? "" : `${own.find((a) => !a.startsWith("-")) ?? ""} `;
+      log.error(stripAnsi(e.message).replace(/\.$/, ""));
+      console.error(`  run \`splash ${cmd}--help\` for what it accepts`);
+      return 2;
+    }
+    log.error(e);
+    return 1;
+  }
+}

@@ -1,0 +1,16 @@
+// The process-wide logger. consola/core with a console.error reporter: the full `consola` import costs ≈60 ms at
+// start under Bun (bun-stack.md), and stdout stays free for command output (`splash run` streams the answer there).
+import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
+
+const reporter: ConsolaReporter = {
+  log(entry: LogObject) {
+    const text = entry.args.map((a) => (a instanceof Error ? (a.stack ?? a.message) : String(a))).join(" ");
+    const tag = entry.level <= 0 ? "error" : entry.level === 1 ? "warn" : "";
+    console.error(tag ? `splash ${tag}: ${text}` : text);
+  },
+};
+
+// Level 3 = info; SPLASH_LOG=debug raises it, SPLASH_LOG=quiet keeps warnings and errors only.
+const level = process.env.SPLASH_LOG === "debug" ? 4 : process.env.SPLASH_LOG === "quiet" ? 1 : 3;
+
+export const log = createConsola({ level, reporters: [reporter] });

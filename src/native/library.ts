@@ -1,0 +1,67 @@
+// Finds, extracts and opens libsplash, and checks that its ABI is the one this binding was written for.
+//
+// Under `bun run` the library is build/libsplash.{so,dylib}. Inside the compiled binary it is an embedded file at a
+// /$bunfs/ path that dlopen cannot use directly without leaving temp files behind (bun-stack.md), so it is copied
+// once to <cache>/lib/<name>; the name carries Bun's content hash, so a new build never reuses an old copy. Two
+// processes starting at once both write a private temp file and rename it into place: rename is atomic, and both
+// copies are identical, so either winner is fine.
+import { dlopen } from "bun:ffi";
+import { mkdirSync, renameSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import embeddedPath from "../../build/native-lib.ts";
+import { cacheDir } from "../paths.ts";
+import { ABI_VERSION, symbols } from "./symbols.ts";
+
+export type NativeLibrary = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
+
+export class NativeLibraryError extends Error {
+  override name = "NativeLibraryError";
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return -1;
+  }
+}
+
+// Returns a path dlopen can open: the library itself on disk, or its extracted copy in the cache.
+export async function extractLibrary(path: string, cache = join(cacheDir(), "lib")): Promise<string> {
+  if (!path.startsWith("/$bunfs/") && !/^[A-Z]:\\~BUN\\/.test(path)) return path;
+  const embedded = Bun.file(path);
+  const target = join(cache, basename(path));
+  if (fileSize(target) === embedded.size) return target;
+  mkdirSync(cache, { recursive: true });
+  const tmp = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await Bun.write(tmp, embedded);
+  renameSync(tmp, target);
+  return target;
+}
+
+// Opens the library at `path` and checks its ABI version against `expectedAbi`.
+export function openLibrary(path: string, expectedAbi = ABI_VERSION): NativeLibrary {
+  let lib: NativeLibrary;
+  try {
+    lib = dlopen(path, symbols).symbols;
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    throw new NativeLibraryError(`cannot load the native library ${path}: ${why}`);
+  }
+  const abi = lib.splash_abi_version();
+  if (abi !== expectedAbi) {
+    throw new NativeLibraryError(
+      `native library ${path} has ABI version ${abi}, but this build of splash needs ${expectedAbi}: ` +
+        `rebuild it with \`bun run build:native\` (or delete ${path} if it is a stale extracted copy)`,
+    );
+  }
+  return lib;
+}
+
+let loaded: NativeLibrary | undefined;
+
+// The process's library, loaded on first use. SPLASH_LIB points at another build (tests, debug builds).
+export async function native(): Promise<NativeLibrary> {
+  loaded ??= openLibrary(process.env.SPLASH_LIB ?? (await extractLibrary(embeddedPath)));
+  return loaded;
+}

@@ -1,0 +1,12 @@
+// The bun:ffi symbol table: every libsplash function the binding calls, with its C signature from
+// native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
+import { FFIType } from "bun:ffi";
+
+export const ABI_VERSION = 1;
+
+export const symbols = {
+  splash_abi_version: { args: [], returns: FFIType.i32 },
+  splash_version: { args: [], returns: FFIType.cstring },
+  splash_last_error: { args: [], returns: FFIType.cstring },
+  splash_cpu_features: { args: [], returns: FFIType.cstring },
+} as const;

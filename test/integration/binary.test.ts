@@ -1,0 +1,41 @@
+// The single executable: built once, copied alone into an empty directory, it runs and extracts its library.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { $ } from "bun";
+import { copyFileSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { repoRoot } from "../helpers/cli.ts";
+
+let dir: string;
+const run = (args: string[], home: string) =>
+  Bun.spawn([join(dir, "splash"), ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: home }, stdout: "pipe", stderr: "pipe" });
+
+beforeAll(async () => {
+  await $`bun run build`.cwd(repoRoot).quiet();
+  dir = mkdtempSync(join(tmpdir(), "splash-bin-"));
+  copyFileSync(join(repoRoot, "dist/splash"), join(dir, "splash"));
+}, 300_000);
+
+describe("dist/splash", () => {
+  test("answers --version and doctor from an empty directory", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const v = run(["--version"], home);
+    expect(await v.exited).toBe(0);
+    expect((await new Response(v.stdout).text()).trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const d = run(["doctor", "--json"], home);
+    const out = await new Response(d.stdout).text();
+    expect(await d.exited).toBe(0);
+    expect(JSON.parse(out).library.abi).toBeGreaterThan(0);
+  });
+
+  test("two concurrent first runs both load the library and leave one extracted copy", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const procs = Array.from({ length: 4 }, () => run(["doctor", "--json"], home));
+    const codes = await Promise.all(procs.map((p) => p.exited));
+    expect(codes).toEqual([0, 0, 0, 0]);
+    const libDir = join(home, ".cache", "splash", "lib");
+    const files = readdirSync(libDir);
+    expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    expect(files.filter((f) => /^libsplash.*\.(so|dylib)$/.test(f))).toHaveLength(1);
+  });
+});
