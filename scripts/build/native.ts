@@ -1,0 +1,145 @@
+// Builds libsplash (native/) with the system C compiler, plus the small C programs in native/tests and
+// native/tools (linked against the same objects, so they can reach internal functions).
+//
+//   bun scripts/build/native.ts            release: -O3, build/libsplash.{so,dylib}
+//   bun scripts/build/native.ts --debug    -O1 -g with AddressSanitizer + UBSan, into build/debug/
+//
+// Per-ISA kernels live in files named *_avx2.c, *_avx512.c, *_neon.c. Only those files get the ISA's flags, and
+// the library picks them at run time from the detected CPU, so one build runs on any x86-64 (ARCHITECTURE.md §4).
+// Objects are rebuilt when the source or a header it includes (from the compiler's depfile) is newer.
+import { $ } from "bun";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { cpus } from "node:os";
+import { basename, dirname, join, relative } from "node:path";
+
+const root = join(import.meta.dir, "..", "..");
+const debug = process.argv.includes("--debug");
+const verbose = process.argv.includes("--verbose");
+const out = join(root, "build", debug ? "debug" : "");
+const cc = process.env.CC ?? "cc";
+const arch = process.arch; // "x64" | "arm64"
+const isMac = process.platform === "darwin";
+const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string;
+
+const common = [
+  "-std=c11",
+  "-fPIC",
+  "-pthread",
+  "-fvisibility=hidden",
+  "-Wall",
+  "-Wextra",
+  "-Werror",
+  "-Wno-unused-parameter",
+  "-DSPLASH_BUILD",
+  "-D_GNU_SOURCE",
+  `-DSPLASH_VERSION_STRING="${version}"`,
+  `-I${join(root, "native", "include")}`,
+  `-I${join(root, "native")}`,
+  ...(debug ? ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"] : ["-O3", "-DNDEBUG"]),
+];
+
+// Flags for a source file by its ISA suffix; null = not built on this machine.
+function isaFlags(file: string): string[] | null {
+  const name = basename(file, ".c");
+  if (name.endsWith("_avx2")) return arch === "x64" ? ["-mavx2", "-mfma", "-mf16c"] : null;
+  if (name.endsWith("_avx512"))
+    return arch === "x64" ? ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mfma", "-mf16c"] : null;
+  if (name.endsWith("_neon")) return arch === "arm64" ? ["-march=armv8.2-a+dotprod+fp16"] : null;
+  return [];
+}
+
+// Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere.
+const excluded = ["native/tests/", "native/tools/", "native/backends/metal/"];
+
+async function sources(dir: string): Promise<string[]> {
+  if (!existsSync(join(root, dir))) return [];
+  const glob = new Bun.Glob("**/*.c");
+  const files: string[] = [];
+  for await (const f of glob.scan({ cwd: join(root, dir) })) files.push(join(dir, f));
+  return files.sort();
+}
+
+function newer(obj: string, dep: string): boolean {
+  return !existsSync(obj) || statSync(dep).mtimeMs > statSync(obj).mtimeMs;
+}
+
+// True when the object is missing or older than its source or any header listed in its depfile.
+function stale(src: string, obj: string): boolean {
+  if (newer(obj, join(root, src))) return true;
+  const depfile = obj.replace(/\.o$/, ".d");
+  if (!existsSync(depfile)) return true;
+  const deps = readFileSync(depfile, "utf8").replace(/\\\n/g, " ").split(/\s+/).slice(1).filter(Boolean);
+  return deps.some((d) => !existsSync(d) || newer(obj, d));
+}
+
+async function compile(src: string): Promise<string | null> {
+  const flags = isaFlags(src);
+  if (flags === null) return null;
+  const obj = join(out, "obj", src.replace(/\.c$/, ".o"));
+  if (stale(src, obj)) {
+    mkdirSync(dirname(obj), { recursive: true });
+    // Written under a private name and renamed: several builds may share one tree (helpers, tests).
+    const tmp = `${obj}.${process.pid}.tmp`;
+    const dep = obj.replace(/\.o$/, ".d");
+    const args = [...common, ...flags, "-MMD", "-MF", `${dep}.${process.pid}.tmp`, "-MT", obj, "-c", join(root, src), "-o", tmp];
+    if (verbose) console.error([cc, ...args].join(" "));
+    const r = await $`${cc} ${args}`.nothrow().quiet();
+    if (r.exitCode !== 0) throw new Error(`compiling ${src} failed:\n${r.stderr.toString()}${r.stdout.toString()}`);
+    renameSync(`${dep}.${process.pid}.tmp`, dep);
+    renameSync(tmp, obj);
+  }
+  return obj;
+}
+
+// Runs `jobs` async tasks with at most `limit` at a time, keeping results in order.
+async function pool<T>(items: string[], limit: number, fn: (s: string) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+const libFiles = (await sources("native")).filter((f) => !excluded.some((e) => f.startsWith(e)));
+const jobs = Math.max(1, cpus().length);
+const objs = (await pool(libFiles, jobs, compile)).filter((o): o is string => o !== null);
+
+const libName = isMac ? "libsplash.dylib" : "libsplash.so";
+const lib = join(out, libName);
+const libs = ["-lm", "-pthread", ...(isMac ? [] : ["-ldl"])];
+const sanitize = debug ? ["-fsanitize=address,undefined"] : [];
+if (!existsSync(lib) || objs.some((o) => newer(lib, o))) {
+  const shared = isMac ? ["-dynamiclib", "-install_name", "@rpath/libsplash.dylib"] : ["-shared"];
+  const tmp = `${lib}.${process.pid}.tmp`;
+  const r = await $`${cc} ${shared} ${sanitize} -o ${tmp} ${objs} ${libs}`.nothrow().quiet();
+  if (r.exitCode !== 0) throw new Error(`linking ${libName} failed:\n${r.stderr.toString()}`);
+  renameSync(tmp, lib);
+}
+
+// Programs: each native/tests/*.c and native/tools/*.c is one executable, linked with the library's objects.
+const programs = [...(await sources("native/tests")), ...(await sources("native/tools"))].filter(
+  (f) => dirname(f) === "native/tests" || dirname(f) === "native/tools",
+);
+await pool(programs, jobs, async (src) => {
+  const obj = await compile(src);
+  if (!obj) return;
+  const exe = join(out, basename(dirname(src)), basename(src, ".c"));
+  if (existsSync(exe) && !newer(exe, obj) && !objs.some((o) => newer(exe, o))) return;
+  mkdirSync(dirname(exe), { recursive: true });
+  const r = await $`${cc} ${sanitize} -o ${exe}.${process.pid}.tmp ${obj} ${objs} ${libs}`.nothrow().quiet();
+  if (r.exitCode !== 0) throw new Error(`linking ${relative(root, exe)} failed:\n${r.stderr.toString()}`);
+  renameSync(`${exe}.${process.pid}.tmp`, exe);
+});
+
+if (verbose) console.error(`built ${relative(root, lib)} from ${objs.length} objects`);
+
+// The module through which the binding imports the library as an embedded file: `bun build --compile` then carries
+// it inside dist/splash, and `bun run` gets the path on disk (src/native/library.ts).
+const embed = join(out, "native-lib.ts");
+const embedSource = `// Generated by scripts/build/native.ts.\nimport path from "./${libName}" with { type: "file" };\nexport default path;\n`;
+if (!existsSync(embed) || readFileSync(embed, "utf8") !== embedSource) await Bun.write(embed, embedSource);
