@@ -43,7 +43,8 @@ function flagNames(args: ArgsDef): Map<string, { name: string; type: string }> {
     const kebab = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
     for (const n of new Set([name, kebab])) names.set(n, { name, type });
     if (type === "boolean") for (const n of new Set([name, kebab])) names.set(`no-${n}`, { name, type });
-    const aliases = def.alias === undefined ? [] : Array.isArray(def.alias) ? def.alias : [def.alias];
+    const alias = "alias" in def ? def.alias : undefined;
+    const aliases = alias === undefined ? [] : Array.isArray(alias) ? alias : [alias];
     for (const a of aliases) names.set(a, { name, type });
   }
   return names;

@@ -1,14 +1,15 @@
 import { describe, expect, test } from "bun:test";
+import type { ArgsDef } from "citty";
 import { checkArgs, parseOption, sizeOption, intOption, UsageError } from "../../src/cli/_command.ts";
 import { splash } from "../helpers/cli.ts";
 
-const args = {
+const args: ArgsDef = {
   model: { type: "positional", required: false },
   port: { type: "string" },
   json: { type: "boolean" },
   draft: { type: "enum", options: ["auto", "none"] },
   apiKey: { type: "string" },
-} as const;
+};
 
 describe("strict argument check", () => {
   test("accepts declared flags, kebab-case names, --no- booleans and inline values", () => {

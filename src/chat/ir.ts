@@ -1,0 +1,83 @@
+// The conversation IR: the one internal shape every API surface converts to (requests) and from (events).
+// OpenAI Chat, OpenAI Responses and Anthropic Messages each have a converter in src/api/; the chat template
+// renders this shape; the output parser produces ChatEvents. Nothing here knows about token ids.
+
+import type { Sampling } from "../engine/types.ts";
+
+export type JsonSchema = Record<string, unknown>;
+
+// Image bytes as the client sent them; decoding and preprocessing belong to the vision path.
+export type ImageSource = { kind: "bytes"; data: Uint8Array; mediaType?: string } | { kind: "url"; url: string };
+
+export type TextPart = { type: "text"; text: string };
+export type ImagePart = { type: "image"; source: ImageSource };
+export type ContentPart = TextPart | ImagePart;
+
+export type ToolCall = {
+  id: string;
+  name: string;
+  // Parsed arguments when they are a JSON object (what the model's XML produces after coercion); a client may
+  // send arguments that are not an object, which are kept as the raw string it sent.
+  arguments: Record<string, unknown> | string;
+};
+
+export type Message =
+  | { role: "system"; content: TextPart[] }
+  | { role: "user"; content: ContentPart[] }
+  | { role: "assistant"; content: TextPart[]; reasoning?: string; toolCalls?: ToolCall[] }
+  | { role: "tool"; toolCallId: string; name?: string; content: ContentPart[] };
+
+export type ToolDef = { name: string; description?: string; parameters: JsonSchema; strict?: boolean };
+
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; name?: string; schema: JsonSchema; strict?: boolean };
+
+// low/medium/high come from OpenAI's reasoning_effort; xhigh is Qwen3.8's own default level.
+export type ReasoningEffort = "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+
+export type Conversation = {
+  messages: Message[];
+  tools: ToolDef[];
+  toolChoice: ToolChoice;
+  parallelToolCalls: boolean;
+  // enabled=false renders the empty thinking block (the template's enable_thinking=false).
+  thinking: { enabled: boolean; effort?: ReasoningEffort; preserve?: boolean };
+  responseFormat: ResponseFormat;
+};
+
+// The engine's sampling settings; a request without a seed gets a random one.
+export type SamplingOptions = Omit<Sampling, "seed"> & { seed?: number };
+
+export type GenerationOptions = {
+  maxTokens?: number; // undefined = up to the model's context
+  stop: string[]; // stop strings, matched on visible content
+  sampling: SamplingOptions;
+  logprobs?: number; // number of top alternatives per token; undefined = no logprobs
+  draft?: "auto" | "none" | "mtp" | "dflash";
+  signal: AbortSignal; // client disconnect or cancel: generation stops and frees its memory at once
+};
+
+export type Usage = {
+  promptTokens: number;
+  cachedPromptTokens: number; // prompt tokens served from the prefix cache
+  completionTokens: number;
+  reasoningTokens: number;
+};
+
+export type FinishReason = "stop" | "length" | "tool_calls" | "cancelled";
+
+export type TokenLogprob = { text: string; bytes: number[]; logprob: number; top: { text: string; bytes: number[]; logprob: number }[] };
+
+// What a generation streams back, in order. Text deltas concatenate to the full text of their channel.
+export type ChatEvent =
+  | { type: "start"; promptTokens: number; cachedPromptTokens: number }
+  | { type: "reasoning"; text: string }
+  | { type: "content"; text: string; logprobs?: TokenLogprob[] }
+  | { type: "tool_call_start"; index: number; id: string; name: string }
+  | { type: "tool_call_delta"; index: number; argumentsJson: string } // a piece of the JSON arguments string
+  | { type: "tool_call_end"; index: number; call: ToolCall }
+  | { type: "done"; finishReason: FinishReason; usage: Usage };

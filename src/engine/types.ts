@@ -1,0 +1,80 @@
+// The engine's interface: token ids in, token ids out. One Engine per loaded model runs one loop that batches all
+// of its requests (src/engine/scheduler.ts). The chat layer (src/chat/generate.ts) renders and tokenizes a
+// conversation, calls generate(), and detokenizes and parses what comes back; the engine never sees text.
+
+export type Sampling = {
+  temperature: number; // 0 = greedy
+  topP: number;
+  topK: number; // 0 = off
+  minP: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  repetitionPenalty: number; // 1 = off
+  seed: number; // sampling is reproducible for a given seed, whatever the batch
+};
+
+// A token-level constraint (structured output): the engine asks it for the allowed tokens before each sampled
+// position and tells it which token was chosen. Implemented by src/engine/grammar/.
+export interface TokenConstraint {
+  // Writes the allowed-token bitmask for the next position (bit t of word t>>5 set = token t allowed).
+  fillMask(mask: Uint32Array): void;
+  // Advances past an accepted token; false if the token was not allowed (a bug, or a draft to reject).
+  accept(token: number): boolean;
+  // Undoes the last n accepted tokens (speculative decoding rejected them).
+  rollback(n: number): void;
+  // True when the constrained value is complete; the engine then ends the output.
+  isComplete(): boolean;
+}
+
+export type GenerateRequest = {
+  prompt: Int32Array; // the rendered, tokenized prompt
+  maxTokens: number; // already capped by the caller at the model's context minus the prompt
+  sampling: Sampling;
+  stopTokens: number[]; // end of turn (e.g. <|im_end|>, <|endoftext|>)
+  topLogprobs?: number; // undefined = no logprobs
+  constraint?: TokenConstraint;
+  draft?: "auto" | "none" | "mtp" | "dflash";
+  signal: AbortSignal;
+};
+
+export type GeneratedToken = { id: number; logprob?: number; top?: { id: number; logprob: number }[] };
+
+export type EngineEvent =
+  // Once, when the request was admitted and its prompt's cached part is known.
+  | { type: "admitted"; promptTokens: number; cachedPromptTokens: number }
+  // Tokens produced by one step (more than one when speculation accepted several).
+  | { type: "tokens"; tokens: GeneratedToken[] }
+  | { type: "done"; reason: "stop" | "length" | "cancelled" | "constraint_complete" };
+
+export type EngineStats = {
+  running: number;
+  queued: number;
+  stateBytesInUse: number; // KV pages + GDN state slots held by sequences and the prefix cache
+  stateBytesBudget: number;
+  prefixCacheHitTokens: number; // cumulative
+};
+
+export interface Engine {
+  // Streams the generation. Throws EngineOverloaded when the wait queue is full and PromptTooLong when the prompt
+  // cannot fit the model's context; never fails for memory once admitted.
+  generate(req: GenerateRequest): AsyncIterable<EngineEvent>;
+  stats(): EngineStats;
+  close(): Promise<void>;
+}
+
+export class EngineOverloaded extends Error {
+  override name = "EngineOverloaded";
+  constructor(readonly retryAfterSeconds: number) {
+    super(`the server is at capacity; retry after ${retryAfterSeconds} s`);
+  }
+}
+
+export class PromptTooLong extends Error {
+  override name = "PromptTooLong";
+  constructor(
+    readonly promptTokens: number,
+    readonly contextTokens: number,
+  ) {
+    super(`the prompt is ${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
+  }
+}
