@@ -2,7 +2,7 @@
 // OpenAI Chat, OpenAI Responses and Anthropic Messages each have a converter in src/api/; the chat template
 // renders this shape; the output parser produces ChatEvents. Nothing here knows about token ids.
 
-import type { Sampling } from "../engine/types.ts";
+import type { EngineStats, Sampling } from "../engine/types.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -81,3 +81,16 @@ export type ChatEvent =
   | { type: "tool_call_delta"; index: number; argumentsJson: string } // a piece of the JSON arguments string
   | { type: "tool_call_end"; index: number; call: ToolCall }
   | { type: "done"; finishReason: FinishReason; usage: Usage };
+
+// A served model as the server sees it: conversations in, ChatEvents out. Implemented over an Engine by
+// src/chat/generate.ts; the server never sees token ids.
+export interface ChatModel {
+  readonly id: string;
+  readonly contextLength: number; // tokens, prompt + output
+  readonly maxOutputTokens: number; // default and cap for one answer
+  readonly vision: boolean; // accepts image parts
+  generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;
+  // Prompt tokens the conversation renders to (Anthropic count_tokens, context-length checks).
+  countTokens(conversation: Conversation): number;
+  stats(): EngineStats;
+}
