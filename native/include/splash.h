@@ -52,6 +52,22 @@ SPLASH_API const char *splash_last_error(void);
 /* Space-separated CPU features the library detected and uses, e.g. "avx2 fma f16c". */
 SPLASH_API const char *splash_cpu_features(void);
 
+/* ---- tokenizer (issue 4, src/tokenizer/) ------------------------------------------------------------------- */
+/* The byte-level BPE hot path: pre-tokenizer regex split + merges. Normalization (NFC) and added/special tokens are
+ * the caller's: it passes the plain-text segments between them, one call each. One thread at a time per tokenizer. */
+
+typedef struct splash_tokenizer splash_tokenizer;
+/* pattern: the Split pre-tokenizer regex (Oniguruma syntax, native/tokenizer/regex.h), NULL or "" for none.
+ * Token id i's bytes are token_bytes[token_offsets[i] .. token_offsets[i+1]) (empty = unused id); merges holds
+ * n_merges pairs (left id, right id) in rank order. ignore_merges: a piece that is a token is taken whole. */
+SPLASH_API splash_status splash_tokenizer_create(const char *pattern, const uint8_t *token_bytes, const uint64_t *token_offsets,
+                                                 int32_t n_tokens, const int32_t *merges, int32_t n_merges, int32_t ignore_merges,
+                                                 splash_tokenizer **out);
+SPLASH_API void splash_tokenizer_free(splash_tokenizer *t);
+/* Encodes UTF-8 text (already normalized, no added tokens) into ids; max_ids must be >= n_bytes. */
+SPLASH_API splash_status splash_tokenizer_encode(splash_tokenizer *t, const uint8_t *text, int64_t n_bytes, int32_t *ids,
+                                                 int64_t max_ids, int64_t *n_ids);
+
 #ifdef __cplusplus
 }
 #endif

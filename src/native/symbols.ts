@@ -9,4 +9,14 @@ export const symbols = {
   splash_version: { args: [], returns: FFIType.cstring },
   splash_last_error: { args: [], returns: FFIType.cstring },
   splash_cpu_features: { args: [], returns: FFIType.cstring },
+  // ---- tokenizer (issue 4, src/tokenizer/native.ts) ----
+  splash_tokenizer_create: {
+    args: [FFIType.cstring, FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr],
+    returns: FFIType.i32,
+  },
+  splash_tokenizer_free: { args: [FFIType.ptr], returns: FFIType.void },
+  splash_tokenizer_encode: {
+    args: [FFIType.ptr, FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.i64, FFIType.ptr],
+    returns: FFIType.i32,
+  },
 } as const;
