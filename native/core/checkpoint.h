@@ -1,0 +1,49 @@
+/* checkpoint.h — a checkpoint directory: config.json plus every tensor of its safetensors files, memory-mapped.
+ *
+ * Which files: `model.safetensors.index.json` and the shards its weight_map names (the map must match the shards'
+ * headers exactly: every tensor listed, in the file it is listed under, nothing extra); else `model.safetensors`;
+ * else every `*.safetensors` in the directory in name order (a drafter directory). config.json is optional (a
+ * drafter may not have one) but must be valid JSON when present. Tensor names must be unique across files.
+ *
+ * Tensors are zero-copy views of the read-only maps (see safetensors.h) and stay valid until sp_checkpoint_close.
+ * Lookups by name are O(1) and allocate nothing.
+ *
+ *   sp_checkpoint *ck;
+ *   if (sp_checkpoint_open(dir, &ck)) return ...;
+ *   const sp_tensor *w;
+ *   if (sp_checkpoint_require(ck, "lm_head.weight", SP_DTYPES_FLOAT, 2, (int64_t[]){vocab, hidden}, &w)) ...;
+ *   sp_checkpoint_close(ck);
+ */
+#ifndef SP_CHECKPOINT_H
+#define SP_CHECKPOINT_H
+
+#include "core/json.h"
+#include "core/safetensors.h"
+
+typedef struct sp_checkpoint sp_checkpoint;
+
+/* Opens `dir`. Errors: SPLASH_ERR_IO (missing dir/file, unreadable), SPLASH_ERR_FORMAT (bad JSON, bad header,
+ * truncated data, index and shards disagree, duplicate names), SPLASH_ERR_UNSUPPORTED (dtype, rank); the message
+ * names the file and, where there is one, the tensor. */
+splash_status sp_checkpoint_open(const char *dir, sp_checkpoint **out);
+void sp_checkpoint_close(sp_checkpoint *ck);
+
+/* The directory as given. */
+const char *sp_checkpoint_dir(const sp_checkpoint *ck);
+/* Root of config.json, or NULL when the directory has none. */
+const sp_json *sp_checkpoint_config(const sp_checkpoint *ck);
+
+/* Tensor by exact name, or NULL. */
+const sp_tensor *sp_checkpoint_find(const sp_checkpoint *ck, const char *name);
+/* All tensors, file by file in data order: for (size_t i = 0; i < sp_checkpoint_count(ck); i++) ..._tensor(ck, i) */
+size_t sp_checkpoint_count(const sp_checkpoint *ck);
+const sp_tensor *sp_checkpoint_tensor(const sp_checkpoint *ck, size_t i);
+
+/* The tensor `name`, checked: its dtype is in `dtypes` (SP_DTYPE_BIT mask; SP_DTYPES_ANY accepts any), it has
+ * `ndim` dims and each dim equals shape[i] (-1 = any). Fails with SPLASH_ERR_FORMAT and a message such as
+ *   "tensor model.norm.weight in /m/model-00001.safetensors: expected shape [5120] got [4096]"
+ * (a missing tensor names the directory). `shape` may be NULL when ndim is -1 (any rank). */
+splash_status sp_checkpoint_require(const sp_checkpoint *ck, const char *name, uint32_t dtypes, int32_t ndim,
+                                    const int64_t *shape, const sp_tensor **out);
+
+#endif
