@@ -35,6 +35,10 @@ export type GenerateRequest = {
   constraint?: TokenConstraint;
   draft?: "auto" | "none" | "mtp" | "dflash";
   signal: AbortSignal;
+  // Prompt positions worth a GDN state snapshot for the prefix cache, besides the engine's own (the end of the
+  // prompt and every few thousand tokens): message ends such as the end of the system prompt and tools, where other
+  // conversations or the next turn diverge. The engine rounds each down to its block size.
+  snapshotAt?: number[];
 };
 
 export type GeneratedToken = { id: number; logprob?: number; top?: { id: number; logprob: number }[] };
@@ -42,7 +46,8 @@ export type GeneratedToken = { id: number; logprob?: number; top?: { id: number;
 export type EngineEvent =
   // Once, when the request was admitted and its prompt's cached part is known.
   | { type: "admitted"; promptTokens: number; cachedPromptTokens: number }
-  // Tokens produced by one step (more than one when speculation accepted several).
+  // Tokens produced by one step (more than one when speculation accepted several). The stop token that ends an
+  // output is not among them.
   | { type: "tokens"; tokens: GeneratedToken[] }
   | { type: "done"; reason: "stop" | "length" | "cancelled" | "constraint_complete" };
 
@@ -52,6 +57,8 @@ export type EngineStats = {
   stateBytesInUse: number; // KV pages + GDN state slots held by sequences and the prefix cache
   stateBytesBudget: number;
   prefixCacheHitTokens: number; // cumulative
+  sequenceStateBytes?: number; // the part of stateBytesInUse held by running sequences (the rest is evictable cache)
+  peakSequenceStateBytes?: number; // the most sequenceStateBytes has been since the engine started
 };
 
 export interface Engine {

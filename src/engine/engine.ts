@@ -1,0 +1,172 @@
+// The Engine of one loaded model: one async loop that, at each step boundary, releases cancelled requests, admits
+// waiting ones, builds a step (scheduler.ts), runs it (the StepRunner) and applies its results. Requests join and
+// leave only at step boundaries, so the native step never sees a sequence change under it.
+import { machine } from "../machine.ts";
+import { log } from "../log.ts";
+import { rootHash } from "./block-hash.ts";
+import { BlockPool } from "./block-pool.ts";
+import { KVCacheManager } from "./cache-manager.ts";
+import { EventStream } from "./event-stream.ts";
+import { describeMemoryPlan, planMemory, type MemoryPlan } from "./memory-plan.ts";
+import type { StepModel, StepRunner } from "./runner.ts";
+import { Scheduler } from "./scheduler.ts";
+import { Sequence } from "./sequence.ts";
+import { EngineOverloaded, PromptTooLong, type Engine, type EngineEvent, type EngineStats, type GenerateRequest } from "./types.ts";
+
+export type EngineOptions = {
+  kvBudget?: number; // bytes of sequence state; default: derived from the machine (memory-plan.ts)
+  pageTokens?: number; // tokens per KV page and prefix-cache block (default 64)
+  maxSeqs?: number; // sequences running at once (default 16)
+  maxQueue?: number; // requests waiting before EngineOverloaded (default 256)
+  maxStepTokens?: number; // tokens per step, the decode-stall bound (default 512, at most the model's)
+  snapshotInterval?: number; // tokens between GDN snapshots in long prompts (default 4096)
+  prefixCache?: boolean; // default true
+  cacheSalt?: string; // names the model in prefix-cache hashes (model id, weights, quantization)
+};
+
+const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, maxStepTokens: 512, snapshotInterval: 4096 };
+
+// Plans the model's sequence-state memory, creates its cache and starts its loop. The engine owns the runner (and
+// closes it); the model stays the caller's.
+export function createEngine(model: StepModel, options: EngineOptions = {}): SplashEngine {
+  const pageTokens = options.pageTokens ?? DEFAULTS.pageTokens;
+  const plan = planMemory(model, { kvBudget: options.kvBudget, pageTokens, maxSeqs: options.maxSeqs ?? DEFAULTS.maxSeqs }, machine());
+  log.info(describeMemoryPlan(plan));
+  const runner = model.createRunner({ pageTokens, nPages: plan.nPages, nSlots: plan.nSlots });
+  return new SplashEngine(model, runner, plan, options);
+}
+
+export class SplashEngine implements Engine {
+  readonly scheduler: Scheduler;
+  readonly cache: KVCacheManager;
+  // The longest prompt + output one request can have: the model's context, or the budget's pages if fewer.
+  readonly contextTokens: number;
+  private nextId = 0;
+  private closed = false;
+  private wakeLoop: (() => void) | undefined;
+  private readonly loopDone: Promise<void>;
+  private serviceSeconds = 0; // moving average of admission-to-finish time, for Retry-After
+
+  constructor(
+    model: StepModel,
+    private readonly runner: StepRunner,
+    readonly plan: MemoryPlan,
+    options: EngineOptions = {},
+  ) {
+    const pool = new BlockPool(plan.nPages, plan.nSlots);
+    this.cache = new KVCacheManager(pool, runner, {
+      pageTokens: plan.pageTokens,
+      pageBytes: plan.pageBytes,
+      slotBytes: plan.slotBytes,
+      root: rootHash(options.cacheSalt ?? ""),
+      prefixCache: options.prefixCache ?? true,
+      snapshotInterval: options.snapshotInterval ?? DEFAULTS.snapshotInterval,
+    });
+    this.scheduler = new Scheduler(this.cache, {
+      maxStepTokens: Math.min(model.maxStepTokens, options.maxStepTokens ?? DEFAULTS.maxStepTokens),
+      maxRunning: plan.maxSeqs,
+      maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
+      vocabSize: model.vocabSize,
+    });
+    this.scheduler.onFinish = (seq) => {
+      if (seq.admittedAt > 0) this.serviceSeconds = 0.8 * this.serviceSeconds + 0.2 * ((performance.now() - seq.admittedAt) / 1000);
+    };
+    this.contextTokens = Math.min(model.contextTokens, plan.nPages * plan.pageTokens);
+    this.loopDone = this.loop();
+  }
+
+  generate(req: GenerateRequest): AsyncIterable<EngineEvent> {
+    if (this.closed) throw new Error("the engine is closed");
+    const promptTokens = req.prompt.length;
+    if (promptTokens < 1) throw new RangeError("the prompt is empty");
+    if (promptTokens >= this.contextTokens) throw new PromptTooLong(promptTokens, this.contextTokens);
+    if (!(req.maxTokens >= 1)) throw new RangeError(`maxTokens must be at least 1 (got ${req.maxTokens})`);
+    const maxTokens = Math.min(req.maxTokens, this.contextTokens - promptTokens);
+
+    let seq: Sequence | undefined;
+    const stream = new EventStream(() => {
+      if (seq && !seq.cancelled) this.cancel(seq);
+    });
+    seq = new Sequence(this.nextId++, req, maxTokens, {
+      admitted: (promptTokens, cachedPromptTokens) => stream.push({ type: "admitted", promptTokens, cachedPromptTokens }),
+      tokens: (tokens) => stream.push({ type: "tokens", tokens }),
+      done: (reason) => {
+        req.signal.removeEventListener("abort", onAbort);
+        stream.push({ type: "done", reason });
+        stream.end();
+      },
+      error: (e) => {
+        req.signal.removeEventListener("abort", onAbort);
+        stream.fail(e);
+      },
+    });
+    const s = seq;
+    const onAbort = () => this.cancel(s);
+    if (req.signal.aborted) {
+      stream.push({ type: "done", reason: "cancelled" });
+      stream.end();
+      return stream;
+    }
+    if (!this.scheduler.enqueue(seq)) throw new EngineOverloaded(Math.min(60, Math.max(1, Math.ceil(this.serviceSeconds))));
+    req.signal.addEventListener("abort", onAbort, { once: true });
+    this.wake();
+    return stream;
+  }
+
+  stats(): EngineStats {
+    return {
+      running: this.scheduler.running.length,
+      queued: this.scheduler.waiting.length,
+      stateBytesInUse: this.cache.heldBytes + this.cache.cachedBytes,
+      stateBytesBudget: this.plan.stateBytes,
+      prefixCacheHitTokens: this.cache.hitTokens,
+      sequenceStateBytes: this.cache.heldBytes,
+      peakSequenceStateBytes: this.cache.peakHeldBytes,
+    };
+  }
+
+  // Ends every request as cancelled, stops the loop and frees the cache.
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.wake();
+    await this.loopDone;
+    this.scheduler.cancelAll();
+    this.runner.close();
+  }
+
+  // ---- internal ----
+
+  private cancel(seq: Sequence): void {
+    this.scheduler.cancel(seq);
+    this.wake();
+  }
+
+  private wake(): void {
+    const wake = this.wakeLoop;
+    this.wakeLoop = undefined;
+    wake?.();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closed) {
+      this.scheduler.reap();
+      this.scheduler.admit();
+      const plan = this.scheduler.schedule();
+      if (!plan) {
+        await new Promise<void>((resolve) => (this.wakeLoop = resolve));
+        continue;
+      }
+      try {
+        const results = await this.runner.step(plan.batch);
+        this.scheduler.complete(plan, results);
+      } catch (e) {
+        const error = e instanceof Error ? e : new Error(String(e));
+        log.error(`engine step failed: ${error.message}`);
+        this.scheduler.fail(plan, error);
+      }
+      // Let the server read requests and aborts between steps (a native step may have held the thread).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+}

@@ -1,0 +1,44 @@
+// What the engine needs from a model, and nothing more: the narrow seam between the scheduler and libsplash
+// (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
+// 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
+import type { Sampling } from "./types.ts";
+
+// A model before its sequence-state cache exists: enough to plan memory and then create the cache.
+export interface StepModel {
+  readonly vocabSize: number;
+  readonly contextTokens: number; // the model's maximum positions
+  readonly maxStepTokens: number; // tokens one step may carry (the native scratch is sized for it)
+  readonly fixedBytes: number; // weights + drafter + scratch: memory that is not sequence state
+  // Bytes of one KV page of `pageTokens` tokens (all full-attention layers, K and V) and of one GDN state slot
+  // (recurrent S and conv tail of every linear-attention layer). The native allocator uses the same functions, so
+  // a plan made from them is exact.
+  pageBytes(pageTokens: number): number;
+  readonly slotBytes: number;
+  createRunner(cache: CacheGeometry): StepRunner;
+}
+
+export type CacheGeometry = { pageTokens: number; nPages: number; nSlots: number };
+
+// One sequence's share of a step: run `tokens` at positions nPast… with the pages and slot given.
+export type StepSequence = {
+  slot: number;
+  nPast: number; // positions already in the cache (and folded into the slot's GDN state)
+  tokens: Int32Array; // positions nPast … nPast + tokens.length - 1
+  pages: Int32Array; // page table covering positions [0, nPast + tokens.length)
+  sample: boolean; // sample one token after the last position
+  sampling: Sampling;
+  penaltyTokens: Int32Array; // tokens generated so far, for the penalties
+  topLogprobs: number; // 0 = none
+  allowed: Uint32Array | null; // allowed-token bitmask for the sampled position, null = all
+};
+
+export type SampledToken = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+
+export interface StepRunner {
+  // One forward pass over the batch; an entry per sequence (null where it did not sample). The sample of a
+  // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
+  step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]>;
+  copySlot(src: number, dst: number): void; // GDN snapshot save and restore
+  clearSlot(slot: number): void; // state of an empty prefix
+  close(): void; // frees the cache (the model stays loaded)
+}
