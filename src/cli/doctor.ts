@@ -3,6 +3,7 @@ import { native } from "../native/library.ts";
 import { machine, macRequirements } from "../machine.ts";
 import { command } from "./_command.ts";
 import { formatBytes } from "../format.ts";
+import { describeDefaultBudget, memoryForModels } from "../engine/memory-plan.ts";
 
 export default command({
   meta: { name: "doctor", description: "Show what this machine is and which models it can run" },
@@ -18,6 +19,7 @@ export default command({
       cpuFeatures: String(lib.splash_cpu_features()),
       totalMemory: m.totalMemory,
       availableMemory: m.availableMemory,
+      memoryForModels: memoryForModels(m),
       library: { version: String(lib.splash_version()), abi: lib.splash_abi_version() },
       mac: m.mac ? { ...m.mac, requirements: macRequirements(m) } : undefined,
     };
@@ -29,6 +31,7 @@ export default command({
       `system     ${m.os} ${m.arch}`,
       `cpu        ${m.cpuModel}, ${m.cores} cores (${report.cpuFeatures || "no SIMD extensions detected"})`,
       `memory     ${formatBytes(m.totalMemory)} total, ${formatBytes(m.availableMemory)} available`,
+      `kv budget  ${describeDefaultBudget(m)}; --kv-budget caps it`,
       `library    libsplash ${report.library.version} (ABI ${report.library.abi})`,
     ];
     for (const r of report.mac?.requirements ?? []) lines.push(`${r.what.padEnd(10)} ${r.ok ? "ok  " : "FAIL"} ${r.detail}`);

@@ -83,6 +83,12 @@ export class BlockPool {
     return this.pageByHash.get(hash);
   }
 
+  // The block a page holds for the cache (undefined while it is a sequence's anonymous page). A named page is full
+  // and final: nothing may write it again.
+  pageHashOf(page: number): BlockHash | undefined {
+    return this.pageHash[page];
+  }
+
   // A prefix hit: one more reader of a cached or held page.
   takePage(page: number): void {
     if (this.refs[page] === 0) {
