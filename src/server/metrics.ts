@@ -1,0 +1,118 @@
+// GET /metrics: Prometheus text exposition of what the server counted and what each model's engine reports.
+import type { ChatModel, Usage } from "../chat/ir.ts";
+
+type Labels = Record<string, string>;
+
+const escape = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+const labelText = (labels: Labels) => {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+};
+
+class Counter {
+  private values = new Map<string, { labels: Labels; value: number }>();
+  add(labels: Labels, n = 1): void {
+    const key = labelText(labels);
+    const entry = this.values.get(key) ?? { labels, value: 0 };
+    entry.value += n;
+    this.values.set(key, entry);
+  }
+  lines(name: string): string[] {
+    return [...this.values.values()].map((e) => `${name}${labelText(e.labels)} ${e.value}`);
+  }
+}
+
+class Histogram {
+  private series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  constructor(private buckets: number[]) {}
+  observe(labels: Labels, value: number): void {
+    const key = labelText(labels);
+    const s = this.series.get(key) ?? { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+    this.buckets.forEach((b, i) => {
+      if (value <= b) s.counts[i]!++;
+    });
+    s.sum += value;
+    s.count++;
+    this.series.set(key, s);
+  }
+  lines(name: string): string[] {
+    const out: string[] = [];
+    for (const s of this.series.values()) {
+      this.buckets.forEach((b, i) => out.push(`${name}_bucket${labelText({ ...s.labels, le: String(b) })} ${s.counts[i]}`));
+      out.push(`${name}_bucket${labelText({ ...s.labels, le: "+Inf" })} ${s.count}`);
+      out.push(`${name}_sum${labelText(s.labels)} ${s.sum}`);
+      out.push(`${name}_count${labelText(s.labels)} ${s.count}`);
+    }
+    return out;
+  }
+}
+
+const TTFT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const TPOT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1];
+
+export class Metrics {
+  private requests = new Counter();
+  private streamErrors = new Counter();
+  private promptTokens = new Counter();
+  private cachedTokens = new Counter();
+  private completionTokens = new Counter();
+  private reasoningTokens = new Counter();
+  private ttft = new Histogram(TTFT_BUCKETS);
+  private tpot = new Histogram(TPOT_BUCKETS);
+  private active = new Map<string, number>();
+
+  request(surface: string, status: number): void {
+    this.requests.add({ surface, status: String(status) });
+  }
+
+  streamError(surface: string): void {
+    this.streamErrors.add({ surface });
+  }
+
+  generationStarted(model: string): void {
+    this.active.set(model, (this.active.get(model) ?? 0) + 1);
+  }
+
+  generationEnded(model: string): void {
+    this.active.set(model, (this.active.get(model) ?? 1) - 1);
+  }
+
+  firstToken(model: string, seconds: number): void {
+    this.ttft.observe({ model }, seconds);
+  }
+
+  // The mean interval between output tokens of one generation (prefill excluded).
+  perToken(model: string, seconds: number): void {
+    this.tpot.observe({ model }, seconds);
+  }
+
+  usage(model: string, u: Usage): void {
+    this.promptTokens.add({ model }, u.promptTokens);
+    this.cachedTokens.add({ model }, u.cachedPromptTokens);
+    this.completionTokens.add({ model }, u.completionTokens);
+    this.reasoningTokens.add({ model }, u.reasoningTokens);
+  }
+
+  render(models: readonly ChatModel[]): string {
+    const out: string[] = [];
+    const block = (name: string, type: string, help: string, lines: string[]) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...lines);
+    block("splash_requests_total", "counter", "HTTP requests by API surface and status.", this.requests.lines("splash_requests_total"));
+    block("splash_stream_errors_total", "counter", "Streams that ended with an error event.", this.streamErrors.lines("splash_stream_errors_total"));
+    block("splash_prompt_tokens_total", "counter", "Prompt tokens of finished generations.", this.promptTokens.lines("splash_prompt_tokens_total"));
+    block("splash_cached_prompt_tokens_total", "counter", "Prompt tokens served from the prefix cache.", this.cachedTokens.lines("splash_cached_prompt_tokens_total"));
+    block("splash_completion_tokens_total", "counter", "Generated tokens.", this.completionTokens.lines("splash_completion_tokens_total"));
+    block("splash_reasoning_tokens_total", "counter", "Generated tokens spent on reasoning.", this.reasoningTokens.lines("splash_reasoning_tokens_total"));
+    block("splash_time_to_first_token_seconds", "histogram", "Request arrival to first output token.", this.ttft.lines("splash_time_to_first_token_seconds"));
+    block("splash_time_per_output_token_seconds", "histogram", "Mean interval between output tokens, per generation.", this.tpot.lines("splash_time_per_output_token_seconds"));
+    const perModel = (name: string, type: string, help: string, value: (m: ChatModel) => number) =>
+      block(name, type, help, models.map((m) => `${name}${labelText({ model: m.id })} ${value(m)}`));
+    perModel("splash_generations_active", "gauge", "Generations this server is streaming or collecting.", (m) => this.active.get(m.id) ?? 0);
+    const stats = new Map(models.map((m) => [m.id, m.stats()]));
+    perModel("splash_running_sequences", "gauge", "Sequences the engine is running.", (m) => stats.get(m.id)!.running);
+    perModel("splash_queue_depth", "gauge", "Requests waiting for admission.", (m) => stats.get(m.id)!.queued);
+    perModel("splash_state_memory_bytes", "gauge", "KV pages and recurrent state held by sequences and the prefix cache.", (m) => stats.get(m.id)!.stateBytesInUse);
+    perModel("splash_state_memory_budget_bytes", "gauge", "Memory budget for sequence state.", (m) => stats.get(m.id)!.stateBytesBudget);
+    perModel("splash_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache, since start.", (m) => stats.get(m.id)!.prefixCacheHitTokens);
+    return out.join("\n") + "\n";
+  }
+}

@@ -1,0 +1,174 @@
+// A ChatModel for server tests: it plays a script of ChatEvents instead of running an engine.
+//
+// Like the real chat layer it emits `start` first (prompt size from countTokens), waits `prefillMs` before the
+// first token and `tokenDelayMs` between tokens, stops at options.maxTokens ("length") and at stop strings, ends
+// with `done` and its usage, throws EngineOverloaded / PromptTooLong on the first next(), and stops at once when
+// options.signal aborts. It records every call and what its stats() would show, so tests can check what the server
+// passed in and that a disconnect freed the sequence.
+import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
+import { EngineOverloaded, PromptTooLong, type EngineStats } from "../../src/engine/types.ts";
+
+export type ScriptStep = Exclude<ChatEvent, { type: "start" } | { type: "done" }> | { type: "wait"; ms: number } | { type: "fail"; error: Error } | { type: "finish"; reason: FinishReason };
+export type Script = (conversation: Conversation, options: GenerationOptions) => ScriptStep[];
+
+export type ScriptedModelOptions = {
+  id?: string;
+  vision?: boolean;
+  contextLength?: number;
+  maxOutputTokens?: number;
+  script?: Script;
+};
+
+const BYTES_PER_SEQUENCE = 1 << 20;
+
+export class ScriptedModel implements ChatModel {
+  readonly id: string;
+  readonly vision: boolean;
+  readonly contextLength: number;
+  readonly maxOutputTokens: number;
+  script: Script;
+  prefillMs = 0;
+  tokenDelayMs = 0;
+  cachedPromptTokens = 0;
+  overloadedFor: number | undefined; // when set, generate() refuses with EngineOverloaded(retry after this)
+  readonly calls: { conversation: Conversation; options: GenerationOptions }[] = [];
+  running = 0;
+  cancelled = 0;
+  completed = 0;
+  private hitTokens = 0;
+
+  constructor(o: ScriptedModelOptions = {}) {
+    this.id = o.id ?? "scripted";
+    this.vision = o.vision ?? false;
+    this.contextLength = o.contextLength ?? 32768;
+    this.maxOutputTokens = o.maxOutputTokens ?? 4096;
+    this.script = o.script ?? (() => say({ content: "Hello!" }));
+  }
+
+  get lastCall(): { conversation: Conversation; options: GenerationOptions } {
+    const call = this.calls.at(-1);
+    if (!call) throw new Error("the model was not called");
+    return call;
+  }
+
+  // A rough size: a quarter token per character of the rendered conversation.
+  countTokens(conversation: Conversation): number {
+    return Math.ceil(JSON.stringify(conversation).length / 4);
+  }
+
+  stats(): EngineStats {
+    return { running: this.running, queued: 0, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens };
+  }
+
+  async *generate(conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
+    this.calls.push({ conversation, options });
+    if (this.overloadedFor !== undefined) throw new EngineOverloaded(this.overloadedFor);
+    const promptTokens = this.countTokens(conversation);
+    if (promptTokens > this.contextLength) throw new PromptTooLong(promptTokens, this.contextLength);
+    const signal = options.signal;
+    this.running++;
+    let completionTokens = 0;
+    let reasoningTokens = 0;
+    let finish: FinishReason | undefined;
+    try {
+      this.hitTokens += this.cachedPromptTokens;
+      yield { type: "start", promptTokens, cachedPromptTokens: this.cachedPromptTokens };
+      if (!(await sleep(this.prefillMs, signal))) return yield* this.end("cancelled", promptTokens, 0, 0);
+      let content = "";
+      for (const step of this.script(conversation, options)) {
+        if (signal.aborted) return yield* this.end("cancelled", promptTokens, completionTokens, reasoningTokens);
+        if (step.type === "wait") {
+          if (!(await sleep(step.ms, signal))) return yield* this.end("cancelled", promptTokens, completionTokens, reasoningTokens);
+          continue;
+        }
+        if (step.type === "fail") throw step.error;
+        if (step.type === "finish") {
+          finish = step.reason;
+          break;
+        }
+        if (step.type === "reasoning" || step.type === "content" || step.type === "tool_call_delta") {
+          if (completionTokens >= (options.maxTokens ?? Infinity)) {
+            finish = "length";
+            break;
+          }
+          if (!(await sleep(this.tokenDelayMs, signal))) return yield* this.end("cancelled", promptTokens, completionTokens, reasoningTokens);
+          completionTokens++;
+          if (step.type === "reasoning") reasoningTokens++;
+        }
+        if (step.type === "content") {
+          const stop = firstStop(content + step.text, options.stop, content.length);
+          if (stop !== undefined) {
+            const text = (content + step.text).slice(content.length, stop);
+            if (text) yield { ...step, text };
+            finish = "stop";
+            break;
+          }
+          content += step.text;
+        }
+        if (step.type === "tool_call_end") finish = "tool_calls";
+        yield step;
+      }
+      yield* this.end(finish ?? "stop", promptTokens, completionTokens, reasoningTokens);
+    } finally {
+      this.running--;
+      if (signal.aborted) this.cancelled++;
+    }
+  }
+
+  private *end(reason: FinishReason, promptTokens: number, completionTokens: number, reasoningTokens: number): Generator<ChatEvent> {
+    if (reason !== "cancelled") this.completed++;
+    yield { type: "done", finishReason: reason, usage: { promptTokens, cachedPromptTokens: this.cachedPromptTokens, completionTokens, reasoningTokens } };
+  }
+}
+
+// Index in `text` where the earliest stop string begins, looking only at matches that end after `from`.
+function firstStop(text: string, stops: string[], from: number): number | undefined {
+  let best: number | undefined;
+  for (const s of stops) {
+    const i = text.indexOf(s, Math.max(0, from - s.length + 1));
+    if (i >= 0 && (best === undefined || i < best)) best = i;
+  }
+  return best;
+}
+
+// Resolves true after ms, or false as soon as the signal aborts.
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  if (ms <= 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      resolve(ok);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener("abort", onAbort);
+  });
+}
+
+// Splits text into small pieces, as tokens would arrive.
+export function pieces(text: string, size = 4): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+// A script for one answer: reasoning, then content, then tool calls (arguments streamed in pieces).
+export function say(o: { reasoning?: string; content?: string; toolCalls?: ToolCall[]; logprobs?: boolean }): ScriptStep[] {
+  const steps: ScriptStep[] = [];
+  for (const text of pieces(o.reasoning ?? "")) steps.push({ type: "reasoning", text });
+  for (const text of pieces(o.content ?? "")) steps.push(o.logprobs ? { type: "content", text, logprobs: [logprob(text)] } : { type: "content", text });
+  (o.toolCalls ?? []).forEach((call, index) => {
+    steps.push({ type: "tool_call_start", index, id: call.id, name: call.name });
+    const json = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments);
+    for (const piece of pieces(json, 7)) steps.push({ type: "tool_call_delta", index, argumentsJson: piece });
+    steps.push({ type: "tool_call_end", index, call });
+  });
+  return steps;
+}
+
+function logprob(text: string): TokenLogprob {
+  const bytes = [...new TextEncoder().encode(text)];
+  return { text, bytes, logprob: -0.25, top: [{ text, bytes, logprob: -0.25 }, { text: "?", bytes: [63], logprob: -2.5 }] };
+}
