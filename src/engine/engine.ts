@@ -62,9 +62,14 @@ export class SplashEngine implements Engine {
       prefixCache: options.prefixCache ?? true,
       snapshotInterval: options.snapshotInterval ?? DEFAULTS.snapshotInterval,
     });
+    // A step holds a decode token per running sequence plus at least one block of prompt, so the step size can
+    // lower the number of sequences that run at once.
+    const maxStepTokens = Math.min(model.maxStepTokens, options.maxStepTokens ?? DEFAULTS.maxStepTokens);
+    const maxRunning = Math.min(plan.maxSeqs, maxStepTokens - plan.pageTokens);
+    if (maxRunning < 1) throw new Error(`a step of ${maxStepTokens} tokens cannot hold a block of ${plan.pageTokens} tokens and a decode token`);
     this.scheduler = new Scheduler(this.cache, {
-      maxStepTokens: Math.min(model.maxStepTokens, options.maxStepTokens ?? DEFAULTS.maxStepTokens),
-      maxRunning: plan.maxSeqs,
+      maxStepTokens,
+      maxRunning,
       maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
       vocabSize: model.vocabSize,
     });
