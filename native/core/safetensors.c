@@ -36,6 +36,8 @@ char *sp_shape_string(char *buf, size_t size, int32_t ndim, const int64_t *shape
     return buf;
 }
 
+static const uint64_t empty_tensor[1];
+
 static int by_offset(const void *a, const void *b) {
     const sp_tensor *x = a, *y = b;
     uintptr_t p = (uintptr_t)x->data, q = (uintptr_t)y->data; /* offsets until finish() fixes them up */
@@ -144,7 +146,8 @@ static splash_status finish(sp_safetensors *f, const uint8_t *data) {
     uint64_t copy_bytes = 0;
     for (size_t i = 0; i < f->n_tensors; i++) {
         sp_tensor *t = &f->tensors[i];
-        t->data = data + (uintptr_t)t->data;
+        /* An empty tensor gets an aligned address that owns nothing, wherever its offset points. */
+        t->data = t->nbytes ? data + (uintptr_t)t->data : (const void *)empty_tensor;
         if ((uintptr_t)t->data % sp_dtype_size(t->dtype)) copy_bytes += (t->nbytes + 63) & ~63ull;
     }
     if (copy_bytes) {
