@@ -38,7 +38,7 @@ export function createApp(options: AppOptions) {
     .onError(({ code, error, request, path }) => {
       const { surface, shape } = surfaceOf(path);
       const apiError = elysiaError(code, error, request, shape);
-      if (apiError.status >= 500) log.error(error);
+      if (apiError.status === 500) log.error(error);
       metrics.request(surface, apiError.status);
       return errorResponse(apiError, shape);
     })

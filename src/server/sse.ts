@@ -40,7 +40,7 @@ export function sseResponse(encoder: StreamEncoder, generation: Generation, opts
       } catch (e) {
         if (!closed) {
           const error = toApiError(e, opts.shape);
-          if (error.status >= 500) log.error(e);
+          if (error.status === 500) log.error(e);
           opts.onError();
           write(encoder.fail(error));
         }

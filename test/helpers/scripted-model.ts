@@ -75,6 +75,7 @@ export class ScriptedModel implements ChatModel {
       yield { type: "start", promptTokens, cachedPromptTokens: this.cachedPromptTokens };
       if (!(await sleep(this.prefillMs, signal))) return yield* this.end("cancelled", promptTokens, 0, 0);
       let content = "";
+      let sent = 0; // characters of content passed on
       for (const step of this.script(conversation, options)) {
         if (signal.aborted) return yield* this.end("cancelled", promptTokens, completionTokens, reasoningTokens);
         if (step.type === "wait") {
@@ -96,18 +97,22 @@ export class ScriptedModel implements ChatModel {
           if (step.type === "reasoning") reasoningTokens++;
         }
         if (step.type === "content") {
-          const stop = firstStop(content + step.text, options.stop, content.length);
+          // Like the chat layer: text that may be the start of a stop string is held back until it is not.
+          content += step.text;
+          const stop = firstStop(content, options.stop);
+          const safe = stop ?? content.length - heldBack(content, options.stop);
+          if (safe > sent) yield { ...step, text: content.slice(sent, safe) };
+          sent = Math.max(sent, safe);
           if (stop !== undefined) {
-            const text = (content + step.text).slice(content.length, stop);
-            if (text) yield { ...step, text };
             finish = "stop";
             break;
           }
-          content += step.text;
+          continue;
         }
         if (step.type === "tool_call_end") finish = "tool_calls";
         yield step;
       }
+      if (finish === undefined && sent < content.length) yield { type: "content", text: content.slice(sent) };
       yield* this.end(finish ?? "stop", promptTokens, completionTokens, reasoningTokens);
     } finally {
       this.running--;
@@ -121,14 +126,17 @@ export class ScriptedModel implements ChatModel {
   }
 }
 
-// Index in `text` where the earliest stop string begins, looking only at matches that end after `from`.
-function firstStop(text: string, stops: string[], from: number): number | undefined {
-  let best: number | undefined;
-  for (const s of stops) {
-    const i = text.indexOf(s, Math.max(0, from - s.length + 1));
-    if (i >= 0 && (best === undefined || i < best)) best = i;
-  }
-  return best;
+// Index in `text` where the earliest stop string begins.
+function firstStop(text: string, stops: string[]): number | undefined {
+  const found = stops.map((s) => text.indexOf(s)).filter((i) => i >= 0);
+  return found.length ? Math.min(...found) : undefined;
+}
+
+// Length of the longest end of `text` that could still grow into a stop string.
+function heldBack(text: string, stops: string[]): number {
+  let longest = 0;
+  for (const s of stops) for (let n = Math.min(s.length - 1, text.length); n > longest; n--) if (s.startsWith(text.slice(-n))) longest = n;
+  return longest;
 }
 
 // Resolves true after ms, or false as soon as the signal aborts.

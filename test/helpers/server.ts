@@ -21,3 +21,13 @@ export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
   }
   return out;
 }
+
+// The error a promise (or an SDK's thenable APIPromise) rejects with; fails the test if it resolves.
+export async function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected the request to fail, but it succeeded");
+}

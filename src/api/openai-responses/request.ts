@@ -38,7 +38,7 @@ export function convertResponsesRequest(req: ResponsesRequest, ctx: ResponsesCon
     }
   }
   const input = typeof req.input === "string" ? [{ role: "user" as const, content: [{ type: "text" as const, text: req.input }] }] : convertItems(req.input, ctx.model);
-  const messages: Message[] = [...(req.instructions ? [{ role: "system" as const, content: [{ type: "text" as const, text: req.instructions }] }] : []), ...ctx.history, ...input];
+  const messages: Message[] = nameToolResults([...(req.instructions ? [{ role: "system" as const, content: [{ type: "text" as const, text: req.instructions }] }] : []), ...ctx.history, ...input]);
   const conversation: Conversation = {
     messages,
     tools,
@@ -116,7 +116,7 @@ function convertItems(items: InputItem[], model: ChatModel): Message[] {
         return;
     }
   });
-  return nameToolResults(out);
+  return out;
 }
 
 function parts(content: string | ResponsesContentPart[], model: ChatModel, param: string): ContentPart[] {

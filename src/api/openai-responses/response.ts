@@ -172,20 +172,17 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private closeItem(segment: number): SseFrame[] {
     const seg = this.turn.segments[segment]!;
     const at = { item_id: itemId(seg, this.meta), output_index: this.outputIndex.get(segment)! };
-    const item = outputItem(seg, this.meta);
-    const done = this.emit("response.output_item.done", { output_index: at.output_index, item });
-    switch (seg.kind) {
-      case "reasoning": {
-        const part = { type: "reasoning_text", text: seg.text };
-        return [this.emit("response.reasoning_text.done", { ...at, content_index: 0, text: seg.text }), this.emit("response.content_part.done", { ...at, content_index: 0, part }), done];
-      }
-      case "content": {
-        const part = textPart(seg, this.meta.request.top_logprobs != null);
-        return [this.emit("response.output_text.done", { ...at, content_index: 0, text: seg.text, logprobs: outputLogprobs(seg.logprobs) }), this.emit("response.content_part.done", { ...at, content_index: 0, part }), done];
-      }
-      case "tool":
-        if (this.meta.customTools.has(seg.name)) return [done];
-        return [this.emit("response.function_call_arguments.done", { ...at, name: seg.name, arguments: seg.text }), done];
+    const frames: SseFrame[] = [];
+    if (seg.kind === "reasoning") {
+      frames.push(this.emit("response.reasoning_text.done", { ...at, content_index: 0, text: seg.text }));
+      frames.push(this.emit("response.content_part.done", { ...at, content_index: 0, part: { type: "reasoning_text", text: seg.text } }));
+    } else if (seg.kind === "content") {
+      frames.push(this.emit("response.output_text.done", { ...at, content_index: 0, text: seg.text, logprobs: outputLogprobs(seg.logprobs) }));
+      frames.push(this.emit("response.content_part.done", { ...at, content_index: 0, part: textPart(seg, this.meta.request.top_logprobs != null) }));
+    } else if (!this.meta.customTools.has(seg.name)) {
+      frames.push(this.emit("response.function_call_arguments.done", { ...at, name: seg.name, arguments: seg.text }));
     }
+    frames.push(this.emit("response.output_item.done", { output_index: at.output_index, item: outputItem(seg, this.meta) }));
+    return frames;
   }
 }
