@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OP_CHAR, OP_CHARI, OP_CLASS, OP_ANY, OP_SPLIT, OP_JMP, OP_LOOK, OP_MATCH };
+enum { OP_CHAR, OP_CHARI, OP_CLASS, OP_ANY, OP_STAR, OP_SPLIT, OP_JMP, OP_LOOK, OP_MATCH };
 typedef struct {
     uint8_t op, neg; /* neg: OP_LOOK is a negative lookahead */
-    int32_t x, y;    /* CHAR: code point; CLASS: class index; SPLIT: preferred, other; JMP: target; LOOK: y = after */
+    int32_t x, y;    /* CHAR: code point; CLASS, STAR: class index; SPLIT: preferred, other; JMP: target; LOOK: y = after */
 } inst;
 
 /* A character class: membership of ASCII precomputed, the rest by category, White_Space and explicit ranges. */
@@ -28,8 +28,16 @@ typedef struct {
     int32_t range0, n_ranges; /* into sp_regex.ranges, pairs lo, hi */
 } cls;
 
+/* The characters an instruction can start a match with: ASCII ones exactly, any non-ASCII one as a flag; `any` when
+ * it may match without consuming (so it must never be skipped). SPLIT consults its branches' sets. */
+typedef struct {
+    uint64_t ascii[2];
+    bool nonascii, any;
+} first_set;
+
 struct sp_regex {
     inst *prog;
+    first_set *first; /* [n_prog] */
     int32_t n_prog, cap_prog;
     cls *classes;
     int32_t n_classes, cap_classes;
@@ -569,6 +577,11 @@ static bool compile(parser *p, int32_t i) {
     case N_REPEAT: {
         for (int32_t k = 0; k < n.min; k++)
             if (!compile(p, n.first)) return false;
+        if (n.max < 0 && n.greedy && p->nodes[n.first].kind == N_CLASS) {
+            /* The common case (\s+, [\p{L}\p{M}]+): one instruction that takes the longest run and gives back one
+             * character per backtrack, instead of a SPLIT and a stack entry per character. */
+            return emit(p, OP_STAR, p->nodes[n.first].cls, 0) >= 0;
+        }
         if (n.max < 0) {
             if (nullable(p, n.first)) return fail(p, SPLASH_ERR_UNSUPPORTED, "a repeated expression that can match the empty string") >= 0;
             int32_t loop = emit(p, OP_SPLIT, 0, 0);
@@ -604,6 +617,64 @@ static bool compile(parser *p, int32_t i) {
     return false;
 }
 
+static void first_of(sp_regex *re, int32_t pc, bool *done, first_set *out, int depth) {
+    if (depth > 64) { /* deep chains of jumps: give up pruning there */
+        out->any = true;
+        return;
+    }
+    if (done[pc]) {
+        first_set *f = &re->first[pc];
+        out->ascii[0] |= f->ascii[0], out->ascii[1] |= f->ascii[1], out->nonascii |= f->nonascii, out->any |= f->any;
+        return;
+    }
+    const inst *in = &re->prog[pc];
+    first_set f = {{0, 0}, false, false};
+    switch (in->op) {
+    case OP_CHAR:
+        if (in->x < 128) f.ascii[in->x >> 6] |= 1ull << (in->x & 63);
+        else f.nonascii = true;
+        break;
+    case OP_CHARI:
+        /* x is folded: its ASCII upper case, and non-ASCII characters that fold to it (K, long s), also match. */
+        if (in->x < 128) {
+            f.ascii[in->x >> 6] |= 1ull << (in->x & 63);
+            if (in->x >= 'a' && in->x <= 'z') f.ascii[(in->x - 32) >> 6] |= 1ull << ((in->x - 32) & 63);
+        }
+        f.nonascii = true;
+        break;
+    case OP_CLASS: f.ascii[0] = re->classes[in->x].ascii[0], f.ascii[1] = re->classes[in->x].ascii[1], f.nonascii = true; break;
+    case OP_STAR:
+        f.ascii[0] = re->classes[in->x].ascii[0], f.ascii[1] = re->classes[in->x].ascii[1], f.nonascii = true;
+        first_of(re, pc + 1, done, &f, depth + 1);
+        break;
+    case OP_ANY: f.ascii[0] = f.ascii[1] = ~0ull, f.nonascii = true; break;
+    case OP_SPLIT:
+        first_of(re, in->x, done, &f, depth + 1);
+        first_of(re, in->y, done, &f, depth + 1);
+        break;
+    case OP_JMP: first_of(re, in->x, done, &f, depth + 1); break;
+    default: f.any = true; break; /* LOOK, MATCH */
+    }
+    re->first[pc] = f;
+    done[pc] = true;
+    out->ascii[0] |= f.ascii[0], out->ascii[1] |= f.ascii[1], out->nonascii |= f.nonascii, out->any |= f.any;
+}
+
+static bool compute_first_sets(sp_regex *re) {
+    re->first = calloc((size_t)re->n_prog, sizeof *re->first);
+    bool *done = calloc((size_t)re->n_prog, sizeof *done);
+    if (!re->first || !done) {
+        free(done);
+        return false;
+    }
+    for (int32_t pc = re->n_prog - 1; pc >= 0; pc--) {
+        first_set f = {{0, 0}, false, false};
+        first_of(re, pc, done, &f, 0);
+    }
+    free(done);
+    return true;
+}
+
 splash_status sp_regex_compile(const char *pattern, sp_regex **out) {
     *out = NULL;
     sp_regex *re = calloc(1, sizeof *re);
@@ -613,6 +684,7 @@ splash_status sp_regex_compile(const char *pattern, sp_regex **out) {
     if (root >= 0 && !pat_eof(&p)) fail(&p, SPLASH_ERR_FORMAT, "unmatched )");
     if (p.status == SPLASH_OK && compile(&p, root)) emit(&p, OP_MATCH, 0, 0);
     if (p.status == SPLASH_OK) re->nullable = nullable(&p, root);
+    if (p.status == SPLASH_OK && !compute_first_sets(re)) fail(&p, SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     free(p.nodes);
     if (p.status != SPLASH_OK) {
         sp_regex_free(re);
@@ -625,6 +697,7 @@ splash_status sp_regex_compile(const char *pattern, sp_regex **out) {
 void sp_regex_free(sp_regex *re) {
     if (!re) return;
     free(re->prog);
+    free(re->first);
     free(re->classes);
     free(re->ranges);
     free(re);
@@ -648,6 +721,22 @@ static bool cls_contains(const sp_regex *re, const cls *c, uint32_t cp) {
         if (cp >= re->ranges[c->range0 + 2 * i] && cp <= re->ranges[c->range0 + 2 * i + 1]) in = true;
     }
     return in != c->negate;
+}
+
+/* Simple case folding, with ASCII (nearly all text) answered inline. */
+static inline uint32_t fold(uint32_t cp) {
+    if (cp < 128) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+    return sp_unicode_fold(cp);
+}
+
+/* False when no match can start at pc with the character at pos: SPLIT then skips that branch without a stack
+ * entry, which prunes most of the pattern's alternatives at each piece start. */
+static inline bool may_start(const sp_regex *re, int32_t pc, const uint8_t *s, int64_t len, int64_t pos) {
+    const first_set *f = &re->first[pc];
+    if (f->any) return true;
+    if (pos >= len) return false;
+    uint8_t c = s[pos];
+    return c < 128 ? (f->ascii[c >> 6] >> (c & 63)) & 1 : f->nonascii;
 }
 
 static bool push(sp_regex_stack *st, int64_t pc, int64_t pos) {
@@ -677,7 +766,7 @@ static int64_t run(const sp_regex *re, sp_regex_stack *st, const uint8_t *s, int
             }
             break;
         case OP_CHARI:
-            if (pos < len && sp_unicode_fold(utf8_decode(s, len, pos, &n)) == (uint32_t)in->x) {
+            if (pos < len && fold(utf8_decode(s, len, pos, &n)) == (uint32_t)in->x) {
                 pos += n;
                 pc++;
                 continue;
@@ -698,8 +787,22 @@ static int64_t run(const sp_regex *re, sp_regex_stack *st, const uint8_t *s, int
                 continue;
             }
             break;
+        case OP_STAR: {
+            /* Longest run first; on failure, the stack entry (-2 - pc, end) over (-1, start) gives back one character
+             * at a time down to start (see the failure path below). */
+            const cls *c = &re->classes[in->x];
+            int64_t start = pos;
+            while (pos < len && cls_contains(re, c, utf8_decode(s, len, pos, &n))) pos += n;
+            if (pos > start && (!push(st, -1, start) || !push(st, -2 - (int64_t)pc, pos))) return -2;
+            pc++;
+            continue;
+        }
         case OP_SPLIT:
-            if (!push(st, in->y, pos)) return -2;
+            if (!may_start(re, in->x, s, len, pos)) {
+                pc = in->y;
+                continue;
+            }
+            if (may_start(re, in->y, s, len, pos) && !push(st, in->y, pos)) return -2;
             pc = in->x;
             continue;
         case OP_JMP: pc = in->x; continue;
@@ -717,7 +820,19 @@ static int64_t run(const sp_regex *re, sp_regex_stack *st, const uint8_t *s, int
         /* This path failed: resume the most recent alternative of this (sub)match. */
         if (st->n == base) return -1;
         pos = st->items[--st->n];
-        pc = (int32_t)st->items[--st->n];
+        int64_t top = st->items[--st->n];
+        if (top <= -2) {
+            /* A STAR giving back its last character; the (-1, start) entry below stays while it can give more. */
+            int64_t start = st->items[st->n - 1];
+            do pos--;
+            while (pos > start && (s[pos] & 0xC0) == 0x80);
+            if (pos > start) st->n += 2; /* the entry is still there: rewrite its position */
+            else st->n -= 2;
+            if (pos > start) st->items[st->n - 1] = pos;
+            pc = (int32_t)(-2 - top) + 1;
+        } else {
+            pc = (int32_t)top;
+        }
     }
 }
 

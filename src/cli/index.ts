@@ -7,6 +7,7 @@ import pkg from "../../package.json" with { type: "json" };
 
 const subCommands: SubCommandsDef = {
   doctor: () => import("./doctor.ts").then((m) => m.default),
+  tokenize: () => import("./tokenize.ts").then((m) => m.default),
 };
 
 export const root = defineCommand({
