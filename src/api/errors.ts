@@ -93,6 +93,7 @@ export function describeIssue(issue: z.core.$ZodIssue, base: PropertyKey[] = [])
     if (atRoot) {
       const expected = [...new Set(firsts.map((i) => (i.code === "invalid_type" ? i.expected : "")))].join(" or ");
       const received = /received (\w+)/.exec(firsts[0]?.message ?? "")?.[1];
+      if (received === "undefined") return { param: formatPath(path), message: "required field is missing" };
       return { param: formatPath(path), message: `expected ${expected}${received ? `, received ${received}` : ""}` };
     }
     const deepest = firsts.reduce((a, b) => (depth(b) > depth(a) ? b : a));

@@ -24,9 +24,9 @@ describe("anthropic messages", () => {
     const final = await client.messages.stream({ model: "qwen-local", max_tokens: 1024, messages: [{ role: "user", content: "read /tmp/a.txt" }], tools: [readTool], thinking: { type: "enabled", budget_tokens: 512 } }).finalMessage();
     expect(final.role).toBe("assistant");
     expect(final.id).toStartWith("msg_");
-    expect(final.content).toEqual([
+    expect(final.content as unknown).toEqual([
       { type: "thinking", thinking: "I should read it.", signature: "splash" },
-      { type: "text", text: "Reading the file.", citations: undefined } as never,
+      { type: "text", text: "Reading the file.", citations: undefined },
       { type: "tool_use", id: "toolu_1", name: "Read", input: { path: "/tmp/a.txt" } },
     ]);
     expect(final.stop_reason).toBe("tool_use");
@@ -38,7 +38,7 @@ describe("anthropic messages", () => {
   test("non-streaming create matches the streamed message", async () => {
     const r = await client.messages.create({ model: "qwen-local", max_tokens: 1024, messages: [{ role: "user", content: "read" }], tools: [readTool] });
     expect(r.content.map((b) => b.type)).toEqual(["thinking", "text", "tool_use"]);
-    expect(r.content[2]).toEqual({ type: "tool_use", id: "toolu_1", name: "Read", input: { path: "/tmp/a.txt" } });
+    expect(r.content[2] as unknown).toEqual({ type: "tool_use", id: "toolu_1", name: "Read", input: { path: "/tmp/a.txt" } });
     expect(r.stop_reason).toBe("tool_use");
     expect(r.usage.output_tokens).toBe(13);
     // No `thinking` field: Anthropic's default is no thinking.
@@ -95,9 +95,8 @@ describe("anthropic messages", () => {
       model: "qwen-local",
       max_tokens: 50,
       stop_sequences: ["END"],
-      temperature: 0.2,
-      top_k: 5,
-      top_p: 0.9,
+      // Sampling fields the SDK's types no longer list; Claude Code versions and other clients send them.
+      ...({ temperature: 0.2, top_k: 5, top_p: 0.9 } as object),
       tools: [readTool],
       tool_choice: { type: "tool", name: "Read", disable_parallel_tool_use: true },
       messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }, { type: "image", source: { type: "url", url: "https://example.com/a.png" } }, { type: "text", text: "what is it?" }] }],

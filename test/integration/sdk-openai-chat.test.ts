@@ -89,7 +89,7 @@ describe("chat completions", () => {
     });
     const user = vision.lastCall.conversation.messages[0]!;
     expect(user.role).toBe("user");
-    const parts = user.content as { type: string; source?: { kind: string; data?: Uint8Array; mediaType?: string; url?: string } }[];
+    const parts = user.content as { type: string; text?: string; source?: { kind: string; data?: Uint8Array; mediaType?: string; url?: string } }[];
     expect(parts[0]).toEqual({ type: "text", text: "what is this?" });
     expect(parts[1]!.source!.kind).toBe("bytes");
     expect([...parts[1]!.source!.data!]).toEqual([...png]);

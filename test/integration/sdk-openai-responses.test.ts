@@ -76,14 +76,14 @@ describe("responses", () => {
         { type: "function_call", call_id: "call_1", name: "shell", arguments: '{"command":["ls"]}' },
         { type: "function_call_output", call_id: "call_1", output: "a.txt\nb.txt" },
         { type: "web_search_call", id: "ws_1", status: "completed" } as never,
-        { type: "message", role: "assistant", content: [{ type: "output_text", text: "Two files.", annotations: [] }] },
+        { type: "message", id: "msg_1", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Two files.", annotations: [] }] },
         { role: "user", content: [{ type: "input_text", text: "thanks" }] },
       ],
       tools: [shellTool, { type: "web_search" } as never],
       store: false,
     });
     expect(r.output_text).toBe("Done.");
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
     const c = model.lastCall.conversation;
     expect(c.messages).toEqual([
       { role: "system", content: [{ type: "text", text: "You are a coding agent." }] },

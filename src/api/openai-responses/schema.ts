@@ -62,12 +62,11 @@ const Tool = z.preprocess(
   ]),
 );
 
-const ToolChoice = z.union([
-  z.enum(["none", "auto", "required"]),
-  z.object({ type: z.enum(["function", "custom"]), name: z.string() }),
-  // Other forced choices (hosted tools, allowed_tools subsets) fall back to "auto".
-  z.object({ type: z.string().refine((t) => t !== "function" && t !== "custom") }),
-]);
+// Other forced choices (hosted tools, allowed_tools subsets) fall back to "auto".
+const ToolChoice = z.preprocess(
+  (v) => (v !== null && typeof v === "object" && "type" in v && v.type !== "function" && v.type !== "custom" ? "auto" : v),
+  z.union([z.enum(["none", "auto", "required"]), z.object({ type: z.enum(["function", "custom"]), name: z.string() })]),
+);
 
 export const TextFormat = z.discriminatedUnion("type", [
   z.object({ type: z.literal("text") }),
