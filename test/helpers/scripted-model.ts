@@ -1,10 +1,10 @@
 // A ChatModel for server tests: it plays a script of ChatEvents instead of running an engine.
 //
-// Like the real chat layer it emits `start` first (prompt size from countTokens), waits `prefillMs` before the
-// first token and `tokenDelayMs` between tokens, stops at options.maxTokens ("length") and at stop strings, ends
-// with `done` and its usage, throws EngineOverloaded / PromptTooLong on the first next(), and stops at once when
-// options.signal aborts. It records every call and what its stats() would show, so tests can check what the server
-// passed in and that a disconnect freed the sequence.
+// Like the real chat layer it may wait in a queue (`queueMs`), emits `start` first (prompt size from countTokens),
+// waits `prefillMs` before the first token and `tokenDelayMs` between tokens, stops at options.maxTokens ("length")
+// and at stop strings, ends with `done` and its usage, throws EngineOverloaded / PromptTooLong when admitted, and
+// stops at once when options.signal aborts. It records every call and what its stats() would show, so tests can
+// check what the server passed in and that a disconnect freed the sequence.
 import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
 import { EngineOverloaded, PromptTooLong, type EngineStats } from "../../src/engine/types.ts";
 
@@ -27,12 +27,14 @@ export class ScriptedModel implements ChatModel {
   readonly contextLength: number;
   readonly maxOutputTokens: number;
   script: Script;
+  queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;
   tokenDelayMs = 0;
   cachedPromptTokens = 0;
   overloadedFor: number | undefined; // when set, generate() refuses with EngineOverloaded(retry after this)
   readonly calls: { conversation: Conversation; options: GenerationOptions }[] = [];
   running = 0;
+  queued = 0;
   cancelled = 0;
   completed = 0;
   private hitTokens = 0;
@@ -57,11 +59,17 @@ export class ScriptedModel implements ChatModel {
   }
 
   stats(): EngineStats {
-    return { running: this.running, queued: 0, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens };
+    return { running: this.running, queued: this.queued, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens };
   }
 
   async *generate(conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
     this.calls.push({ conversation, options });
+    if (this.queueMs > 0) {
+      this.queued++;
+      const admitted = await sleep(this.queueMs, options.signal);
+      this.queued--;
+      if (!admitted) return;
+    }
     if (this.overloadedFor !== undefined) throw new EngineOverloaded(this.overloadedFor);
     const promptTokens = this.countTokens(conversation);
     if (promptTokens > this.contextLength) throw new PromptTooLong(promptTokens, this.contextLength);

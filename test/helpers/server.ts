@@ -31,3 +31,37 @@ export async function rejection(promise: PromiseLike<unknown>): Promise<unknown>
   }
   throw new Error("expected the request to fail, but it succeeded");
 }
+
+export type SseEvent = { event?: string; data?: string; comment?: string; at: number };
+
+// Reads server-sent events from a response as they arrive (with arrival times), until the stream ends or `stop`
+// returns true for an event; then cancels the body, as a client that goes away would.
+export async function readSse(response: Response, stop: (e: SseEvent, all: SseEvent[]) => boolean | Promise<boolean> = () => false): Promise<SseEvent[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const events: SseEvent[] = [];
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return events;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const e: SseEvent = { at: performance.now() };
+      for (const line of frame.split("\n")) {
+        if (line.startsWith(":")) e.comment = line.slice(1).trim();
+        else if (line.startsWith("event: ")) e.event = line.slice(7);
+        else if (line.startsWith("data: ")) e.data = line.slice(6);
+      }
+      events.push(e);
+      if (await stop(e, events)) {
+        await reader.cancel();
+        return events;
+      }
+    }
+  }
+}
+
+export const post = (url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...headers }, signal });
