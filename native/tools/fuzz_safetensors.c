@@ -90,7 +90,7 @@ static void check_accepted(const sp_safetensors *f, const uint8_t *buf, uint64_t
 /* Returns whether the safetensors parser accepted the input. */
 static bool run_one(const uint8_t *input, size_t size) {
     /* A private copy of exactly `size` bytes: the parser must not read beyond it. */
-    uint8_t *buf = malloc(size ? size : 1);
+    uint8_t *buf = calloc(size ? size : 1, 1);
     if (size) memcpy(buf, input, size);
     sp_safetensors f;
     bool accepted = sp_safetensors_parse(buf, size, "fuzz.safetensors", &f) == SPLASH_OK;
