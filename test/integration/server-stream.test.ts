@@ -198,7 +198,7 @@ describe("auth and plain endpoints", () => {
 });
 
 test("binding beyond loopback without a key warns; with a key or on loopback it does not", async () => {
-  const warn = spyOn(log, "warn").mockImplementation(() => {});
+  const warn = spyOn(log, "warn").mockImplementation((() => {}) as unknown as typeof log.warn);
   try {
     for (const [host, apiKey, warns] of [
       ["0.0.0.0", undefined, true],
