@@ -112,6 +112,8 @@ export class Metrics {
     perModel("splash_queue_depth", "gauge", "Requests waiting for admission.", (m) => stats.get(m.id)!.queued);
     perModel("splash_state_memory_bytes", "gauge", "KV pages and recurrent state held by sequences and the prefix cache.", (m) => stats.get(m.id)!.stateBytesInUse);
     perModel("splash_state_memory_budget_bytes", "gauge", "Memory budget for sequence state.", (m) => stats.get(m.id)!.stateBytesBudget);
+    const withSequenceBytes = models.filter((m) => stats.get(m.id)!.sequenceStateBytes !== undefined);
+    block("splash_sequence_state_bytes", "gauge", "The part of state memory held by running sequences (the rest is evictable cache).", withSequenceBytes.map((m) => `splash_sequence_state_bytes${labelText({ model: m.id })} ${stats.get(m.id)!.sequenceStateBytes}`));
     perModel("splash_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache, since start.", (m) => stats.get(m.id)!.prefixCacheHitTokens);
     return out.join("\n") + "\n";
   }

@@ -64,6 +64,23 @@ describe("responses", () => {
     expect(completed.response.output.map((o) => o.id)).toEqual(ids);
   });
 
+  test("with reasoning.summary requested, thinking streams as a reasoning summary (what Codex displays)", async () => {
+    const events: ResponseStreamEvent[] = [];
+    const stream = client.responses.stream({ model: "coder", input: "list files", tools: [shellTool], reasoning: { effort: "medium", summary: "auto" } });
+    stream.on("event", (e) => events.push(e));
+    const final = await stream.finalResponse();
+    expect(final.output[0]).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "Need to list files." }] });
+    expect(events.filter((e) => e.type.startsWith("response.reasoning")).map((e) => e.type)).toEqual([
+      "response.reasoning_summary_part.added",
+      ...Array(5).fill("response.reasoning_summary_text.delta"),
+      "response.reasoning_summary_text.done",
+      "response.reasoning_summary_part.done",
+    ]);
+    // Sent back in the next request, the summary is the reasoning of that turn.
+    await client.responses.create({ model: "coder", input: [{ role: "user", content: "x" }, final.output[0] as OpenAI.Responses.ResponseReasoningItem, { role: "assistant", content: "ok" }] });
+    expect(model.lastCall.conversation.messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "ok" }], reasoning: "Need to list files." });
+  });
+
   test("non-streaming create, and Codex-style input items become the conversation", async () => {
     model.script = () => say({ content: "Done." });
     const r = await client.responses.create({

@@ -28,6 +28,10 @@ export function responsesUsage(u: Usage) {
 const outputLogprobs = (items: TokenLogprob[]) =>
   items.map((t) => ({ token: t.text, logprob: t.logprob, bytes: t.bytes, top_logprobs: t.top.map((a) => ({ token: a.text, logprob: a.logprob, bytes: a.bytes })) }));
 
+// Thinking goes out as raw reasoning text, or as a reasoning summary when the client asks for summaries: Codex shows
+// summaries and hides raw reasoning unless told otherwise. Either way it is the model's whole reasoning.
+const asSummary = (meta: ResponseMeta) => ["auto", "concise", "detailed"].includes(meta.request.reasoning?.summary ?? "");
+
 function itemId(seg: Segment, meta: ResponseMeta): string {
   if (seg.kind === "reasoning") return `rs_${seg.key}`;
   if (seg.kind === "content") return `msg_${seg.key}`;
@@ -43,7 +47,7 @@ function outputItem(seg: Segment, meta: ResponseMeta) {
   const id = itemId(seg, meta);
   switch (seg.kind) {
     case "reasoning":
-      return { type: "reasoning", id, summary: [], content: [{ type: "reasoning_text", text: seg.text }] };
+      return asSummary(meta) ? { type: "reasoning", id, summary: [{ type: "summary_text", text: seg.text }] } : { type: "reasoning", id, summary: [], content: [{ type: "reasoning_text", text: seg.text }] };
     case "content":
       return { type: "message", id, status: "completed", role: "assistant", content: [textPart(seg, meta.request.top_logprobs != null)] };
     case "tool":
@@ -139,7 +143,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       case "reasoning":
         return [
           this.emit("response.output_item.added", { output_index, item: { type: "reasoning", id: item_id, summary: [] } }),
-          this.emit("response.content_part.added", { item_id, output_index, content_index: 0, part: { type: "reasoning_text", text: "" } }),
+          asSummary(this.meta)
+            ? this.emit("response.reasoning_summary_part.added", { item_id, output_index, summary_index: 0, part: { type: "summary_text", text: "" } })
+            : this.emit("response.content_part.added", { item_id, output_index, content_index: 0, part: { type: "reasoning_text", text: "" } }),
         ];
       case "content":
         return [
@@ -160,7 +166,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     const at = { item_id: itemId(seg, this.meta), output_index: this.outputIndex.get(segment)! };
     switch (seg.kind) {
       case "reasoning":
-        return [this.emit("response.reasoning_text.delta", { ...at, content_index: 0, delta })];
+        return [asSummary(this.meta) ? this.emit("response.reasoning_summary_text.delta", { ...at, summary_index: 0, delta }) : this.emit("response.reasoning_text.delta", { ...at, content_index: 0, delta })];
       case "content":
         return [this.emit("response.output_text.delta", { ...at, content_index: 0, delta, logprobs: logprobs ? outputLogprobs(logprobs) : [] })];
       case "tool":
@@ -173,7 +179,10 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     const seg = this.turn.segments[segment]!;
     const at = { item_id: itemId(seg, this.meta), output_index: this.outputIndex.get(segment)! };
     const frames: SseFrame[] = [];
-    if (seg.kind === "reasoning") {
+    if (seg.kind === "reasoning" && asSummary(this.meta)) {
+      frames.push(this.emit("response.reasoning_summary_text.done", { ...at, summary_index: 0, text: seg.text }));
+      frames.push(this.emit("response.reasoning_summary_part.done", { ...at, summary_index: 0, part: { type: "summary_text", text: seg.text } }));
+    } else if (seg.kind === "reasoning") {
       frames.push(this.emit("response.reasoning_text.done", { ...at, content_index: 0, text: seg.text }));
       frames.push(this.emit("response.content_part.done", { ...at, content_index: 0, part: { type: "reasoning_text", text: seg.text } }));
     } else if (seg.kind === "content") {
