@@ -15,12 +15,11 @@ export const anthropicRoutes = (ctx: ServerContext) =>
     .post(
       "/v1/messages",
       async ({ body, request }) => {
-        const arrivedAt = performance.now();
         const model = ctx.models.get(body.model);
         const { signal, abort } = requestAbort(request);
         const { conversation, options } = convertMessagesRequest(body, { model, sampling: ctx.sampling, signal });
         const meta = { id: newId("msg_"), model: model.id };
-        const timing = { metrics: ctx.metrics, shape: "anthropic" as const, arrivedAt };
+        const timing = { metrics: ctx.metrics, shape: "anthropic" as const, arrivedAt: ctx.arrivedAt(request) };
         if (body.stream) {
           const generation = await startGeneration(model, conversation, options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("messages", 200);

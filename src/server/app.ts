@@ -23,16 +23,20 @@ export type AppOptions = {
 };
 
 export function createApp(options: AppOptions) {
+  // Stamped before the body is read and validated, so time to first token includes them.
+  const arrivals = new WeakMap<Request, number>();
   const ctx: ServerContext = {
     models: new ModelRegistry(options.models),
     metrics: new Metrics(),
     sampling: { ...DEFAULT_SAMPLING, ...options.sampling },
     pingIntervalMs: options.pingIntervalMs ?? 5000,
     firstEventWaitMs: options.firstEventWaitMs ?? 100,
+    arrivedAt: (request) => arrivals.get(request) ?? performance.now(),
   };
   const { metrics, models } = ctx;
   return new Elysia()
     .onRequest(({ request }) => {
+      arrivals.set(request, performance.now());
       if (new URL(request.url).pathname.startsWith("/v1/")) checkApiKey(request.headers, options.apiKey);
     })
     .onError(({ code, error, request, path }) => {

@@ -10,6 +10,7 @@ export type ServerContext = {
   sampling: SamplingOptions;
   pingIntervalMs: number;
   firstEventWaitMs: number;
+  arrivedAt: (request: Request) => number; // when the request reached the server (performance.now())
 };
 
 // The API surface a path belongs to: the label requests are counted under and the error shape they get.

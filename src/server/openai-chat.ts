@@ -13,12 +13,11 @@ export const openaiChatRoutes = (ctx: ServerContext) =>
   new Elysia().post(
     "/v1/chat/completions",
     async ({ body, request }) => {
-      const arrivedAt = performance.now();
       const model = ctx.models.get(body.model);
       const { signal, abort } = requestAbort(request);
       const { conversation, options } = convertChatRequest(body, { model, sampling: ctx.sampling, signal });
       const meta = { id: newId("chatcmpl-"), created: unixSeconds(), model: model.id };
-      const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt };
+      const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt: ctx.arrivedAt(request) };
       if (body.stream) {
         const generation = await startGeneration(model, conversation, options, { ...timing, waitMs: ctx.firstEventWaitMs });
         ctx.metrics.request("chat", 200);

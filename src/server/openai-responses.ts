@@ -18,7 +18,6 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
     .post(
       "/v1/responses",
       async ({ body, request }) => {
-        const arrivedAt = performance.now();
         const model = ctx.models.get(body.model);
         const previous = body.previous_response_id ? store.get(body.previous_response_id) : undefined;
         if (body.previous_response_id && !previous) throw notFound(body.previous_response_id, "previous_response_id");
@@ -28,7 +27,7 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
         const remember = (response: object, turn: Turn) => {
           if (body.store !== false) store.put(meta.id, { response, history: [...(previous?.history ?? []), ...converted.input, turn.assistantMessage()] });
         };
-        const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt };
+        const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt: ctx.arrivedAt(request) };
         if (body.stream) {
           const generation = await startGeneration(model, converted.conversation, converted.options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("responses", 200);
