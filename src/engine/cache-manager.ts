@@ -74,19 +74,20 @@ export class KVCacheManager {
 
   // Tokens of `prompt` that admission would serve from the cache now.
   cachedPrefix(prompt: Int32Array): number {
-    return this.lookup(prompt).resume;
+    return this.lookup(prompt, []).resume;
   }
 
   // Admits a sequence whose prompt is `prompt` and whose KV may reach `worstTokens` positions, or returns undefined
   // when that does not fit now (no slot, or the guarantee above would break). `snapshotAt` adds snapshot points
-  // (message ends the chat layer knows about) to the regular ones.
-  admit(prompt: Int32Array, worstTokens: number, snapshotAt: readonly number[] = []): Holdings | undefined {
+  // (message ends the chat layer knows about) to the regular ones. `hashes` is the prompt's block chain as far as
+  // it is known (kept by the caller, so a request that waits is hashed once).
+  admit(prompt: Int32Array, worstTokens: number, snapshotAt: readonly number[] = [], hashes: BlockHash[] = []): Holdings | undefined {
     const B = this.options.pageTokens;
     const L = prompt.length;
     const worstPages = Math.ceil(worstTokens / B);
     if (L < 1 || worstTokens < L || worstPages > this.pool.nPages) throw new Error(`cache: cannot admit ${L} prompt tokens with ${worstTokens} worst-case tokens`);
     if (this.pool.workingSlots >= this.pool.nSlots) return undefined;
-    const { hashes, resume } = this.lookup(prompt);
+    const resume = this.lookup(prompt, hashes).resume;
     const k = resume / B;
     let fromFreeQueue = 0;
     for (let j = 0; j < k; j++) if (this.pool.refCount(this.pool.findPage(hashes[j]!)!) === 0) fromFreeQueue++;
@@ -168,16 +169,15 @@ export class KVCacheManager {
   // The longest cached prefix that can be resumed: a run of cached pages from the root, cut back to the last block
   // boundary that has a snapshot. The resume point stays at most L − 1: when every token hits, the last one is
   // recomputed to get the logits to sample from (the state after it is the snapshot, but not its logits).
-  private lookup(prompt: Int32Array): { hashes: BlockHash[]; resume: number } {
+  private lookup(prompt: Int32Array, hashes: BlockHash[]): { resume: number } {
     const B = this.options.pageTokens;
-    const hashes: BlockHash[] = [];
     extendChain(this.options.root, hashes, prompt, prompt.length, B);
-    if (!this.options.prefixCache) return { hashes, resume: 0 };
+    if (!this.options.prefixCache) return { resume: 0 };
     let hit = 0;
     while (hit < hashes.length && this.pool.findPage(hashes[hit]!) !== undefined) hit++;
     let k = Math.min(hit, Math.floor((prompt.length - 1) / B));
     while (k > 0 && this.pool.findSnapshot(hashes[k - 1]!) === undefined) k--;
-    return { hashes, resume: k * B };
+    return { resume: k * B };
   }
 
   // A working slot holding the state after the prefix `hash` (or an empty state). The snapshot is pinned while a

@@ -67,7 +67,7 @@ export class Scheduler {
     let n = 0;
     while (this.waiting.length > 0 && this.running.length < this.options.maxRunning) {
       const seq = this.waiting[0]!;
-      const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt);
+      const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt, seq.hashes);
       if (!h) break;
       this.waiting.shift();
       seq.cache = h;

@@ -2,6 +2,7 @@
 // tokens known (prompt + generated), and `computed`, the tokens whose KV and GDN state are in the cache. Each step
 // hands a sequence tokens so `computed` catches up with `length`; when it does, the step samples the next token.
 // Prefill, chunked prefill, prefix-cache resumption and decode are all this one rule.
+import type { BlockHash } from "./block-hash.ts";
 import type { Holdings } from "./cache-manager.ts";
 import type { EngineEvent, GenerateRequest, GeneratedToken } from "./types.ts";
 
@@ -21,6 +22,7 @@ export class Sequence {
   length: number;
   computed = 0;
   cache: Holdings | undefined;
+  readonly hashes: BlockHash[] = []; // block chain of the known tokens, as far as hashed
   cancelled = false;
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
   readonly stopTokens: Set<number>;
