@@ -61,7 +61,7 @@ describe("template renderer", () => {
   test("Python printing: strip(chars), booleans, None, containers", () => {
     const t = ChatTemplate.fromSource("{{ s.strip('\\n') }}|{{ s.lstrip(' \\n') }}|{{ b }}|{{ b|string }}|{{ 'x' ~ b }}|{{ n }}|{{ n|string }}|{{ l }}|{{ d }}|{{ d|tojson }}", "t");
     const vars = { messages: [], add_generation_prompt: false, s: "\n x \n", b: true, n: null, l: [1, "a", false], d: { k: 1.5e-5 } };
-    expect(t.render(vars as TemplateVariables)).toBe(" x | x \n|True|True|xTrue|None|None|[1, 'a', False]|{'k': 1.5e-05}|{\"k\": 1.5e-05}");
+    expect(t.render(vars as TemplateVariables)).toBe(" x |x \n|True|True|xTrue|None|None|[1, 'a', False]|{'k': 1.5e-05}|{\"k\": 1.5e-05}");
   });
 
   test("the unpatched library really differs (what the goldens guard against)", () => {
