@@ -5,6 +5,7 @@ import { log } from "../log.ts";
 
 export type ServerOptions = AppOptions & { host: string; port: number };
 
+// `url` is where a client on this machine connects (the loopback address when bound to all interfaces).
 export type RunningServer = { url: string; host: string; port: number; stop(): Promise<void> };
 
 export function createServer(options: ServerOptions): RunningServer {
@@ -12,12 +13,12 @@ export function createServer(options: ServerOptions): RunningServer {
     log.warn(`listening on ${options.host} without an API key: anyone who can reach this port can use the model (pass --api-key)`);
   }
   const app = createApp(options);
-  // idleTimeout 0: Bun's default 10 s would cut a non-streaming request whose answer takes longer to generate.
-  app.listen({ hostname: options.host, port: options.port, idleTimeout: 0 });
+  app.listen({ hostname: options.host, port: options.port });
   const server = app.server!;
   const host = server.hostname ?? options.host;
   const port = server.port ?? options.port;
-  const urlHost = host.includes(":") ? `[${host}]` : host;
+  const local = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  const urlHost = local.includes(":") ? `[${local}]` : local;
   return {
     url: `http://${urlHost}:${port}`,
     host,
