@@ -3,15 +3,15 @@ import { Elysia } from "elysia";
 import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
 import { ApiError, describeIssue, errorResponse, toApiError } from "../api/errors.ts";
 import { DEFAULT_SAMPLING } from "../api/options.ts";
+import { ResponseStore } from "../api/openai-responses/store.ts";
 import { log } from "../log.ts";
+import { anthropicRoutes } from "./anthropic.ts";
 import { checkApiKey } from "./auth.ts";
 import { surfaceOf, type ServerContext } from "./context.ts";
 import { Metrics } from "./metrics.ts";
 import { ModelRegistry } from "./models.ts";
 import { openaiChatRoutes } from "./openai-chat.ts";
 import { openaiResponsesRoutes } from "./openai-responses.ts";
-import { anthropicRoutes } from "./anthropic.ts";
-import { ResponseStore } from "../api/openai-responses/store.ts";
 
 export type AppOptions = {
   models: readonly ChatModel[];
