@@ -16,6 +16,11 @@ type Value = { type: string; value: unknown; builtins?: Map<string, unknown>; to
 type ValueClass = { prototype: Value } & (new (value?: unknown) => Value);
 type Node = { type: string; [key: string]: unknown };
 
+// instanceof without type narrowing: every value class has the same TypeScript shape here.
+function isA(v: unknown, c: ValueClass): boolean {
+  return v instanceof (c as unknown as new () => object);
+}
+
 function classOf(v: unknown): ValueClass {
   const probe = new Environment();
   probe.set("v", v);
@@ -74,27 +79,27 @@ function pyStrRepr(s: string): string {
 }
 
 function isFloat(v: Value): boolean {
-  return v instanceof FloatValue;
+  return isA(v, FloatValue);
 }
 
 // Python's repr() of a runtime value (what str() gives inside lists and dicts).
 function pyRepr(v: Value): string {
-  if (v instanceof StringValue) return pyStrRepr(v.value as string);
+  if (isA(v, StringValue)) return pyStrRepr(v.value as string);
   return pyStr(v);
 }
 
 // Python's str() of a runtime value: what {{ x }}, |string and ~ produce.
 export function pyStr(v: Value): string {
-  if (v instanceof StringValue) return v.value as string;
-  if (v instanceof BooleanValue) return v.value ? "True" : "False";
-  if (v instanceof NullValue) return "None";
-  if (v instanceof UndefinedValue) return "";
+  if (isA(v, StringValue)) return v.value as string;
+  if (isA(v, BooleanValue)) return v.value ? "True" : "False";
+  if (isA(v, NullValue)) return "None";
+  if (isA(v, UndefinedValue)) return "";
   if (isFloat(v)) return pyFloat(v.value as number);
-  if (v instanceof ArrayValue) {
+  if (isA(v, ArrayValue)) {
     const items = (v.value as Value[]).map(pyRepr);
     return v.type === "TupleValue" ? `(${items.join(", ")}${items.length === 1 ? "," : ""})` : `[${items.join(", ")}]`;
   }
-  if (v instanceof ObjectValue) {
+  if (isA(v, ObjectValue)) {
     const m = v.value as Map<string, Value>;
     return `{${Array.from(m, ([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`).join(", ")}}`;
   }
@@ -110,9 +115,9 @@ export function pyJson(v: Value, o: JsonOptions, depth = 0): string {
     const j = JSON.stringify(s);
     return o.ensureAscii ? j.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) : j;
   };
-  if (v instanceof StringValue) return str(v.value as string);
-  if (v instanceof BooleanValue) return v.value ? "true" : "false";
-  if (v instanceof NullValue || v instanceof UndefinedValue) return "null";
+  if (isA(v, StringValue)) return str(v.value as string);
+  if (isA(v, BooleanValue)) return v.value ? "true" : "false";
+  if (isA(v, NullValue) || isA(v, UndefinedValue)) return "null";
   if (isFloat(v)) {
     const x = v.value as number;
     return Number.isFinite(x) ? pyFloat(x) : Number.isNaN(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity";
@@ -123,10 +128,10 @@ export function pyJson(v: Value, o: JsonOptions, depth = 0): string {
   let parts: string[];
   let open: string;
   let close: string;
-  if (v instanceof ArrayValue) {
+  if (isA(v, ArrayValue)) {
     parts = (v.value as Value[]).map((x) => pyJson(x, o, depth + 1));
     [open, close] = ["[", "]"];
-  } else if (v instanceof ObjectValue || v.type === "NamespaceValue") {
+  } else if (isA(v, ObjectValue) || v.type === "NamespaceValue") {
     let entries = Array.from(v.value as Map<string, Value>);
     if (o.sortKeys) entries = entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     parts = entries.map(([k, x]) => `${str(k)}${keySep}${pyJson(x, o, depth + 1)}`);
@@ -161,7 +166,7 @@ export function installPythonSemantics(): void {
         const strip = (left: boolean, right: boolean) =>
           new FunctionValue((args: Value[]) => {
             const arg = args[0];
-            const chars = arg === undefined || arg instanceof NullValue ? null : String(arg.value);
+            const chars = arg === undefined || isA(arg, NullValue) ? null : String(arg.value);
             return new StringValue(pyStrip(s, chars, left, right));
           });
         map.set("strip", strip(true, true));
@@ -198,8 +203,8 @@ export function installPythonSemantics(): void {
     let out = "";
     for (const s of statements) {
       const v = this.evaluate(s, env);
-      if (v instanceof NullValue) out += STATEMENTS.has(s.type) ? "" : "None";
-      else if (!(v instanceof UndefinedValue)) out += v.toString();
+      if (isA(v, NullValue)) out += STATEMENTS.has(s.type) ? "" : "None";
+      else if (!(isA(v, UndefinedValue))) out += v.toString();
     }
     return new StringValue(out);
   };
@@ -220,7 +225,7 @@ export function installPythonSemantics(): void {
   proto.applyFilter = function (operand, filter, env) {
     const name = filter.type === "Identifier" ? (filter.value as string) : filter.type === "CallExpression" ? ((filter.callee as Node).value as string) : "";
     if (name === "string" && filter.type === "Identifier") return new StringValue(pyStr(operand));
-    if (name === "trim" && filter.type === "Identifier" && operand instanceof StringValue) {
+    if (name === "trim" && filter.type === "Identifier" && isA(operand, StringValue)) {
       return new StringValue(pyStrip(operand.value as string, null, true, true));
     }
     if (name === "tojson") {
