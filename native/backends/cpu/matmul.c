@@ -1,0 +1,218 @@
+/* matmul.c — the driver (ISA choice, quantizing x, splitting rows over threads) and the scalar reference kernels:
+ * plain loops that define the results the SIMD kernels must match, and the fallback on CPUs without them. */
+#include "matmul.h"
+
+#include "core/error.h"
+#include "matmul_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- scalar reference kernels --------------------------------------------------------------------------------- */
+
+static float widen(sp_mtype t, const uint8_t *row, int64_t k) {
+    switch (t) {
+    case SP_MAT_F32: return ((const float *)row)[k];
+    case SP_MAT_BF16: return sp_bf16_to_f32(((const uint16_t *)row)[k]);
+    default: return sp_f16_to_f32(((const uint16_t *)row)[k]);
+    }
+}
+
+/* F32/BF16/F16: eight interleaved partial sums (so the compiler can keep them in vector lanes), then summed in order. */
+static void rows_float(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    int64_t cols = W->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)W->data + r * W->row_bytes;
+        for (int64_t c = 0; c < x->n; c++) {
+            const float *xr = x->f + c * cols;
+            float acc[8] = {0};
+            int64_t k = 0;
+            for (; k + 8 <= cols; k += 8)
+                for (int l = 0; l < 8; l++) acc[l] += widen(W->type, row, k + l) * xr[k + l];
+            float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            for (; k < cols; k++) s += widen(W->type, row, k) * xr[k];
+            y[c * W->rows + r] = s;
+        }
+    }
+}
+
+static void rows_q8(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    int64_t nb = x->nb;
+    for (int64_t r = r0; r < r1; r++) {
+        const int8_t *wq = (const int8_t *)W->data + r * W->row_bytes;
+        const uint16_t *wd = (const uint16_t *)(wq + nb * SP_QK);
+        for (int64_t c = 0; c < x->n; c++) {
+            const int8_t *xq = x->q + c * nb * SP_QK;
+            const float *xd = x->d + c * nb;
+            float s = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t dot = 0;
+                for (int j = 0; j < SP_QK; j++) dot += wq[b * SP_QK + j] * xq[b * SP_QK + j];
+                s += (float)dot * (sp_f16_to_f32(wd[b]) * xd[b]);
+            }
+            y[c * W->rows + r] = s;
+        }
+    }
+}
+
+static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    int64_t nb = x->nb;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *qs = (const uint8_t *)W->data + r * W->row_bytes;
+        const uint16_t *wd = (const uint16_t *)(qs + nb * SP_QK / 2), *wm = wd + nb;
+        for (int64_t c = 0; c < x->n; c++) {
+            const int8_t *xq = x->q + c * nb * SP_QK;
+            const float *xd = x->d + c * nb, *xs = x->s + c * nb;
+            float s = 0, offset = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t dot = 0;
+                for (int j = 0; j < SP_QK / 2; j++) {
+                    uint8_t v = qs[b * SP_QK / 2 + j];
+                    dot += (v & 15) * xq[b * SP_QK + j] + (v >> 4) * xq[b * SP_QK + j + SP_QK / 2];
+                }
+                s += (float)dot * (sp_f16_to_f32(wd[b]) * xd[b]);
+                offset += sp_f16_to_f32(wm[b]) * xs[b];
+            }
+            y[c * W->rows + r] = s + offset;
+        }
+    }
+}
+
+void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
+    int64_t nb = (cols + SP_QK - 1) / SP_QK;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t k0 = b * SP_QK, k1 = k0 + SP_QK < cols ? k0 + SP_QK : cols;
+        float amax = 0;
+        for (int64_t k = k0; k < k1; k++) amax = fmaxf(amax, fabsf(x[k]));
+        float inv = amax > 0 ? 127.0f / amax : 0.0f;
+        int32_t sum = 0;
+        for (int64_t k = k0; k < k0 + SP_QK; k++) {
+            /* The clamp also maps NaN to a bound, so garbage in stays defined behaviour. */
+            int8_t v = k < k1 ? (int8_t)lrintf(fminf(fmaxf(x[k] * inv, -127.0f), 127.0f)) : 0;
+            q[k] = v;
+            sum += v;
+        }
+        d[b] = amax / 127.0f;
+        s[b] = d[b] * (float)sum;
+    }
+}
+
+const sp_matmul_kernels sp_matmul_kernels_scalar = {
+    .rows = {[SP_MAT_F32] = rows_float, [SP_MAT_BF16] = rows_float, [SP_MAT_F16] = rows_float, [SP_MAT_Q8] = rows_q8,
+             [SP_MAT_Q4] = rows_q4},
+    .quantize_act = sp_quantize_act_ref,
+};
+
+/* ---- driver --------------------------------------------------------------------------------------------------- */
+
+const char *sp_isa_name(sp_isa isa) {
+    static const char *const names[SP_ISA_COUNT] = {"scalar", "avx2", "neon"};
+    return (unsigned)isa < SP_ISA_COUNT ? names[isa] : "?";
+}
+
+static const sp_matmul_kernels *kernels(sp_isa isa) {
+    switch (isa) {
+    case SP_ISA_SCALAR: return &sp_matmul_kernels_scalar;
+#if defined(__x86_64__)
+    case SP_ISA_AVX2: return &sp_matmul_kernels_avx2;
+#endif
+#if defined(__aarch64__)
+    case SP_ISA_NEON: return &sp_matmul_kernels_neon;
+#endif
+    default: return NULL;
+    }
+}
+
+bool sp_isa_supported(sp_isa isa, const sp_cpu *cpu) {
+    if (!kernels(isa)) return false;
+    switch (isa) {
+    case SP_ISA_SCALAR: return true;
+    case SP_ISA_AVX2: return cpu->avx2 && cpu->fma && cpu->f16c;
+    case SP_ISA_NEON: return cpu->neon && cpu->dotprod;
+    default: return false;
+    }
+}
+
+sp_isa sp_isa_best(const sp_cpu *cpu) {
+    if (sp_isa_supported(SP_ISA_AVX2, cpu)) return SP_ISA_AVX2;
+    if (sp_isa_supported(SP_ISA_NEON, cpu)) return SP_ISA_NEON;
+    return SP_ISA_SCALAR;
+}
+
+/* Rows go to threads in units of 4 so SIMD kernels see whole 4-row tiles except at the matrix's end; x rows are
+ * taken in blocks of 64 so a block of quantized x stays in L2 while a thread's weight rows stream past it. */
+enum { ROW_UNIT = 4, X_BLOCK = 64 };
+
+typedef struct matmul_job {
+    sp_matmul_rows_fn fn;
+    const sp_matrix *W;
+    const sp_act *x;
+    float *y;
+} matmul_job;
+
+static void run_rows(void *ctx, int64_t u0, int64_t u1, int thread) {
+    const matmul_job *j = ctx;
+    int64_t r0 = u0 * ROW_UNIT, r1 = u1 * ROW_UNIT < j->W->rows ? u1 * ROW_UNIT : j->W->rows;
+    const sp_act *x = j->x;
+    for (int64_t c0 = 0; c0 < x->n; c0 += X_BLOCK) {
+        int64_t nc = x->n - c0 < X_BLOCK ? x->n - c0 : X_BLOCK;
+        sp_act blk = {.n = nc, .cols = x->cols, .nb = x->nb, .f = x->f ? x->f + c0 * x->cols : NULL};
+        if (x->q) {
+            blk.q = x->q + c0 * x->nb * SP_QK;
+            blk.d = x->d + c0 * x->nb;
+            blk.s = x->s + c0 * x->nb;
+        }
+        j->fn(j->W, &blk, j->y + c0 * j->W->rows, r0, r1);
+    }
+}
+
+typedef struct quantize_job {
+    const sp_matmul_kernels *k;
+    const float *x;
+    sp_act *a;
+} quantize_job;
+
+static void quantize_x(void *ctx, int64_t c0, int64_t c1, int thread) {
+    const quantize_job *j = ctx;
+    const sp_act *a = j->a;
+    for (int64_t c = c0; c < c1; c++)
+        j->k->quantize_act(j->x + c * a->cols, a->cols, (int8_t *)a->q + c * a->nb * SP_QK, (float *)a->d + c * a->nb,
+                           (float *)a->s + c * a->nb);
+}
+
+splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_matrix *W, const float *x, int64_t n) {
+    if (!W || (unsigned)W->type >= SP_MAT_TYPE_COUNT || n < 0 || W->rows < 0 || W->cols <= 0 ||
+        W->row_bytes < sp_mtype_row_bytes(W->type, W->cols))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "matmul: bad matrix (type %d, %lld x %lld, row_bytes %lld) or n %lld",
+                       W ? (int)W->type : -1, W ? (long long)W->rows : 0, W ? (long long)W->cols : 0,
+                       W ? (long long)W->row_bytes : 0, (long long)n);
+    sp_cpu detected;
+    const sp_cpu *cpu = pool ? sp_threadpool_cpu(pool) : (sp_cpu_detect(&detected), &detected);
+    if (!sp_isa_supported(isa, cpu))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "matmul: ISA %s is not available in this build or on this CPU", sp_isa_name(isa));
+    if (n == 0 || W->rows == 0) return SPLASH_OK;
+    const sp_matmul_kernels *k = kernels(isa);
+    sp_act a = {.n = n, .cols = W->cols, .nb = (W->cols + SP_QK - 1) / SP_QK, .f = x};
+    void *buf = NULL;
+    if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4) {
+        size_t groups = (size_t)(n * a.nb), bytes = groups * SP_QK + 2 * groups * sizeof(float);
+        if (!(buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63)))
+            return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "matmul: cannot allocate %zu bytes for quantized input", bytes);
+        a.q = buf;
+        a.d = (const float *)((int8_t *)buf + groups * SP_QK);
+        a.s = a.d + groups;
+        a.f = NULL;
+        quantize_job qj = {.k = k, .x = x, .a = &a};
+        sp_parallel_for(n >= 2 * sp_threadpool_size(pool) ? pool : NULL, n, quantize_x, &qj);
+    }
+    matmul_job job = {.fn = k->rows[W->type], .W = W, .x = &a, .y = y};
+    sp_parallel_for(pool, (W->rows + ROW_UNIT - 1) / ROW_UNIT, run_rows, &job);
+    free(buf);
+    return SPLASH_OK;
+}
+
+splash_status sp_matmul(sp_threadpool *pool, float *y, const sp_matrix *W, const float *x, int64_t n) {
+    sp_cpu detected;
+    const sp_cpu *cpu = pool ? sp_threadpool_cpu(pool) : (sp_cpu_detect(&detected), &detected);
+    return sp_matmul_isa(pool, sp_isa_best(cpu), y, W, x, n);
+}

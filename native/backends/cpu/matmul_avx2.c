@@ -1,0 +1,222 @@
+/* matmul_avx2.c — AVX2 + FMA + F16C matmul kernels (compiled with those flags; chosen at run time, matmul.c).
+ *
+ * Each kernel computes tiles of R weight rows × C x rows with one accumulator per pair. GEMV (n = 1) runs 4×1
+ * tiles: four independent FMA chains keep the loads flowing. GEMM runs 4×2 tiles over each 4-row block while
+ * the block's weights sit in L1/L2, so a weight byte comes from memory once for all n inputs. A pair's operation
+ * sequence does not depend on the tile it is in, so results are batch-invariant (matmul.h).
+ *
+ * Q8 × int8 x: _mm256_maddubs_epi16 multiplies unsigned by signed bytes, so the weight's sign moves onto x
+ * (|w| · sign(x, w) = w · x); |w|, |x| <= 127 keep each pair sum below 32767 (no saturation).
+ * Q4 × int8 x: nibbles are already unsigned; the offset term m·d_x·Σq_x is a separate per-pair dot over groups.
+ */
+#include "matmul_kernels.h"
+
+#include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE const uint8_t *row_ptr(const sp_matrix *W, int64_t r) { return (const uint8_t *)W->data + r * W->row_bytes; }
+
+/* ---- F32 / BF16 / F16 ------------------------------------------------------------------------------------------ */
+
+INLINE __m256 load8(sp_mtype t, const uint8_t *row, int64_t k) {
+    if (t == SP_MAT_F32) return _mm256_loadu_ps((const float *)row + k);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + k));
+    if (t == SP_MAT_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+INLINE float load1(sp_mtype t, const uint8_t *row, int64_t k) {
+    if (t == SP_MAT_F32) return ((const float *)row)[k];
+    if (t == SP_MAT_BF16) return sp_bf16_to_f32(((const uint16_t *)row)[k]);
+    return _cvtsh_ss(((const uint16_t *)row)[k]);
+}
+
+INLINE void float_tile(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R,
+                       const int C) {
+    const int64_t cols = W->cols;
+    const uint8_t *w[4];
+    const float *xr[4];
+    __m256 acc[4][4];
+    for (int i = 0; i < R; i++) w[i] = row_ptr(W, r + i);
+    for (int j = 0; j < C; j++) xr[j] = x->f + (c + j) * cols;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= cols; k += 8) {
+        __m256 xv[4];
+        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_ps(xr[j] + k);
+        for (int i = 0; i < R; i++) {
+            __m256 wv = load8(t, w[i], k);
+            for (int j = 0; j < C; j++) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        for (int j = 0; j < C; j++) {
+            float s = hsum(acc[i][j]);
+            for (int64_t kk = k; kk < cols; kk++) s += load1(t, w[i], kk) * xr[j][kk];
+            y[(c + j) * W->rows + r + i] = s;
+        }
+    }
+}
+
+/* 4-row blocks with 4×2 then 4×1 tiles over x; the matrix's last rows one at a time. */
+#define TILED_ROWS(name, tile, ...)                                                                                   \
+    static void name(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {                        \
+        int64_t r = r0;                                                                                               \
+        for (; r + 4 <= r1; r += 4) {                                                                                 \
+            int64_t c = 0;                                                                                            \
+            for (; c + 2 <= x->n; c += 2) tile(__VA_ARGS__ W, x, y, r, c, 4, 2);                                      \
+            for (; c < x->n; c++) tile(__VA_ARGS__ W, x, y, r, c, 4, 1);                                              \
+        }                                                                                                             \
+        for (; r < r1; r++)                                                                                           \
+            for (int64_t c = 0; c < x->n; c++) tile(__VA_ARGS__ W, x, y, r, c, 1, 1);                                 \
+    }
+
+TILED_ROWS(rows_f32, float_tile, SP_MAT_F32, )
+TILED_ROWS(rows_bf16, float_tile, SP_MAT_BF16, )
+TILED_ROWS(rows_f16, float_tile, SP_MAT_F16, )
+
+/* ---- Q8 ---------------------------------------------------------------------------------------------------------- */
+
+INLINE void q8_tile(const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R, const int C) {
+    const int64_t nb = x->nb;
+    const int8_t *wq[4];
+    const uint16_t *wd[4];
+    const int8_t *xq[4];
+    const float *xd[4];
+    __m256 acc[4][4];
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < R; i++) {
+        wq[i] = (const int8_t *)row_ptr(W, r + i);
+        wd[i] = (const uint16_t *)(wq[i] + nb * SP_QK);
+    }
+    for (int j = 0; j < C; j++) {
+        xq[j] = x->q + (c + j) * nb * SP_QK;
+        xd[j] = x->d + (c + j) * nb;
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i xv[4];
+        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * SP_QK));
+        for (int i = 0; i < R; i++) {
+            __m256i wv = _mm256_loadu_si256((const __m256i *)(wq[i] + b * SP_QK));
+            __m256i aw = _mm256_sign_epi8(wv, wv);
+            float dw = _cvtsh_ss(wd[i][b]);
+            for (int j = 0; j < C; j++) {
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv)), ones);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xd[j][b]), acc[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) y[(c + j) * W->rows + r + i] = hsum(acc[i][j]);
+}
+
+TILED_ROWS(rows_q8, q8_tile, )
+
+/* ---- Q4 ---------------------------------------------------------------------------------------------------------- */
+
+/* Σ_b m[b]·s[b] over a row's groups: the Q4 offset term of one (row, x row) pair. */
+INLINE float offset_dot(const uint16_t *m, const float *s, int64_t nb) {
+    __m256 acc = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8)
+        acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(m + b))), _mm256_loadu_ps(s + b), acc);
+    float t = hsum(acc);
+    for (; b < nb; b++) t += _cvtsh_ss(m[b]) * s[b];
+    return t;
+}
+
+INLINE void q4_tile(const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R, const int C) {
+    const int64_t nb = x->nb;
+    const uint8_t *wq[4];
+    const uint16_t *wd[4];
+    const int8_t *xq[4];
+    const float *xd[4];
+    __m256 acc[4][4];
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m128i low = _mm_set1_epi8(15);
+    for (int i = 0; i < R; i++) {
+        wq[i] = row_ptr(W, r + i);
+        wd[i] = (const uint16_t *)(wq[i] + nb * SP_QK / 2);
+    }
+    for (int j = 0; j < C; j++) {
+        xq[j] = x->q + (c + j) * nb * SP_QK;
+        xd[j] = x->d + (c + j) * nb;
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i xv[4];
+        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * SP_QK));
+        for (int i = 0; i < R; i++) {
+            __m128i packed = _mm_loadu_si128((const __m128i *)(wq[i] + b * SP_QK / 2));
+            __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low), _mm_and_si128(packed, low));
+            float dw = _cvtsh_ss(wd[i][b]);
+            for (int j = 0; j < C; j++) {
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, xv[j]), ones);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xd[j][b]), acc[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + offset_dot(wd[i] + nb, x->s + (c + j) * nb, nb);
+}
+
+TILED_ROWS(rows_q4, q4_tile, )
+
+/* ---- quantizing x ----------------------------------------------------------------------------------------------- */
+
+/* Bit-identical to sp_quantize_act_ref: same max, same 127/amax, same round-to-nearest-even, same clamp. */
+static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
+    int64_t nb = (cols + SP_QK - 1) / SP_QK;
+    const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        if ((b + 1) * SP_QK > cols) { /* the zero-padded last group */
+            sp_quantize_act_ref(x + b * SP_QK, cols - b * SP_QK, q + b * SP_QK, d + b, s + b);
+            break;
+        }
+        __m256 v[4], m = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + b * SP_QK + 8 * k);
+            m = _mm256_max_ps(_mm256_andnot_ps(sign, v[k]), m); /* a NaN lane yields m, as fmaxf does */
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        __m256 inv = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+        __m256i i32[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], inv), lo), hi); /* NaN -> -127 as fmaxf */
+            i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        /* Pack 32 int32 into 32 int8 in order: packs interleave 128-bit lanes, the permute restores the order. */
+        __m256i p16a = _mm256_packs_epi32(i32[0], i32[1]), p16b = _mm256_packs_epi32(i32[2], i32[3]);
+        __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+        p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + b * SP_QK), p8);
+        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i32[0], i32[1]), _mm256_add_epi32(i32[2], i32[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        d[b] = amax / 127.0f;
+        s[b] = d[b] * (float)_mm_cvtsi128_si32(s4);
+    }
+}
+
+const sp_matmul_kernels sp_matmul_kernels_avx2 = {
+    .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
+             [SP_MAT_Q4] = rows_q4},
+    .quantize_act = quantize_act,
+};

@@ -1,0 +1,40 @@
+/* matmul_kernels.h — what each ISA file provides to matmul.c (internal to the CPU matmul).
+ *
+ * A kernel computes y[c][r] for every x row c in [0, x->n) and weight rows r in [r0, r1). The driver has already
+ * prepared x: for Q8/Q4 weights it is quantized into int8 groups (sp_act.q/d/s), otherwise it is read as f32.
+ * Kernels must keep the per-(row, x row) operation sequence independent of n and of [r0, r1) (batch invariance,
+ * matmul.h), and must not read past the padded row (sp_mtype_row_bytes) or x's cols.
+ */
+#ifndef SP_CPU_MATMUL_KERNELS_H
+#define SP_CPU_MATMUL_KERNELS_H
+
+#include "core/quant.h"
+
+typedef struct sp_act {
+    int64_t n, cols, nb;  /* x rows, columns, groups of 32 (Q8/Q4) */
+    const float *f;       /* [n][cols] as given */
+    const int8_t *q;      /* [n][nb·32] int8, zero-padded: the quantized x (Q8/Q4 weights only) */
+    const float *d;       /* [n][nb] scale of each group */
+    const float *s;       /* [n][nb] d·Σq of each group (the Q4 offset term) */
+} sp_act;
+
+typedef void (*sp_matmul_rows_fn)(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1);
+
+typedef struct sp_matmul_kernels {
+    sp_matmul_rows_fn rows[SP_MAT_TYPE_COUNT];
+    /* Quantizes one row of x (cols floats) into q[nb·32], d[nb], s[nb]; bit-identical to the scalar one. */
+    void (*quantize_act)(const float *x, int64_t cols, int8_t *q, float *d, float *s);
+} sp_matmul_kernels;
+
+extern const sp_matmul_kernels sp_matmul_kernels_scalar;
+#if defined(__x86_64__)
+extern const sp_matmul_kernels sp_matmul_kernels_avx2;
+#endif
+#if defined(__aarch64__)
+extern const sp_matmul_kernels sp_matmul_kernels_neon;
+#endif
+
+/* The scalar quantizer of x, shared as the definition the SIMD ones must match. */
+void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s);
+
+#endif

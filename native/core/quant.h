@@ -1,0 +1,89 @@
+/* quant.h — weight matrices as the matmul kernels read them, and the quantized formats made at load.
+ *
+ * An sp_matrix is `rows` independent rows of `cols` weights, row r starting at data + r·row_bytes. A row range is
+ * again a matrix (sp_matrix_rows), so MoE experts are views into a fused [E·2I, H] tensor and nothing is copied.
+ *
+ * Types and row layouts (nb = ceil(cols / 32) groups; the last group is zero-padded when cols % 32 != 0):
+ *   F32, BF16, F16  cols elements as stored in the checkpoint (zero-copy views of the mapped file).
+ *   Q8              int8 q[nb·32], then f16 d[nb]                         w = q·d           8.5 bits/weight
+ *                   d = max|w|/127 per group (rounded to f16 first, then q = round(w/d) in [-127, 127]).
+ *   Q4              u8 qs[nb·16], then f16 d[nb], then f16 m[nb]          w = q·d + m       5 bits/weight
+ *                   q in 0..15: byte j of a group holds element j in its low nibble and element j+16 in its high
+ *                   nibble (one 16-byte load unpacks to 32 bytes in element order). Affine: d = (max-min)/15,
+ *                   m = min. The min costs 0.5 bit/weight over a symmetric format and lowers the weight error by 9%
+ *                   (Gaussian weights) to 20% (Student-t, heavier tails); measured by scripts in the native-core
+ *                   section of BENCHMARKS.md. It is also the shape of MLX's affine formats.
+ * Scales sit after the quants so a kernel streams each row front to back; f16 scales keep the bytes per weight low.
+ *
+ * The enum grows (MLX affine 4/8-bit with group 64) by adding a type, a row_bytes rule and a kernel per ISA.
+ */
+#ifndef SP_QUANT_H
+#define SP_QUANT_H
+
+#include "core/safetensors.h"
+#include "core/threadpool.h"
+#include "splash.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define SP_QK 32 /* weights per group in Q8 and Q4 */
+
+typedef enum sp_mtype {
+    SP_MAT_F32,
+    SP_MAT_BF16,
+    SP_MAT_F16,
+    SP_MAT_Q8,
+    SP_MAT_Q4,
+    SP_MAT_TYPE_COUNT,
+} sp_mtype;
+
+/* What to make of float weights at load. Values match SPLASH_QUANT_* in splash.h. */
+typedef enum sp_quant { SP_QUANT_NONE = 0, SP_QUANT_Q8 = 1, SP_QUANT_Q4 = 2 } sp_quant;
+
+typedef struct sp_matrix {
+    sp_mtype type;
+    int64_t rows, cols;
+    const void *data;  /* row r at (const uint8_t *)data + r * row_bytes */
+    int64_t row_bytes;
+} sp_matrix;
+
+const char *sp_mtype_name(sp_mtype t);
+/* Bytes of one row of `cols` weights in type t. */
+int64_t sp_mtype_row_bytes(sp_mtype t, int64_t cols);
+
+/* Rows [r0, r0 + n) of m as a matrix of its own (a view; caller keeps r0 + n <= m->rows). */
+static inline sp_matrix sp_matrix_rows(const sp_matrix *m, int64_t r0, int64_t n) {
+    sp_matrix v = *m;
+    v.rows = n;
+    v.data = (const uint8_t *)m->data + r0 * m->row_bytes;
+    return v;
+}
+
+/* A matrix from a checkpoint tensor: its last dim is `cols`, all leading dims are flattened into `rows`.
+ * SP_QUANT_NONE keeps F32/BF16/F16 as stored: zero-copy, *owned = NULL. SP_QUANT_Q8/Q4 quantizes (in parallel on
+ * `pool`, which may be NULL) into a new 64-byte-aligned buffer returned in *owned; free it with free() after the
+ * last use of the matrix. Other dtypes, or a 0-dim tensor, are SPLASH_ERR_UNSUPPORTED naming the tensor and file. */
+splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_quant quant, sp_matrix *m, void **owned);
+
+/* Row r of m as f32 (dequantized for Q8/Q4): out[cols]. For embedding lookups and tests. */
+void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out);
+
+/* One row of `cols` floats into the Q8 / Q4 layout above (sp_mtype_row_bytes bytes). The scalar reference; the
+ * formats are defined by these two functions. */
+void sp_quantize_row_q8(const float *x, int64_t cols, void *row);
+void sp_quantize_row_q4(const float *x, int64_t cols, void *row);
+
+/* Scalar conversions. bf16 -> f32 is exact; f32 -> bf16/f16 round to nearest even (f16: with subnormals,
+ * overflow to infinity); NaN stays NaN. */
+static inline float sp_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+uint16_t sp_f32_to_bf16(float f);
+float sp_f16_to_f32(uint16_t h);
+uint16_t sp_f32_to_f16(float f);
+
+#endif
