@@ -105,6 +105,16 @@ export class OutputParser {
     this.state = options.startInReasoning ? { kind: "reasoning", atStart: true } : { kind: "content", atStart: true, afterCall: false };
   }
 
+  // True while the text being read is reasoning (counts reasoning tokens).
+  get inReasoning(): boolean {
+    return this.state.kind === "reasoning";
+  }
+
+  // True while the text being read is visible content (not reasoning, format newlines or tool-call markup).
+  get inContent(): boolean {
+    return this.state.kind === "content" && !this.state.atStart;
+  }
+
   // The tool calls completed so far.
   get toolCalls(): readonly ToolCall[] {
     return this.calls;

@@ -1,0 +1,216 @@
+// ChatModel over an Engine: render → tokenize → engine.generate → incremental detokenize → output parser → ChatEvents.
+//
+//   conversation ──templateVariables──▶ template.render ──encodeTemplate──▶ prompt ids ──▶ engine.generate
+//   ChatEvents ◀── stop strings ◀── OutputParser ◀── IncrementalDetokenizer ◀── tokens ◀─┘
+//
+// Stop strings are matched on visible content only (not reasoning, not tool-call markup), across token boundaries:
+// content that could be the start of a stop string is held until it cannot; a match ends the answer there, aborts
+// the engine request (freeing its memory at once) and finishes with "stop". Usage counts every generated token;
+// reasoning tokens are those generated while the parser was inside <think>.
+import type { Engine, GeneratedToken } from "../engine/types.ts";
+import { PromptTooLong } from "../engine/types.ts";
+import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
+import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, TokenLogprob } from "./ir.ts";
+import { OutputParser, type ParserEvent } from "./output-parser.ts";
+import type { ChatTemplate } from "./template.ts";
+import { templateVariables } from "./template-vars.ts";
+
+// What generateChat needs of a loaded model.
+export type ChatModelParts = {
+  id: string;
+  tokenizer: Tokenizer;
+  template: ChatTemplate;
+  engine: Engine;
+  stopTokens: number[]; // end of turn: <|im_end|>, <|endoftext|>
+  contextLength: number;
+  maxOutputTokens: number;
+  vision: boolean;
+};
+
+export type RenderedPrompt = {
+  text: string;
+  ids: Int32Array;
+  startInReasoning: boolean; // the generation prompt left a <think> block open
+};
+
+export function renderPrompt(model: Pick<ChatModelParts, "tokenizer" | "template">, conversation: Conversation): RenderedPrompt {
+  const text = model.template.render(templateVariables(conversation, (s) => model.tokenizer.escape(s)));
+  const turn = text.slice(Math.max(0, text.lastIndexOf("<|im_start|>")));
+  return { text, ids: model.tokenizer.encodeTemplate(text), startInReasoning: turn.lastIndexOf("<think>") > turn.lastIndexOf("</think>") };
+}
+
+export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template">, conversation: Conversation): number {
+  return renderPrompt(model, conversation).ids.length;
+}
+
+// Holds back visible text that may be the start of a stop string; reports the first complete match.
+export class StopMatcher {
+  private buf = "";
+  private readonly stops: string[];
+
+  constructor(stops: string[]) {
+    this.stops = stops.filter((s) => s.length > 0);
+  }
+
+  // The text that is safe to show, and whether a stop string ended the answer (the text then ends before it).
+  push(text: string): { text: string; stopped: boolean } {
+    if (this.stops.length === 0) return { text, stopped: false };
+    this.buf += text;
+    let at = -1;
+    for (const s of this.stops) {
+      const i = this.buf.indexOf(s);
+      if (i >= 0 && (at < 0 || i < at)) at = i;
+    }
+    if (at >= 0) {
+      const out = this.buf.slice(0, at);
+      this.buf = "";
+      return { text: out, stopped: true };
+    }
+    let hold = 0;
+    for (const s of this.stops) {
+      for (let n = Math.min(s.length - 1, this.buf.length); n > hold; n--) {
+        if (this.buf.endsWith(s.slice(0, n))) {
+          hold = n;
+          break;
+        }
+      }
+    }
+    const out = this.buf.slice(0, this.buf.length - hold);
+    this.buf = this.buf.slice(this.buf.length - hold);
+    return { text: out, stopped: false };
+  }
+
+  flush(): string {
+    const out = this.buf;
+    this.buf = "";
+    return out;
+  }
+}
+
+function tokenLogprob(tok: Tokenizer, id: number, logprob: number): Omit<TokenLogprob, "top"> {
+  const bytes = tok.tokenBytes(id);
+  return { text: tok.decode([id]), bytes: Array.from(bytes), logprob };
+}
+
+export async function* generateChat(model: ChatModelParts, conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
+  const prompt = renderPrompt(model, conversation);
+  if (prompt.ids.length >= model.contextLength) throw new PromptTooLong(prompt.ids.length, model.contextLength);
+  const maxTokens = Math.min(options.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens, model.contextLength - prompt.ids.length);
+
+  // Our own controller: a stop string aborts the request; so does the client's signal.
+  const abort = new AbortController();
+  const onAbort = () => abort.abort();
+  options.signal.addEventListener("abort", onAbort);
+  if (options.signal.aborted) abort.abort();
+
+  const tok = model.tokenizer;
+  const stopTokens = new Set(model.stopTokens);
+  const detok = new IncrementalDetokenizer(tok);
+  const parser = new OutputParser({ tools: conversation.tools, startInReasoning: prompt.startInReasoning });
+  const stop = new StopMatcher(options.stop);
+  const usage = { promptTokens: prompt.ids.length, cachedPromptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+  let pendingLogprobs: TokenLogprob[] = [];
+  let stopped = false;
+  let started = false;
+
+  // Parser events → ChatEvents: content passes the stop matcher and carries the logprobs of its tokens.
+  const forward = (events: ParserEvent[]): ChatEvent[] => {
+    const out: ChatEvent[] = [];
+    for (const e of events) {
+      if (stopped) break;
+      if (e.type !== "content") {
+        out.push(e);
+        continue;
+      }
+      const r = stop.push(e.text);
+      stopped = r.stopped;
+      if (r.text) {
+        const ev: ChatEvent = { type: "content", text: r.text };
+        if (options.logprobs !== undefined) {
+          ev.logprobs = pendingLogprobs;
+          pendingLogprobs = [];
+        }
+        out.push(ev);
+      }
+    }
+    return out;
+  };
+
+  let reason: "stop" | "length" | "cancelled" | "constraint_complete" = "stop";
+  let completed = false;
+  try {
+    const stream = model.engine.generate({
+      prompt: prompt.ids,
+      maxTokens,
+      sampling: { ...options.sampling, seed: options.sampling.seed ?? Math.floor(Math.random() * 2 ** 32) },
+      stopTokens: model.stopTokens,
+      topLogprobs: options.logprobs,
+      draft: options.draft,
+      signal: abort.signal,
+    });
+    for await (const ev of stream) {
+      if (ev.type === "admitted") {
+        usage.cachedPromptTokens = ev.cachedPromptTokens;
+        usage.promptTokens = ev.promptTokens;
+        started = true;
+        yield { type: "start", promptTokens: ev.promptTokens, cachedPromptTokens: ev.cachedPromptTokens };
+        continue;
+      }
+      if (ev.type === "done") {
+        reason = ev.reason;
+        completed = true;
+        break;
+      }
+      for (const t of ev.tokens as GeneratedToken[]) {
+        usage.completionTokens++;
+        if (parser.inReasoning) usage.reasoningTokens++;
+        if (stopTokens.has(t.id)) continue;
+        if (options.logprobs !== undefined && t.logprob !== undefined) {
+          pendingLogprobs.push({
+            ...tokenLogprob(tok, t.id, t.logprob),
+            top: (t.top ?? []).map((x) => tokenLogprob(tok, x.id, x.logprob)),
+          });
+        }
+        for (const out of forward(parser.push(detok.push(t.id)))) yield out;
+        // A token that fed reasoning, format newlines or tool-call markup has no content to carry its logprob.
+        if (!parser.inContent) pendingLogprobs = [];
+        if (stopped) break;
+      }
+      if (stopped) break;
+    }
+  } finally {
+    options.signal.removeEventListener("abort", onAbort);
+    // A stop string, an error, or a consumer that stopped reading: the request ends now.
+    if (!completed) abort.abort();
+  }
+  if (!started) yield { type: "start", promptTokens: usage.promptTokens, cachedPromptTokens: usage.cachedPromptTokens };
+
+  if (!stopped) {
+    for (const out of forward(parser.push(detok.flush()))) yield out;
+    for (const out of forward(parser.finish())) yield out;
+  }
+  if (!stopped) {
+    const rest = stop.flush();
+    if (rest) yield { type: "content", text: rest, ...(options.logprobs !== undefined ? { logprobs: pendingLogprobs } : {}) };
+  }
+  let finishReason: FinishReason;
+  if (stopped) finishReason = "stop";
+  else if (options.signal.aborted || reason === "cancelled") finishReason = "cancelled";
+  else if (reason === "length") finishReason = "length";
+  else finishReason = parser.toolCalls.length > 0 ? "tool_calls" : "stop";
+  yield { type: "done", finishReason, usage };
+}
+
+// A ChatModel over the parts of a loaded model (src/models/ assembles them).
+export function chatModel(parts: ChatModelParts): ChatModel {
+  return {
+    id: parts.id,
+    contextLength: parts.contextLength,
+    maxOutputTokens: parts.maxOutputTokens,
+    vision: parts.vision,
+    generate: (conversation, options) => generateChat(parts, conversation, options),
+    countTokens: (conversation) => countTokens(parts, conversation),
+    stats: () => parts.engine.stats(),
+  };
+}
