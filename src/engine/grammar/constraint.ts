@@ -1,0 +1,147 @@
+// Per-sequence constraints over a compiled grammar (TokenConstraint, src/engine/types.ts), the thinking wrapper,
+// and the draft check for speculative decoding. One constraint per sequence; batching needs nothing more.
+import type { TokenConstraint } from "../types.ts";
+import type { Matcher } from "./xgrammar.ts";
+
+// What a compiled grammar shares with all of its sequences.
+export type MaskPolicy = {
+  size: number; // vocabulary (logits) size
+  stopTokens: number[];
+  // Tokens the grammar could use but that must not appear: added tokens such as <think> or <tool_call> whose text a
+  // JSON string could hold (the output parser would take them for markup). Their text stays writable with
+  // ordinary tokens.
+  blocked: number[];
+};
+
+const bit = (mask: Uint32Array, t: number): boolean => ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;
+
+export class GrammarConstraint implements TokenConstraint {
+  private readonly mask: Uint32Array;
+  private readonly stopWords: Map<number, number>; // word index → bits of stop tokens in it
+  private fresh = false; // mask holds the allowed set of the current state
+  private accepted = 0;
+
+  constructor(
+    private readonly matcher: Matcher,
+    private readonly policy: MaskPolicy,
+  ) {
+    this.mask = new Uint32Array(Math.ceil(policy.size / 32));
+    this.stopWords = new Map();
+    for (const t of policy.stopTokens) this.stopWords.set(t >>> 5, (this.stopWords.get(t >>> 5) ?? 0) | (1 << (t & 31)));
+  }
+
+  get acceptedTokens(): number {
+    return this.accepted;
+  }
+
+  fillMask(mask: Uint32Array): void {
+    mask.set(this.current());
+  }
+
+  accept(token: number): boolean {
+    if (this.matcher.isTerminated() || this.policy.blocked.includes(token)) return false;
+    if (!this.matcher.accept(token)) return false;
+    this.accepted++;
+    this.fresh = false;
+    return true;
+  }
+
+  rollback(n: number): void {
+    if (n < 0 || n > this.accepted) throw new RangeError(`rollback(${n}) with ${this.accepted} tokens accepted`);
+    if (n === 0) return;
+    this.matcher.rollback(n);
+    this.accepted -= n;
+    this.fresh = false;
+  }
+
+  // Complete when a stop token was accepted, or when nothing but a stop token may follow.
+  isComplete(): boolean {
+    if (this.matcher.isTerminated()) return true;
+    const mask = this.current();
+    for (let w = 0; w < mask.length; w++) {
+      if ((mask[w]! & ~(this.stopWords.get(w) ?? 0)) !== 0) return false;
+    }
+    return true;
+  }
+
+  release(): void {
+    this.matcher.dispose();
+  }
+
+  private current(): Uint32Array {
+    if (!this.fresh) {
+      this.matcher.fillMask(this.mask);
+      for (const t of this.policy.blocked) this.mask[t >>> 5]! &= ~(1 << (t & 31));
+      this.fresh = true;
+    }
+    return this.mask;
+  }
+}
+
+// Reasoning stays free: until the </think> token every token is allowed except the stop tokens (an answer must
+// follow); from </think> on, the grammar applies. Rollback may cross back into the reasoning.
+export class ThinkingConstraint implements TokenConstraint {
+  private thinking = true;
+  private thinkingTokens = 0; // accepted while thinking, </think> included
+  private readonly free: Uint32Array;
+
+  constructor(
+    private readonly inner: GrammarConstraint,
+    private readonly thinkEnd: number,
+    policy: MaskPolicy,
+  ) {
+    this.free = new Uint32Array(Math.ceil(policy.size / 32)).fill(0xffffffff);
+    const tail = policy.size % 32;
+    if (tail) this.free[this.free.length - 1] = (1 << tail) - 1;
+    for (const t of policy.stopTokens) this.free[t >>> 5]! &= ~(1 << (t & 31));
+  }
+
+  fillMask(mask: Uint32Array): void {
+    if (this.thinking) mask.set(this.free);
+    else this.inner.fillMask(mask);
+  }
+
+  accept(token: number): boolean {
+    if (!this.thinking) return this.inner.accept(token);
+    if (!bit(this.free, token)) return false;
+    this.thinkingTokens++;
+    if (token === this.thinkEnd) this.thinking = false;
+    return true;
+  }
+
+  rollback(n: number): void {
+    const answer = this.thinking ? 0 : this.inner.acceptedTokens;
+    if (n <= answer) return this.inner.rollback(n);
+    if (n - answer > this.thinkingTokens) throw new RangeError(`rollback(${n}) with ${answer + this.thinkingTokens} tokens accepted`);
+    this.inner.rollback(answer);
+    this.thinkingTokens -= n - answer;
+    this.thinking = true;
+  }
+
+  isComplete(): boolean {
+    return !this.thinking && this.inner.isComplete();
+  }
+
+  release(): void {
+    this.inner.release();
+  }
+}
+
+// Checks a drafted continuation against the constraint before verification. Fills masks[i] (when given; at least
+// drafted.length + 1 of them) with the allowed set before drafted[i], and advances past each draft token the
+// constraint allows. Returns k, the accepted prefix length: masks[0..k] are filled (masks[k] is the position after
+// the last accepted draft). After the target model keeps j <= k of the drafts, call rollback(k - j).
+export function checkDraft(c: TokenConstraint, drafted: ArrayLike<number>, masks?: Uint32Array[]): number {
+  if (masks && masks.length < drafted.length + 1) throw new RangeError("checkDraft needs drafted.length + 1 masks");
+  let k = 0;
+  for (; k < drafted.length; k++) {
+    const t = drafted[k]!;
+    if (masks) {
+      c.fillMask(masks[k]!);
+      if (!bit(masks[k]!, t)) break;
+    }
+    if (!c.accept(t)) break;
+  }
+  if (masks && k === drafted.length) c.fillMask(masks[k]!);
+  return k;
+}

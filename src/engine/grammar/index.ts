@@ -1,0 +1,91 @@
+// Structured output: a conversation's response format and tool choice → a TokenConstraint per sequence.
+//
+//   const so = await StructuredOutput.create(vocabulary);            // once per loaded model
+//   const grammar = await so.prepare(conversation);                  // per request; ConstraintError → HTTP 400
+//   const constraint = grammar && (await grammar.start({ thinking: conversation.thinking.enabled }));
+//   engine.generate({ ..., constraint });                            // the engine calls fillMask/accept/…
+//
+// Grammars are compiled once per (vocabulary, grammar text) and cached; the grammar text is the canonical form of
+// the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
+import type { TokenConstraint } from "../types.ts";
+import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
+import { planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
+import type { Vocabulary } from "./vocab.ts";
+import { XgrammarVocab } from "./xgrammar.ts";
+import type { CompiledGrammar } from "@mlc-ai/web-xgrammar";
+
+export { checkDraft } from "./constraint.ts";
+export { ConstraintError, planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
+export { decodeTokens, tokenBytes, vocabularyFromTokenizerJson, type Vocabulary } from "./vocab.ts";
+
+const CACHE_ENTRIES = 64;
+// Added tokens a grammar may produce as text; every other added token is blocked (see MaskPolicy.blocked).
+const TOOL_TAGS = ["<tool_call>", "</tool_call>"];
+
+export type SequenceConstraint = TokenConstraint & { release(): void };
+
+export class StructuredOutput {
+  private readonly cache = new Map<string, Promise<PreparedGrammar>>();
+
+  private constructor(private readonly xg: XgrammarVocab) {}
+
+  static async create(vocab: Vocabulary): Promise<StructuredOutput> {
+    return new StructuredOutput(await XgrammarVocab.create(vocab));
+  }
+
+  get vocabulary(): Vocabulary {
+    return this.xg.vocab;
+  }
+
+  // The grammar a request needs (compiled, or from the cache), or null when it needs none. Throws ConstraintError
+  // for a schema or tool choice the grammar cannot enforce.
+  async prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> {
+    const plan = planGrammar(req);
+    if (!plan) return null;
+    const key = `${this.xg.vocab.id}\n${plan.ebnf}`;
+    let entry = this.cache.get(key);
+    if (entry) this.cache.delete(key);
+    else {
+      entry = this.xg.compile(plan.ebnf).then((compiled) => new PreparedGrammar(this.xg, compiled, plan.kind, plan.ebnf, this.policy(plan.kind)));
+      entry.catch(() => this.cache.delete(key));
+    }
+    this.cache.set(key, entry);
+    while (this.cache.size > CACHE_ENTRIES) {
+      const [oldest, evicted] = this.cache.entries().next().value!;
+      this.cache.delete(oldest);
+      evicted.then((g) => g.dispose(), () => {});
+    }
+    return entry;
+  }
+
+  private policy(kind: GrammarKind): MaskPolicy {
+    const v = this.xg.vocab;
+    const allowed = new Set(kind === "json" ? [] : TOOL_TAGS);
+    const blocked = [...v.added].filter(([text, id]) => !v.special.has(id) && !allowed.has(text)).map(([, id]) => id);
+    return { size: v.size, stopTokens: v.stopTokens, blocked };
+  }
+}
+
+export class PreparedGrammar {
+  constructor(
+    private readonly xg: XgrammarVocab,
+    private readonly compiled: CompiledGrammar,
+    readonly kind: GrammarKind,
+    readonly ebnf: string,
+    private readonly policy: MaskPolicy,
+  ) {}
+
+  // A fresh constraint for one sequence. With `thinking` (the prompt ends inside <think>), everything up to the
+  // </think> token is free and the grammar applies after it.
+  async start(options: { thinking: boolean }): Promise<SequenceConstraint> {
+    const inner = new GrammarConstraint(await this.xg.matcher(this.compiled), this.policy);
+    if (!options.thinking) return inner;
+    const thinkEnd = this.xg.vocab.added.get("</think>");
+    if (thinkEnd === undefined) throw new Error("thinking constraint: the vocabulary has no </think> token");
+    return new ThinkingConstraint(inner, thinkEnd, this.policy);
+  }
+
+  dispose(): void {
+    this.compiled.dispose();
+  }
+}

@@ -1,0 +1,105 @@
+// Which grammar a conversation needs, from its response format, tools and tool choice:
+//
+//   tool_choice required / {name}      → one or more tool calls (one unless parallel), to any tool / that tool
+//   tool_choice auto, JSON response    → the JSON value, or tool calls
+//   tool_choice auto, a strict tool    → free text, optionally followed by tool calls
+//   otherwise, JSON response           → the JSON value (json_object: any object)
+//   otherwise                          → no constraint
+//
+// Tool arguments are always constrained by their schemas once any grammar is active. Answers may start with up to
+// two newlines (a thinking model writes "\n\n" after </think>).
+import type { Conversation } from "../../chat/ir.ts";
+import { Rules } from "./ebnf.ts";
+import { JsonWriter } from "./json-grammar.ts";
+import { compileSchema, SchemaError, type CompiledSchema } from "./schema.ts";
+import { textThenToolCalls, toolCalls, type ToolSchema } from "./tool-grammar.ts";
+
+export type ConstraintRequest = Pick<Conversation, "responseFormat" | "tools" | "toolChoice" | "parallelToolCalls">;
+
+export type GrammarKind = "json" | "tool_calls" | "json_or_tool_calls" | "text_or_tool_calls";
+export type GrammarPlan = { kind: GrammarKind; ebnf: string };
+
+// A request field the grammar cannot serve (an unknown tool name in tool_choice, a bad tool name).
+export class ConstraintError extends Error {
+  override name = "ConstraintError";
+  constructor(
+    message: string,
+    readonly param: string, // the request field, in the IR's terms ("responseFormat.schema", "tools[2].parameters", "toolChoice")
+    readonly keyword?: string,
+    readonly schemaPath?: string,
+  ) {
+    super(message);
+  }
+}
+
+const LEADING_NEWLINES = '("\\n" "\\n"?)?';
+
+// The grammar for a request, or null when it needs none. Throws ConstraintError.
+export function planGrammar(req: ConstraintRequest): GrammarPlan | null {
+  const rf = req.responseFormat;
+  const json = rf.type === "json_schema" ? schemaOf(rf.schema, "responseFormat.schema", "response format schema") : rf.type === "json_object" ? compileSchema({ type: "object" }) : null;
+  const forced = req.toolChoice === "required" || typeof req.toolChoice === "object";
+  const tools = req.toolChoice === "none" ? [] : req.tools;
+  if (forced && tools.length === 0) throw new ConstraintError('tool_choice requires a tool call, but the request has no tools', "toolChoice");
+  let callable = tools;
+  if (typeof req.toolChoice === "object") {
+    const name = req.toolChoice.name;
+    callable = tools.filter((t) => t.name === name);
+    if (callable.length === 0) throw new ConstraintError(`tool_choice names "${name}", which is not among the request's tools`, "toolChoice");
+  }
+  let kind: GrammarKind;
+  if (forced) kind = "tool_calls";
+  else if (callable.length && json) kind = "json_or_tool_calls";
+  else if (callable.length && callable.some((t) => t.strict)) kind = "text_or_tool_calls";
+  else if (json) kind = "json";
+  else return null;
+
+  const rules = new Rules();
+  const toolSchemas = kind === "json" ? [] : toolSchemasOf(req, callable);
+  const jsonValue = () => new JsonWriter(rules, json!).value(json!.root);
+  const calls = () => toolCalls(rules, toolSchemas, req.parallelToolCalls);
+  let root: string;
+  try {
+    root = {
+      json: () => `${LEADING_NEWLINES} ${jsonValue()}`,
+      tool_calls: () => `${LEADING_NEWLINES} ${calls()}`,
+      json_or_tool_calls: () => `${LEADING_NEWLINES} (${jsonValue()} | ${calls()})`,
+      text_or_tool_calls: () => textThenToolCalls(rules, toolSchemas, req.parallelToolCalls),
+    }[kind]();
+  } catch (e) {
+    // Raw tool parameter text is more restricted than a JSON string; what it cannot hold surfaces here.
+    if (e instanceof SchemaError) throw new ConstraintError(`tool parameters: ${e.reason}`, "tools", e.keyword);
+    throw e;
+  }
+  return { kind, ebnf: rules.text(root) };
+}
+
+function schemaOf(schema: unknown, param: string, label: string): CompiledSchema {
+  try {
+    return compileSchema(schema);
+  } catch (e) {
+    if (e instanceof SchemaError) throw new ConstraintError(`${label}: ${e.message}`, param, e.keyword, e.path);
+    throw e;
+  }
+}
+
+const NAME = /^[^\s<>]+$/;
+
+function toolSchemasOf(req: ConstraintRequest, callable: ConstraintRequest["tools"]): ToolSchema[] {
+  const seen = new Set<string>();
+  return callable.map((tool) => {
+    const index = req.tools.indexOf(tool);
+    const param = `tools[${index}]`;
+    if (!NAME.test(tool.name)) throw new ConstraintError(`tool name ${JSON.stringify(tool.name)} cannot be written in a tool call (no spaces, "<" or ">")`, `${param}.name`);
+    if (seen.has(tool.name)) throw new ConstraintError(`two tools are named "${tool.name}"`, `${param}.name`);
+    seen.add(tool.name);
+    const schema = schemaOf(tool.parameters, `${param}.parameters`, `tool "${tool.name}" parameters`);
+    let root = schema.root;
+    while (root.kind === "ref") root = schema.defs.get(root.id)!;
+    if (root.kind !== "object") throw new ConstraintError(`tool "${tool.name}" parameters: must be an object schema`, `${param}.parameters`, "type");
+    for (const p of root.properties) {
+      if (!NAME.test(p.name)) throw new ConstraintError(`tool "${tool.name}" parameter ${JSON.stringify(p.name)} cannot be written in a tool call (no spaces, "<" or ">")`, `${param}.parameters`, "properties");
+    }
+    return { name: tool.name, schema };
+  });
+}
