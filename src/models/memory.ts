@@ -1,0 +1,140 @@
+// Bytes of a model, computed from its tensor inventory: weights per part at each quantization level, the fixed part
+// of the memory plan (weights + drafter), and the sequence state per token and per sequence. The arithmetic:
+//
+//   bf16 tensor           numel · 2
+//   Q8 row of c weights   ceil(c/32) groups · (32 int8 + f16 scale)            = 34 bytes a group (8.5 bits/weight)
+//   Q4 row of c weights   ceil(c/32) groups · (16 bytes of nibbles + f16 d + f16 m) = 20 bytes a group (5 bits/weight)
+//   MLX affine, b bits    c·b/8 bytes packed in uint32 + c/64 groups · (bf16 scale + bf16 bias) (4.5 / 8.5 bits/weight)
+//   (rows = numel / c, c = the last dimension; native/core/quant.h defines the Q8/Q4 rows)
+//
+//   KV per token          full-attention layers · 2 (K, V) · kv heads · head_dim · sizeof(kv)
+//   state per sequence    linear-attention layers · (value heads · key_dim · value_dim · 4   recurrent S, fp32
+//                                                    + (conv kernel − 1) · conv_dim · sizeof(conv))  conv tail
+import type { CheckpointConfig } from "./config.ts";
+import { dflashTensors, numel, textTensors, visionTensors, type Part, type TensorInfo } from "./tensors.ts";
+import type { CacheTypes, DflashShapes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
+import { recipeType } from "./spec.ts";
+
+const SP_QK = 32;
+const MLX_GROUP = 64;
+const ELEMENT_BYTES = { f32: 4, f16: 2, bf16: 2 } as const;
+
+// Kinds mlx-lm's quantize() turns into QuantizedLinear / QuantizedEmbedding (Linear, Embedding and the experts'
+// SwitchLinear); conv1d, norms, A_log and dt_bias stay as they are.
+const MLX_QUANTIZED: ReadonlySet<TensorKind> = new Set([
+  "embed", "lm_head", "attn_proj", "gdn_proj", "gdn_gate_proj", "mlp", "moe_router", "moe_experts", "shared_expert", "shared_expert_gate", "mtp_fc",
+]);
+
+export function tensorBytes(shape: readonly number[], type: WeightType): number {
+  const cols = shape.at(-1) ?? 1;
+  const rows = numel(shape) / cols;
+  switch (type) {
+    case "bf16":
+      return numel(shape) * 2;
+    case "q8":
+      return rows * Math.ceil(cols / SP_QK) * (SP_QK + 2);
+    case "q4":
+      return rows * Math.ceil(cols / SP_QK) * (SP_QK / 2 + 4);
+    case "mlx-affine-4":
+    case "mlx-affine-8": {
+      const bits = type === "mlx-affine-4" ? 4 : 8;
+      if (cols % MLX_GROUP !== 0) return numel(shape) * 2; // mlx-lm leaves such a layer unquantized
+      return rows * ((cols * bits) / 8 + (cols / MLX_GROUP) * 4);
+    }
+  }
+}
+
+function mlxType(kind: TensorKind, q: MlxQuantization): WeightType {
+  if (!MLX_QUANTIZED.has(kind)) return "bf16";
+  return (q.overrides[kind] ?? q.bits) === 4 ? "mlx-affine-4" : "mlx-affine-8";
+}
+
+export function sumBytes(tensors: readonly TensorInfo[], typeOf: (t: TensorInfo) => WeightType): number {
+  return tensors.reduce((a, t) => a + tensorBytes(t.shape, typeOf(t)), 0);
+}
+
+export function inventory(cfg: Pick<CheckpointConfig, "architecture" | "text" | "vision" | "layerTypes">): TensorInfo[] {
+  return [...textTensors(cfg.text, cfg.architecture, cfg.layerTypes), ...(cfg.vision ? visionTensors(cfg.vision) : [])];
+}
+
+function ofPart(tensors: readonly TensorInfo[], part: Part): TensorInfo[] {
+  return tensors.filter((t) => t.part === part);
+}
+
+export function atQuant(tensors: readonly TensorInfo[], recipe: readonly RecipeRule[], quant: Quant): number {
+  return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
+}
+
+export function kvBytesPerToken(layerTypes: readonly string[], text: CheckpointConfig["text"], cache: CacheTypes): number {
+  const full = layerTypes.filter((k) => k === "full_attention").length;
+  return full * 2 * Number(text.num_key_value_heads) * Number(text.head_dim) * ELEMENT_BYTES[cache.kv];
+}
+
+export function stateBytesPerSequence(layerTypes: readonly string[], text: CheckpointConfig["text"], cache: CacheTypes): number {
+  const linear = layerTypes.filter((k) => k === "linear_attention").length;
+  const dk = Number(text.linear_key_head_dim);
+  const dv = Number(text.linear_value_head_dim);
+  const hv = Number(text.linear_num_value_heads);
+  const convDim = 2 * Number(text.linear_num_key_heads) * dk + hv * dv;
+  const conv = (Number(text.linear_conv_kernel_dim) - 1) * convDim * ELEMENT_BYTES[cache.convState];
+  return linear * (hv * dk * dv * 4 + conv);
+}
+
+// The whole plan of a hub model, from its expected config (the shapes every matching checkpoint has).
+export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): MemoryPlan {
+  const all = inventory(cfg);
+  const text = ofPart(all, "text");
+  const mtp = ofPart(all, "mtp");
+  const vision = ofPart(all, "vision");
+  const recipe = spec.quantization.recipe;
+  const dflashShapes: DflashShapes | undefined = typeof spec.draft.dflash === "object" ? spec.draft.dflash.shapes : undefined;
+  const dflash = dflashShapes ? dflashTensors(dflashShapes) : undefined;
+  const mlx = (f: Format) => spec.sources[f]?.quantization ?? { mode: "affine" as const, bits: f === "mlx-4bit" ? (4 as const) : (8 as const), groupSize: 64 as const, overrides: {} };
+  const mlxText = (f: "mlx-4bit" | "mlx-8bit") => sumBytes(text, (t) => mlxType(t.kind, mlx(f)));
+  const quantBytes = (ts: readonly TensorInfo[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
+
+  const textBytes = { ...quantBytes(text), "mlx-4bit": mlxText("mlx-4bit"), "mlx-8bit": mlxText("mlx-8bit") };
+  const mtpBytes = quantBytes(mtp);
+  const dflashBytes = dflash ? quantBytes(dflash) : null;
+  const hasMtp = mtp.length > 0;
+  // An MLX checkpoint carries no MTP layer when its source says so (mlx-lm's sanitize drops mtp.*).
+  const mlxHasMtp = (f: "mlx-4bit" | "mlx-8bit") => hasMtp && spec.sources[f]?.contains.mtp === true;
+  const fixed = (weights: number, mtpBytes: number | null, dflashBytes: number | null) => ({
+    none: weights,
+    mtp: mtpBytes === null ? null : weights + mtpBytes,
+    dflash: dflashBytes === null ? null : weights + dflashBytes,
+  });
+  const mlxMtp = (f: "mlx-4bit" | "mlx-8bit") => (mlxHasMtp(f) ? sumBytes(mtp, (t) => mlxType(t.kind, mlx(f))) : null);
+  const mlxDownload = (f: "mlx-4bit" | "mlx-8bit") =>
+    textBytes[f] + (mlxMtp(f) ?? 0) + (spec.sources[f]?.contains.vision ? sumBytes(vision, (t) => mlxType(t.kind, mlx(f))) : 0);
+
+  return {
+    generatedBy: "scripts/models/memory_plan.ts",
+    parameters: {
+      text: text.reduce((a, t) => a + numel(t.shape), 0),
+      mtp: mtp.reduce((a, t) => a + numel(t.shape), 0),
+      vision: vision.reduce((a, t) => a + numel(t.shape), 0),
+      dflash: dflash ? dflash.reduce((a, t) => a + numel(t.shape), 0) : null,
+    },
+    text: textBytes,
+    mtp: mtpBytes,
+    vision: { bf16: sumBytes(vision, () => "bf16") },
+    dflash: dflashBytes,
+    download: {
+      bf16: sumBytes(all, () => "bf16"),
+      "mlx-4bit": mlxDownload("mlx-4bit"),
+      "mlx-8bit": mlxDownload("mlx-8bit"),
+      dflash: dflash ? sumBytes(dflash, () => "bf16") : null,
+    },
+    fixed: {
+      bf16: fixed(textBytes.bf16, hasMtp ? mtpBytes.bf16 : null, dflashBytes?.bf16 ?? null),
+      q8: fixed(textBytes.q8, hasMtp ? mtpBytes.q8 : null, dflashBytes?.q8 ?? null),
+      q4: fixed(textBytes.q4, hasMtp ? mtpBytes.q4 : null, dflashBytes?.q4 ?? null),
+      "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), dflashBytes?.bf16 ?? null),
+      "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), dflashBytes?.bf16 ?? null),
+    },
+    kvBytesPerToken: kvBytesPerToken(cfg.layerTypes, cfg.text, spec.cache),
+    mtpKvBytesPerToken: hasMtp ? kvBytesPerToken(["full_attention"], cfg.text, spec.cache) * Number(cfg.text.mtp_num_hidden_layers) : 0,
+    stateBytesPerSequence: stateBytesPerSequence(cfg.layerTypes, cfg.text, spec.cache),
+  };
+}
