@@ -6,7 +6,8 @@
 import type { Tokenizer } from "./tokenizer.ts";
 
 export class IncrementalDetokenizer {
-  private readonly decoder = new TextDecoder("utf-8");
+  // ignoreBOM: a leading U+FEFF is text the model produced, not a byte-order mark to drop.
+  private readonly decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
   constructor(private readonly tokenizer: Tokenizer) {}
 

@@ -32,7 +32,8 @@ export class Tokenizer {
   private readonly addedByContent: Map<string, number>;
   private readonly splitAdded: RegExp | null; // an added token, longest first (tokenizers matches leftmost-longest)
   private readonly escapeStarts: RegExp | null; // a character an added token starts with, or the mark itself
-  private readonly decoder = new TextDecoder("utf-8");
+  // ignoreBOM: a leading U+FEFF is text the model produced, not a byte-order mark to drop.
+  private readonly decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
   private constructor(
     spec: TokenizerSpec,
