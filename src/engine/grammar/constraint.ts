@@ -1,6 +1,7 @@
 // Per-sequence constraints over a compiled grammar (TokenConstraint, src/engine/types.ts), the thinking wrapper,
 // and the draft check for speculative decoding. One constraint per sequence; batching needs nothing more.
 import type { TokenConstraint } from "../types.ts";
+import { BOUNDARY, type Utf8Table } from "./utf8.ts";
 import type { Matcher } from "./xgrammar.ts";
 
 // What a compiled grammar shares with all of its sequences.
@@ -11,6 +12,7 @@ export type MaskPolicy = {
   // JSON string could hold (the output parser would take them for markup). Their text stays writable with
   // ordinary tokens.
   blocked: number[];
+  utf8: Utf8Table;
 };
 
 const bit = (mask: Uint32Array, t: number): boolean => ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;
@@ -19,7 +21,7 @@ export class GrammarConstraint implements TokenConstraint {
   private readonly mask: Uint32Array;
   private readonly stopWords: Map<number, number>; // word index → bits of stop tokens in it
   private fresh = false; // mask holds the allowed set of the current state
-  private accepted = 0;
+  private readonly utf8States: number[] = []; // UTF-8 decoder state after each accepted token
 
   constructor(
     private readonly matcher: Matcher,
@@ -31,7 +33,11 @@ export class GrammarConstraint implements TokenConstraint {
   }
 
   get acceptedTokens(): number {
-    return this.accepted;
+    return this.utf8States.length;
+  }
+
+  private get utf8State(): number {
+    return this.utf8States[this.utf8States.length - 1] ?? BOUNDARY;
   }
 
   fillMask(mask: Uint32Array): void {
@@ -40,17 +46,18 @@ export class GrammarConstraint implements TokenConstraint {
 
   accept(token: number): boolean {
     if (this.matcher.isTerminated() || this.policy.blocked.includes(token)) return false;
-    if (!this.matcher.accept(token)) return false;
-    this.accepted++;
+    const utf8 = this.policy.utf8.after(this.utf8State, token);
+    if (utf8 < 0 || !this.matcher.accept(token)) return false;
+    this.utf8States.push(utf8);
     this.fresh = false;
     return true;
   }
 
   rollback(n: number): void {
-    if (n < 0 || n > this.accepted) throw new RangeError(`rollback(${n}) with ${this.accepted} tokens accepted`);
+    if (n < 0 || n > this.utf8States.length) throw new RangeError(`rollback(${n}) with ${this.utf8States.length} tokens accepted`);
     if (n === 0) return;
     this.matcher.rollback(n);
-    this.accepted -= n;
+    this.utf8States.length -= n;
     this.fresh = false;
   }
 
@@ -72,6 +79,7 @@ export class GrammarConstraint implements TokenConstraint {
     if (!this.fresh) {
       this.matcher.fillMask(this.mask);
       for (const t of this.policy.blocked) this.mask[t >>> 5]! &= ~(1 << (t & 31));
+      this.policy.utf8.restrict(this.mask, this.utf8State);
       this.fresh = true;
     }
     return this.mask;
