@@ -60,6 +60,17 @@ function mixedConversation(targetChars: number): string[] {
   return parts;
 }
 
+// Whole turns of the mixed conversation until it has at least `target` tokens (turns end in an added token, so
+// their counts add up). Also used by scripts/bench/tokenize-compare.ts to time other tokenizers on the same text.
+export function mixedPrompt(tok: Tokenizer, target: number): string {
+  const turns = mixedConversation(target * 8);
+  let n = 0;
+  let k = 0;
+  while (n < target && k < turns.length) n += tok.encodeTemplate(turns[k++]!).length;
+  if (n < target) throw new CliError(`this tokenizer needs more than ${target * 8} characters for ${target} tokens`);
+  return turns.slice(0, k).join("");
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
@@ -81,35 +92,34 @@ export default command({
     const tok = await Tokenizer.load(dir);
     const loadMs = performance.now() - t0;
 
-    // Whole turns until the prompt has the target number of tokens, counted with a throwaway tokenizer so the
-    // one being timed starts cold. Turns end in an added token, so their counts add up.
+    // Counted with a throwaway tokenizer, so the one being timed starts cold.
     const probe = await Tokenizer.load(dir);
-    const turns = mixedConversation(target * 8);
-    let n = 0;
-    let k = 0;
-    while (n < target && k < turns.length) n += probe.encodeTemplate(turns[k++]!).length;
+    const text = mixedPrompt(probe, target);
     probe.free();
-    if (n < target) throw new CliError(`this tokenizer needs more than ${target * 8} characters for ${target} tokens`);
-    const text = turns.slice(0, k).join("");
 
-    t0 = performance.now();
-    const ids = tok.encodeTemplate(text);
-    const coldMs = performance.now() - t0;
-    const times: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      t0 = performance.now();
-      tok.encodeTemplate(text);
-      times.push(performance.now() - t0);
-    }
-    const warmMs = median(times);
-    const bestMs = Math.min(...times);
+    // Wall time, and the process's CPU time (less sensitive to other work on a shared machine).
+    const timed = () => {
+      const c = process.cpuUsage();
+      const t = performance.now();
+      const ids = tok.encodeTemplate(text);
+      const wall = performance.now() - t;
+      const cpu = process.cpuUsage(c);
+      return { ids, wall, cpu: (cpu.user + cpu.system) / 1000 };
+    };
+    const cold = timed();
+    const ids = cold.ids;
+    const coldMs = cold.wall;
+    const warm = Array.from({ length: runs }, timed);
+    const warmMs = median(warm.map((w) => w.wall));
+    const warmCpuMs = median(warm.map((w) => w.cpu));
+    const bestMs = Math.min(...warm.map((w) => w.wall));
     tok.free();
     const rate = (ms: number) => Math.round(ids.length / (ms / 1000));
     console.log(`tokenizer  ${dir}`);
     console.log(`prompt     ${ids.length} tokens, ${text.length} characters`);
     console.log(`load       ${loadMs.toFixed(1)} ms`);
-    console.log(`cold       ${coldMs.toFixed(2)} ms (${rate(coldMs)} tokens/s)`);
-    console.log(`warm       ${warmMs.toFixed(2)} ms median of ${runs}, best ${bestMs.toFixed(2)} ms (${rate(warmMs)} tokens/s)`);
+    console.log(`cold       ${coldMs.toFixed(2)} ms, ${cold.cpu.toFixed(2)} ms CPU (${rate(coldMs)} tokens/s)`);
+    console.log(`warm       ${warmMs.toFixed(2)} ms median of ${runs}, ${warmCpuMs.toFixed(2)} ms CPU, best ${bestMs.toFixed(2)} ms (${rate(warmMs)} tokens/s)`);
     console.log(
       JSON.stringify({
         bench: "tokenize",
@@ -118,7 +128,9 @@ export default command({
         chars: text.length,
         load_ms: +loadMs.toFixed(1),
         cold_ms: +coldMs.toFixed(2),
+        cold_cpu_ms: +cold.cpu.toFixed(2),
         warm_ms: +warmMs.toFixed(2),
+        warm_cpu_ms: +warmCpuMs.toFixed(2),
         warm_best_ms: +bestMs.toFixed(2),
         cold_tokens_per_s: rate(coldMs),
         warm_tokens_per_s: rate(warmMs),
