@@ -163,21 +163,3 @@ export function dflashTensors(d: DflashShapes): TensorInfo[] {
   return out;
 }
 
-// A DFlash drafter's config.json in the shape block the spec uses (dflash_config flattened in).
-export function dflashShapesOf(cfg: JsonObject, targetHidden: number): DflashShapes {
-  const dc = (typeof cfg.dflash_config === "object" && cfg.dflash_config !== null ? cfg.dflash_config : {}) as JsonObject;
-  const ids = dc.target_layer_ids;
-  if (!Array.isArray(ids)) throw new Error("a DFlash config needs dflash_config.target_layer_ids");
-  return {
-    hidden_size: n(cfg, "hidden_size"),
-    num_hidden_layers: n(cfg, "num_hidden_layers"),
-    num_attention_heads: n(cfg, "num_attention_heads"),
-    num_key_value_heads: n(cfg, "num_key_value_heads"),
-    head_dim: n(cfg, "head_dim"),
-    intermediate_size: n(cfg, "intermediate_size"),
-    target_hidden_size: targetHidden,
-    target_layer_ids: ids.map(Number),
-    block_size: Number(dc.block_size ?? cfg.block_size),
-    vocab_size: n(cfg, "vocab_size"),
-  };
-}
