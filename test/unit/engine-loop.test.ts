@@ -114,7 +114,21 @@ describe("engine loop on the toy model", () => {
 
   test("1000 requests with random cancels leave no memory held", async () => {
     for (const prefixCache of [false, true]) {
-      const { e } = engine({ kvBudget: 40 * 400 + 8 * 1600, maxSeqs: 4, maxQueue: 2000, prefixCache });
+      const { e, runner } = engine({ kvBudget: 40 * 400 + 8 * 1600, maxSeqs: 4, maxQueue: 2000, prefixCache });
+      // At every step: the guarantee holds, and each page's ref count is the number of page tables holding it.
+      let checked = 0;
+      const step = runner.step.bind(runner);
+      runner.step = (seqs) => {
+        const pool = e.cache.pool;
+        expect(e.cache.outstandingPages).toBeLessThanOrEqual(pool.availablePages);
+        const readers = new Map<number, number>();
+        for (const s of e.scheduler.running) for (const p of s.cache!.pages.subarray(0, s.cache!.nPages)) readers.set(p, (readers.get(p) ?? 0) + 1);
+        for (const [p, n] of readers) expect(pool.refCount(p)).toBe(n);
+        expect(pool.heldPages).toBe(readers.size);
+        expect(pool.workingSlots).toBe(e.scheduler.running.length);
+        checked++;
+        return step(seqs);
+      };
       let seed = 12345;
       const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
       const jobs: Promise<Outcome>[] = [];
@@ -139,6 +153,7 @@ describe("engine loop on the toy model", () => {
         if (rand() < 0.3) await Bun.sleep(0);
       }
       const outs = await Promise.all(jobs);
+      expect(checked).toBeGreaterThan(500);
       const reasons = new Set(outs.map((o) => o.reason));
       expect(reasons).toEqual(new Set(["length", "cancelled"]));
       const s = e.stats();
