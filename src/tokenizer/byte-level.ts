@@ -3,7 +3,7 @@
 // other 68 map to U+0100 upwards in byte order. Splash keeps tokens as raw bytes and converts only at load.
 
 const BYTE_TO_CHAR: string[] = [];
-const CHAR_TO_BYTE = new Map<number, number>();
+const CHAR_TO_BYTE = new Int16Array(324).fill(-1); // the alphabet's characters are all below U+0144
 
 {
   const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
@@ -11,7 +11,7 @@ const CHAR_TO_BYTE = new Map<number, number>();
   for (let b = 0; b < 256; b++) {
     const cp = printable(b) ? b : 256 + extra++;
     BYTE_TO_CHAR[b] = String.fromCharCode(cp);
-    CHAR_TO_BYTE.set(cp, b);
+    CHAR_TO_BYTE[cp] = b;
   }
 }
 
@@ -19,8 +19,9 @@ const CHAR_TO_BYTE = new Map<number, number>();
 export function byteLevelDecode(token: string): Uint8Array | undefined {
   const out = new Uint8Array(token.length);
   for (let i = 0; i < token.length; i++) {
-    const b = CHAR_TO_BYTE.get(token.charCodeAt(i));
-    if (b === undefined) return undefined;
+    const c = token.charCodeAt(i);
+    const b = c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c]! : -1;
+    if (b < 0) return undefined;
     out[i] = b;
   }
   return out;
