@@ -8,6 +8,9 @@ import pkg from "../../package.json" with { type: "json" };
 const subCommands: SubCommandsDef = {
   doctor: () => import("./doctor.ts").then((m) => m.default),
   tokenize: () => import("./tokenize.ts").then((m) => m.default),
+  models: () => import("./models.ts").then((m) => m.default),
+  pull: () => import("./pull.ts").then((m) => m.default),
+  verify: () => import("./verify.ts").then((m) => m.default),
 };
 
 export const root = defineCommand({
