@@ -18,7 +18,7 @@ int64_t sp_mtype_row_bytes(sp_mtype t, int64_t cols) {
     case SP_MAT_BF16:
     case SP_MAT_F16: return cols * 2;
     case SP_MAT_Q8: return nb * (SP_QK + 2);
-    case SP_MAT_Q4: return nb * (SP_QK / 2 + 4);
+    case SP_MAT_Q4: return (nb + 1) / 2 * SP_QK + nb * 4;
     default: return 0;
     }
 }
@@ -82,7 +82,8 @@ void sp_quantize_row_q8(const float *x, int64_t cols, void *row) {
 void sp_quantize_row_q4(const float *x, int64_t cols, void *row) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
     uint8_t *qs = row;
-    uint16_t *dh = (uint16_t *)(qs + nb * SP_QK / 2), *mh = dh + nb;
+    uint16_t *dh = (uint16_t *)(qs + (nb + 1) / 2 * SP_QK), *mh = dh + nb;
+    memset(qs, 0, (size_t)((nb + 1) / 2 * SP_QK));
     for (int64_t b = 0; b < nb; b++) {
         int64_t k0 = b * SP_QK, k1 = k0 + SP_QK < cols ? k0 + SP_QK : cols;
         float lo = x[k0], hi = x[k0];
@@ -90,10 +91,11 @@ void sp_quantize_row_q4(const float *x, int64_t cols, void *row) {
         dh[b] = sp_f32_to_f16((hi - lo) / 15.0f);
         mh[b] = sp_f32_to_f16(lo);
         float d = sp_f16_to_f32(dh[b]), m = sp_f16_to_f32(mh[b]), inv = d > 0 ? 1.0f / d : 0.0f;
-        uint8_t q[SP_QK];
-        for (int64_t j = 0; j < SP_QK; j++)
-            q[j] = k0 + j < k1 ? (uint8_t)lrintf(fminf(fmaxf((x[k0 + j] - m) * inv, 0.0f), 15.0f)) : 0;
-        for (int j = 0; j < SP_QK / 2; j++) qs[b * SP_QK / 2 + j] = (uint8_t)(q[j] | q[j + SP_QK / 2] << 4);
+        uint8_t *chunk = qs + b / 2 * SP_QK;
+        for (int64_t j = 0; j < SP_QK && k0 + j < k1; j++) {
+            uint8_t q = (uint8_t)lrintf(fminf(fmaxf((x[k0 + j] - m) * inv, 0.0f), 15.0f));
+            chunk[j] |= (uint8_t)(b % 2 ? q << 4 : q);
+        }
     }
 }
 
@@ -115,11 +117,11 @@ void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out) {
         break;
     }
     case SP_MAT_Q4: {
-        const uint16_t *dh = (const uint16_t *)(row + nb * SP_QK / 2), *mh = dh + nb;
+        const uint16_t *dh = (const uint16_t *)(row + (nb + 1) / 2 * SP_QK), *mh = dh + nb;
         for (int64_t k = 0; k < cols; k++) {
-            int64_t b = k / SP_QK, j = k % SP_QK;
-            uint8_t byte = row[b * SP_QK / 2 + j % (SP_QK / 2)];
-            int q = j < SP_QK / 2 ? byte & 15 : byte >> 4;
+            int64_t b = k / SP_QK;
+            uint8_t byte = row[b / 2 * SP_QK + k % SP_QK];
+            int q = b % 2 ? byte >> 4 : byte & 15;
             out[k] = (float)q * sp_f16_to_f32(dh[b]) + sp_f16_to_f32(mh[b]);
         }
         break;

@@ -7,12 +7,13 @@
  *   F32, BF16, F16  cols elements as stored in the checkpoint (zero-copy views of the mapped file).
  *   Q8              int8 q[nb·32], then f16 d[nb]                         w = q·d           8.5 bits/weight
  *                   d = max|w|/127 per group (rounded to f16 first, then q = round(w/d) in [-127, 127]).
- *   Q4              u8 qs[nb·16], then f16 d[nb], then f16 m[nb]          w = q·d + m       5 bits/weight
- *                   q in 0..15: byte j of a group holds element j in its low nibble and element j+16 in its high
- *                   nibble (one 16-byte load unpacks to 32 bytes in element order). Affine: d = (max-min)/15,
- *                   m = min. The min costs 0.5 bit/weight over a symmetric format and lowers the weight error by 9%
- *                   (Gaussian weights) to 20% (Student-t, heavier tails); measured by scripts in the native-core
- *                   section of BENCHMARKS.md. It is also the shape of MLX's affine formats.
+ *   Q4              u8 qs[ceil(nb/2)·32], then f16 d[nb], then f16 m[nb]   w = q·d + m   5 bits/weight
+ *                   q in 0..15, groups in pairs: byte j of chunk p holds element j of group 2p in its low nibble and
+ *                   element j of group 2p+1 in its high nibble (zero when nb is odd), so one 32-byte load and three
+ *                   ops (and, shift, and) give two groups in element order. Affine: d = (max-min)/15, m = min. The
+ *                   min costs 0.5 bit/weight over a symmetric format and lowers the weight error by 9% (Gaussian
+ *                   weights) to 20% (Student-t, heavier tails), measured (native-core section of BENCHMARKS.md).
+ *                   It is also the shape of MLX's affine formats.
  * Scales sit after the quants so a kernel streams each row front to back; f16 scales keep the bytes per weight low.
  *
  * The enum grows (MLX affine 4/8-bit with group 64) by adding a type, a row_bytes rule and a kernel per ISA.

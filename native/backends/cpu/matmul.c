@@ -59,17 +59,16 @@ static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, i
     int64_t nb = x->nb;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *qs = (const uint8_t *)W->data + r * W->row_bytes;
-        const uint16_t *wd = (const uint16_t *)(qs + nb * SP_QK / 2), *wm = wd + nb;
+        const uint16_t *wd = (const uint16_t *)(qs + (nb + 1) / 2 * SP_QK), *wm = wd + nb;
         for (int64_t c = 0; c < x->n; c++) {
             const int8_t *xq = x->q + c * nb * SP_QK;
             const float *xd = x->d + c * nb, *xs = x->s + c * nb;
             float s = 0, offset = 0;
             for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *chunk = qs + b / 2 * SP_QK;
+                int shift = b % 2 ? 4 : 0;
                 int32_t dot = 0;
-                for (int j = 0; j < SP_QK / 2; j++) {
-                    uint8_t v = qs[b * SP_QK / 2 + j];
-                    dot += (v & 15) * xq[b * SP_QK + j] + (v >> 4) * xq[b * SP_QK + j + SP_QK / 2];
-                }
+                for (int j = 0; j < SP_QK; j++) dot += ((chunk[j] >> shift) & 15) * xq[b * SP_QK + j];
                 s += (float)dot * (sp_f16_to_f32(wd[b]) * xd[b]);
                 offset += sp_f16_to_f32(wm[b]) * xs[b];
             }

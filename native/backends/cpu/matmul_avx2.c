@@ -12,6 +12,7 @@
 #include "matmul_kernels.h"
 
 #include <immintrin.h>
+#include <stdbool.h>
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -44,7 +45,7 @@ INLINE void float_tile(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y
     const int64_t cols = W->cols;
     const uint8_t *w[4];
     const float *xr[4];
-    __m256 acc[4][4];
+    __m256 acc[4][2];
     for (int i = 0; i < R; i++) w[i] = row_ptr(W, r + i);
     for (int j = 0; j < C; j++) xr[j] = x->f + (c + j) * cols;
     for (int i = 0; i < R; i++)
@@ -84,46 +85,65 @@ TILED_ROWS(rows_f32, float_tile, SP_MAT_F32, )
 TILED_ROWS(rows_bf16, float_tile, SP_MAT_BF16, )
 TILED_ROWS(rows_f16, float_tile, SP_MAT_F16, )
 
-/* ---- Q8 ---------------------------------------------------------------------------------------------------------- */
+/* ---- Q8 and Q4 -------------------------------------------------------------------------------------------------- */
 
-INLINE void q8_tile(const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R, const int C) {
-    const int64_t nb = x->nb;
-    const int8_t *wq[4];
+/* Pointers of one tile: R weight rows (quants, f16 scales) and C x rows (int8 quants, scales). */
+typedef struct qtile {
+    const uint8_t *wq[4];
     const uint16_t *wd[4];
     const int8_t *xq[4];
     const float *xd[4];
-    __m256 acc[4][4];
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int i = 0; i < R; i++) {
-        wq[i] = (const int8_t *)row_ptr(W, r + i);
-        wd[i] = (const uint16_t *)(wq[i] + nb * SP_QK);
-    }
-    for (int j = 0; j < C; j++) {
-        xq[j] = x->q + (c + j) * nb * SP_QK;
-        xd[j] = x->d + (c + j) * nb;
-    }
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i xv[4];
-        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * SP_QK));
+} qtile;
+
+/* sc[i][j][k] = d_w[i][b+k] · d_x[j][b+k] for groups b..b+n-1 (n <= 8): one vector multiply per pair per eight
+ * groups instead of a scalar multiply and a broadcast per group; the products are the same floats either way. */
+INLINE void scales(float sc[4][2][8], const qtile *t, int64_t b, int64_t n, const int R, const int C) {
+    if (n == 8) {
         for (int i = 0; i < R; i++) {
-            __m256i wv = _mm256_loadu_si256((const __m256i *)(wq[i] + b * SP_QK));
-            __m256i aw = _mm256_sign_epi8(wv, wv);
-            float dw = _cvtsh_ss(wd[i][b]);
-            for (int j = 0; j < C; j++) {
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv)), ones);
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xd[j][b]), acc[i][j]);
-            }
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t->wd[i] + b)));
+            for (int j = 0; j < C; j++) _mm256_store_ps(sc[i][j], _mm256_mul_ps(dw, _mm256_loadu_ps(t->xd[j] + b)));
         }
+    } else {
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++)
+                for (int64_t k = 0; k < n; k++) sc[i][j][k] = _cvtsh_ss(t->wd[i][b + k]) * t->xd[j][b + k];
     }
-    for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) y[(c + j) * W->rows + r + i] = hsum(acc[i][j]);
 }
 
-TILED_ROWS(rows_q8, q8_tile, )
+/* One group of every pair: acc[i][j] += float(Σ w·x over the group) · sc[i][j][k]. */
+INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][2][8], __m256 acc[4][2], const int R, const int C) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i xv[2];
+    for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
+    for (int i = 0; i < R; i++) {
+        __m256i wv = _mm256_loadu_si256((const __m256i *)(t->wq[i] + b * SP_QK));
+        __m256i aw = _mm256_sign_epi8(wv, wv);
+        for (int j = 0; j < C; j++) {
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv)), ones);
+            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[i][j][k]), acc[i][j]);
+        }
+    }
+}
 
-/* ---- Q4 ---------------------------------------------------------------------------------------------------------- */
+/* Groups b and b+1 (b even; b+1 only when `two`), which share one 32-byte chunk of nibbles. */
+INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc[4][2][8], __m256 acc[4][2], const int R,
+                      const int C) {
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(15);
+    __m256i xv[2][2];
+    for (int j = 0; j < C; j++) {
+        xv[j][0] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
+        if (two) xv[j][1] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + (b + 1) * SP_QK));
+    }
+    for (int i = 0; i < R; i++) {
+        __m256i chunk = _mm256_loadu_si256((const __m256i *)(t->wq[i] + b / 2 * SP_QK));
+        __m256i wv[2] = {_mm256_and_si256(chunk, low), _mm256_and_si256(_mm256_srli_epi16(chunk, 4), low)};
+        for (int h = 0; h < (two ? 2 : 1); h++)
+            for (int j = 0; j < C; j++) {
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[h], xv[j][h]), ones);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[i][j][k + h]), acc[i][j]);
+            }
+    }
+}
 
 /* Σ_b m[b]·s[b] over a row's groups: the Q4 offset term of one (row, x row) pair. */
 INLINE float offset_dot(const uint16_t *m, const float *s, int64_t nb) {
@@ -136,44 +156,46 @@ INLINE float offset_dot(const uint16_t *m, const float *s, int64_t nb) {
     return t;
 }
 
-INLINE void q4_tile(const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R, const int C) {
+/* A tile of Q8 (q4 = false) or Q4 weights: groups eight at a time with their scales, then the row's last groups. */
+INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R,
+                       const int C) {
     const int64_t nb = x->nb;
-    const uint8_t *wq[4];
-    const uint16_t *wd[4];
-    const int8_t *xq[4];
-    const float *xd[4];
-    __m256 acc[4][4];
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m128i low = _mm_set1_epi8(15);
+    qtile t;
+    __m256 acc[4][2];
+    float sc[4][2][8] __attribute__((aligned(32)));
     for (int i = 0; i < R; i++) {
-        wq[i] = row_ptr(W, r + i);
-        wd[i] = (const uint16_t *)(wq[i] + nb * SP_QK / 2);
+        t.wq[i] = row_ptr(W, r + i);
+        t.wd[i] = (const uint16_t *)(t.wq[i] + (q4 ? (nb + 1) / 2 * SP_QK : nb * SP_QK));
     }
     for (int j = 0; j < C; j++) {
-        xq[j] = x->q + (c + j) * nb * SP_QK;
-        xd[j] = x->d + (c + j) * nb;
+        t.xq[j] = x->q + (c + j) * nb * SP_QK;
+        t.xd[j] = x->d + (c + j) * nb;
     }
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i xv[4];
-        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * SP_QK));
-        for (int i = 0; i < R; i++) {
-            __m128i packed = _mm_loadu_si128((const __m128i *)(wq[i] + b * SP_QK / 2));
-            __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low), _mm_and_si128(packed, low));
-            float dw = _cvtsh_ss(wd[i][b]);
-            for (int j = 0; j < C; j++) {
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, xv[j]), ones);
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * xd[j][b]), acc[i][j]);
-            }
-        }
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) { /* constant trip counts, so the compiler unrolls and keeps acc in registers */
+        scales(sc, &t, b, 8, R, C);
+        if (q4)
+            for (int k = 0; k < 8; k += 2) q4_groups(&t, b + k, k, true, sc, acc, R, C);
+        else
+            for (int k = 0; k < 8; k++) q8_group(&t, b + k, k, sc, acc, R, C);
+    }
+    if (b < nb) {
+        int n = (int)(nb - b);
+        scales(sc, &t, b, n, R, C);
+        if (q4)
+            for (int k = 0; k < n; k += 2) q4_groups(&t, b + k, k, k + 1 < n, sc, acc, R, C);
+        else
+            for (int k = 0; k < n; k++) q8_group(&t, b + k, k, sc, acc, R, C);
     }
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++)
-            y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + offset_dot(wd[i] + nb, x->s + (c + j) * nb, nb);
+            y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + (q4 ? offset_dot(t.wd[i] + nb, x->s + (c + j) * nb, nb) : 0.0f);
 }
 
-TILED_ROWS(rows_q4, q4_tile, )
+TILED_ROWS(rows_q8, quant_tile, false, )
+TILED_ROWS(rows_q4, quant_tile, true, )
 
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 

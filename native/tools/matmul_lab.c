@@ -1,0 +1,270 @@
+/* matmul_lab — the lab harness for the CPU matmul kernels (STYLE.md §2).
+ *
+ * Versions: one kernel set per ISA (matmul.h): scalar (reference), avx2 (x86-64), neon (arm64 + dotprod), each with
+ * f32, bf16, f16, q8 and q4 weights. This program
+ *   1. checks every available ISA × type against the scalar reference at odd shapes and at the real shapes of
+ *      Qwen3.8-27B (hidden 5120; GDN qkv 10240, z 6144; MLP 17408; the 248320-row head at small cols);
+ *   2. measures this machine's memory read bandwidth (all threads streaming over 1 GiB, best of 5);
+ *   3. measures each GEMV (n = 1, best ISA) over 17408 x 5120 matrices rotated through >= 512 MiB, so nothing is
+ *      served from cache, as GB/s of weights read and as a fraction of (2);
+ *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
+ *      n·t(1)/t(n), the speedup of n sequences over one at a time.
+ * It prints a table and, last, one JSON line with every figure.
+ *
+ *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only] [--quick]
+ *   --quick: smaller working sets and fewer repetitions (a smoke run, not a measurement).
+ * Record figures in BENCHMARKS.md with the exact command.
+ */
+#include "backends/cpu/matmul.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint64_t rng = 1;
+static uint64_t next_u64(void) {
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* Roughly Gaussian (sum of four uniforms, unit variance): cheap enough for 100M weights. */
+static float gauss(void) {
+    uint64_t r = next_u64();
+    float s = 0;
+    for (int i = 0; i < 4; i++) s += (float)((r >> (16 * i)) & 0xffff) * (1.0f / 65536);
+    return (s - 2.0f) * 1.7320508f;
+}
+
+static void *xalloc(size_t n) {
+    void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+    if (!p) {
+        fprintf(stderr, "matmul_lab: cannot allocate %zu bytes\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+static const sp_mtype types[] = {SP_MAT_F32, SP_MAT_BF16, SP_MAT_F16, SP_MAT_Q8, SP_MAT_Q4};
+enum { N_TYPES = 5 };
+
+/* A rows x cols matrix of type t from Gaussian weights (quantized through the real quantizer). */
+static sp_matrix make_matrix(sp_threadpool *pool, sp_mtype t, int64_t rows, int64_t cols) {
+    float *w = xalloc((size_t)(rows * cols) * 4);
+    for (int64_t i = 0; i < rows * cols; i++) w[i] = gauss() * 0.02f;
+    sp_tensor tensor = {.name = "lab", .dtype = SP_DTYPE_F32, .ndim = 2, .shape = {rows, cols}, .data = w,
+                        .nbytes = (uint64_t)(rows * cols) * 4, .file = "lab"};
+    sp_matrix m;
+    void *owned = NULL;
+    if (t == SP_MAT_Q8 || t == SP_MAT_Q4) {
+        if (sp_matrix_from_tensor(pool, &tensor, t == SP_MAT_Q8 ? SP_QUANT_Q8 : SP_QUANT_Q4, &m, &owned) != SPLASH_OK) exit(2);
+        free(w);
+        return m;
+    }
+    m = (sp_matrix){t, rows, cols, NULL, sp_mtype_row_bytes(t, cols)};
+    uint8_t *d = xalloc((size_t)(rows * m.row_bytes));
+    for (int64_t i = 0; i < rows * cols; i++) {
+        if (t == SP_MAT_F32) ((float *)d)[i] = w[i];
+        else if (t == SP_MAT_BF16) ((uint16_t *)d)[i] = sp_f32_to_bf16(w[i]);
+        else ((uint16_t *)d)[i] = sp_f32_to_f16(w[i]);
+    }
+    free(w);
+    m.data = d;
+    return m;
+}
+
+/* ---- 1. checks against the scalar reference -------------------------------------------------------------------- */
+
+static int check_all(sp_threadpool *pool, const sp_cpu *cpu, bool quick) {
+    static const int64_t shapes[][3] = {
+        {3, 17, 1},     {7, 45, 3},    {33, 96, 5},    {130, 1000, 9},                    /* odd */
+        {10240, 5120, 1}, {6144, 5120, 2}, {48, 5120, 4}, {5120, 6144, 1}, {17408, 5120, 1}, /* Qwen3.8-27B */
+        {5120, 17408, 3}, {248320, 64, 1}, {248320, 128, 2},
+    };
+    int failures = 0;
+    printf("check against the scalar reference (max |y - y_ref| / rms(y_ref)):\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t rows = shapes[s][0], cols = shapes[s][1], n = shapes[s][2];
+        if (quick && rows * cols > 1000000) continue;
+        float *x = xalloc((size_t)(n * cols) * 4), *ref = xalloc((size_t)(n * rows) * 4), *y = xalloc((size_t)(n * rows) * 4);
+        for (int64_t i = 0; i < n * cols; i++) x[i] = gauss();
+        printf("  %6lld x %-6lld n=%lld ", (long long)rows, (long long)cols, (long long)n);
+        for (int ti = 0; ti < N_TYPES; ti++) {
+            sp_matrix W = make_matrix(pool, types[ti], rows, cols);
+            sp_matmul_isa(pool, SP_ISA_SCALAR, ref, &W, x, n);
+            double rms = 0;
+            for (int64_t i = 0; i < n * rows; i++) rms += (double)ref[i] * ref[i];
+            rms = sqrt(rms / (double)(n * rows)) + 1e-30;
+            for (int isa = 1; isa < SP_ISA_COUNT; isa++) {
+                if (!sp_isa_supported((sp_isa)isa, cpu)) continue;
+                if (sp_matmul_isa(pool, (sp_isa)isa, y, &W, x, n) != SPLASH_OK) {
+                    failures++;
+                    continue;
+                }
+                double worst = 0;
+                for (int64_t i = 0; i < n * rows; i++) worst = fmax(worst, fabs((double)y[i] - ref[i]) / rms);
+                bool ok = worst <= 1e-4;
+                failures += !ok;
+                printf(" %s/%s %.0e%s", sp_isa_name((sp_isa)isa), sp_mtype_name(types[ti]), worst, ok ? "" : " FAIL");
+            }
+            free((void *)W.data);
+        }
+        printf("\n");
+        free(x), free(ref), free(y);
+    }
+    return failures;
+}
+
+/* ---- 2. memory read bandwidth ----------------------------------------------------------------------------------- */
+
+typedef struct stream_job {
+    const uint64_t *buf;
+    int64_t words;
+    uint64_t sums[256];
+} stream_job;
+
+static void stream_read(void *ctx, int64_t begin, int64_t end, int thread) {
+    stream_job *j = ctx;
+    const uint64_t *p = j->buf;
+    uint64_t a = 0, b = 0, c = 0, d = 0; /* four chains; the compiler vectorizes the adds */
+    for (int64_t i = begin * 8; i < end * 8; i += 8) {
+        a += p[i] + p[i + 4];
+        b += p[i + 1] + p[i + 5];
+        c += p[i + 2] + p[i + 6];
+        d += p[i + 3] + p[i + 7];
+    }
+    j->sums[thread & 255] += a ^ b ^ c ^ d;
+}
+
+static double measure_bandwidth(sp_threadpool *pool, size_t bytes, int reps) {
+    stream_job j = {.buf = xalloc(bytes), .words = (int64_t)(bytes / 8)};
+    memset((void *)j.buf, 1, bytes);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        sp_parallel_for(pool, j.words / 8, stream_read, &j); /* one item = one 64-byte line */
+        double gbs = (double)bytes / (now() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    free((void *)j.buf);
+    return best;
+}
+
+/* ---- 3 and 4. GEMV bandwidth and GEMM throughput ------------------------------------------------------------------ */
+
+/* Time per call of y = x·Wᵀ over `count` different matrices in turn (best of reps passes over all of them). */
+static double time_per_call(sp_threadpool *pool, const sp_matrix *mats, int count, const float *x, float *y, int64_t n, int reps) {
+    double best = 1e30;
+    sp_matmul(pool, y, &mats[0], x, n);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int i = 0; i < count; i++) sp_matmul(pool, y, &mats[i], x, n);
+        double t = (now() - t0) / count;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    int threads = 0;
+    bool check_only = false, quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
+        else if (strcmp(argv[i], "--quick") == 0) quick = true;
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--check-only] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    sp_threadpool *pool;
+    if (sp_threadpool_create(threads, &pool) != SPLASH_OK) return 2;
+    const sp_cpu *cpu = sp_threadpool_cpu(pool);
+    sp_isa isa = sp_isa_best(cpu);
+    printf("matmul_lab: %d threads, cpu features \"%s\", best ISA %s\n", sp_threadpool_size(pool), splash_cpu_features(),
+           sp_isa_name(isa));
+    int failures = check_all(pool, cpu, quick);
+    printf("checks: %s\n", failures ? "FAILED" : "all within 1e-4");
+    if (check_only || failures) {
+        sp_threadpool_free(pool);
+        return failures ? 1 : 0;
+    }
+
+    size_t stream_bytes = quick ? (256u << 20) : (1u << 30);
+    double bw = measure_bandwidth(pool, stream_bytes, quick ? 2 : 5);
+    printf("\nmemory read bandwidth: %.1f GB/s (%d threads streaming %zu MiB, best of %d)\n", bw, sp_threadpool_size(pool),
+           stream_bytes >> 20, quick ? 2 : 5);
+
+    const int64_t rows = 17408, cols = 5120;
+    float *x = xalloc((size_t)(64 * cols) * 4), *y = xalloc((size_t)(64 * rows) * 4);
+    for (int64_t i = 0; i < 64 * cols; i++) x[i] = gauss();
+    double gemv_gbs[N_TYPES], gemv_frac[N_TYPES], gemv_ms[N_TYPES];
+    printf("\nGEMV (n = 1, %s), %lld x %lld matrices rotated through >= %d MiB:\n", sp_isa_name(isa), (long long)rows,
+           (long long)cols, quick ? 128 : 512);
+    printf("  %-5s %10s %10s %10s\n", "type", "ms/call", "GB/s", "of bw");
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        sp_mtype t = types[ti];
+        size_t one = (size_t)(rows * sp_mtype_row_bytes(t, cols));
+        int count = (int)(((quick ? 128ull : 512ull) << 20) / one) + 1;
+        /* One matrix, then row-shifted copies of its bytes: same values, distinct memory. */
+        sp_matrix base = make_matrix(pool, t, rows, cols);
+        uint8_t *all = xalloc(one * (size_t)count);
+        sp_matrix *mats = malloc((size_t)count * sizeof *mats);
+        for (int i = 0; i < count; i++) {
+            memcpy(all + one * (size_t)i, base.data, one);
+            mats[i] = base;
+            mats[i].data = all + one * (size_t)i;
+        }
+        free((void *)base.data);
+        double t1 = time_per_call(pool, mats, count, x, y, 1, quick ? 2 : 5);
+        gemv_ms[ti] = t1 * 1e3;
+        gemv_gbs[ti] = (double)one / t1 / 1e9;
+        gemv_frac[ti] = gemv_gbs[ti] / bw;
+        printf("  %-5s %10.3f %10.1f %9.0f%%\n", sp_mtype_name(t), gemv_ms[ti], gemv_gbs[ti], 100 * gemv_frac[ti]);
+        free(all);
+        free(mats);
+    }
+
+    static const int64_t ns[] = {1, 4, 16, 64};
+    double gemm_ms[N_TYPES][4];
+    printf("\nGEMM (%s) on one %lld x %lld matrix: ms per call | GFLOP/s | n*t(1)/t(n)\n", sp_isa_name(isa),
+           (long long)rows, (long long)cols);
+    printf("  %-5s", "type");
+    for (int k = 0; k < 4; k++) printf("   n=%-2lld %8s %6s %6s", (long long)ns[k], "ms", "GF/s", "x");
+    printf("\n");
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        sp_matrix W = make_matrix(pool, types[ti], rows, cols);
+        printf("  %-5s", sp_mtype_name(types[ti]));
+        for (int k = 0; k < 4; k++) {
+            double t = time_per_call(pool, &W, 1, x, y, ns[k], quick ? 1 : 3);
+            gemm_ms[ti][k] = t * 1e3;
+            printf("        %8.2f %6.1f %6.2f", t * 1e3, 2.0 * (double)(rows * cols * ns[k]) / t / 1e9,
+                   (double)ns[k] * gemm_ms[ti][0] / gemm_ms[ti][k]);
+        }
+        printf("\n");
+        free((void *)W.data);
+    }
+
+    printf("\n{\"lab\":\"matmul\",\"isa\":\"%s\",\"threads\":%d,\"bandwidth_gbs\":%.2f", sp_isa_name(isa),
+           sp_threadpool_size(pool), bw);
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        const char *name = sp_mtype_name(types[ti]);
+        printf(",\"gemv_%s_gbs\":%.2f,\"gemv_%s_fraction\":%.3f", name, gemv_gbs[ti], name, gemv_frac[ti]);
+        for (int k = 0; k < 4; k++) printf(",\"gemm_%s_n%lld_ms\":%.3f", name, (long long)ns[k], gemm_ms[ti][k]);
+    }
+    printf("}\n");
+    free(x);
+    free(y);
+    sp_threadpool_free(pool);
+    return 0;
+}
