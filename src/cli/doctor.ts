@@ -4,6 +4,7 @@ import { machine, macRequirements } from "../machine.ts";
 import { command } from "./_command.ts";
 import { formatBytes } from "../format.ts";
 import { describeDefaultBudget, memoryForModels } from "../engine/memory-plan.ts";
+import { describeModelFit, modelFit } from "../models/fit.ts";
 
 export default command({
   meta: { name: "doctor", description: "Show what this machine is and which models it can run" },
@@ -20,6 +21,7 @@ export default command({
       totalMemory: m.totalMemory,
       availableMemory: m.availableMemory,
       memoryForModels: memoryForModels(m),
+      models: modelFit(m),
       library: { version: String(lib.splash_version()), abi: lib.splash_abi_version() },
       mac: m.mac ? { ...m.mac, requirements: macRequirements(m) } : undefined,
     };
@@ -35,6 +37,7 @@ export default command({
       `library    libsplash ${report.library.version} (ABI ${report.library.abi})`,
     ];
     for (const r of report.mac?.requirements ?? []) lines.push(`${r.what.padEnd(10)} ${r.ok ? "ok  " : "FAIL"} ${r.detail}`);
+    lines.push(...describeModelFit(report.models));
     console.log(lines.join("\n"));
   },
 });
