@@ -28,6 +28,11 @@ export type ChatModelParts = {
   vision: boolean;
 };
 
+// The end-of-turn tokens of a Qwen-family tokenizer (<|im_end|>, <|endoftext|>), for ChatModelParts.stopTokens.
+export function endOfTurnTokens(tokenizer: Tokenizer): number[] {
+  return ["<|im_end|>", "<|endoftext|>"].map((t) => tokenizer.addedTokenId(t)).filter((id): id is number => id !== undefined);
+}
+
 export type RenderedPrompt = {
   text: string;
   ids: Int32Array;

@@ -76,7 +76,6 @@ type Call = {
   index: number;
   id: string;
   name: string;
-  raw: string; // the markup since <tool_call>, for logs
   args: Record<string, unknown>;
   nParams: number;
   // The parameter being read: its text so far (after the format newline), and for a streamed string how much of
@@ -94,6 +93,7 @@ export class OutputParser {
   private buf = "";
   private state: State;
   private events: ParserEvent[] = [];
+  private changed = false; // a step changed state without consuming text (drain goes on)
   private nCalls = 0;
   private readonly calls: ToolCall[] = [];
   private readonly tools: Map<string, ToolDef>;
@@ -157,7 +157,6 @@ export class OutputParser {
     }
   }
 
-  private changed = false;
   private setState(s: State): void {
     this.state = s;
     this.changed = true;
@@ -260,7 +259,7 @@ export class OutputParser {
       return;
     }
     if (end < 0) return;
-    const call: Call = { index: this.nCalls++, id: this.newId(), name, raw: st.raw + this.buf.slice(0, ws + end + 1), args: {}, nParams: 0 };
+    const call: Call = { index: this.nCalls++, id: this.newId(), name, args: {}, nParams: 0 };
     this.buf = rest.slice(end + 1);
     this.events.push({ type: "tool_call_start", index: call.index, id: call.id, name });
     this.setState({ kind: "call", call, phase: "params" });

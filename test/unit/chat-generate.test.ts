@@ -2,7 +2,7 @@
 // it, special tokens included) in steps of a few tokens, so the whole chat flow runs without a model.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { chatModel, countTokens, generateChat, renderPrompt, StopMatcher, type ChatModelParts } from "../../src/chat/generate.ts";
+import { chatModel, countTokens, endOfTurnTokens, generateChat, renderPrompt, StopMatcher, type ChatModelParts } from "../../src/chat/generate.ts";
 import type { ChatEvent, Conversation, GenerationOptions } from "../../src/chat/ir.ts";
 import { ChatTemplate } from "../../src/chat/template.ts";
 import { PromptTooLong, type Engine, type EngineEvent, type GenerateRequest } from "../../src/engine/types.ts";
@@ -54,7 +54,7 @@ function parts(engine: Engine, contextLength = 4096): ChatModelParts {
     tokenizer: tok,
     template,
     engine,
-    stopTokens: [tok.addedTokenId("<|im_end|>")!, tok.addedTokenId("<|endoftext|>")!],
+    stopTokens: endOfTurnTokens(tok),
     contextLength,
     maxOutputTokens: 1024,
     vision: false,
