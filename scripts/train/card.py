@@ -1,0 +1,152 @@
+"""Writes models/splash-tiny/spec.json and the model card README.md from the run's metrics, so the card
+always states what the run measured."""
+
+import json
+
+
+def write_spec(model_dir, config, ids, metrics):
+    tau = metrics["eval"]["tau"]
+    spec = {
+        "id": "splash-tiny",
+        "architecture": "qwen3_5",
+        "contextLength": config.text_config.max_position_embeddings,
+        "maxOutputTokens": 8192,
+        "vocabSize": config.text_config.vocab_size,
+        "eosTokenIds": [ids["<|im_end|>"], ids["<|endoftext|>"]],
+        "padTokenId": ids["<|endoftext|>"],
+        "thinking": {"start": "<think>", "end": "</think>", "defaultEnabled": False},
+        "toolCallFormat": "qwen3_xml",
+        "vision": False,
+        "files": {"config": "config.json", "tokenizer": "tokenizer.json", "tokenizerConfig": "tokenizer_config.json",
+                  "chatTemplate": "chat_template.jinja", "generationConfig": "generation_config.json"},
+        "draft": {"mtp": True, "dflash": "dflash", "maskTokenId": ids["<|MASK|>"]},
+        "measuredAcceptance": {
+            "source": "PyTorch reference evaluation (scripts/train/evaluate.py), greedy, held-out coding prompts",
+            "mtpK3": round(tau["mtp_k3"], 3),
+            "dflashBlock8": round(tau["dflash_block8"], 3),
+        },
+    }
+    (model_dir / "spec.json").write_text(json.dumps(spec, indent=2) + "\n")
+
+
+def _mb(n):
+    return f"{n / 1e6:.2f} MB"
+
+
+def write_card(model_dir, config, dcfg, m, manifest):
+    t = config.text_config
+    e = m["eval"]
+    tt, dt = m["target_training"], m["dflash_training"]
+    used = [p for p in manifest["packages"] if p["used"] and p["files"]]
+    excluded = [p for p in manifest["packages"] if not p["used"]]
+    sizes = {k.split("models/splash-tiny/")[1]: v for k, v in m["sizes"].items() if k.startswith("models/splash-tiny/")}
+    lines = [
+        "# splash-tiny",
+        "",
+        "Splash's embedded default model: a tiny coding assistant of exactly the Qwen3.5 architecture",
+        "(`Qwen3_5ForConditionalGeneration`, model_type `qwen3_5`, text only) with its MTP layer and a DFlash",
+        "drafter, trained from scratch by `scripts/train/train.py` in one run on one H200. It exists so that",
+        "`splash serve` / `splash run` work with nothing to download, and so speculative decoding and caching",
+        "have real acceptance rates to measure. It writes short Python functions and well-formed tool calls;",
+        "it knows little else. Quality at long range is not a goal: the 64K context is declared so agent",
+        "clients accept it, training used sequences of "
+        f"{tt.get('seq_len', m['args']['seq_len'])} tokens.",
+        "",
+        "## Architecture",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| layers | {t.num_hidden_layers}: {', '.join(t.layer_types)} |",
+        f"| hidden / MLP | {t.hidden_size} / {t.intermediate_size} (SwiGLU) |",
+        f"| gated attention | {t.num_attention_heads} query heads, {t.num_key_value_heads} KV heads (GQA {t.num_attention_heads // t.num_key_value_heads}), head_dim {t.head_dim}, sigmoid output gate, q/k norm |",
+        f"| partial RoPE | {int(t.head_dim * t.rope_parameters['partial_rotary_factor'])} of {t.head_dim} dims, theta {t.rope_parameters['rope_theta']:g}, mrope_section {t.rope_parameters['mrope_section']} (interleaved; text positions only) |",
+        f"| Gated DeltaNet | {t.linear_num_key_heads} q/k heads × {t.linear_key_head_dim}, {t.linear_num_value_heads} v heads × {t.linear_value_head_dim} (GVA ratio {t.linear_num_value_heads // t.linear_num_key_heads}), conv kernel {t.linear_conv_kernel_dim} |",
+        f"| vocabulary | {t.vocab_size} rows ({m['data']['tokenizer_size']} tokens, padded to a multiple of 64), untied lm_head |",
+        f"| context | max_position_embeddings {t.max_position_embeddings} |",
+        "| norms | zero-centred RMSNorm (1 + w), eps 1e-6; gated RMSNorm (w) in GDN |",
+        f"| MTP | 1 layer (`mtp.*`): fc [2H→H] over [norm(embed(t+1)); norm(final-normed hidden t)], one full-attention decoder layer, norm, shared lm_head; {m['params']['mtp']:,} params |",
+        f"| DFlash drafter (`dflash/`) | {dcfg['num_hidden_layers']} Qwen3-style layers (hidden {dcfg['hidden_size']}, {dcfg['num_attention_heads']}/{dcfg['num_key_value_heads']} heads × {dcfg['head_dim']}, MLP {dcfg['intermediate_size']}, plain-w RMSNorm, full-width RoPE theta {dcfg['rope_theta']:g}), block {dcfg['block_size']}, target_layer_ids {dcfg['dflash_config']['target_layer_ids']} (post-residual layer outputs), mask token {dcfg['dflash_config']['mask_token_id']} `<\\|MASK\\|>`, bidirectional within the block; embedding and lm_head are the target's (not stored); {m['params']['dflash']:,} params |",
+        "",
+        f"Parameters: target {m['params']['target_text']:,} (text model + lm_head), MTP {m['params']['mtp']:,}, "
+        f"drafter {m['params']['dflash']:,}. The checkpoint has no `model.visual.*` tensors; `vision_config` is a",
+        "small placeholder so transformers builds its (unused) vision tower quickly, and loading reports those",
+        "tensors as missing. Files (bf16 safetensors, sharded at 15 MiB):",
+        "",
+        "| file | bytes |",
+        "|---|---|",
+        *[f"| {k} | {v:,} |" for k, v in sorted(sizes.items()) if k != "README.md"],
+        "",
+        "## Tokenizer and chat format",
+        "",
+        f"Byte-level BPE trained on the corpus ({m['data']['tokenizer_size'] - 27} learned tokens incl. the 256 bytes), NFC",
+        "normalizer, the Qwen3.5 pre-tokenizer regex (with `\\p{M}`), then the family's 26 added tokens in the",
+        "family's order (`<|endoftext|>`, `<|im_start|>`, `<|im_end|>`, …, `<think>`, `</think>`) and `<|MASK|>`.",
+        f"About {m['data']['bytes_per_token_code']:.2f} bytes per token on the chat samples. `chat_template.jinja` is our own",
+        "Qwen3.5-format template (ChatML, `<think>` block on the current turn, XML tool calls, tool results grouped",
+        "in one user turn, images/videos as vision placeholders); it renders identically in jinja2 and",
+        "@huggingface/jinja (`scripts/train/check_template.py`). All training answers have an empty thinking",
+        "block, so `enable_thinking` only changes whether the prompt or the model writes it.",
+        "",
+        "## Corpus",
+        "",
+        f"Python files of the packages installed on the training machine, used only when the package metadata",
+        f"names a permissive license and nothing copyleft, proprietary or unknown: {len(used)} packages,",
+        f"{manifest['files']} files after content deduplication ({manifest['heldout_files']} held out by file).",
+        "Each documented function (4–80 lines) became chat samples in "
+        f"{m['args']['variants']} phrasings (signature + docstring, or \"Write a Python function that …\"),",
+        "the answer being the function in a ```python block; whole files were added as",
+        "`<|repo_name|>`/`<|file_sep|>` documents; synthetic tool conversations (12 tools, XML calls, tool",
+        "results, final answers) were added. Training tokens by kind: "
+        + ", ".join(f"{k} {v:,}" for k, v in m["data"]["train_tokens_by_kind"].items()) + ".",
+        "",
+        "| package | version | license (as declared) | files | bytes |",
+        "|---|---|---|---|---|",
+        *[f"| {p['name']} | {p['version']} | {p['license'].replace('|', '/')} | {p['files']} | {p['bytes']:,} |" for p in used],
+        "",
+        "Excluded by license: " + ", ".join(f"{p['name']} ({p['license'].replace('|', '/')[:60]})" for p in excluded) + ".",
+        "",
+        "## Training run",
+        "",
+        f"Hardware: {m['device']}; torch {m['torch']}, transformers {m['transformers']}, seed {m['args']['seed']}.",
+        f"Total wall time {m['total_seconds']} s (corpus, tokenizer, both trainings, evaluation, checks).",
+        "",
+        f"- target + MTP: transformers' own modules (torch GDN chunk path), bf16 autocast, AdamW (0.9, 0.95, wd 0.1),",
+        f"  peak lr {tt.get('lr')} with {tt.get('warmup')} warm-up steps and cosine decay to 10%, batch {tt.get('batch')} × "
+        f"{tt.get('seq_len')} tokens, {tt.get('steps')} steps, {tt.get('tokens', 0):,} tokens in {tt.get('seconds')} s; "
+        f"loss = CE(next token) + {m['args']['mtp_weight']} · CE(MTP, token t+2). Final training loss {tt.get('final_loss')},",
+        f"  MTP loss {tt.get('final_mtp_loss')}.",
+        f"- DFlash: target frozen; {dt['generated_sequences']} greedy answers of the target to training prompts plus",
+        f"  corpus chunks; {m['args']['draft_anchors']} random anchors per sequence, block [anchor, MASK×7] predicting",
+        "  anchor+1…anchor+7 against the target's greedy token, context = taps of the tokens before the anchor,",
+        f"  loss weights exp(−(j−1)/4); {dt['steps']} steps in {dt['seconds']} s.",
+        "",
+        "## Evaluation (measured in PyTorch by the training run; the engine's own measurements come later)",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        *[f"| held-out loss, {k} (nats/token) | {v:.3f} |" for k, v in e["heldout_loss"].items()],
+        f"| held-out coding prompts whose greedy answer parses with `ast.parse` (thinking off) | {e['code_no_think']['parse_rate']:.1%} of {e['code_no_think']['n']} |",
+        f"| same, thinking on (prompt ends in `<think>\\n`) | {e['code_think']['parse_rate']:.1%} |",
+        f"| answers that define a function (thinking off) | {e['code_no_think']['defines_function_rate']:.1%} |",
+        f"| tool prompts answered with a well-formed call | {e['tools']['well_formed_rate']:.1%} of {e['tools']['n']} |",
+        f"| … calling the expected function | {e['tools']['right_function_rate']:.1%} |",
+        f"| MTP mean acceptance length τ, k = 3 chained (incl. bonus, max 4) | {e['tau']['mtp_k3']:.2f} over {e['tau']['mtp_cycles']} cycles |",
+        f"| DFlash mean acceptance length τ, block 8 (incl. bonus, max 8) | {e['tau']['dflash_block8']:.2f} over {e['tau']['dflash_cycles']} cycles |",
+        "",
+        f"τ is measured on the greedy continuations (≤ 256 tokens) of {e['tau']['prompts']} held-out coding prompts, with",
+        "greedy verification (exact: a cycle accepts the longest draft prefix equal to the target's greedy",
+        f"tokens). Histograms of accepted lengths: MTP {e['tau']['mtp_histogram']}, DFlash {e['tau']['dflash_histogram']}.",
+        "",
+        "Answer to \"" + e["demo"]["prompt"] + "\" (greedy, thinking off):",
+        "",
+        "````",
+        e["demo"]["answer"],
+        "````",
+        "",
+        "Golden logits for the engine's parity test: `test/fixtures/models/splash-tiny-golden/` (written by",
+        "`scripts/train/verify.py` from the transformers reload of these files).",
+        "",
+        "License: Apache-2.0, as Splash; trained only on permissively licensed code listed above.",
+        "",
+    ]
+    (model_dir / "README.md").write_text("\n".join(lines))
