@@ -147,7 +147,19 @@ export function describeMismatch(m: Mismatch): string {
 }
 
 
+// {"rope_parameters.rope_theta": 1e7} → {rope_parameters: {rope_theta: 1e7}}: a spec's dotted keys as a config nests them.
+export function expandDotted(flat: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(flat)) {
+    const parts = key.split(".");
+    let obj = out;
+    for (const p of parts.slice(0, -1)) obj = (obj[p] ??= {}) as JsonObject;
+    obj[parts.at(-1)!] = value;
+  }
+  return out;
+}
+
 // The config every checkpoint matching a hub spec has: the spec's expected values over the class defaults.
 export function expectedConfig(spec: HubModelSpec): CheckpointConfig {
-  return interpretConfig({ model_type: spec.architecture, text_config: spec.config.text, vision_config: spec.config.vision }, `${spec.id} spec`);
+  return interpretConfig({ model_type: spec.architecture, text_config: expandDotted(spec.config.text), vision_config: spec.config.vision }, `${spec.id} spec`);
 }

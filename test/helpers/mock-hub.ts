@@ -13,6 +13,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { expandDotted, layerTypesOf } from "../../src/models/config.ts";
+import type { HubModelSpec } from "../../src/models/spec.ts";
 
 export type MockRepo = {
   files: Record<string, Uint8Array>;
@@ -228,4 +230,13 @@ export function fixtureFiles(dir: string, replace: Record<string, unknown> = {})
   }
   for (const [name, value] of Object.entries(replace)) files[name] = new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value, null, 2));
   return files;
+}
+
+// A config.json shaped like the official checkpoint's for a hub spec: nested text_config with every expected value
+// (dotted keys expanded), explicit layer_types, and the vision_config. Mock repositories serve it with tiny weights.
+export function specConfigJson(spec: HubModelSpec): Record<string, unknown> {
+  const text: Record<string, unknown> = { model_type: spec.architecture === "qwen3_5" ? "qwen3_5_text" : "qwen3_5_moe_text", ...expandDotted(spec.config.text) };
+  text.layer_types = layerTypesOf(text);
+  const arch = spec.architecture === "qwen3_5" ? "Qwen3_5ForConditionalGeneration" : "Qwen3_5MoeForConditionalGeneration";
+  return { architectures: [arch], model_type: spec.architecture, text_config: text, vision_config: { ...spec.config.vision }, tie_word_embeddings: false };
 }
