@@ -107,14 +107,11 @@ export function parseTokenizerJson(text: string): TokenizerSpec {
 
   const tokenBytes: Uint8Array[] = [];
   const empty = new Uint8Array(0);
-  // A Map for the merge lookups below: a 250K-key parsed JSON object looks keys up several times slower.
-  const ids = new Map<string, number>();
   for (const [token, id] of Object.entries(model.vocab)) {
     if (typeof id !== "number" || !Number.isInteger(id) || id < 0) fail(`vocab entry ${JSON.stringify(token)} has id ${id}`);
     const bytes = byteLevelDecode(token);
     if (!bytes) fail(`vocab entry ${JSON.stringify(token)} is not byte-level (a character outside GPT-2's byte alphabet)`);
     tokenBytes[id] = bytes;
-    ids.set(token, id);
   }
   const encoder = new TextEncoder();
   for (const t of added) tokenBytes[t.id] ??= encoder.encode(t.content);
@@ -128,8 +125,9 @@ export function parseTokenizerJson(text: string): TokenizerSpec {
       pair = sp < 0 ? [] : [m.slice(0, sp), m.slice(sp + 1)];
     } else pair = Array.isArray(m) ? m : [];
     const [a, b] = pair;
-    const left = typeof a === "string" ? ids.get(a) : undefined;
-    const right = typeof b === "string" ? ids.get(b) : undefined;
+    // Looked up in the parsed object itself: measured faster under Bun than building a Map of 150-250K entries.
+    const left = typeof a === "string" ? model.vocab[a] : undefined;
+    const right = typeof b === "string" ? model.vocab[b] : undefined;
     if (pair.length !== 2 || typeof left !== "number" || typeof right !== "number") {
       fail(`merge ${r} ${JSON.stringify(m)} names a token that is not in the vocabulary`);
     }
