@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 1
+#define SPLASH_ABI_VERSION 2
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -60,13 +60,105 @@ typedef struct splash_tokenizer splash_tokenizer;
 /* pattern: the Split pre-tokenizer regex (Oniguruma syntax, native/tokenizer/regex.h), NULL or "" for none.
  * Token id i's bytes are token_bytes[token_offsets[i] .. token_offsets[i+1]) (empty = unused id); merges holds
  * n_merges pairs (left id, right id) in rank order. ignore_merges: a piece that is a token is taken whole. */
-SPLASH_API splash_status splash_tokenizer_create(const char *pattern, const uint8_t *token_bytes, const uint64_t *token_offsets,
+SPLASH_API splash_status splash_tokenizer_create(const char *pattern, const uint8_t *token_bytes, const uint32_t *token_offsets,
                                                  int32_t n_tokens, const int32_t *merges, int32_t n_merges, int32_t ignore_merges,
                                                  splash_tokenizer **out);
 SPLASH_API void splash_tokenizer_free(splash_tokenizer *t);
 /* Encodes UTF-8 text (already normalized, no added tokens) into ids; max_ids must be >= n_bytes. */
 SPLASH_API splash_status splash_tokenizer_encode(splash_tokenizer *t, const uint8_t *text, int64_t n_bytes, int32_t *ids,
                                                  int64_t max_ids, int64_t *n_ids);
+
+/* ---- model (issue 3, native/arch/ + native/api/) ---------------------------------------------------------- */
+
+typedef struct splash_model splash_model;
+typedef struct splash_cache splash_cache;
+
+enum { SPLASH_QUANT_NONE = 0, SPLASH_QUANT_Q8 = 1, SPLASH_QUANT_Q4 = 2 };
+enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
+#define SPLASH_MAX_TOP_LOGPROBS 20
+
+typedef struct splash_load_options {
+    uint32_t struct_size;    /* sizeof(splash_load_options) */
+    int32_t quant;           /* SPLASH_QUANT_*: NONE keeps bf16/f32 weights as stored (mapped, zero-copy) */
+    int32_t n_threads;       /* 0 = every core */
+    int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
+} splash_load_options;
+
+typedef struct splash_model_info {
+    uint32_t struct_size;
+    int32_t arch;                      /* SPLASH_ARCH_* */
+    int32_t vocab_size, hidden_size, n_layers, n_full_attention_layers, n_linear_attention_layers;
+    int32_t max_position_embeddings, has_mtp, has_vision, n_threads, max_step_tokens;
+    uint64_t weight_bytes;             /* weights this model holds in memory (mapped or quantized) */
+    uint64_t scratch_bytes;            /* activations and work buffers, sized for max_step_tokens */
+    uint64_t kv_bytes_per_token;       /* all full-attention layers, K + V */
+    uint64_t state_bytes;              /* one GDN state slot: recurrent S (fp32) + conv tail, all GDN layers */
+    uint64_t decode_bytes_per_token;   /* weight bytes one single-token decode step reads (MoE: top_k experts) */
+} splash_model_info;
+
+/* Loads a checkpoint directory (config.json with text_config, safetensors with or without an index). Refuses a
+ * missing or mis-shaped tensor with a message naming the tensor and the file. */
+SPLASH_API splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out);
+SPLASH_API void splash_model_free(splash_model *m);
+SPLASH_API splash_status splash_model_get_info(const splash_model *m, splash_model_info *out);
+
+/* Sequence-state memory, sized by the caller's memory plan: n_pages KV pages of page_tokens positions each (every
+ * full-attention layer's K and V), n_slots GDN state slots (recurrent S fp32 + conv tail of every GDN layer). Ids
+ * are 0..n−1; the caller (src/engine) owns allocation, reference counts and the prefix cache: native only reads and
+ * writes what a step names. The two size functions are the ones the memory planner uses. */
+SPLASH_API splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t n_pages, int32_t n_slots,
+                                             splash_cache **out);
+SPLASH_API void splash_cache_free(splash_cache *c);
+SPLASH_API uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens);
+SPLASH_API uint64_t splash_cache_slot_bytes(const splash_model *m);
+SPLASH_API splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst); /* copy-on-write */
+SPLASH_API splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst); /* GDN snapshot save/restore */
+SPLASH_API splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot);             /* a fresh sequence */
+
+typedef struct splash_sampling {
+    float temperature;        /* 0 = greedy (argmax) */
+    float top_p;              /* 1 = off */
+    int32_t top_k;            /* 0 = off */
+    float min_p;              /* 0 = off; relative to the most likely token */
+    float presence_penalty;   /* 0 = off; subtracted once from every token in penalty_tokens */
+    float frequency_penalty;  /* 0 = off; subtracted once per occurrence in penalty_tokens */
+    float repetition_penalty; /* 1 = off; HF rule: logit > 0 ? logit / r : logit · r, once per distinct token */
+    uint32_t _pad;
+    uint64_t seed;
+} splash_sampling;
+
+/* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, K-token verify
+ * blocks (n_logits = K). All positions of all sequences go through each weight matrix together. */
+typedef struct splash_seq {
+    int32_t slot;                     /* GDN state slot; n_past == 0 starts from a zero state whatever the slot holds */
+    int32_t n_past;                   /* positions already in the cache (KV pages and GDN state) */
+    int32_t n_tokens;                 /* ≥ 1 new positions */
+    int32_t n_logits;                 /* trailing positions whose logits are written to `logits` (0..n_tokens) */
+    const int32_t *tokens;            /* [n_tokens] */
+    const int32_t *pages;             /* page table covering positions [0, n_past + n_tokens) */
+    int32_t n_pages;
+    int32_t sample;                   /* 1 = sample one token after the last position */
+    splash_sampling sampling;         /* RNG = f(seed, n_past + n_tokens): the same draw alone or batched */
+    const int32_t *penalty_tokens;    /* tokens generated so far, for the penalties */
+    int32_t n_penalty_tokens;
+    int32_t n_top_logprobs;           /* 0..SPLASH_MAX_TOP_LOGPROBS */
+    const uint32_t *allowed;          /* NULL or bitmask [ceil(vocab/32)] for the sampled position */
+    float *logits;                    /* NULL or out [n_logits][vocab]: raw logits, before penalties */
+    int32_t token;                    /* out: the sampled token */
+    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties and the
+                                         allowed mask), before temperature and top-k/top-p/min-p */
+    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob` */
+    float *top_logprobs;              /* out [n_top_logprobs] */
+} splash_seq;
+
+/* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
+ * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. */
+SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
+
+/* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
+
+/* This machine's memory read bandwidth in GB/s: n_threads (0 = every core) stream over `bytes`, best of `reps`. */
+SPLASH_API splash_status splash_bench_memory_bandwidth(int32_t n_threads, uint64_t bytes, int32_t reps, double *gbs);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,73 @@
+/* cache.c — splash_cache_*: the sequence-state memory (KV pages, GDN state slots) and its copy/clear operations. */
+#include "model.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens) {
+    return m && page_tokens > 0 ? sp_qwen35_page_bytes(m->arch, page_tokens) : 0;
+}
+
+uint64_t splash_cache_slot_bytes(const splash_model *m) { return m ? sp_qwen35_slot_bytes(m->arch) : 0; }
+
+splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t n_pages, int32_t n_slots,
+                                  splash_cache **out) {
+    if (!m || !out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_create: NULL argument");
+    *out = NULL;
+    if (page_tokens < 1 || n_pages < 0 || n_slots < 0)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_create: page_tokens %d (≥ 1), n_pages %d, n_slots %d (≥ 0)",
+                       page_tokens, n_pages, n_slots);
+    splash_cache *c = calloc(1, sizeof *c);
+    if (!c) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots,
+                        .page_bytes = splash_cache_page_bytes(m, page_tokens), .slot_bytes = splash_cache_slot_bytes(m)};
+    uint64_t kv = c->page_bytes * (uint64_t)n_pages, st = c->slot_bytes * (uint64_t)n_slots;
+    c->kv = m->be.alloc(&m->be, kv ? kv : 64);
+    c->state = m->be.alloc(&m->be, st ? st : 64);
+    if (!c->kv || !c->state) {
+        splash_cache_free(c);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the cache: %d pages × %llu bytes + %d slots × %llu bytes",
+                       n_pages, (unsigned long long)c->page_bytes, n_slots, (unsigned long long)c->slot_bytes);
+    }
+    *out = c;
+    return SPLASH_OK;
+}
+
+void splash_cache_free(splash_cache *c) {
+    if (!c) return;
+    c->m->be.free(&c->m->be, c->kv);
+    c->m->be.free(&c->m->be, c->state);
+    free(c);
+}
+
+static splash_status check_id(const char *what, int32_t id, int32_t n) {
+    if (id < 0 || id >= n) return SP_FAIL(SPLASH_ERR_CAPACITY, "%s %d is outside the cache (0..%d)", what, id, n - 1);
+    return SPLASH_OK;
+}
+
+splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst) {
+    if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_copy_page: cache is NULL");
+    splash_status st;
+    if ((st = check_id("page", src, c->n_pages)) || (st = check_id("page", dst, c->n_pages))) return st;
+    if (src != dst) memcpy((uint8_t *)c->kv + dst * c->page_bytes, (uint8_t *)c->kv + src * c->page_bytes, c->page_bytes);
+    return SPLASH_OK;
+}
+
+splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst) {
+    if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_copy_slot: cache is NULL");
+    splash_status st;
+    if ((st = check_id("slot", src, c->n_slots)) || (st = check_id("slot", dst, c->n_slots))) return st;
+    if (src != dst)
+        memcpy((uint8_t *)c->state + dst * c->slot_bytes, (uint8_t *)c->state + src * c->slot_bytes, c->slot_bytes);
+    return SPLASH_OK;
+}
+
+splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot) {
+    if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_clear_slot: cache is NULL");
+    splash_status st = check_id("slot", slot, c->n_slots);
+    if (st) return st;
+    memset((uint8_t *)c->state + slot * c->slot_bytes, 0, c->slot_bytes);
+    return SPLASH_OK;
+}

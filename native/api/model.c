@@ -1,0 +1,60 @@
+/* model.c — splash_model_*: load a checkpoint onto the CPU backend with its thread pool, report what it holds. */
+#include "model.h"
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/threadpool.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out) {
+    if (!out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: out is NULL");
+    *out = NULL;
+    if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: dir is NULL");
+    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0};
+    if (opts) {
+        if (opts->struct_size < sizeof o)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_load_options.struct_size %u < %zu: rebuild the binding",
+                           opts->struct_size, sizeof o);
+        o = *opts;
+    }
+    if (o.quant < SPLASH_QUANT_NONE || o.quant > SPLASH_QUANT_Q4)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "quant %d: expected 0 (none), 1 (q8) or 2 (q4)", o.quant);
+    if (o.n_threads < 0 || o.n_threads > 1024)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_threads %d: expected 0 (every core) .. 1024", o.n_threads);
+    if (o.max_step_tokens < 0 || o.max_step_tokens > (1 << 20))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_step_tokens %d: expected 0 (default) .. 1048576", o.max_step_tokens);
+    sp_cpu cpu;
+    sp_cpu_detect(&cpu);
+    int n = o.n_threads ? o.n_threads : cpu.n_cores;
+    splash_model *m = calloc(1, sizeof *m);
+    if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    splash_status st = sp_threadpool_create(n, &m->pool);
+    if (!st) {
+        sp_cpu_backend_init(&m->be, m->pool, n, &m->op_status);
+        st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
+    }
+    if (st) {
+        splash_model_free(m);
+        return st;
+    }
+    *out = m;
+    return SPLASH_OK;
+}
+
+void splash_model_free(splash_model *m) {
+    if (!m) return;
+    sp_qwen35_free(m->arch);
+    sp_threadpool_free(m->pool);
+    free(m);
+}
+
+splash_status splash_model_get_info(const splash_model *m, splash_model_info *out) {
+    if (!m || !out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_get_info: NULL argument");
+    if (out->struct_size < sizeof *out)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_info.struct_size %u < %zu: rebuild the binding",
+                       out->struct_size, sizeof *out);
+    sp_qwen35_info(m->arch, out);
+    return SPLASH_OK;
+}

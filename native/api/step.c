@@ -1,0 +1,87 @@
+/* step.c — splash_step: checks everything a step names (slots, pages, tokens, sampling settings, output buffers)
+ * before the forward pass writes anything, then runs it. */
+#include "model.h"
+
+#include "core/error.h"
+
+#include <math.h>
+
+static splash_status check_sampling(int32_t i, const splash_sampling *s) {
+    if (!(s->temperature >= 0 && isfinite(s->temperature)))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.temperature %g: expected a finite value ≥ 0", i, s->temperature);
+    if (!(s->top_p > 0 && s->top_p <= 1))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.top_p %g: expected (0, 1]", i, s->top_p);
+    if (s->top_k < 0) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.top_k %d: expected ≥ 0", i, s->top_k);
+    if (!(s->min_p >= 0 && s->min_p <= 1))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.min_p %g: expected [0, 1]", i, s->min_p);
+    if (!(s->repetition_penalty > 0 && isfinite(s->repetition_penalty)))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.repetition_penalty %g: expected > 0 (1 = off)", i,
+                       s->repetition_penalty);
+    if (!isfinite(s->presence_penalty) || !isfinite(s->frequency_penalty))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling: presence and frequency penalties must be finite", i);
+    return SPLASH_OK;
+}
+
+static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_full, int32_t i, const splash_seq *q) {
+    if (q->slot < 0 || q->slot >= c->n_slots)
+        return SP_FAIL(SPLASH_ERR_CAPACITY, "seqs[%d].slot %d is outside the cache (0..%d)", i, q->slot, c->n_slots - 1);
+    if (q->n_past < 0 || q->n_tokens < 1 || q->n_past > INT32_MAX - q->n_tokens)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_past %d (≥ 0), n_tokens %d (≥ 1)", i, q->n_past, q->n_tokens);
+    if (q->n_logits < 0 || q->n_logits > q->n_tokens)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].n_logits %d: expected 0..n_tokens (%d)", i, q->n_logits, q->n_tokens);
+    if (q->sample != 0 && q->sample != 1)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sample %d: expected 0 or 1", i, q->sample);
+    if (!q->tokens) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].tokens is NULL", i);
+    for (int32_t j = 0; j < q->n_tokens; j++)
+        if (q->tokens[j] < 0 || q->tokens[j] >= vocab)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].tokens[%d] = %d is outside the vocabulary (0..%d)", i, j,
+                           q->tokens[j], vocab - 1);
+    if (n_full > 0) {
+        int64_t need = ((int64_t)q->n_past + q->n_tokens + c->page_tokens - 1) / c->page_tokens;
+        if (!q->pages || q->n_pages < need)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: %d positions need %lld pages of %d tokens, the page table has %d",
+                           i, q->n_past + q->n_tokens, (long long)need, c->page_tokens, q->pages ? q->n_pages : 0);
+        for (int64_t p = 0; p < need; p++)
+            if (q->pages[p] < 0 || q->pages[p] >= c->n_pages)
+                return SP_FAIL(SPLASH_ERR_CAPACITY, "seqs[%d].pages[%lld] = %d is outside the cache (0..%d)", i, (long long)p,
+                               q->pages[p], c->n_pages - 1);
+    }
+    if (!q->sample) return SPLASH_OK;
+    splash_status st = check_sampling(i, &q->sampling);
+    if (st) return st;
+    if (q->n_penalty_tokens < 0 || (q->n_penalty_tokens > 0 && !q->penalty_tokens))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_penalty_tokens %d without penalty_tokens", i, q->n_penalty_tokens);
+    if (q->n_top_logprobs < 0 || q->n_top_logprobs > SPLASH_MAX_TOP_LOGPROBS ||
+        (q->n_top_logprobs > 0 && (!q->top_ids || !q->top_logprobs)))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].n_top_logprobs %d: expected 0..%d with top_ids and top_logprobs",
+                       i, q->n_top_logprobs, SPLASH_MAX_TOP_LOGPROBS);
+    if (q->allowed) {
+        int any = 0;
+        for (int32_t w = 0; w < vocab / 32 && !any; w++) any = q->allowed[w] != 0;
+        if (!any && vocab % 32) any = (q->allowed[vocab / 32] & ((1u << (vocab % 32)) - 1)) != 0;
+        if (!any) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].allowed allows no token", i);
+    }
+    return SPLASH_OK;
+}
+
+splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
+    if (!m || !c || !seqs || n_seqs < 1)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: model, cache and at least one sequence are required");
+    if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: the cache belongs to another model");
+    splash_model_info info = {.struct_size = sizeof info};
+    sp_qwen35_info(m->arch, &info);
+    int64_t total = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        splash_status st = check_seq(c, info.vocab_size, info.n_full_attention_layers, i, &seqs[i]);
+        if (st) return st;
+        total += seqs[i].n_tokens;
+        for (int32_t j = 0; j < i; j++)
+            if (seqs[j].slot == seqs[i].slot)
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d] and seqs[%d] both use slot %d", j, i, seqs[i].slot);
+    }
+    if (total > info.max_step_tokens)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: %lld tokens, more than max_step_tokens (%d) of this model",
+                       (long long)total, info.max_step_tokens);
+    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+    return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+}

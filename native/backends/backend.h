@@ -1,0 +1,157 @@
+/* backend.h — the ops a backend implements so the forward passes in native/arch/ can run on it (ARCHITECTURE §4).
+ *
+ * A backend is this table plus its memory: the arch file calls `be->rmsnorm(be, ...)` and never sees a kernel.
+ * Activations are row-major f32 in buffers the backend allocated; rows are tokens. Weights are sp_matrix views
+ * (native/core/quant.h): any row range of a matrix is a matrix, so MoE experts and fused projections are views.
+ *
+ * What callers guarantee, so no op checks it again: shapes agree with the comment of the op; n ≥ 1; buffers do not
+ * overlap unless the op says "in place"; positions and page tables cover what is read. The ABI layer (native/api/)
+ * validates everything that comes from outside before the first op runs.
+ *
+ * The CPU backend (native/backends/cpu/) is the reference: scalar C for every op, a per-ISA file only where a
+ * measurement showed it pays, and a thread pool under every op that has enough work to split.
+ */
+#ifndef SP_BACKEND_H
+#define SP_BACKEND_H
+
+#include "splash.h"
+
+#include <stdint.h>
+
+typedef struct sp_backend sp_backend;
+typedef struct sp_matrix sp_matrix;         /* core/quant.h */
+typedef struct sp_threadpool sp_threadpool; /* core/threadpool.h */
+
+/* One sequence's view of one full-attention layer in the paged KV cache. A page holds page_tokens positions; inside
+ * it this layer's keys are [n_kv_heads][page_tokens][head_dim] and its values the same. Position p of the sequence
+ * lives in page pages[p / page_tokens], row p % page_tokens. */
+typedef struct sp_kv_view {
+    float *k, *v;          /* this layer's K and V inside page 0 of the cache */
+    int64_t page_stride;   /* floats from one page to the next */
+    const int32_t *pages;  /* the sequence's page table */
+    int32_t page_tokens;
+} sp_kv_view;
+
+/* Per-layer constants of a Gated DeltaNet mixer, in the layout the ops read. */
+typedef struct sp_gdn_shape {
+    int32_t n_k_heads, n_v_heads;  /* Hk, Hv; v head h reads q/k head h / (Hv/Hk) (HF grouped order) */
+    int32_t k_dim, v_dim;          /* dk, dv: per-head sizes */
+    const float *A;                /* [Hv] −exp(A_log), computed at load */
+    const float *dt_bias;          /* [Hv] */
+} sp_gdn_shape;
+
+/* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]). */
+typedef struct sp_moe_experts {
+    const sp_matrix *gate, *up, *down; /* [n_experts] views */
+    int32_t n_experts, top_k;
+    int64_t hidden, inter;             /* H, I */
+} sp_moe_experts;
+
+/* Scratch one moe_experts call needs for n tokens, in floats (rows are gathered by expert). */
+int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter);
+
+/* One row to sample: the logits row, the sequence's settings, and where the answer goes. */
+typedef struct sp_sample_job {
+    const float *logits;            /* [vocab] raw logits; not modified */
+    const splash_sampling *params;
+    const int32_t *penalty_tokens;  /* [n_penalty] tokens generated so far (penalties count them) */
+    int32_t n_penalty;
+    const uint32_t *allowed;        /* NULL or bitmask [ceil(vocab/32)]; bit t set = token t may be chosen */
+    uint64_t position;              /* RNG counter: the draw is a function of (seed, position) only */
+    int32_t n_top;                  /* top logprobs wanted (≤ SPLASH_MAX_TOP_LOGPROBS) */
+    int32_t *top_ids;               /* out [n_top] */
+    float *top_logprobs;            /* out [n_top] */
+    int32_t token;                  /* out */
+    float logprob;                  /* out: log-probability of `token` (see splash_seq) */
+} sp_sample_job;
+
+/* Scratch sample() needs per worker thread, in bytes. */
+uint64_t sp_sample_scratch_bytes(int32_t vocab);
+
+struct sp_backend {
+    const char *name;
+    sp_threadpool *pool;  /* CPU: the workers every op splits over */
+    int n_threads;
+    /* First failure inside an op (an allocation in a kernel; the message is already set), kept until the caller reads
+     * and clears it: ops stay void so a forward pass reads as a list of ops, and checks once per step. */
+    splash_status *status;
+
+    /* ---- memory ---- */
+    /* Zeroed, 64-byte aligned; NULL when out of memory. */
+    void *(*alloc)(const sp_backend *be, uint64_t bytes);
+    void (*free)(const sp_backend *be, void *p);
+
+    /* ---- dense algebra ---- */
+    /* y[n][W.rows] = x[n][W.cols] · Wᵀ, f32 accumulate. Every row of a step in one call: weights read once. */
+    void (*matmul)(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n);
+    /* x[n][d] = table[tokens[i]] (table rows converted to f32). */
+    void (*embed)(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
+    /* y[i] += x[i], i < n. */
+    void (*add)(const sp_backend *be, float *y, const float *x, int64_t n);
+    /* y[i][:] += sigmoid(g[i]) · x[i][:] over n rows of d (the MoE shared-expert gate). */
+    void (*add_sigmoid_scaled)(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
+    /* y[i] = silu(g[i]) · u[i] (SwiGLU), i < n. */
+    void (*silu_mul)(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+    /* y[i] *= sigmoid(g[i]) (gated attention output), in place, i < n. */
+    void (*sigmoid_mul)(const sp_backend *be, float *y, const float *g, int64_t n);
+
+    /* ---- norms ---- */
+    /* y = x / sqrt(mean(x²) + eps) · w over n rows of d; in place allowed. Zero-centred checkpoints store w − 1:
+     * the loader adds the 1 once, so this one op serves every norm but the gated one. */
+    void (*rmsnorm)(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+    /* y = w · x / sqrt(mean(x²) + eps) · silu(z) over n rows of d (the GDN output norm; plain w); in place allowed. */
+    void (*rmsnorm_gated)(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
+                          int64_t d, float eps);
+
+    /* ---- positions ---- */
+    /* NeoX RoPE on the first rot_dim dims of each head of x[n][n_heads][head_dim], in place: pairs (i, i + rot_dim/2).
+     * pos: [n] (text: one stream) or, when mrope_section is non-NULL, [n][3] (T, H, W) with interleaved MRoPE:
+     * frequency i takes stream i % 3 while i < 3 · mrope_section[i % 3], else T. inv_freq: [rot_dim / 2]. */
+    void (*rope)(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
+                 const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
+
+    /* ---- attention ---- */
+    /* Writes k, v ([n][n_kv_heads][head_dim]) of positions n_past .. n_past+n−1 into the sequence's pages. */
+    void (*kv_write)(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
+                     int64_t n, int32_t n_kv_heads, int32_t head_dim);
+    /* Causal GQA over the pages for one sequence: row i (position n_past+i) of q [n][n_heads][head_dim] attends to
+     * positions 0 .. n_past+i; out [n][n_heads][head_dim] = softmax(q·kᵀ · scale) · v. Query head h reads kv head
+     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. */
+    void (*attention)(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
+                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+
+    /* ---- Gated DeltaNet ---- */
+    /* Causal depthwise conv + SiLU for one sequence: y[t][c] = silu(Σ_j w[c][j] · xin[t+j][c]), xin = tail ; x, with
+     * x, y [n][channels], w [channels][kernel], tail [kernel−1][channels] = the last raw (pre-conv) rows, updated. */
+    void (*conv_silu)(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
+                      int32_t kernel, float *tail);
+    /* The gated delta rule for one sequence, token by token, state S [Hv][dk][dv] fp32 updated in place.
+     * qkv [n][2·Hk·dk + Hv·dv] (post conv: q | k | v), a, b [n][Hv] raw projections; out [n][Hv][dv]. Per v head:
+     *   q, k ← l2norm(q), l2norm(k) (eps 1e-6); q ← q · dk^−½; β = sigmoid(b); g = A · softplus(a + dt_bias)
+     *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
+    void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
+                          const sp_gdn_shape *shape, float *S, int64_t n);
+    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: what a GPU runs. */
+    void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
+                        const sp_gdn_shape *shape, float *S, int64_t n);
+
+    /* ---- mixture of experts ---- */
+    /* ids, w [n][top_k] from router logits [n][n_experts]: softmax in fp32, top k, weights renormalized to sum 1. */
+    void (*moe_route)(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
+                      int32_t top_k);
+    /* y[n][H] = Σ_k w[i][k] · down_e(silu(gate_e x) · up_e x), e = ids[i][k]. Rows are sorted by expert so each
+     * expert's weights are read once for all its rows. scratch: sp_moe_scratch_floats(n, ...) floats. */
+    void (*moe_experts)(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                        const sp_moe_experts *experts, float *scratch);
+
+    /* ---- sampling ---- */
+    /* Samples every job (in parallel over jobs). scratch: n_threads regions of sp_sample_scratch_bytes each.
+     * Fails only when a job's allowed mask excludes every token. */
+    splash_status (*sample)(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
+                            uint64_t scratch_bytes_per_thread);
+};
+
+/* The CPU backend over `pool` (not owned); op failures land in *status. */
+void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *status);
+
+#endif

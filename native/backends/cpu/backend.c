@@ -1,0 +1,56 @@
+/* backend.c — the CPU backend: its op table, memory, and the parallel-for every op splits work with. */
+#include "ops.h"
+
+#include "core/threadpool.h"
+
+#include <sys/mman.h>
+
+/* Allocations are anonymous mappings: zeroed by the kernel on first touch, so a large KV cache costs nothing
+ * until used. The mapping's size sits in a 64-byte header so the data stays 64-byte aligned. */
+static void *cpu_alloc(const sp_backend *be, uint64_t bytes) {
+    uint64_t total = bytes + 64;
+    void *p = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    *(uint64_t *)p = total;
+    return (uint8_t *)p + 64;
+}
+
+static void cpu_free(const sp_backend *be, void *p) {
+    if (!p) return;
+    uint8_t *base = (uint8_t *)p - 64;
+    munmap(base, (size_t) * (uint64_t *)base);
+}
+
+void sp_cpu_for(const sp_backend *be, int64_t n, sp_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (n == 1 || be->n_threads <= 1) fn(ctx, 0, n, 0);
+    else sp_parallel_for(be->pool, n, fn, ctx);
+}
+
+void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *status) {
+    *be = (sp_backend){
+        .name = "cpu",
+        .pool = pool,
+        .n_threads = n_threads,
+        .status = status,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .matmul = sp_cpu_matmul,
+        .embed = sp_cpu_embed,
+        .add = sp_cpu_add,
+        .add_sigmoid_scaled = sp_cpu_add_sigmoid_scaled,
+        .silu_mul = sp_cpu_silu_mul,
+        .sigmoid_mul = sp_cpu_sigmoid_mul,
+        .rmsnorm = sp_cpu_rmsnorm,
+        .rmsnorm_gated = sp_cpu_rmsnorm_gated,
+        .rope = sp_cpu_rope,
+        .kv_write = sp_cpu_kv_write,
+        .attention = sp_cpu_attention,
+        .conv_silu = sp_cpu_conv_silu,
+        .gdn_recurrent = sp_cpu_gdn_recurrent,
+        .gdn_chunked = sp_cpu_gdn_chunked,
+        .moe_route = sp_cpu_moe_route,
+        .moe_experts = sp_cpu_moe_experts,
+        .sample = sp_cpu_sample,
+    };
+}

@@ -1,0 +1,44 @@
+/* conv.c — the GDN's causal depthwise convolution with its carried tail, followed by SiLU. */
+#include "ops.h"
+
+#include <string.h>
+
+typedef struct {
+    float *y;
+    const float *x, *w;
+    int64_t n, channels;
+    int32_t kernel;
+    float *tail;
+} conv_args;
+
+/* Channels are independent: each worker takes a channel range through all n rows. */
+static void conv_channels(void *ctx, int64_t c0, int64_t c1, int thread) {
+    const conv_args *a = ctx;
+    int32_t K = a->kernel;
+    int64_t C = a->channels;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *w = a->w + c * K;
+        /* F.conv1d over xin = [tail (K−1 rows) ; x (n rows)]: out[t] = Σ_j w[j] · xin[t + j] */
+        for (int64_t t = 0; t < a->n; t++) {
+            float acc = 0;
+            for (int32_t j = 0; j < K; j++) {
+                int64_t r = t + j - (K - 1); /* row in x; negative rows come from the tail */
+                float xv = r >= 0 ? a->x[r * C + c] : a->tail[(r + K - 1) * C + c];
+                acc += w[j] * xv;
+            }
+            a->y[t * C + c] = sp_silu(acc);
+        }
+        /* new tail = the last K−1 rows of xin (raw, pre-conv values) */
+        for (int32_t j = 0; j < K - 1; j++) {
+            int64_t r = a->n + j - (K - 1);
+            a->tail[j * C + c] = r >= 0 ? a->x[r * C + c] : a->tail[(r + K - 1) * C + c];
+        }
+    }
+}
+
+void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
+                      int32_t kernel, float *tail) {
+    conv_args a = {y, x, w, n, channels, kernel, tail};
+    if (n * channels < (1 << 14)) conv_channels(&a, 0, channels, 0);
+    else sp_cpu_for(be, channels, conv_channels, &a);
+}

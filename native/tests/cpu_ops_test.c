@@ -1,0 +1,217 @@
+/* cpu_ops_test.c — the CPU backend's ops against plain references and against each other.
+ *
+ *   build/tests/cpu_ops_test        prints one line per check with its max difference; exit status 1 if any fails
+ *
+ * Inputs use realistic ranges (ggml test-backend-ops): GDN log-decays down to −20, β in (0, 1), q/k/v of unit
+ * scale, so a gate bug cannot hide behind uniform [−1, 1] data. */
+#include "backends/backend.h"
+#include "backends/cpu/ops.h"
+#include "core/threadpool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+static void check(const char *what, double err, double tol) {
+    int ok = err <= tol;
+    printf("%-52s max|Δ| %.3g (tolerance %.3g) %s\n", what, err, tol, ok ? "OK" : "NOT OK");
+    failures += !ok;
+}
+
+static uint64_t rng = 0x853c49e6748fea9bull;
+static float uniform(float lo, float hi) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1.0p-24);
+}
+static float *randoms(int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+    return x;
+}
+static double max_diff(const float *a, const float *b, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+        m = d > m ? d : m;
+    }
+    return m;
+}
+
+/* The delta rule over 600 tokens: the chunked form (10 chunks, the last partial) against the token loop, with the
+ * state carried over a split (as a chunked prefill followed by decode would). */
+static void test_gdn(const sp_backend *be) {
+    int32_t Hk = 2, Hv = 6, dk = 32, dv = 16, n = 600, split = 389;
+    int64_t W = 2 * Hk * dk + Hv * dv;
+    float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1);
+    sp_gdn_shape s = {Hk, Hv, dk, dv, A, dt};
+    float *S1 = calloc((size_t)(Hv * dk * dv), sizeof(float)), *S2 = calloc((size_t)(Hv * dk * dv), sizeof(float));
+    float *o1 = malloc(sizeof(float) * (size_t)(n * Hv * dv)), *o2 = malloc(sizeof(float) * (size_t)(n * Hv * dv));
+    be->gdn_recurrent(be, o1, qkv, a, b, &s, S1, n);
+    be->gdn_chunked(be, o2, qkv, a, b, &s, S2, split);
+    be->gdn_chunked(be, o2 + split * Hv * dv, qkv + split * W, a + split * Hv, b + split * Hv, &s, S2, n - split);
+    double scale = 0;
+    for (int64_t i = 0; i < n * Hv * dv; i++) scale = o1[i] > scale ? o1[i] : -o1[i] > scale ? -o1[i] : scale;
+    check("gdn: chunked vs recurrent, 600 tokens, outputs", max_diff(o1, o2, n * Hv * dv), 1e-4 * scale);
+    check("gdn: chunked vs recurrent, 600 tokens, state", max_diff(S1, S2, Hv * dk * dv), 1e-4);
+    /* the recurrence one token per call equals one call over all tokens */
+    memset(S2, 0, sizeof(float) * (size_t)(Hv * dk * dv));
+    for (int32_t t = 0; t < n; t++) be->gdn_recurrent(be, o2 + t * Hv * dv, qkv + t * W, a + t * Hv, b + t * Hv, &s, S2, 1);
+    check("gdn: recurrent token by token vs one call", max_diff(o1, o2, n * Hv * dv), 0);
+    free(qkv), free(a), free(b), free(A), free(dt), free(S1), free(S2), free(o1), free(o2);
+}
+
+/* Causal GQA over pages of 5 positions in a shuffled page table, against a direct softmax per row. */
+static void test_attention(const sp_backend *be) {
+    int32_t Hq = 6, Hkv = 2, hd = 16, P = 5, n_past = 23, n = 9, len = n_past + n, n_pages = 8;
+    int32_t pages[8] = {3, 7, 0, 5, 1, 6, 2, 4};
+    int64_t page_stride = 2 * (int64_t)Hkv * P * hd;
+    float *cache = calloc((size_t)(n_pages * page_stride), sizeof(float));
+    sp_kv_view kv = {cache, cache + page_stride / 2, page_stride, pages, P};
+    float *k = randoms(len * Hkv * hd, -1, 1), *v = randoms(len * Hkv * hd, -1, 1), *q = randoms(n * Hq * hd, -2, 2);
+    be->kv_write(be, &kv, k, v, 0, n_past, Hkv, hd);
+    be->kv_write(be, &kv, k + n_past * Hkv * hd, v + n_past * Hkv * hd, n_past, n, Hkv, hd);
+    float *out = malloc(sizeof(float) * (size_t)(n * Hq * hd)), *ref = calloc((size_t)(n * Hq * hd), sizeof(float));
+    float scale = 0.25f;
+    be->attention(be, out, q, &kv, n_past, n, Hq, Hkv, hd, scale);
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t h = 0; h < Hq; h++) {
+            int32_t g = h / (Hq / Hkv), L = n_past + i + 1;
+            double s[64], mx = -1e30, sum = 0;
+            for (int32_t p = 0; p < L; p++) {
+                s[p] = 0;
+                for (int32_t d = 0; d < hd; d++) s[p] += (double)q[(i * Hq + h) * hd + d] * k[(p * Hkv + g) * hd + d];
+                s[p] *= scale;
+                mx = s[p] > mx ? s[p] : mx;
+            }
+            for (int32_t p = 0; p < L; p++) sum += s[p] = exp(s[p] - mx);
+            for (int32_t p = 0; p < L; p++)
+                for (int32_t d = 0; d < hd; d++) ref[(i * Hq + h) * hd + d] += (float)(s[p] / sum * v[(p * Hkv + g) * hd + d]);
+        }
+    check("attention: paged GQA vs direct softmax", max_diff(out, ref, n * Hq * hd), 1e-5);
+    free(cache), free(k), free(v), free(q), free(out), free(ref);
+}
+
+/* The conv over a sequence in one call equals the same sequence fed in pieces with the tail carried. */
+static void test_conv(const sp_backend *be) {
+    int64_t C = 40, n = 13;
+    int32_t K = 4;
+    float *x = randoms(n * C, -2, 2), *w = randoms(C * K, -1, 1);
+    float *t1 = calloc((size_t)((K - 1) * C), sizeof(float)), *t2 = calloc((size_t)((K - 1) * C), sizeof(float));
+    float *y1 = malloc(sizeof(float) * (size_t)(n * C)), *y2 = malloc(sizeof(float) * (size_t)(n * C));
+    be->conv_silu(be, y1, x, n, C, w, K, t1);
+    int64_t cuts[] = {0, 1, 3, 4, 9, 13};
+    for (int i = 0; i + 1 < 6; i++) be->conv_silu(be, y2 + cuts[i] * C, x + cuts[i] * C, cuts[i + 1] - cuts[i], C, w, K, t2);
+    check("conv: pieces of 1, 2, 1, 5, 4 vs whole (outputs)", max_diff(y1, y2, n * C), 0);
+    check("conv: pieces vs whole (tail)", max_diff(t1, t2, (K - 1) * C), 0);
+    /* first output against the definition: only w[K−1] meets x[0] (zero tail) */
+    double err = 0;
+    for (int64_t c = 0; c < C; c++) err = fmax(err, fabs(y1[c] - sp_silu(w[c * K + K - 1] * x[c])));
+    check("conv: first row against the definition", err, 1e-7);
+    free(x), free(w), free(t1), free(t2), free(y1), free(y2);
+}
+
+/* With three equal position streams, interleaved MRoPE is plain 1-D RoPE. */
+static void test_rope(const sp_backend *be) {
+    int32_t n = 5, H = 3, hd = 32, rot = 16;
+    float *x1 = randoms(n * H * hd, -1, 1), *x2 = malloc(sizeof(float) * (size_t)(n * H * hd)), inv[8];
+    memcpy(x2, x1, sizeof(float) * (size_t)(n * H * hd));
+    for (int i = 0; i < rot / 2; i++) inv[i] = 1.0f / powf(10000.0f, (float)(2 * i) / (float)rot);
+    int32_t pos[5] = {0, 1, 7, 100, 4095}, pos3[15], section[3] = {2, 1, 1};
+    for (int i = 0; i < 5; i++) pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = pos[i];
+    be->rope(be, x1, n, H, hd, rot, pos, NULL, inv);
+    be->rope(be, x2, n, H, hd, rot, pos3, section, inv);
+    check("rope: MRoPE with equal streams vs 1-D", max_diff(x1, x2, n * H * hd), 0);
+    free(x1), free(x2);
+}
+
+static void test_route(const sp_backend *be) {
+    float logits[2 * 6] = {0.1f, 2.0f, -1.0f, 2.5f, 0.0f, 1.0f, 3, 3, 1, 0, 0, 0};
+    int32_t ids[4];
+    float w[4];
+    be->moe_route(be, ids, w, logits, 2, 6, 2);
+    double e3 = exp(2.5), e1 = exp(2.0);
+    check("moe_route: top-2 ids and renormalized weights",
+          fabs(w[0] - e3 / (e3 + e1)) + fabs(w[1] - e1 / (e3 + e1)) + (ids[0] != 3) + (ids[1] != 1) + (ids[2] != 0) +
+              (ids[3] != 1) + fabs(w[2] - 0.5),
+          1e-6);
+}
+
+static void test_sample(const sp_backend *be, int n_threads) {
+    int32_t V = 1000;
+    float *logits = randoms(V, -3, 3);
+    logits[617] = 9;
+    uint64_t per = sp_sample_scratch_bytes(V);
+    void *scratch = malloc(per * (uint64_t)n_threads);
+    splash_sampling greedy = {.temperature = 0, .top_p = 1, .repetition_penalty = 1}, hot = greedy;
+    hot.temperature = 0.8f, hot.top_k = 50, hot.top_p = 0.9f, hot.seed = 42;
+    int32_t top_ids[3];
+    float top_lp[3];
+    sp_sample_job job = {logits, &greedy, NULL, 0, NULL, 5, 3, top_ids, top_lp, -1, 0};
+    be->sample(be, &job, 1, V, scratch, per);
+    double lse = 0;
+    for (int32_t t = 0; t < V; t++) lse += exp(logits[t]);
+    lse = log(lse);
+    check("sample: greedy picks the argmax, logprob = log_softmax",
+          (job.token != 617) + fabs(job.logprob - (logits[617] - lse)) + (top_ids[0] != 617) + (top_lp[0] != job.logprob), 1e-5);
+    /* the mask wins over the argmax; the penalty moves the argmax */
+    uint32_t mask[32] = {0};
+    mask[3] = 1u << 2; /* token 98 only */
+    job.allowed = mask;
+    be->sample(be, &job, 1, V, scratch, per);
+    check("sample: allowed mask restricts the choice", job.token != 98, 0);
+    /* the same (seed, position) draws the same token alone or in a batch of four with other rows */
+    sp_sample_job jobs[4];
+    for (int i = 0; i < 4; i++) jobs[i] = (sp_sample_job){logits, &hot, NULL, 0, NULL, (uint64_t)(100 + i), 0, NULL, NULL, -1, 0};
+    be->sample(be, jobs, 4, V, scratch, per);
+    int same = 1;
+    for (int i = 0; i < 4; i++) {
+        sp_sample_job one = jobs[i];
+        one.token = -1;
+        be->sample(be, &one, 1, V, scratch, per);
+        same &= one.token == jobs[i].token;
+    }
+    check("sample: a draw depends only on (seed, position)", !same, 0);
+    /* empirical frequencies at temperature 1 without truncation follow softmax(logits) */
+    float small[4] = {0, 1, 2, -1};
+    splash_sampling t1 = {.temperature = 1, .top_p = 1, .repetition_penalty = 1, .seed = 7};
+    int counts[4] = {0};
+    for (int i = 0; i < 20000; i++) {
+        sp_sample_job j = {small, &t1, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0};
+        be->sample(be, &j, 1, 4, scratch, per);
+        counts[j.token]++;
+    }
+    double z = exp(0) + exp(1) + exp(2) + exp(-1), err = 0;
+    for (int t = 0; t < 4; t++) err = fmax(err, fabs(counts[t] / 20000.0 - exp(small[t]) / z));
+    check("sample: frequencies follow the softmax (20000 draws)", err, 0.015);
+    /* top_k = 1 is greedy whatever the temperature; presence penalty moves the argmax away */
+    t1.top_k = 1;
+    int32_t pen[2] = {2, 2};
+    sp_sample_job j = {small, &t1, NULL, 0, NULL, 1, 0, NULL, NULL, -1, 0};
+    be->sample(be, &j, 1, 4, scratch, per);
+    int topk_ok = j.token == 2;
+    t1.presence_penalty = 1.5f;
+    j = (sp_sample_job){small, &t1, pen, 2, NULL, 1, 0, NULL, NULL, -1, 0};
+    be->sample(be, &j, 1, 4, scratch, per);
+    check("sample: top_k 1 = greedy; presence penalty shifts it", !(topk_ok && j.token == 1), 0);
+    free(logits), free(scratch);
+}
+
+int main(void) {
+    sp_threadpool *pool;
+    if (sp_threadpool_create(0, &pool)) return 2;
+    sp_backend be;
+    splash_status op_status = SPLASH_OK;
+    sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &op_status);
+    test_gdn(&be);
+    test_attention(&be);
+    test_conv(&be);
+    test_rope(&be);
+    test_route(&be);
+    test_sample(&be, sp_threadpool_size(pool));
+    sp_threadpool_free(pool);
+    printf("%s\n", failures ? "FAILED" : "all OK");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,271 @@
+// `splash bench decode`: prefill and decode speed of the native engine on a model with the real Qwen3.8-27B layer
+// shapes (hidden 5120, 24 q / 4 kv heads × 256, GDN 16 key / 48 value heads × 128, SwiGLU 17408, vocab 248320) but
+// only a few layers (default 4: three GDN, one full attention), with random weights quantized at load (q8, q4).
+// Reports prefill tokens/s, decode tokens/s at 1 and 4 sequences, and the weight bytes one decode token reads ÷ the
+// decode time as a fraction of this machine's memory read bandwidth measured in the same run. Ends with one JSON line.
+//
+// The checkpoint (bf16, official layout) is written once into the cache directory and loaded through the ordinary
+// loader, so what is measured is exactly what `splash serve` would run.
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import type { Sampling } from "../engine/types.ts";
+import { check } from "../native/errors.ts";
+import { native } from "../native/library.ts";
+import { Model, type Quant } from "../native/model.ts";
+import { cacheDir } from "../paths.ts";
+import { log } from "../log.ts";
+import { command, intOption, parseOption, UsageError } from "./_command.ts";
+
+const SHAPE = { hidden: 5120, heads: 24, kvHeads: 4, headDim: 256, kHeads: 16, vHeads: 48, linearDim: 128, inter: 17408, vocab: 248320 };
+
+function tensors(layers: number): [string, number[]][] {
+  const s = SHAPE;
+  const L = "model.language_model";
+  const conv = 2 * s.kHeads * s.linearDim + s.vHeads * s.linearDim;
+  const out: [string, number[]][] = [[`${L}.embed_tokens.weight`, [s.vocab, s.hidden]], [`${L}.norm.weight`, [s.hidden]], ["lm_head.weight", [s.vocab, s.hidden]]];
+  for (let i = 0; i < layers; i++) {
+    const p = `${L}.layers.${i}`;
+    out.push([`${p}.input_layernorm.weight`, [s.hidden]], [`${p}.post_attention_layernorm.weight`, [s.hidden]]);
+    out.push([`${p}.mlp.gate_proj.weight`, [s.inter, s.hidden]], [`${p}.mlp.up_proj.weight`, [s.inter, s.hidden]], [`${p}.mlp.down_proj.weight`, [s.hidden, s.inter]]);
+    if (i % 4 === 3)
+      out.push(
+        [`${p}.self_attn.q_proj.weight`, [2 * s.heads * s.headDim, s.hidden]],
+        [`${p}.self_attn.k_proj.weight`, [s.kvHeads * s.headDim, s.hidden]],
+        [`${p}.self_attn.v_proj.weight`, [s.kvHeads * s.headDim, s.hidden]],
+        [`${p}.self_attn.o_proj.weight`, [s.hidden, s.heads * s.headDim]],
+        [`${p}.self_attn.q_norm.weight`, [s.headDim]],
+        [`${p}.self_attn.k_norm.weight`, [s.headDim]],
+      );
+    else
+      out.push(
+        [`${p}.linear_attn.in_proj_qkv.weight`, [conv, s.hidden]],
+        [`${p}.linear_attn.in_proj_z.weight`, [s.vHeads * s.linearDim, s.hidden]],
+        [`${p}.linear_attn.in_proj_b.weight`, [s.vHeads, s.hidden]],
+        [`${p}.linear_attn.in_proj_a.weight`, [s.vHeads, s.hidden]],
+        [`${p}.linear_attn.conv1d.weight`, [conv, 1, 4]],
+        [`${p}.linear_attn.A_log`, [s.vHeads]],
+        [`${p}.linear_attn.dt_bias`, [s.vHeads]],
+        [`${p}.linear_attn.norm.weight`, [s.linearDim]],
+        [`${p}.linear_attn.out_proj.weight`, [s.hidden, s.vHeads * s.linearDim]],
+      );
+  }
+  return out;
+}
+
+// Half-width of a uniform draw per tensor: projections ~ 1/√fan_in so activations stay O(1) through the stack.
+function halfWidth(name: string, shape: number[]): [number, number] {
+  const u = (std: number): [number, number] => [-std * Math.sqrt(3), std * Math.sqrt(3)];
+  if (name.endsWith("linear_attn.norm.weight")) return [0.6, 1.4];
+  if (name.endsWith("A_log")) return [Math.log(0.05), Math.log(5)];
+  if (name.endsWith("dt_bias")) return [-2, 0.5];
+  if (name.endsWith("conv1d.weight")) return u(0.5);
+  if (/norm\.weight$|layernorm\.weight$/.test(name)) return u(0.2);
+  if (name.endsWith("embed_tokens.weight")) return u(1);
+  return u(1 / Math.sqrt(shape.at(-1)!));
+}
+
+function config(layers: number): object {
+  const s = SHAPE;
+  return {
+    architectures: ["Qwen3_5ForConditionalGeneration"],
+    model_type: "qwen3_5",
+    tie_word_embeddings: false,
+    text_config: {
+      model_type: "qwen3_5_text",
+      hidden_size: s.hidden,
+      intermediate_size: s.inter,
+      num_hidden_layers: layers,
+      layer_types: Array.from({ length: layers }, (_, i) => (i % 4 === 3 ? "full_attention" : "linear_attention")),
+      num_attention_heads: s.heads,
+      num_key_value_heads: s.kvHeads,
+      head_dim: s.headDim,
+      linear_num_key_heads: s.kHeads,
+      linear_num_value_heads: s.vHeads,
+      linear_key_head_dim: s.linearDim,
+      linear_value_head_dim: s.linearDim,
+      linear_conv_kernel_dim: 4,
+      rms_norm_eps: 1e-6,
+      max_position_embeddings: 262144,
+      rope_parameters: { rope_type: "default", rope_theta: 10000000.0, partial_rotary_factor: 0.25, mrope_section: [11, 11, 10], mrope_interleaved: true },
+      vocab_size: s.vocab,
+      tie_word_embeddings: false,
+    },
+  };
+}
+
+// Writes config.json and model.safetensors (bf16) into dir, streaming 16 MiB at a time; skipped when present.
+function ensureCheckpoint(dir: string, layers: number): void {
+  const file = join(dir, "model.safetensors");
+  const list = tensors(layers);
+  const header: Record<string, unknown> = { __metadata__: { format: "pt", producer: "splash bench decode (random weights)" } };
+  let offset = 0;
+  for (const [name, shape] of list) {
+    const bytes = shape.reduce((a, b) => a * b, 1) * 2;
+    header[name] = { dtype: "BF16", shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let json = JSON.stringify(header);
+  json += " ".repeat((8 - ((json.length + 8) % 8)) % 8);
+  const total = 8 + json.length + offset;
+  if (existsSync(file) && statSync(file).size === total) return;
+  log.info(`writing a ${(total / 2 ** 30).toFixed(1)} GiB random-weight checkpoint to ${dir} (once)`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "config.json"), JSON.stringify(config(layers), null, 2));
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    const head = new Uint8Array(8 + json.length);
+    new DataView(head.buffer).setBigUint64(0, BigInt(json.length), true);
+    head.set(new TextEncoder().encode(json), 8);
+    writeSync(fd, head);
+    const chunk = new Uint16Array(8 << 20);
+    const f32 = new Float32Array(1);
+    const u32 = new Uint32Array(f32.buffer);
+    let state = 0x9e3779b9;
+    for (const [name, shape] of list) {
+      const [lo, hi] = halfWidth(name, shape);
+      let left = shape.reduce((a, b) => a * b, 1);
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        for (let i = 0; i < n; i++) {
+          state ^= state << 13;
+          state ^= state >>> 17;
+          state ^= state << 5;
+          f32[0] = lo + ((state >>> 0) / 4294967296) * (hi - lo);
+          chunk[i] = (u32[0]! + 0x8000) >>> 16;
+        }
+        writeSync(fd, chunk.subarray(0, n));
+        left -= n;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
+
+type QuantFigures = {
+  quant: Quant;
+  loadSeconds: number;
+  prefillTokensPerSecond: number;
+  decode1TokensPerSecond: number;
+  decode4TokensPerSecond: number;
+  decodeBytesPerToken: number;
+  bandwidthFraction: number;
+};
+
+function measure(model: Model, quant: Quant, loadSeconds: number, prefill: number, steps: number, bandwidth: number): QuantFigures {
+  const pageTokens = 16;
+  const perSeq = Math.ceil((prefill + 2 * steps + 2) / pageTokens); // warm-up and timed steps at batch 1, then at 4
+  const cache = model.createCache({ pageTokens, nPages: 4 * perSeq, nSlots: 4 });
+  try {
+    const pages = [0, 1, 2, 3].map((k) => Int32Array.from({ length: perSeq }, (_, i) => k * perSeq + i));
+    const prompt = (k: number, n: number) => Int32Array.from({ length: n }, (_, i) => (1000 + 7919 * (i + 31 * k)) % SHAPE.vocab);
+    const next: number[] = [0, 0, 0, 0];
+    const past: number[] = [0, 0, 0, 0];
+    // prefill: one sequence, the whole prompt in one step
+    let t0 = performance.now();
+    next[0] = cache.step([{ slot: 0, nPast: 0, tokens: prompt(0, prefill), pages: pages[0]!, sample: { sampling: GREEDY } }])[0]!.token;
+    const prefillSeconds = (performance.now() - t0) / 1000;
+    past[0] = prefill;
+    // the other three sequences get short prompts: decode speed barely depends on a context this short
+    const others = cache.step([1, 2, 3].map((k) => ({ slot: k, nPast: 0, tokens: prompt(k, 8), pages: pages[k]!, sample: { sampling: GREEDY } })));
+    others.forEach((o, i) => ((next[i + 1] = o!.token), (past[i + 1] = 8)));
+    const decode = (seqs: number[]) => {
+      const outs = cache.step(seqs.map((k) => ({ slot: k, nPast: past[k]!, tokens: Int32Array.of(next[k]!), pages: pages[k]!, sample: { sampling: GREEDY } })));
+      seqs.forEach((k, i) => ((next[k] = outs[i]!.token), past[k]!++));
+    };
+    decode([0]); // warm: first touch of the decode path
+    t0 = performance.now();
+    for (let s = 0; s < steps; s++) decode([0]);
+    const decode1 = (performance.now() - t0) / 1000 / steps;
+    decode([0, 1, 2, 3]);
+    t0 = performance.now();
+    for (let s = 0; s < steps; s++) decode([0, 1, 2, 3]);
+    const decode4 = (performance.now() - t0) / 1000 / steps;
+    const bytes = model.info.decodeBytesPerToken;
+    return {
+      quant,
+      loadSeconds,
+      prefillTokensPerSecond: prefill / prefillSeconds,
+      decode1TokensPerSecond: 1 / decode1,
+      decode4TokensPerSecond: 4 / decode4,
+      decodeBytesPerToken: bytes,
+      bandwidthFraction: bytes / decode1 / 1e9 / bandwidth,
+    };
+  } finally {
+    cache.free();
+  }
+}
+
+export default command({
+  meta: { name: "decode", description: "Prefill and decode speed on the real Qwen3.8-27B layer shapes (few layers, random weights)" },
+  args: {
+    quant: { type: "string", description: "Comma-separated formats to measure (q8,q4)" },
+    layers: { type: "string", description: "Decoder layers, every fourth full attention (default 4)" },
+    prefill: { type: "string", description: "Prompt tokens prefilled in one step (default 64)" },
+    steps: { type: "string", description: "Timed decode steps per batch size (default 8)" },
+    threads: { type: "string", description: "Threads (default: every core)" },
+  },
+  async run({ args }) {
+    const quants = (args.quant ?? "q8,q4").split(",");
+    for (const q of quants) if (q !== "q8" && q !== "q4") throw new UsageError(`--quant ${q}: expected q8 and/or q4`, "bench decode");
+    const layers = args.layers === undefined ? 4 : parseOption("bench decode", "layers", intOption(4, 64), args.layers);
+    const prefill = args.prefill === undefined ? 64 : parseOption("bench decode", "prefill", intOption(1, 4096), args.prefill);
+    const steps = args.steps === undefined ? 8 : parseOption("bench decode", "steps", intOption(1, 1000), args.steps);
+    const threads = args.threads === undefined ? 0 : parseOption("bench decode", "threads", intOption(1, 1024), args.threads);
+
+    const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
+    ensureCheckpoint(dir, layers);
+    const lib = await native();
+    const gbs = new Float64Array(1);
+    check(lib, "splash_bench_memory_bandwidth", lib.splash_bench_memory_bandwidth(threads, 1n << 30n, 5, gbs));
+    const bandwidth = gbs[0]!;
+    log.info(`memory read bandwidth: ${bandwidth.toFixed(1)} GB/s`);
+
+    const results: QuantFigures[] = [];
+    for (const quant of quants as Quant[]) {
+      const t0 = performance.now();
+      const model = await Model.load(dir, { quant, threads, maxStepTokens: Math.max(prefill, 32) });
+      const loadSeconds = (performance.now() - t0) / 1000;
+      try {
+        results.push(measure(model, quant, loadSeconds, prefill, steps, bandwidth));
+      } finally {
+        model.free();
+      }
+    }
+    const threadsUsed = threads || navigator.hardwareConcurrency;
+    console.log(`model: ${layers} layers of Qwen3.8-27B shapes, vocab ${SHAPE.vocab}; ${threadsUsed} threads; bandwidth ${bandwidth.toFixed(1)} GB/s`);
+    console.log("quant  load s  prefill tok/s  decode tok/s (1)  decode tok/s (4)  4 vs 1  GB/token  of bandwidth");
+    for (const r of results)
+      console.log(
+        `${r.quant.padEnd(5)}  ${r.loadSeconds.toFixed(1).padStart(6)}  ${r.prefillTokensPerSecond.toFixed(2).padStart(13)}  ` +
+          `${r.decode1TokensPerSecond.toFixed(2).padStart(16)}  ${r.decode4TokensPerSecond.toFixed(2).padStart(16)}  ` +
+          `${(r.decode4TokensPerSecond / r.decode1TokensPerSecond).toFixed(2).padStart(6)}  ${(r.decodeBytesPerToken / 1e9).toFixed(3).padStart(8)}  ` +
+          `${(100 * r.bandwidthFraction).toFixed(1).padStart(10)}%`,
+      );
+    console.log(
+      JSON.stringify({
+        bench: "decode",
+        layers,
+        vocab: SHAPE.vocab,
+        threads: threadsUsed,
+        prefillTokens: prefill,
+        steps,
+        bandwidthGBs: Number(bandwidth.toFixed(2)),
+        results: results.map((r) => ({
+          quant: r.quant,
+          loadSeconds: Number(r.loadSeconds.toFixed(2)),
+          prefillTokensPerSecond: Number(r.prefillTokensPerSecond.toFixed(3)),
+          decode1TokensPerSecond: Number(r.decode1TokensPerSecond.toFixed(3)),
+          decode4TokensPerSecond: Number(r.decode4TokensPerSecond.toFixed(3)),
+          decode4Over1: Number((r.decode4TokensPerSecond / r.decode1TokensPerSecond).toFixed(3)),
+          decodeBytesPerToken: r.decodeBytesPerToken,
+          bandwidthFraction: Number(r.bandwidthFraction.toFixed(4)),
+        })),
+      }),
+    );
+  },
+});

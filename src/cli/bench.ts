@@ -1,0 +1,13 @@
+// `splash bench <what>`: benchmark programs. Each is its own file, imported only when run; each ends with one JSON
+// line holding its figures (BENCHMARKS.md records them with the exact command).
+import { defineCommand, type SubCommandsDef } from "citty";
+
+const subCommands: SubCommandsDef = {
+  decode: () => import("./bench-decode.ts").then((m) => m.default),
+  tokenize: () => import("./bench-tokenize.ts").then((m) => m.default),
+};
+
+export default defineCommand({
+  meta: { name: "bench", description: "Benchmarks (each ends with one JSON line of figures)" },
+  subCommands,
+});

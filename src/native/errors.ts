@@ -1,0 +1,35 @@
+// A failing libsplash call becomes a NativeError carrying the status name and the library's own message
+// (splash_last_error: file:line, what failed, and the fix where there is one).
+import type { NativeLibrary } from "./library.ts";
+
+export const STATUS_NAMES = [
+  "SPLASH_OK",
+  "SPLASH_ERR_INVALID_ARGUMENT",
+  "SPLASH_ERR_IO",
+  "SPLASH_ERR_FORMAT",
+  "SPLASH_ERR_UNSUPPORTED",
+  "SPLASH_ERR_OUT_OF_MEMORY",
+  "SPLASH_ERR_CAPACITY",
+  "SPLASH_ERR_INTERNAL",
+] as const;
+
+export type StatusName = (typeof STATUS_NAMES)[number] | "SPLASH_ERR_UNKNOWN";
+
+export class NativeError extends Error {
+  override name = "NativeError";
+  constructor(
+    readonly call: string,
+    readonly status: number,
+    readonly statusName: StatusName,
+    readonly detail: string,
+  ) {
+    super(`${call}: ${statusName}: ${detail || "(no message)"}`);
+  }
+}
+
+// Throws NativeError unless `status` is SPLASH_OK.
+export function check(lib: NativeLibrary, call: string, status: number): void {
+  if (status === 0) return;
+  const name = STATUS_NAMES[status] ?? "SPLASH_ERR_UNKNOWN";
+  throw new NativeError(call, status, name, String(lib.splash_last_error()));
+}

@@ -1,0 +1,135 @@
+// Struct layouts of the ABI structs the binding reads and writes (native/include/splash.h), in one place.
+// Offsets follow C's natural alignment; test/unit/native-layout.test.ts compares every field with offsetof() as the
+// C compiler sees it (native/tests/abi_layout.c), so a header change that the binding missed fails the suite.
+
+export type FieldType = "i32" | "u32" | "f32" | "u64" | "ptr";
+type FieldSpec = readonly [name: string, type: FieldType | StructLayout];
+export type Field = { offset: number; type: FieldType | StructLayout };
+export type StructLayout = { name: string; size: number; align: number; fields: Record<string, Field> };
+
+const SIZE: Record<FieldType, number> = { i32: 4, u32: 4, f32: 4, u64: 8, ptr: 8 };
+
+function struct(name: string, specs: readonly FieldSpec[]): StructLayout {
+  const fields: Record<string, Field> = {};
+  let offset = 0;
+  let align = 1;
+  for (const [field, type] of specs) {
+    const size = typeof type === "string" ? SIZE[type] : type.size;
+    const a = typeof type === "string" ? SIZE[type] : type.align;
+    offset = Math.ceil(offset / a) * a;
+    fields[field] = { offset, type };
+    offset += size;
+    align = Math.max(align, a);
+  }
+  return { name, size: Math.ceil(offset / align) * align, align, fields };
+}
+
+export const LOAD_OPTIONS = struct("splash_load_options", [
+  ["struct_size", "u32"],
+  ["quant", "i32"],
+  ["n_threads", "i32"],
+  ["max_step_tokens", "i32"],
+]);
+
+export const MODEL_INFO = struct("splash_model_info", [
+  ["struct_size", "u32"],
+  ["arch", "i32"],
+  ["vocab_size", "i32"],
+  ["hidden_size", "i32"],
+  ["n_layers", "i32"],
+  ["n_full_attention_layers", "i32"],
+  ["n_linear_attention_layers", "i32"],
+  ["max_position_embeddings", "i32"],
+  ["has_mtp", "i32"],
+  ["has_vision", "i32"],
+  ["n_threads", "i32"],
+  ["max_step_tokens", "i32"],
+  ["weight_bytes", "u64"],
+  ["scratch_bytes", "u64"],
+  ["kv_bytes_per_token", "u64"],
+  ["state_bytes", "u64"],
+  ["decode_bytes_per_token", "u64"],
+]);
+
+export const SAMPLING = struct("splash_sampling", [
+  ["temperature", "f32"],
+  ["top_p", "f32"],
+  ["top_k", "i32"],
+  ["min_p", "f32"],
+  ["presence_penalty", "f32"],
+  ["frequency_penalty", "f32"],
+  ["repetition_penalty", "f32"],
+  ["_pad", "u32"],
+  ["seed", "u64"],
+]);
+
+export const SEQ = struct("splash_seq", [
+  ["slot", "i32"],
+  ["n_past", "i32"],
+  ["n_tokens", "i32"],
+  ["n_logits", "i32"],
+  ["tokens", "ptr"],
+  ["pages", "ptr"],
+  ["n_pages", "i32"],
+  ["sample", "i32"],
+  ["sampling", SAMPLING],
+  ["penalty_tokens", "ptr"],
+  ["n_penalty_tokens", "i32"],
+  ["n_top_logprobs", "i32"],
+  ["allowed", "ptr"],
+  ["logits", "ptr"],
+  ["token", "i32"],
+  ["logprob", "f32"],
+  ["top_ids", "ptr"],
+  ["top_logprobs", "ptr"],
+]);
+
+export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ] as const;
+
+// Every field of a layout with its absolute offset, nested structs flattened as "outer.inner".
+export function flatten(layout: StructLayout, prefix = "", base = 0): { name: string; offset: number; type: FieldType }[] {
+  return Object.entries(layout.fields).flatMap(([name, f]) =>
+    typeof f.type === "string"
+      ? [{ name: prefix + name, offset: base + f.offset, type: f.type }]
+      : flatten(f.type, `${prefix}${name}.`, base + f.offset),
+  );
+}
+
+// Writes `value` into field `path` ("sampling.seed") of the struct at `base` in `view`.
+export function setField(view: DataView, layout: StructLayout, path: string, value: number | bigint, base = 0): void {
+  const [head, ...rest] = path.split(".");
+  const f = layout.fields[head!];
+  if (!f) throw new Error(`${layout.name} has no field ${head}`);
+  if (typeof f.type !== "string") return setField(view, f.type, rest.join("."), value, base + f.offset);
+  const at = base + f.offset;
+  switch (f.type) {
+    case "i32":
+      return view.setInt32(at, Number(value), true);
+    case "u32":
+      return view.setUint32(at, Number(value), true);
+    case "f32":
+      return view.setFloat32(at, Number(value), true);
+    case "u64":
+    case "ptr":
+      return view.setBigUint64(at, BigInt(value), true);
+  }
+}
+
+export function getField(view: DataView, layout: StructLayout, path: string, base = 0): number {
+  const [head, ...rest] = path.split(".");
+  const f = layout.fields[head!];
+  if (!f) throw new Error(`${layout.name} has no field ${head}`);
+  if (typeof f.type !== "string") return getField(view, f.type, rest.join("."), base + f.offset);
+  const at = base + f.offset;
+  switch (f.type) {
+    case "i32":
+      return view.getInt32(at, true);
+    case "u32":
+      return view.getUint32(at, true);
+    case "f32":
+      return view.getFloat32(at, true);
+    case "u64":
+    case "ptr":
+      return Number(view.getBigUint64(at, true));
+  }
+}

@@ -1,0 +1,244 @@
+// Typed wrappers over the model, cache and step ABI (native/include/splash.h): what src/engine and the CLI use.
+//
+//   const model = await Model.load(dir, { quant: "q8" });
+//   const cache = model.createCache({ pageTokens: 16, nPages: 64, nSlots: 4 });
+//   const [out] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling } }]);
+//   cache.free(); model.free();
+//
+// Handles are freed explicitly (free() is idempotent); a failing call throws NativeError with the status name and
+// the library's message.
+import { ptr, type Pointer } from "bun:ffi";
+import type { Sampling } from "../engine/types.ts";
+import { check } from "./errors.ts";
+import { native, type NativeLibrary } from "./library.ts";
+import { getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField } from "./layout.ts";
+
+export type Quant = "none" | "q8" | "q4";
+const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
+
+export type LoadOptions = {
+  quant?: Quant; // default "none": bf16/f32 weights as stored
+  threads?: number; // default: every core
+  maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
+};
+
+export type ModelInfo = {
+  arch: "qwen3_5" | "qwen3_5_moe";
+  vocabSize: number;
+  hiddenSize: number;
+  layers: number;
+  fullAttentionLayers: number;
+  linearAttentionLayers: number;
+  maxPositionEmbeddings: number;
+  hasMtp: boolean;
+  hasVision: boolean;
+  threads: number;
+  maxStepTokens: number;
+  weightBytes: number;
+  scratchBytes: number;
+  kvBytesPerToken: number; // all full-attention layers, K + V
+  stateBytes: number; // one GDN state slot
+  decodeBytesPerToken: number; // weight bytes a single-token decode reads (MoE: top-k experts)
+};
+
+export type CacheGeometry = { pageTokens: number; nPages: number; nSlots: number };
+
+// What a sequence asks of the sampler for the position after its last token.
+export type SampleRequest = {
+  sampling: Sampling;
+  penaltyTokens?: Int32Array; // generated tokens so far
+  topLogprobs?: number; // 0..MAX_TOP_LOGPROBS
+  allowed?: Uint32Array | null; // bitmask [ceil(vocab / 32)], null = every token
+};
+
+// One sequence's share of a step.
+export type StepInput = {
+  slot: number;
+  nPast: number; // positions already in the cache
+  tokens: Int32Array; // ≥ 1 new positions
+  pages: Int32Array; // page table covering [0, nPast + tokens.length)
+  // Out: logits of the last (logits.length / vocab) positions, [n][vocab] (K for a verify block, 1 for logprobs).
+  logits?: Float32Array;
+  sample?: SampleRequest;
+};
+
+// Log-probabilities are log_softmax of the logits after penalties and the allowed mask, before temperature and
+// top-k / top-p / min-p.
+export type SampledToken = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+
+function u64(n: number): bigint {
+  return BigInt.asUintN(64, BigInt(Math.trunc(n)));
+}
+
+function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): number {
+  return a && a.byteLength > 0 ? ptr(a) : 0;
+}
+
+export class Model {
+  #handle: Pointer | null;
+  readonly info: ModelInfo;
+
+  private constructor(
+    readonly lib: NativeLibrary,
+    handle: Pointer,
+    readonly dir: string,
+  ) {
+    this.#handle = handle;
+    const bytes = new Uint8Array(MODEL_INFO.size);
+    const buf = new DataView(bytes.buffer);
+    setField(buf, MODEL_INFO, "struct_size", MODEL_INFO.size);
+    check(lib, "splash_model_get_info", lib.splash_model_get_info(handle, bytes));
+    const f = (name: string) => getField(buf, MODEL_INFO, name);
+    this.info = {
+      arch: f("arch") === 2 ? "qwen3_5_moe" : "qwen3_5",
+      vocabSize: f("vocab_size"),
+      hiddenSize: f("hidden_size"),
+      layers: f("n_layers"),
+      fullAttentionLayers: f("n_full_attention_layers"),
+      linearAttentionLayers: f("n_linear_attention_layers"),
+      maxPositionEmbeddings: f("max_position_embeddings"),
+      hasMtp: f("has_mtp") !== 0,
+      hasVision: f("has_vision") !== 0,
+      threads: f("n_threads"),
+      maxStepTokens: f("max_step_tokens"),
+      weightBytes: f("weight_bytes"),
+      scratchBytes: f("scratch_bytes"),
+      kvBytesPerToken: f("kv_bytes_per_token"),
+      stateBytes: f("state_bytes"),
+      decodeBytesPerToken: f("decode_bytes_per_token"),
+    };
+  }
+
+  // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
+  static async load(dir: string, options: LoadOptions = {}, lib?: NativeLibrary): Promise<Model> {
+    const l = lib ?? (await native());
+    const bytes = new Uint8Array(LOAD_OPTIONS.size);
+    const opts = new DataView(bytes.buffer);
+    setField(opts, LOAD_OPTIONS, "struct_size", LOAD_OPTIONS.size);
+    setField(opts, LOAD_OPTIONS, "quant", QUANT_CODES[options.quant ?? "none"]);
+    setField(opts, LOAD_OPTIONS, "n_threads", options.threads ?? 0);
+    setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
+    const out = new BigUint64Array(1);
+    check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
+    return new Model(l, Number(out[0]) as Pointer, dir);
+  }
+
+  get handle(): Pointer {
+    if (this.#handle === null) throw new Error("the model was freed");
+    return this.#handle;
+  }
+
+  // Bytes of one KV page of `pageTokens` positions and of one GDN state slot: the sizes the cache allocates.
+  pageBytes(pageTokens: number): number {
+    return Number(this.lib.splash_cache_page_bytes(this.handle, pageTokens));
+  }
+  get slotBytes(): number {
+    return Number(this.lib.splash_cache_slot_bytes(this.handle));
+  }
+
+  createCache(geometry: CacheGeometry): Cache {
+    const out = new BigUint64Array(1);
+    const { pageTokens, nPages, nSlots } = geometry;
+    check(this.lib, "splash_cache_create", this.lib.splash_cache_create(this.handle, pageTokens, nPages, nSlots, out));
+    return new Cache(this, Number(out[0]) as Pointer, geometry);
+  }
+
+  free(): void {
+    if (this.#handle === null) return;
+    this.lib.splash_model_free(this.#handle);
+    this.#handle = null;
+  }
+}
+
+export class Cache {
+  #handle: Pointer | null;
+  #seqs = new Uint8Array(0);
+
+  constructor(
+    readonly model: Model,
+    handle: Pointer,
+    readonly geometry: CacheGeometry,
+  ) {
+    this.#handle = handle;
+  }
+
+  get handle(): Pointer {
+    if (this.#handle === null) throw new Error("the cache was freed");
+    return this.#handle;
+  }
+
+  copyPage(src: number, dst: number): void {
+    check(this.model.lib, "splash_cache_copy_page", this.model.lib.splash_cache_copy_page(this.handle, src, dst));
+  }
+  copySlot(src: number, dst: number): void {
+    check(this.model.lib, "splash_cache_copy_slot", this.model.lib.splash_cache_copy_slot(this.handle, src, dst));
+  }
+  clearSlot(slot: number): void {
+    check(this.model.lib, "splash_cache_clear_slot", this.model.lib.splash_cache_clear_slot(this.handle, slot));
+  }
+
+  // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
+  step(seqs: readonly StepInput[]): (SampledToken | null)[] {
+    const lib = this.model.lib;
+    const V = this.model.info.vocabSize;
+    const size = seqs.length * SEQ.size;
+    if (this.#seqs.byteLength < size) this.#seqs = new Uint8Array(size);
+    const bytes = this.#seqs.subarray(0, size);
+    const view = new DataView(bytes.buffer, 0, size);
+    const tops: { ids: Int32Array; logprobs: Float32Array }[] = [];
+    seqs.forEach((s, i) => {
+      const base = i * SEQ.size;
+      const set = (field: string, v: number | bigint) => setField(view, SEQ, field, v, base);
+      const nLogits = s.logits ? s.logits.length / V : 0;
+      if (!Number.isInteger(nLogits) || nLogits > s.tokens.length)
+        throw new RangeError(`step: seqs[${i}].logits holds ${s.logits?.length} floats, not a whole number ≤ ${s.tokens.length} of rows of ${V}`);
+      set("slot", s.slot);
+      set("n_past", s.nPast);
+      set("n_tokens", s.tokens.length);
+      set("n_logits", nLogits);
+      set("tokens", addr(s.tokens));
+      set("pages", addr(s.pages));
+      set("n_pages", s.pages.length);
+      set("logits", addr(s.logits));
+      const r = s.sample;
+      set("sample", r ? 1 : 0);
+      const top = Math.min(r?.topLogprobs ?? 0, MAX_TOP_LOGPROBS);
+      const t = { ids: new Int32Array(top), logprobs: new Float32Array(top) };
+      tops.push(t);
+      if (!r) return;
+      const p = r.sampling;
+      set("sampling.temperature", p.temperature);
+      set("sampling.top_p", p.topP);
+      set("sampling.top_k", p.topK);
+      set("sampling.min_p", p.minP);
+      set("sampling.presence_penalty", p.presencePenalty);
+      set("sampling.frequency_penalty", p.frequencyPenalty);
+      set("sampling.repetition_penalty", p.repetitionPenalty);
+      set("sampling.seed", u64(p.seed));
+      set("penalty_tokens", addr(r.penaltyTokens));
+      set("n_penalty_tokens", r.penaltyTokens?.length ?? 0);
+      set("n_top_logprobs", top);
+      set("allowed", addr(r.allowed));
+      set("top_ids", addr(t.ids));
+      set("top_logprobs", addr(t.logprobs));
+    });
+    check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
+    return seqs.map((s, i) => {
+      if (!s.sample) return null;
+      const base = i * SEQ.size;
+      const t = tops[i]!;
+      return {
+        token: getField(view, SEQ, "token", base),
+        logprob: getField(view, SEQ, "logprob", base),
+        top: t.ids.length ? Array.from(t.ids, (id, k) => ({ id, logprob: t.logprobs[k]! })) : null,
+      };
+    });
+  }
+
+  free(): void {
+    if (this.#handle === null) return;
+    this.model.lib.splash_cache_free(this.#handle);
+    this.#handle = null;
+  }
+}

@@ -1,0 +1,20 @@
+// The CPU backend's ops against plain references and each other (native/tests/cpu_ops_test.c): paged GQA
+// attention, the conv tail, MRoPE, MoE routing, sampling, and the GDN recurrence over 600 tokens against the chunked
+// form. Runs the sanitizer build when it exists (memory errors fail the test), else the release build.
+import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+const build = join(import.meta.dir, "../../build");
+
+test("CPU ops match their references", () => {
+  const debug = join(build, "debug/tests/cpu_ops_test");
+  const exe = existsSync(debug) ? debug : join(build, "tests/cpu_ops_test");
+  const r = Bun.spawnSync([exe]);
+  const out = r.stdout.toString();
+  console.log(out.trim());
+  expect(r.stderr.toString()).toBe("");
+  expect(r.exitCode).toBe(0);
+  expect(out).toContain("gdn: chunked vs recurrent, 600 tokens");
+  expect(out).toContain("all OK");
+});
