@@ -3,6 +3,7 @@
 // equal what the script computes, and the byte arithmetic must agree with published figures.
 import { describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
+import { hubSpecs } from "../../src/models/registry.ts";
 import { join } from "node:path";
 import { expectedConfig, readCheckpointConfig, type JsonObject } from "../../src/models/config.ts";
 import { computeMemoryPlan, inventory, kvBytesPerToken, stateBytesPerSequence, tensorBytes } from "../../src/models/memory.ts";
@@ -104,11 +105,7 @@ describe("byte arithmetic", () => {
 });
 
 describe("committed specs", () => {
-  const hub = readdirSync(join(repoRoot, "models"))
-    .map((id) => join(repoRoot, "models", id, "spec.json"))
-    .filter((p) => { try { readFileSync(p); return true; } catch { return false; } })
-    .map((p) => parseSpec(JSON.parse(readFileSync(p, "utf8")), p))
-    .filter(isHubSpec);
+  const hub = hubSpecs();
 
   test("there are hub specs", () => expect(hub.map((s) => s.id).sort()).toEqual(["qwen3.6-35b-a3b", "qwen3.8-27b"]));
 
