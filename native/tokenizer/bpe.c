@@ -82,11 +82,10 @@ static inline const merge_slot *merge_find(const sp_bpe *b, int32_t left, int32_
     }
 }
 
-splash_status sp_bpe_create(const uint8_t *bytes, const uint64_t *offsets, int32_t n_tokens, const int32_t *merges,
+splash_status sp_bpe_create(const uint8_t *bytes, const uint32_t *offsets, int32_t n_tokens, const int32_t *merges,
                             int32_t n_merges, bool ignore_merges, sp_bpe **out) {
     *out = NULL;
     if (n_tokens <= 0 || n_merges < 0) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "tokenizer: %d tokens, %d merges", n_tokens, n_merges);
-    if (offsets[n_tokens] > UINT32_MAX) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "tokenizer: vocabulary of %llu bytes is too large", (unsigned long long)offsets[n_tokens]);
     sp_bpe *b = calloc(1, sizeof *b);
     if (!b) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     b->n_tokens = n_tokens;
@@ -110,7 +109,7 @@ splash_status sp_bpe_create(const uint8_t *bytes, const uint64_t *offsets, int32
             sp_bpe_free(b);
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "tokenizer: token offsets decrease at id %d", i);
         }
-        b->offsets[i] = (uint32_t)offsets[i];
+        b->offsets[i] = offsets[i];
     }
 
     b->vocab_mask = vsize - 1;

@@ -14,7 +14,7 @@ typedef struct sp_bpe sp_bpe;
 /* Token i's bytes are bytes[offsets[i] .. offsets[i+1]); an empty entry is an id the vocabulary does not use.
  * merges holds n_merges pairs (left id, right id) in rank order; a later duplicate pair overrides an earlier one,
  * as in tokenizers. The tables are copied. */
-splash_status sp_bpe_create(const uint8_t *bytes, const uint64_t *offsets, int32_t n_tokens, const int32_t *merges,
+splash_status sp_bpe_create(const uint8_t *bytes, const uint32_t *offsets, int32_t n_tokens, const int32_t *merges,
                             int32_t n_merges, bool ignore_merges, sp_bpe **out);
 void sp_bpe_free(sp_bpe *b);
 

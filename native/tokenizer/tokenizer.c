@@ -19,7 +19,7 @@ struct splash_tokenizer {
     sp_bpe *bpe;
 };
 
-splash_status splash_tokenizer_create(const char *pattern, const uint8_t *token_bytes, const uint64_t *token_offsets,
+splash_status splash_tokenizer_create(const char *pattern, const uint8_t *token_bytes, const uint32_t *token_offsets,
                                       int32_t n_tokens, const int32_t *merges, int32_t n_merges, int32_t ignore_merges,
                                       splash_tokenizer **out) {
     if (!out || !token_bytes || !token_offsets || (n_merges > 0 && !merges)) {

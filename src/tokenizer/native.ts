@@ -17,13 +17,13 @@ export class NativeBpe {
 
   static create(lib: NativeLibrary, spec: TokenizerSpec): NativeBpe {
     const n = spec.tokenBytes.length;
-    const offsets = new BigUint64Array(n + 1);
+    const offsets = new Uint32Array(n + 1);
     let total = 0;
     for (let i = 0; i < n; i++) {
-      offsets[i] = BigInt(total);
+      offsets[i] = total;
       total += spec.tokenBytes[i]!.length;
     }
-    offsets[n] = BigInt(total);
+    offsets[n] = total;
     const bytes = new Uint8Array(Math.max(1, total));
     for (let i = 0, at = 0; i < n; i++) {
       bytes.set(spec.tokenBytes[i]!, at);
