@@ -220,6 +220,16 @@ describe("environment", () => {
     delete process.env.HF_ENDPOINT;
     expect(hubEndpoint()).toBe("https://huggingface.co");
   });
+  test("HF_HUB_OFFLINE=1 refuses before any request", async () => {
+    process.env.HF_HUB_OFFLINE = "1";
+    try {
+      const e = await failure(pull());
+      expect([e.kind, e.message]).toEqual(["offline", "HF_HUB_OFFLINE is set, so the hub is not contacted"]);
+      expect(hub.log).toEqual([]);
+    } finally {
+      delete process.env.HF_HUB_OFFLINE;
+    }
+  });
   test("HF_TOKEN, else the token file under HF_HOME (or HF_TOKEN_PATH)", () => {
     delete process.env.HF_TOKEN;
     delete process.env.HUGGING_FACE_HUB_TOKEN;

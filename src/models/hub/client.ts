@@ -4,7 +4,8 @@
 //   GET  {endpoint}/{repo}/resolve/{commit}/{path}                     the file; LFS files answer 302 to a CDN with
 //                                                                      X-Linked-Etag (the sha256) and X-Repo-Commit
 // Errors carry the hub's X-Error-Code (RepoNotFound, GatedRepo, EntryNotFound, RevisionNotFound) and become one
-// HubError with a message that says what to do. HF_ENDPOINT, HF_TOKEN and the token file work as in huggingface_hub.
+// HubError with a message that says what to do. HF_ENDPOINT, HF_TOKEN, the token file and HF_HUB_OFFLINE work as in
+// huggingface_hub.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hfHome } from "./cache.ts";
@@ -72,6 +73,9 @@ export class HubClient {
 
   // One request, following redirects by hand so the token is sent to hub hosts only, never to a CDN.
   async request(url: string, init: { method?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+    if (/^(1|true|yes|on)$/i.test(process.env.HF_HUB_OFFLINE ?? "")) {
+      throw new HubError("offline", "HF_HUB_OFFLINE is set, so the hub is not contacted", "unset HF_HUB_OFFLINE to download; models already downloaded work offline");
+    }
     const hubHost = new URL(this.endpoint).host;
     let current = url;
     for (let hop = 0; hop < 10; hop++) {
