@@ -1,0 +1,52 @@
+// The StepModel / StepRunner seam (runner.ts) over libsplash's typed wrappers (src/native/model.ts): how an Engine
+// is built on a loaded native model.
+//
+//   const model = await Model.load(dir, { quant: "q8", maxStepTokens: 512 });
+//   const engine = createEngine(nativeStepModel(model), { kvBudget, cacheSalt: `${id}:q8` });
+//   …
+//   await engine.close(); // frees the cache
+//   model.free();
+import type { Cache, Model } from "../native/model.ts";
+import type { CacheGeometry, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
+
+export function nativeStepModel(model: Model): StepModel {
+  const info = model.info;
+  return {
+    vocabSize: info.vocabSize,
+    contextTokens: info.maxPositionEmbeddings,
+    maxStepTokens: info.maxStepTokens,
+    fixedBytes: info.weightBytes + info.scratchBytes,
+    pageBytes: (pageTokens) => model.pageBytes(pageTokens),
+    slotBytes: model.slotBytes,
+    createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry)),
+  };
+}
+
+class NativeRunner implements StepRunner {
+  constructor(private readonly cache: Cache) {}
+
+  // One synchronous native call; the engine loop yields to the event loop between steps.
+  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]> {
+    return this.cache.step(
+      seqs.map((s) => ({
+        slot: s.slot,
+        nPast: s.nPast,
+        tokens: s.tokens,
+        pages: s.pages,
+        sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.allowed } : undefined,
+      })),
+    );
+  }
+
+  copySlot(src: number, dst: number): void {
+    this.cache.copySlot(src, dst);
+  }
+
+  clearSlot(slot: number): void {
+    this.cache.clearSlot(slot);
+  }
+
+  close(): void {
+    this.cache.free();
+  }
+}
