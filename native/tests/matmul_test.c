@@ -4,7 +4,7 @@
  *   - exactly, where the arithmetic is exact (small integers);
  *   - bit-identical whatever the batch size, thread count or row view (batch invariance);
  *   - quantization error of Q8/Q4 against the f32 result, printed.
- * Run: build/debug/tests/matmul_test */
+ * Run: build/debug/tests/matmul_test [--only ISA]   (--only: the shared checks plus one ISA's kernels) */
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "check.h"
@@ -354,7 +354,8 @@ static void from_tensor(sp_threadpool *pool) {
     CHECK(sp_matmul(pool, &y, &bad, ref, 1) == SPLASH_ERR_INVALID_ARGUMENT, "a bad matrix type is refused: %s", splash_last_error());
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *only = argc == 3 && strcmp(argv[1], "--only") == 0 ? argv[2] : NULL;
     sp_cpu cpu;
     sp_cpu_detect(&cpu);
     sp_threadpool *pools[3];
@@ -366,6 +367,7 @@ int main(void) {
     from_tensor(pools[1]);
     for (int i = 0; i < SP_ISA_COUNT; i++) {
         sp_isa isa = (sp_isa)i;
+        if (only && strcmp(only, sp_isa_name(isa)) != 0) continue;
         if (!sp_isa_supported(isa, &cpu)) {
             float y;
             sp_matrix m = {SP_MAT_F32, 1, 1, &y, 4};

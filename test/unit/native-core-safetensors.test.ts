@@ -1,0 +1,26 @@
+// Safetensors files and checkpoint directories (native/core/safetensors.c, checkpoint.c) through their C test, in
+// the sanitizer build: single file, index + shards, bare drafter directory, and 30-odd broken variants, each refused
+// with the right status and a message that names the file (and the tensor, where there is one).
+import { beforeAll, expect, test } from "bun:test";
+import { buildNative, failures, runProgram, summary } from "./native-core-programs.ts";
+
+beforeAll(() => buildNative(true), 120_000);
+
+test("safetensors_test: good checkpoints open, bad ones are refused naming tensor and file", async () => {
+  const r = await runProgram(true, "tests", "safetensors_test");
+  expect(failures(r.stdout)).toEqual([]);
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  expect(summary("safetensors_test", r.stdout)?.checks).toBeGreaterThanOrEqual(55);
+
+  const refusals = r.stdout.split("\n").filter((l) => /-> status [1-9]/.test(l));
+  expect(refusals.length).toBeGreaterThanOrEqual(30);
+  for (const line of refusals) {
+    // Every message names a file or directory under the test's temporary directory.
+    expect(line).toMatch(/\/splash-st-\w+\/[\w.-]+/);
+    // Messages about one tensor name it; the test's tensors are w, u, v, x.w, x.v, z.
+    if (/dtype|shape|data_offsets|overlap|appears twice|listed|dimensions/.test(line)) expect(line).toMatch(/tensors? [\w.]+/);
+  }
+  expect(r.stdout).toContain("expected shape [2, 4] got [2, 3]");
+  expect(r.stdout).toMatch(/tensor w in \S+\/bad0\/model\.safetensors: dtype "F4" is not supported/);
+}, 60_000);
