@@ -51,7 +51,7 @@ function isObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-export function architectureOf(root: JsonObject): Architecture | undefined {
+function architectureOf(root: JsonObject): Architecture | undefined {
   const type = root.model_type;
   if (type === "qwen3_5" || type === "qwen3_5_text") return "qwen3_5";
   if (type === "qwen3_5_moe" || type === "qwen3_5_moe_text") return "qwen3_5_moe";

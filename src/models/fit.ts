@@ -8,7 +8,7 @@ import { hubSpecs } from "./registry.ts";
 import type { Format, HubModelSpec, Quant } from "./spec.ts";
 
 // An agent's first prompt is 15–25K tokens; a model that cannot hold one such conversation is not usable.
-export const FIT_CONTEXT = 32768;
+const FIT_CONTEXT = 32768;
 
 export type LevelFit = { level: Quant | Format; fixedBytes: number; fits: boolean; tokensOfKv: number };
 export type ModelFit = { id: string; displayName: string; levels: LevelFit[] };

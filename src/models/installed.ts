@@ -8,7 +8,7 @@ import { FORMATS, type Format, type HubModelSpec } from "./spec.ts";
 
 export type Installed = { repo: string; commit: string; dir: string; complete: boolean; bytes: number; problem?: string };
 
-export function snapshotState(repo: string, revision: string, needsTokenizer: boolean): Installed | undefined {
+function snapshotState(repo: string, revision: string, needsTokenizer: boolean): Installed | undefined {
   const snap = new RepoCache(repo).snapshot(revision);
   if (!snap) return undefined;
   const base = { repo, commit: snap.commit, dir: snap.dir };

@@ -49,7 +49,7 @@ function mlxType(kind: TensorKind, q: MlxQuantization): WeightType {
   return (q.overrides[kind] ?? q.bits) === 4 ? "mlx-affine-4" : "mlx-affine-8";
 }
 
-export function sumBytes(tensors: readonly TensorInfo[], typeOf: (t: TensorInfo) => WeightType): number {
+function sumBytes(tensors: readonly TensorInfo[], typeOf: (t: TensorInfo) => WeightType): number {
   return tensors.reduce((a, t) => a + tensorBytes(t.shape, typeOf(t)), 0);
 }
 
@@ -61,7 +61,7 @@ function ofPart(tensors: readonly TensorInfo[], part: Part): TensorInfo[] {
   return tensors.filter((t) => t.part === part);
 }
 
-export function atQuant(tensors: readonly TensorInfo[], recipe: readonly RecipeRule[], quant: Quant): number {
+function atQuant(tensors: readonly TensorInfo[], recipe: readonly RecipeRule[], quant: Quant): number {
   return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
 }
 

@@ -12,7 +12,7 @@ import type { Format, HubModelSpec } from "./spec.ts";
 export type PullModelOptions = Pick<PullOptions, "signal" | "freeBytes" | "concurrency" | "retryDelayMs"> & { client?: HubClient; quiet?: boolean };
 
 // A HubError as the CLI prints it: one line and what to do.
-export function hubCliError(e: unknown, command: string): unknown {
+function hubCliError(e: unknown, command: string): unknown {
   if (!(e instanceof HubError)) return e;
   if (e.kind === "interrupted") return new CliError("interrupted: the partial download is kept", `run \`${command}\` again to resume it`, 130);
   return new CliError(e.message, e.hint);

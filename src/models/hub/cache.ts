@@ -82,11 +82,6 @@ export class RepoCache {
     }
   }
 
-  // A snapshot file that is present (its symlink resolves, or it is a plain file as on systems without symlinks).
-  hasFile(commit: string, path: string): boolean {
-    return existsSync(join(this.snapshotDir(commit), path));
-  }
-
   // Moves a finished download into blobs/ and links the snapshot path to it, relatively, as huggingface_hub does.
   commitBlob(etag: string, commit: string, path: string): void {
     renameSync(this.incomplete(etag), this.blob(etag));

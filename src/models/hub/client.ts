@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hfHome } from "./cache.ts";
 
-export const DEFAULT_ENDPOINT = "https://huggingface.co";
+const DEFAULT_ENDPOINT = "https://huggingface.co";
 
 export type HubErrorKind = "offline" | "unauthorized" | "gated" | "not-found" | "server" | "checksum" | "disk" | "interrupted";
 

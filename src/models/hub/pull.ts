@@ -27,7 +27,7 @@ export type PullOptions = {
 
 export type PullResult = { repo: string; commit: string; dir: string; files: HubFile[]; downloaded: number; reused: number; bytes: number };
 
-export function freeBytesAt(dir: string): number {
+function freeBytesAt(dir: string): number {
   let d = dir;
   while (!existsSync(d) && dirname(d) !== d) d = dirname(d);
   const s = statfsSync(d);
