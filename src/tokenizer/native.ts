@@ -16,23 +16,13 @@ export class NativeBpe {
   ) {}
 
   static create(lib: NativeLibrary, spec: TokenizerSpec): NativeBpe {
-    const n = spec.tokenBytes.length;
-    const offsets = new Uint32Array(n + 1);
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      offsets[i] = total;
-      total += spec.tokenBytes[i]!.length;
-    }
-    offsets[n] = total;
-    const bytes = new Uint8Array(Math.max(1, total));
-    for (let i = 0, at = 0; i < n; i++) {
-      bytes.set(spec.tokenBytes[i]!, at);
-      at += spec.tokenBytes[i]!.length;
-    }
+    const n = spec.tokenOffsets.length - 1;
+    // The C side needs a non-empty buffer even for an (impossible) empty vocabulary blob.
+    const bytes = spec.tokenBytes.length > 0 ? spec.tokenBytes : new Uint8Array(1);
     const pattern = spec.pattern === null ? null : Buffer.from(`${spec.pattern}\0`, "utf8");
     const out = new BigUint64Array(1);
     const merges = spec.merges.length > 0 ? spec.merges : new Int32Array(2);
-    const status = lib.splash_tokenizer_create(pattern, bytes, offsets, n, merges, spec.merges.length / 2, spec.ignoreMerges ? 1 : 0, out);
+    const status = lib.splash_tokenizer_create(pattern, bytes, spec.tokenOffsets, n, merges, spec.merges.length / 2, spec.ignoreMerges ? 1 : 0, out);
     if (status !== 0) throw new Error(`cannot build the tokenizer: ${lib.splash_last_error()}`);
     return new NativeBpe(lib, Number(out[0]) as Pointer);
   }

@@ -14,7 +14,8 @@ export type TokenizerSpec = {
   pattern: string | null; // the pre-tokenizer regex, Oniguruma syntax; null = no split
   nfc: boolean;
   ignoreMerges: boolean;
-  tokenBytes: Uint8Array[]; // by id; empty for ids the vocabulary does not use
+  tokenBytes: Uint8Array; // every token's bytes, concatenated in id order
+  tokenOffsets: Uint32Array; // [n + 1]: token i is tokenBytes[tokenOffsets[i] .. tokenOffsets[i + 1]); empty = unused id
   merges: Int32Array; // pairs (left id, right id), in rank order
   added: AddedToken[];
 };
@@ -105,17 +106,20 @@ export function parseTokenizerJson(text: string): TokenizerSpec {
   const model = readModel(j.model);
   const added = readAdded(j.added_tokens);
 
-  const tokenBytes: Uint8Array[] = [];
+  const byId: Uint8Array[] = [];
   const empty = new Uint8Array(0);
   for (const [token, id] of Object.entries(model.vocab)) {
     if (typeof id !== "number" || !Number.isInteger(id) || id < 0) fail(`vocab entry ${JSON.stringify(token)} has id ${id}`);
     const bytes = byteLevelDecode(token);
     if (!bytes) fail(`vocab entry ${JSON.stringify(token)} is not byte-level (a character outside GPT-2's byte alphabet)`);
-    tokenBytes[id] = bytes;
+    byId[id] = bytes;
   }
   const encoder = new TextEncoder();
-  for (const t of added) tokenBytes[t.id] ??= encoder.encode(t.content);
-  for (let i = 0; i < tokenBytes.length; i++) tokenBytes[i] ??= empty;
+  for (const t of added) byId[t.id] ??= encoder.encode(t.content);
+  const tokenOffsets = new Uint32Array(byId.length + 1);
+  for (let i = 0; i < byId.length; i++) tokenOffsets[i + 1] = tokenOffsets[i]! + (byId[i] ?? empty).length;
+  const tokenBytes = new Uint8Array(tokenOffsets[byId.length]!);
+  for (let i = 0; i < byId.length; i++) if (byId[i]) tokenBytes.set(byId[i]!, tokenOffsets[i]!);
 
   const merges = new Int32Array(model.merges.length * 2);
   model.merges.forEach((m, r) => {
@@ -134,5 +138,5 @@ export function parseTokenizerJson(text: string): TokenizerSpec {
     merges[2 * r] = left;
     merges[2 * r + 1] = right;
   });
-  return { pattern, nfc, ignoreMerges: model.ignoreMerges, tokenBytes, merges, added };
+  return { pattern, nfc, ignoreMerges: model.ignoreMerges, tokenBytes, tokenOffsets, merges, added };
 }

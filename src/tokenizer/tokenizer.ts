@@ -11,10 +11,10 @@
 // alternative, rendering with placeholders and splicing client text back, breaks templates that inspect content
 // (split on '</think>', startswith('<tool_response>')). A user who types "<|im_end|>" therefore gets the tokens of
 // that text, never the turn end; this differs on purpose from apply_chat_template + tokenize, which would inject it.
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { native, type NativeLibrary } from "../native/library.ts";
 import { NativeBpe } from "./native.ts";
+import { loadSpec } from "./spec-cache.ts";
 import { parseTokenizerJson, type AddedToken, type TokenizerSpec } from "./tokenizer-json.ts";
 
 const MARK = "\uFDD0";
@@ -26,7 +26,8 @@ function escapeRegExp(s: string): string {
 export class Tokenizer {
   readonly vocabSize: number;
   readonly added: readonly AddedToken[];
-  private readonly bytes: Uint8Array[];
+  private readonly bytes: Uint8Array;
+  private readonly offsets: Uint32Array;
   private readonly nfc: boolean;
   private readonly specialIds: Set<number>;
   private readonly addedByContent: Map<string, number>;
@@ -40,7 +41,8 @@ export class Tokenizer {
     private readonly bpe: NativeBpe,
   ) {
     this.bytes = spec.tokenBytes;
-    this.vocabSize = spec.tokenBytes.length;
+    this.offsets = spec.tokenOffsets;
+    this.vocabSize = spec.tokenOffsets.length - 1;
     this.added = spec.added;
     this.nfc = spec.nfc;
     this.specialIds = new Set(spec.added.filter((t) => t.special).map((t) => t.id));
@@ -53,24 +55,24 @@ export class Tokenizer {
   }
 
   static fromJson(json: string, lib: NativeLibrary): Tokenizer {
-    const spec = parseTokenizerJson(json);
+    return Tokenizer.fromSpec(parseTokenizerJson(json), lib);
+  }
+
+  static fromSpec(spec: TokenizerSpec, lib: NativeLibrary): Tokenizer {
     return new Tokenizer(spec, NativeBpe.create(lib, spec));
   }
 
-  // Loads <dir>/tokenizer.json.
+  // Loads <dir>/tokenizer.json (parsed once per content, then read from the cache: spec-cache.ts).
   static async load(dir: string): Promise<Tokenizer> {
     const path = join(dir, "tokenizer.json");
-    let text: string;
+    let spec: TokenizerSpec;
     try {
-      text = readFileSync(path, "utf8");
+      spec = loadSpec(path);
     } catch (e) {
-      throw new Error(`cannot read ${path}: ${(e as Error).message}`);
+      const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "the file does not exist" : (e as Error).message;
+      throw new Error(`cannot load ${path}: ${why}`);
     }
-    try {
-      return Tokenizer.fromJson(text, await native());
-    } catch (e) {
-      throw new Error(`${path}: ${(e as Error).message}`);
-    }
+    return Tokenizer.fromSpec(spec, await native());
   }
 
   // Ids of plain text; added-token strings in it are ordinary text.
@@ -119,25 +121,28 @@ export class Tokenizer {
   }
 
   decode(ids: ArrayLike<number>, options: { skipSpecial?: boolean } = {}): string {
+    const parts: Uint8Array[] = [];
     let n = 0;
-    for (let i = 0; i < ids.length; i++) n += this.bytes[ids[i]!]?.length ?? 0;
-    const buf = new Uint8Array(n);
-    let at = 0;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (options.skipSpecial && this.specialIds.has(id)) continue;
       const b = this.tokenBytes(id);
+      parts.push(b);
+      n += b.length;
+    }
+    const buf = new Uint8Array(n);
+    let at = 0;
+    for (const b of parts) {
       buf.set(b, at);
       at += b.length;
     }
-    return this.decoder.decode(buf.subarray(0, at));
+    return this.decoder.decode(buf);
   }
 
   // The bytes a token stands for (its content for an added token).
   tokenBytes(id: number): Uint8Array {
-    const b = this.bytes[id];
-    if (b === undefined) throw new RangeError(`token id ${id} is outside the vocabulary (${this.vocabSize})`);
-    return b;
+    if (!(id >= 0 && id < this.vocabSize)) throw new RangeError(`token id ${id} is outside the vocabulary (${this.vocabSize})`);
+    return this.bytes.subarray(this.offsets[id]!, this.offsets[id + 1]!);
   }
 
   // The id of an added token by its content (e.g. "<|im_end|>"), or undefined.

