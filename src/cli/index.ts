@@ -13,6 +13,8 @@ const subCommands: SubCommandsDef = {
   models: () => import("./models.ts").then((m) => m.default),
   pull: () => import("./pull.ts").then((m) => m.default),
   verify: () => import("./verify.ts").then((m) => m.default),
+  serve: () => import("./serve.ts").then((m) => m.default),
+  run: () => import("./run.ts").then((m) => m.default),
 };
 
 export const root = defineCommand({

@@ -1,0 +1,111 @@
+// Assembles a served model from a resolved MODEL argument: the native weights, the tokenizer, the chat template and
+// one engine loop, behind the ChatModel seam the server and `splash run` use.
+//
+//   resolveModel ─▶ Model.load (native, mmap + optional quantization) ─▶ createEngine (memory plan, cache, loop)
+//                   Tokenizer.load + ChatTemplate.load (the checkpoint's own files) ─▶ chatModel(parts)
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
+import { chatModel, endOfTurnTokens } from "../chat/generate.ts";
+import { ChatTemplate } from "../chat/template.ts";
+import { createEngine, type SplashEngine } from "../engine/engine.ts";
+import { nativeStepModel } from "../engine/native-runner.ts";
+import { Model, type Quant as NativeQuant } from "../native/model.ts";
+import { Tokenizer } from "../tokenizer/tokenizer.ts";
+import { log } from "../log.ts";
+import { formatBytes } from "../format.ts";
+import type { ResolvedModel } from "./resolve.ts";
+import type { Quant } from "./spec.ts";
+
+export type LoadModelOptions = {
+  quant?: Quant; // default: the spec's default for hub models, the weights as stored otherwise
+  kvBudget?: number; // bytes of sequence state (default: derived from the machine)
+  threads?: number; // 0 / undefined = one per core
+};
+
+export type LoadedModel = {
+  chat: ChatModel;
+  model: Model;
+  engine: SplashEngine;
+  quant: Quant;
+  sampling: Partial<SamplingOptions>; // the checkpoint's recommended settings (generation_config.json)
+  // Stops the engine loop and frees native memory; the ChatModel must not be used after.
+  close(): Promise<void>;
+};
+
+// The sampling fields of generation_config.json that map onto ours; anything else in the file is ignored.
+const GenerationConfig = z.object({
+  temperature: z.number().min(0).optional(),
+  top_p: z.number().gt(0).max(1).optional(),
+  top_k: z.number().int().min(0).optional(),
+  min_p: z.number().min(0).max(1).optional(),
+  repetition_penalty: z.number().gt(0).optional(),
+  presence_penalty: z.number().optional(),
+});
+
+function recommendedSampling(dir: string): Partial<SamplingOptions> {
+  const path = join(dir, "generation_config.json");
+  if (!existsSync(path)) return {};
+  const parsed = GenerationConfig.safeParse(JSON.parse(readFileSync(path, "utf8")));
+  if (!parsed.success) {
+    log.warn(`${path}: ignoring sampling settings (${parsed.error.issues[0]?.message})`);
+    return {};
+  }
+  const g = parsed.data;
+  const out: Partial<SamplingOptions> = {};
+  if (g.temperature !== undefined) out.temperature = g.temperature;
+  if (g.top_p !== undefined) out.topP = g.top_p;
+  if (g.top_k !== undefined) out.topK = g.top_k;
+  if (g.min_p !== undefined) out.minP = g.min_p;
+  if (g.repetition_penalty !== undefined) out.repetitionPenalty = g.repetition_penalty;
+  if (g.presence_penalty !== undefined) out.presencePenalty = g.presence_penalty;
+  return out;
+}
+
+const NATIVE_QUANT: Record<Quant, NativeQuant> = { bf16: "none", q8: "q8", q4: "q4" };
+
+export async function loadModel(resolved: ResolvedModel, options: LoadModelOptions = {}): Promise<LoadedModel> {
+  const quant: Quant = options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
+  const started = performance.now();
+  log.info(`loading ${resolved.id} from ${resolved.dir}${quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
+  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: NATIVE_QUANT[quant], threads: options.threads })]);
+  try {
+    const template = ChatTemplate.load(resolved.dir);
+    if (tokenizer.vocabSize > model.info.vocabSize) {
+      throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
+    }
+    const engine = createEngine(nativeStepModel(model), { kvBudget: options.kvBudget, cacheSalt: `${resolved.id}:${quant}` });
+    const spec = resolved.spec;
+    const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
+    const chat = chatModel({
+      id: resolved.id,
+      tokenizer,
+      template,
+      engine,
+      stopTokens: endOfTurnTokens(tokenizer),
+      contextLength,
+      maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
+      // The vision tower is not served yet (issue 14): image parts are refused with a clear error.
+      vision: false,
+    });
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    log.info(`loaded ${resolved.id} in ${seconds} s: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens`);
+    return {
+      chat,
+      model,
+      engine,
+      quant,
+      sampling: recommendedSampling(resolved.dir),
+      async close() {
+        await engine.close();
+        model.free();
+        tokenizer.free();
+      },
+    };
+  } catch (e) {
+    model.free();
+    tokenizer.free();
+    throw e;
+  }
+}
