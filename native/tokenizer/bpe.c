@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define SMALL_PIECE 48        /* bytes: the array loop below this, the heap above */
-#define CACHE_MAX_PIECE 128   /* bytes: longer pieces are rare and not cached */
+#define CACHE_MAX_PIECE 2048  /* bytes: CJK runs are single pieces of hundreds of bytes; longer ones are not cached */
 #define CACHE_SLOTS (1 << 17) /* power of two; the cache is cleared when half full or its arenas are */
 #define CACHE_ARENA (1 << 22) /* bytes of piece text, and ids, kept by the cache */
 
