@@ -1,0 +1,47 @@
+// The memory plan's sequence-state numbers are native's: for checkpoints with each supported model's attention and
+// GDN head shapes (a few layers, a tiny hidden size, random weights), libsplash's splash_cache_page_bytes and
+// splash_cache_slot_bytes equal what src/models/memory.ts computes from the config, and scaling native's per-layer
+// bytes to the model's layer counts gives the spec's kvBytesPerToken and stateBytesPerSequence.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeRandomCheckpoint } from "../../src/engine/serve-bench-model.ts";
+import { expectedConfig, readCheckpointConfig } from "../../src/models/config.ts";
+import { kvBytesPerToken, stateBytesPerSequence } from "../../src/models/memory.ts";
+import { hubSpecs } from "../../src/models/registry.ts";
+import { Model } from "../../src/native/model.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "splash-models-native-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("sequence-state bytes: spec vs libsplash", () => {
+  for (const spec of hubSpecs()) {
+    test(spec.id, async () => {
+      const want = expectedConfig(spec);
+      const t = want.text;
+      const n = (k: string) => Number(t[k]);
+      // 4 layers: three GDN and one full attention, with the model's head counts and dims.
+      const dir = join(tmp, spec.id);
+      writeRandomCheckpoint(dir, {
+        hidden: 64, layers: 4, intermediate: 64, vocab: 256, context: 4096,
+        heads: n("num_attention_heads"), kvHeads: n("num_key_value_heads"), headDim: n("head_dim"),
+        linearKeyHeads: n("linear_num_key_heads"), linearValueHeads: n("linear_num_value_heads"), linearHeadDim: n("linear_value_head_dim"),
+      });
+      expect(n("linear_key_head_dim")).toBe(n("linear_value_head_dim")); // the random writer has one GDN head dim
+      const cfg = readCheckpointConfig(dir);
+      const model = await Model.load(dir, { threads: 1 });
+      try {
+        expect(model.pageBytes(1)).toBe(kvBytesPerToken(cfg.layerTypes, cfg.text, spec.cache));
+        expect(model.pageBytes(64)).toBe(64 * model.pageBytes(1));
+        expect(model.slotBytes).toBe(stateBytesPerSequence(cfg.layerTypes, cfg.text, spec.cache));
+        const full = want.layerTypes.filter((k) => k === "full_attention").length;
+        const linear = want.layerTypes.length - full;
+        expect(model.pageBytes(1) * full).toBe(spec.memory!.kvBytesPerToken);
+        expect((model.slotBytes / 3) * linear).toBe(spec.memory!.stateBytesPerSequence);
+      } finally {
+        model.free();
+      }
+    });
+  }
+});
