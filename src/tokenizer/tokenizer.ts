@@ -19,8 +19,9 @@ import { parseTokenizerJson, type AddedToken, type TokenizerSpec } from "./token
 
 const MARK = "\uFDD0";
 
+// Escapes the regex syntax characters (only those: under the u flag any other escaped character is an error).
 function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 
 export class Tokenizer {
@@ -32,7 +33,7 @@ export class Tokenizer {
   private readonly specialIds: Set<number>;
   private readonly addedByContent: Map<string, number>;
   private readonly splitAdded: RegExp | null; // an added token, longest first (tokenizers matches leftmost-longest)
-  private readonly escapeStarts: RegExp | null; // a character an added token starts with, or the mark itself
+  private readonly escapeStarts: RegExp; // a character an added token starts with, or the mark itself
   // ignoreBOM: a leading U+FEFF is text the model produced, not a byte-order mark to drop.
   private readonly decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
@@ -112,7 +113,7 @@ export class Tokenizer {
 
   // Marks client text so that encodeTemplate keeps any added-token strings in it as text (see the file comment).
   escape(text: string): string {
-    return text.replace(this.escapeStarts!, (c) => (c === MARK ? MARK + MARK : c + MARK));
+    return text.replace(this.escapeStarts, (c) => (c === MARK ? MARK + MARK : c + MARK));
   }
 
   // Number of tokens of plain text (no copy of the ids).
