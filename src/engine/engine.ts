@@ -11,6 +11,7 @@ import { describeMemoryPlan, planMemory, type MemoryPlan } from "./memory-plan.t
 import type { StepModel, StepRunner } from "./runner.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
+import { StepTimer } from "./step-timer.ts";
 import { EngineOverloaded, PromptTooLong, type Engine, type EngineEvent, type EngineStats, type GenerateRequest } from "./types.ts";
 
 export type EngineOptions = {
@@ -18,13 +19,14 @@ export type EngineOptions = {
   pageTokens?: number; // tokens per KV page and prefix-cache block (default 64)
   maxSeqs?: number; // sequences running at once (default 16)
   maxQueue?: number; // requests waiting before EngineOverloaded (default 256)
-  maxStepTokens?: number; // tokens per step, the decode-stall bound (default 512, at most the model's)
+  maxStepTokens?: number; // tokens per step (default 512, at most the model's)
+  stallTargetMs?: number; // how long a step may take when it carries a prompt next to decoding streams (default 200)
   snapshotInterval?: number; // tokens between GDN snapshots in long prompts (default 4096)
   prefixCache?: boolean; // default true
   cacheSalt?: string; // names the model in prefix-cache hashes (model id, weights, quantization)
 };
 
-const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, maxStepTokens: 512, snapshotInterval: 4096 };
+const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, maxStepTokens: 512, snapshotInterval: 4096, stallTargetMs: 200 };
 
 // Plans the model's sequence-state memory, creates its cache and starts its loop. The engine owns the runner (and
 // closes it); the model stays the caller's.
@@ -46,6 +48,8 @@ export class SplashEngine implements Engine {
   private wakeLoop: (() => void) | undefined;
   private readonly loopDone: Promise<void>;
   private serviceSeconds = 0; // moving average of admission-to-finish time, for Retry-After
+  private readonly timer: StepTimer;
+  private readonly stallTargetMs: number;
 
   constructor(
     model: StepModel,
@@ -77,6 +81,8 @@ export class SplashEngine implements Engine {
       if (seq.admittedAt > 0) this.serviceSeconds = 0.8 * this.serviceSeconds + 0.2 * ((performance.now() - seq.admittedAt) / 1000);
     };
     this.contextTokens = Math.min(model.contextTokens, plan.nPages * plan.pageTokens);
+    this.timer = new StepTimer(plan.pageTokens);
+    this.stallTargetMs = options.stallTargetMs ?? DEFAULTS.stallTargetMs;
     this.loopDone = this.loop();
   }
 
@@ -157,13 +163,15 @@ export class SplashEngine implements Engine {
     while (!this.closed) {
       this.scheduler.reap();
       this.scheduler.admit();
-      const plan = this.scheduler.schedule();
+      const plan = this.scheduler.schedule(this.timer.promptTokensWithin(this.stallTargetMs));
       if (!plan) {
         await new Promise<void>((resolve) => (this.wakeLoop = resolve));
         continue;
       }
       try {
+        const t0 = performance.now();
         const results = await this.runner.step(plan.batch);
+        this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
         this.scheduler.complete(plan, results);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));

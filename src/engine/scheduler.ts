@@ -3,8 +3,9 @@
 //
 // A step carries at most maxStepTokens tokens. Sequences that are one token behind (decoding) go first, one token
 // each, so a stream gets a token every step whatever else arrives; the rest of the budget goes to sequences that are
-// further behind (prompts), oldest first, in chunks. A long new prompt therefore delays a running stream by at most
-// one step of maxStepTokens tokens per token: that is the decode-stall bound, set by the budget.
+// further behind (prompts), oldest first, in chunks. While any stream is decoding, the prompt tokens of a step are
+// further capped by the engine (`promptLimit`, from the measured cost of a prompt token and a target step time), so
+// a long new prompt delays each running stream's next token by about that target: the decode-stall bound.
 //
 // Chunks are cut at block boundaries (multiples of pageTokens) and at snapshot points, so a prompt is split at the
 // same positions whether it runs alone, next to others, or resumes from the prefix cache.
@@ -21,7 +22,7 @@ export type SchedulerOptions = {
 };
 
 export type StepChunk = { seq: Sequence; start: number; count: number; sample: boolean };
-export type StepPlan = { chunks: StepChunk[]; batch: StepSequence[] };
+export type StepPlan = { chunks: StepChunk[]; batch: StepSequence[]; decodeTokens: number; promptTokens: number };
 
 export class Scheduler {
   readonly waiting: Sequence[] = [];
@@ -80,16 +81,16 @@ export class Scheduler {
     return n;
   }
 
-  // The next step, or undefined when no sequence has anything to compute.
-  schedule(): StepPlan | undefined {
-    let room = this.options.maxStepTokens;
+  // The next step, or undefined when no sequence has anything to compute. `promptLimit` caps the prompt tokens of
+  // a step that also carries decode tokens.
+  schedule(promptLimit = Infinity): StepPlan | undefined {
     const chunks: StepChunk[] = [];
     for (const seq of this.running) {
-      if (seq.length - seq.computed === 1) {
-        chunks.push({ seq, start: seq.computed, count: 1, sample: true });
-        room--;
-      }
+      if (seq.length - seq.computed === 1) chunks.push({ seq, start: seq.computed, count: 1, sample: true });
     }
+    const decodeTokens = chunks.length;
+    let room = this.options.maxStepTokens - decodeTokens;
+    if (decodeTokens > 0) room = Math.min(room, Math.max(promptLimit, this.cache.options.pageTokens));
     for (const seq of this.running) {
       if (seq.length - seq.computed <= 1 || room === 0) continue;
       const count = this.chunkLength(seq, room);
@@ -98,7 +99,8 @@ export class Scheduler {
       room -= count;
     }
     if (chunks.length === 0) return undefined;
-    return { chunks, batch: chunks.map((c) => this.stepSequence(c)) };
+    const promptTokens = chunks.reduce((n, c) => n + c.count, 0) - decodeTokens;
+    return { chunks, batch: chunks.map((c) => this.stepSequence(c)), decodeTokens, promptTokens };
   }
 
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,

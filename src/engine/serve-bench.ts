@@ -56,12 +56,19 @@ function request(prompt: Int32Array, maxTokens: number, signal = new AbortContro
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
-export type AgentOptions = { systemTokens: number; turnTokens: number; outputTokens: number; targetPrefix: number };
-export type AgentTurn = { turn: number; promptTokens: number; cachedTokens: number; hitMs: number; missMs: number; speedup: number };
+export type AgentOptions = {
+  systemTokens: number;
+  turnTokens: number;
+  outputTokens: number;
+  targetPrefix: number;
+  missTurns: "all" | "first-and-last"; // which turns also run uncached (each costs a full prefill)
+};
+export type AgentTurn = { turn: number; promptTokens: number; cachedTokens: number; hitMs: number; missMs?: number; speedup?: number };
 
 // An agent-like conversation: a long system prompt (instructions + tools), then turns that each add a user or tool
-// message, the previous answer staying in the history. Every turn runs on an engine with the prefix cache (hit)
-// and, for comparison, on a fresh engine without it (miss), until the cached prefix reaches targetPrefix tokens.
+// message, the previous answer staying in the history. Every turn runs on an engine with the prefix cache (hit);
+// the chosen turns run again on a fresh engine without it (miss), until the cached prefix reaches targetPrefix.
+// A miss must produce the same tokens as the hit (the cache changes time, never output).
 export async function agentTurns(model: StepModel, engineOptions: EngineOptions, o: AgentOptions): Promise<AgentTurn[]> {
   const warm = createEngine(model, engineOptions);
   const turns: AgentTurn[] = [];
@@ -70,17 +77,22 @@ export async function agentTurns(model: StepModel, engineOptions: EngineOptions,
     for (let turn = 1; ; turn++) {
       const prompt = concat(history, randomTokens(o.turnTokens, 100 + turn, model.vocabSize));
       const hit = await timed(warm.generate(request(prompt, o.outputTokens)));
-      const cold = createEngine(model, { ...engineOptions, prefixCache: false });
-      let miss: Run;
-      try {
-        miss = await timed(cold.generate(request(prompt, o.outputTokens)));
-      } finally {
-        await cold.close();
+      const last = hit.cached >= o.targetPrefix;
+      const row: AgentTurn = { turn, promptTokens: prompt.length, cachedTokens: hit.cached, hitMs: hit.ttftMs };
+      if (o.missTurns === "all" || turn === 1 || last) {
+        const cold = createEngine(model, { ...engineOptions, prefixCache: false });
+        try {
+          const miss = await timed(cold.generate(request(prompt, o.outputTokens)));
+          if (miss.tokens.join() !== hit.tokens.join()) throw new Error(`turn ${turn}: the output resumed from the prefix cache differs from the one computed from scratch`);
+          row.missMs = miss.ttftMs;
+          row.speedup = miss.ttftMs / hit.ttftMs;
+        } finally {
+          await cold.close();
+        }
       }
-      if (miss.tokens.join() !== hit.tokens.join()) throw new Error(`turn ${turn}: the output resumed from the prefix cache differs from the one computed from scratch`);
-      turns.push({ turn, promptTokens: prompt.length, cachedTokens: hit.cached, hitMs: hit.ttftMs, missMs: miss.ttftMs, speedup: miss.ttftMs / hit.ttftMs });
+      turns.push(row);
       history = concat(prompt, Int32Array.from(hit.tokens));
-      if (hit.cached >= o.targetPrefix) break;
+      if (last) break;
     }
   } finally {
     await warm.close();

@@ -5,6 +5,7 @@ import { BlockPool } from "../../src/engine/block-pool.ts";
 import { KVCacheManager } from "../../src/engine/cache-manager.ts";
 import { Scheduler, type StepPlan } from "../../src/engine/scheduler.ts";
 import { Sequence, type FinishReason } from "../../src/engine/sequence.ts";
+import { StepTimer } from "../../src/engine/step-timer.ts";
 import type { GenerateRequest } from "../../src/engine/types.ts";
 
 const greedy = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 1 };
@@ -164,5 +165,41 @@ describe("Scheduler", () => {
     scheduler.fail(scheduler.schedule()!, new Error("boom"));
     expect(events).toEqual(["admitted 3 0", "error boom"]);
     expect(pool.heldPages + pool.workingSlots).toBe(0);
+  });
+});
+
+describe("decode stall bound", () => {
+  test("with streams decoding, a step carries at most promptLimit prompt tokens (at least a block)", () => {
+    const { scheduler } = setup({ maxStepTokens: 64, maxRunning: 4 });
+    const stream = sequence(3, 50, 100).seq;
+    scheduler.enqueue(stream);
+    scheduler.admit();
+    let plan = scheduler.schedule(8)!;
+    expect(shape(plan)).toEqual([`${stream.id}:0+3s`]); // no decode yet: the limit does not apply
+    scheduler.complete(plan, reply(plan));
+    const long = sequence(100, 5, 300).seq;
+    scheduler.enqueue(long);
+    scheduler.admit();
+    plan = scheduler.schedule(8)!;
+    expect([plan.decodeTokens, plan.promptTokens]).toEqual([1, 8]);
+    scheduler.complete(plan, reply(plan));
+    plan = scheduler.schedule(2)!;
+    expect([plan.decodeTokens, plan.promptTokens]).toEqual([1, 4]);
+    scheduler.complete(plan, reply(plan));
+    expect(scheduler.schedule()!.promptTokens).toBe(52); // no limit: up to the snapshot point at 64
+  });
+});
+
+describe("StepTimer", () => {
+  test("learns the decode cost and the cost per prompt token, and sizes chunks to a target", () => {
+    const timer = new StepTimer(16);
+    expect(timer.promptTokensWithin(200)).toBeUndefined();
+    timer.observe(0, 512, 1024); // 2 ms a prompt token
+    expect(timer.promptTokensWithin(200)).toBe(100);
+    timer.observe(2, 0, 40); // decode steps: 40 ms
+    expect(timer.promptTokensWithin(200)).toBe(80);
+    timer.observe(2, 10, 100); // too few prompt tokens to learn from
+    expect(timer.promptTokensWithin(200)).toBe(80);
+    expect(timer.promptTokensWithin(20)).toBe(16); // never below a block
   });
 });

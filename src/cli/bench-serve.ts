@@ -1,0 +1,115 @@
+// `splash bench serve`: what the engine loop and its caches buy an agent workload (issue 6), on the native engine:
+//   agent      time to first token of a growing agent conversation (a long system prompt + tools, then turns that
+//              add tool results), resumed from the prefix cache (hit) vs computed from scratch (miss);
+//   stall      how much a long new prompt slows running streams (prefill chunked under the step budget);
+//   streams    total decode throughput of 4 concurrent streams ÷ 1 stream;
+//   admission  16 concurrent long requests under a KV budget where reserving the full context for each would run
+//              only 9 at once: all complete; peak memory in use against the budget.
+// Ends with one JSON line. MODEL is a directory, a model id under models/, or random:small / random:medium (a
+// random-weight checkpoint of the family, written once into the cache directory).
+import { existsSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { nativeStepModel } from "../engine/native-runner.ts";
+import { agentTurns, decodeStall, decodeStreams, tightBudget } from "../engine/serve-bench.ts";
+import { RANDOM_SIZES, writeRandomCheckpoint } from "../engine/serve-bench-model.ts";
+import { formatBytes } from "../format.ts";
+import { log } from "../log.ts";
+import { machine } from "../machine.ts";
+import { Model, type Quant } from "../native/model.ts";
+import { cacheDir } from "../paths.ts";
+import { CliError, command, intOption, parseOption } from "./_command.ts";
+
+const modelsDir = join(import.meta.dir, "..", "..", "models");
+
+// The checkpoint directory MODEL names; random ones are written on first use.
+function resolveModel(spec: string): string {
+  const random = /^random:(\w+)$/.exec(spec);
+  if (random) {
+    const size = RANDOM_SIZES[random[1]!];
+    if (!size) throw new CliError(`no random model size ${random[1]}`, `use one of ${Object.keys(RANDOM_SIZES).map((s) => `random:${s}`).join(", ")}`);
+    const dir = join(cacheDir(), "bench", `serve-random-${random[1]}`);
+    if (!existsSync(join(dir, "model.safetensors"))) {
+      log.info(`writing a random-weight ${random[1]} checkpoint to ${dir} (once)`);
+      writeRandomCheckpoint(dir, size);
+    }
+    return dir;
+  }
+  for (const dir of [resolve(spec), join(modelsDir, spec)]) if (existsSync(join(dir, "config.json")) && statSync(dir).isDirectory()) return dir;
+  throw new CliError(`no model directory ${spec}`, "MODEL is a checkpoint directory, a model id under models/, or random:small / random:medium");
+}
+
+async function load(spec: string, quant: Quant, threads: number): Promise<{ model: Model; name: string }> {
+  const model = await Model.load(resolveModel(spec), { quant, threads, maxStepTokens: 512 });
+  return { model, name: spec };
+}
+
+const quantOption = z.enum(["none", "q8", "q4"], { error: "expected none, q8 or q4" });
+
+export default command({
+  meta: { name: "serve", description: "Prefix-cache TTFT, decode stall, concurrent decode and admission under a tight KV budget" },
+  args: {
+    model: { type: "string", description: "Model for the agent, stall and admission runs (default: splash-tiny if installed, else random:small)" },
+    decodeModel: { type: "string", description: "Model for the concurrent-decode run (default random:medium: its weights outgrow the CPU caches)" },
+    quant: { type: "string", description: "Weight format: none (as stored), q8 or q4 (default none)" },
+    threads: { type: "string", description: "Threads (default: every core)" },
+    system: { type: "string", description: "System prompt + tools tokens of the agent conversation (default 4096)" },
+    turn: { type: "string", description: "Tokens each agent turn adds (default 512)" },
+    target: { type: "string", description: "Shared prefix the agent conversation grows to (default 8192)" },
+    context: { type: "string", description: "Served context of the admission run (default 2048)" },
+  },
+  async run({ args }) {
+    const name = "bench serve";
+    const quant = args.quant === undefined ? "none" : parseOption(name, "quant", quantOption, args.quant);
+    const threads = args.threads === undefined ? 0 : parseOption(name, "threads", intOption(1, 1024), args.threads);
+    const system = args.system === undefined ? 4096 : parseOption(name, "system", intOption(64, 1 << 20), args.system);
+    const turn = args.turn === undefined ? 512 : parseOption(name, "turn", intOption(1, 1 << 20), args.turn);
+    const target = args.target === undefined ? 8192 : parseOption(name, "target", intOption(1, 1 << 20), args.target);
+    const context = args.context === undefined ? 2048 : parseOption(name, "context", intOption(256, 1 << 20), args.context);
+    const mainSpec = args.model ?? (existsSync(join(modelsDir, "splash-tiny", "config.json")) ? "splash-tiny" : "random:small");
+    const decodeSpec = args.decodeModel ?? "random:medium";
+    const engineOptions = { pageTokens: 64, kvBudget: 512 * 2 ** 20 };
+
+    const main = await load(mainSpec, quant, threads);
+    let agent, stall, admission;
+    try {
+      const step = nativeStepModel(main.model);
+      log.info(`agent: ${system}-token system prompt, +${turn} tokens a turn, until ${target} tokens are cached`);
+      const turns = await agentTurns(step, engineOptions, { systemTokens: system, turnTokens: turn, outputTokens: 32, targetPrefix: target, missTurns: "first-and-last" });
+      for (const t of turns) log.info(`  turn ${t.turn}: ${t.promptTokens} tokens, ${t.cachedTokens} cached, TTFT ${t.hitMs.toFixed(0)} ms${t.missMs === undefined ? "" : ` vs ${t.missMs.toFixed(0)} ms uncached (${t.speedup!.toFixed(1)}×)`}`);
+      agent = { turns, speedupAtTarget: turns.at(-1)!.speedup };
+      log.info("stall: 2 streams decoding while a 2048-token prompt arrives");
+      stall = await decodeStall(step, engineOptions, 2, 2048);
+      log.info(`  gap between tokens ${stall.baselineGapMs.toFixed(0)} ms before, ${stall.medianGapDuringPrefillMs.toFixed(0)} ms median / ${stall.maxGapDuringPrefillMs.toFixed(0)} ms max during its ${stall.prefillMs.toFixed(0)} ms prefill`);
+      log.info(`admission: 16 requests, context ${context}, budget for 9 full contexts`);
+      admission = await tightBudget(step, { pageTokens: 64 }, { requests: 16, contextTokens: context, reserveAdmits: 9, outputTokens: 16 });
+      log.info(`  ${admission.completed}/16 completed, ${admission.peakRunning} at once; peak ${formatBytes(admission.peakSequenceBytes)} held of ${formatBytes(admission.budgetBytes)}`);
+    } finally {
+      main.model.free();
+    }
+
+    const dec = await load(decodeSpec, quant, threads);
+    let one, four;
+    try {
+      const step = nativeStepModel(dec.model);
+      one = await decodeStreams(step, engineOptions, 1, 16, 48);
+      four = await decodeStreams(step, engineOptions, 4, 16, 48);
+      log.info(`streams: ${one.tokensPerSecond.toFixed(1)} tokens/s alone, ${four.tokensPerSecond.toFixed(1)} in all with 4 (${(four.tokensPerSecond / one.tokensPerSecond).toFixed(2)}×)`);
+    } finally {
+      dec.model.free();
+    }
+
+    const m = machine();
+    console.log(
+      JSON.stringify({
+        bench: "serve",
+        machine: { cpu: m.cpuModel, cores: m.cores, memory: m.totalMemory },
+        models: { main: mainSpec, decode: decodeSpec, quant, threads: threads || m.cores },
+        agent,
+        stall,
+        streams: { one, four, ratio: four.tokensPerSecond / one.tokensPerSecond },
+        admission,
+      }),
+    );
+  },
+});
