@@ -7,7 +7,7 @@
 // content that could be the start of a stop string is held until it cannot; a match ends the answer there, aborts
 // the engine request (freeing its memory at once) and finishes with "stop". Usage counts every generated token;
 // reasoning tokens are those generated while the parser was inside <think>.
-import type { Engine, GeneratedToken } from "../engine/types.ts";
+import type { Engine } from "../engine/types.ts";
 import { PromptTooLong } from "../engine/types.ts";
 import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -167,7 +167,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
         completed = true;
         break;
       }
-      for (const t of ev.tokens as GeneratedToken[]) {
+      for (const t of ev.tokens) {
         usage.completionTokens++;
         if (parser.inReasoning) usage.reasoningTokens++;
         if (stopTokens.has(t.id)) continue;
@@ -195,6 +195,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
     for (const out of forward(parser.push(detok.flush()))) yield out;
     for (const out of forward(parser.finish())) yield out;
   }
+  // The held possible stop-string prefix that never completed is shown.
   if (!stopped) {
     const rest = stop.flush();
     if (rest) yield { type: "content", text: rest, ...(options.logprobs !== undefined ? { logprobs: pendingLogprobs } : {}) };
