@@ -24,6 +24,9 @@ export interface TokenConstraint {
   rollback(n: number): void;
   // True when the constrained value is complete; the engine then ends the output.
   isComplete(): boolean;
+  // Frees what the constraint holds (grammar matcher memory in WebAssembly); the engine calls it once the sequence
+  // ends, however it ends.
+  release?(): void;
 }
 
 export type GenerateRequest = {
