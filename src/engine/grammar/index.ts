@@ -9,7 +9,7 @@
 // the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
 import type { TokenConstraint } from "../types.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
-import { planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
+import { planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
 import { Utf8Table } from "./utf8.ts";
 import type { Vocabulary } from "./vocab.ts";
 import { XgrammarVocab } from "./xgrammar.ts";
@@ -27,6 +27,7 @@ export type SequenceConstraint = TokenConstraint & { release(): void };
 
 export class StructuredOutput {
   private readonly cache = new Map<string, Promise<PreparedGrammar>>();
+  private readonly plans = new Map<string, GrammarPlan | null>();
 
   private constructor(
     private readonly xg: XgrammarVocab,
@@ -45,7 +46,14 @@ export class StructuredOutput {
   // The grammar a request needs (compiled, or from the cache), or null when it needs none. Throws ConstraintError
   // for a schema or tool choice the grammar cannot enforce.
   async prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> {
-    const plan = planGrammar(req);
+    // Writing the grammar takes milliseconds; a request seen before skips that too.
+    const requestKey = JSON.stringify([req.responseFormat, req.tools, req.toolChoice, req.parallelToolCalls]);
+    let plan = this.plans.get(requestKey);
+    if (plan === undefined) {
+      plan = planGrammar(req);
+      this.plans.set(requestKey, plan);
+      if (this.plans.size > CACHE_ENTRIES) this.plans.delete(this.plans.keys().next().value!);
+    }
     if (!plan) return null;
     const key = `${this.xg.vocab.id}\n${plan.ebnf}`;
     let entry = this.cache.get(key);
