@@ -1,18 +1,21 @@
 // The token-mask engine: xgrammar's WebAssembly build (@mlc-ai/web-xgrammar 0.1.27, pinned) compiles our EBNF
 // against the vocabulary and answers, per sequence, which tokens may come next.
 //
-// Why xgrammar, and why only its EBNF entry point (measured on the 2-core dev machine, Qwen3 vocabulary of 151,669
-// tokens padded to 151,936, BENCHMARKS.md "Grammar"):
-// - Its per-token mask is fast (p50 well under 0.1 ms on nested schemas) because it precomputes, per grammar
-//   position, which tokens are decided without context; writing that engine again in TS would cost far more than
-//   it saves. It runs under Bun and inside `bun build --compile` binaries: the WASM is inlined as base64, so it
-//   loads offline with nothing beside the binary.
+// Why xgrammar, and why only its EBNF entry point. Measured on the shared 2-core dev machine (load average ~10
+// from other builds), Qwen3 vocabulary (151,669 tokens, 151,936 logits), `splash bench grammar` on a nested schema
+// (BENCHMARKS.md "Grammar"): mask per token p50 0.02 ms, p90 0.15 ms, p99 2.8 ms CPU (wall p99 6–12 ms: the process
+// was preempted); vocabulary preparation 2.5–3.6 s once per model; compile 3.8–4.6 s cold for that schema, ~0.2 s
+// for a small one, cached after.
+// - The per-token mask is fast because xgrammar precomputes, per grammar position, the tokens decided without
+//   context; building that engine again in TS would cost far more than it saves. It runs under Bun and inside
+//   `bun build --compile` binaries: the WASM is inlined as base64, so it loads offline with nothing beside the binary.
 // - Its own JSON-Schema converter is not used: it accepts unknown keywords and formats silently (unconstrained
 //   output), treats oneOf as anyOf, turns allOf of two schemas into "any", lets number bounds like maximum 1.5
 //   through as garbage ("1\u00005"), and puts unescaped quotes and control characters into pattern strings. Every
-//   error it meets aborts the WASM module. schema.ts validates and json-grammar.ts writes EBNF instead.
-// - Compile time grows with bounded repetitions (~80 ms per position of `[^"]{0,n}` over this vocabulary), hence the
-//   caps on lengths and repetition counts in schema.ts/regex.ts.
+//   error it meets aborts the WASM call. schema.ts validates and json-grammar.ts writes EBNF instead.
+// - Its EBNF has traps the writers avoid: character-class members above U+007F match single bytes (ebnf.ts charSet),
+//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~80 ms of
+//   compile per position over this vocabulary (caps in schema.ts and regex.ts).
 // - The package only offers an async getNextTokenBitmask() (it awaits its lazy init on every call). The engine loop
 //   needs the mask synchronously, so the binding's WebAssembly memory is captured when the module instantiates and
 //   the mask vector is copied straight out of it; a self-check at load compares that copy with the package's own
