@@ -65,7 +65,7 @@ def write_card(model_dir, config, dcfg, m, manifest):
         f"| context | max_position_embeddings {t.max_position_embeddings} |",
         "| norms | zero-centred RMSNorm (1 + w), eps 1e-6; gated RMSNorm (w) in GDN |",
         f"| MTP | 1 layer (`mtp.*`): fc [2H→H] over [norm(embed(t+1)); norm(final-normed hidden t)], one full-attention decoder layer, norm, shared lm_head; {m['params']['mtp']:,} params |",
-        f"| DFlash drafter (`dflash/`) | {dcfg['num_hidden_layers']} Qwen3-style layers (hidden {dcfg['hidden_size']}, {dcfg['num_attention_heads']}/{dcfg['num_key_value_heads']} heads × {dcfg['head_dim']}, MLP {dcfg['intermediate_size']}, plain-w RMSNorm, full-width RoPE theta {dcfg['rope_theta']:g}), block {dcfg['block_size']}, target_layer_ids {dcfg['dflash_config']['target_layer_ids']} (post-residual layer outputs), mask token {dcfg['dflash_config']['mask_token_id']} `<\\|MASK\\|>`, bidirectional within the block; embedding and lm_head are the target's (not stored); {m['params']['dflash']:,} params |",
+        f"| DFlash drafter (`dflash/`) | {dcfg['num_hidden_layers']} Qwen3-style layers (hidden {dcfg['hidden_size']}, {dcfg['num_attention_heads']}/{dcfg['num_key_value_heads']} heads × {dcfg['head_dim']}, MLP {dcfg['intermediate_size']}, plain-w RMSNorm, full-width RoPE theta {dcfg['rope_theta']:g}), block {dcfg['block_size']}, target_layer_ids {dcfg['dflash_config']['target_layer_ids']} (residual stream after each of those layers; after layer {t.num_hidden_layers - 1}, the last, it is taken before the final norm), mask token {dcfg['dflash_config']['mask_token_id']} `<\\|MASK\\|>`, bidirectional within the block; embedding and lm_head are the target's (not stored); {m['params']['dflash']:,} params |",
         "",
         f"Parameters: target {m['params']['target_text']:,} (text model + lm_head), MTP {m['params']['mtp']:,}, "
         f"drafter {m['params']['dflash']:,}. The checkpoint has no `model.visual.*` tensors; `vision_config` is a",
@@ -92,9 +92,10 @@ def write_card(model_dir, config, dcfg, m, manifest):
         f"Python files of the packages installed on the training machine, used only when the package metadata",
         f"names a permissive license and nothing copyleft, proprietary or unknown: {len(used)} packages,",
         f"{manifest['files']} files after content deduplication ({manifest['heldout_files']} held out by file).",
-        "Each documented function (4–80 lines) became chat samples in "
+        "Each documented function (4–50 lines, tests left out) became chat samples in "
         f"{m['args']['variants']} phrasings (signature + docstring, or \"Write a Python function that …\"),",
-        "the answer being the function in a ```python block; whole files were added as",
+        "the answer being the function, its docstring cut to the summary, in a ```python block; whole files",
+        "were added as",
         "`<|repo_name|>`/`<|file_sep|>` documents; synthetic tool conversations (12 tools, XML calls, tool",
         "results, final answers) were added. Training tokens by kind: "
         + ", ".join(f"{k} {v:,}" for k, v in m["data"]["train_tokens_by_kind"].items()) + ".",
@@ -115,8 +116,8 @@ def write_card(model_dir, config, dcfg, m, manifest):
         f"{tt.get('seq_len')} tokens, {tt.get('steps')} steps, {tt.get('tokens', 0):,} tokens in {tt.get('seconds')} s; "
         f"loss = CE(next token) + {m['args']['mtp_weight']} · CE(MTP, token t+2). Final training loss {tt.get('final_loss')},",
         f"  MTP loss {tt.get('final_mtp_loss')}.",
-        f"- DFlash: target frozen; {dt['generated_sequences']} greedy answers of the target to training prompts plus",
-        f"  corpus chunks; {m['args']['draft_anchors']} random anchors per sequence, block [anchor, MASK×7] predicting",
+        f"- DFlash: target frozen; batches of 3/4 greedy answers of the target to training prompts",
+        f"  ({dt['generated_sequences']} answers) and 1/4 corpus chunks; {m['args']['draft_anchors']} random anchors per sequence, block [anchor, MASK×7] predicting",
         "  anchor+1…anchor+7 against the target's greedy token, context = taps of the tokens before the anchor,",
         f"  loss weights exp(−(j−1)/4); {dt['steps']} steps in {dt['seconds']} s.",
         "",

@@ -6,9 +6,10 @@ chat samples, plus raw files and synthetic tool conversations.
   unknown (`license_decision`); the decision for every package is recorded in the manifest.
 - Files are deduplicated by content; the held-out split is by file (a hash of package/path), so no
   function of a held-out file is trained on.
-- Each documented function of 4–60 lines becomes a conversation: the user gives a signature and docstring
-  (several phrasings, including plain "Write a Python function that …"), the assistant answers with the
-  whole function in a ```python block after an empty thinking block.
+- Each documented function of 4–50 lines (tests left out) becomes a conversation: the user gives a
+  signature and docstring (several phrasings, including plain "Write a Python function that …"), the
+  assistant answers with the function, its docstring cut to the summary, in a ```python block after an
+  empty thinking block.
 - A share of whole files goes in as repository text (`<|repo_name|>pkg\\n<|file_sep|>path\\ncode`)."""
 
 import ast
@@ -138,8 +139,35 @@ def _definitions(body):
             yield from _definitions(node.body)
 
 
-def functions_of(text):
-    """Documented functions of a module: dicts {name, source, stub, summary} (source dedented)."""
+def short_docstring(source, first, last, summary):
+    """`source` with its docstring (lines first..last, 0-based, of the dedented function) cut to the
+    one-paragraph summary, or None when that cannot be done safely."""
+    lines = source.splitlines()
+    opening, closing = lines[first].lstrip(), lines[last].rstrip()
+    quotes = opening[:3]
+    if first == 0 or quotes not in ('"' * 3, "'" * 3) or not closing.endswith(quotes):
+        return None
+    if '"' * 3 in summary or "\\" in summary or summary.endswith('"'):
+        return None
+    indent = lines[first][: len(lines[first]) - len(opening)]
+    short = "\n".join(lines[:first] + [indent + '"' * 3 + summary + '"' * 3] + lines[last + 1:])
+    try:
+        ast.parse(short)
+    except SyntaxError:
+        return None
+    return short
+
+
+def is_test(path, name):
+    parts = path.replace("\\", "/").split("/")
+    return (name.startswith("test") or parts[-1].startswith("test_")
+            or any(p in ("test", "tests", "testing") for p in parts[:-1]))
+
+
+def functions_of(text, path=""):
+    """Documented functions of a module (tests left out): dicts {name, source, answer, stub, summary}.
+    `source` is the function as written (dedented); `answer` the same with the docstring cut to its
+    summary, which keeps answers short (long docstring sections are where a tiny model starts looping)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -148,24 +176,27 @@ def functions_of(text):
     out = []
     for node in _definitions(tree.body):
         doc = ast.get_docstring(node)
-        if not doc or len(doc) < 20 or len(node.body) < 2:
+        if not doc or len(doc) < 20 or len(node.body) < 2 or is_test(path, node.name):
             continue
         rest = node.body[1:]
         if len(rest) == 1 and isinstance(rest[0], (ast.Pass, ast.Raise)):
             continue
         start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
         end = node.end_lineno
-        if not 4 <= end - start <= 80:
+        if not 4 <= end - start <= 50:
             continue
         block = "\n".join(lines[start:end])
-        if len(block) > 3000 or "\t" in block:
+        if len(block) > 2400 or "\t" in block:
             continue
         source = textwrap.dedent(block)
         stub = "\n".join(source.splitlines()[: node.body[0].end_lineno - start])
         summary = " ".join(doc.split("\n\n")[0].split())
         if len(summary) > 240:
             summary = summary[:240].rsplit(" ", 1)[0] + " ..."
-        out.append({"name": node.name, "source": source, "stub": stub, "summary": summary})
+        doc_lines = (node.body[0].lineno - 1 - start, node.body[0].end_lineno - 1 - start)
+        answer = short_docstring(source, *doc_lines, summary)
+        out.append({"name": node.name, "source": source, "answer": answer or source, "stub": stub,
+                    "summary": summary})
     return out
 
 
@@ -198,7 +229,7 @@ def code_conversation(fn, rng, tools_share=0.1, system_share=0.15):
 
 
 def answer_text(fn):
-    return f"```python\n{fn['source']}\n```"
+    return f"```python\n{fn['answer']}\n```"
 
 
 def _file_samples(args):
@@ -207,7 +238,7 @@ def _file_samples(args):
     file, seed, variants = args
     rng = random.Random(f"{seed}/{file['package']}/{file['path']}")
     samples = []
-    for fn in functions_of(file["text"]):
+    for fn in functions_of(file["text"], file["path"]):
         key = hashlib.sha1(fn["source"].encode()).hexdigest()
         for _ in range(variants):
             messages, tools = code_conversation(fn, rng)
@@ -224,7 +255,7 @@ def eval_functions(files, n, seed):
     fns = []
     for f in files:
         if f["split"] == "val":
-            fns += functions_of(f["text"])
+            fns += functions_of(f["text"], f["path"])
     rng.shuffle(fns)
     seen, out = set(), []
     for fn in fns:

@@ -267,7 +267,8 @@ def block_mask(anchors, block_size, ctx_len):
 
 
 class Taps:
-    """Captures the post-residual outputs of chosen decoder layers (the z-lab tap, HF hidden_states[id+1])."""
+    """Captures the outputs of chosen decoder layers: the residual stream after layer i (for the last layer,
+    before the final norm), the z-lab tap (speculative-decoding.md §1.1)."""
 
     def __init__(self, model, layer_ids):
         self.layer_ids = list(layer_ids)

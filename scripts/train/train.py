@@ -66,26 +66,26 @@ def parse_args():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--mtp-weight", type=float, default=0.3)
-    p.add_argument("--target-seconds", type=float, default=210)
+    p.add_argument("--target-seconds", type=float, default=220)
     p.add_argument("--target-steps", type=int, help="fixed step count instead of the time budget")
-    p.add_argument("--taps", default="1,3,5,6")
+    p.add_argument("--taps", default="1,3,5,7")
     p.add_argument("--block", type=int, default=8)
     p.add_argument("--draft-layers", type=int, default=3)
     p.add_argument("--draft-intermediate", type=int, default=1024)
     p.add_argument("--draft-lr", type=float, default=2e-3)
     p.add_argument("--draft-batch", type=int, default=32)
-    p.add_argument("--draft-anchors", type=int, default=48)
+    p.add_argument("--draft-anchors", type=int, default=192)
     p.add_argument("--gen-seconds", type=float, default=25)
-    p.add_argument("--gen-batch", type=int, default=256)
+    p.add_argument("--gen-batch", type=int, default=1024)
     p.add_argument("--gen-tokens", type=int, default=256)
-    p.add_argument("--dflash-seconds", type=float, default=75)
+    p.add_argument("--dflash-seconds", type=float, default=90)
     p.add_argument("--dflash-steps", type=int)
     p.add_argument("--eval-code", type=int, default=96)
     p.add_argument("--eval-tools", type=int, default=96)
     p.add_argument("--eval-tau", type=int, default=32)
     p.add_argument("--eval-tokens", type=int, default=384)
-    p.add_argument("--deadline", type=float, default=500, help="seconds: the target budget shrinks to fit")
-    p.add_argument("--eval-reserve", type=float, default=90, help="seconds kept for evaluation, checks, files")
+    p.add_argument("--deadline", type=float, default=440, help="seconds: the target budget shrinks to fit")
+    p.add_argument("--eval-reserve", type=float, default=60, help="seconds kept for evaluation, checks, files")
     p.add_argument("--autocast-cpu", action="store_true", help="bf16 autocast on CPU too (to test the GPU path)")
     p.add_argument("--resume", help="a previous --out: reuse its tokenizer and target, train the drafter again")
     a = p.parse_args()
@@ -239,6 +239,16 @@ def bench_layers(model, a, device, out_metrics):
     log(f"layer bench (fwd+bwd, {a.batch}x{a.seq_len}): {res}")
 
 
+def schedule_length(step, t_start, mark, seconds, device):
+    """(total steps that fit `seconds`, (time, seconds per step)) from the rate since the last mark."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    now = time.time()
+    per_step = (now - t_start) / step if mark is None else (now - mark[0]) / (step - mark[2])
+    total = step + max(1, int((seconds - (now - t_start)) / per_step))
+    return total, (now, per_step, step)
+
+
 def train_target(a, model, mtp, train_chunks, device, out_metrics):
     params = [p for n, p in model.named_parameters() if not n.startswith("model.visual.")] + list(mtp.parameters())
     named = [(n, p) for n, p in model.named_parameters() if not n.startswith("model.visual.")]
@@ -256,7 +266,7 @@ def train_target(a, model, mtp, train_chunks, device, out_metrics):
     bench_layers(model, a, device, out_metrics)
     warmup = 100 if not a.tiny else 5
     total = a.target_steps or 10**9
-    step, t_start, tokens, history = 0, time.time(), 0, []
+    step, t_start, tokens, history, mark = 0, time.time(), 0, [], None
     model.train()
     mtp.train()
     while step < total:
@@ -283,13 +293,11 @@ def train_target(a, model, mtp, train_chunks, device, out_metrics):
         opt.step()
         step += 1
         tokens += inp.numel()
-        if step == 30 and not a.target_steps:
-            # fix the schedule length from the measured step time so the cosine ends with the budget
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            per_step = (time.time() - t_start) / step
-            total = max(step + 1, int(a.target_seconds / per_step))
-            log(f"target: {per_step * 1000:.0f} ms/step, {inp.numel() / per_step / 1e3:.0f}K tok/s → {total} steps")
+        if step in (30, 150) and not a.target_steps:
+            # size the schedule from the measured step time so the cosine ends with the budget; measured
+            # again once warm-up effects are gone (the first steps are slower)
+            total, mark = schedule_length(step, t_start, mark, a.target_seconds, device)
+            log(f"target: {mark[1] * 1000:.0f} ms/step, {inp.numel() / mark[1] / 1e3:.0f}K tok/s → {total} steps")
         if step % 100 == 0 or step == total or step in (1, 10):
             rec = {"step": step, "loss": round(loss_main.item(), 4), "mtp_loss": round(loss_mtp.item(), 4),
                    "grad_norm": round(gnorm.item(), 3), "lr": lr, "epoch": epoch, "tokens": tokens,
@@ -330,10 +338,10 @@ def generate_drafter_data(a, model, prompts, device, eos, pad):
 
 def drafter_batches(a, gen_seqs, train_chunks, gen):
     """Endless batches (ids [B,L], lo [B], hi [B], valid [B]): anchors are drawn in [lo, hi]; positions
-    ≥ valid are padding. Half the rows are the target's own answers (anchors inside the answer), half
-    corpus chunks (anchors anywhere)."""
+    ≥ valid are padding. Three quarters of the rows are the target's own answers (anchors inside the
+    answer), the rest corpus chunks (anchors anywhere)."""
     L = a.seq_len
-    n_gen = a.draft_batch // 2 if gen_seqs else 0
+    n_gen = a.draft_batch * 3 // 4 if gen_seqs else 0
     while True:
         ids = torch.zeros(a.draft_batch, L, dtype=torch.long)
         lo = torch.ones(a.draft_batch, dtype=torch.long)
@@ -360,7 +368,7 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or a.autocast_cpu)
     total = a.dflash_steps or 10**9
     warmup = 50 if not a.tiny else 3
-    step, t_start, history = 0, time.time(), []
+    step, t_start, history, mark = 0, time.time(), [], None
     drafter.train()
     while step < total:
         ids, lo, hi, valid = (t.to(device) for t in next(batches))
@@ -396,12 +404,9 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
         opt.step()
         step += 1
-        if step == 20 and not a.dflash_steps:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            per_step = (time.time() - t_start) / step
-            total = max(step + 1, int(a.dflash_seconds / per_step))
-            log(f"drafter: {per_step * 1000:.0f} ms/step → {total} steps")
+        if step in (20, 100) and not a.dflash_steps:
+            total, mark = schedule_length(step, t_start, mark, a.dflash_seconds, device)
+            log(f"drafter: {mark[1] * 1000:.0f} ms/step → {total} steps")
         if step % 100 == 0 or step == total or step in (1, 10):
             with torch.no_grad():
                 hit = (logits.argmax(-1) == labels).float() * ok
@@ -527,8 +532,8 @@ def main():
         drafter = modeling.Drafter(dcfg).to(device)
         taps = modeling.Taps(model, taps_ids)
         eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-        gen_prompts = [prompt_of(t) for t in samples["train"]["code"][: 40 * a.gen_batch]]
-        gen_prompts += [prompt_of(t) for t in samples["train"]["tool"][: 10 * a.gen_batch]]
+        gen_prompts = [prompt_of(t) for t in samples["train"]["code"][: 4 * a.gen_batch]]
+        gen_prompts += [prompt_of(t) for t in samples["train"]["tool"][: a.gen_batch]]
         random.Random(a.seed).shuffle(gen_prompts)
         gen_prompt_ids = [p for p in encode_all(tok, gen_prompts) if len(p) <= a.seq_len - a.gen_tokens]
         gen_seqs = generate_drafter_data(a, model, gen_prompt_ids, device, eos, ids["<|endoftext|>"])
