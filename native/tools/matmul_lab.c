@@ -6,10 +6,12 @@
  *      Qwen3.8-27B (hidden 5120; GDN qkv 10240, z 6144; MLP 17408; the 248320-row head at small cols);
  *   2. measures this machine's memory read bandwidth (all threads streaming over 1 GiB, best of 5);
  *   3. measures each GEMV (n = 1, best ISA) over 17408 x 5120 matrices rotated through >= 512 MiB, so nothing is
- *      served from cache, as GB/s of weights read and as a fraction of (2);
+ *      served from cache, as GB/s of weights read and as a fraction of the bandwidth measured right before it;
  *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
- *      n·t(1)/t(n), the speedup of n sequences over one at a time.
- * It prints a table and, last, one JSON line with every figure.
+ *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately).
+ * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out; the load
+ * average and the CPU share the process got are printed so a reader can judge the run. It prints a table and, last,
+ * one JSON line with every figure.
  *
  *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only] [--quick]
  *   --quick: smaller working sets and fewer repetitions (a smoke run, not a measurement).
@@ -162,17 +164,29 @@ static double measure_bandwidth(sp_threadpool *pool, size_t bytes, int reps) {
 
 /* ---- 3 and 4. GEMV bandwidth and GEMM throughput ------------------------------------------------------------------ */
 
-/* Time per call of y = x·Wᵀ over `count` different matrices in turn (best of reps passes over all of them). */
-static double time_per_call(sp_threadpool *pool, const sp_matrix *mats, int count, const float *x, float *y, int64_t n, int reps) {
+/* Best time of one call of y = x·Wᵀ over `count` different matrices in turn, `reps` passes. */
+static double best_call(sp_threadpool *pool, const sp_matrix *mats, int count, const float *x, float *y, int64_t n, int reps) {
     double best = 1e30;
     sp_matmul(pool, y, &mats[0], x, n);
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        for (int i = 0; i < count; i++) sp_matmul(pool, y, &mats[i], x, n);
-        double t = (now() - t0) / count;
-        if (t < best) best = t;
-    }
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < count; i++) {
+            double t0 = now();
+            sp_matmul(pool, y, &mats[i], x, n);
+            double t = now() - t0;
+            if (t < best) best = t;
+        }
     return best;
+}
+
+/* Process CPU time over wall time since the last call: the share of `threads` cores this process actually got. */
+static double cpu_share(int threads) {
+    static double wall0, cpu0;
+    struct timespec c;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    double cpu = (double)c.tv_sec + 1e-9 * (double)c.tv_nsec, wall = now();
+    double share = wall0 > 0 ? (cpu - cpu0) / (wall - wall0) / threads : 0;
+    wall0 = wall, cpu0 = cpu;
+    return share;
 }
 
 int main(int argc, char **argv) {
@@ -200,23 +214,28 @@ int main(int argc, char **argv) {
         return failures ? 1 : 0;
     }
 
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0) load[0] = -1;
+    int T = sp_threadpool_size(pool);
+    cpu_share(T);
     size_t stream_bytes = quick ? (256u << 20) : (1u << 30);
-    double bw = measure_bandwidth(pool, stream_bytes, quick ? 2 : 5);
-    printf("\nmemory read bandwidth: %.1f GB/s (%d threads streaming %zu MiB, best of %d)\n", bw, sp_threadpool_size(pool),
-           stream_bytes >> 20, quick ? 2 : 5);
+    int bw_reps = quick ? 2 : 5;
+    double bw = measure_bandwidth(pool, stream_bytes, bw_reps);
+    printf("\nmemory read bandwidth: %.1f GB/s (%d threads streaming %zu MiB, best of %d); load average %.2f\n", bw, T,
+           stream_bytes >> 20, bw_reps, load[0]);
 
     const int64_t rows = 17408, cols = 5120;
     float *x = xalloc((size_t)(64 * cols) * 4), *y = xalloc((size_t)(64 * rows) * 4);
     for (int64_t i = 0; i < 64 * cols; i++) x[i] = gauss();
-    double gemv_gbs[N_TYPES], gemv_frac[N_TYPES], gemv_ms[N_TYPES];
-    printf("\nGEMV (n = 1, %s), %lld x %lld matrices rotated through >= %d MiB:\n", sp_isa_name(isa), (long long)rows,
-           (long long)cols, quick ? 128 : 512);
-    printf("  %-5s %10s %10s %10s\n", "type", "ms/call", "GB/s", "of bw");
+    double gemv_gbs[N_TYPES], gemv_frac[N_TYPES], gemv_ms[N_TYPES], gemv_bw[N_TYPES];
+    printf("\nGEMV (n = 1, %s), %lld x %lld matrices rotated through >= %d MiB, best call:\n", sp_isa_name(isa),
+           (long long)rows, (long long)cols, quick ? 128 : 512);
+    printf("  %-5s %10s %10s %12s %8s\n", "type", "ms/call", "GB/s", "bw before", "of bw");
     for (int ti = 0; ti < N_TYPES; ti++) {
         sp_mtype t = types[ti];
         size_t one = (size_t)(rows * sp_mtype_row_bytes(t, cols));
         int count = (int)(((quick ? 128ull : 512ull) << 20) / one) + 1;
-        /* One matrix, then row-shifted copies of its bytes: same values, distinct memory. */
+        /* One matrix, then copies of its bytes: same values, distinct memory. */
         sp_matrix base = make_matrix(pool, t, rows, cols);
         uint8_t *all = xalloc(one * (size_t)count);
         sp_matrix *mats = malloc((size_t)count * sizeof *mats);
@@ -226,17 +245,20 @@ int main(int argc, char **argv) {
             mats[i].data = all + one * (size_t)i;
         }
         free((void *)base.data);
-        double t1 = time_per_call(pool, mats, count, x, y, 1, quick ? 2 : 5);
+        gemv_bw[ti] = measure_bandwidth(pool, stream_bytes, bw_reps);
+        double t1 = best_call(pool, mats, count, x, y, 1, quick ? 2 : 5);
         gemv_ms[ti] = t1 * 1e3;
         gemv_gbs[ti] = (double)one / t1 / 1e9;
-        gemv_frac[ti] = gemv_gbs[ti] / bw;
-        printf("  %-5s %10.3f %10.1f %9.0f%%\n", sp_mtype_name(t), gemv_ms[ti], gemv_gbs[ti], 100 * gemv_frac[ti]);
+        gemv_frac[ti] = gemv_gbs[ti] / gemv_bw[ti];
+        if (gemv_bw[ti] > bw) bw = gemv_bw[ti];
+        printf("  %-5s %10.3f %10.1f %12.1f %7.0f%%\n", sp_mtype_name(t), gemv_ms[ti], gemv_gbs[ti], gemv_bw[ti],
+               100 * gemv_frac[ti]);
         free(all);
         free(mats);
     }
 
     static const int64_t ns[] = {1, 4, 16, 64};
-    double gemm_ms[N_TYPES][4];
+    double gemm_ms[N_TYPES][4], gemm_x[N_TYPES][4];
     printf("\nGEMM (%s) on one %lld x %lld matrix: ms per call | GFLOP/s | n*t(1)/t(n)\n", sp_isa_name(isa),
            (long long)rows, (long long)cols);
     printf("  %-5s", "type");
@@ -245,22 +267,35 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < N_TYPES; ti++) {
         sp_matrix W = make_matrix(pool, types[ti], rows, cols);
         printf("  %-5s", sp_mtype_name(types[ti]));
+        double t1 = 1e30;
         for (int k = 0; k < 4; k++) {
-            double t = time_per_call(pool, &W, 1, x, y, ns[k], quick ? 1 : 3);
+            double t = 1e30;
+            for (int rep = 0; rep < (quick ? 2 : 5); rep++) { /* n = 1 and n alternately: both see the same machine */
+                t1 = fmin(t1, best_call(pool, &W, 1, x, y, 1, 1));
+                t = fmin(t, best_call(pool, &W, 1, x, y, ns[k], 1));
+            }
+            if (k == 0) t = t1 = fmin(t, t1);
             gemm_ms[ti][k] = t * 1e3;
             printf("        %8.2f %6.1f %6.2f", t * 1e3, 2.0 * (double)(rows * cols * ns[k]) / t / 1e9,
-                   (double)ns[k] * gemm_ms[ti][0] / gemm_ms[ti][k]);
+                   (double)ns[k] * t1 / t);
+            gemm_x[ti][k] = (double)ns[k] * t1 / t;
         }
         printf("\n");
         free((void *)W.data);
     }
+    double share = cpu_share(T);
+    if (getloadavg(load + 1, 1) < 0) load[1] = -1;
+    printf("\nthis process got %.0f%% of %d cores over the run; load average %.2f at the end\n", 100 * share, T, load[1]);
 
-    printf("\n{\"lab\":\"matmul\",\"isa\":\"%s\",\"threads\":%d,\"bandwidth_gbs\":%.2f", sp_isa_name(isa),
-           sp_threadpool_size(pool), bw);
+    printf("\n{\"lab\":\"matmul\",\"isa\":\"%s\",\"threads\":%d,\"bandwidth_gbs\":%.2f,\"cpu_share\":%.2f,"
+           "\"load_start\":%.2f,\"load_end\":%.2f",
+           sp_isa_name(isa), T, bw, share, load[0], load[1]);
     for (int ti = 0; ti < N_TYPES; ti++) {
         const char *name = sp_mtype_name(types[ti]);
         printf(",\"gemv_%s_gbs\":%.2f,\"gemv_%s_fraction\":%.3f", name, gemv_gbs[ti], name, gemv_frac[ti]);
-        for (int k = 0; k < 4; k++) printf(",\"gemm_%s_n%lld_ms\":%.3f", name, (long long)ns[k], gemm_ms[ti][k]);
+        for (int k = 0; k < 4; k++)
+            printf(",\"gemm_%s_n%lld_ms\":%.3f,\"gemm_%s_n%lld_speedup\":%.2f", name, (long long)ns[k], gemm_ms[ti][k], name,
+                   (long long)ns[k], gemm_x[ti][k]);
     }
     printf("}\n");
     free(x);
