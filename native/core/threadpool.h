@@ -33,7 +33,7 @@ splash_status sp_threadpool_create(int n_threads, sp_threadpool **out);
 void sp_threadpool_free(sp_threadpool *pool);
 /* Threads in the pool including the caller; 1 for NULL. */
 int sp_threadpool_size(const sp_threadpool *pool);
-/* CPU features detected when the pool was made. */
+/* CPU features detected when the pool was made (pool must not be NULL). */
 const sp_cpu *sp_threadpool_cpu(const sp_threadpool *pool);
 
 /* Runs fn over [0, n) split as above and returns when every range is done. Thread t's range may be empty; fn is
