@@ -64,7 +64,8 @@ export class SplashEngine implements Engine {
       slotBytes: plan.slotBytes,
       root: rootHash(options.cacheSalt ?? ""),
       prefixCache: options.prefixCache ?? true,
-      snapshotInterval: options.snapshotInterval ?? DEFAULTS.snapshotInterval,
+      // Snapshot points are block boundaries: the interval is rounded to whole blocks.
+      snapshotInterval: Math.max(1, Math.round((options.snapshotInterval ?? DEFAULTS.snapshotInterval) / plan.pageTokens)) * plan.pageTokens,
     });
     // A step holds a decode token per running sequence plus at least one block of prompt, so the step size can
     // lower the number of sequences that run at once.
