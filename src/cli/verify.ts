@@ -11,12 +11,12 @@ export default command({
   meta: { name: "verify", description: "Check every file of a downloaded model against the hub's checksums" },
   args: {
     model: { type: "positional", required: false, description: "A supported model id, a checkpoint directory, or omitted for the embedded model" },
-    format: { type: "string", description: `Which downloaded format to check: ${FORMATS.join(", ")} (default: the one serve would load)` },
+    format: { type: "string", description: `Which downloaded format to check: ${FORMATS.join(", ")} (default: the first one downloaded)` },
     json: { type: "boolean", description: "Print the result as JSON" },
   },
   run({ args }) {
     const format = args.format === undefined ? undefined : parseOption("verify", "format", z.enum(FORMATS, { error: `expected one of ${FORMATS.join(", ")}` }), args.format);
-    const model = resolveModel(args.model, { format });
+    const model = resolveModel(args.model, { format, anyFormat: true });
     const dirs = [model.dir, ...(model.kind === "hub" && model.drafterDir ? [model.drafterDir] : [])];
     const checks: (FileCheck & { dir: string })[] = [];
     for (const dir of dirs) {

@@ -1,7 +1,8 @@
 // Resolution of a MODEL argument (the CLI contract: a supported model id, a local checkpoint directory, or omitted
 // for the embedded default) to the files a command loads:
 //   omitted                → the embedded model (splash-tiny), files beside its spec
-//   a supported id / alias → its snapshot in the hub cache, in the first installed format (spec default first);
+//   a supported id / alias → its snapshot in the hub cache, in the first installed format native loads (spec default
+//                            first), or the --format asked for;
 //                            its config must match the spec exactly, else it is refused naming the key
 //   a directory            → that checkpoint, matched to a spec by its config when one matches, else run generically
 // `ensureModelFiles` is what serve/run call: a supported model that is not downloaded is offered for download on a
@@ -22,13 +23,20 @@ export type ResolvedModel =
   | { kind: "hub"; id: string; spec: HubModelSpec; format: Format; repo: string; commit: string; dir: string; config: CheckpointConfig; drafterDir?: string }
   | { kind: "local"; id: string; spec: HubModelSpec | undefined; format: Format; dir: string; config: CheckpointConfig };
 
-// A supported model none of whose formats is downloaded.
+// Formats the native engine loads today. MLX checkpoints are found and verified, but loading their affine-quantized
+// weights is a later step (issue 13): until then a command picks an MLX download only when asked with --format.
+const LOADABLE_FORMATS: ReadonlySet<Format> = new Set(["bf16"]);
+
+// A supported model none of whose loadable formats is downloaded.
 export class ModelNotDownloaded extends CliError {
   override name = "ModelNotDownloaded";
-  constructor(readonly spec: HubModelSpec) {
+  constructor(
+    readonly spec: HubModelSpec,
+    unloadable: Format[] = [],
+  ) {
     super(
       `${spec.displayName} is not downloaded (${formatBytes(spec.memory?.download[spec.defaultFormat] ?? 0)} in ${spec.defaultFormat} from ${spec.sources[spec.defaultFormat]!.repo})`,
-      `run \`splash pull ${spec.id}\` to download it`,
+      `run \`splash pull ${spec.id}\` to download it${unloadable.length ? ` (${unloadable.join(", ")} is downloaded, but Splash does not load MLX weights yet)` : ""}`,
     );
   }
 }
@@ -59,14 +67,14 @@ function resolveDirectory(arg: string): ResolvedModel {
   return { kind: "local", id: spec?.id ?? basename(dir), spec, format: formatOf(config), dir, config };
 }
 
-function resolveHub(spec: HubModelSpec, format: Format | undefined): ResolvedModel {
+function resolveHub(spec: HubModelSpec, format: Format | undefined, anyFormat: boolean): ResolvedModel {
   const installed = installedFormats(spec);
-  const chosen = format ?? formatPreference(spec).find((f) => installed[f]?.complete);
+  const chosen = format ?? formatPreference(spec).find((f) => (anyFormat || LOADABLE_FORMATS.has(f)) && installed[f]?.complete);
   const found = chosen && installed[chosen];
   if (!chosen || !found?.complete) {
     if (format && found) throw new CliError(`${spec.displayName} ${format} is only partly downloaded: ${found.problem}`, `run \`splash pull ${spec.id} --format ${format}\` to finish it`);
     if (format) throw new CliError(`${spec.displayName} ${format} is not downloaded`, `run \`splash pull ${spec.id} --format ${format}\` to download it`);
-    throw new ModelNotDownloaded(spec);
+    throw new ModelNotDownloaded(spec, formatPreference(spec).filter((f) => installed[f]?.complete));
   }
   const config = readConfig(found.dir);
   const mismatches = configMismatches(spec.config, config);
@@ -84,7 +92,8 @@ function unknownModel(arg: string): CliError {
   return new CliError(`no model or directory named ${arg}`, `supported models: ${allSpecs().map((s) => s.id).join(", ")} (see \`splash models\`); or pass a checkpoint directory`);
 }
 
-export function resolveModel(arg?: string, opts: { format?: Format } = {}): ResolvedModel {
+// anyFormat: take any installed format, loadable or not (`splash verify` checks MLX downloads too).
+export function resolveModel(arg?: string, opts: { format?: Format; anyFormat?: boolean } = {}): ResolvedModel {
   if (arg === undefined) {
     const spec = findSpec(DEFAULT_MODEL_ID);
     if (!spec) throw new CliError(`the embedded model ${DEFAULT_MODEL_ID} is not part of this build`, "pass a supported model id or a checkpoint directory");
@@ -92,7 +101,7 @@ export function resolveModel(arg?: string, opts: { format?: Format } = {}): Reso
   }
   if (looksLikePath(arg)) return resolveDirectory(arg);
   const spec = findSpec(arg);
-  if (spec && isHubSpec(spec)) return resolveHub(spec, opts.format);
+  if (spec && isHubSpec(spec)) return resolveHub(spec, opts.format, opts.anyFormat ?? false);
   if (spec) return { kind: "embedded", id: spec.id, spec, dir: join(MODELS_DIR, spec.id) };
   if (existsSync(arg)) return resolveDirectory(arg);
   throw unknownModel(arg);

@@ -50,7 +50,7 @@ describe("splash pull / models / verify", () => {
     expect(r.code).toBe(0);
     const again = await splash(["pull", "Qwen/Qwen3.8-27B"], { env: env(cache) });
     expect(again.stderr).toContain("all 13 files were already here");
-  });
+  }, 30_000);
 
   test("models shows what is installed and where", async () => {
     const r = await splash(["models", "--json"], { env: env(cache) });
@@ -62,7 +62,7 @@ describe("splash pull / models / verify", () => {
     expect(m.files.find((f) => f.format === "mlx-4bit")!.installed).toBeNull();
     const text = await splash(["models"], { env: env(cache) });
     expect(text.stdout).toMatch(/qwen3\.8-27b\s+bf16\s+Qwen\/Qwen3\.8-27B\s+51\.7 GiB\s+1\.2 MiB in .*models--Qwen--Qwen3\.8-27B\/snapshots\//);
-  });
+  }, 30_000);
 
   test("verify hashes every file; a damaged blob fails with what to do", async () => {
     const ok = await splash(["verify", "qwen3.8-27b"], { env: env(cache) });
@@ -82,7 +82,7 @@ describe("splash pull / models / verify", () => {
     rmSync(victim);
     const fix = await splash(["pull", "qwen3.8-27b"], { env: env(cache) });
     expect(fix.stderr).toContain("1 files (142.0 KiB) downloaded, 12 already here");
-  });
+  }, 30_000);
 
   test("--drafter pulls the gated DFlash drafter: what to do without a token, done with one", async () => {
     const denied = await splash(["pull", "qwen3.8-27b", "--drafter"], { env: env(cache) });
@@ -92,19 +92,19 @@ describe("splash pull / models / verify", () => {
     const ok = await splash(["pull", "qwen3.8-27b", "--drafter"], { env: env(cache, { HF_TOKEN: "hf_ok" }) });
     expect(ok.code).toBe(0);
     expect(ok.stderr).toContain("Qwen3.8-27B DFlash drafter (z-lab/Qwen3.8-27B-DFlash2)");
-  });
+  }, 30_000);
 
   test("a repository whose config is not the supported model is refused, naming the key", async () => {
     const r = await splash(["pull", "qwen3.6-35b-a3b"], { env: env(cache) });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("Qwen/Qwen3.6-35B-A3B is not the Qwen3.6-35B-A3B Splash knows: text_config.vocab_size: expected 248320, found 512; text_config.hidden_size: expected 2048, found 64");
-  });
+  }, 30_000);
 
   test("any hub repository by org/name", async () => {
     const r = await splash(["pull", "org/any"], { env: env(cache) });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`ready: splash serve ${join(cache, "models--org--any", "snapshots", hub.commitOf("org/any"))}\n`);
-  });
+  }, 30_000);
 
   test("bad arguments", async () => {
     const f = await splash(["pull", "qwen3.8-27b", "--format", "fp8"], { env: env(cache) });
@@ -115,7 +115,7 @@ describe("splash pull / models / verify", () => {
     expect([d.code, d.stderr]).toEqual([2, expect.stringContaining("--format and --drafter apply to supported models only")]);
     const off = await splash(["pull", "org/any"], { env: env(join(tmp, "off-cache"), { HF_ENDPOINT: "http://127.0.0.1:1" }) });
     expect([off.code, off.stderr]).toEqual([1, expect.stringContaining("cannot reach the hub at http://127.0.0.1:1")]);
-  });
+  }, 30_000);
 });
 
 describe("Ctrl-C", () => {
@@ -157,7 +157,7 @@ describe("serve/run's download offer", () => {
       if (saved === undefined) delete process.env.HF_HUB_CACHE;
       else process.env.HF_HUB_CACHE = saved;
     }
-  });
+  }, 30_000);
 });
 
 const python = Bun.spawnSync(["python3", "-c", "import huggingface_hub; print(huggingface_hub.__version__)"], { stdout: "pipe", stderr: "pipe" });
@@ -185,7 +185,7 @@ describe.skipIf(!hasHubPython)(`interop with Python huggingface_hub ${hasHubPyth
     );
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe(`${snap}\n${join(snap, "model.safetensors")}\n`);
-  });
+  }, 30_000);
 
   test("files huggingface_hub downloaded are found by splash pull and not fetched again", async () => {
     const cache = join(tmp, "interop-theirs");
@@ -201,5 +201,5 @@ describe.skipIf(!hasHubPython)(`interop with Python huggingface_hub ${hasHubPyth
     expect(ours.code).toBe(0);
     expect(ours.stderr).toContain(`all ${Object.keys(any).length} files were already here`);
     expect(hub.requests((q) => q.path.startsWith("/cdn/") || q.path.includes("/resolve/"))).toEqual([]);
-  });
+  }, 30_000);
 });

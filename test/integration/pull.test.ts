@@ -83,7 +83,7 @@ describe("pull", () => {
     expect(events[0]).toBe(`start 12 ${Object.values(sharded).reduce((a, b) => a + b.length, 0)} 0`);
     expect(events.filter((e) => e.startsWith("done")).length).toBe(12);
     expect(events.at(-1)).toBe("finish");
-  });
+  }, 30_000);
 
   test("what the cache holds is not downloaded again; a blob from another revision is linked", async () => {
     await pull();
@@ -99,7 +99,7 @@ describe("pull", () => {
     expect(next).toMatchObject({ commit: "c".repeat(40), downloaded: 1, reused: 11 });
     expect(fileGets().map((r) => r.path)).toEqual([`/org/tiny/resolve/${"c".repeat(40)}/generation_config.json`]);
     hub.setRepo("org/tiny", { files: sharded });
-  });
+  }, 30_000);
 
   test("a connection cut mid-file is resumed with a Range request", async () => {
     hub.faults.cutAfter!.set(BIG, 100_000);
@@ -111,7 +111,7 @@ describe("pull", () => {
       [`/org/tiny/resolve/${hub.commitOf("org/tiny")}/${BIG}`, "bytes=100000-"],
       [`/cdn/${sha256(sharded[BIG]!)}`, "bytes=100000-"],
     ]);
-  });
+  }, 30_000);
 
   test("an interrupted run leaves a partial that the next run resumes", async () => {
     hub.faults.bytesPerSecond = 400_000;
@@ -131,7 +131,7 @@ describe("pull", () => {
     const r = await pull();
     expect(hub.requests((q) => q.range !== null && q.path.startsWith("/cdn/")).map((q) => q.range)).toEqual([`bytes=${kept}-`]);
     expect(Buffer.compare(readFileSync(join(r.dir, BIG)), Buffer.from(sharded[BIG]!))).toBe(0);
-  });
+  }, 30_000);
 
   test("a checksum mismatch deletes the download, names the file and records no ref", async () => {
     hub.faults.corrupt!.add("model-00003-of-00009.safetensors");
@@ -142,7 +142,7 @@ describe("pull", () => {
     expect(blobs).not.toContain(sha256(sharded["model-00003-of-00009.safetensors"]!));
     expect(blobs.some((b) => b.startsWith(sha256(sharded["model-00003-of-00009.safetensors"]!)))).toBe(false);
     expect(existsSync(join(cache, repoFolderName("org/tiny"), "refs", "main"))).toBe(false);
-  });
+  }, 30_000);
 
   test("the disk-space check refuses before the first byte, against the total still to fetch", async () => {
     // Its own repository, so requests still in flight from an earlier test cannot be mistaken for its own.
@@ -154,7 +154,7 @@ describe("pull", () => {
     // Files already there do not count: with everything present no space is needed.
     await pull("org/draft");
     await pull("org/draft", { freeBytes: () => 0 });
-  });
+  }, 30_000);
 });
 
 describe("errors", () => {
@@ -165,7 +165,7 @@ describe("errors", () => {
     const e2 = await failure(pullRepo({ client: client("hf_good"), repo: "org/nope", cacheRoot: cache }));
     expect(e2.message).toBe(`repository org/nope not found on ${hub.url} (404)`);
     expect((await failure(pull("org/private"))).kind).toBe("not-found");
-  });
+  }, 30_000);
 
   test("a missing file and a missing revision are named", async () => {
     const c = client();
@@ -174,7 +174,7 @@ describe("errors", () => {
     expect([e.kind, e.message]).toEqual(["not-found", "org/tiny has no file nope.safetensors (404)"]);
     const r = await failure(pull("org/tiny", { revision: "v9" }));
     expect(r.message).toBe("org/tiny has no revision v9 (404)");
-  });
+  }, 30_000);
 
   test("a gated repository: what to do without a token, with one that has no access, with a bad one", async () => {
     const none = await failure(pull("org/gated"));
@@ -184,7 +184,7 @@ describe("errors", () => {
     expect([noAccess.kind, noAccess.message]).toEqual(["gated", "org/gated is gated and your token has no access to it yet (403)"]);
     const bad = await failure(pullRepo({ client: client("hf_wrong"), repo: "org/gated", cacheRoot: cache }));
     expect([bad.kind, bad.message]).toEqual(["unauthorized", "the hub refused the token (401 invalid credentials)"]);
-  });
+  }, 30_000);
 
   test("with access the token goes to the hub, never to the CDN", async () => {
     const r = await pullRepo({ client: client("hf_accepted"), repo: "org/gated", cacheRoot: cache });
@@ -193,7 +193,7 @@ describe("errors", () => {
     expect(cdn.length).toBe(1);
     expect(cdn.every((q) => q.authorization === null && q.host.startsWith("localhost:"))).toBe(true);
     expect(hub.requests((q) => q.host.startsWith("127.0.0.1:")).every((q) => q.authorization === "Bearer hf_accepted")).toBe(true);
-  });
+  }, 30_000);
 
   test("an unreachable hub is reported as offline", async () => {
     const dead = new HubClient({ endpoint: "http://127.0.0.1:1", token: null });
@@ -201,7 +201,7 @@ describe("errors", () => {
     expect(e.kind).toBe("offline");
     expect(e.message).toMatch(/^cannot reach the hub at http:\/\/127\.0\.0\.1:1 \(/);
     expect(e.hint).toMatch(/models already downloaded work offline/);
-  });
+  }, 30_000);
 });
 
 describe("environment", () => {
@@ -211,7 +211,7 @@ describe("environment", () => {
       if (saved[k] === undefined) delete process.env[k];
       else process.env[k] = saved[k];
     }
-  });
+  }, 30_000);
   test("HF_ENDPOINT overrides the hub (trailing slash ignored)", async () => {
     process.env.HF_ENDPOINT = `${hub.url}/`;
     expect(hubEndpoint()).toBe(hub.url);
@@ -219,7 +219,7 @@ describe("environment", () => {
     expect(r.downloaded).toBe(12);
     delete process.env.HF_ENDPOINT;
     expect(hubEndpoint()).toBe("https://huggingface.co");
-  });
+  }, 30_000);
   test("HF_HUB_OFFLINE=1 refuses before any request", async () => {
     process.env.HF_HUB_OFFLINE = "1";
     try {
@@ -229,7 +229,7 @@ describe("environment", () => {
     } finally {
       delete process.env.HF_HUB_OFFLINE;
     }
-  });
+  }, 30_000);
   test("HF_TOKEN, else the token file under HF_HOME (or HF_TOKEN_PATH)", () => {
     delete process.env.HF_TOKEN;
     delete process.env.HUGGING_FACE_HUB_TOKEN;
@@ -244,5 +244,5 @@ describe("environment", () => {
     expect(hubToken()).toBe("hf_path");
     process.env.HF_TOKEN = "hf_env";
     expect(hubToken()).toBe("hf_env");
-  });
+  }, 30_000);
 });
