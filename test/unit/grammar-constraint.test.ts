@@ -23,7 +23,7 @@ beforeAll(async () => {
   so = await StructuredOutput.create(vocab);
   grammar = (await so.prepare(request))!;
   m = model(vocab, "uniform", 3);
-});
+}, 60_000);
 
 describe("constraint", () => {
   test("rollback restores earlier masks exactly", async () => {

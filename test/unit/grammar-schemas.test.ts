@@ -7,6 +7,7 @@ import { model, outputs, qwen3Vocabulary, smallVocabulary, validator, type Model
 import { SCHEMAS } from "../fixtures/grammar/schemas.ts";
 
 const ajv = validator();
+const TIMEOUT = 60_000; // compiles take 0.1–1 s each over the 151K vocabulary on the 2-core machine; more under load
 const suites = [
   { name: "Qwen3 vocabulary", vocabulary: qwen3Vocabulary, perModel: 3 },
   { name: "small fixture vocabulary", vocabulary: smallVocabulary, perModel: 10 },
@@ -20,7 +21,7 @@ for (const suite of suites) {
       const vocab = await suite.vocabulary();
       so = await StructuredOutput.create(vocab);
       models = [model(vocab, "uniform", 11), model(vocab, "skewed", 12)];
-    });
+    }, TIMEOUT);
 
     for (const [i, { name, schema }] of SCHEMAS.entries()) {
       test(name, async () => {
@@ -30,7 +31,7 @@ for (const suite of suites) {
           if (!validate(JSON.parse(out.text))) throw new Error(`output ${JSON.stringify(out.text)} fails: ${JSON.stringify(validate.errors)}`);
           expect(["complete", "stop_token"]).toContain(out.stopped);
         }
-      });
+      }, TIMEOUT);
     }
 
     test("json_object: any JSON object", async () => {
@@ -39,6 +40,6 @@ for (const suite of suites) {
         const value = JSON.parse(out.text);
         expect(typeof value === "object" && value !== null && !Array.isArray(value)).toBe(true);
       }
-    });
+    }, TIMEOUT);
   });
 }
