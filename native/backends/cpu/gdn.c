@@ -6,10 +6,15 @@
  * On this CPU the arch file uses whichever measured faster (see qwen3_5.c). */
 #include "ops.h"
 
+#include "core/threadpool.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 enum { CHUNK = 64, MAX_DIM = 512 };
+
+typedef void (*token_fn)(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                         int32_t dk, int32_t dv);
 
 typedef struct {
     float *out;
@@ -17,6 +22,7 @@ typedef struct {
     const sp_gdn_shape *s;
     float *S;
     int64_t n;
+    token_fn token;
 } gdn_args;
 
 /* x · rsqrt(Σx² + 1e-6) (HF l2norm, FLA's eps), times `scale`. */
@@ -43,46 +49,54 @@ static void token_inputs(const gdn_args *a, int64_t t, int32_t h, float *q, floa
     *g = s->A[h] * sp_softplus(at + s->dt_bias[h]);
 }
 
+/* One token for one head, the reference:
+ *   S ← S · exp(g);  kv_mem = Sᵀ k;  δ = (v − kv_mem) · β;  S ← S + k ⊗ δ;  o = Sᵀ q */
+void sp_gdn_token_scalar(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                         int32_t dk, int32_t dv) {
+    float mem[MAX_DIM], delta[MAX_DIM];
+    memset(mem, 0, sizeof(float) * (size_t)dv);
+    for (int32_t i = 0; i < dk; i++) {
+        float *row = S + (int64_t)i * dv, ki = k[i];
+        for (int32_t j = 0; j < dv; j++) {
+            row[j] *= decay;
+            mem[j] += row[j] * ki;
+        }
+    }
+    for (int32_t j = 0; j < dv; j++) delta[j] = (v[j] - mem[j]) * beta;
+    memset(o, 0, sizeof(float) * (size_t)dv);
+    for (int32_t i = 0; i < dk; i++) {
+        float *row = S + (int64_t)i * dv, ki = k[i], qi = q[i];
+        for (int32_t j = 0; j < dv; j++) {
+            row[j] += ki * delta[j];
+            o[j] += row[j] * qi;
+        }
+    }
+}
+
 static void recurrent_heads(void *ctx, int64_t h0, int64_t h1, int thread) {
     const gdn_args *a = ctx;
     const sp_gdn_shape *s = a->s;
     int32_t dk = s->k_dim, dv = s->v_dim;
-    float q[MAX_DIM], k[MAX_DIM], mem[MAX_DIM], delta[MAX_DIM];
+    float q[MAX_DIM], k[MAX_DIM];
     for (int64_t h = h0; h < h1; h++) {
         float *S = a->S + h * dk * dv;
         for (int64_t t = 0; t < a->n; t++) {
             const float *v;
             float beta, g;
             token_inputs(a, t, (int32_t)h, q, k, &v, &beta, &g);
-            float decay = expf(g);
-            /* S ← S · exp(g);  kv_mem = Sᵀ k */
-            memset(mem, 0, sizeof(float) * (size_t)dv);
-            for (int32_t i = 0; i < dk; i++) {
-                float *row = S + (int64_t)i * dv, ki = k[i];
-                for (int32_t j = 0; j < dv; j++) {
-                    row[j] *= decay;
-                    mem[j] += row[j] * ki;
-                }
-            }
-            /* δ = (v − kv_mem) · β */
-            for (int32_t j = 0; j < dv; j++) delta[j] = (v[j] - mem[j]) * beta;
-            /* S ← S + k ⊗ δ;  o = Sᵀ q */
-            float *o = a->out + (t * s->n_v_heads + h) * dv;
-            memset(o, 0, sizeof(float) * (size_t)dv);
-            for (int32_t i = 0; i < dk; i++) {
-                float *row = S + (int64_t)i * dv, ki = k[i], qi = q[i];
-                for (int32_t j = 0; j < dv; j++) {
-                    row[j] += ki * delta[j];
-                    o[j] += row[j] * qi;
-                }
-            }
+            a->token(S, q, k, v, expf(g), beta, a->out + (t * s->n_v_heads + h) * dv, dk, dv);
         }
     }
 }
 
 void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n) {
-    gdn_args args = {out, qkv, a, b, shape, S, n};
+    token_fn token = sp_gdn_token_scalar;
+#if defined(__x86_64__)
+    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma && shape->v_dim % 8 == 0)
+        token = sp_gdn_token_avx2;
+#endif
+    gdn_args args = {out, qkv, a, b, shape, S, n, token};
     sp_cpu_for(be, shape->n_v_heads, recurrent_heads, &args);
 }
 
@@ -176,7 +190,9 @@ static void chunked_heads(void *ctx, int64_t h0, int64_t h1, int thread) {
     int32_t dk = a->s->k_dim, dv = a->s->v_dim;
     float *buf = malloc(sizeof(float) * (size_t)chunk_work_floats(dk, dv));
     if (!buf) { /* same result without the chunk buffers */
-        recurrent_heads(ctx, h0, h1, thread);
+        gdn_args rec = *a;
+        rec.token = sp_gdn_token_scalar;
+        recurrent_heads(&rec, h0, h1, thread);
         return;
     }
     chunk_work w = {.q = buf};
@@ -196,6 +212,6 @@ static void chunked_heads(void *ctx, int64_t h0, int64_t h1, int thread) {
 
 void sp_cpu_gdn_chunked(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n) {
-    gdn_args args = {out, qkv, a, b, shape, S, n};
+    gdn_args args = {out, qkv, a, b, shape, S, n, sp_gdn_token_scalar};
     sp_cpu_for(be, shape->n_v_heads, chunked_heads, &args);
 }

@@ -17,6 +17,12 @@ static inline float sp_silu(float x) { return x / (1.0f + expf(-x)); }
 /* torch.nn.functional.softplus with its default threshold: linear above 20. */
 static inline float sp_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
+/* One token of the delta rule for one v head (see gdn.c); the AVX2 form needs dv % 8 == 0. */
+void sp_gdn_token_scalar(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                         int32_t dk, int32_t dv);
+void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                       int32_t dk, int32_t dv);
+
 void sp_cpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n);
 void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);
