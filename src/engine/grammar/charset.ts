@@ -19,7 +19,6 @@ export function normalize(ranges: Iterable<readonly [number, number]>): CharSet 
 }
 
 export const chars = (...cps: number[]): CharSet => normalize(cps.map((c) => [c, c] as const));
-export const ofString = (s: string): CharSet => chars(...[...s].map((c) => c.codePointAt(0)!));
 export const union = (...sets: CharSet[]): CharSet => normalize(sets.flat());
 
 export function complement(set: CharSet): CharSet {

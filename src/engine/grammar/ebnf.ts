@@ -78,7 +78,6 @@ export function charClass(set: CharSet): string {
 }
 
 export const alt = (options: string[]): string => (options.length === 1 ? options[0]! : `(${options.join(" | ")})`);
-export const seq = (parts: string[]): string => (parts.length === 0 ? '""' : parts.length === 1 ? parts[0]! : `(${parts.join(" ")})`);
 
 // The rules of one grammar. Rule bodies are EBNF expressions; identical bodies added with add() share a rule.
 export class Rules {

@@ -225,7 +225,7 @@ function setParts(set: CharSet, mode: TextMode): SetParts {
 }
 
 // EBNF for one character of a set, or null when the mode leaves nothing of it that can be written.
-export function setToEbnf(set: CharSet, mode: TextMode): string | null {
+function setToEbnf(set: CharSet, mode: TextMode): string | null {
   return partsToEbnf(setParts(set, mode));
 }
 

@@ -65,7 +65,7 @@ const NUMBER_FORMATS: Record<string, { integer?: true; min?: Bound; max?: Bound 
   float: {},
   double: {},
 };
-export const MAX_ITEMS = 256;
+const MAX_ITEMS = 256;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
