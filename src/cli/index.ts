@@ -15,6 +15,12 @@ const subCommands: SubCommandsDef = {
   verify: () => import("./verify.ts").then((m) => m.default),
   serve: () => import("./serve.ts").then((m) => m.default),
   run: () => import("./run.ts").then((m) => m.default),
+  claude: () => import("./claude.ts").then((m) => m.default),
+  codex: () => import("./codex.ts").then((m) => m.default),
+  opencode: () => import("./opencode.ts").then((m) => m.default),
+  hermes: () => import("./hermes.ts").then((m) => m.default),
+  qwen: () => import("./qwen.ts").then((m) => m.default),
+  stop: () => import("./stop.ts").then((m) => m.default),
 };
 
 export const root = defineCommand({
@@ -50,7 +56,8 @@ export async function main(rawArgs: string[]): Promise<number> {
     return 0;
   } catch (e) {
     if (e instanceof CliError) {
-      log.error(e.message);
+      // An empty message: the command has said everything already (a launched tool's own exit code).
+      if (e.message) log.error(e.message);
       if (e.hint) console.error(`  ${e.hint}`);
       return e.exitCode;
     }
