@@ -7,7 +7,7 @@ import { CliError } from "../cli/_command.ts";
 import { ConfigError, readCheckpointConfig } from "../models/config.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
 import { allSpecs, DEFAULT_MODEL_ID, findSpec } from "../models/registry.ts";
-import type { StartSpec } from "./server.ts";
+import { serveCommand, type StartSpec } from "./server.ts";
 
 // Outputs are capped like a loaded generic checkpoint's (src/models/load.ts).
 const GENERIC_MAX_OUTPUT = 32768;
@@ -48,5 +48,6 @@ export function specLimits(key: string): Limits {
 // Resolves the argument for `splash serve` (offering the download of a supported model on a terminal, as serve does).
 export async function startSpec(arg: string | undefined, key: string): Promise<StartSpec> {
   const resolved = await ensureModelFiles(arg, { interactive: process.stdin.isTTY === true });
-  return { key, model: resolved.id, serveArg: resolved.kind === "local" ? resolved.dir : arg === undefined ? undefined : resolved.id };
+  const serveArg = resolved.kind === "local" ? resolved.dir : arg === undefined ? undefined : resolved.id;
+  return { key, model: resolved.id, command: (port, apiKey) => serveCommand(serveArg, port, apiKey) };
 }

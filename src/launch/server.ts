@@ -68,14 +68,15 @@ export function serveCommand(modelArg: string | undefined, port: number, apiKey:
   return [...self, "serve", ...(modelArg === undefined ? [] : [modelArg]), "--host", "127.0.0.1", "--port", String(port), "--api-key", apiKey];
 }
 
-// What starting a server needs, known only after the MODEL argument is resolved (which may download it).
-export type StartSpec = { key: string; model: string; serveArg: string | undefined };
+// What starting a server needs, known only after the MODEL argument is resolved (which may download it): the key,
+// the id it will serve, and its command line for a port and API key (serveCommand, or a test's scripted server).
+export type StartSpec = { key: string; model: string; command: (port: number, apiKey: string) => string[] };
 
 function spawnServer(spec: StartSpec, port: number, apiKey: string): ServerState {
   const log = logPath(spec.key);
   mkdirSync(dirname(log), { recursive: true });
   const fd = openSync(log, "w", 0o600);
-  const [cmd, ...args] = serveCommand(spec.serveArg, port, apiKey);
+  const [cmd, ...args] = spec.command(port, apiKey);
   // detached: its own session and process group, so the terminal's Ctrl-C for the tool does not reach it.
   const child = spawn(cmd!, args, { detached: true, stdio: ["ignore", fd, fd], cwd: serversDir(), env: process.env });
   closeSync(fd);
