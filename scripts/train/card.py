@@ -1,7 +1,12 @@
 """Writes models/splash-tiny/spec.json and the model card README.md from the run's metrics, so the card
-always states what the run measured."""
+always states what the run measured. Run alone it rewrites both from the committed files:
+
+    python3 scripts/train/card.py models/splash-tiny scripts/train/run"""
 
 import json
+import re
+import sys
+from pathlib import Path
 
 
 def write_spec(model_dir, config, ids, metrics):
@@ -29,8 +34,11 @@ def write_spec(model_dir, config, ids, metrics):
     (model_dir / "spec.json").write_text(json.dumps(spec, indent=2) + "\n")
 
 
-def _mb(n):
-    return f"{n / 1e6:.2f} MB"
+def _license(text):
+    """A declared license as one table cell: whitespace collapsed, long license texts shortened."""
+    parts = [" ".join(p.split()) for p in text.split("|")]
+    parts = [p if len(p) <= 60 else p[:57] + "..." for p in parts]
+    return re.sub(r"\s+", " ", " / ".join(parts))
 
 
 def write_card(model_dir, config, dcfg, m, manifest):
@@ -39,7 +47,8 @@ def write_card(model_dir, config, dcfg, m, manifest):
     tt, dt = m["target_training"], m["dflash_training"]
     used = [p for p in manifest["packages"] if p["used"] and p["files"]]
     excluded = [p for p in manifest["packages"] if not p["used"]]
-    sizes = {k.split("models/splash-tiny/")[1]: v for k, v in m["sizes"].items() if k.startswith("models/splash-tiny/")}
+    sizes = {str(p.relative_to(model_dir)): p.stat().st_size for p in sorted(model_dir.rglob("*"))
+             if p.is_file() and p.name != "README.md"}
     lines = [
         "# splash-tiny",
         "",
@@ -74,7 +83,8 @@ def write_card(model_dir, config, dcfg, m, manifest):
         "",
         "| file | bytes |",
         "|---|---|",
-        *[f"| {k} | {v:,} |" for k, v in sorted(sizes.items()) if k != "README.md"],
+        *[f"| {k} | {v:,} |" for k, v in sizes.items()],
+        f"| total (without this card) | {sum(sizes.values()):,} |",
         "",
         "## Tokenizer and chat format",
         "",
@@ -102,9 +112,9 @@ def write_card(model_dir, config, dcfg, m, manifest):
         "",
         "| package | version | license (as declared) | files | bytes |",
         "|---|---|---|---|---|",
-        *[f"| {p['name']} | {p['version']} | {p['license'].replace('|', '/')} | {p['files']} | {p['bytes']:,} |" for p in used],
+        *[f"| {p['name']} | {p['version']} | {_license(p['license'])} | {p['files']} | {p['bytes']:,} |" for p in used],
         "",
-        "Excluded by license: " + ", ".join(f"{p['name']} ({p['license'].replace('|', '/')[:60]})" for p in excluded) + ".",
+        "Excluded by license: " + ", ".join(f"{p['name']} ({_license(p['license'])})" for p in excluded) + ".",
         "",
         "## Training run",
         "",
@@ -151,3 +161,21 @@ def write_card(model_dir, config, dcfg, m, manifest):
         "",
     ]
     (model_dir / "README.md").write_text("\n".join(lines))
+
+
+def main():
+    from transformers import Qwen3_5Config
+
+    model_dir, run_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    config = Qwen3_5Config.from_pretrained(model_dir)
+    dcfg = json.loads((model_dir / "dflash/config.json").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    manifest = json.loads((run_dir / "corpus.json").read_text())
+    tok = json.loads((model_dir / "tokenizer_config.json").read_text())
+    ids = {v["content"]: int(k) for k, v in tok["added_tokens_decoder"].items()}
+    write_spec(model_dir, config, ids, metrics)
+    write_card(model_dir, config, dcfg, metrics, manifest)
+
+
+if __name__ == "__main__":
+    main()

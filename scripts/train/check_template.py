@@ -1,7 +1,7 @@
 """Checks that chat_template.jinja renders identically in Python jinja2 (transformers) and in
 @huggingface/jinja (the engine's renderer, run through bun). Run from the repository root:
-    python3 scripts/train/check_template.py [--write] [-v]
---write refreshes template_cases.json, the inputs and Python renderings the test suite compares against."""
+    python3 scripts/train/check_template.py [-v]
+(The suite's test/unit/template.test.ts checks the committed template against Python goldens too.)"""
 
 import json
 import random
@@ -33,11 +33,6 @@ def main():
     for i in bad:
         print(f"case {i} differs\n--- python\n{python_out[i]!r}\n--- js\n{js_out[i]!r}")
     print(f"{len(cases) - len(bad)}/{len(cases)} cases identical")
-    if "--write" in sys.argv and not bad:
-        cases_path = Path(__file__).with_name("template_cases.json")
-        cases_path.write_text(json.dumps([{"input": c, "expected": o} for c, o in zip(cases, python_out)],
-                                         indent=1, ensure_ascii=False) + "\n")
-        print(f"wrote {cases_path}")
     if "-v" in sys.argv:
         for out in python_out[:6]:
             print("=" * 60)

@@ -549,8 +549,8 @@ def main():
         metrics["eval"] = run_eval(a, model, mtp, drafter, taps, tok, ids, val_chunks, eval_code, eval_tools, device)
         metrics["verify"] = verify.check_and_golden(model_dir, golden_dir, model, mtp, drafter, tok, device, log)
 
-        metrics["sizes"] = {str(p.relative_to(out_root)): p.stat().st_size
-                            for p in sorted(out_root.rglob("*")) if p.is_file() and "run" not in p.parts}
+        metrics["sizes"] = {str(p.relative_to(out_root)): p.stat().st_size for p in sorted(out_root.rglob("*"))
+                            if p.is_file() and "run" not in p.relative_to(out_root).parts}
         metrics["total_seconds"] = round(time.time() - T0, 1)
         metrics["params"] = {"target_text": modeling.count(modeling.target_state(model, mtp)) - modeling.count(mtp),
                              "mtp": modeling.count(mtp), "dflash": modeling.count(drafter)}
