@@ -6,6 +6,7 @@ import { configMismatches, type CheckpointConfig } from "./config.ts";
 import { isHubSpec, parseSpec, type HubModelSpec, type ModelSpec } from "./spec.ts";
 import qwen38_27b from "../../models/qwen3.8-27b/spec.json" with { type: "json" };
 import qwen36_35b_a3b from "../../models/qwen3.6-35b-a3b/spec.json" with { type: "json" };
+import splashTiny from "../../models/splash-tiny/spec.json" with { type: "json" };
 
 // The model every command uses when MODEL is omitted; its files ship inside the binary.
 export const DEFAULT_MODEL_ID = "splash-tiny";
@@ -16,6 +17,7 @@ export const MODELS_DIR = join(import.meta.dir, "..", "..", "models");
 const RAW: Record<string, unknown> = {
   "qwen3.8-27b": qwen38_27b,
   "qwen3.6-35b-a3b": qwen36_35b_a3b,
+  "splash-tiny": splashTiny,
 };
 
 let parsed: ModelSpec[] | undefined;
