@@ -65,7 +65,7 @@ for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
         alone.push({ tokens, logprobs });
       }
       await engine.close();
-    });
+    }, 60_000);
     afterAll(() => model.free());
 
     test("alone: the first token is the golden argmax", () => {
@@ -78,7 +78,7 @@ for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
       const outs = await Promise.all(cases.map((c) => generate(engine, c.prompt)));
       expect(outs.map(({ tokens, logprobs }) => ({ tokens, logprobs }))).toEqual(alone);
       await engine.close();
-    });
+    }, 60_000);
 
     test("resumed from the prefix cache: the same tokens", async () => {
       const engine = createEngine(step, base);
@@ -94,7 +94,7 @@ for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
       }
       expect(engine.stats().prefixCacheHitTokens).toBeGreaterThan(0);
       await engine.close();
-    });
+    }, 60_000);
 
     test("a tight budget: 30 concurrent requests all complete with the same tokens; memory returns", async () => {
       // 40 pages of 16 tokens: about three of the longest requests at once (257 + 12 positions = 17 pages).
@@ -111,6 +111,33 @@ for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
       expect([s.running, s.queued, s.sequenceStateBytes]).toEqual([0, 0, 0]);
       expect(s.peakSequenceStateBytes).toBeLessThanOrEqual(s.stateBytesBudget);
       await engine.close();
-    });
+    }, 60_000);
+
+    test("200 requests with random cancels: every one ends, and no memory stays held (1000 on the toy: engine-loop.test.ts)", async () => {
+      const engine = createEngine(step, { ...base, kvBudget: 60 * model.pageBytes(16) + 8 * model.slotBytes + 1, maxSeqs: 4, maxQueue: 200 });
+      let seed = 7;
+      const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      const jobs = Array.from({ length: 200 }, async (_, i) => {
+        const ac = new AbortController();
+        const cancelAfter = rand() < 0.4 ? Math.floor(rand() * 4) : -1;
+        const prompt = cases[i % cases.length]!.prompt.subarray(0, 1 + Math.floor(rand() * 80));
+        const events = engine.generate({ prompt, maxTokens: 1 + Math.floor(rand() * 6), sampling: greedy, stopTokens: [], signal: ac.signal });
+        let n = 0;
+        let reason = "";
+        for await (const ev of events) {
+          if (ev.type === "tokens") n += ev.tokens.length;
+          if (ev.type === "done") reason = ev.reason;
+          if (cancelAfter >= 0 && n >= cancelAfter) ac.abort();
+        }
+        return reason;
+      });
+      const reasons = await Promise.all(jobs);
+      expect(reasons.every((r) => r === "length" || r === "cancelled")).toBe(true);
+      expect(reasons.filter((r) => r === "cancelled").length).toBeGreaterThan(20);
+      const s = engine.stats();
+      expect([s.running, s.queued, s.sequenceStateBytes]).toEqual([0, 0, 0]);
+      expect(engine.cache.outstandingPages).toBe(0);
+      await engine.close();
+    }, 60_000);
   });
 }
