@@ -53,7 +53,8 @@ export default command({
   meta: { name: "models", description: "List the supported models, their sizes per format, and what is downloaded" },
   args: { json: { type: "boolean", description: "Print the list as JSON" } },
   run({ args }) {
-    const specs = allSpecs();
+    // The embedded default first: it is what every command uses without MODEL.
+    const specs = [...allSpecs()].sort((a, b) => Number(b.id === DEFAULT_MODEL_ID) - Number(a.id === DEFAULT_MODEL_ID));
     if (args.json) {
       const list = specs.map((s) => ({
         id: s.id,

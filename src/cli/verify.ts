@@ -20,8 +20,8 @@ export default command({
     const dirs = [model.dir, ...(model.kind === "hub" && model.drafterDir ? [model.drafterDir] : [])];
     const checks: (FileCheck & { dir: string })[] = [];
     for (const dir of dirs) {
-      checkWeightFiles(dir);
-      if (!args.json) console.log(dir);
+      const weights = checkWeightFiles(dir);
+      if (!args.json) console.log(`${dir}\n  headers and sizes ok: ${weights.tensors} tensors in ${weights.files.length} weight files`);
       verifyChecksums(dir, (c) => {
         checks.push({ ...c, dir });
         if (args.json) return;

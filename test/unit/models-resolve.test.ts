@@ -142,10 +142,10 @@ describe("a directory", () => {
       expect((e as CliError).hint).toMatch(/qwen3\.8-27b, qwen3\.6-35b-a3b/);
     }
   });
-  test("omitted: the embedded default model", () => {
-    const spec = findSpec("splash-tiny");
-    if (spec) expect(resolveModel()).toMatchObject({ kind: "embedded", id: "splash-tiny" });
-    else expect(() => resolveModel()).toThrow(/embedded model splash-tiny is not part of this build/);
+  test("omitted: the embedded default model, whose files sit beside its spec", () => {
+    const r = resolveModel();
+    expect(r).toMatchObject({ kind: "embedded", id: "splash-tiny", dir: join(repoRoot, "models", "splash-tiny") });
+    expect(checkWeightFiles(r.dir).tensors).toBeGreaterThan(0);
   });
 });
 
