@@ -2,10 +2,12 @@
 //
 // Anything that goes wrong while serving a request is an ApiError by the time it reaches a client: thrown by a
 // converter (bad field, unknown model, images for a text-only model), by the server (auth, routing, parsing), or
-// mapped from the engine (EngineOverloaded, PromptTooLong). Each surface renders it in its own shape: OpenAI's
-// `{error:{message,type,param,code}}` or Anthropic's `{type:"error",error:{type,message}}`. Agents match on these
-// (Claude Code retries on wording and type, Codex on `code`), so the shapes follow the vendors' exactly.
+// mapped from the engine (EngineOverloaded, PromptTooLong, a grammar's ConstraintError). Each surface renders it in
+// its own shape: OpenAI's `{error:{message,type,param,code}}` or Anthropic's `{type:"error",error:{type,message}}`.
+// Agents match on these (Claude Code retries on wording and type, Codex on `code`), so the shapes follow the vendors'
+// exactly.
 import type { z } from "zod";
+import { ConstraintError } from "../engine/grammar/request.ts";
 import { EngineOverloaded, PromptTooLong } from "../engine/types.ts";
 
 export type ErrorShape = "openai" | "anthropic";
@@ -23,10 +25,17 @@ export class ApiError extends Error {
 
 export const invalidRequest = (message: string, param?: string, code?: string) => new ApiError(400, param ? `${param}: ${message}` : message, { param, code });
 
+// A structured-output request the grammar cannot enforce, as a 400 naming `param` (the surface's field; response-format.ts
+// maps the IR's names) and, in the message, the schema keyword and where it is.
+export function constraintApiError(e: ConstraintError, param: string): ApiError {
+  return invalidRequest(e.message, param, e.keyword ? "unsupported_schema" : "invalid_structured_output");
+}
+
 // Maps anything thrown while serving to an ApiError. Unknown errors become a 500 whose message is the error's own:
 // a local server has no secrets to hide from its user, and the text is what helps.
 export function toApiError(error: unknown, shape: ErrorShape): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof ConstraintError) return constraintApiError(error, error.param);
   if (error instanceof EngineOverloaded) {
     return new ApiError(503, error.message, { code: "server_is_overloaded", retryAfterSeconds: error.retryAfterSeconds });
   }

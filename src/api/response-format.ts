@@ -1,13 +1,33 @@
 // Where structured output plugs into every surface. OpenAI chat `response_format`, Responses `text.format` and
-// Anthropic `output_config.format` all arrive here as the IR's ResponseFormat.
-//
-// Constrained decoding (issue 9) is not in the engine yet, and a JSON schema that is silently not enforced is worse
-// than a refusal: agents would parse whatever the model wrote. So anything but plain text is a clear 400 for now;
-// once the grammar lands, this function returns the format and the converters already pass it to the Conversation.
-import type { ResponseFormat } from "../chat/ir.ts";
-import { invalidRequest } from "./errors.ts";
+// Anthropic `output_config.format` / `output_format` arrive in the Conversation as its ResponseFormat; a forced tool
+// choice and strict tools constrain tool calls. The grammar (src/engine/grammar) is written here once to check that
+// it can enforce all of it (milliseconds, no compile), so that a schema it cannot enforce is a 400 naming the
+// surface's own field, before any generation starts. The compile happens when the generation starts.
+import type { Conversation } from "../chat/ir.ts";
+import { ConstraintError, planGrammar } from "../engine/grammar/request.ts";
+import { constraintApiError } from "./errors.ts";
 
-export function acceptResponseFormat(format: ResponseFormat, param: string): ResponseFormat {
-  if (format.type === "text") return format;
-  throw invalidRequest(`${format.type} output is not supported yet: this server cannot constrain output to a schema`, param, "unsupported_response_format");
+// How a surface names the fields a ConstraintError points at (the IR's responseFormat.schema, toolChoice, tools[i]).
+export type ConstraintFields = {
+  responseFormat: string; // the response format's schema field, e.g. "response_format.json_schema.schema"
+  toolChoice: string;
+  tool: (irIndex: number, field: "name" | "parameters") => string; // the request's field of the IR's tools[irIndex]
+};
+
+// Throws an ApiError (400) when the conversation asks for output the grammar cannot enforce.
+export function checkStructuredOutput(conversation: Conversation, fields: ConstraintFields): void {
+  try {
+    planGrammar(conversation);
+  } catch (e) {
+    if (e instanceof ConstraintError) throw constraintApiError(e, surfaceField(e.param, fields));
+    throw e;
+  }
+}
+
+function surfaceField(irParam: string, fields: ConstraintFields): string {
+  if (irParam.startsWith("responseFormat")) return fields.responseFormat;
+  if (irParam === "toolChoice") return fields.toolChoice;
+  const tool = /^tools\[(\d+)\]\.(name|parameters)$/.exec(irParam);
+  if (tool) return fields.tool(Number(tool[1]), tool[2] as "name" | "parameters");
+  return irParam === "tools" ? "tools" : irParam;
 }

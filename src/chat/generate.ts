@@ -3,11 +3,19 @@
 //   conversation ──templateVariables──▶ template.render ──encodeTemplate──▶ prompt ids ──▶ engine.generate
 //   ChatEvents ◀── stop strings ◀── OutputParser ◀── IncrementalDetokenizer ◀── tokens ◀─┘
 //
+// Structured output (a response format, a forced tool choice, strict tools): the grammar is compiled (or taken from
+// the model's cache) before the request reaches the engine, the constraint goes with the request and is released
+// when the engine is done with it; a complete value ends the output ("constraint_complete"), which finishes as "stop"
+// or "tool_calls". Compiling runs on the event loop (xgrammar's WebAssembly is synchronous): a cold compile delays
+// every running sequence's next step by its duration (BENCHMARKS.md, Grammar).
+//
 // Stop strings are matched on visible content only (not reasoning, not tool-call markup), across token boundaries:
 // content that could be the start of a stop string is held until it cannot; a match ends the answer there, aborts
 // the engine request (freeing its memory at once) and finishes with "stop". Usage counts every generated token;
 // reasoning tokens are those generated while the parser was inside <think>.
-import type { Engine } from "../engine/types.ts";
+import type { PreparedGrammar } from "../engine/grammar/index.ts";
+import { ConstraintError, grammarKind, type ConstraintRequest, type GrammarKind } from "../engine/grammar/request.ts";
+import type { Engine, TokenConstraint } from "../engine/types.ts";
 import { PromptTooLong } from "../engine/types.ts";
 import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -26,7 +34,23 @@ export type ChatModelParts = {
   contextLength: number;
   maxOutputTokens: number;
   vision: boolean;
+  // Compiles the grammar a conversation needs (null: none). Without it, a conversation that needs one is refused.
+  structuredOutput?: { prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> };
 };
+
+// Where the output parser looks for tool calls in an answer a grammar of this kind wrote.
+const CALLS_IN: Record<GrammarKind, "never" | "leading" | "anywhere"> = {
+  json: "never",
+  tool_calls: "leading",
+  json_or_tool_calls: "leading",
+  text_or_tool_calls: "anywhere",
+};
+
+async function prepareGrammar(model: ChatModelParts, conversation: Conversation): Promise<PreparedGrammar | null> {
+  if (model.structuredOutput) return model.structuredOutput.prepare(conversation);
+  if (grammarKind(conversation)) throw new ConstraintError(`${model.id} cannot constrain its output (structured output is not available for it)`, "responseFormat");
+  return null;
+}
 
 // The end-of-turn tokens of a Qwen-family tokenizer (<|im_end|>, <|endoftext|>), for ChatModelParts.stopTokens.
 export function endOfTurnTokens(tokenizer: Tokenizer): number[] {
@@ -103,6 +127,10 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
   if (prompt.ids.length >= model.contextLength) throw new PromptTooLong(prompt.ids.length, model.contextLength);
   const maxTokens = Math.min(options.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens, model.contextLength - prompt.ids.length);
 
+  // Compiled before the engine sees the request, so a slow compile holds no engine slot; then one matcher per sequence.
+  const grammar = await prepareGrammar(model, conversation);
+  const constraint: TokenConstraint | undefined = grammar ? await grammar.start({ thinking: prompt.startInReasoning }) : undefined;
+
   // Our own controller: a stop string aborts the request; so does the client's signal.
   const abort = new AbortController();
   const onAbort = () => abort.abort();
@@ -112,7 +140,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
   const tok = model.tokenizer;
   const stopTokens = new Set(model.stopTokens);
   const detok = new IncrementalDetokenizer(tok);
-  const parser = new OutputParser({ tools: conversation.tools, startInReasoning: prompt.startInReasoning });
+  const parser = new OutputParser({ tools: conversation.tools, startInReasoning: prompt.startInReasoning, ...(grammar ? { constrained: { calls: CALLS_IN[grammar.kind] } } : {}) });
   const stop = new StopMatcher(options.stop);
   const usage = { promptTokens: prompt.ids.length, cachedPromptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
   let pendingLogprobs: TokenLogprob[] = [];
@@ -153,6 +181,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
       topLogprobs: options.logprobs,
       draft: options.draft,
       signal: abort.signal,
+      constraint,
     });
     for await (const ev of stream) {
       if (ev.type === "admitted") {
@@ -188,6 +217,9 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
     options.signal.removeEventListener("abort", onAbort);
     // A stop string, an error, or a consumer that stopped reading: the request ends now.
     if (!completed) abort.abort();
+    // The engine no longer touches the constraint: it is done, or the abort cancelled it at once (the scheduler
+    // neither fills masks for nor hands tokens to a cancelled sequence).
+    constraint?.release?.();
   }
   if (!started) yield { type: "start", promptTokens: usage.promptTokens, cachedPromptTokens: usage.cachedPromptTokens };
 

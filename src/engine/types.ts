@@ -24,8 +24,8 @@ export interface TokenConstraint {
   rollback(n: number): void;
   // True when the constrained value is complete; the engine then ends the output.
   isComplete(): boolean;
-  // Frees what the constraint holds (grammar matcher memory in WebAssembly); the engine calls it once the sequence
-  // ends, however it ends.
+  // Frees what the constraint holds (grammar matcher memory in WebAssembly). Called by whoever made the constraint
+  // (src/chat/generate.ts) once the engine request has ended, however it ended; safe to call twice.
   release?(): void;
 }
 

@@ -3,6 +3,8 @@
 //
 //   resolveModel ─▶ Model.load (native, mmap + optional quantization) ─▶ createEngine (memory plan, cache, loop)
 //                   Tokenizer.load + ChatTemplate.load (the checkpoint's own files) ─▶ chatModel(parts)
+// Structured output is prepared for the model's vocabulary on the first request that needs it (seconds for a 150K
+// vocabulary), not at load: most requests never need it.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -10,6 +12,7 @@ import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
 import { chatModel, endOfTurnTokens } from "../chat/generate.ts";
 import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
+import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -88,6 +91,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
       // The vision tower is not served yet (issue 14): image parts are refused with a clear error.
       vision: false,
+      structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize })),
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     log.info(`loaded ${resolved.id} in ${seconds} s: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens`);

@@ -6,7 +6,7 @@ import type { ChatModel, ContentPart, Conversation, GenerationOptions, ImageSour
 import { invalidRequest } from "../errors.ts";
 import { base64Image, imageFromUrl, requireVision } from "../images.ts";
 import { generationOptions } from "../options.ts";
-import { acceptResponseFormat } from "../response-format.ts";
+import { checkStructuredOutput } from "../response-format.ts";
 import { nameToolResults } from "../tool-names.ts";
 import type { Block, CountTokensRequest, MessagesRequest } from "./schema.ts";
 
@@ -44,6 +44,13 @@ export function anthropicConversation(req: CountTokensRequest, model: ChatModel)
 
 export function convertMessagesRequest(req: MessagesRequest, ctx: AnthropicContext): { conversation: Conversation; options: GenerationOptions } {
   const conversation = anthropicConversation(req, ctx.model);
+  // Server tools are not offered to the model: IR tool i is the i-th custom tool of the request.
+  const toolIndex = (req.tools ?? []).flatMap((t, j) => (t.type && t.type !== "custom" ? [] : [j]));
+  checkStructuredOutput(conversation, {
+    responseFormat: req.output_config?.format ? "output_config.format.schema" : "output_format.schema",
+    toolChoice: "tool_choice",
+    tool: (i, field) => `tools.${toolIndex[i]}.${field === "parameters" ? "input_schema" : "name"}`,
+  });
   const options = generationOptions(
     ctx.model,
     { maxTokens: req.max_tokens, stop: req.stop_sequences ?? [], sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, minP: req.min_p, seed: req.seed } },
@@ -128,8 +135,10 @@ function toolChoice(req: CountTokensRequest, tools: ToolDef[]): ToolChoice {
   return { name: c.name };
 }
 
+// Structured outputs: `output_config.format` (generally available) or the beta's `output_format`, both
+// {type: "json_schema", schema}; the answer is the JSON text in a text block.
 function responseFormat(req: CountTokensRequest): ResponseFormat {
   const f = req.output_config?.format ?? req.output_format;
   if (!f) return { type: "text" };
-  return acceptResponseFormat({ type: "json_schema", schema: f.schema }, req.output_config?.format ? "output_config.format" : "output_format");
+  return { type: "json_schema", schema: f.schema };
 }

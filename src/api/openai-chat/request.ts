@@ -3,7 +3,7 @@ import type { ChatModel, ContentPart, Conversation, GenerationOptions, Message, 
 import { invalidRequest } from "../errors.ts";
 import { imageFromUrl, requireVision } from "../images.ts";
 import { generationOptions, thinkingFromEffort } from "../options.ts";
-import { acceptResponseFormat } from "../response-format.ts";
+import { checkStructuredOutput } from "../response-format.ts";
 import { nameToolResults } from "../tool-names.ts";
 import { parseArguments } from "../turn.ts";
 import type { ChatRequest } from "./schema.ts";
@@ -27,6 +27,11 @@ export function convertChatRequest(req: ChatRequest, ctx: ConvertContext): { con
     thinking,
     responseFormat: responseFormat(req),
   };
+  checkStructuredOutput(conversation, {
+    responseFormat: req.response_format?.type === "json_schema" ? "response_format.json_schema.schema" : "response_format",
+    toolChoice: "tool_choice",
+    tool: (i, field) => `tools.${i}.function.${field}`,
+  });
   if (req.top_logprobs != null && !req.logprobs) throw invalidRequest("top_logprobs needs logprobs: true", "top_logprobs");
   const options = generationOptions(
     ctx.model,
@@ -116,8 +121,9 @@ function toolChoice(req: ChatRequest, tools: ToolDef[]): ToolChoice {
 function responseFormat(req: ChatRequest): ResponseFormat {
   const f = req.response_format;
   if (!f || f.type === "text") return { type: "text" };
-  if (f.type === "json_object") return acceptResponseFormat({ type: "json_object" }, "response_format");
+  if (f.type === "json_object") return { type: "json_object" };
+  // Enforced whether or not `strict` is set: a grammar gives the guarantee either way.
   const format: ResponseFormat = { type: "json_schema", name: f.json_schema.name, schema: f.json_schema.schema ?? {} };
   if (f.json_schema.strict != null) format.strict = f.json_schema.strict;
-  return acceptResponseFormat(format, "response_format");
+  return format;
 }

@@ -6,7 +6,7 @@ import type { ChatModel, ContentPart, Conversation, GenerationOptions, Message, 
 import { invalidRequest } from "../errors.ts";
 import { imageFromUrl, requireVision } from "../images.ts";
 import { generationOptions, thinkingFromEffort } from "../options.ts";
-import { acceptResponseFormat } from "../response-format.ts";
+import { checkStructuredOutput } from "../response-format.ts";
 import { nameToolResults } from "../tool-names.ts";
 import { parseArguments } from "../turn.ts";
 import type { InputItem, ResponsesContentPart, ResponsesRequest } from "./schema.ts";
@@ -23,7 +23,9 @@ export type ConvertedResponsesRequest = {
 export function convertResponsesRequest(req: ResponsesRequest, ctx: ResponsesContext): ConvertedResponsesRequest {
   const customTools = new Set<string>();
   const tools: ToolDef[] = [];
-  for (const t of req.tools ?? []) {
+  const toolIndex: number[] = []; // IR tool → its index in req.tools (tools Splash does not run are dropped)
+  for (const [j, t] of (req.tools ?? []).entries()) {
+    if (t.type === "function" || t.type === "custom") toolIndex.push(j);
     if (t.type === "function") {
       const def: ToolDef = { name: t.name, parameters: t.parameters ?? { type: "object", properties: {} } };
       if (t.description) def.description = t.description;
@@ -47,6 +49,11 @@ export function convertResponsesRequest(req: ResponsesRequest, ctx: ResponsesCon
     thinking: thinkingFromEffort(req.reasoning?.effort),
     responseFormat: responseFormat(req),
   };
+  checkStructuredOutput(conversation, {
+    responseFormat: req.text?.format?.type === "json_schema" ? "text.format.schema" : "text.format",
+    toolChoice: "tool_choice",
+    tool: (i, field) => `tools.${toolIndex[i]}.${field}`,
+  });
   const options = generationOptions(
     ctx.model,
     {
@@ -153,8 +160,8 @@ function toolChoice(req: ResponsesRequest, tools: ToolDef[]): ToolChoice {
 function responseFormat(req: ResponsesRequest): ResponseFormat {
   const f = req.text?.format;
   if (!f || f.type === "text") return { type: "text" };
-  if (f.type === "json_object") return acceptResponseFormat({ type: "json_object" }, "text.format");
+  if (f.type === "json_object") return { type: "json_object" };
   const format: ResponseFormat = { type: "json_schema", name: f.name, schema: f.schema };
   if (f.strict != null) format.strict = f.strict;
-  return acceptResponseFormat(format, "text.format");
+  return format;
 }

@@ -22,6 +22,7 @@ export class GrammarConstraint implements TokenConstraint {
   private readonly stopWords: Map<number, number>; // word index → bits of stop tokens in it
   private fresh = false; // mask holds the allowed set of the current state
   private readonly utf8States: number[] = []; // UTF-8 decoder state after each accepted token
+  private released = false;
 
   constructor(
     private readonly matcher: Matcher,
@@ -71,7 +72,10 @@ export class GrammarConstraint implements TokenConstraint {
     return true;
   }
 
+  // Idempotent: whoever ends the sequence may call it.
   release(): void {
+    if (this.released) return;
+    this.released = true;
     this.matcher.dispose();
   }
 

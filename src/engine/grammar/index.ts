@@ -1,23 +1,24 @@
 // Structured output: a conversation's response format and tool choice → a TokenConstraint per sequence.
 //
-//   const so = await StructuredOutput.create(vocabulary);            // once per loaded model
+//   const so = new LazyStructuredOutput(() => vocabulary);          // once per loaded model (src/models/load.ts)
 //   const grammar = await so.prepare(conversation);                  // per request; ConstraintError → HTTP 400
-//   const constraint = grammar && (await grammar.start({ thinking: conversation.thinking.enabled }));
+//   const constraint = grammar && (await grammar.start({ thinking: promptEndsInsideThink }));
 //   engine.generate({ ..., constraint });                            // the engine calls fillMask/accept/…
+//   constraint?.release();                                           // once the engine request has ended
 //
 // Grammars are compiled once per (vocabulary, grammar text) and cached; the grammar text is the canonical form of
 // the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
 import type { TokenConstraint } from "../types.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
-import { planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
+import { grammarKind, planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
 import { Utf8Table } from "./utf8.ts";
 import type { Vocabulary } from "./vocab.ts";
 import { XgrammarVocab } from "./xgrammar.ts";
 import type { CompiledGrammar } from "@mlc-ai/web-xgrammar";
 
 export { checkDraft } from "./constraint.ts";
-export { ConstraintError, planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
-export { decodeTokens, tokenBytes, vocabularyFromTokenizerJson, type Vocabulary } from "./vocab.ts";
+export { ConstraintError, grammarKind, planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
+export { decodeTokens, tokenBytes, vocabularyFromTokenizer, type Vocabulary } from "./vocab.ts";
 
 const CACHE_ENTRIES = 64;
 // Added tokens a grammar may produce as text; every other added token is blocked (see MaskPolicy.blocked).
@@ -76,6 +77,24 @@ export class StructuredOutput {
     const allowed = new Set(kind === "json" ? [] : TOOL_TAGS);
     const blocked = [...v.added].filter(([text, id]) => !v.special.has(id) && !allowed.has(text)).map(([, id]) => id);
     return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: this.utf8 };
+  }
+}
+
+// The StructuredOutput of one loaded model, made on the first request that needs a grammar: preparing the vocabulary
+// takes seconds for a 150K vocabulary (and blocks the event loop meanwhile), so a model that never gets such a request
+// never pays, and requests without one never wait for it.
+export class LazyStructuredOutput {
+  private so: Promise<StructuredOutput> | undefined;
+
+  constructor(private readonly vocabulary: () => Vocabulary) {}
+
+  async prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> {
+    if (!grammarKind(req)) return null;
+    if (!this.so) {
+      this.so = StructuredOutput.create(this.vocabulary());
+      this.so.catch(() => (this.so = undefined)); // a failed preparation is tried again by the next request
+    }
+    return (await this.so).prepare(req);
   }
 }
 

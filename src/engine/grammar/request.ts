@@ -12,7 +12,7 @@ import type { Conversation } from "../../chat/ir.ts";
 import { Rules } from "./ebnf.ts";
 import { JsonWriter } from "./json-grammar.ts";
 import { compileSchema, SchemaError, type CompiledSchema } from "./schema.ts";
-import { textThenToolCalls, toolCalls, type ToolSchema } from "./tool-grammar.ts";
+import { textThenToolCalls, ToolParameterError, toolCalls, type ToolSchema } from "./tool-grammar.ts";
 
 export type ConstraintRequest = Pick<Conversation, "responseFormat" | "tools" | "toolChoice" | "parallelToolCalls">;
 
@@ -34,25 +34,37 @@ export class ConstraintError extends Error {
 
 const LEADING_NEWLINES = '("\\n" "\\n"?)?';
 
-// The grammar for a request, or null when it needs none. Throws ConstraintError.
-export function planGrammar(req: ConstraintRequest): GrammarPlan | null {
-  const rf = req.responseFormat;
-  const json = rf.type === "json_schema" ? schemaOf(rf.schema, "responseFormat.schema", "response format schema") : rf.type === "json_object" ? compileSchema({ type: "object" }) : null;
+// Which grammar a request needs, or null when it needs none; cheap (no schema is read). Throws ConstraintError for a
+// tool choice that cannot be served.
+export function grammarKind(req: ConstraintRequest): GrammarKind | null {
+  const json = req.responseFormat.type !== "text";
+  const forced = req.toolChoice === "required" || typeof req.toolChoice === "object";
+  const tools = callableTools(req);
+  if (forced) return "tool_calls";
+  if (tools.length && json) return "json_or_tool_calls";
+  if (tools.some((t) => t.strict)) return "text_or_tool_calls";
+  return json ? "json" : null;
+}
+
+// The tools a grammar may call: all of them, the one tool_choice names, or none with tool_choice "none".
+function callableTools(req: ConstraintRequest): ConstraintRequest["tools"] {
   const forced = req.toolChoice === "required" || typeof req.toolChoice === "object";
   const tools = req.toolChoice === "none" ? [] : req.tools;
-  if (forced && tools.length === 0) throw new ConstraintError('tool_choice requires a tool call, but the request has no tools', "toolChoice");
-  let callable = tools;
-  if (typeof req.toolChoice === "object") {
-    const name = req.toolChoice.name;
-    callable = tools.filter((t) => t.name === name);
-    if (callable.length === 0) throw new ConstraintError(`tool_choice names "${name}", which is not among the request's tools`, "toolChoice");
-  }
-  let kind: GrammarKind;
-  if (forced) kind = "tool_calls";
-  else if (callable.length && json) kind = "json_or_tool_calls";
-  else if (callable.length && callable.some((t) => t.strict)) kind = "text_or_tool_calls";
-  else if (json) kind = "json";
-  else return null;
+  if (forced && tools.length === 0) throw new ConstraintError("tool_choice requires a tool call, but the request has no tools", "toolChoice");
+  if (typeof req.toolChoice !== "object") return tools;
+  const name = req.toolChoice.name;
+  const named = tools.filter((t) => t.name === name);
+  if (named.length === 0) throw new ConstraintError(`tool_choice names "${name}", which is not among the request's tools`, "toolChoice");
+  return named;
+}
+
+// The grammar for a request, or null when it needs none. Throws ConstraintError.
+export function planGrammar(req: ConstraintRequest): GrammarPlan | null {
+  const kind = grammarKind(req);
+  if (!kind) return null;
+  const rf = req.responseFormat;
+  const json = rf.type === "json_schema" ? schemaOf(rf.schema, "responseFormat.schema", "response format schema") : rf.type === "json_object" ? compileSchema({ type: "object" }) : null;
+  const callable = callableTools(req);
 
   const rules = new Rules();
   const toolSchemas = kind === "json" ? [] : toolSchemasOf(req, callable);
@@ -68,7 +80,9 @@ export function planGrammar(req: ConstraintRequest): GrammarPlan | null {
     }[kind]();
   } catch (e) {
     // Raw tool parameter text is more restricted than a JSON string; what it cannot hold surfaces here.
-    if (e instanceof SchemaError) throw new ConstraintError(`tool parameters: ${e.reason}`, "tools", e.keyword);
+    if (e instanceof ToolParameterError) {
+      throw new ConstraintError(`tool "${e.tool}" parameters: ${e.message}`, `tools[${req.tools.findIndex((t) => t.name === e.tool)}].parameters`, e.keyword, e.path);
+    }
     throw e;
   }
   return { kind, ebnf: rules.text(root) };

@@ -16,6 +16,19 @@ import { watchedText } from "./text-grammar.ts";
 
 export type ToolSchema = { name: string; schema: CompiledSchema };
 
+// A parameter schema that JSON could hold but raw text cannot (SchemaError of the tool's parameters schema).
+export class ToolParameterError extends SchemaError {
+  override name = "ToolParameterError";
+  constructor(
+    readonly tool: string,
+    reason: string,
+    path: string,
+    keyword?: string,
+  ) {
+    super(reason, path, keyword);
+  }
+}
+
 const VALUE_END = "\n</parameter>\n";
 
 // EBNF for one or more tool calls (one, unless `parallel`), each to one of `tools`. The first "<tool_call>" is left
@@ -32,7 +45,13 @@ function fn(rules: Rules, tool: ToolSchema): string {
   const root = resolve(tool.schema.root, tool.schema);
   if (root.kind !== "object") throw new Error(`tool ${tool.name}: parameters must be an object schema`);
   const params = root.properties.map((p) => {
-    const value = stringOnly(p.node, tool.schema) ? rawValue(rules, resolve(p.node, tool.schema), tool.schema) : cat(writer.value(p.node), lit(VALUE_END));
+    let value: string;
+    try {
+      value = stringOnly(p.node, tool.schema) ? rawValue(rules, resolve(p.node, tool.schema), tool.schema) : cat(writer.value(p.node), lit(VALUE_END));
+    } catch (e) {
+      if (e instanceof SchemaError) throw new ToolParameterError(tool.name, e.reason, `/properties/${p.name}`, e.keyword);
+      throw e;
+    }
     const param = rules.add(`param_${p.name}`, cat(lit(`<parameter=${p.name}>\n`), value));
     return p.required ? param : `${param}?`;
   });

@@ -1,6 +1,8 @@
-// The model vocabulary as the grammar engine needs it: every token's bytes (byte-level BPE, GPT-2's byte alphabet),
-// which tokens are special, and the stop tokens. Read straight from a tokenizer.json so structured output does not
-// wait on the tokenizer module; src/tokenizer can supply the same shape once it lands.
+// The model vocabulary as the grammar engine needs it: every token's bytes (in GPT-2's byte-level alphabet, the form
+// xgrammar takes), which tokens are special, and the stop tokens. Built from a loaded Tokenizer (src/tokenizer is the
+// one reader of tokenizer.json).
+import { byteLevelDecode, byteLevelEncode } from "../../tokenizer/byte-level.ts";
+import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
 
 export type Vocabulary = {
   id: string; // identifies the tokenizer: part of every compiled grammar's cache key
@@ -11,67 +13,19 @@ export type Vocabulary = {
   stopTokens: number[];
 };
 
-// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for code points from 256 up.
-const BYTE_TO_CHAR: string[] = [];
-const CHAR_TO_BYTE = new Map<string, number>();
-{
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-    const ch = String.fromCodePoint(printable ? b : 256 + n++);
-    BYTE_TO_CHAR[b] = ch;
-    CHAR_TO_BYTE.set(ch, b);
-  }
-}
-
-export function encodeBytes(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += BYTE_TO_CHAR[b];
-  return s;
-}
-
-export function tokenBytes(vocab: Vocabulary, id: number): Uint8Array {
-  const t = vocab.tokens[id] ?? "";
-  const out = new Uint8Array(t.length);
-  let n = 0;
-  for (const ch of t) {
-    const b = CHAR_TO_BYTE.get(ch);
-    if (b === undefined) throw new Error(`token ${id} is not in the byte-level alphabet`);
-    out[n++] = b;
-  }
-  return out.subarray(0, n);
-}
-
-export function decodeTokens(vocab: Vocabulary, ids: Iterable<number>): string {
-  const parts: Uint8Array[] = [];
-  for (const id of ids) parts.push(tokenBytes(vocab, id));
-  return new TextDecoder().decode(Buffer.concat(parts));
-}
-
-type TokenizerJson = {
-  model: { type: string; vocab: Record<string, number> };
-  added_tokens?: { id: number; content: string; special: boolean }[];
-  decoder?: { type?: string };
-};
-
-// Builds the vocabulary from a Hugging Face tokenizer.json with a ByteLevel decoder. `size` is the model's logits
-// size; `stopTokens` names the end-of-turn tokens (default: <|im_end|> and <|endoftext|> where present).
-export function vocabularyFromTokenizerJson(json: unknown, options: { id: string; size?: number; stopTokens?: string[] }): Vocabulary {
-  const tj = json as TokenizerJson;
-  if (tj?.model?.type !== "BPE" || typeof tj.model.vocab !== "object" || tj.decoder?.type !== "ByteLevel") {
-    throw new Error("tokenizer.json: expected a BPE model with a ByteLevel decoder");
-  }
+// `size` is the model's logits size (default: the tokenizer's ids); `stopTokens` names the end-of-turn tokens
+// (default: <|im_end|> and <|endoftext|> where present).
+export function vocabularyFromTokenizer(
+  tokenizer: Pick<Tokenizer, "vocabSize" | "added" | "tokenBytes">,
+  options: { id: string; size?: number; stopTokens?: string[] },
+): Vocabulary {
+  const size = options.size ?? tokenizer.vocabSize;
+  if (size < tokenizer.vocabSize) throw new Error(`vocabulary size ${size} is smaller than the tokenizer's ${tokenizer.vocabSize} ids`);
+  const tokens = new Array<string>(size).fill("");
+  for (let id = 0; id < tokenizer.vocabSize; id++) tokens[id] = byteLevelEncode(tokenizer.tokenBytes(id));
   const added = new Map<string, number>();
   const special = new Set<number>();
-  let maxId = -1;
-  for (const id of Object.values(tj.model.vocab)) maxId = Math.max(maxId, id);
-  for (const a of tj.added_tokens ?? []) maxId = Math.max(maxId, a.id);
-  const size = options.size ?? maxId + 1;
-  if (size <= maxId) throw new Error(`vocabulary size ${size} is smaller than the tokenizer's ${maxId + 1} ids`);
-  const tokens = new Array<string>(size).fill("");
-  for (const [t, id] of Object.entries(tj.model.vocab)) tokens[id] = t;
-  for (const a of tj.added_tokens ?? []) {
-    tokens[a.id] = encodeBytes(new TextEncoder().encode(a.content));
+  for (const a of tokenizer.added) {
     added.set(a.content, a.id);
     if (a.special) special.add(a.id);
   }
@@ -82,4 +36,16 @@ export function vocabularyFromTokenizerJson(json: unknown, options: { id: string
     return id;
   });
   return { id: options.id, size, tokens, special, added, stopTokens };
+}
+
+export function tokenBytes(vocab: Vocabulary, id: number): Uint8Array {
+  const bytes = byteLevelDecode(vocab.tokens[id] ?? "");
+  if (!bytes) throw new Error(`token ${id} is not in the byte-level alphabet`);
+  return bytes;
+}
+
+export function decodeTokens(vocab: Vocabulary, ids: Iterable<number>): string {
+  const parts: Uint8Array[] = [];
+  for (const id of ids) parts.push(tokenBytes(vocab, id));
+  return new TextDecoder().decode(Buffer.concat(parts));
 }
