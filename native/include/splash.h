@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 2
+#define SPLASH_ABI_VERSION 3
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -152,13 +152,17 @@ typedef struct splash_seq {
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
- * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. */
+ * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
+ * one model must not overlap (they share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
 /* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
 
-/* This machine's memory read bandwidth in GB/s: n_threads (0 = every core) stream over `bytes`, best of `reps`. */
-SPLASH_API splash_status splash_bench_memory_bandwidth(int32_t n_threads, uint64_t bytes, int32_t reps, double *gbs);
+/* This machine's memory read bandwidth in GB/s: n_threads (0 = every core) stream over `bytes`, best of `reps`.
+ * gbs: over wall time; cpu_gbs: over the process's CPU time ÷ threads, what the threads get while they hold the
+ * cores (the honest figure on a machine shared with other work). */
+SPLASH_API splash_status splash_bench_memory_bandwidth(int32_t n_threads, uint64_t bytes, int32_t reps, double *gbs,
+                                                       double *cpu_gbs);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,13 @@
 // only a few layers (default 4: three GDN, one full attention), with random weights quantized at load (q8, q4).
 // Reports prefill tokens/s, decode tokens/s at 1 and 4 sequences, and the weight bytes one decode token reads ÷ the
 // decode time as a fraction of this machine's memory read bandwidth measured in the same run. Ends with one JSON line.
+// Every time is given twice: wall time, and the process's CPU time ÷ threads ("cpu"), which is what the engine gets
+// while it holds the cores: on a machine shared with other work the wall figures measure the neighbours too.
 //
 // The checkpoint (bf16, official layout) is written once into the cache directory and loaded through the ordinary
 // loader, so what is measured is exactly what `splash serve` would run.
 import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import type { Sampling } from "../engine/types.ts";
 import { check } from "../native/errors.ts";
@@ -146,17 +149,33 @@ function ensureCheckpoint(dir: string, layers: number): void {
 
 const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
 
+// A figure over wall time and over CPU time ÷ threads.
+type Both = { wall: number; cpu: number };
+
 type QuantFigures = {
   quant: Quant;
   loadSeconds: number;
-  prefillTokensPerSecond: number;
-  decode1TokensPerSecond: number;
-  decode4TokensPerSecond: number;
+  prefillTokensPerSecond: Both;
+  decode1TokensPerSecond: Both;
+  decode4TokensPerSecond: Both;
   decodeBytesPerToken: number;
-  bandwidthFraction: number;
+  bandwidthFraction: Both;
 };
 
-function measure(model: Model, quant: Quant, loadSeconds: number, prefill: number, steps: number, bandwidth: number): QuantFigures {
+// Runs fn and returns its wall and CPU seconds (process user + system, divided by the threads that ran it).
+function timed(threads: number, fn: () => void): Both {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  fn();
+  const wall = (performance.now() - t0) / 1000;
+  const c = process.cpuUsage(c0);
+  return { wall, cpu: (c.user + c.system) / 1e6 / threads };
+}
+
+const per = (n: number, t: Both): Both => ({ wall: n / t.wall, cpu: n / t.cpu });
+
+function measure(model: Model, quant: Quant, loadSeconds: number, prefill: number, steps: number, bandwidth: Both): QuantFigures {
+  const threads = model.info.threads;
   const pageTokens = 16;
   const perSeq = Math.ceil((prefill + 2 * steps + 2) / pageTokens); // warm-up and timed steps at batch 1, then at 4
   const cache = model.createCache({ pageTokens, nPages: 4 * perSeq, nSlots: 4 });
@@ -166,9 +185,9 @@ function measure(model: Model, quant: Quant, loadSeconds: number, prefill: numbe
     const next: number[] = [0, 0, 0, 0];
     const past: number[] = [0, 0, 0, 0];
     // prefill: one sequence, the whole prompt in one step
-    let t0 = performance.now();
-    next[0] = cache.step([{ slot: 0, nPast: 0, tokens: prompt(0, prefill), pages: pages[0]!, sample: { sampling: GREEDY } }])[0]!.token;
-    const prefillSeconds = (performance.now() - t0) / 1000;
+    const prefillTime = timed(threads, () => {
+      next[0] = cache.step([{ slot: 0, nPast: 0, tokens: prompt(0, prefill), pages: pages[0]!, sample: { sampling: GREEDY } }])[0]!.token;
+    });
     past[0] = prefill;
     // the other three sequences get short prompts: decode speed barely depends on a context this short
     const others = cache.step([1, 2, 3].map((k) => ({ slot: k, nPast: 0, tokens: prompt(k, 8), pages: pages[k]!, sample: { sampling: GREEDY } })));
@@ -178,22 +197,23 @@ function measure(model: Model, quant: Quant, loadSeconds: number, prefill: numbe
       seqs.forEach((k, i) => ((next[k] = outs[i]!.token), past[k]!++));
     };
     decode([0]); // warm: first touch of the decode path
-    t0 = performance.now();
-    for (let s = 0; s < steps; s++) decode([0]);
-    const decode1 = (performance.now() - t0) / 1000 / steps;
+    const decode1 = timed(threads, () => {
+      for (let s = 0; s < steps; s++) decode([0]);
+    });
     decode([0, 1, 2, 3]);
-    t0 = performance.now();
-    for (let s = 0; s < steps; s++) decode([0, 1, 2, 3]);
-    const decode4 = (performance.now() - t0) / 1000 / steps;
+    const decode4 = timed(threads, () => {
+      for (let s = 0; s < steps; s++) decode([0, 1, 2, 3]);
+    });
     const bytes = model.info.decodeBytesPerToken;
+    const tokens1 = per(steps, decode1);
     return {
       quant,
       loadSeconds,
-      prefillTokensPerSecond: prefill / prefillSeconds,
-      decode1TokensPerSecond: 1 / decode1,
-      decode4TokensPerSecond: 4 / decode4,
+      prefillTokensPerSecond: per(prefill, prefillTime),
+      decode1TokensPerSecond: tokens1,
+      decode4TokensPerSecond: per(4 * steps, decode4),
       decodeBytesPerToken: bytes,
-      bandwidthFraction: bytes / decode1 / 1e9 / bandwidth,
+      bandwidthFraction: { wall: (bytes * tokens1.wall) / 1e9 / bandwidth.wall, cpu: (bytes * tokens1.cpu) / 1e9 / bandwidth.cpu },
     };
   } finally {
     cache.free();
@@ -220,10 +240,11 @@ export default command({
     const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
     ensureCheckpoint(dir, layers);
     const lib = await native();
-    const gbs = new Float64Array(1);
-    check(lib, "splash_bench_memory_bandwidth", lib.splash_bench_memory_bandwidth(threads, 1n << 30n, 5, gbs));
-    const bandwidth = gbs[0]!;
-    log.info(`memory read bandwidth: ${bandwidth.toFixed(1)} GB/s`);
+    const gbs = new Float64Array(2);
+    check(lib, "splash_bench_memory_bandwidth", lib.splash_bench_memory_bandwidth(threads, 1n << 30n, 5, gbs.subarray(0, 1), gbs.subarray(1, 2)));
+    const bandwidth: Both = { wall: gbs[0]!, cpu: gbs[1]! };
+    log.info(`memory read bandwidth: ${bandwidth.wall.toFixed(1)} GB/s (cpu ${bandwidth.cpu.toFixed(1)} GB/s)`);
+    const load0 = loadavg()[0]!;
 
     const results: QuantFigures[] = [];
     for (const quant of quants as Quant[]) {
@@ -237,15 +258,21 @@ export default command({
       }
     }
     const threadsUsed = threads || navigator.hardwareConcurrency;
-    console.log(`model: ${layers} layers of Qwen3.8-27B shapes, vocab ${SHAPE.vocab}; ${threadsUsed} threads; bandwidth ${bandwidth.toFixed(1)} GB/s`);
-    console.log("quant  load s  prefill tok/s  decode tok/s (1)  decode tok/s (4)  4 vs 1  GB/token  of bandwidth");
+    const load = [load0, loadavg()[0]!].map((x) => Number(x.toFixed(2)));
+    const f = (b: Both, digits: number) => `${b.wall.toFixed(digits)} | ${b.cpu.toFixed(digits)}`;
+    console.log(
+      `model: ${layers} layers of Qwen3.8-27B shapes, vocab ${SHAPE.vocab}; ${threadsUsed} threads; memory read bandwidth ` +
+        `${f(bandwidth, 1)} GB/s (wall | cpu); load average ${load[0]} → ${load[1]}`,
+    );
+    console.log("quant  load s  prefill tok/s  decode tok/s (1)  decode tok/s (4)  4 vs 1       GB/token  of bandwidth (wall | cpu)");
     for (const r of results)
       console.log(
-        `${r.quant.padEnd(5)}  ${r.loadSeconds.toFixed(1).padStart(6)}  ${r.prefillTokensPerSecond.toFixed(2).padStart(13)}  ` +
-          `${r.decode1TokensPerSecond.toFixed(2).padStart(16)}  ${r.decode4TokensPerSecond.toFixed(2).padStart(16)}  ` +
-          `${(r.decode4TokensPerSecond / r.decode1TokensPerSecond).toFixed(2).padStart(6)}  ${(r.decodeBytesPerToken / 1e9).toFixed(3).padStart(8)}  ` +
-          `${(100 * r.bandwidthFraction).toFixed(1).padStart(10)}%`,
+        `${r.quant.padEnd(5)}  ${r.loadSeconds.toFixed(1).padStart(6)}  ${f(r.prefillTokensPerSecond, 2).padStart(13)}  ` +
+          `${f(r.decode1TokensPerSecond, 2).padStart(16)}  ${f(r.decode4TokensPerSecond, 2).padStart(16)}  ` +
+          `${f({ wall: r.decode4TokensPerSecond.wall / r.decode1TokensPerSecond.wall, cpu: r.decode4TokensPerSecond.cpu / r.decode1TokensPerSecond.cpu }, 2).padStart(11)}  ` +
+          `${(r.decodeBytesPerToken / 1e9).toFixed(3).padStart(8)}  ${(100 * r.bandwidthFraction.wall).toFixed(1)}% | ${(100 * r.bandwidthFraction.cpu).toFixed(1)}%`,
       );
+    const round = (b: Both, digits = 3) => ({ wall: Number(b.wall.toFixed(digits)), cpu: Number(b.cpu.toFixed(digits)) });
     console.log(
       JSON.stringify({
         bench: "decode",
@@ -254,16 +281,17 @@ export default command({
         threads: threadsUsed,
         prefillTokens: prefill,
         steps,
-        bandwidthGBs: Number(bandwidth.toFixed(2)),
+        loadAverage: load,
+        bandwidthGBs: round(bandwidth, 2),
         results: results.map((r) => ({
           quant: r.quant,
           loadSeconds: Number(r.loadSeconds.toFixed(2)),
-          prefillTokensPerSecond: Number(r.prefillTokensPerSecond.toFixed(3)),
-          decode1TokensPerSecond: Number(r.decode1TokensPerSecond.toFixed(3)),
-          decode4TokensPerSecond: Number(r.decode4TokensPerSecond.toFixed(3)),
-          decode4Over1: Number((r.decode4TokensPerSecond / r.decode1TokensPerSecond).toFixed(3)),
+          prefillTokensPerSecond: round(r.prefillTokensPerSecond),
+          decode1TokensPerSecond: round(r.decode1TokensPerSecond),
+          decode4TokensPerSecond: round(r.decode4TokensPerSecond),
+          decode4Over1: round({ wall: r.decode4TokensPerSecond.wall / r.decode1TokensPerSecond.wall, cpu: r.decode4TokensPerSecond.cpu / r.decode1TokensPerSecond.cpu }),
           decodeBytesPerToken: r.decodeBytesPerToken,
-          bandwidthFraction: Number(r.bandwidthFraction.toFixed(4)),
+          bandwidthFraction: round(r.bandwidthFraction, 4),
         })),
       }),
     );
