@@ -15,6 +15,7 @@ import { ConfigError, configMismatches, describeMismatch, readCheckpointConfig, 
 import { checkWeightFiles } from "./files.ts";
 import { formatPreference, installedDrafter, installedFormats } from "./installed.ts";
 import { pullModel, type PullModelOptions } from "./pull-model.ts";
+import { embeddedModelDir } from "./embedded.ts";
 import { allSpecs, DEFAULT_MODEL_ID, findSpec, MODELS_DIR, specForConfig } from "./registry.ts";
 import { isHubSpec, type Format, type HubModelSpec, type ModelSpec } from "./spec.ts";
 
@@ -97,12 +98,12 @@ export function resolveModel(arg?: string, opts: { format?: Format; anyFormat?: 
   if (arg === undefined) {
     const spec = findSpec(DEFAULT_MODEL_ID);
     if (!spec) throw new CliError(`the embedded model ${DEFAULT_MODEL_ID} is not part of this build`, "pass a supported model id or a checkpoint directory");
-    return { kind: "embedded", id: spec.id, spec, dir: join(MODELS_DIR, spec.id) };
+    return { kind: "embedded", id: spec.id, spec, dir: embeddedModelDir(join(MODELS_DIR, spec.id)) };
   }
   if (looksLikePath(arg)) return resolveDirectory(arg);
   const spec = findSpec(arg);
   if (spec && isHubSpec(spec)) return resolveHub(spec, opts.format, opts.anyFormat ?? false);
-  if (spec) return { kind: "embedded", id: spec.id, spec, dir: join(MODELS_DIR, spec.id) };
+  if (spec) return { kind: "embedded", id: spec.id, spec, dir: embeddedModelDir(join(MODELS_DIR, spec.id)) };
   if (existsSync(arg)) return resolveDirectory(arg);
   throw unknownModel(arg);
 }

@@ -7,3 +7,11 @@ declare module "*.dylib" {
   const path: string;
   export default path;
 }
+declare module "*.safetensors" {
+  const path: string;
+  export default path;
+}
+declare module "*.jinja" {
+  const path: string;
+  export default path;
+}

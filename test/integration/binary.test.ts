@@ -38,4 +38,16 @@ describe("dist/splash", () => {
     expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
     expect(files.filter((f) => /^libsplash.*\.(so|dylib)$/.test(f))).toHaveLength(1);
   });
+
+  test("runs the embedded model with nothing else on disk, extracting it once even when started twice at once", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const procs = [0, 1].map(() => run(["run", "def add(a, b):", "--max-tokens", "8", "--temperature", "0", "--no-think"], home));
+    const outs = await Promise.all(procs.map((p) => new Response(p.stdout).text()));
+    expect(await Promise.all(procs.map((p) => p.exited))).toEqual([0, 0]);
+    expect(outs[0]!.length).toBeGreaterThan(0);
+    expect(outs[1]).toBe(outs[0]!); // greedy: the same answer
+    const models = readdirSync(join(home, ".cache", "splash", "models"));
+    expect(models.filter((f) => f.startsWith("splash-tiny-") && !f.endsWith(".tmp"))).toHaveLength(1);
+    expect(models.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+  }, 120_000);
 });
