@@ -150,10 +150,11 @@ describe("chat completions", () => {
     expect(final.choices[0]!.logprobs?.content?.map((t) => t.logprob)).toEqual([-0.25, -0.25]);
   });
 
-  test("structured output is refused until it is supported", async () => {
-    const r = client.chat.completions.create({ model: "vision-model", messages: [{ role: "user", content: "x" }], response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } });
-    expect(await rejection(r)).toMatchObject({ status: 400, code: "unsupported_response_format", message: expect.stringContaining("not supported yet") });
-    await client.chat.completions.create({ model: "vision-model", messages: [{ role: "user", content: "x" }], response_format: { type: "text" } });
+  test("structured output: the format reaches the model; a schema a grammar cannot enforce is a 400 naming the field", async () => {
+    await client.chat.completions.create({ model: "vision-model", messages: [{ role: "user", content: "x" }], response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" }, strict: true } } });
+    expect(vision.lastCall.conversation.responseFormat).toEqual({ type: "json_schema", name: "x", schema: { type: "object" }, strict: true });
+    const r = client.chat.completions.create({ model: "vision-model", messages: [{ role: "user", content: "x" }], response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", if: {} } } } });
+    expect(await rejection(r)).toMatchObject({ status: 400, code: "unsupported_schema", param: "response_format.json_schema.schema", message: expect.stringContaining('"if"') });
   });
 
   test("errors: unknown model, overload with Retry-After, prompt too long, failure mid-stream", async () => {

@@ -164,9 +164,11 @@ describe("responses", () => {
     expect([...image.source!.data!]).toEqual([0xff, 0xd8, 0xff, 0x00, 0x01, 0x02]);
   });
 
-  test("text.format json_schema is refused until structured output lands", async () => {
-    const r = client.responses.create({ model: "coder", input: "x", text: { format: { type: "json_schema", name: "x", schema: { type: "object" } } } });
-    expect(await rejection(r)).toMatchObject({ status: 400, param: "text.format", code: "unsupported_response_format" });
+  test("text.format json_schema reaches the model; a schema a grammar cannot enforce is a 400 naming text.format.schema", async () => {
+    await client.responses.create({ model: "coder", input: "x", text: { format: { type: "json_schema", name: "x", schema: { type: "object" } } } });
+    expect(model.lastCall.conversation.responseFormat).toEqual({ type: "json_schema", name: "x", schema: { type: "object" } });
+    const r = client.responses.create({ model: "coder", input: "x", text: { format: { type: "json_schema", name: "x", schema: { type: "object", patternProperties: {} } } } });
+    expect(await rejection(r)).toMatchObject({ status: 400, param: "text.format.schema", code: "unsupported_schema" });
   });
 
   test("a failure mid-stream ends with response.failed", async () => {
