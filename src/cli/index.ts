@@ -9,6 +9,7 @@ const subCommands: SubCommandsDef = {
   bench: () => import("./bench.ts").then((m) => m.default),
   doctor: () => import("./doctor.ts").then((m) => m.default),
   logits: () => import("./logits.ts").then((m) => m.default),
+  "export-gguf": () => import("./export-gguf.ts").then((m) => m.default),
   tokenize: () => import("./tokenize.ts").then((m) => m.default),
   models: () => import("./models.ts").then((m) => m.default),
   pull: () => import("./pull.ts").then((m) => m.default),
