@@ -33,7 +33,7 @@ export type OutputParserOptions = {
   // Makes tool-call ids; the default is random ("call_" + 24 characters).
   newToolCallId?: () => string;
   // Set when a grammar wrote the answer (structured output, src/engine/grammar): the parser then reads it exactly as
-  // the grammar wrote it. `calls` says where tool calls may start: "never" (a JSON answer, whose strings may hold
+  // the grammar wrote it. Reasoning is only where the prompt opened it. `calls` says where tool calls may start: "never" (a JSON answer, whose strings may hold
   // "<tool_call>"), "leading" (the answer is either a JSON value or calls), "anywhere" (text, then calls). A parameter
   // value ends only at "\n</parameter>": raw text never holds "</parameter>" and JSON text never a raw newline, so
   // the first one is the end (an unconstrained model's missing close tags are not to be guessed at).
@@ -210,7 +210,8 @@ export class OutputParser {
       const lead = this.buf.length - this.buf.replace(/^\n+/, "").length;
       this.buf = this.buf.slice(lead);
       if (this.buf.length === 0 && !final) return;
-      if (!st.afterCall) {
+      // (Under a grammar the reasoning is where the prompt put it: a "<think>" the answer writes is text.)
+      if (!st.afterCall && !this.constrained) {
         if (this.buf.startsWith(THINK_OPEN)) {
           this.buf = this.buf.slice(THINK_OPEN.length);
           this.setState({ kind: "reasoning", atStart: true });

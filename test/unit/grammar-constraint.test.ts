@@ -88,6 +88,20 @@ describe("constraint", () => {
     c.release();
   });
 
+  test("thinking: the text </think> is written only as the </think> token (the parser leaves reasoning at the text)", async () => {
+    const c = await grammar.start({ thinking: true });
+    const id = (t: string) => vocab.tokens.indexOf(t);
+    for (const t of ["<", "/", "th", "ink"]) expect(c.accept(id(t))).toBe(true);
+    expect(has(maskOf(c), id(">"))).toBe(false);
+    expect(c.accept(id(">"))).toBe(false);
+    expect(c.accept(id("x"))).toBe(true); // "</thinkx": the match is broken, ">" is fine again
+    expect(has(maskOf(c), id(">"))).toBe(true);
+    c.rollback(1);
+    expect(has(maskOf(c), id(">"))).toBe(false);
+    expect(c.accept(vocab.added.get("</think>")!)).toBe(true);
+    c.release();
+  });
+
   test("checkDraft: accepted prefix, masks per position, rollback after verification", async () => {
     const tokens = sample(m, await grammar.start({ thinking: false }), rng(4)).tokens;
     const c = await grammar.start({ thinking: false });

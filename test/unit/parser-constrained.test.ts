@@ -58,6 +58,10 @@ describe("constrained output", () => {
     for (const chunks of splits(call("", meta))) expect(parse(chunks, "leading").calls).toEqual([{ id: "call_0", name: "note", arguments: { text: "", meta: { k: "</parameter>", n: [1] } } }]);
   });
 
+  test("an answer that writes <think> does not open reasoning (the prompt decides where reasoning is)", () => {
+    for (const chunks of splits("<think>x</think> text")) expect(parse(chunks, "anywhere")).toEqual({ content: "<think>x</think> text", calls: [] });
+  });
+
   test('calls "anywhere": text, then calls', () => {
     for (const chunks of splits(`Sure.\n\n${call("x")}`)) expect(parse(chunks, "anywhere")).toEqual({ content: "Sure.", calls: [{ id: "call_0", name: "note", arguments: { text: "x", meta: {} } }] });
   });

@@ -1,6 +1,7 @@
 // Per-sequence constraints over a compiled grammar (TokenConstraint, src/engine/types.ts), the thinking wrapper,
 // and the draft check for speculative decoding. One constraint per sequence; batching needs nothing more.
 import type { TokenConstraint } from "../types.ts";
+import type { ThinkText } from "./think-text.ts";
 import { BOUNDARY, type Utf8Table } from "./utf8.ts";
 import type { Matcher } from "./xgrammar.ts";
 
@@ -13,6 +14,7 @@ export type MaskPolicy = {
   // ordinary tokens.
   blocked: number[];
   utf8: Utf8Table;
+  thinkText: () => ThinkText; // made on first use: only constraints after open reasoning need it
 };
 
 const bit = (mask: Uint32Array, t: number): boolean => ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;
@@ -91,16 +93,18 @@ export class GrammarConstraint implements TokenConstraint {
 }
 
 // Reasoning stays free: until the </think> token every token is allowed except the stop tokens (an answer must
-// follow); from </think> on, the grammar applies. Rollback may cross back into the reasoning.
+// follow) and those that would spell "</think>" in other tokens (think-text.ts); from </think> on, the grammar
+// applies. Rollback may cross back into the reasoning.
 export class ThinkingConstraint implements TokenConstraint {
   private thinking = true;
-  private thinkingTokens = 0; // accepted while thinking, </think> included
+  private readonly textStates: number[] = []; // per token accepted while thinking (</think> included): the text's match of "</think>" after it
   private readonly free: Uint32Array;
 
   constructor(
     private readonly inner: GrammarConstraint,
     private readonly thinkEnd: number,
     policy: MaskPolicy,
+    private readonly text: ThinkText,
   ) {
     this.free = new Uint32Array(Math.ceil(policy.size / 32)).fill(0xffffffff);
     const tail = policy.size % 32;
@@ -108,15 +112,20 @@ export class ThinkingConstraint implements TokenConstraint {
     for (const t of policy.stopTokens) this.free[t >>> 5]! &= ~(1 << (t & 31));
   }
 
+  private get textState(): number {
+    return this.textStates[this.textStates.length - 1] ?? 0;
+  }
+
   fillMask(mask: Uint32Array): void {
-    if (this.thinking) mask.set(this.free);
-    else this.inner.fillMask(mask);
+    if (!this.thinking) return this.inner.fillMask(mask);
+    const completing = this.text.completing[this.textState]!;
+    for (let w = 0; w < mask.length; w++) mask[w] = this.free[w]! & ~completing[w]!;
   }
 
   accept(token: number): boolean {
     if (!this.thinking) return this.inner.accept(token);
-    if (!bit(this.free, token)) return false;
-    this.thinkingTokens++;
+    if (!bit(this.free, token) || bit(this.text.completing[this.textState]!, token)) return false;
+    this.textStates.push(token === this.thinkEnd ? 0 : this.text.after(this.textState, token));
     if (token === this.thinkEnd) this.thinking = false;
     return true;
   }
@@ -124,9 +133,9 @@ export class ThinkingConstraint implements TokenConstraint {
   rollback(n: number): void {
     const answer = this.thinking ? 0 : this.inner.acceptedTokens;
     if (n <= answer) return this.inner.rollback(n);
-    if (n - answer > this.thinkingTokens) throw new RangeError(`rollback(${n}) with ${answer + this.thinkingTokens} tokens accepted`);
+    if (n - answer > this.textStates.length) throw new RangeError(`rollback(${n}) with ${answer + this.textStates.length} tokens accepted`);
     this.inner.rollback(answer);
-    this.thinkingTokens -= n - answer;
+    this.textStates.length -= n - answer;
     this.thinking = true;
   }
 

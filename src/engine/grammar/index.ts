@@ -10,6 +10,7 @@
 // the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
 import type { TokenConstraint } from "../types.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
+import { ThinkText } from "./think-text.ts";
 import { grammarKind, planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
 import { Utf8Table } from "./utf8.ts";
 import type { Vocabulary } from "./vocab.ts";
@@ -29,6 +30,7 @@ export type SequenceConstraint = TokenConstraint & { release(): void };
 export class StructuredOutput {
   private readonly cache = new Map<string, Promise<PreparedGrammar>>();
   private readonly plans = new Map<string, GrammarPlan | null>();
+  private thinkText: ThinkText | undefined;
 
   private constructor(
     private readonly xg: XgrammarVocab,
@@ -76,7 +78,12 @@ export class StructuredOutput {
     const v = this.xg.vocab;
     const allowed = new Set(kind === "json" ? [] : TOOL_TAGS);
     const blocked = [...v.added].filter(([text, id]) => !v.special.has(id) && !allowed.has(text)).map(([, id]) => id);
-    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: this.utf8 };
+    const thinkText = () => {
+      const end = v.added.get("</think>");
+      if (end === undefined) throw new Error("thinking constraint: the vocabulary has no </think> token");
+      return (this.thinkText ??= new ThinkText(v, end));
+    };
+    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: this.utf8, thinkText };
   }
 }
 
@@ -107,14 +114,12 @@ export class PreparedGrammar {
     private readonly policy: MaskPolicy,
   ) {}
 
-  // A fresh constraint for one sequence. With `thinking` (the prompt ends inside <think>), everything up to the
-  // </think> token is free and the grammar applies after it.
+  // A fresh constraint for one sequence. With `thinking` (the prompt ends inside <think>), the reasoning up to the
+  // </think> token is free (constraint.ts ThinkingConstraint) and the grammar applies after it.
   async start(options: { thinking: boolean }): Promise<SequenceConstraint> {
+    const text = options.thinking ? this.policy.thinkText() : undefined;
     const inner = new GrammarConstraint(await this.xg.matcher(this.compiled), this.policy);
-    if (!options.thinking) return inner;
-    const thinkEnd = this.xg.vocab.added.get("</think>");
-    if (thinkEnd === undefined) throw new Error("thinking constraint: the vocabulary has no </think> token");
-    return new ThinkingConstraint(inner, thinkEnd, this.policy);
+    return text ? new ThinkingConstraint(inner, this.xg.vocab.added.get("</think>")!, this.policy, text) : inner;
   }
 
   dispose(): void {
