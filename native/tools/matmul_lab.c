@@ -9,11 +9,12 @@
  *      served from cache, as GB/s of weights read and as a fraction of the bandwidth measured right before it;
  *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
  *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately).
- * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out; the load
- * average and the CPU share the process got are printed so a reader can judge the run. It prints a table and, last,
- * one JSON line with every figure.
+ * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out. Each figure
+ * is also given from CPU time (process CPU seconds / threads, "cpu" columns): what the kernels achieve while they
+ * hold the cores, which is the honest figure on a machine shared with other work (the load average and the CPU
+ * share this process got are printed too). It prints tables and, last, one JSON line with every figure.
  *
- *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only] [--quick]
+ *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only | --no-check] [--quick]
  *   --quick: smaller working sets and fewer repetitions (a smoke run, not a measurement).
  * Record figures in BENCHMARKS.md with the exact command.
  */
@@ -22,10 +23,14 @@
 #include "core/threadpool.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 static double now(void) {
     struct timespec t;
@@ -132,12 +137,38 @@ static int check_all(sp_threadpool *pool, const sp_cpu *cpu, bool quick) {
 typedef struct stream_job {
     const uint64_t *buf;
     int64_t words;
+    bool avx2;
     uint64_t sums[256];
 } stream_job;
+
+#if defined(__x86_64__)
+/* Reads lines [begin, end) of the buffer with 256-bit loads, as four concurrent streams (one per quarter of the
+ * range) like the GEMV's four rows: one sequential stream per core does not reach the memory system's limit. */
+__attribute__((target("avx2"))) static uint64_t stream_avx2(const uint64_t *p, int64_t begin, int64_t end) {
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    const __m256i *v = (const __m256i *)p;
+    int64_t q = (end - begin) / 4 * 2; /* 256-bit words per quarter */
+    const __m256i *s0 = v + begin * 2, *s1 = s0 + q, *s2 = s1 + q, *s3 = s2 + q;
+    for (int64_t i = 0; i + 2 <= q; i += 2) {
+        a = _mm256_add_epi64(a, _mm256_add_epi64(_mm256_load_si256(s0 + i), _mm256_load_si256(s0 + i + 1)));
+        b = _mm256_add_epi64(b, _mm256_add_epi64(_mm256_load_si256(s1 + i), _mm256_load_si256(s1 + i + 1)));
+        c = _mm256_add_epi64(c, _mm256_add_epi64(_mm256_load_si256(s2 + i), _mm256_load_si256(s2 + i + 1)));
+        d = _mm256_add_epi64(d, _mm256_add_epi64(_mm256_load_si256(s3 + i), _mm256_load_si256(s3 + i + 1)));
+    }
+    a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+    return (uint64_t)_mm256_extract_epi64(a, 0) ^ (uint64_t)_mm256_extract_epi64(a, 3);
+}
+#endif
 
 static void stream_read(void *ctx, int64_t begin, int64_t end, int thread) {
     stream_job *j = ctx;
     const uint64_t *p = j->buf;
+#if defined(__x86_64__)
+    if (j->avx2) {
+        j->sums[thread & 255] += stream_avx2(p, begin, end);
+        return;
+    }
+#endif
     uint64_t a = 0, b = 0, c = 0, d = 0; /* four chains; the compiler vectorizes the adds */
     for (int64_t i = begin * 8; i < end * 8; i += 8) {
         a += p[i] + p[i + 4];
@@ -148,32 +179,46 @@ static void stream_read(void *ctx, int64_t begin, int64_t end, int thread) {
     j->sums[thread & 255] += a ^ b ^ c ^ d;
 }
 
-static double measure_bandwidth(sp_threadpool *pool, size_t bytes, int reps) {
-    stream_job j = {.buf = xalloc(bytes), .words = (int64_t)(bytes / 8)};
+/* Best wall time and best CPU time (process CPU seconds over threads) of a repeated measurement. */
+typedef struct timing {
+    double wall, cpu;
+} timing;
+
+static double process_cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void keep_best(timing *b, double wall0, double cpu0, int threads) {
+    b->wall = fmin(b->wall, now() - wall0);
+    b->cpu = fmin(b->cpu, (process_cpu() - cpu0) / threads);
+}
+
+static timing measure_bandwidth(sp_threadpool *pool, size_t bytes, int reps) {
+    stream_job j = {.buf = xalloc(bytes), .words = (int64_t)(bytes / 8), .avx2 = sp_threadpool_cpu(pool)->avx2};
     memset((void *)j.buf, 1, bytes);
-    double best = 0;
+    timing best = {1e30, 1e30};
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double w0 = now(), c0 = process_cpu();
         sp_parallel_for(pool, j.words / 8, stream_read, &j); /* one item = one 64-byte line */
-        double gbs = (double)bytes / (now() - t0) / 1e9;
-        if (gbs > best) best = gbs;
+        keep_best(&best, w0, c0, sp_threadpool_size(pool));
     }
     free((void *)j.buf);
-    return best;
+    return (timing){(double)bytes / best.wall / 1e9, (double)bytes / best.cpu / 1e9}; /* GB/s */
 }
 
 /* ---- 3 and 4. GEMV bandwidth and GEMM throughput ------------------------------------------------------------------ */
 
-/* Best time of one call of y = x·Wᵀ over `count` different matrices in turn, `reps` passes. */
-static double best_call(sp_threadpool *pool, const sp_matrix *mats, int count, const float *x, float *y, int64_t n, int reps) {
-    double best = 1e30;
+/* Best single call of y = x·Wᵀ over `count` different matrices in turn, `reps` passes. */
+static timing best_call(sp_threadpool *pool, const sp_matrix *mats, int count, const float *x, float *y, int64_t n, int reps) {
+    timing best = {1e30, 1e30};
     sp_matmul(pool, y, &mats[0], x, n);
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < count; i++) {
-            double t0 = now();
+            double w0 = now(), c0 = process_cpu();
             sp_matmul(pool, y, &mats[i], x, n);
-            double t = now() - t0;
-            if (t < best) best = t;
+            keep_best(&best, w0, c0, sp_threadpool_size(pool));
         }
     return best;
 }
@@ -181,9 +226,7 @@ static double best_call(sp_threadpool *pool, const sp_matrix *mats, int count, c
 /* Process CPU time over wall time since the last call: the share of `threads` cores this process actually got. */
 static double cpu_share(int threads) {
     static double wall0, cpu0;
-    struct timespec c;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-    double cpu = (double)c.tv_sec + 1e-9 * (double)c.tv_nsec, wall = now();
+    double cpu = process_cpu(), wall = now();
     double share = wall0 > 0 ? (cpu - cpu0) / (wall - wall0) / threads : 0;
     wall0 = wall, cpu0 = cpu;
     return share;
@@ -191,13 +234,14 @@ static double cpu_share(int threads) {
 
 int main(int argc, char **argv) {
     int threads = 0;
-    bool check_only = false, quick = false;
+    bool check_only = false, no_check = false, quick = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
+        else if (strcmp(argv[i], "--no-check") == 0) no_check = true;
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--check-only] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check] [--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -207,30 +251,30 @@ int main(int argc, char **argv) {
     sp_isa isa = sp_isa_best(cpu);
     printf("matmul_lab: %d threads, cpu features \"%s\", best ISA %s\n", sp_threadpool_size(pool), splash_cpu_features(),
            sp_isa_name(isa));
-    int failures = check_all(pool, cpu, quick);
-    printf("checks: %s\n", failures ? "FAILED" : "all within 1e-4");
+    int failures = no_check ? 0 : check_all(pool, cpu, quick);
+    if (!no_check) printf("checks: %s\n", failures ? "FAILED" : "all within 1e-4");
     if (check_only || failures) {
         sp_threadpool_free(pool);
         return failures ? 1 : 0;
     }
 
     double load[3] = {0};
-    if (getloadavg(load, 3) < 0) load[0] = -1;
+    if (getloadavg(load, 1) < 0) load[0] = -1;
     int T = sp_threadpool_size(pool);
     cpu_share(T);
     size_t stream_bytes = quick ? (256u << 20) : (1u << 30);
     int bw_reps = quick ? 2 : 5;
-    double bw = measure_bandwidth(pool, stream_bytes, bw_reps);
-    printf("\nmemory read bandwidth: %.1f GB/s (%d threads streaming %zu MiB, best of %d); load average %.2f\n", bw, T,
-           stream_bytes >> 20, bw_reps, load[0]);
+    timing bw = measure_bandwidth(pool, stream_bytes, bw_reps);
+    printf("\nmemory read bandwidth: %.1f GB/s, cpu %.1f GB/s (%d threads streaming %zu MiB, best of %d); load average %.2f\n",
+           bw.wall, bw.cpu, T, stream_bytes >> 20, bw_reps, load[0]);
 
     const int64_t rows = 17408, cols = 5120;
     float *x = xalloc((size_t)(64 * cols) * 4), *y = xalloc((size_t)(64 * rows) * 4);
     for (int64_t i = 0; i < 64 * cols; i++) x[i] = gauss();
-    double gemv_gbs[N_TYPES], gemv_frac[N_TYPES], gemv_ms[N_TYPES], gemv_bw[N_TYPES];
-    printf("\nGEMV (n = 1, %s), %lld x %lld matrices rotated through >= %d MiB, best call:\n", sp_isa_name(isa),
-           (long long)rows, (long long)cols, quick ? 128 : 512);
-    printf("  %-5s %10s %10s %12s %8s\n", "type", "ms/call", "GB/s", "bw before", "of bw");
+    timing gemv[N_TYPES], gemv_bw[N_TYPES]; /* GB/s */
+    printf("\nGEMV (n = 1, %s), %lld x %lld matrices rotated through >= %d MiB, best call; bw = bandwidth measured "
+           "just before:\n", sp_isa_name(isa), (long long)rows, (long long)cols, quick ? 128 : 512);
+    printf("  %-5s %8s %8s %8s %7s   %8s %8s %7s\n", "type", "ms/call", "GB/s", "bw", "of bw", "cpu GB/s", "cpu bw", "of bw");
     for (int ti = 0; ti < N_TYPES; ti++) {
         sp_mtype t = types[ti];
         size_t one = (size_t)(rows * sp_mtype_row_bytes(t, cols));
@@ -246,56 +290,61 @@ int main(int argc, char **argv) {
         }
         free((void *)base.data);
         gemv_bw[ti] = measure_bandwidth(pool, stream_bytes, bw_reps);
-        double t1 = best_call(pool, mats, count, x, y, 1, quick ? 2 : 5);
-        gemv_ms[ti] = t1 * 1e3;
-        gemv_gbs[ti] = (double)one / t1 / 1e9;
-        gemv_frac[ti] = gemv_gbs[ti] / gemv_bw[ti];
-        if (gemv_bw[ti] > bw) bw = gemv_bw[ti];
-        printf("  %-5s %10.3f %10.1f %12.1f %7.0f%%\n", sp_mtype_name(t), gemv_ms[ti], gemv_gbs[ti], gemv_bw[ti],
-               100 * gemv_frac[ti]);
+        timing tt = best_call(pool, mats, count, x, y, 1, quick ? 2 : 5);
+        gemv[ti] = (timing){(double)one / tt.wall / 1e9, (double)one / tt.cpu / 1e9};
+        bw.wall = fmax(bw.wall, gemv_bw[ti].wall);
+        bw.cpu = fmax(bw.cpu, gemv_bw[ti].cpu);
+        printf("  %-5s %8.2f %8.1f %8.1f %6.0f%%   %8.1f %8.1f %6.0f%%\n", sp_mtype_name(t), tt.wall * 1e3, gemv[ti].wall,
+               gemv_bw[ti].wall, 100 * gemv[ti].wall / gemv_bw[ti].wall, gemv[ti].cpu, gemv_bw[ti].cpu,
+               100 * gemv[ti].cpu / gemv_bw[ti].cpu);
         free(all);
         free(mats);
     }
 
     static const int64_t ns[] = {1, 4, 16, 64};
-    double gemm_ms[N_TYPES][4], gemm_x[N_TYPES][4];
-    printf("\nGEMM (%s) on one %lld x %lld matrix: ms per call | GFLOP/s | n*t(1)/t(n)\n", sp_isa_name(isa),
-           (long long)rows, (long long)cols);
+    timing gemm[N_TYPES][4], speedup[N_TYPES][4];
+    printf("\nGEMM (%s) on one %lld x %lld matrix, n = 1 and n timed alternately: ms per call, GFLOP/s, and the\n"
+           "speedup n*t(1)/t(n) of n sequences over one at a time (wall | cpu):\n",
+           sp_isa_name(isa), (long long)rows, (long long)cols);
     printf("  %-5s", "type");
-    for (int k = 0; k < 4; k++) printf("   n=%-2lld %8s %6s %6s", (long long)ns[k], "ms", "GF/s", "x");
+    for (int k = 0; k < 4; k++) printf(" | n=%-2lld %7s %6s %11s", (long long)ns[k], "ms", "GF/s", "speedup");
     printf("\n");
     for (int ti = 0; ti < N_TYPES; ti++) {
         sp_matrix W = make_matrix(pool, types[ti], rows, cols);
         printf("  %-5s", sp_mtype_name(types[ti]));
-        double t1 = 1e30;
+        timing t1 = {1e30, 1e30};
         for (int k = 0; k < 4; k++) {
-            double t = 1e30;
-            for (int rep = 0; rep < (quick ? 2 : 5); rep++) { /* n = 1 and n alternately: both see the same machine */
-                t1 = fmin(t1, best_call(pool, &W, 1, x, y, 1, 1));
-                t = fmin(t, best_call(pool, &W, 1, x, y, ns[k], 1));
+            timing t = {1e30, 1e30};
+            for (int rep = 0; rep < (quick ? 2 : 5); rep++) {
+                timing a = best_call(pool, &W, 1, x, y, 1, 1), b = best_call(pool, &W, 1, x, y, ns[k], 1);
+                t1 = (timing){fmin(t1.wall, a.wall), fmin(t1.cpu, a.cpu)};
+                t = (timing){fmin(t.wall, b.wall), fmin(t.cpu, b.cpu)};
             }
-            if (k == 0) t = t1 = fmin(t, t1);
-            gemm_ms[ti][k] = t * 1e3;
-            printf("        %8.2f %6.1f %6.2f", t * 1e3, 2.0 * (double)(rows * cols * ns[k]) / t / 1e9,
-                   (double)ns[k] * t1 / t);
-            gemm_x[ti][k] = (double)ns[k] * t1 / t;
+            if (k == 0) t = t1 = (timing){fmin(t.wall, t1.wall), fmin(t.cpu, t1.cpu)};
+            gemm[ti][k] = t;
+            speedup[ti][k] = (timing){(double)ns[k] * t1.wall / t.wall, (double)ns[k] * t1.cpu / t.cpu};
+            printf(" | %7.2f %6.1f %5.2f|%5.2f", t.wall * 1e3, 2.0 * (double)(rows * cols * ns[k]) / t.wall / 1e9,
+                   speedup[ti][k].wall, speedup[ti][k].cpu);
         }
         printf("\n");
         free((void *)W.data);
     }
     double share = cpu_share(T);
     if (getloadavg(load + 1, 1) < 0) load[1] = -1;
-    printf("\nthis process got %.0f%% of %d cores over the run; load average %.2f at the end\n", 100 * share, T, load[1]);
+    printf("\nthis process got %.0f%% of %d cores over the measurements; load average %.2f at the end\n", 100 * share, T,
+           load[1]);
 
-    printf("\n{\"lab\":\"matmul\",\"isa\":\"%s\",\"threads\":%d,\"bandwidth_gbs\":%.2f,\"cpu_share\":%.2f,"
-           "\"load_start\":%.2f,\"load_end\":%.2f",
-           sp_isa_name(isa), T, bw, share, load[0], load[1]);
+    printf("\n{\"lab\":\"matmul\",\"isa\":\"%s\",\"threads\":%d,\"cpu_share\":%.2f,\"load_start\":%.2f,\"load_end\":%.2f,"
+           "\"bandwidth_gbs\":%.2f,\"bandwidth_cpu_gbs\":%.2f",
+           sp_isa_name(isa), T, share, load[0], load[1], bw.wall, bw.cpu);
     for (int ti = 0; ti < N_TYPES; ti++) {
         const char *name = sp_mtype_name(types[ti]);
-        printf(",\"gemv_%s_gbs\":%.2f,\"gemv_%s_fraction\":%.3f", name, gemv_gbs[ti], name, gemv_frac[ti]);
+        printf(",\"gemv_%s_gbs\":%.2f,\"gemv_%s_fraction\":%.3f,\"gemv_%s_cpu_gbs\":%.2f,\"gemv_%s_cpu_fraction\":%.3f", name,
+               gemv[ti].wall, name, gemv[ti].wall / gemv_bw[ti].wall, name, gemv[ti].cpu, name, gemv[ti].cpu / gemv_bw[ti].cpu);
         for (int k = 0; k < 4; k++)
-            printf(",\"gemm_%s_n%lld_ms\":%.3f,\"gemm_%s_n%lld_speedup\":%.2f", name, (long long)ns[k], gemm_ms[ti][k], name,
-                   (long long)ns[k], gemm_x[ti][k]);
+            printf(",\"gemm_%s_n%lld_ms\":%.3f,\"gemm_%s_n%lld_speedup\":%.2f,\"gemm_%s_n%lld_cpu_speedup\":%.2f", name,
+                   (long long)ns[k], gemm[ti][k].wall * 1e3, name, (long long)ns[k], speedup[ti][k].wall, name,
+                   (long long)ns[k], speedup[ti][k].cpu);
     }
     printf("}\n");
     free(x);

@@ -25,6 +25,15 @@ INLINE float hsum(__m256 v) {
 
 INLINE const uint8_t *row_ptr(const sp_matrix *W, int64_t r) { return (const uint8_t *)W->data + r * W->row_bytes; }
 
+/* Prefetches bytes [from, to) of each of the R rows after this tile (first row `row`), while the tile is at the same
+ * fraction of its rows. Without it the hardware prefetcher retrains on R new streams at every tile and a GEMV from
+ * DRAM ran ~30% slower (matmul_lab, native-core section of BENCHMARKS.md). Prefetching past the matrix is harmless. */
+INLINE void prefetch_next_tile(const sp_matrix *W, const uint8_t *row, const int R, int64_t from, int64_t to) {
+    const uint8_t *next = row + R * W->row_bytes;
+    for (int i = 0; i < R; i++)
+        for (int64_t o = from & ~(int64_t)63; o < to; o += 64) _mm_prefetch((const char *)next + i * W->row_bytes + o, _MM_HINT_T0);
+}
+
 /* ---- F32 / BF16 / F16 ------------------------------------------------------------------------------------------ */
 
 INLINE __m256 load8(sp_mtype t, const uint8_t *row, int64_t k) {
@@ -50,8 +59,10 @@ INLINE void float_tile(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y
     for (int j = 0; j < C; j++) xr[j] = x->f + (c + j) * cols;
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    const int64_t esize = t == SP_MAT_F32 ? 4 : 2;
     int64_t k = 0;
     for (; k + 8 <= cols; k += 8) {
+        if (k % 64 == 0) prefetch_next_tile(W, w[0], R, k * esize, (k + 64) * esize);
         __m256 xv[4];
         for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_ps(xr[j] + k);
         for (int i = 0; i < R; i++) {
@@ -175,6 +186,7 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
         for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8) { /* constant trip counts, so the compiler unrolls and keeps acc in registers */
+        prefetch_next_tile(W, t.wq[0], R, b * W->row_bytes / nb, (b + 8) * W->row_bytes / nb);
         scales(sc, &t, b, 8, R, C);
         if (q4)
             for (int k = 0; k < 8; k += 2) q4_groups(&t, b + k, k, true, sc, acc, R, C);
