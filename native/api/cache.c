@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A page and a slot hold the target's state and, when a drafter is attached, the drafter's (speculate.c). */
 uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens) {
-    return m && page_tokens > 0 ? sp_qwen35_page_bytes(m->arch, page_tokens) : 0;
+    if (!m || page_tokens < 1) return 0;
+    return sp_qwen35_page_bytes(m->arch, page_tokens) + (m->spec ? sp_speculator_page_bytes(m->spec, page_tokens) : 0);
 }
 
-uint64_t splash_cache_slot_bytes(const splash_model *m) { return m ? sp_qwen35_slot_bytes(m->arch) : 0; }
+uint64_t splash_cache_slot_bytes(const splash_model *m) {
+    return m ? sp_qwen35_slot_bytes(m->arch) + (m->spec ? sp_speculator_slot_bytes(m->spec) : 0) : 0;
+}
 
 splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t n_pages, int32_t n_slots,
                                   splash_cache **out) {
@@ -22,11 +26,16 @@ splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t 
     splash_cache *c = calloc(1, sizeof *c);
     if (!c) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots,
-                        .page_bytes = splash_cache_page_bytes(m, page_tokens), .slot_bytes = splash_cache_slot_bytes(m)};
+                        .page_bytes = sp_qwen35_page_bytes(m->arch, page_tokens), .slot_bytes = sp_qwen35_slot_bytes(m->arch)};
+    if (m->spec) c->draft_page_bytes = sp_speculator_page_bytes(m->spec, page_tokens), c->draft_slot_bytes = sp_speculator_slot_bytes(m->spec);
     uint64_t kv = c->page_bytes * (uint64_t)n_pages, st = c->slot_bytes * (uint64_t)n_slots;
+    uint64_t dkv = c->draft_page_bytes * (uint64_t)n_pages, dst = c->draft_slot_bytes * (uint64_t)n_slots;
     c->kv = m->be.alloc(&m->be, kv ? kv : 64);
     c->state = m->be.alloc(&m->be, st ? st : 64);
-    if (!c->kv || !c->state) {
+    c->draft_kv = m->be.alloc(&m->be, dkv ? dkv : 64);
+    c->draft_state = m->be.alloc(&m->be, dst ? dst : 64);
+    m->n_caches++;
+    if (!c->kv || !c->state || !c->draft_kv || !c->draft_state) {
         splash_cache_free(c);
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the cache: %d pages × %llu bytes + %d slots × %llu bytes",
                        n_pages, (unsigned long long)c->page_bytes, n_slots, (unsigned long long)c->slot_bytes);
@@ -39,6 +48,9 @@ void splash_cache_free(splash_cache *c) {
     if (!c) return;
     c->m->be.free(&c->m->be, c->kv);
     c->m->be.free(&c->m->be, c->state);
+    c->m->be.free(&c->m->be, c->draft_kv);
+    c->m->be.free(&c->m->be, c->draft_state);
+    c->m->n_caches--;
     free(c);
 }
 
@@ -51,7 +63,9 @@ splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst) 
     if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_copy_page: cache is NULL");
     splash_status st;
     if ((st = check_id("page", src, c->n_pages)) || (st = check_id("page", dst, c->n_pages))) return st;
-    if (src != dst) memcpy((uint8_t *)c->kv + dst * c->page_bytes, (uint8_t *)c->kv + src * c->page_bytes, c->page_bytes);
+    if (src == dst) return SPLASH_OK;
+    memcpy((uint8_t *)c->kv + dst * c->page_bytes, (uint8_t *)c->kv + src * c->page_bytes, c->page_bytes);
+    memcpy((uint8_t *)c->draft_kv + dst * c->draft_page_bytes, (uint8_t *)c->draft_kv + src * c->draft_page_bytes, c->draft_page_bytes);
     return SPLASH_OK;
 }
 
@@ -59,8 +73,10 @@ splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst) 
     if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_copy_slot: cache is NULL");
     splash_status st;
     if ((st = check_id("slot", src, c->n_slots)) || (st = check_id("slot", dst, c->n_slots))) return st;
-    if (src != dst)
-        memcpy((uint8_t *)c->state + dst * c->slot_bytes, (uint8_t *)c->state + src * c->slot_bytes, c->slot_bytes);
+    if (src == dst) return SPLASH_OK;
+    memcpy((uint8_t *)c->state + dst * c->slot_bytes, (uint8_t *)c->state + src * c->slot_bytes, c->slot_bytes);
+    memcpy((uint8_t *)c->draft_state + dst * c->draft_slot_bytes, (uint8_t *)c->draft_state + src * c->draft_slot_bytes,
+           c->draft_slot_bytes);
     return SPLASH_OK;
 }
 
@@ -69,5 +85,6 @@ splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot) {
     splash_status st = check_id("slot", slot, c->n_slots);
     if (st) return st;
     memset((uint8_t *)c->state + slot * c->slot_bytes, 0, c->slot_bytes);
+    memset((uint8_t *)c->draft_state + slot * c->draft_slot_bytes, 0, c->draft_slot_bytes);
     return SPLASH_OK;
 }

@@ -45,6 +45,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
 
 void splash_model_free(splash_model *m) {
     if (!m) return;
+    sp_speculator_free(m->spec);
     sp_qwen35_free(m->arch);
     sp_threadpool_free(m->pool);
     free(m);
@@ -56,5 +57,6 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
     sp_qwen35_info(m->arch, out);
+    if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
     return SPLASH_OK;
 }

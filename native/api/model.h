@@ -5,11 +5,15 @@
 #include "arch/qwen3_5.h"
 #include "backends/backend.h"
 
+typedef struct sp_speculator sp_speculator; /* speculate.c */
+
 struct splash_model {
     sp_backend be;         /* the arch holds a pointer to it: the model never moves */
     sp_threadpool *pool;
     sp_qwen35 *arch;
     splash_status op_status; /* be.status points here */
+    sp_speculator *spec;   /* the attached drafter, or NULL */
+    int32_t n_caches;      /* caches alive: a drafter attaches only before the first */
 };
 
 struct splash_cache {
@@ -18,6 +22,22 @@ struct splash_cache {
     uint64_t page_bytes, slot_bytes;
     float *kv;             /* n_pages × page_bytes */
     float *state;          /* n_slots × slot_bytes */
+    /* the drafter's share, when one is attached: its K/V per page and its state per slot (splash_cache_page_bytes
+     * and splash_cache_slot_bytes report the sums) */
+    uint64_t draft_page_bytes, draft_slot_bytes;
+    float *draft_kv, *draft_state;
 };
+
+/* Checks a step's sequences against the model and cache (step.c); nothing is written. */
+splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs);
+splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s);
+
+/* The attached drafter's share of a page and a slot (speculate.c), its fixed bytes, and its release. */
+uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens);
+uint64_t sp_speculator_slot_bytes(const sp_speculator *s);
+void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info);
+void sp_speculator_free(sp_speculator *s);
+/* splash_step with a drafter attached: the forward pass plus the drafter's ingest of every committed position. */
+splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n_seqs);
 
 #endif

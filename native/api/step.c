@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-static splash_status check_sampling(int32_t i, const splash_sampling *s) {
+splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s) {
     if (!(s->temperature >= 0 && isfinite(s->temperature)))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.temperature %g: expected a finite value ≥ 0", i, s->temperature);
     if (!(s->top_p > 0 && s->top_p <= 1))
@@ -47,7 +47,7 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
                                q->pages[p], c->n_pages - 1);
     }
     if (!q->sample) return SPLASH_OK;
-    splash_status st = check_sampling(i, &q->sampling);
+    splash_status st = sp_api_check_sampling(i, &q->sampling);
     if (st) return st;
     if (q->n_penalty_tokens < 0 || (q->n_penalty_tokens > 0 && !q->penalty_tokens))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_penalty_tokens %d without penalty_tokens", i, q->n_penalty_tokens);
@@ -64,7 +64,7 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
     return SPLASH_OK;
 }
 
-splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
+splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs) {
     if (!m || !c || !seqs || n_seqs < 1)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: model, cache and at least one sequence are required");
     if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: the cache belongs to another model");
@@ -82,6 +82,13 @@ splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, in
     if (total > info.max_step_tokens)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: %lld tokens, more than max_step_tokens (%d) of this model",
                        (long long)total, info.max_step_tokens);
+    return SPLASH_OK;
+}
+
+splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
+    splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
+    if (st) return st;
+    if (m->spec) return sp_speculator_step(m, c, seqs, NULL, n_seqs); /* the drafter ingests what the step commits */
     sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
     return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
 }

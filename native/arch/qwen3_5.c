@@ -13,6 +13,7 @@
  * pages, GDN slots), scratch. Arithmetic lives in the backend's ops (backends/backend.h). */
 #include "qwen3_5.h"
 
+#include "arch/draft.h"
 #include "backends/backend.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
@@ -156,6 +157,13 @@ struct sp_qwen35 {
     const sp_backend *be;
     sp_trace_fn trace;
     void *trace_ctx;
+    /* speculative decoding: the current step's request (NULL outside sp_qwen35_step_spec), and what a verify block
+     * leaves for sp_qwen35_commit: per GDN layer, rows of [raw in_proj_qkv (conv_dim) | a (Hv) | b (Hv)] */
+    const sp_qwen35_spec *spec;
+    float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
+    float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
+    int32_t verify_rows;
+    int32_t quant;               /* SPLASH_QUANT_* the weights were loaded with (drafters follow it) */
 };
 
 #ifdef NDEBUG
@@ -533,6 +541,7 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
     sp_qwen35 *m = calloc(1, sizeof *m);
     if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     m->be = be;
+    m->quant = quant;
     m->max_step_tokens = max_step_tokens > 0 ? max_step_tokens : DEFAULT_STEP_TOKENS;
     loader L = {.m = m, .quant = quant};
     splash_status st = sp_checkpoint_open(dir, &m->ck);
@@ -562,6 +571,8 @@ void sp_qwen35_free(sp_qwen35 *m) {
     free(m->w.expert_views);
     free(m->w.vectors);
     if (m->scratch_mem) m->be->free(m->be, m->scratch_mem);
+    free(m->kept);
+    free(m->state_copy);
     sp_checkpoint_close(m->ck);
     free(m);
 }
@@ -617,6 +628,32 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->out, &y->o_proj, s->att, T);
 }
 
+/* ---- speculative decoding: verify blocks leave the GDN state alone --------------------------------------------
+ * A verify block of n rows runs its conv and delta rule on a copy of the layer's state, and keeps each row's inputs
+ * (raw in_proj_qkv, a, b). Once the accepted count is known, sp_qwen35_commit replays that many rows on the real
+ * state with the same ops, so the state is bit for bit what token-by-token decoding would have left (replay from the
+ * pre-verify state; the ops are batch-invariant per row). Memory: one layer's state, plus verify_rows × (conv_dim +
+ * 2·Hv) floats per GDN layer, instead of a full state per draft position. */
+static int64_t kept_width(const qwen35_config *c) { return c->conv_dim + 2 * (int64_t)c->linear_num_value_heads; }
+
+static float *kept_rows(const sp_qwen35 *m, int32_t layer_index, int64_t row) {
+    return m->kept + ((int64_t)layer_index * m->verify_rows + row) * kept_width(&m->cfg);
+}
+
+static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, int64_t n, int64_t kept_row,
+                               const float *S) {
+    const qwen35_config *c = &m->cfg;
+    const qwen35_scratch *s = &m->s;
+    int64_t C = c->conv_dim, Hv = c->linear_num_value_heads;
+    for (int64_t j = 0; j < n; j++) {
+        float *dst = kept_rows(m, y->index, kept_row + j);
+        memcpy(dst, s->qkv + (r0 + j) * C, sizeof(float) * (size_t)C);
+        memcpy(dst + C, s->a + (r0 + j) * Hv, sizeof(float) * (size_t)Hv);
+        memcpy(dst + C + Hv, s->b + (r0 + j) * Hv, sizeof(float) * (size_t)Hv);
+    }
+    memcpy(m->state_copy, S, sizeof(float) * (size_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C));
+}
+
 /* Gated DeltaNet (HF Qwen3_5GatedDeltaNet), xb → s->out:
  *   qkv = silu(conv1d(in_proj_qkv(x)));  z = in_proj_z(x);  b = in_proj_b(x);  a = in_proj_a(x)
  *   o = delta rule(q, k, v, g(a), β(b)) per v head;  out = out_proj(rmsnorm_gated(o, z)) */
@@ -632,11 +669,18 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->z, &y->in_proj_z, s->xb, T);
     be->matmul(be, s->b, &y->in_proj_b, s->xb, T);
     be->matmul(be, s->a, &y->in_proj_a, s->xb, T);
+    int64_t kept_row = 0;
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
         float *S = mem->state + (int64_t)q->slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
         float *tail = S + gdn_state_floats(c);
         int64_t r0 = r->row0[i];
+        if (m->spec && m->spec->verify && m->spec->verify[i]) { /* speculative: see keep_verify_inputs */
+            keep_verify_inputs(m, y, r0, q->n_tokens, kept_row, S);
+            kept_row += q->n_tokens;
+            S = m->state_copy;
+            tail = S + gdn_state_floats(c);
+        }
         be->conv_silu(be, s->qkv_conv + r0 * C, s->qkv + r0 * C, q->n_tokens, C, y->conv1d, K, tail);
         be->gdn_recurrent(be, s->o + r0 * Hv * dv, s->qkv_conv + r0 * C, s->a + r0 * Hv, s->b + r0 * Hv, &shape, S,
                           q->n_tokens);
@@ -729,7 +773,22 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
     return SPLASH_OK;
 }
 
+/* Speculative decoding's outputs of layer l: the residual stream of every row after the layer, for each tap on it. */
+static void keep_taps(sp_qwen35 *m, int32_t l, int64_t T) {
+    const sp_qwen35_spec *sp = m->spec;
+    int64_t H = m->cfg.hidden_size;
+    for (int32_t t = 0; t < sp->n_taps; t++)
+        if (sp->tap_layers[t] == l)
+            for (int64_t i = 0; i < T; i++)
+                memcpy(sp->taps + (i * sp->n_taps + t) * H, m->s.x + i * H, sizeof(float) * (size_t)H);
+}
+
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs) {
+    return sp_qwen35_step_spec(m, mem, seqs, n_seqs, NULL);
+}
+
+splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
+                                  const sp_qwen35_spec *spec) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
@@ -749,7 +808,14 @@ splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_s
         /* a sequence at position 0 starts from a zero recurrent state and an empty conv tail */
         if (q->n_past == 0) memset(mem->state + (int64_t)q->slot * slot_floats(c), 0, sizeof(float) * (size_t)slot_floats(c));
     }
-    int64_t T = r->n, H = c->hidden_size;
+    int64_t T = r->n, H = c->hidden_size, verify_rows = 0;
+    for (int32_t i = 0; spec && spec->verify && i < n_seqs; i++) verify_rows += spec->verify[i] ? seqs[i].n_tokens : 0;
+    if (verify_rows > m->verify_rows) {
+        free(r);
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%lld verify rows in one step, more than the %d reserved",
+                       (long long)verify_rows, m->verify_rows);
+    }
+    m->spec = spec;
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
     TRACE(m, "embed", -1, s->x, T, H);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
@@ -764,10 +830,70 @@ splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_s
         TRACE(m, "ffn_out", l, s->out, T, H);
         be->add(be, s->x, s->out, T * H);
         TRACE(m, "layer_out", l, s->x, T, H);
+        if (spec && spec->n_taps) keep_taps(m, l, T);
     }
+    if (spec && spec->normed) be->rmsnorm(be, spec->normed, s->x, m->w.norm, T, H, c->rms_norm_eps);
+    m->spec = NULL;
     splash_status st = *be->status ? *be->status : logits_and_samples(m, r);
     free(r);
     return st ? st : *be->status;
+}
+
+splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes) {
+    const qwen35_config *c = &m->cfg;
+    free(m->kept);
+    free(m->state_copy);
+    m->kept = m->state_copy = NULL;
+    m->verify_rows = 0;
+    uint64_t kept = sizeof(float) * (uint64_t)c->n_linear * (uint64_t)rows * (uint64_t)kept_width(c);
+    uint64_t copy = sizeof(float) * (uint64_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
+    m->kept = malloc(kept ? kept : 1);
+    m->state_copy = malloc(copy);
+    if (!m->kept || !m->state_copy)
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes of verify-block inputs", (unsigned long long)kept);
+    m->verify_rows = rows;
+    *bytes = kept + copy;
+    return SPLASH_OK;
+}
+
+void sp_qwen35_commit(sp_qwen35 *m, const sp_qwen35_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep) {
+    const sp_backend *be = m->be;
+    const qwen35_config *c = &m->cfg;
+    qwen35_scratch *s = &m->s;
+    int64_t C = c->conv_dim, Hv = c->linear_num_value_heads, w = kept_width(c);
+    int32_t K = c->linear_conv_kernel_dim;
+    for (int32_t l = 0; l < c->num_hidden_layers; l++) {
+        const qwen35_layer *y = &m->w.layers[l];
+        if (y->kind != LAYER_LINEAR_ATTENTION) continue;
+        sp_gdn_shape shape = {c->linear_num_key_heads, (int32_t)Hv, c->linear_key_head_dim, c->linear_value_head_dim, y->A, y->dt_bias};
+        float *S = mem->state + (int64_t)slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
+        const float *kept = kept_rows(m, y->index, kept_row);
+        /* the same ops on the same rows as the step: split the kept rows back into qkv, a, b */
+        for (int32_t j = 0; j < n_keep; j++) {
+            memcpy(s->qkv + j * C, kept + j * w, sizeof(float) * (size_t)C);
+            memcpy(s->a + j * Hv, kept + j * w + C, sizeof(float) * (size_t)Hv);
+            memcpy(s->b + j * Hv, kept + j * w + C + Hv, sizeof(float) * (size_t)Hv);
+        }
+        be->conv_silu(be, s->qkv_conv, s->qkv, n_keep, C, y->conv1d, K, S + gdn_state_floats(c));
+        be->gdn_recurrent(be, s->o, s->qkv_conv, s->a, s->b, &shape, S, n_keep);
+    }
+}
+
+void sp_qwen35_draft_target(const sp_qwen35 *m, sp_draft_target *out) {
+    const sp_json *root = sp_checkpoint_config(m->ck);
+    *out = (sp_draft_target){
+        .be = m->be,
+        .ck = m->ck,
+        .text_config = sp_json_get(root, "text_config") ? sp_json_get(root, "text_config") : root,
+        .embed = &m->w.embed,
+        .lm_head = &m->w.lm_head,
+        .vocab_size = m->cfg.vocab_size,
+        .hidden_size = m->cfg.hidden_size,
+        .num_hidden_layers = m->cfg.num_hidden_layers,
+        .rms_norm_eps = m->cfg.rms_norm_eps,
+        .quant = m->quant,
+        .max_step_tokens = m->max_step_tokens,
+    };
 }
 
 /* ---- sizes and info ----------------------------------------------------------------------------------------- */

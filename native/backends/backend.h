@@ -32,6 +32,18 @@ typedef struct sp_kv_view {
     int32_t page_tokens;
 } sp_kv_view;
 
+/* What a query row of attention_ext sees (drafters: the MTP layer over its own KV, a DFlash block over context
+ * K/V in pages plus its own rows). Row i sits at position q_pos0 + i; block row j (when k_blk is set) at q_pos0 + j. */
+typedef struct sp_attn_ext {
+    int32_t n_rows, q_pos0;
+    const sp_kv_view *kv;       /* keys/values in the sequence's pages */
+    int32_t page_lo, page_hi;   /* row i sees page positions [page_lo, page_hi + i · page_causal) */
+    int32_t page_causal;
+    int32_t window;             /* 0 = none; else only keys with |q_pos − k_pos| < window */
+    const float *k_blk, *v_blk; /* NULL, or the rows' own keys and values [n_rows][n_kv_heads][head_dim] */
+    int32_t blk_causal;         /* 1: row i sees block rows 0..i; 0: every block row */
+} sp_attn_ext;
+
 /* Per-layer constants of a Gated DeltaNet mixer, in the layout the ops read. */
 typedef struct sp_gdn_shape {
     int32_t n_k_heads, n_v_heads;  /* Hk, Hv; v head h reads q/k head h / (Hv/Hk) (HF grouped order) */
@@ -119,6 +131,11 @@ struct sp_backend {
      * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. */
     void (*attention)(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
                       int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+
+    /* (optional: drafters need it) GQA of q [n_rows][n_heads][head_dim] over the keys `x` makes visible;
+     * out = softmax(q·kᵀ · scale) · v, same layout; a row that sees no key gets zeros. */
+    void (*attention_ext)(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
+                          int32_t head_dim, float scale, const sp_attn_ext *x);
 
     /* ---- Gated DeltaNet ---- */
     /* Causal depthwise conv + SiLU for one sequence: y[t][c] = silu(Σ_j w[c][j] · xin[t+j][c]), xin = tail ; x, with

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 3
+#define SPLASH_ABI_VERSION 4
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -155,6 +155,83 @@ typedef struct splash_seq {
  * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
  * one model must not overlap (they share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
+
+/* ---- speculative decoding (issue 8, native/api/speculate.c) --------------------------------------------------
+ * A drafter proposes tokens; the target scores them in one verify block; the longest prefix it agrees with (greedy)
+ * or that rejection sampling keeps (temperature > 0) is accepted, plus one token of the target's own. The outputs are
+ * exactly what decoding without a drafter gives (greedy) or distributed exactly like them (sampling). A cycle is two
+ * calls: splash_draft (propose), then splash_step_spec (verify; every other sequence of the step rides along). */
+
+enum { SPLASH_DRAFT_NONE = 0, SPLASH_DRAFT_MTP = 1, SPLASH_DRAFT_DFLASH = 2 };
+
+typedef struct splash_drafter_options {
+    uint32_t struct_size;
+    int32_t kind;             /* SPLASH_DRAFT_MTP (the checkpoint's mtp.* layer) or SPLASH_DRAFT_DFLASH */
+    const char *dir;          /* DFlash: the drafter's directory (config.json + safetensors); MTP: NULL */
+    int32_t max_draft;        /* most drafts per cycle: MTP chain length (0 = 3), DFlash ≤ block_size − 1 (0 = that) */
+    int32_t max_seqs;         /* most sequences one splash_draft or splash_step_spec verifies (0 = 16) */
+} splash_drafter_options;
+
+typedef struct splash_drafter_info {
+    uint32_t struct_size;
+    int32_t kind, max_draft, max_seqs;
+    int32_t block_size;       /* DFlash: B (0 for MTP) */
+    int32_t mask_token_id;    /* DFlash (−1 for MTP) */
+    uint64_t weight_bytes;    /* the drafter's weights (also in splash_model_info.weight_bytes) */
+    uint64_t scratch_bytes;   /* its activations, draft distributions and verify buffers (also in .scratch_bytes) */
+    uint64_t kv_bytes_per_token; /* its K/V per position (also in splash_cache_page_bytes) */
+    uint64_t state_bytes;     /* its per-sequence state (also in splash_cache_slot_bytes) */
+} splash_drafter_info;
+
+/* Attaches a drafter before any cache of the model exists: its weights load now; from then on page and slot sizes,
+ * weight and scratch bytes include it, and every step (splash_step too) writes its K/V for the positions it commits,
+ * so pages the caller's prefix cache shares hold the drafter's K/V as well. One drafter per model. */
+SPLASH_API splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_options *opts);
+SPLASH_API splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafter_info *out);
+
+/* One sequence to draft for: its last sampled token (the anchor) sits at position n_past, not yet in the cache. */
+typedef struct splash_draft_seq {
+    int32_t slot, n_past, anchor;
+    int32_t n_draft;                  /* tokens wanted, 1 .. max_draft */
+    const int32_t *pages;             /* page table covering positions [0, n_past + n_draft) */
+    int32_t n_pages;
+    int32_t n_penalty_tokens;
+    const int32_t *penalty_tokens;    /* generated tokens so far (the drafts' penalties add the earlier drafts) */
+    splash_sampling sampling;         /* temperature 0: argmax drafts; else drawn from the drafter's distribution under
+                                         these settings, RNG = f(seed, position) */
+    int32_t *tokens;                  /* out [n_draft] */
+    float *logits;                    /* NULL or out [n_draft][vocab]: the drafter's raw logits of each draft */
+} splash_draft_seq;
+
+/* Drafts for n ≤ max_seqs sequences (distinct slots). The draft distributions stay in the model until the next
+ * splash_draft, for the acceptance in splash_step_spec. */
+SPLASH_API splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n);
+
+/* The speculative part of one sequence of splash_step_spec; all zero for an ordinary sequence. */
+typedef struct splash_verify {
+    int32_t n_draft;          /* > 0: seqs[i].tokens = [anchor, n_draft drafts], seqs[i].sample = 1 */
+    int32_t n_proposed;       /* drafts the drafter proposed, ≥ n_draft: more when draft n_draft was refused before
+                                 verification (a grammar), which then counts as rejected at that position */
+    int32_t draft_index;      /* this sequence's entry in the last splash_draft call; −1 at temperature 0 for drafts
+                                 from elsewhere (greedy acceptance needs no draft distribution) */
+    int32_t n_accepted;       /* out: drafts accepted, 0 .. n_draft; seqs[i].token is the target's token after them */
+    const uint32_t *allowed;  /* NULL or [n_draft + 1][ceil(vocab / 32)]: allowed tokens at each block position */
+    float *logprobs;          /* NULL or out [n_draft + 1]: each emitted token's (accepted drafts, then the last) */
+    int32_t *top_ids;         /* NULL or out [n_draft + 1][seqs[i].n_top_logprobs] */
+    float *top_logprobs;      /* NULL or out, same shape */
+} splash_verify;
+
+/* splash_step with verify blocks (verify may be NULL): scores each block in the same pass as the other sequences,
+ * accepts, and leaves the sequence's GDN state and K/V as if only the accepted tokens had been decoded (positions
+ * past them are overwritten by later steps). Fails when a block is not the last splash_draft's proposal. */
+SPLASH_API splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify,
+                                          int32_t n_seqs);
+
+/* The acceptance rule alone, on given distributions (for tests): p [k + 1][vocab] target, q [q_rows][vocab] draft
+ * (q_rows = k, or k + 1 when a (k+1)-th draft was refused before verification), drafts [k]; draws from (seed,
+ * position pos0 + i). Writes the final token; returns the number of drafts accepted. */
+SPLASH_API int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
+                                      int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
 
 /* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
 

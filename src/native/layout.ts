@@ -84,7 +84,53 @@ export const SEQ = struct("splash_seq", [
   ["top_logprobs", "ptr"],
 ]);
 
-export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ] as const;
+export const DRAFTER_OPTIONS = struct("splash_drafter_options", [
+  ["struct_size", "u32"],
+  ["kind", "i32"],
+  ["dir", "ptr"],
+  ["max_draft", "i32"],
+  ["max_seqs", "i32"],
+]);
+
+export const DRAFTER_INFO = struct("splash_drafter_info", [
+  ["struct_size", "u32"],
+  ["kind", "i32"],
+  ["max_draft", "i32"],
+  ["max_seqs", "i32"],
+  ["block_size", "i32"],
+  ["mask_token_id", "i32"],
+  ["weight_bytes", "u64"],
+  ["scratch_bytes", "u64"],
+  ["kv_bytes_per_token", "u64"],
+  ["state_bytes", "u64"],
+]);
+
+export const DRAFT_SEQ = struct("splash_draft_seq", [
+  ["slot", "i32"],
+  ["n_past", "i32"],
+  ["anchor", "i32"],
+  ["n_draft", "i32"],
+  ["pages", "ptr"],
+  ["n_pages", "i32"],
+  ["n_penalty_tokens", "i32"],
+  ["penalty_tokens", "ptr"],
+  ["sampling", SAMPLING],
+  ["tokens", "ptr"],
+  ["logits", "ptr"],
+]);
+
+export const VERIFY = struct("splash_verify", [
+  ["n_draft", "i32"],
+  ["n_proposed", "i32"],
+  ["draft_index", "i32"],
+  ["n_accepted", "i32"],
+  ["allowed", "ptr"],
+  ["logprobs", "ptr"],
+  ["top_ids", "ptr"],
+  ["top_logprobs", "ptr"],
+]);
+
+export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY] as const;
 
 // Every field of a layout with its absolute offset, nested structs flattened as "outer.inner".
 export function flatten(layout: StructLayout, prefix = "", base = 0): { name: string; offset: number; type: FieldType }[] {

@@ -11,7 +11,7 @@ import { ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import { check } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
-import { getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField } from "./layout.ts";
+import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
 const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
@@ -21,6 +21,29 @@ export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   threads?: number; // default: every core
   maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
+  drafter?: DrafterOptions; // speculative decoding: attached at load, before any cache exists
+};
+
+export type DrafterKind = "mtp" | "dflash";
+const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2 };
+
+export type DrafterOptions = {
+  kind: DrafterKind;
+  dir?: string; // DFlash: the drafter's directory
+  maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash default block_size − 1)
+  maxSeqs?: number; // sequences one draft or verify call handles at most (default 16)
+};
+
+export type DrafterInfo = {
+  kind: DrafterKind;
+  maxDraft: number;
+  maxSeqs: number;
+  blockSize: number; // DFlash B (0 for MTP)
+  maskTokenId: number; // DFlash (−1 for MTP)
+  weightBytes: number;
+  scratchBytes: number;
+  kvBytesPerToken: number;
+  stateBytes: number;
 };
 
 export type ModelInfo = {
@@ -52,6 +75,26 @@ export type SampleRequest = {
   allowed?: Uint32Array | null; // bitmask [ceil(vocab / 32)], null = every token
 };
 
+// A verify block: tokens = [anchor, ...drafts]; the drafts are the first nDraft of draft call entry draftIndex.
+export type VerifyInput = {
+  nDraft: number;
+  nProposed: number; // drafts the drafter proposed (> nDraft when the rest were refused before verification)
+  draftIndex: number;
+  allowed?: Uint32Array | null; // [nDraft + 1][ceil(vocab / 32)] allowed tokens per block position
+};
+
+// One sequence to draft for: its last sampled token (anchor) sits at position nPast.
+export type DraftInput = {
+  slot: number;
+  nPast: number;
+  anchor: number;
+  nDraft: number;
+  pages: Int32Array; // covering [0, nPast + nDraft)
+  sampling: Sampling;
+  penaltyTokens?: Int32Array;
+  logits?: Float32Array; // out [nDraft][vocab]: the drafter's raw logits (tests)
+};
+
 // One sequence's share of a step.
 export type StepInput = {
   slot: number;
@@ -61,11 +104,18 @@ export type StepInput = {
   // Out: logits of the last (logits.length / vocab) positions, [n][vocab] (K for a verify block, 1 for logprobs).
   logits?: Float32Array;
   sample?: SampleRequest;
+  verify?: VerifyInput; // a speculative verify block (needs `sample`)
 };
 
 // Log-probabilities are log_softmax of the logits after penalties and the allowed mask, before temperature and
 // top-k / top-p / min-p.
-export type SampledToken = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+export type SampledToken = {
+  token: number;
+  logprob: number;
+  top: { id: number; logprob: number }[] | null;
+  // Verify blocks: the drafts kept (they precede `token`) with their log-probabilities and alternatives.
+  accepted?: { token: number; logprob: number; top: { id: number; logprob: number }[] | null }[];
+};
 
 function u64(n: number): bigint {
   return BigInt.asUintN(64, BigInt(Math.trunc(n)));
@@ -75,9 +125,31 @@ function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): nu
   return a && a.byteLength > 0 ? ptr(a) : 0;
 }
 
+function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sampling): void {
+  const set = (field: string, v: number | bigint) => setField(view, layout, `sampling.${field}`, v, base);
+  set("temperature", p.temperature);
+  set("top_p", p.topP);
+  set("top_k", p.topK);
+  set("min_p", p.minP);
+  set("presence_penalty", p.presencePenalty);
+  set("frequency_penalty", p.frequencyPenalty);
+  set("repetition_penalty", p.repetitionPenalty);
+  set("seed", u64(p.seed));
+}
+
+// The acceptance rule alone on given distributions (spec/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
+// or k + 1 when a further draft was refused before verification), drafts [k]. For tests with fixed probabilities.
+export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
+  const token = new Int32Array(1);
+  const accepted = lib.splash_spec_accept(p, q.byteLength ? q : null, qRows, vocab, drafts.byteLength ? drafts : null, drafts.length, u64(seed), u64(pos0), token);
+  if (accepted < 0) throw new RangeError("specAccept: bad arguments");
+  return { accepted, token: token[0]! };
+}
+
 export class Model {
   #handle: Pointer | null;
   readonly info: ModelInfo;
+  readonly drafter: DrafterInfo | null;
 
   private constructor(
     readonly lib: NativeLibrary,
@@ -108,6 +180,25 @@ export class Model {
       stateBytes: f("state_bytes"),
       decodeBytesPerToken: f("decode_bytes_per_token"),
     };
+    const dbytes = new Uint8Array(DRAFTER_INFO.size);
+    const dbuf = new DataView(dbytes.buffer);
+    setField(dbuf, DRAFTER_INFO, "struct_size", DRAFTER_INFO.size);
+    check(lib, "splash_model_get_drafter_info", lib.splash_model_get_drafter_info(handle, dbytes));
+    const d = (name: string) => getField(dbuf, DRAFTER_INFO, name);
+    this.drafter =
+      d("kind") === 0
+        ? null
+        : {
+            kind: d("kind") === 1 ? "mtp" : "dflash",
+            maxDraft: d("max_draft"),
+            maxSeqs: d("max_seqs"),
+            blockSize: d("block_size"),
+            maskTokenId: d("mask_token_id"),
+            weightBytes: d("weight_bytes"),
+            scratchBytes: d("scratch_bytes"),
+            kvBytesPerToken: d("kv_bytes_per_token"),
+            stateBytes: d("state_bytes"),
+          };
   }
 
   // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
@@ -121,7 +212,25 @@ export class Model {
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
     const out = new BigUint64Array(1);
     check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
-    return new Model(l, Number(out[0]) as Pointer, dir);
+    const handle = Number(out[0]) as Pointer;
+    if (options.drafter) {
+      const d = options.drafter;
+      const dbytes = new Uint8Array(DRAFTER_OPTIONS.size);
+      const view = new DataView(dbytes.buffer);
+      const dirBytes = d.dir === undefined ? null : Buffer.from(`${d.dir}\0`);
+      setField(view, DRAFTER_OPTIONS, "struct_size", DRAFTER_OPTIONS.size);
+      setField(view, DRAFTER_OPTIONS, "kind", DRAFTER_CODES[d.kind]);
+      setField(view, DRAFTER_OPTIONS, "dir", dirBytes ? ptr(dirBytes) : 0);
+      setField(view, DRAFTER_OPTIONS, "max_draft", d.maxDraft ?? 0);
+      setField(view, DRAFTER_OPTIONS, "max_seqs", d.maxSeqs ?? 0);
+      try {
+        check(l, "splash_model_attach_drafter", l.splash_model_attach_drafter(handle, dbytes));
+      } catch (e) {
+        l.splash_model_free(handle);
+        throw e;
+      }
+    }
+    return new Model(l, handle, dir);
   }
 
   get handle(): Pointer {
@@ -178,6 +287,34 @@ export class Cache {
     check(this.model.lib, "splash_cache_clear_slot", this.model.lib.splash_cache_clear_slot(this.handle, slot));
   }
 
+  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft() call,
+  // for verify blocks in step(). Returns each sequence's drafts.
+  draft(seqs: readonly DraftInput[]): Int32Array[] {
+    const lib = this.model.lib;
+    const size = seqs.length * DRAFT_SEQ.size;
+    const bytes = new Uint8Array(size);
+    const view = new DataView(bytes.buffer);
+    const outs = seqs.map((d, i) => {
+      const base = i * DRAFT_SEQ.size;
+      const set = (field: string, v: number | bigint) => setField(view, DRAFT_SEQ, field, v, base);
+      const tokens = new Int32Array(d.nDraft);
+      set("slot", d.slot);
+      set("n_past", d.nPast);
+      set("anchor", d.anchor);
+      set("n_draft", d.nDraft);
+      set("pages", addr(d.pages));
+      set("n_pages", d.pages.length);
+      set("penalty_tokens", addr(d.penaltyTokens));
+      set("n_penalty_tokens", d.penaltyTokens?.length ?? 0);
+      writeSampling(view, DRAFT_SEQ, base, d.sampling);
+      set("tokens", addr(tokens));
+      set("logits", addr(d.logits));
+      return tokens;
+    });
+    check(lib, "splash_draft", lib.splash_draft(this.model.handle, this.handle, bytes, seqs.length));
+    return outs;
+  }
+
   // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
   step(seqs: readonly StepInput[]): (SampledToken | null)[] {
     const lib = this.model.lib;
@@ -207,15 +344,7 @@ export class Cache {
       const t = { ids: new Int32Array(top), logprobs: new Float32Array(top) };
       tops.push(t);
       if (!r) return;
-      const p = r.sampling;
-      set("sampling.temperature", p.temperature);
-      set("sampling.top_p", p.topP);
-      set("sampling.top_k", p.topK);
-      set("sampling.min_p", p.minP);
-      set("sampling.presence_penalty", p.presencePenalty);
-      set("sampling.frequency_penalty", p.frequencyPenalty);
-      set("sampling.repetition_penalty", p.repetitionPenalty);
-      set("sampling.seed", u64(p.seed));
+      writeSampling(view, SEQ, base, r.sampling);
       set("penalty_tokens", addr(r.penaltyTokens));
       set("n_penalty_tokens", r.penaltyTokens?.length ?? 0);
       set("n_top_logprobs", top);
@@ -223,17 +352,54 @@ export class Cache {
       set("top_ids", addr(t.ids));
       set("top_logprobs", addr(t.logprobs));
     });
-    check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
+    const verify = seqs.some((s) => s.verify) ? this.verifyBlocks(seqs) : null;
+    if (verify) check(lib, "splash_step_spec", lib.splash_step_spec(this.model.handle, this.handle, bytes, verify.bytes, seqs.length));
+    else check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
     return seqs.map((s, i) => {
       if (!s.sample) return null;
       const base = i * SEQ.size;
       const t = tops[i]!;
-      return {
+      const out: SampledToken = {
         token: getField(view, SEQ, "token", base),
         logprob: getField(view, SEQ, "logprob", base),
         top: t.ids.length ? Array.from(t.ids, (id, k) => ({ id, logprob: t.logprobs[k]! })) : null,
       };
+      const v = verify?.outs[i];
+      if (v) {
+        const n = getField(verify.view, VERIFY, "n_accepted", i * VERIFY.size);
+        const k = v.topIds.length / (s.verify!.nDraft + 1);
+        out.accepted = Array.from({ length: n }, (_, r) => ({
+          token: s.tokens[1 + r]!,
+          logprob: v.logprobs[r]!,
+          top: k ? Array.from(v.topIds.subarray(r * k, (r + 1) * k), (id, j) => ({ id, logprob: v.topLogprobs[r * k + j]! })) : null,
+        }));
+      }
+      return out;
     });
+  }
+
+  // The splash_verify array of a step (zero for ordinary sequences) and the per-row outputs of each block.
+  private verifyBlocks(seqs: readonly StepInput[]) {
+    const bytes = new Uint8Array(seqs.length * VERIFY.size);
+    const view = new DataView(bytes.buffer);
+    const outs = seqs.map((s, i) => {
+      const v = s.verify;
+      if (!v) return null;
+      const base = i * VERIFY.size;
+      const set = (field: string, x: number | bigint) => setField(view, VERIFY, field, x, base);
+      const rows = v.nDraft + 1;
+      const top = Math.min(s.sample?.topLogprobs ?? 0, MAX_TOP_LOGPROBS);
+      const o = { logprobs: new Float32Array(rows), topIds: new Int32Array(rows * top), topLogprobs: new Float32Array(rows * top) };
+      set("n_draft", v.nDraft);
+      set("n_proposed", v.nProposed);
+      set("draft_index", v.draftIndex);
+      set("allowed", addr(v.allowed));
+      set("logprobs", addr(o.logprobs));
+      set("top_ids", addr(o.topIds));
+      set("top_logprobs", addr(o.topLogprobs));
+      return o;
+    });
+    return { bytes, view, outs };
   }
 
   free(): void {

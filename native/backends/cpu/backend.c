@@ -46,6 +46,7 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .rope = sp_cpu_rope,
         .kv_write = sp_cpu_kv_write,
         .attention = sp_cpu_attention,
+        .attention_ext = sp_cpu_attention_ext,
         .conv_silu = sp_cpu_conv_silu,
         .gdn_recurrent = sp_cpu_gdn_recurrent,
         .gdn_chunked = sp_cpu_gdn_chunked,

@@ -38,6 +38,8 @@ void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
 void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
                       int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+void sp_cpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
+                          int32_t head_dim, float scale, const sp_attn_ext *x);
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
                       int32_t kernel, float *tail);
 void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,

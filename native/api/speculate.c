@@ -1,0 +1,409 @@
+/* speculate.c — speculative decoding's ABI (splash.h): attach a drafter, draft, verify and accept.
+ *
+ * One cycle of a sequence whose last sampled token t sits at position n (not yet in the cache):
+ *
+ *   splash_draft       drafter proposes d1 … dk (MTP: k chained steps; DFlash: one block [t, mask × (B − 1)]); at
+ *                      temperature > 0 each d_j is drawn from the drafter's distribution q_j, kept here
+ *   (the caller)       may refuse a draft (a grammar) and verify only a prefix
+ *   splash_step_spec   the target runs [t, d1 … dk] at n … n + k in the same pass as the step's other sequences,
+ *                      writing logits for every block row here (never to the caller: 248K floats a row); then
+ *                      spec/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
+ *                      sp_qwen35_commit replays the accepted rows into the GDN state, which the block left untouched
+ *
+ *   after the step:    positions n … n + a hold the accepted tokens, the final token is the target's own
+ *                      (its argmax at the first mismatch, the residual draw at a rejection, or the bonus), and the
+ *                      drafter has ingested every committed position of every sequence of the step
+ *
+ * Attention K/V of rejected positions stays in the pages past the sequence's end, where the next step overwrites
+ * it; the caller names a page for its prefix cache only once all its positions are committed, so a shared page
+ * never holds a rejected position. */
+#include "model.h"
+
+#include "arch/dflash.h"
+#include "arch/draft.h"
+#include "arch/mtp.h"
+#include "core/error.h"
+#include "spec/accept.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_MTP_DRAFT = 3, DEFAULT_MAX_SEQS = 16 };
+
+/* What the last splash_draft proposed for its sequence i. */
+typedef struct drafted {
+    int32_t slot, n_past, n_draft;
+    int32_t sampled;            /* temperature > 0: q rows were kept */
+} drafted;
+
+struct sp_speculator {
+    int32_t kind, max_draft, max_seqs, verify_rows, vocab;
+    sp_mtp *mtp;
+    sp_dflash *dflash;
+    const int32_t *tap_layers;  /* DFlash */
+    int32_t n_taps;
+    int64_t row_width;          /* floats per step row handed to the drafter: taps (DFlash) or normed hidden (MTP) */
+    const sp_backend *be;
+    /* buffers */
+    float *rows;                /* (max_step_tokens, row_width) */
+    float *logits;              /* (verify_rows, vocab): verify blocks' logits */
+    float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
+    float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
+    void *dist_scratch;
+    drafted *last;              /* (max_seqs) */
+    int32_t *last_tokens;       /* (max_seqs, max_draft) */
+    int32_t n_last;
+    uint64_t weight_bytes, scratch_bytes;
+};
+
+/* ---- sizes (the cache and the memory plan use these) ------------------------------------------------------------ */
+
+uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens) {
+    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens) : sp_dflash_page_bytes(s->dflash, page_tokens);
+}
+
+uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->mtp ? sp_mtp_slot_bytes(s->mtp) : 0; }
+
+void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info) {
+    info->weight_bytes += s->weight_bytes;
+    info->scratch_bytes += s->scratch_bytes;
+}
+
+void sp_speculator_free(sp_speculator *s) {
+    if (!s) return;
+    sp_mtp_free(s->mtp);
+    sp_dflash_free(s->dflash);
+    s->be->free(s->be, s->rows);
+    s->be->free(s->be, s->logits);
+    s->be->free(s->be, s->q);
+    free(s->z);
+    free(s->p);
+    free(s->dist_scratch);
+    free(s->last);
+    free(s->last_tokens);
+    free(s);
+}
+
+/* ---- attach --------------------------------------------------------------------------------------------------- */
+
+static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
+    const sp_backend *be = s->be;
+    uint64_t V = (uint64_t)s->vocab;
+    uint64_t rows = sizeof(float) * (uint64_t)max_step_tokens * (uint64_t)s->row_width;
+    uint64_t logits = sizeof(float) * (uint64_t)s->verify_rows * V;
+    uint64_t q = sizeof(float) * (uint64_t)s->max_seqs * (uint64_t)s->max_draft * V;
+    s->rows = be->alloc(be, rows);
+    s->logits = be->alloc(be, logits);
+    s->q = be->alloc(be, q);
+    s->z = malloc(sizeof(float) * V);
+    s->p = malloc(sizeof(float) * V);
+    s->dist_scratch = malloc(sp_spec_dist_scratch(s->vocab));
+    s->last = calloc((size_t)s->max_seqs, sizeof(drafted));
+    s->last_tokens = calloc((size_t)s->max_seqs * (size_t)s->max_draft, sizeof(int32_t));
+    if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->last || !s->last_tokens)
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
+    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_spec_dist_scratch(s->vocab);
+    return SPLASH_OK;
+}
+
+splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_options *opts) {
+    if (!m || !opts) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_attach_drafter: NULL argument");
+    if (opts->struct_size < sizeof *opts)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_options.struct_size %u < %zu: rebuild the binding",
+                       opts->struct_size, sizeof *opts);
+    if (opts->kind != SPLASH_DRAFT_MTP && opts->kind != SPLASH_DRAFT_DFLASH)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp) or 2 (dflash)", opts->kind);
+    if (m->spec) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
+    if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
+    if (!m->be.attention_ext)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no attention_ext op: drafters cannot run on it", m->be.name);
+    if (opts->kind == SPLASH_DRAFT_DFLASH && !opts->dir)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
+    if (opts->max_draft < 0 || opts->max_draft > 64 || opts->max_seqs < 0 || opts->max_seqs > 1024)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d (0..64), max_seqs %d (0..1024)", opts->max_draft, opts->max_seqs);
+    sp_draft_target t;
+    sp_qwen35_draft_target(m->arch, &t);
+    sp_speculator *s = calloc(1, sizeof *s);
+    if (!s) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    *s = (sp_speculator){.kind = opts->kind, .max_seqs = opts->max_seqs ? opts->max_seqs : DEFAULT_MAX_SEQS,
+                         .vocab = t.vocab_size, .be = &m->be};
+    splash_status st;
+    if (opts->kind == SPLASH_DRAFT_MTP) {
+        s->max_draft = opts->max_draft ? opts->max_draft : DEFAULT_MTP_DRAFT;
+        s->row_width = t.hidden_size;
+        st = sp_mtp_load(&t, s->max_draft, s->max_seqs, &s->mtp);
+        if (!st) s->weight_bytes = sp_mtp_weight_bytes(s->mtp), s->scratch_bytes = sp_mtp_scratch_bytes(s->mtp);
+    } else {
+        st = sp_dflash_load(opts->dir, &t, s->max_seqs, &s->dflash);
+        if (!st) {
+            int32_t B = sp_dflash_block_size(s->dflash);
+            s->max_draft = opts->max_draft ? opts->max_draft : B - 1;
+            if (s->max_draft > B - 1)
+                st = SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d: a block of %d drafts at most %d", s->max_draft, B, B - 1);
+            s->tap_layers = sp_dflash_taps(s->dflash, &s->n_taps);
+            s->row_width = (int64_t)s->n_taps * t.hidden_size;
+            s->weight_bytes = sp_dflash_weight_bytes(s->dflash), s->scratch_bytes = sp_dflash_scratch_bytes(s->dflash);
+        }
+    }
+    uint64_t kept = 0;
+    s->verify_rows = s->max_seqs * (s->max_draft + 1);
+    if (!st) st = sp_qwen35_reserve_verify(m->arch, s->verify_rows, &kept);
+    s->scratch_bytes += kept;
+    if (!st) st = buffers(s, t.max_step_tokens);
+    if (st) {
+        sp_speculator_free(s);
+        return st;
+    }
+    m->spec = s;
+    return SPLASH_OK;
+}
+
+splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafter_info *out) {
+    if (!m || !out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_get_drafter_info: NULL argument");
+    if (out->struct_size < sizeof *out)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_info.struct_size %u < %zu: rebuild the binding",
+                       out->struct_size, sizeof *out);
+    const sp_speculator *s = m->spec;
+    *out = (splash_drafter_info){.struct_size = sizeof *out, .kind = SPLASH_DRAFT_NONE, .mask_token_id = -1};
+    if (!s) return SPLASH_OK;
+    out->kind = s->kind;
+    out->max_draft = s->max_draft;
+    out->max_seqs = s->max_seqs;
+    out->block_size = s->dflash ? sp_dflash_block_size(s->dflash) : 0;
+    out->mask_token_id = s->dflash ? sp_dflash_mask_token(s->dflash) : -1;
+    out->weight_bytes = s->weight_bytes;
+    out->scratch_bytes = s->scratch_bytes;
+    out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1);
+    out->state_bytes = sp_speculator_slot_bytes(s);
+    return SPLASH_OK;
+}
+
+/* ---- draft ---------------------------------------------------------------------------------------------------- */
+
+typedef struct pick_ctx {
+    sp_speculator *s;
+    splash_draft_seq *drafts;
+    int32_t *penalty;           /* room for the longest penalty list + max_draft */
+} pick_ctx;
+
+/* Draft j of sequence i: the argmax, or a draw from q = the sampler's distribution of the drafter's row (penalties
+ * over the generated tokens and the earlier drafts), kept for the acceptance. */
+static int32_t pick(void *ctx, int32_t i, int32_t j, const float *logits) {
+    pick_ctx *c = ctx;
+    sp_speculator *s = c->s;
+    splash_draft_seq *d = &c->drafts[i];
+    int32_t token = 0;
+    if (!(d->sampling.temperature > 0)) {
+        for (int32_t t = 1; t < s->vocab; t++)
+            if (logits[t] > logits[token]) token = t;
+    } else {
+        memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
+        memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
+        sp_spec_row row = {logits, &d->sampling, c->penalty, d->n_penalty_tokens + j, NULL};
+        float *q = s->q + ((int64_t)i * s->max_draft + j) * s->vocab;
+        int32_t arg;
+        sp_spec_dist(&row, s->vocab, s->z, q, &arg, s->dist_scratch);
+        token = sp_spec_draw(q, s->vocab, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+    }
+    d->tokens[j] = token;
+    s->last_tokens[i * s->max_draft + j] = token;
+    if (d->logits) memcpy(d->logits + (int64_t)j * s->vocab, logits, sizeof(float) * (size_t)s->vocab);
+    return token;
+}
+
+static sp_draft_memory draft_memory(const splash_cache *c) { return (sp_draft_memory){c->draft_kv, c->page_tokens, c->draft_state}; }
+
+splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
+    if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
+    if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the cache belongs to another model");
+    sp_speculator *s = m->spec;
+    if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the model has no drafter (splash_model_attach_drafter)");
+    if (n > s->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: %d sequences, more than max_seqs %d", n, s->max_seqs);
+    int32_t longest = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const splash_draft_seq *d = &drafts[i];
+        if (d->slot < 0 || d->slot >= c->n_slots) return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].slot %d is outside the cache", i, d->slot);
+        if (d->n_past < 1 || d->n_draft < 1 || d->n_draft > s->max_draft || d->n_past > INT32_MAX - d->n_draft)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: n_past %d (≥ 1), n_draft %d (1..%d)", i, d->n_past, d->n_draft, s->max_draft);
+        if (d->anchor < 0 || d->anchor >= s->vocab) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d].anchor %d is outside the vocabulary", i, d->anchor);
+        if (!d->tokens) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d].tokens is NULL", i);
+        if (d->n_penalty_tokens < 0 || (d->n_penalty_tokens > 0 && !d->penalty_tokens))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: n_penalty_tokens %d without penalty_tokens", i, d->n_penalty_tokens);
+        int64_t need = ((int64_t)d->n_past + d->n_draft + c->page_tokens - 1) / c->page_tokens;
+        if (!d->pages || d->n_pages < need)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: %d positions need %lld pages, the page table has %d", i,
+                           d->n_past + d->n_draft, (long long)need, d->pages ? d->n_pages : 0);
+        for (int64_t p = 0; p < need; p++)
+            if (d->pages[p] < 0 || d->pages[p] >= c->n_pages)
+                return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].pages[%lld] = %d is outside the cache", i, (long long)p, d->pages[p]);
+        splash_status st = sp_api_check_sampling(i, &d->sampling);
+        if (st) return st;
+        for (int32_t j = 0; j < i; j++)
+            if (drafts[j].slot == d->slot) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d] and [%d] both use slot %d", j, i, d->slot);
+        longest = d->n_penalty_tokens > longest ? d->n_penalty_tokens : longest;
+    }
+    pick_ctx ctx = {s, drafts, malloc(sizeof(int32_t) * ((size_t)longest + (size_t)s->max_draft))};
+    sp_draft_seq seqs[n];
+    if (!ctx.penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    s->n_last = 0; /* a failed draft leaves nothing to verify against */
+    for (int32_t i = 0; i < n; i++) {
+        seqs[i] = (sp_draft_seq){drafts[i].slot, drafts[i].n_past, drafts[i].anchor, drafts[i].n_draft, drafts[i].pages};
+        s->last[i] = (drafted){drafts[i].slot, drafts[i].n_past, drafts[i].n_draft, drafts[i].sampling.temperature > 0};
+    }
+    m->op_status = SPLASH_OK;
+    sp_draft_memory mem = draft_memory(c);
+    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, pick, &ctx);
+    free(ctx.penalty);
+    if (!st && m->op_status) st = m->op_status;
+    if (!st) s->n_last = n;
+    return st;
+}
+
+/* ---- verify --------------------------------------------------------------------------------------------------- */
+
+static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs, const splash_verify *verify, int32_t n,
+                                  int32_t vocab) {
+    int64_t rows = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const splash_verify *v = &verify[i];
+        const splash_seq *q = &seqs[i];
+        if (v->n_draft == 0) continue;
+        if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: the model has no drafter", i);
+        if (v->n_draft < 0 || v->n_draft > s->max_draft || q->n_tokens != v->n_draft + 1 || !q->sample)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: n_draft %d (0..%d) needs n_tokens = n_draft + 1 (got %d) and sample = 1",
+                           i, v->n_draft, s->max_draft, q->n_tokens);
+        if (q->n_top_logprobs > 0 && (v->top_ids == NULL) != (v->top_logprobs == NULL))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: top_ids and top_logprobs go together", i);
+        int greedy = !(q->sampling.temperature > 0);
+        if (v->draft_index == -1 && greedy) { /* greedy acceptance is exact for drafts from anywhere */
+            rows += q->n_tokens;
+            continue;
+        }
+        if (v->draft_index < 0 || v->draft_index >= s->n_last)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].draft_index %d: the last splash_draft had %d sequences", i,
+                           v->draft_index, s->n_last);
+        const drafted *d = &s->last[v->draft_index];
+        if (d->slot != q->slot || d->n_past != q->n_past || v->n_proposed < v->n_draft || v->n_proposed > d->n_draft)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d] is not what splash_draft proposed for it (slot %d at %d, %d drafts)",
+                           i, d->slot, d->n_past, d->n_draft);
+        if (d->sampled != !greedy)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: drafted and verified with different temperatures", i);
+        for (int32_t j = 0; j < v->n_draft; j++)
+            if (q->tokens[1 + j] != s->last_tokens[v->draft_index * s->max_draft + j])
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].tokens[%d] is not the drafted token", i, 1 + j);
+        rows += q->n_tokens;
+    }
+    if (s && rows > s->verify_rows) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%lld verify rows, at most %d", (long long)rows, s->verify_rows);
+    (void)vocab;
+    return SPLASH_OK;
+}
+
+/* Accepts or rejects sequence q's drafts against its block logits; returns the accepted count, q->token set. */
+static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, int32_t *penalty) {
+    int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32;
+    const int32_t *draft = q->tokens + 1;
+    int greedy = !(q->sampling.temperature > 0);
+    const float *qrows = greedy ? NULL : s->q + (int64_t)v->draft_index * s->max_draft * V;
+    uint64_t pos0 = (uint64_t)q->n_past + 1; /* block row r decides position n_past + 1 + r */
+    memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
+    memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
+    for (int32_t r = 0; r <= k; r++) {
+        sp_spec_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
+                           v->allowed ? v->allowed + (int64_t)r * words : NULL};
+        int32_t arg, token;
+        float lse = sp_spec_dist(&row, V, s->z, greedy ? NULL : s->p, &arg, s->dist_scratch);
+        if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify: the allowed mask of block position %d allows no token", r);
+        int kept = 0;
+        if (r < k) kept = greedy ? arg == draft[r] : sp_spec_accept_row(s->p, qrows + (int64_t)r * V, V, draft[r], q->sampling.seed, pos0 + r, &token);
+        else if (!greedy) token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, V, q->sampling.seed, pos0 + k);
+        if (kept) token = draft[r];
+        else if (greedy) token = arg;
+        if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
+        if (q->n_top_logprobs > 0 && v->top_ids)
+            sp_spec_top(s->z, V, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
+                        v->top_logprobs + (int64_t)r * q->n_top_logprobs);
+        if (kept) continue;
+        v->n_accepted = r;
+        q->token = token;
+        q->logprob = s->z[token] - lse;
+        if (q->n_top_logprobs > 0 && q->top_ids) sp_spec_top(s->z, V, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
+        return SPLASH_OK;
+    }
+    return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
+}
+
+splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n) {
+    sp_speculator *s = m->spec;
+    int32_t V = s->vocab, n_verify = 0, longest = 0;
+    uint8_t is_verify[n];
+    int32_t saved_logits[n], saved_sample[n];
+    float *saved_out[n];
+    int64_t off = 0;
+    for (int32_t i = 0; i < n; i++) {
+        splash_seq *q = &seqs[i];
+        is_verify[i] = verify && verify[i].n_draft > 0;
+        if (!is_verify[i]) continue;
+        /* the block's logits come here, not to the caller; acceptance samples instead of the step */
+        saved_logits[i] = q->n_logits, saved_sample[i] = q->sample, saved_out[i] = q->logits;
+        q->n_logits = q->n_tokens, q->sample = 0, q->logits = s->logits + off * V;
+        off += q->n_tokens;
+        n_verify++;
+        longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
+    }
+    sp_qwen35_spec spec = {s->tap_layers, s->n_taps, s->dflash ? s->rows : NULL, s->mtp ? s->rows : NULL, is_verify};
+    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+    splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
+    for (int32_t i = 0; i < n; i++)
+        if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
+    if (st) return st;
+    /* accept, then replay the accepted rows into each verify block's GDN state */
+    int32_t *penalty = n_verify ? malloc(sizeof(int32_t) * (size_t)longest) : NULL;
+    if (n_verify && !penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    int32_t committed[n];
+    off = 0;
+    for (int32_t i = 0; i < n && !st; i++) {
+        committed[i] = seqs[i].n_tokens;
+        if (!is_verify[i]) continue;
+        st = accept(s, &seqs[i], &verify[i], s->logits + off * V, penalty);
+        if (st) break;
+        committed[i] = verify[i].n_accepted + 1;
+        sp_qwen35_commit(m->arch, &mem, seqs[i].slot, off, committed[i]);
+        off += seqs[i].n_tokens;
+    }
+    free(penalty);
+    if (st) return st;
+    /* the drafter takes in every committed position */
+    sp_draft_rows rows[n];
+    int64_t row0 = 0;
+    for (int32_t i = 0; i < n; i++) {
+        rows[i] = (sp_draft_rows){seqs[i].slot, seqs[i].n_past, committed[i], seqs[i].tokens, seqs[i].pages,
+                                  s->rows + row0 * s->row_width, s->row_width};
+        row0 += seqs[i].n_tokens;
+    }
+    sp_draft_memory dm = draft_memory(c);
+    m->op_status = SPLASH_OK;
+    if (s->mtp) sp_mtp_ingest(s->mtp, &dm, rows, n);
+    else sp_dflash_ingest(s->dflash, &dm, rows, n);
+    return m->op_status;
+}
+
+splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n_seqs) {
+    splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
+    if (!st && verify) {
+        for (int32_t i = 0; i < n_seqs; i++) verify[i].n_accepted = 0;
+        st = check_verify(m->spec, seqs, verify, n_seqs, 0);
+    }
+    if (st) return st;
+    if (!m->spec) {
+        sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+        return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+    }
+    return sp_speculator_step(m, c, seqs, verify, n_seqs);
+}
+
+int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
+                           uint64_t seed, uint64_t pos0, int32_t *token) {
+    if (!p || (k > 0 && (!q || !draft)) || !token || vocab < 1 || k < 0 || q_rows < k || q_rows > k + 1) return -1;
+    return sp_spec_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
+}

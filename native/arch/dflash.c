@@ -1,0 +1,481 @@
+/* dflash.c — a DFlash drafter (z-lab v1 layout): a small Qwen3-style transformer that drafts a block of tokens in
+ * one pass, conditioned on hidden states tapped from the target.
+ *
+ * Reference: z-lab dflash/model.py (v1); speculative-decoding.md §1.1–1.2 and §8; scripts/fixtures/reference.py:
+ *   ctx_t  = hidden_norm(fc(concat_l tap_l(t)))            tap_l = residual stream after target layer l
+ *   per committed position t and drafter layer i: K_i(t) = rope(k_norm(k_proj_i(ctx_t)), t), V_i(t) = v_proj_i(ctx_t),
+ *   written once into the drafter's pages (never through q, o_proj, MLP or the residual)
+ *   block  = embed_target([anchor, mask × (B − 1)]) at positions s … s + B − 1 (s = the anchor's position)
+ *   per layer: x = input_layernorm(h); q = rope(q_norm(q_proj(x)));  keys/values = [context 0 … s − 1 ; block rows]
+ *              h += o_proj(attention);  h += down(silu(gate(y)) · up(y)), y = post_attention_layernorm(h)
+ *   logits = lm_head_target(norm(h)) on block rows 1 … B − 1: row j proposes the token at position s + j
+ * Norms are Qwen3 RMSNorm with a plain weight; RoPE is 1-D NeoX over the whole head (YaRN when the config asks);
+ * no attention output gate. full_attention layers are bidirectional inside the block, sliding_attention layers causal
+ * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. */
+#include "dflash.h"
+
+#include "backends/backend.h"
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/quant.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_LAYERS = 64, MAX_TAPS = 64, LOGIT_ROWS = 64 };
+
+/* ---- config (the drafter's config.json; dflash_config flattened in) -------------------------------------------- */
+
+typedef struct dflash_config {
+    int32_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim, intermediate_size;
+    float rms_norm_eps;
+    int32_t block_size, mask_token_id;
+    int32_t target_layer_ids[MAX_TAPS], n_taps;
+    bool sliding[MAX_LAYERS];     /* layer_types[i] == "sliding_attention" */
+    bool causal[MAX_LAYERS];      /* in-block causality: sliding layers, unless is_causal says otherwise */
+    int32_t sliding_window;
+    float input_embedding_scale;  /* 1 for Qwen */
+    float output_multiplier;      /* 1 for Qwen */
+    float final_logit_softcapping; /* 0 = none */
+    float attention_factor;       /* YaRN: cos and sin are scaled by it, so q·k by its square */
+} dflash_config;
+
+typedef struct dflash_layer {
+    const float *input_norm, *post_norm;     /* (H) plain w */
+    sp_matrix q_proj;                        /* (Hq·hd, H) */
+    sp_matrix k_proj, v_proj;                /* (Hkv·hd, H) */
+    sp_matrix o_proj;                        /* (H, Hq·hd) */
+    const float *q_norm, *k_norm;            /* (hd) plain w */
+    sp_matrix gate_proj, up_proj;            /* (I, H) */
+    sp_matrix down_proj;                     /* (H, I) */
+} dflash_layer;
+
+typedef struct dflash_weights {
+    sp_matrix fc;                            /* (H, n_taps·H) */
+    const float *hidden_norm, *norm;         /* (H) */
+    dflash_layer *layers;
+    float *inv_freq;                         /* (hd / 2) */
+    float *vectors;
+    void **owned;
+    int64_t n_owned;
+    uint64_t bytes;
+} dflash_weights;
+
+/* Scratch for N = max(max_step_tokens, max_seqs · B) rows. */
+typedef struct dflash_scratch {
+    int32_t *tokens, *pos;                   /* (N) */
+    float *h, *xb, *out;                     /* (N, H) residual stream, normed input, block output */
+    float *q, *att;                          /* (N, Hq·hd) */
+    float *k, *v;                            /* (N, Hkv·hd) */
+    float *g, *u;                            /* (N, I) */
+    float *logits;                           /* (LOGIT_ROWS, vocab) */
+} dflash_scratch;
+
+struct sp_dflash {
+    dflash_config cfg;
+    dflash_weights w;
+    dflash_scratch s;
+    void *scratch_mem;
+    uint64_t scratch_bytes;
+    int64_t rows;
+    int32_t max_seqs, vocab_size;
+    const sp_matrix *embed, *lm_head;
+    const sp_backend *be;
+    sp_checkpoint *ck;
+    int32_t quant;
+};
+
+/* Per page of P positions, per drafter layer i: K (Hkv, P, hd) then V (Hkv, P, hd). */
+static int64_t layer_page_floats(const dflash_config *c, int32_t P) { return 2 * (int64_t)c->num_key_value_heads * P * c->head_dim; }
+
+static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
+    uint64_t off = 0;
+#define TAKE(field, type, count)                                               \
+    do {                                                                       \
+        s->field = base ? (type *)(base + off) : NULL;                         \
+        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
+    } while (0)
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    int64_t taps = (int64_t)c->n_taps * H;
+    TAKE(tokens, int32_t, N);
+    TAKE(pos, int32_t, N);
+    TAKE(h, float, N * H);
+    TAKE(xb, float, N * (taps > H ? taps : H)); /* also holds the taps handed to fc at ingest */
+    TAKE(out, float, N * H);
+    TAKE(q, float, N * Hq * hd);
+    TAKE(att, float, N * Hq * hd);
+    TAKE(k, float, N * Hkv * hd);
+    TAKE(v, float, N * Hkv * hd);
+    TAKE(g, float, N * c->intermediate_size);
+    TAKE(u, float, N * c->intermediate_size);
+    TAKE(logits, float, (int64_t)LOGIT_ROWS * vocab);
+#undef TAKE
+    return off;
+}
+
+static splash_status int_at(const sp_json *o, const char *dir, const char *key, int64_t lo, int64_t dflt, int32_t *out) {
+    const sp_json *v = sp_json_get(o, key);
+    int64_t x = dflt;
+    if ((v || dflt < lo) && !sp_json_int(v, &x))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s: expected an integer", dir, key);
+    if (x < lo || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s = %lld is out of range", dir, key, (long long)x);
+    *out = (int32_t)x;
+    return SPLASH_OK;
+}
+
+static double number_or(const sp_json *v, double dflt) {
+    double x;
+    return sp_json_double(v, &x) ? x : dflt;
+}
+
+/* RoPE: rope_parameters (newer configs) or rope_theta + rope_scaling (older). Plain, or YaRN (HF
+ * _compute_yarn_parameters): per frequency a ramp between interpolation (÷ factor) and extrapolation, and cos/sin
+ * scaled by attention_factor. The Qwen3.6 drafters are trained with YaRN (z-lab 1fe684b "Fix Qwen3.6 Rope"). */
+static splash_status rope(const sp_json *root, const char *dir, dflash_config *c, float *inv_freq) {
+    const sp_json *rp = sp_json_get(root, "rope_parameters");
+    const sp_json *sc = rp ? rp : sp_json_get(root, "rope_scaling");
+    double theta = number_or(sp_json_get(rp, "rope_theta"), number_or(sp_json_get(root, "rope_theta"), 10000.0));
+    const char *type = sp_json_string(sp_json_get(sc, "rope_type"));
+    if (!type) type = sp_json_string(sp_json_get(sc, "type"));
+    int32_t d = c->head_dim, half = d / 2;
+    for (int32_t i = 0; i < half; i++) inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / d));
+    c->attention_factor = 1.0f;
+    if (!type || !strcmp(type, "default")) return SPLASH_OK;
+    if (strcmp(type, "yarn"))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: rope type \"%s\" is not supported (default or yarn)", dir, type);
+    double factor = number_or(sp_json_get(sc, "factor"), 0);
+    double original = number_or(sp_json_get(sc, "original_max_position_embeddings"),
+                                number_or(sp_json_get(root, "max_position_embeddings"), 0));
+    if (!(factor >= 1) || !(original > 0))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: yarn rope needs factor ≥ 1 and original_max_position_embeddings", dir);
+    double beta_fast = number_or(sp_json_get(sc, "beta_fast"), 32), beta_slow = number_or(sp_json_get(sc, "beta_slow"), 1);
+    double mscale = number_or(sp_json_get(sc, "mscale"), 0), mscale_all = number_or(sp_json_get(sc, "mscale_all_dim"), 0);
+#define GET_MSCALE(s, m) ((s) <= 1 ? 1.0 : 0.1 * (m) * log(s) + 1.0)
+    double af = number_or(sp_json_get(sc, "attention_factor"), -1);
+    if (af < 0) af = mscale && mscale_all ? GET_MSCALE(factor, mscale) / GET_MSCALE(factor, mscale_all) : GET_MSCALE(factor, 1);
+#undef GET_MSCALE
+    c->attention_factor = (float)af;
+    bool truncate = true;
+    sp_json_bool(sp_json_get(sc, "truncate"), &truncate);
+    /* find_correction_range: the dims whose wavelength fits between beta_fast and beta_slow rotations */
+    double lo = d * log(original / (beta_fast * 2 * M_PI)) / (2 * log(theta));
+    double hi = d * log(original / (beta_slow * 2 * M_PI)) / (2 * log(theta));
+    if (truncate) lo = floor(lo), hi = ceil(hi);
+    if (lo < 0) lo = 0;
+    if (hi > d - 1) hi = d - 1;
+    if (lo == hi) hi += 0.001;
+    for (int32_t i = 0; i < half; i++) {
+        double ramp = (i - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        double extra = 1 - ramp, pos_freq = pow(theta, (double)(2 * i) / d);
+        inv_freq[i] = (float)(1.0 / (factor * pos_freq) * (1 - extra) + 1.0 / pos_freq * extra);
+    }
+    return SPLASH_OK;
+}
+
+static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, dflash_config *c) {
+    const char *dir = sp_checkpoint_dir(ck);
+    const sp_json *root = sp_checkpoint_config(ck);
+    if (!root) return SP_FAIL(SPLASH_ERR_FORMAT, "%s: no config.json (a DFlash drafter needs one)", dir);
+    const sp_json *arch = sp_json_get(root, "architectures");
+    for (size_t i = 0; arch && i < arch->len; i++) {
+        const char *a = sp_json_string(sp_json_at(arch, i));
+        if (a && strstr(a, "DFlash2"))
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s is a DFlash2 drafter (%s: dynamic convolutions and a candidate selector), "
+                           "which Splash does not run yet: use --draft mtp or --draft none", dir, a);
+    }
+    if (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") || sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight"))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has DFlash2 tensors (attention_conv, candidate_selector), which Splash does "
+                       "not run yet: use --draft mtp or --draft none", dir);
+    const sp_json *dc = sp_json_get(root, "dflash_config");
+    if (!dc) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: no dflash_config (not a z-lab DFlash drafter)", dir);
+    splash_status st;
+    if ((st = int_at(root, dir, "hidden_size", 1, -1, &c->hidden_size)) ||
+        (st = int_at(root, dir, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
+        (st = int_at(root, dir, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
+        (st = int_at(root, dir, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
+        (st = int_at(root, dir, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
+        (st = int_at(root, dir, "intermediate_size", 1, -1, &c->intermediate_size)))
+        return st;
+    /* block_size moved into dflash_config in newer revisions */
+    const sp_json *bs = sp_json_get(dc, "block_size") ? dc : root;
+    if ((st = int_at(bs, dir, "block_size", 2, -1, &c->block_size)) ||
+        (st = int_at(dc, dir, "mask_token_id", 0, -1, &c->mask_token_id)))
+        return st;
+    const sp_json *ids = sp_json_get(dc, "target_layer_ids");
+    if (!ids || ids->type != SP_JSON_ARRAY || ids->len < 1 || ids->len > MAX_TAPS)
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: dflash_config.target_layer_ids must list 1..%d target layers "
+                       "(Splash reads it, never derives it)", dir, MAX_TAPS);
+    c->n_taps = (int32_t)ids->len;
+    for (int32_t i = 0; i < c->n_taps; i++) {
+        int64_t x;
+        if (!sp_json_int(sp_json_at(ids, (size_t)i), &x) || x < 0 || x >= t->num_hidden_layers)
+            return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: target_layer_ids[%d] is not a layer of the target (0..%d)", dir, i,
+                           t->num_hidden_layers - 1);
+        c->target_layer_ids[i] = (int32_t)x;
+    }
+    if (c->num_hidden_layers > MAX_LAYERS)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: num_hidden_layers %d (at most %d)", dir, c->num_hidden_layers, MAX_LAYERS);
+    const sp_json *lt = sp_json_get(root, "layer_types");
+    if (lt && (lt->type != SP_JSON_ARRAY || (int64_t)lt->len != c->num_hidden_layers))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: layer_types must list %d layers", dir, c->num_hidden_layers);
+    bool any_sliding = false, is_causal = false, has_causal = sp_json_bool(sp_json_get(root, "is_causal"), &is_causal);
+    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
+        const char *k = lt ? sp_json_string(sp_json_at(lt, (size_t)i)) : "full_attention";
+        if (!k || (strcmp(k, "full_attention") && strcmp(k, "sliding_attention")))
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: layer_types[%d] is not full_attention or sliding_attention", dir, i);
+        c->sliding[i] = !strcmp(k, "sliding_attention");
+        c->causal[i] = has_causal ? is_causal : c->sliding[i];
+        any_sliding |= c->sliding[i];
+    }
+    if (any_sliding && (st = int_at(root, dir, "sliding_window", 1, -1, &c->sliding_window))) return st;
+    double eps = 1e-6;
+    sp_json_double(sp_json_get(root, "rms_norm_eps"), &eps);
+    c->rms_norm_eps = (float)eps;
+    c->input_embedding_scale = (float)number_or(sp_json_get(dc, "input_embedding_scale"), 1.0);
+    c->output_multiplier = (float)number_or(sp_json_get(root, "output_multiplier"), number_or(sp_json_get(dc, "output_multiplier"), 1.0));
+    c->final_logit_softcapping = (float)number_or(sp_json_get(root, "final_logit_softcapping"), 0.0);
+    if (c->hidden_size != t->hidden_size)
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: hidden_size %d differs from the target's %d (the drafter embeds "
+                       "and decodes with the target's tables)", dir, c->hidden_size, t->hidden_size);
+    if (c->mask_token_id >= t->vocab_size)
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: mask_token_id %d is outside the target's vocabulary (%d)", dir,
+                       c->mask_token_id, t->vocab_size);
+    if (c->num_attention_heads % c->num_key_value_heads || c->head_dim % 2 || c->head_dim > 1024)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported attention shape", dir);
+    return SPLASH_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------------------------------ */
+
+typedef struct loader {
+    sp_dflash *d;
+    float *next_vector;
+    char name[128];
+} loader;
+
+static const char *lname(loader *L, int32_t i, const char *suffix) {
+    snprintf(L->name, sizeof L->name, "layers.%d.%s", i, suffix);
+    return L->name;
+}
+
+static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
+    const sp_tensor *t;
+    void *owned = NULL;
+    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
+    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, (sp_quant)L->d->quant, out, &owned);
+    if (st) return st;
+    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
+    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
+    return SPLASH_OK;
+}
+
+static splash_status vector(loader *L, const char *name, int64_t n, const float **out) {
+    const sp_tensor *t;
+    sp_matrix v;
+    void *owned = NULL;
+    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
+    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
+    if (st) return st;
+    float *dst = L->next_vector;
+    L->next_vector += n;
+    sp_matrix_row_f32(&v, 0, dst);
+    L->d->w.bytes += sizeof(float) * (uint64_t)n;
+    *out = dst;
+    return SPLASH_OK;
+}
+
+static splash_status load_weights(sp_dflash *d) {
+    const dflash_config *c = &d->cfg;
+    dflash_weights *w = &d->w;
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, I = c->intermediate_size;
+    int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd) + hd / 2;
+    w->vectors = malloc(sizeof(float) * (size_t)nv);
+    w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
+    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
+    if (!w->vectors || !w->layers || !w->owned) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    loader L = {.d = d, .next_vector = w->vectors};
+    splash_status st;
+    if ((st = matrix(&L, "fc.weight", H, (int64_t)c->n_taps * H, &w->fc)) || (st = vector(&L, "hidden_norm.weight", H, &w->hidden_norm)) ||
+        (st = vector(&L, "norm.weight", H, &w->norm)))
+        return st;
+    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
+        dflash_layer *y = &w->layers[i];
+        if ((st = vector(&L, lname(&L, i, "input_layernorm.weight"), H, &y->input_norm)) ||
+            (st = vector(&L, lname(&L, i, "post_attention_layernorm.weight"), H, &y->post_norm)) ||
+            (st = matrix(&L, lname(&L, i, "self_attn.q_proj.weight"), Hq * hd, H, &y->q_proj)) ||
+            (st = matrix(&L, lname(&L, i, "self_attn.k_proj.weight"), Hkv * hd, H, &y->k_proj)) ||
+            (st = matrix(&L, lname(&L, i, "self_attn.v_proj.weight"), Hkv * hd, H, &y->v_proj)) ||
+            (st = matrix(&L, lname(&L, i, "self_attn.o_proj.weight"), H, Hq * hd, &y->o_proj)) ||
+            (st = vector(&L, lname(&L, i, "self_attn.q_norm.weight"), hd, &y->q_norm)) ||
+            (st = vector(&L, lname(&L, i, "self_attn.k_norm.weight"), hd, &y->k_norm)) ||
+            (st = matrix(&L, lname(&L, i, "mlp.gate_proj.weight"), I, H, &y->gate_proj)) ||
+            (st = matrix(&L, lname(&L, i, "mlp.up_proj.weight"), I, H, &y->up_proj)) ||
+            (st = matrix(&L, lname(&L, i, "mlp.down_proj.weight"), H, I, &y->down_proj)))
+            return st;
+    }
+    w->inv_freq = L.next_vector;
+    return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
+}
+
+splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t max_seqs, sp_dflash **out) {
+    *out = NULL;
+    sp_dflash *d = calloc(1, sizeof *d);
+    if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
+                     .be = t->be, .quant = t->quant};
+    splash_status st = sp_checkpoint_open(dir, &d->ck);
+    if (!st) st = parse_config(d->ck, t, &d->cfg);
+    if (!st) st = load_weights(d);
+    if (!st) {
+        int64_t block_rows = (int64_t)max_seqs * d->cfg.block_size;
+        d->rows = t->max_step_tokens > block_rows ? t->max_step_tokens : block_rows;
+        d->scratch_bytes = scratch_layout(&d->cfg, d->rows, d->vocab_size, NULL, &d->s);
+        d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
+        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the DFlash drafter's scratch");
+        else scratch_layout(&d->cfg, d->rows, d->vocab_size, d->scratch_mem, &d->s);
+    }
+    if (st) {
+        sp_dflash_free(d);
+        return st;
+    }
+    *out = d;
+    return SPLASH_OK;
+}
+
+void sp_dflash_free(sp_dflash *d) {
+    if (!d) return;
+    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
+    free(d->w.owned);
+    free(d->w.layers);
+    free(d->w.vectors);
+    if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
+    sp_checkpoint_close(d->ck);
+    free(d);
+}
+
+int32_t sp_dflash_block_size(const sp_dflash *d) { return d->cfg.block_size; }
+int32_t sp_dflash_mask_token(const sp_dflash *d) { return d->cfg.mask_token_id; }
+const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps) {
+    *n_taps = d->cfg.n_taps;
+    return d->cfg.target_layer_ids;
+}
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens) {
+    return sizeof(float) * (uint64_t)d->cfg.num_hidden_layers * (uint64_t)layer_page_floats(&d->cfg, page_tokens);
+}
+uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
+uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
+
+/* ---- forward ------------------------------------------------------------------------------------------------ */
+
+static sp_kv_view kv_view(const sp_dflash *d, const sp_draft_memory *mem, int32_t layer, const int32_t *pages) {
+    int64_t per_layer = layer_page_floats(&d->cfg, mem->page_tokens);
+    float *k = mem->kv + layer * per_layer;
+    return (sp_kv_view){k, k + per_layer / 2, per_layer * d->cfg.num_hidden_layers, pages, mem->page_tokens};
+}
+
+/* k = rope(k_norm(k_proj(x))), v = v_proj(x) for drafter layer i over n rows of x at s->pos */
+static void keys_values(sp_dflash *d, const dflash_layer *y, const float *x, int64_t n) {
+    const sp_backend *be = d->be;
+    const dflash_config *c = &d->cfg;
+    dflash_scratch *s = &d->s;
+    be->matmul(be, s->k, &y->k_proj, x, n);
+    be->matmul(be, s->v, &y->v_proj, x, n);
+    be->rmsnorm(be, s->k, s->k, y->k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
+    be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->head_dim, s->pos, NULL, d->w.inv_freq);
+}
+
+void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    const sp_backend *be = d->be;
+    const dflash_config *c = &d->cfg;
+    dflash_scratch *s = &d->s;
+    int64_t H = c->hidden_size, W = (int64_t)c->n_taps * H, Hkv = c->num_key_value_heads, hd = c->head_dim, n = 0;
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int32_t j = 0; j < seqs[i].n; j++, n++) {
+            s->pos[n] = seqs[i].pos0 + j;
+            memcpy(s->xb + n * W, seqs[i].rows + j * seqs[i].stride, sizeof(float) * (size_t)W);
+        }
+    if (n == 0) return;
+    /* ctx = hidden_norm(fc(taps)) */
+    be->matmul(be, s->h, &d->w.fc, s->xb, n);
+    be->rmsnorm(be, s->h, s->h, d->w.hidden_norm, n, H, c->rms_norm_eps);
+    for (int32_t l = 0; l < c->num_hidden_layers; l++) {
+        keys_values(d, &d->w.layers[l], s->h, n);
+        int64_t r = 0;
+        for (int32_t i = 0; i < n_seqs; i++) {
+            sp_kv_view kv = kv_view(d, mem, l, seqs[i].pages);
+            be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, seqs[i].pos0, seqs[i].n, (int32_t)Hkv, (int32_t)hd);
+            r += seqs[i].n;
+        }
+    }
+}
+
+splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                              sp_draft_pick pick, void *ctx) {
+    const sp_backend *be = d->be;
+    const dflash_config *c = &d->cfg;
+    dflash_scratch *s = &d->s;
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, V = d->vocab_size;
+    int32_t B = c->block_size;
+    if (n_seqs > d->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%d sequences to draft, at most %d", n_seqs, d->max_seqs);
+    int64_t n = (int64_t)n_seqs * B;
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int32_t j = 0; j < B; j++) {
+            s->tokens[i * B + j] = j == 0 ? seqs[i].anchor : c->mask_token_id;
+            s->pos[i * B + j] = seqs[i].n_past + j;
+        }
+    be->embed(be, s->h, d->embed, s->tokens, n);
+    if (c->input_embedding_scale != 1.0f)
+        for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
+    float scale = c->attention_factor * c->attention_factor / sqrtf((float)hd);
+    for (int32_t l = 0; l < c->num_hidden_layers; l++) {
+        const dflash_layer *y = &d->w.layers[l];
+        be->rmsnorm(be, s->xb, s->h, y->input_norm, n, H, c->rms_norm_eps);
+        be->matmul(be, s->q, &y->q_proj, s->xb, n);
+        be->rmsnorm(be, s->q, s->q, y->q_norm, n * Hq, hd, c->rms_norm_eps);
+        be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, (int32_t)hd, s->pos, NULL, d->w.inv_freq);
+        keys_values(d, y, s->xb, n);
+        for (int32_t i = 0; i < n_seqs; i++) {
+            sp_kv_view kv = kv_view(d, mem, l, seqs[i].pages);
+            int64_t r0 = (int64_t)i * B;
+            sp_attn_ext x = {.n_rows = B, .q_pos0 = seqs[i].n_past, .kv = &kv, .page_lo = 0, .page_hi = seqs[i].n_past,
+                             .window = c->sliding[l] ? c->sliding_window : 0, .k_blk = s->k + r0 * Hkv * hd,
+                             .v_blk = s->v + r0 * Hkv * hd, .blk_causal = c->causal[l]};
+            be->attention_ext(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd, scale, &x);
+        }
+        be->matmul(be, s->out, &y->o_proj, s->att, n);
+        be->add(be, s->h, s->out, n * H);
+        be->rmsnorm(be, s->xb, s->h, y->post_norm, n, H, c->rms_norm_eps);
+        be->matmul(be, s->g, &y->gate_proj, s->xb, n);
+        be->matmul(be, s->u, &y->up_proj, s->xb, n);
+        be->silu_mul(be, s->g, s->g, s->u, n * c->intermediate_size);
+        be->matmul(be, s->out, &y->down_proj, s->g, n);
+        be->add(be, s->h, s->out, n * H);
+    }
+    /* norm, then lm_head on the rows each sequence drafts from (rows 1 … n_draft of its block) */
+    int64_t R = 0;
+    int32_t row_seq[n > 0 ? n : 1], row_j[n > 0 ? n : 1];
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int32_t j = 1; j <= seqs[i].n_draft && j < B; j++) {
+            be->rmsnorm(be, s->xb + R * H, s->h + ((int64_t)i * B + j) * H, d->w.norm, 1, H, c->rms_norm_eps);
+            row_seq[R] = i, row_j[R] = j - 1;
+            R++;
+        }
+    for (int64_t b0 = 0; b0 < R; b0 += LOGIT_ROWS) {
+        int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
+        be->matmul(be, s->logits, d->lm_head, s->xb + b0 * H, nb);
+        if (*be->status) return *be->status;
+        for (int64_t k = 0; k < nb; k++) {
+            float *row = s->logits + k * V;
+            if (c->output_multiplier != 1.0f)
+                for (int64_t t = 0; t < V; t++) row[t] *= c->output_multiplier;
+            if (c->final_logit_softcapping > 0)
+                for (int64_t t = 0; t < V; t++) row[t] = c->final_logit_softcapping * tanhf(row[t] / c->final_logit_softcapping);
+            pick(ctx, row_seq[b0 + k], row_j[b0 + k], row);
+        }
+    }
+    return SPLASH_OK;
+}

@@ -1,0 +1,28 @@
+/* dflash.h — a z-lab DFlash (v1) block-diffusion drafter conditioned on the target's hidden states (arch/draft.h). */
+#ifndef SP_ARCH_DFLASH_H
+#define SP_ARCH_DFLASH_H
+
+#include "arch/draft.h"
+
+typedef struct sp_dflash sp_dflash;
+
+/* Loads the drafter directory `dir` (config.json + safetensors) for target t; drafts for up to max_seqs sequences
+ * per call. Refuses DFlash2 drafters and configs it cannot honour with a message naming the key. */
+splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t max_seqs, sp_dflash **out);
+void sp_dflash_free(sp_dflash *d);
+
+int32_t sp_dflash_block_size(const sp_dflash *d);     /* B: one pass drafts B − 1 tokens */
+int32_t sp_dflash_mask_token(const sp_dflash *d);
+/* The target layers whose residual output the drafter reads (config dflash_config.target_layer_ids, in order). */
+const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps);
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens); /* context K/V of every drafter layer */
+uint64_t sp_dflash_weight_bytes(const sp_dflash *d);
+uint64_t sp_dflash_scratch_bytes(const sp_dflash *d);
+
+/* rows: the target's taps of each committed position ([n][n_taps · H]). */
+void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs);
+/* One block per sequence ([anchor, mask × (B − 1)] at n_past …); picks n_draft ≤ B − 1 tokens from rows 1 …. */
+splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                              sp_draft_pick pick, void *ctx);
+
+#endif

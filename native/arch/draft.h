@@ -1,0 +1,57 @@
+/* draft.h — the seam between a target model and its drafters (mtp.c, dflash.c), and between the drafters and
+ * native/api/speculate.c, which runs the speculative cycle.
+ *
+ * A drafter borrows the target's embedding table and lm_head and reads its checkpoint; it keeps its own K/V per
+ * sequence position in pages beside the target's (same page ids, its own memory) and, if it needs one, a small
+ * per-sequence state beside each GDN slot. Each step, every committed row of every sequence is `ingest`ed (so a page
+ * the prefix cache names always holds the drafter's K/V too); `draft` proposes the next tokens of a sequence whose
+ * last token (the anchor, not yet in the cache) sits at position n_past. */
+#ifndef SP_ARCH_DRAFT_H
+#define SP_ARCH_DRAFT_H
+
+#include "splash.h"
+
+typedef struct sp_backend sp_backend;
+typedef struct sp_matrix sp_matrix;
+typedef struct sp_checkpoint sp_checkpoint;
+typedef struct sp_json sp_json;
+
+typedef struct sp_draft_target {
+    const sp_backend *be;
+    sp_checkpoint *ck;              /* the target's checkpoint (mtp.* lives there) */
+    const sp_json *text_config;     /* the target's text_config (or its root config when flat) */
+    const sp_matrix *embed;         /* (vocab, H) */
+    const sp_matrix *lm_head;       /* (vocab, H) */
+    int32_t vocab_size, hidden_size, num_hidden_layers;
+    float rms_norm_eps;
+    int32_t quant;                  /* SPLASH_QUANT_*: the drafter's matrices follow the target's */
+    int32_t max_step_tokens;        /* rows one step carries: ingest is sized for it */
+} sp_draft_target;
+
+/* The drafter's share of the cache: K/V pages (same ids and page_tokens as the target's) and per-slot state. */
+typedef struct sp_draft_memory {
+    float *kv;
+    int32_t page_tokens;
+    float *state;
+} sp_draft_memory;
+
+/* Committed rows of one sequence in a step: positions pos0 .. pos0 + n − 1 with their tokens and the target's
+ * rows for them (MTP: final-normed hidden [n][H]; DFlash: taps [n][n_taps · H]), row stride `stride` floats. */
+typedef struct sp_draft_rows {
+    int32_t slot, pos0, n;
+    const int32_t *tokens;
+    const int32_t *pages;
+    const float *rows;
+    int64_t stride;
+} sp_draft_rows;
+
+/* One sequence to draft for: the anchor token sits at position n_past; propose n_draft tokens. */
+typedef struct sp_draft_seq {
+    int32_t slot, n_past, anchor, n_draft;
+    const int32_t *pages;
+} sp_draft_seq;
+
+/* Picks draft token j (0-based) of sequence i from its logits row [vocab] (greedy or sampled; the caller keeps q). */
+typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const float *logits);
+
+#endif

@@ -1,0 +1,507 @@
+/* mtp.c — the Qwen3.5 multi-token-prediction layer (`mtp.*` in the checkpoint) as a chained drafter.
+ *
+ * Reference: vLLM qwen3_5_mtp.py (qwen35-architecture.md §2.6), as trained for models/splash-tiny (its README):
+ *   e = pre_fc_norm_embedding(embed(t_{j}));  h = pre_fc_norm_hidden(hidden_{j−1})    (1 + w) RMSNorms
+ *   x = fc([e ; h])                                                                     concat order [embedding, hidden]
+ *   y = layer(x) at RoPE position j − 1: one gated full-attention decoder layer (dense MLP, or MoE for MoE targets)
+ *       with causal attention over its own K/V
+ *   g = norm(y);  logits = lm_head(g) predict t_{j+1}
+ * where hidden_{j−1} is the target's last hidden state after its final norm. Chained drafting feeds g back as the
+ * hidden of the next pair: (d_1, g_1) at position j, (d_2, g_2) at j + 1, …
+ *
+ * K/V storage: the entry of pair (t_j, hidden_{j−1}) is kept at page position j (RoPE position j − 1). Position j
+ * then depends only on tokens ≤ j, like the target's own K/V, so a block the prefix cache names holds exactly the
+ * entries a sequence with that prefix needs; position 0 holds nothing and is never read. The one hidden an entry
+ * needs from before a step (hidden_{pos0−1}) is the slot state: the last committed row's final-normed hidden.
+ *
+ * Ingest needs only K and V of each committed pair (fc, input norm, k/v projections, k_norm, RoPE); drafting runs
+ * the whole layer, norm and lm_head, one row per sequence per chained step. */
+#include "mtp.h"
+
+#include "backends/backend.h"
+#include "core/checkpoint.h"
+#include "core/error.h"
+#include "core/quant.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- config (the target's text_config; HF names) -------------------------------------------------------------- */
+
+typedef struct mtp_config {
+    bool moe;
+    int32_t vocab_size, hidden_size;
+    float rms_norm_eps, rope_theta;
+    int32_t num_attention_heads, num_key_value_heads, head_dim, rot_dim;
+    int32_t intermediate_size;                                                                  /* dense */
+    int32_t num_experts, num_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size; /* MoE */
+} mtp_config;
+
+/* ---- weights ------------------------------------------------------------------------------------------------ */
+
+typedef struct mtp_weights {
+    sp_matrix fc;                          /* (H, 2H) */
+    const float *norm_embedding;           /* (H) 1 + w */
+    const float *norm_hidden;              /* (H) 1 + w */
+    const float *norm;                     /* (H) 1 + w: mtp.norm */
+    const float *input_norm, *post_norm;   /* (H) 1 + w */
+    sp_matrix q_proj;                      /* (Hq·2·hd, H): per head [query | gate] */
+    sp_matrix k_proj, v_proj;              /* (Hkv·hd, H) */
+    sp_matrix o_proj;                      /* (H, Hq·hd) */
+    const float *q_norm, *k_norm;          /* (hd) 1 + w */
+    sp_matrix gate_proj, up_proj, down_proj;          /* dense (I, H), (I, H), (H, I) */
+    sp_matrix router;                                 /* MoE (E, H) */
+    sp_moe_experts experts;                           /* E views each of gate, up, down */
+    sp_matrix shared_gate, shared_up, shared_down;    /* (Is, H), (Is, H), (H, Is) */
+    sp_matrix shared_expert_gate;                     /* (1, H) */
+    sp_matrix *expert_views;                          /* (3E) */
+    float *inv_freq;                                  /* (rot_dim / 2) */
+    float *vectors;                                   /* behind every f32 vector above */
+    void **owned;
+    int64_t n_owned;
+    uint64_t bytes;
+} mtp_weights;
+
+/* ---- scratch: N rows (a step's committed rows at ingest; one row per sequence when drafting) --------------------- */
+
+typedef struct mtp_scratch {
+    int32_t *tokens, *pos;                 /* (N) */
+    float *e, *h;                          /* (N, H) normed embedding and hidden */
+    float *cat;                            /* (N, 2H) */
+    float *x, *xb, *out;                   /* (N, H) */
+    float *qg;                             /* (N, Hq·2·hd) */
+    float *q, *gate, *att;                 /* (N, Hq·hd) */
+    float *k, *v;                          /* (N, Hkv·hd) */
+    float *g, *u;                          /* (N, I or Is) */
+    float *shared, *router, *w, *sg, *moe; /* MoE */
+    int32_t *ids;
+    float *chain;                          /* (max_seqs, H): each drafting sequence's last normed MTP output */
+    float *logits;                         /* (max_seqs, vocab) */
+} mtp_scratch;
+
+struct sp_mtp {
+    mtp_config cfg;
+    mtp_weights w;
+    mtp_scratch s;
+    void *scratch_mem;
+    uint64_t scratch_bytes;
+    int64_t rows;                          /* N */
+    int32_t max_draft, max_seqs;
+    const sp_matrix *embed, *lm_head;
+    const sp_backend *be;
+    sp_checkpoint *ck;
+    int32_t quant;
+};
+
+static int64_t page_floats(const mtp_config *c, int32_t P) { return 2 * (int64_t)c->num_key_value_heads * P * c->head_dim; }
+
+static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_t *base, mtp_scratch *s) {
+    uint64_t off = 0;
+#define TAKE(field, type, count)                                               \
+    do {                                                                       \
+        s->field = base ? (type *)(base + off) : NULL;                         \
+        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
+    } while (0)
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    int64_t I = c->moe ? c->shared_expert_intermediate_size : c->intermediate_size;
+    TAKE(tokens, int32_t, N);
+    TAKE(pos, int32_t, N);
+    TAKE(e, float, N * H);
+    TAKE(h, float, N * H);
+    TAKE(cat, float, N * 2 * H);
+    TAKE(x, float, N * H);
+    TAKE(xb, float, N * H);
+    TAKE(out, float, N * H);
+    TAKE(qg, float, N * Hq * 2 * hd);
+    TAKE(q, float, N * Hq * hd);
+    TAKE(gate, float, N * Hq * hd);
+    TAKE(att, float, N * Hq * hd);
+    TAKE(k, float, N * Hkv * hd);
+    TAKE(v, float, N * Hkv * hd);
+    TAKE(g, float, N * I);
+    TAKE(u, float, N * I);
+    if (c->moe) {
+        TAKE(shared, float, N * H);
+        TAKE(router, float, N * c->num_experts);
+        TAKE(ids, int32_t, N * c->num_experts_per_tok);
+        TAKE(w, float, N * c->num_experts_per_tok);
+        TAKE(sg, float, N);
+        TAKE(moe, float, sp_moe_scratch_floats(N, c->num_experts_per_tok, H, c->moe_intermediate_size));
+    }
+    TAKE(chain, float, R * H);
+    TAKE(logits, float, R * c->vocab_size);
+#undef TAKE
+    return off;
+}
+
+/* ---- loading ------------------------------------------------------------------------------------------------ */
+
+static splash_status int_key(const sp_json *o, const char *key, int64_t dflt, int32_t *out) {
+    const sp_json *v = sp_json_get(o, key);
+    int64_t x = dflt;
+    if ((v || dflt < 0) && !sp_json_int(v, &x))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s: expected an integer", key);
+    if (x < 1 || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s = %lld is out of range", key, (long long)x);
+    *out = (int32_t)x;
+    return SPLASH_OK;
+}
+
+static float rope_key(const sp_json *tc, const char *key, double dflt) {
+    double x;
+    if (sp_json_double(sp_json_get(sp_json_get(tc, "rope_parameters"), key), &x)) return (float)x;
+    if (sp_json_double(sp_json_get(tc, key), &x)) return (float)x;
+    return (float)dflt;
+}
+
+static splash_status parse_config(const sp_draft_target *t, mtp_config *c) {
+    const sp_json *tc = t->text_config, *root = sp_checkpoint_config(t->ck);
+    const char *type = sp_json_string(sp_json_get(root, "model_type"));
+    c->moe = type && !strncmp(type, "qwen3_5_moe", 11);
+    c->vocab_size = t->vocab_size;
+    c->hidden_size = t->hidden_size;
+    c->rms_norm_eps = t->rms_norm_eps;
+    int64_t layers = 1;
+    if (sp_json_get(tc, "mtp_num_hidden_layers") && (!sp_json_int(sp_json_get(tc, "mtp_num_hidden_layers"), &layers) || layers != 1))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: mtp_num_hidden_layers = %lld: only one MTP layer is supported",
+                       sp_checkpoint_dir(t->ck), (long long)layers);
+    splash_status st;
+    if ((st = int_key(tc, "num_attention_heads", -1, &c->num_attention_heads)) ||
+        (st = int_key(tc, "num_key_value_heads", -1, &c->num_key_value_heads)) ||
+        (st = int_key(tc, "head_dim", 256, &c->head_dim)))
+        return st;
+    if (c->moe) {
+        if ((st = int_key(tc, "num_experts", -1, &c->num_experts)) || (st = int_key(tc, "num_experts_per_tok", -1, &c->num_experts_per_tok)) ||
+            (st = int_key(tc, "moe_intermediate_size", -1, &c->moe_intermediate_size)) ||
+            (st = int_key(tc, "shared_expert_intermediate_size", -1, &c->shared_expert_intermediate_size)))
+            return st;
+    } else if ((st = int_key(tc, "intermediate_size", -1, &c->intermediate_size))) {
+        return st;
+    }
+    c->rope_theta = rope_key(tc, "rope_theta", 10000000.0);
+    c->rot_dim = (int32_t)((float)c->head_dim * rope_key(tc, "partial_rotary_factor", 0.25));
+    if (c->rot_dim < 2 || c->rot_dim % 2 || c->rot_dim > c->head_dim || c->num_attention_heads % c->num_key_value_heads)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported MTP attention shape", sp_checkpoint_dir(t->ck));
+    return SPLASH_OK;
+}
+
+typedef struct loader {
+    sp_mtp *d;
+    float *next_vector;
+    char name[256];
+} loader;
+
+static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
+    const sp_tensor *t;
+    void *owned = NULL;
+    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
+    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, quantizable ? (sp_quant)L->d->quant : SP_QUANT_NONE, out, &owned);
+    if (st) return st;
+    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
+    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
+    return SPLASH_OK;
+}
+
+/* A (1 + w) norm weight of n floats. */
+static splash_status norm(loader *L, const char *name, int64_t n, const float **out) {
+    const sp_tensor *t;
+    sp_matrix v;
+    void *owned = NULL;
+    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
+    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
+    if (st) return st;
+    float *dst = L->next_vector;
+    L->next_vector += n;
+    sp_matrix_row_f32(&v, 0, dst);
+    for (int64_t i = 0; i < n; i++) dst[i] += 1.0f;
+    L->d->w.bytes += sizeof(float) * (uint64_t)n;
+    *out = dst;
+    return SPLASH_OK;
+}
+
+/* Routed experts, per expert (mtp.layers.0.mlp.experts.{e}.*) or fused (experts.gate_up_proj [E, 2·Im, H] with the
+ * gate rows first, experts.down_proj [E, H, Im]): either way E views of each. */
+static splash_status experts(loader *L) {
+    sp_mtp *d = L->d;
+    const mtp_config *c = &d->cfg;
+    int32_t E = c->num_experts;
+    int64_t H = c->hidden_size, Im = c->moe_intermediate_size;
+    sp_matrix *views = d->w.expert_views;
+    d->w.experts = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
+    splash_status st;
+    const sp_tensor *t;
+    if (sp_checkpoint_find(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj")) {
+        sp_matrix gate_up, down;
+        void *owned = NULL;
+        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, 2 * Im, H}, &t)) ||
+            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &gate_up, &owned)))
+            return st;
+        if (owned) d->w.owned[d->w.n_owned++] = owned, owned = NULL;
+        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.down_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, H, Im}, &t)) ||
+            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &down, &owned)))
+            return st;
+        if (owned) d->w.owned[d->w.n_owned++] = owned;
+        d->w.bytes += (uint64_t)gate_up.rows * (uint64_t)gate_up.row_bytes + (uint64_t)down.rows * (uint64_t)down.row_bytes;
+        for (int32_t e = 0; e < E; e++) {
+            views[e] = sp_matrix_rows(&gate_up, e * 2 * Im, Im);
+            views[E + e] = sp_matrix_rows(&gate_up, e * 2 * Im + Im, Im);
+            views[2 * E + e] = sp_matrix_rows(&down, e * H, H);
+        }
+        return SPLASH_OK;
+    }
+    for (int32_t e = 0; e < E; e++) {
+        char name[160];
+        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.gate_proj.weight", e);
+        if ((st = matrix(L, name, Im, H, true, &views[e]))) return st;
+        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.up_proj.weight", e);
+        if ((st = matrix(L, name, Im, H, true, &views[E + e]))) return st;
+        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.down_proj.weight", e);
+        if ((st = matrix(L, name, H, Im, true, &views[2 * E + e]))) return st;
+    }
+    return SPLASH_OK;
+}
+
+/* Checkpoint quirks: mtp.* sits at the root of the target's checkpoint; its norms are zero-centred (stored w − 1);
+ * experts come per expert or fused. */
+static splash_status load_weights(sp_mtp *d) {
+    const mtp_config *c = &d->cfg;
+    mtp_weights *w = &d->w;
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    int64_t nv = 7 * H + 2 * hd + c->rot_dim / 2;
+    w->vectors = malloc(sizeof(float) * (size_t)nv);
+    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
+    w->expert_views = c->moe ? calloc(3 * (size_t)c->num_experts, sizeof(sp_matrix)) : NULL;
+    if (!w->vectors || !w->owned || (c->moe && !w->expert_views)) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    loader L = {.d = d, .next_vector = w->vectors};
+    splash_status st;
+#define P "mtp.layers.0."
+    if ((st = matrix(&L, "mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
+        (st = norm(&L, "mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
+        (st = norm(&L, "mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = norm(&L, "mtp.norm.weight", H, &w->norm)) ||
+        (st = norm(&L, P "input_layernorm.weight", H, &w->input_norm)) ||
+        (st = norm(&L, P "post_attention_layernorm.weight", H, &w->post_norm)) ||
+        (st = matrix(&L, P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
+        (st = matrix(&L, P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
+        (st = matrix(&L, P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
+        (st = matrix(&L, P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
+        (st = norm(&L, P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = norm(&L, P "self_attn.k_norm.weight", hd, &w->k_norm)))
+        return st;
+    if (c->moe) {
+        int64_t Is = c->shared_expert_intermediate_size;
+        if ((st = matrix(&L, P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
+            (st = matrix(&L, P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
+            (st = matrix(&L, P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
+            (st = matrix(&L, P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
+            (st = matrix(&L, P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) || (st = experts(&L)))
+            return st;
+    } else {
+        int64_t I = c->intermediate_size;
+        if ((st = matrix(&L, P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
+            (st = matrix(&L, P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
+            (st = matrix(&L, P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
+            return st;
+    }
+#undef P
+    w->inv_freq = L.next_vector;
+    for (int32_t i = 0; i < c->rot_dim / 2; i++) w->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rot_dim);
+    return SPLASH_OK;
+}
+
+splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t max_seqs, sp_mtp **out) {
+    *out = NULL;
+    if (!sp_checkpoint_find(t->ck, "mtp.fc.weight"))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has no MTP layer (mtp.* tensors): draft with dflash or none",
+                       sp_checkpoint_dir(t->ck));
+    sp_mtp *d = calloc(1, sizeof *d);
+    if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    *d = (sp_mtp){.max_draft = max_draft, .max_seqs = max_seqs, .embed = t->embed, .lm_head = t->lm_head, .be = t->be,
+                  .ck = t->ck, .quant = t->quant};
+    d->rows = t->max_step_tokens > max_seqs ? t->max_step_tokens : max_seqs;
+    splash_status st = parse_config(t, &d->cfg);
+    if (!st) st = load_weights(d);
+    if (!st) {
+        d->scratch_bytes = scratch_layout(&d->cfg, d->rows, max_seqs, NULL, &d->s);
+        d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
+        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
+        else scratch_layout(&d->cfg, d->rows, max_seqs, d->scratch_mem, &d->s);
+    }
+    if (st) {
+        sp_mtp_free(d);
+        return st;
+    }
+    *out = d;
+    return SPLASH_OK;
+}
+
+void sp_mtp_free(sp_mtp *d) {
+    if (!d) return;
+    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
+    free(d->w.owned);
+    free(d->w.expert_views);
+    free(d->w.vectors);
+    if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
+    free(d);
+}
+
+uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens) { return sizeof(float) * (uint64_t)page_floats(&d->cfg, page_tokens); }
+uint64_t sp_mtp_slot_bytes(const sp_mtp *d) { return sizeof(float) * (uint64_t)d->cfg.hidden_size; }
+uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.bytes; }
+uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
+
+/* ---- forward ------------------------------------------------------------------------------------------------ */
+
+static sp_kv_view kv_view(const sp_mtp *d, const sp_draft_memory *mem, const int32_t *pages) {
+    int64_t half = page_floats(&d->cfg, mem->page_tokens) / 2;
+    return (sp_kv_view){mem->kv, mem->kv + half, 2 * half, pages, mem->page_tokens};
+}
+
+/* x = fc([pre_fc_norm_embedding(embed(tokens)) ; pre_fc_norm_hidden(h)]) over n rows (s->tokens, s->h raw) */
+static void fuse_inputs(sp_mtp *d, int64_t n) {
+    const sp_backend *be = d->be;
+    mtp_scratch *s = &d->s;
+    int64_t H = d->cfg.hidden_size;
+    float eps = d->cfg.rms_norm_eps;
+    be->embed(be, s->e, d->embed, s->tokens, n);
+    be->rmsnorm(be, s->e, s->e, d->w.norm_embedding, n, H, eps);
+    be->rmsnorm(be, s->h, s->h, d->w.norm_hidden, n, H, eps);
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(s->cat + i * 2 * H, s->e + i * H, sizeof(float) * (size_t)H);
+        memcpy(s->cat + i * 2 * H + H, s->h + i * H, sizeof(float) * (size_t)H);
+    }
+    be->matmul(be, s->x, &d->w.fc, s->cat, n);
+}
+
+/* k = rope(k_norm(k_proj(xb))), v = v_proj(xb) over n rows at s->pos */
+static void keys_values(sp_mtp *d, int64_t n) {
+    const sp_backend *be = d->be;
+    const mtp_config *c = &d->cfg;
+    mtp_scratch *s = &d->s;
+    be->matmul(be, s->k, &d->w.k_proj, s->xb, n);
+    be->matmul(be, s->v, &d->w.v_proj, s->xb, n);
+    be->rmsnorm(be, s->k, s->k, d->w.k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
+    be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+}
+
+void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    const sp_backend *be = d->be;
+    const mtp_config *c = &d->cfg;
+    mtp_scratch *s = &d->s;
+    int64_t H = c->hidden_size, Hkv = c->num_key_value_heads, hd = c->head_dim;
+    /* pair j = (t_j, hidden_{j−1}) for each committed position j ≥ 1; hidden_{pos0−1} is the slot's */
+    int64_t n = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        const sp_draft_rows *q = &seqs[i];
+        const float *last = mem->state + (int64_t)q->slot * H;
+        for (int32_t j = 0; j < q->n; j++) {
+            if (q->pos0 + j == 0) continue;
+            s->tokens[n] = q->tokens[j];
+            s->pos[n] = q->pos0 + j - 1;
+            memcpy(s->h + n * H, j == 0 ? last : q->rows + (j - 1) * q->stride, sizeof(float) * (size_t)H);
+            n++;
+        }
+    }
+    if (n > 0) {
+        fuse_inputs(d, n);
+        be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, c->rms_norm_eps);
+        keys_values(d, n);
+    }
+    int64_t r = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        const sp_draft_rows *q = &seqs[i];
+        int32_t skip = q->pos0 == 0, m = q->n - skip;
+        if (m > 0) {
+            sp_kv_view kv = kv_view(d, mem, q->pages);
+            be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
+            r += m;
+        }
+        if (q->n > 0) memcpy(mem->state + (int64_t)q->slot * H, q->rows + (q->n - 1) * q->stride, sizeof(float) * (size_t)H);
+    }
+}
+
+/* The MTP layer on n rows (one per sequence, seqs[i] at storage position pos[i] + 1), then mtp.norm into s->h. */
+static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int64_t n) {
+    const sp_backend *be = d->be;
+    const mtp_config *c = &d->cfg;
+    mtp_scratch *s = &d->s;
+    int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
+    float eps = c->rms_norm_eps;
+    be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, eps);
+    be->matmul(be, s->qg, &d->w.q_proj, s->xb, n);
+    keys_values(d, n);
+    for (int64_t i = 0; i < n * Hq; i++) {
+        memcpy(s->q + i * hd, s->qg + i * 2 * hd, sizeof(float) * (size_t)hd);
+        memcpy(s->gate + i * hd, s->qg + i * 2 * hd + hd, sizeof(float) * (size_t)hd);
+    }
+    be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
+    be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+    for (int64_t i = 0; i < n; i++) {
+        sp_kv_view kv = kv_view(d, mem, seqs[i].pages);
+        int32_t at = s->pos[i] + 1; /* storage position of this pair */
+        be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
+        sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
+        be->attention_ext(be, s->att + i * Hq * hd, s->q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
+                          1.0f / sqrtf((float)hd), &x);
+    }
+    be->sigmoid_mul(be, s->att, s->gate, n * Hq * hd);
+    be->matmul(be, s->out, &d->w.o_proj, s->att, n);
+    be->add(be, s->x, s->out, n * H);
+    be->rmsnorm(be, s->xb, s->x, d->w.post_norm, n, H, eps);
+    const mtp_weights *w = &d->w;
+    const sp_matrix *gate = c->moe ? &w->shared_gate : &w->gate_proj, *up = c->moe ? &w->shared_up : &w->up_proj,
+                    *down = c->moe ? &w->shared_down : &w->down_proj;
+    float *ffn = c->moe ? s->shared : s->out;
+    be->matmul(be, s->g, gate, s->xb, n);
+    be->matmul(be, s->u, up, s->xb, n);
+    be->silu_mul(be, s->g, s->g, s->u, n * gate->rows);
+    be->matmul(be, ffn, down, s->g, n);
+    if (c->moe) { /* routed experts + sigmoid-gated shared expert (qwen3_5.c ffn) */
+        be->matmul(be, s->router, &w->router, s->xb, n);
+        be->moe_route(be, s->ids, s->w, s->router, n, c->num_experts, c->num_experts_per_tok);
+        be->moe_experts(be, s->out, s->xb, s->ids, s->w, n, &w->experts, s->moe);
+        be->matmul(be, s->sg, &w->shared_expert_gate, s->xb, n);
+        be->add_sigmoid_scaled(be, s->out, s->shared, s->sg, n, H);
+    }
+    be->add(be, s->x, s->out, n * H);
+    be->rmsnorm(be, s->h, s->x, w->norm, n, H, eps);
+}
+
+splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                           sp_draft_pick pick, void *ctx) {
+    const sp_backend *be = d->be;
+    mtp_scratch *s = &d->s;
+    int64_t H = d->cfg.hidden_size, V = d->cfg.vocab_size;
+    if (n_seqs > d->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%d sequences to draft, at most %d", n_seqs, d->max_seqs);
+    int32_t steps = 0, last[n_seqs > 0 ? n_seqs : 1]; /* last[i]: sequence i's token fed to the next step */
+    for (int32_t i = 0; i < n_seqs; i++) {
+        steps = seqs[i].n_draft > steps ? seqs[i].n_draft : steps;
+        last[i] = seqs[i].anchor;
+    }
+    sp_draft_seq rows[n_seqs > 0 ? n_seqs : 1];
+    int32_t row_seq[n_seqs > 0 ? n_seqs : 1];
+    for (int32_t j = 0; j < steps; j++) {
+        /* step j of sequence i: the pair (last[i], hidden) at RoPE position n_past − 1 + j, where hidden is the
+         * slot's last committed hidden at j = 0 and the previous step's normed output after (s->chain) */
+        int64_t n = 0;
+        for (int32_t i = 0; i < n_seqs; i++) {
+            if (seqs[i].n_draft <= j) continue;
+            rows[n] = seqs[i];
+            row_seq[n] = i;
+            s->tokens[n] = last[i];
+            s->pos[n] = seqs[i].n_past - 1 + j;
+            memcpy(s->h + n * H, j == 0 ? mem->state + (int64_t)seqs[i].slot * H : s->chain + (int64_t)i * H, sizeof(float) * (size_t)H);
+            n++;
+        }
+        fuse_inputs(d, n);
+        layer(d, mem, rows, n);
+        be->matmul(be, s->logits, d->lm_head, s->h, n);
+        if (*be->status) return *be->status;
+        for (int64_t r = 0; r < n; r++) {
+            int32_t i = row_seq[r];
+            memcpy(s->chain + (int64_t)i * H, s->h + r * H, sizeof(float) * (size_t)H);
+            last[i] = pick(ctx, i, j, s->logits + r * V);
+        }
+    }
+    return SPLASH_OK;
+}

@@ -1,0 +1,228 @@
+/* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
+#include "spec/accept.h"
+
+#include <math.h>
+#include <string.h>
+
+/* splitmix64 finalizer over (seed, stream, position): counter-based, no state between calls. */
+double sp_spec_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
+    uint64_t z = seed ^ (0xD1B54A32D192ED03ull * stream);
+    z += 0x9E3779B97F4A7C15ull * (position + 1);
+    for (int i = 0; i < 2; i++) {
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+    }
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+int32_t sp_spec_draw(const float *probs, int32_t V, double u) {
+    double cum = 0;
+    int32_t last = -1;
+    for (int32_t t = 0; t < V; t++) {
+        if (probs[t] <= 0) continue;
+        cum += probs[t];
+        last = t;
+        if (u < cum) return t;
+    }
+    return last; /* rounding left u above the total: the last token with mass */
+}
+
+/* A draw from normalize(max(0, p − q)), or from p when that has no mass. */
+static int32_t residual(const float *p, const float *q, int32_t V, double u) {
+    double total = 0;
+    for (int32_t t = 0; t < V; t++) total += p[t] > q[t] ? p[t] - q[t] : 0;
+    if (!(total > 0)) return sp_spec_draw(p, V, u);
+    double r = u * total, cum = 0;
+    int32_t last = -1;
+    for (int32_t t = 0; t < V; t++) {
+        if (p[t] <= q[t]) continue;
+        cum += p[t] - q[t];
+        last = t;
+        if (r < cum) return t;
+    }
+    return last;
+}
+
+int sp_spec_accept_row(const float *p, const float *q, int32_t V, int32_t d, uint64_t seed, uint64_t pos, int32_t *token) {
+    if (sp_spec_uniform(seed, SP_STREAM_ACCEPT, pos) * q[d] < p[d]) return 1;
+    *token = residual(p, q, V, sp_spec_uniform(seed, SP_STREAM_RESIDUAL, pos));
+    return 0;
+}
+
+int32_t sp_spec_bonus(const float *p, const float *q, int32_t V, uint64_t seed, uint64_t pos) {
+    double u = sp_spec_uniform(seed, SP_STREAM_RESIDUAL, pos);
+    return q ? residual(p, q, V, u) : sp_spec_draw(p, V, u);
+}
+
+int32_t sp_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t V, const int32_t *draft, int32_t k,
+                       uint64_t seed, uint64_t pos0, int32_t *token) {
+    for (int32_t i = 0; i < k; i++)
+        if (!sp_spec_accept_row(p + (int64_t)i * V, q + (int64_t)i * V, V, draft[i], seed, pos0 + i, token)) return i;
+    *token = sp_spec_bonus(p + (int64_t)k * V, q_rows > k ? q + (int64_t)k * V : NULL, V, seed, pos0 + k);
+    return k;
+}
+
+/* ---- the sampler's distribution (same rules and order as backends/cpu/sample.c) ------------------------------- */
+
+uint64_t sp_spec_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
+
+/* a ranks before b: larger value, then lower id */
+static inline int before(const float *w, int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); }
+
+static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
+    for (;;) {
+        int64_t c = 2 * root + 1;
+        if (c >= n) return;
+        if (c + 1 < n && before(w, idx[c], idx[c + 1])) c++;
+        if (!before(w, idx[root], idx[c])) return;
+        int32_t t = idx[root];
+        idx[root] = idx[c];
+        idx[c] = t;
+        root = c;
+    }
+}
+
+/* heapsort idx[0..n) best-first */
+static void sort_best_first(int32_t *idx, int64_t n, const float *w) {
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sift(idx, i, n, w);
+    for (int64_t end = n - 1; end > 0; end--) {
+        int32_t t = idx[0];
+        idx[0] = idx[end];
+        idx[end] = t;
+        sift(idx, 0, end, w);
+    }
+    for (int64_t i = 0, j = n - 1; i < j; i++, j--) {
+        int32_t t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+}
+
+/* the k best of idx[0..n) to the front (quickselect) */
+static void select_best(int32_t *idx, int64_t n, int64_t k, const float *w) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int32_t pivot = idx[lo + (hi - lo) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (before(w, idx[i], pivot)) i++;
+            while (before(w, pivot, idx[j])) j--;
+            if (i <= j) {
+                int32_t t = idx[i];
+                idx[i++] = idx[j];
+                idx[j--] = t;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else return;
+    }
+}
+
+static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) {
+    const splash_sampling *s = r->params;
+    int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
+    if (!rep && s->presence_penalty == 0 && s->frequency_penalty == 0) return;
+    memset(seen, 0, (size_t)(V + 31) / 32 * sizeof(uint32_t));
+    for (int32_t i = 0; i < r->n_penalty; i++) {
+        int32_t t = r->penalty[i];
+        if (t < 0 || t >= V) continue;
+        if (!(seen[t >> 5] & (1u << (t & 31)))) {
+            seen[t >> 5] |= 1u << (t & 31);
+            if (rep) z[t] = z[t] > 0 ? z[t] / s->repetition_penalty : z[t] * s->repetition_penalty;
+            z[t] -= s->presence_penalty;
+        }
+        z[t] -= s->frequency_penalty;
+    }
+}
+
+float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
+    const splash_sampling *s = r->params;
+    float *w = scratch;
+    int32_t *idx = (int32_t *)(w + V);
+    uint32_t *seen = (uint32_t *)(idx + V);
+    memcpy(z, r->logits, sizeof(float) * (size_t)V);
+    penalize(z, r, seen, V);
+    float mx = -INFINITY;
+    int32_t arg = -1;
+    for (int32_t t = 0; t < V; t++) {
+        if (r->allowed && !((r->allowed[t >> 5] >> (t & 31)) & 1)) z[t] = -INFINITY;
+        else if (arg < 0 || z[t] > mx) mx = z[t], arg = t;
+    }
+    *argmax = arg;
+    if (arg < 0) return NAN;
+    double sum = 0;
+    for (int32_t t = 0; t < V; t++) sum += z[t] == -INFINITY ? 0.0 : exp((double)z[t] - mx);
+    float lse = mx + (float)log(sum);
+    if (!probs) return lse;
+    memset(probs, 0, sizeof(float) * (size_t)V);
+    if (!(s->temperature > 0)) {
+        probs[arg] = 1;
+        return lse;
+    }
+    int64_t c = 0;
+    double inv_t = 1.0 / s->temperature;
+    for (int32_t t = 0; t < V; t++) {
+        w[t] = z[t] == -INFINITY ? 0.0f : (float)exp(((double)z[t] - mx) * inv_t);
+        if (z[t] != -INFINITY) idx[c++] = t;
+    }
+    int sorted = 0;
+    if (s->top_k > 0 && s->top_k < c) {
+        select_best(idx, c, s->top_k, w);
+        c = s->top_k;
+        sort_best_first(idx, c, w);
+        sorted = 1;
+    }
+    if (s->top_p > 0 && s->top_p < 1) {
+        double total = 0;
+        for (int64_t i = 0; i < c; i++) total += w[idx[i]];
+        if (!sorted) { /* sort only tokens above a threshold whose mass already reaches top_p */
+            float thr = 1.0f / 64;
+            int64_t m;
+            for (;;) {
+                double mass = 0;
+                m = 0;
+                for (int64_t i = 0; i < c; i++)
+                    if (w[idx[i]] >= thr) {
+                        int32_t t = idx[m];
+                        idx[m++] = idx[i];
+                        idx[i] = t;
+                        mass += w[idx[m - 1]];
+                    }
+                if (mass >= s->top_p * total || thr == 0) break;
+                thr = thr < 1e-30f ? 0 : thr / 16;
+            }
+            sort_best_first(idx, m, w);
+            c = m;
+        }
+        double cum = 0;
+        int64_t keep = 0;
+        while (keep < c && cum < s->top_p * total) cum += w[idx[keep++]];
+        c = keep > 0 ? keep : 1;
+    }
+    if (s->min_p > 0) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < c; i++)
+            if (w[idx[i]] >= s->min_p) idx[m++] = idx[i];
+        c = m > 0 ? m : 1;
+    }
+    double total = 0;
+    for (int64_t i = 0; i < c; i++) total += w[idx[i]];
+    for (int64_t i = 0; i < c; i++) probs[idx[i]] = (float)(w[idx[i]] / total);
+    return lse;
+}
+
+void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
+    int32_t have = 0;
+    for (int32_t t = 0; t < V && n > 0; t++) {
+        if (have == n && !before(z, t, ids[n - 1])) continue;
+        int32_t i = have < n ? have++ : n - 1;
+        while (i > 0 && before(z, t, ids[i - 1])) {
+            ids[i] = ids[i - 1];
+            i--;
+        }
+        ids[i] = t;
+    }
+    for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
+}
