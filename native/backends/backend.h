@@ -87,11 +87,25 @@ struct sp_backend {
     /* First failure inside an op (an allocation in a kernel; the message is already set), kept until the caller reads
      * and clears it: ops stay void so a forward pass reads as a list of ops, and checks once per step. */
     splash_status *status;
+    void *impl;           /* GPU backends: their device state */
 
     /* ---- memory ---- */
-    /* Zeroed, 64-byte aligned; NULL when out of memory. */
+    /* Zeroed, 64-byte aligned; NULL when out of memory. On a GPU backend this is device memory the host must not
+     * touch (the addresses are not mapped): move data with write/read/clear/copy_rows below. */
     void *(*alloc)(const sp_backend *be, uint64_t bytes);
     void (*free)(const sp_backend *be, void *p);
+    /* (optional, NULL on the CPU) Copies `rows` rows of row_bytes of weights to the backend once, at load, and returns
+     * the pointer ops take instead of the host data (row r at + r · row_bytes, so views of it stay views). */
+    const void *(*upload)(const sp_backend *be, const void *data, int64_t rows, int64_t row_bytes);
+    /* dst (backend memory) ← src (host), bytes. */
+    void (*write)(const sp_backend *be, void *dst, const void *src, uint64_t bytes);
+    /* dst (host) ← src (backend memory), bytes; waits for the ops before it. */
+    void (*read)(const sp_backend *be, void *dst, const void *src, uint64_t bytes);
+    /* bytes of backend memory at dst set to zero. */
+    void (*clear)(const sp_backend *be, void *dst, uint64_t bytes);
+    /* dst[r][0..cols) = src[r][0..cols) for r < rows, rows dst_stride / src_stride floats apart (split and gather). */
+    void (*copy_rows)(const sp_backend *be, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
+                      int64_t rows, int64_t cols);
 
     /* ---- dense algebra ---- */
     /* y[n][W.rows] = x[n][W.cols] · Wᵀ, f32 accumulate. Every row of a step in one call: weights read once. */

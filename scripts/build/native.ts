@@ -48,8 +48,20 @@ function isaFlags(file: string): string[] | null {
   return [];
 }
 
+// The Vulkan backend is built where glslang (kernels → SPIR-V, embedded by kernels/generate.ts) and the Vulkan headers
+// are found; libvulkan itself is opened at run time. Elsewhere the library has the CPU backend only.
+const vulkan = isMac ? null : await vulkanKernels();
+if (vulkan) common.push("-DSPLASH_HAVE_VULKAN", `-I${dirname(vulkan.source)}`);
+
+async function vulkanKernels() {
+  const headers = await $`echo "#include <vulkan/vulkan.h>" | ${cc} -E -x c -`.nothrow().quiet();
+  if (headers.exitCode !== 0) return null;
+  const { generate } = await import("../../kernels/generate.ts");
+  return generate(join(out, "gen"));
+}
+
 // Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere.
-const excluded = ["native/tests/", "native/tools/", "native/backends/metal/"];
+const excluded = ["native/tests/", "native/tools/", "native/backends/metal/", ...(vulkan ? [] : ["native/backends/vulkan/"])];
 
 async function sources(dir: string): Promise<string[]> {
   if (!existsSync(join(root, dir))) return [];
@@ -106,6 +118,7 @@ async function pool<T>(items: string[], limit: number, fn: (s: string) => Promis
 }
 
 const libFiles = (await sources("native")).filter((f) => !excluded.some((e) => f.startsWith(e)));
+if (vulkan) libFiles.push(relative(root, vulkan.source));
 const jobs = Math.max(1, cpus().length);
 const objs = (await pool(libFiles, jobs, compile)).filter((o): o is string => o !== null);
 
@@ -123,7 +136,7 @@ if (!existsSync(lib) || objs.some((o) => newer(lib, o))) {
 
 // Programs: each native/tests/*.c and native/tools/*.c is one executable, linked with the library's objects.
 const programs = [...(await sources("native/tests")), ...(await sources("native/tools"))].filter(
-  (f) => dirname(f) === "native/tests" || dirname(f) === "native/tools",
+  (f) => (dirname(f) === "native/tests" || dirname(f) === "native/tools") && (vulkan || !basename(f).startsWith("vulkan_")),
 );
 await pool(programs, jobs, async (src) => {
   const obj = await compile(src);

@@ -3,6 +3,7 @@
 
 #include "core/threadpool.h"
 
+#include <string.h>
 #include <sys/mman.h>
 
 /* Allocations are anonymous mappings: zeroed by the kernel on first touch, so a large KV cache costs nothing
@@ -21,6 +22,13 @@ static void cpu_free(const sp_backend *be, void *p) {
     munmap(base, (size_t) * (uint64_t *)base);
 }
 
+static void cpu_copy(const sp_backend *be, void *dst, const void *src, uint64_t bytes) { memcpy(dst, src, (size_t)bytes); }
+static void cpu_clear(const sp_backend *be, void *dst, uint64_t bytes) { memset(dst, 0, (size_t)bytes); }
+static void cpu_copy_rows(const sp_backend *be, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
+                          int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
+}
+
 void sp_cpu_for(const sp_backend *be, int64_t n, sp_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (n == 1 || be->n_threads <= 1) fn(ctx, 0, n, 0);
@@ -35,6 +43,10 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .status = status,
         .alloc = cpu_alloc,
         .free = cpu_free,
+        .write = cpu_copy,
+        .read = cpu_copy,
+        .clear = cpu_clear,
+        .copy_rows = cpu_copy_rows,
         .matmul = sp_cpu_matmul,
         .embed = sp_cpu_embed,
         .add = sp_cpu_add,

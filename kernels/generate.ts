@@ -1,0 +1,231 @@
+// The kernel generator: compiles every GLSL kernel variant to SPIR-V with glslang and embeds them, with the tuning
+// tables measured per model, in a generated C file that the Vulkan backend links (native/backends/vulkan/).
+//
+//   bun kernels/generate.ts <out-dir>          writes <out-dir>/vulkan_kernels.{c,h} (scripts/build/native.ts calls
+//                                              generate() the same way before compiling C)
+//
+// Variants are the cross product a backend needs: one matmul per weight type and mode, one elementwise kernel per
+// op, one GEMM per tile shape any model's tuning names. Shapes that vary per model (head dims, rows per workgroup)
+// are specialization constants set when a pipeline is made; tile sizes that size shared arrays are defines, so
+// every kernel stays translatable to Metal (shared/reference/gpu-toolchain.md).
+//
+// Tuning: models/<id>/vulkan.json (schema below) holds the launch parameters measured on a GPU for that model's
+// exact matrix shapes (scripts/bench/gpu-h200.sh prints them). Shapes not listed use the defaults here.
+import { $ } from "bun";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+
+const root = join(import.meta.dir, "..");
+const kernelsDir = import.meta.dir;
+
+export const WEIGHT_TYPES = ["f32", "bf16", "f16", "q8", "q4"] as const; // sp_mtype order (native/core/quant.h)
+type WeightType = (typeof WEIGHT_TYPES)[number];
+
+const Tile = z.object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), tm: z.number().int(), tn: z.number().int() });
+type Tile = z.infer<typeof Tile>;
+// Compiled always: a square tile for prefill, a narrow one for batches of 9..16 rows (a 64-wide tile would waste
+// three quarters of its arithmetic there). Indexes 0 and 1 of sp_vk_tiles.
+export const DEFAULT_TILES: Tile[] = [
+  { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
+  { bm: 128, bn: 16, bk: 32, tm: 8, tn: 1 },
+];
+export const DEFAULT_GEMV = { workgroup: 128, rowsPerWorkgroup: 2 };
+export const DEFAULT_ATTENTION_WORKGROUPS = 256;
+
+export const Tuning = z
+  .object({
+    // where the numbers come from: null until measured on a GPU
+    measured: z.object({ device: z.string(), date: z.string(), command: z.string() }).strict().nullable(),
+    gemv: z
+      .array(
+        z
+          .object({
+            type: z.enum(WEIGHT_TYPES),
+            rows: z.number().int().positive(),
+            cols: z.number().int().positive(),
+            workgroup: z.union([z.literal(32), z.literal(64), z.literal(128)]),
+            rowsPerWorkgroup: z.number().int().min(1).max(4),
+          })
+          .strict(),
+      )
+      .default([]),
+    gemm: z.array(z.object({ type: z.enum(WEIGHT_TYPES), rows: z.number().int(), cols: z.number().int(), tile: Tile }).strict()).default([]),
+    // ATTEND workgroups to aim for when a decode splits its keys (about two per multiprocessor)
+    attentionWorkgroups: z.number().int().positive().default(DEFAULT_ATTENTION_WORKGROUPS),
+  })
+  .strict();
+export type Tuning = z.infer<typeof Tuning>;
+
+type Variant = { name: string; file: string; defines: Record<string, string | number> };
+
+const tileName = (t: Tile) => `${t.bm}x${t.bn}x${t.bk}_${t.tm}x${t.tn}`;
+
+// Every model's tuning file, by model id.
+export function tunings(): Map<string, Tuning> {
+  const out = new Map<string, Tuning>();
+  const models = join(root, "models");
+  if (!existsSync(models)) return out;
+  for (const id of readdirSync(models).sort()) {
+    const f = join(models, id, "vulkan.json");
+    if (existsSync(f)) out.set(id, Tuning.parse(JSON.parse(readFileSync(f, "utf8"))));
+  }
+  return out;
+}
+
+function variants(tiles: Tile[]): Variant[] {
+  const v: Variant[] = [];
+  WEIGHT_TYPES.forEach((t, wt) => {
+    for (const nmax of [1, 4]) {
+      const s = nmax === 1 ? "" : `${nmax}`;
+      v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
+      v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
+    }
+    for (const tile of tiles)
+      v.push({
+        name: `gemm_${t}_${tileName(tile)}`,
+        file: "matmul_tiled.comp",
+        defines: { WT: wt, BM: tile.bm, BN: tile.bn, BK: tile.bk, TM: tile.tm, TN: tile.tn },
+      });
+    v.push({ name: `embed_${t}`, file: "elementwise.comp", defines: { OP: 5, WT: wt } });
+  });
+  ["add", "silu_mul", "sigmoid_mul", "add_sigmoid_scaled", "copy2d"].forEach((op, i) =>
+    v.push({ name: op, file: "elementwise.comp", defines: { OP: i, WT: 0 } }),
+  );
+  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0 } });
+  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1 } });
+  v.push({ name: "rope", file: "rope.comp", defines: {} });
+  v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "gdn", file: "gdn.comp", defines: {} });
+  ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
+  ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
+  v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
+  return v;
+}
+
+function newest(files: string[]): number {
+  return Math.max(...files.map((f) => statSync(f).mtimeMs));
+}
+
+async function compile(v: Variant, spvDir: string, sources: string[]): Promise<Uint32Array> {
+  const spv = join(spvDir, `${v.name}.spv`);
+  if (!existsSync(spv) || statSync(spv).mtimeMs < newest(sources)) {
+    const defs = Object.entries(v.defines).map(([k, x]) => `-D${k}=${x}`);
+    const tmp = `${spv}.${process.pid}.tmp`;
+    const r = await $`glslangValidator -V --target-env vulkan1.2 ${defs} -o ${tmp} ${join(kernelsDir, v.file)}`.nothrow().quiet();
+    if (r.exitCode !== 0) throw new Error(`glslang: ${v.name} (${v.file} ${defs.join(" ")}):\n${r.stdout}${r.stderr}`);
+    const val = await $`spirv-val --target-env vulkan1.2 ${tmp}`.nothrow().quiet();
+    if (val.exitCode !== 0) throw new Error(`spirv-val: ${v.name}:\n${val.stdout}${val.stderr}`);
+    await $`mv ${tmp} ${spv}`.quiet();
+  }
+  const b = readFileSync(spv);
+  return new Uint32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+const ident = (name: string) => `SP_VK_${name.toUpperCase()}`;
+
+function cTables(vs: Variant[], words: Uint32Array[], tiles: Tile[], all: Map<string, Tuning>): { c: string; h: string } {
+  const h = [
+    "/* Generated by kernels/generate.ts: the embedded SPIR-V kernels and the per-shape tuning tables. */",
+    "#ifndef SP_VULKAN_KERNELS_H",
+    "#define SP_VULKAN_KERNELS_H",
+    "#include <stddef.h>",
+    "#include <stdint.h>",
+    "",
+    "typedef enum sp_vk_kernel_id {",
+    ...vs.map((v, i) => `    ${ident(v.name)} = ${i},`),
+    `    SP_VK_KERNEL_COUNT = ${vs.length},`,
+    "} sp_vk_kernel_id;",
+    "",
+    "typedef struct sp_vk_kernel { const char *name; const uint32_t *code; size_t words; } sp_vk_kernel;",
+    "extern const sp_vk_kernel sp_vk_kernels[SP_VK_KERNEL_COUNT];",
+    "",
+    "/* GEMM tile shapes compiled (index = the gemm kernels' order per weight type) and the first GEMM id per type. */",
+    "typedef struct sp_vk_tile { int bm, bn, bk, tm, tn; } sp_vk_tile;",
+    `#define SP_VK_TILE_COUNT ${tiles.length}`,
+    "extern const sp_vk_tile sp_vk_tiles[SP_VK_TILE_COUNT];",
+    "extern const sp_vk_kernel_id sp_vk_gemm_first[5];",
+    "",
+    "/* Measured launch parameters per (weight type, rows, cols); anything else uses the defaults. */",
+    "typedef struct sp_vk_gemv_tuning { int type; int64_t rows, cols; int workgroup, rows_per_workgroup; } sp_vk_gemv_tuning;",
+    "typedef struct sp_vk_gemm_tuning { int type; int64_t rows, cols; int tile; } sp_vk_gemm_tuning;",
+    "extern const sp_vk_gemv_tuning sp_vk_gemv_tunings[];",
+    "extern const int sp_vk_gemv_tuning_count;",
+    "extern const sp_vk_gemm_tuning sp_vk_gemm_tunings[];",
+    "extern const int sp_vk_gemm_tuning_count;",
+    `#define SP_VK_DEFAULT_GEMV_WORKGROUP ${DEFAULT_GEMV.workgroup}`,
+    `#define SP_VK_DEFAULT_GEMV_ROWS ${DEFAULT_GEMV.rowsPerWorkgroup}`,
+    "/* ATTEND workgroups a split decode aims for: the largest any model's tuning measured, else the default. */",
+    `#define SP_VK_ATTENTION_WORKGROUPS ${Math.max(DEFAULT_ATTENTION_WORKGROUPS, ...[...all.values()].map((t) => t.attentionWorkgroups))}`,
+    "",
+    "#endif",
+    "",
+  ].join("\n");
+  const c: string[] = ["/* Generated by kernels/generate.ts. */", '#include "vulkan_kernels.h"', ""];
+  vs.forEach((v, i) => {
+    const w = words[i]!;
+    const lines: string[] = [];
+    for (let j = 0; j < w.length; j += 8) lines.push(`    ${Array.from(w.subarray(j, j + 8), (x) => `0x${x.toString(16).padStart(8, "0")}u`).join(", ")},`);
+    c.push(`/* ${v.name}: kernels/${v.file} ${Object.entries(v.defines).map(([k, x]) => `${k}=${x}`).join(" ")} */`);
+    c.push(`static const uint32_t spv_${v.name}[${w.length}] = {`, ...lines, "};");
+  });
+  c.push("", "const sp_vk_kernel sp_vk_kernels[SP_VK_KERNEL_COUNT] = {");
+  vs.forEach((v, i) => c.push(`    {"${v.name}", spv_${v.name}, ${words[i]!.length}},`));
+  c.push("};", "");
+  c.push("const sp_vk_tile sp_vk_tiles[SP_VK_TILE_COUNT] = {", ...tiles.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.tm}, ${t.tn}},`), "};");
+  c.push(`const sp_vk_kernel_id sp_vk_gemm_first[5] = {${WEIGHT_TYPES.map((t) => ident(`gemm_${t}_${tileName(tiles[0]!)}`)).join(", ")}};`, "");
+  const gemv: string[] = [];
+  const gemm: string[] = [];
+  for (const [id, t] of all) {
+    for (const g of t.gemv)
+      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.workgroup}, ${g.rowsPerWorkgroup}}, /* ${id} */`);
+    for (const g of t.gemm)
+      gemm.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${tiles.findIndex((x) => tileName(x) === tileName(g.tile))}}, /* ${id} */`);
+  }
+  // C forbids empty initializers: a zero row that no shape matches keeps each table valid
+  c.push("const sp_vk_gemv_tuning sp_vk_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0},", "};");
+  c.push(`const int sp_vk_gemv_tuning_count = ${gemv.length};`);
+  c.push("const sp_vk_gemm_tuning sp_vk_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
+  c.push(`const int sp_vk_gemm_tuning_count = ${gemm.length};`, "");
+  return { c: c.join("\n"), h };
+}
+
+export type Generated = { source: string; header: string; kernels: number };
+
+// Compiles what changed and rewrites the C file when its content changes (so the C build sees a fresh mtime only
+// then). Returns null when glslang is not installed: the library is then built without the Vulkan backend.
+export async function generate(outDir: string): Promise<Generated | null> {
+  if (!Bun.which("glslangValidator") || !Bun.which("spirv-val")) return null;
+  const spvDir = join(outDir, "spv");
+  mkdirSync(spvDir, { recursive: true });
+  const all = tunings();
+  const tiles = [...DEFAULT_TILES];
+  for (const t of all.values()) for (const g of t.gemm) if (!tiles.some((x) => tileName(x) === tileName(g.tile))) tiles.push(g.tile);
+  const vs = variants(tiles);
+  const sources = readdirSync(kernelsDir).filter((f) => f.endsWith(".comp") || f.endsWith(".glsl")).map((f) => join(kernelsDir, f));
+  // compile in parallel, a few at a time
+  const words: Uint32Array[] = new Array(vs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < vs.length) {
+      const i = next++;
+      words[i] = await compile(vs[i]!, spvDir, [...sources, join(import.meta.dir, "generate.ts")]);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, worker));
+  const { c, h } = cTables(vs, words, tiles, all);
+  const source = join(outDir, "vulkan_kernels.c");
+  const header = join(outDir, "vulkan_kernels.h");
+  for (const [f, text] of [[source, c], [header, h]] as const)
+    if (!existsSync(f) || readFileSync(f, "utf8") !== text) writeFileSync(f, text);
+  return { source, header, kernels: vs.length };
+}
+
+if (import.meta.main) {
+  const out = process.argv[2];
+  if (!out) throw new Error("usage: bun kernels/generate.ts <out-dir>");
+  const g = await generate(out);
+  if (!g) throw new Error("glslangValidator and spirv-val are needed (Debian: glslang-tools spirv-tools)");
+  console.log(`${g.kernels} kernels -> ${g.source}`);
+}

@@ -1,0 +1,229 @@
+#version 460
+// matmul.comp — y = x · Wᵀ for few rows of x (decode, small batches, MoE expert tiles): the bandwidth-bound GEMV.
+//
+//   MODE 0 (dense):  y[j][r] = Σ_c W[r][c] · x[j][c]                 j < n ≤ NMAX
+//   MODE 1 (MoE gate/up):  h[pair][r] = silu(gate_e[r] · x[tok]) · (up_e[r] · x[tok])   for the pairs of one tile
+//   MODE 2 (MoE down):     yo[pair][r] = down_e[r] · h[pair]
+// In MoE modes a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs routed
+// to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
+//
+// Each workgroup owns ROWS weight rows; its invocations stride over the rows in 16-byte chunks, decode a chunk to
+// f32 once per row and multiply it with every x row (x stays in L1/L2). With NMAX 1 (batch-1 decode, the
+// bandwidth-bound case) the x chunk is loaded once and reused by every row, so L1 traffic stays near the weight
+// traffic. Defines: WT (weight type, common.glsl), MODE, NMAX (1 or 4: most x rows per dispatch, or pairs per MoE tile).
+// Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS; ≤ 2 in MODE 1), 2 = CHECK (1: cols is not a
+// multiple of the chunk's columns, so x reads past cols are masked).
+// Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROWS = 2;
+layout(constant_id = 2) const uint CHECK = 1;
+#if MODE == 1
+#define MATS 2  // gate and up rows of the same index
+#define MAX_ROWS 2
+#else
+#define MATS 1
+#define MAX_ROWS 4
+#endif
+
+layout(push_constant) uniform P {
+    uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
+    uint64_t x;       // dense: x [n][x_stride]; MoE gate/up: x [tokens][cols]; down: h [pairs][cols]
+    uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]
+    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order
+    uint row_bytes;   // device bytes per weight row
+    uint rows, cols;
+    uint n;           // dense: x rows (≤ NMAX)
+    uint x_stride, y_stride;
+    uint top_k;       // MoE gate/up: pair p reads token p / top_k
+    uint order_at;    // MoE: index of the pair order in the plan (ints)
+} p;
+
+#if WT == W_F32
+#define CW 4
+#elif WT == W_BF16 || WT == W_F16
+#define CW 8
+#elif WT == W_Q8
+#define CW 16
+#else
+#define CW 32
+#endif
+
+uint n_chunks() {
+    uint nb = (p.cols + QK - 1u) / QK;
+#if WT == W_F32
+    return p.cols / 4u;
+#elif WT == W_BF16 || WT == W_F16
+    return (p.cols + 7u) / 8u;
+#elif WT == W_Q8
+    return nb * 2u;
+#else
+    return (nb + 1u) / 2u * 2u;
+#endif
+}
+
+// First column of chunk c; for Q4 the second half of the chunk is 16 columns further (the next group).
+uint chunk_col(uint c) {
+#if WT == W_Q4
+    return (c >> 1) * 64u + (c & 1u) * 16u;
+#else
+    return c * CW;
+#endif
+}
+
+// Decodes chunk c of the row at `row` into wv (f32 weights in column order, see chunk_col).
+void decode(uint64_t row, uint c, out float wv[CW]) {
+    uvec4 q = Uvec4s(row).v[c];
+#if WT == W_F32
+    for (uint i = 0u; i < 4u; i++) wv[i] = uintBitsToFloat(q[i]);
+#elif WT == W_BF16
+    for (uint i = 0u; i < 4u; i++) {
+        wv[2u * i] = bf16_lo(q[i]);
+        wv[2u * i + 1u] = bf16_hi(q[i]);
+    }
+#elif WT == W_F16
+    for (uint i = 0u; i < 4u; i++) {
+        vec2 h = unpackHalf2x16(q[i]);
+        wv[2u * i] = h.x;
+        wv[2u * i + 1u] = h.y;
+    }
+#elif WT == W_Q8
+    uint nb = (p.cols + QK - 1u) / QK, g = c >> 1, db = nb * QK + g * 2u;
+    float d = f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u);
+    for (uint i = 0u; i < 4u; i++) {
+        vec4 s = unpackSnorm4x8(q[i]) * (127.0 * d);
+        wv[4u * i] = s.x;
+        wv[4u * i + 1u] = s.y;
+        wv[4u * i + 2u] = s.z;
+        wv[4u * i + 3u] = s.w;
+    }
+#else
+    uint nb = (p.cols + QK - 1u) / QK, pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
+    vec2 d = f16x2_at(row, qbytes + pair * 4u) * 255.0;
+    vec2 m = f16x2_at(row, qbytes + nb * 2u + pair * 4u);
+    bool has_b = 2u * pair + 1u < nb;
+    for (uint i = 0u; i < 4u; i++) {
+        vec4 lo = unpackUnorm4x8(q[i] & 0x0f0f0f0fu) * d.x + m.x;
+        vec4 hi = unpackUnorm4x8((q[i] >> 4) & 0x0f0f0f0fu) * d.y + m.y;
+        if (!has_b) hi = vec4(0.0);
+        wv[4u * i] = lo.x;
+        wv[4u * i + 1u] = lo.y;
+        wv[4u * i + 2u] = lo.z;
+        wv[4u * i + 3u] = lo.w;
+        wv[16u + 4u * i] = hi.x;
+        wv[16u + 4u * i + 1u] = hi.y;
+        wv[16u + 4u * i + 2u] = hi.z;
+        wv[16u + 4u * i + 3u] = hi.w;
+    }
+#endif
+}
+
+// The chunk's x values of the row at `xrow` (columns ≥ cols read as 0 when CHECK).
+void load_x(uint64_t xrow, uint col0, out vec4 xs[CW / 4]) {
+    Vec4s xv = Vec4s(xrow);
+    [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
+#if WT == W_Q4
+        uint col = col0 + 4u * k + (k >= 4u ? 16u : 0u);
+#else
+        uint col = col0 + 4u * k;
+#endif
+        xs[k] = CHECK == 0u || col < p.cols ? xv.v[col >> 2] : vec4(0.0);
+    }
+}
+
+float chunk_dot(const float wv[CW], const vec4 xs[CW / 4]) {
+    float s = 0.0;
+    [[unroll]] for (uint k = 0u; k < CW / 4u; k++)
+        s += dot(vec4(wv[4u * k], wv[4u * k + 1u], wv[4u * k + 2u], wv[4u * k + 3u]), xs[k]);
+    return s;
+}
+
+shared float partial[MATS * MAX_ROWS * NMAX][64];
+
+void main() {
+    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    uint r0, n;
+    uint64_t wbase[MATS];
+    uint64_t xrows[NMAX];
+#if MODE == 0
+    r0 = flat_group() * ROWS;
+    n = p.n;
+    wbase[0] = p.w;
+    for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
+#else
+    Ints plan = Ints(p.plan);
+    uint tile = gl_WorkGroupID.x;
+    uint e = uint(plan.v[3u * tile]), start = uint(plan.v[3u * tile + 1u]);
+    n = uint(plan.v[3u * tile + 2u]);
+    r0 = gl_WorkGroupID.y * ROWS;
+    Addrs table = Addrs(p.w);
+#if MODE == 1
+    wbase[0] = table.v[3u * e];
+    wbase[1] = table.v[3u * e + 1u];
+#else
+    wbase[0] = table.v[3u * e + 2u];
+#endif
+    uint pairs[NMAX];
+    for (uint j = 0u; j < NMAX; j++) {
+        pairs[j] = j < n ? uint(plan.v[p.order_at + start + j]) : 0u;
+#if MODE == 1
+        xrows[j] = p.x + uint64_t((pairs[j] / p.top_k) * p.cols) * 4ul;
+#else
+        xrows[j] = p.x + uint64_t(pairs[j] * p.cols) * 4ul;
+#endif
+    }
+#endif
+    if (r0 >= p.rows) return;
+
+    float acc[MATS * MAX_ROWS][NMAX];
+    [[unroll]] for (uint r = 0u; r < MATS * MAX_ROWS; r++)
+        [[unroll]] for (uint j = 0u; j < NMAX; j++) acc[r][j] = 0.0;
+
+    uint chunks = n_chunks();
+    float wv[CW];
+    vec4 xs[CW / 4];
+    for (uint c = tid; c < chunks; c += wg) {
+        uint col0 = chunk_col(c);
+#if NMAX == 1
+        load_x(xrows[0], col0, xs);
+#endif
+        [[unroll]] for (uint m = 0u; m < MATS; m++)
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                if (r >= ROWS || r0 + r >= p.rows) break;
+                decode(wbase[m] + uint64_t(r0 + r) * p.row_bytes, c, wv);
+                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+                    if (j >= n) break;
+#if NMAX > 1
+                    load_x(xrows[j], col0, xs);
+#endif
+                    acc[m * MAX_ROWS + r][j] += chunk_dot(wv, xs);
+                }
+            }
+    }
+
+    // one subgroup sum per accumulator, then one slot per subgroup; invocation i finishes output i
+    [[unroll]] for (uint r = 0u; r < MATS * MAX_ROWS; r++)
+        [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+            float s = subgroupAdd(acc[r][j]);
+            if (subgroupElect()) partial[r * NMAX + j][gl_SubgroupID] = s;
+        }
+    barrier();
+    for (uint o = tid; o < ROWS * n; o += wg) {
+        uint r = o / n, j = o % n;
+        if (r0 + r >= p.rows) continue;
+        float s[MATS];
+        for (uint m = 0u; m < MATS; m++) {
+            s[m] = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; i++) s[m] += partial[(m * MAX_ROWS + r) * NMAX + j][i];
+        }
+#if MODE == 0
+        Floats(p.y).v[j * p.y_stride + r0 + r] = s[0];
+#elif MODE == 1
+        Floats(p.y).v[pairs[j] * p.rows + r0 + r] = silu(s[0]) * s[1];
+#else
+        Floats(p.y).v[pairs[j] * p.rows + r0 + r] = s[0];
+#endif
+    }
+}

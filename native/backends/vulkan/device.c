@@ -1,0 +1,189 @@
+/* device.c — loading libvulkan at run time, choosing a device, creating it.
+ *
+ * libvulkan is opened with dlopen so libsplash (and dist/splash) runs on machines without it; the Vulkan backend
+ * exists only where a loader and a suitable device are found. What a device needs: Vulkan 1.2 with
+ * bufferDeviceAddress and shaderInt64 (kernels address memory by 64-bit device addresses), subgroup arithmetic in
+ * compute shaders, a compute queue. Which device: SPLASH_VULKAN_DEVICE=<index> picks one; otherwise the first
+ * discrete GPU, then integrated, then virtual. CPU implementations (Mesa's lavapipe) are never picked automatically:
+ * they emulate a GPU slowly and are for tests, which ask for them (allow_cpu). */
+#include "vk.h"
+
+#include "core/error.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+splash_status sp_vk_fail(sp_vk *vk, VkResult r, const char *what) {
+    splash_status st = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? SPLASH_ERR_OUT_OF_MEMORY
+                                                                                             : SPLASH_ERR_INTERNAL;
+    if (vk->status && *vk->status == SPLASH_OK) {
+        *vk->status = st;
+        SP_FAIL(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
+    }
+    return st;
+}
+
+static splash_status load_library(sp_vk_api *a) {
+    const char *names[] = {"libvulkan.so.1", "libvulkan.so", "libvulkan.1.dylib", "libMoltenVK.dylib"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !a->lib; i++) a->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!a->lib) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no Vulkan loader (libvulkan.so.1) on this machine");
+    a->vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dlsym(a->lib, "vkGetInstanceProcAddr");
+    if (!a->vkGetInstanceProcAddr) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: the loader has no vkGetInstanceProcAddr");
+    a->vkCreateInstance = (PFN_vkCreateInstance)a->vkGetInstanceProcAddr(NULL, "vkCreateInstance");
+    a->vkEnumerateInstanceVersion = (PFN_vkEnumerateInstanceVersion)a->vkGetInstanceProcAddr(NULL, "vkEnumerateInstanceVersion");
+    if (!a->vkCreateInstance) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: the loader has no vkCreateInstance");
+    return SPLASH_OK;
+}
+
+/* Why device d cannot run the kernels, or NULL when it can. */
+static const char *unsuitable(sp_vk *vk, VkPhysicalDevice d, uint32_t *family) {
+    sp_vk_api *a = &vk->api;
+    VkPhysicalDeviceProperties p;
+    a->vkGetPhysicalDeviceProperties(d, &p);
+    if (p.apiVersion < VK_API_VERSION_1_2) return "Vulkan < 1.2";
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    a->vkGetPhysicalDeviceFeatures2(d, &f);
+    if (!f12.bufferDeviceAddress) return "no bufferDeviceAddress";
+    if (!f.features.shaderInt64) return "no shaderInt64";
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+    a->vkGetPhysicalDeviceProperties2(d, &p2);
+    if (!(sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+        (sg.supportedOperations & (VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)) !=
+            (VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT))
+        return "no subgroup arithmetic in compute shaders";
+    if (p.limits.maxComputeSharedMemorySize < 32768) return "less than 32 KiB of shared memory";
+    uint32_t n = 0;
+    a->vkGetPhysicalDeviceQueueFamilyProperties(d, &n, NULL);
+    VkQueueFamilyProperties q[16];
+    n = n > 16 ? 16 : n;
+    a->vkGetPhysicalDeviceQueueFamilyProperties(d, &n, q);
+    for (uint32_t i = 0; i < n; i++)
+        if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+            *family = i;
+            return NULL;
+        }
+    return "no compute queue";
+}
+
+static int type_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
+    sp_vk_api *a = &vk->api;
+    VkPhysicalDevice devs[16];
+    uint32_t n = 16;
+    VkResult r = a->vkEnumeratePhysicalDevices(vk->instance, &n, devs);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: cannot list devices (%d)", (int)r);
+    const char *want = getenv("SPLASH_VULKAN_DEVICE");
+    int best = -1, best_rank = 0;
+    char why[512] = "";
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        a->vkGetPhysicalDeviceProperties(devs[i], &p);
+        uint32_t family = 0;
+        const char *bad = unsuitable(vk, devs[i], &family);
+        bool cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+        if (!bad && cpu && !allow_cpu && !want) bad = "a CPU implementation (used only when asked for)";
+        if (want && (uint32_t)atoi(want) != i) bad = "not SPLASH_VULKAN_DEVICE";
+        if (bad) {
+            size_t len = strlen(why);
+            snprintf(why + len, sizeof why - len, "%s#%u %s: %s", len ? "; " : "", i, p.deviceName, bad);
+            continue;
+        }
+        if (type_rank(p.deviceType) > best_rank) best = (int)i, best_rank = type_rank(p.deviceType), vk->queue_family = family;
+    }
+    if (best < 0)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no usable device%s%s", n ? " (" : " found", n ? why : "");
+    vk->phys = devs[best];
+    a->vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
+    VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    if (vk->props.apiVersion >= VK_API_VERSION_1_3) p2.pNext = &m4;
+    a->vkGetPhysicalDeviceProperties2(vk->phys, &p2);
+    vk->max_buffer = m4.maxBufferSize ? m4.maxBufferSize : (1ull << 31);
+    return SPLASH_OK;
+}
+
+/* Memory type with all of `need` (and as many of `want` as possible), in the largest heap; UINT32_MAX if none. */
+static uint32_t memory_type(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPropertyFlags need, VkMemoryPropertyFlags want) {
+    uint32_t best = UINT32_MAX;
+    int best_score = -1;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        if ((f & need) != need) continue;
+        int score = __builtin_popcount(f & want) * 64 + (int)(mp->memoryHeaps[mp->memoryTypes[i].heapIndex].size >> 34);
+        if (score > best_score) best = i, best_score = score;
+    }
+    return best;
+}
+
+splash_status sp_vk_open(sp_vk *vk, bool allow_cpu) {
+    sp_vk_api *a = &vk->api;
+    splash_status st = load_library(a);
+    if (st) return st;
+    uint32_t version = VK_API_VERSION_1_0;
+    if (a->vkEnumerateInstanceVersion) a->vkEnumerateInstanceVersion(&version);
+    if (version < VK_API_VERSION_1_2) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: the loader is older than Vulkan 1.2");
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "splash",
+                             .pEngineName = "splash", .apiVersion = VK_API_VERSION_1_3};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VkResult r = a->vkCreateInstance(&ici, NULL, &vk->instance);
+    if (r != VK_SUCCESS) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: vkCreateInstance failed (%d)", (int)r);
+#define SP_VK_LOAD_INSTANCE(f)                                                                                      \
+    if (!(a->f = (PFN_##f)a->vkGetInstanceProcAddr(vk->instance, #f)))                                              \
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: the loader has no " #f);
+    SP_VK_INSTANCE_FUNCS(SP_VK_LOAD_INSTANCE)
+#undef SP_VK_LOAD_INSTANCE
+    if ((st = pick_device(vk, allow_cpu))) return st;
+
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .bufferDeviceAddress = VK_TRUE};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
+                                          .features = {.shaderInt64 = VK_TRUE}};
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = vk->queue_family,
+                                   .queueCount = 1, .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features, .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci};
+    if ((r = a->vkCreateDevice(vk->phys, &dci, NULL, &vk->device)) != VK_SUCCESS)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: vkCreateDevice on %s failed (%d)", vk->props.deviceName, (int)r);
+#define SP_VK_LOAD_DEVICE(f)                                                                                        \
+    if (!(a->f = (PFN_##f)a->vkGetDeviceProcAddr(vk->device, #f)))                                                  \
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: the driver has no " #f);
+    SP_VK_DEVICE_FUNCS(SP_VK_LOAD_DEVICE)
+#undef SP_VK_LOAD_DEVICE
+    a->vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+
+    VkPhysicalDeviceMemoryProperties mp;
+    a->vkGetPhysicalDeviceMemoryProperties(vk->phys, &mp);
+    vk->mem_device = memory_type(&mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    if (vk->mem_device == UINT32_MAX) vk->mem_device = memory_type(&mp, 0, 0);
+    vk->mem_upload = memory_type(&mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0);
+    vk->mem_readback = memory_type(&mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                   VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (vk->mem_upload == UINT32_MAX || vk->mem_readback == UINT32_MAX)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: %s has no host-visible coherent memory", vk->props.deviceName);
+    vk->timestamp_ns = vk->props.limits.timestampPeriod;
+    return SPLASH_OK;
+}
+
+void sp_vk_close(sp_vk *vk) {
+    sp_vk_api *a = &vk->api;
+    if (vk->device) a->vkDestroyDevice(vk->device, NULL);
+    if (vk->instance) a->vkDestroyInstance(vk->instance, NULL);
+    if (a->lib) dlclose(a->lib);
+    memset(a, 0, sizeof *a);
+    vk->device = VK_NULL_HANDLE;
+    vk->instance = VK_NULL_HANDLE;
+}

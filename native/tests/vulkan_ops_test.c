@@ -1,0 +1,455 @@
+/* vulkan_ops_test.c — every Vulkan op against the CPU backend's op (the reference), on random inputs of the real
+ * model shapes and of odd ones, by normalized MSE (Σ(gpu − cpu)² / Σ cpu², ggml's test-backend-ops measure).
+ *
+ *   build/tests/vulkan_ops_test           odd shapes and the real shapes (Qwen3.8-27B, Qwen3.6-35B-A3B)
+ *   build/tests/vulkan_ops_test --quick   odd shapes only (run once per subgroup size: LP_NATIVE_VECTOR_WIDTH)
+ *
+ * Runs on the device SPLASH_VULKAN_DEVICE names, else the first GPU, else a CPU implementation (lavapipe).
+ * Tolerances (NMSE): 1e-10 for f32-exact ops (same math, another summation order); the GDN state after a long
+ * horizon 1e-9; quantized matmuls 1e-10 against the exact product with the dequantized weights (what the kernels
+ * compute) and 2e-4 against the CPU op, which also rounds x to int8 per group of 32 (Q8_0-style activations).
+ * Inputs use realistic ranges (ggml test-backend-ops): GDN log-decays in about [−24, 0), β in (0.02, 0.98). */
+#include "backends/backend.h"
+#include "backends/cpu/ops.h"
+#include "backends/vulkan/vulkan.h"
+#include "check.h"
+#include "core/error.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static sp_backend cpu, gpu;
+static splash_status cpu_status, gpu_status;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float uniform(float lo, float hi) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1.0p-24);
+}
+static float *randoms(int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+    return x;
+}
+
+/* Backend memory holding a copy of host data, and the way back. */
+static void *to_gpu(const void *host, uint64_t bytes) {
+    void *d = gpu.alloc(&gpu, bytes);
+    if (d && host) gpu.write(&gpu, d, host, bytes);
+    return d;
+}
+static float *from_gpu(const void *dev, int64_t n) {
+    float *h = malloc(sizeof(float) * (size_t)n);
+    gpu.read(&gpu, h, dev, sizeof(float) * (uint64_t)n);
+    return h;
+}
+
+static double nmse(const float *got, const float *want, int64_t n) {
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        e += d * d;
+        s += (double)want[i] * want[i];
+    }
+    return s > 0 ? e / s : e;
+}
+
+static void expect(const char *what, double err, double tol) {
+    CHECK(err <= tol && gpu_status == SPLASH_OK, "%-58s nmse %.2e (tolerance %.0e)%s%s", what, err, tol,
+          gpu_status ? " status: " : "", gpu_status ? splash_last_error() : "");
+    gpu_status = SPLASH_OK;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- matmul ---- */
+
+typedef struct {
+    sp_matrix host, dev;
+    void *bytes;
+} weights;
+
+static weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
+    weights w = {.host = {t, rows, cols, NULL, sp_mtype_row_bytes(t, cols)}};
+    w.bytes = calloc((size_t)rows, (size_t)w.host.row_bytes);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) row[c] = uniform(-1, 1) * (c % 7 == 0 ? 3.0f : 1.0f);
+        uint8_t *dst = (uint8_t *)w.bytes + r * w.host.row_bytes;
+        switch (t) {
+        case SP_MAT_F32: memcpy(dst, row, sizeof(float) * (size_t)cols); break;
+        case SP_MAT_BF16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_bf16(row[c]); break;
+        case SP_MAT_F16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_f16(row[c]); break;
+        case SP_MAT_Q8: sp_quantize_row_q8(row, cols, dst); break;
+        default: sp_quantize_row_q4(row, cols, dst); break;
+        }
+    }
+    free(row);
+    w.host.data = w.bytes;
+    w.dev = w.host;
+    w.dev.data = gpu.upload(&gpu, w.bytes, rows, w.host.row_bytes);
+    return w;
+}
+
+/* y = x · Wᵀ in double over the dequantized weights: what the kernels compute, up to f32 rounding. */
+static void exact_matmul(float *y, const sp_matrix *W, const float *x, int64_t n) {
+    float *row = malloc(sizeof(float) * (size_t)W->cols);
+    for (int64_t r = 0; r < W->rows; r++) {
+        sp_matrix_row_f32(W, r, row);
+        for (int64_t i = 0; i < n; i++) {
+            double s = 0;
+            for (int64_t c = 0; c < W->cols; c++) s += (double)row[c] * x[i * W->cols + c];
+            y[i * W->rows + r] = (float)s;
+        }
+    }
+    free(row);
+}
+
+static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool exact) {
+    weights w = make_weights(t, rows, cols);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, sizeof(float) * (uint64_t)(n * rows));
+    double t0 = now();
+    gpu.matmul(&gpu, dy, &w.dev, dx, n);
+    float *got = from_gpu(dy, n * rows);
+    double ms = (now() - t0) * 1e3;
+    char what[160];
+    cpu.matmul(&cpu, want, &w.host, x, n);
+    bool quant = t == SP_MAT_Q8 || t == SP_MAT_Q4;
+    snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs cpu (%.0f ms)", sp_mtype_name(t), (long long)rows,
+             (long long)cols, (long long)n, ms);
+    expect(what, nmse(got, want, n * rows), quant ? 2e-4 : 1e-10);
+    if (exact && quant) {
+        exact_matmul(want, &w.host, x, n);
+        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs exact dequantized", sp_mtype_name(t), (long long)rows,
+                 (long long)cols, (long long)n);
+        expect(what, nmse(got, want, n * rows), 1e-10);
+    }
+    gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(x), free(want), free(got), free(w.bytes);
+}
+
+/* ---- elementwise, norms, rope, embed ---- */
+
+static void test_elementwise(int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *y = randoms(N, -2, 2), *x = randoms(N, -2, 2), *g = randoms(N, -6, 6);
+    float *dy = to_gpu(y, 4 * (uint64_t)N), *dx = to_gpu(x, 4 * (uint64_t)N), *dg = to_gpu(g, 4 * (uint64_t)N);
+    float *want = malloc(4 * (size_t)N);
+    char what[128];
+#define EW(name, gpu_call, cpu_call)                                                                                \
+    do {                                                                                                            \
+        gpu.write(&gpu, dy, y, 4 * (uint64_t)N);                                                                    \
+        memcpy(want, y, 4 * (size_t)N);                                                                             \
+        gpu_call;                                                                                                   \
+        cpu_call;                                                                                                   \
+        float *got = from_gpu(dy, N);                                                                               \
+        snprintf(what, sizeof what, "%s %lldx%lld", name, (long long)n, (long long)d);                              \
+        expect(what, nmse(got, want, N), 1e-12);                                                                    \
+        free(got);                                                                                                  \
+    } while (0)
+    EW("add", gpu.add(&gpu, dy, dx, N), cpu.add(&cpu, want, x, N));
+    EW("silu_mul", gpu.silu_mul(&gpu, dy, dg, dx, N), cpu.silu_mul(&cpu, want, g, x, N));
+    EW("sigmoid_mul", gpu.sigmoid_mul(&gpu, dy, dg, N), cpu.sigmoid_mul(&cpu, want, g, N));
+    EW("add_sigmoid_scaled", gpu.add_sigmoid_scaled(&gpu, dy, dx, dg, n, d), cpu.add_sigmoid_scaled(&cpu, want, x, g, n, d));
+    EW("copy_rows (strided)", gpu.copy_rows(&gpu, dy, d, dx + 1, d, n - 1, d - 3), cpu.copy_rows(&cpu, want, d, x + 1, d, n - 1, d - 3));
+#undef EW
+    gpu.free(&gpu, dy), gpu.free(&gpu, dx), gpu.free(&gpu, dg);
+    free(y), free(x), free(g), free(want);
+}
+
+static void test_norms(int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *x = randoms(N, -3, 3), *z = randoms(N, -4, 4), *w = randoms(d, 0.5f, 1.5f), *want = malloc(4 * (size_t)N);
+    float *dx = to_gpu(x, 4 * (uint64_t)N), *dz = to_gpu(z, 4 * (uint64_t)N), *dw = to_gpu(w, 4 * (uint64_t)d);
+    float *dy = to_gpu(NULL, 4 * (uint64_t)N);
+    char what[128];
+    gpu.rmsnorm(&gpu, dy, dx, dw, n, d, 1e-6f);
+    cpu.rmsnorm(&cpu, want, x, w, n, d, 1e-6f);
+    float *got = from_gpu(dy, N);
+    snprintf(what, sizeof what, "rmsnorm %lldx%lld", (long long)n, (long long)d);
+    expect(what, nmse(got, want, N), 1e-12);
+    free(got);
+    gpu.rmsnorm_gated(&gpu, dx, dx, dz, dw, n, d, 1e-6f); /* in place */
+    cpu.rmsnorm_gated(&cpu, want, x, z, w, n, d, 1e-6f);
+    got = from_gpu(dx, N);
+    snprintf(what, sizeof what, "rmsnorm_gated %lldx%lld (in place)", (long long)n, (long long)d);
+    expect(what, nmse(got, want, N), 1e-12);
+    free(got);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dy);
+    free(x), free(z), free(w), free(want);
+}
+
+static void test_rope(int64_t n, int32_t heads, int32_t hd, int32_t rot, bool mrope) {
+    int64_t N = n * heads * hd;
+    float *x = randoms(N, -2, 2), *inv = malloc(sizeof(float) * (size_t)(rot / 2));
+    for (int32_t i = 0; i < rot / 2; i++) inv[i] = 1.0f / powf(1e7f, (float)(2 * i) / (float)rot);
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * n)), section[3] = {11, 11, 10};
+    for (int64_t i = 0; i < 3 * n; i++) pos[i] = (int32_t)(uniform(0, 40000));
+    float *dx = to_gpu(x, 4 * (uint64_t)N), *dinv = to_gpu(inv, 2 * (uint64_t)rot);
+    int32_t *dpos = to_gpu(pos, 12 * (uint64_t)n);
+    gpu.rope(&gpu, dx, n, heads, hd, rot, dpos, mrope ? section : NULL, dinv);
+    cpu.rope(&cpu, x, n, heads, hd, rot, pos, mrope ? section : NULL, inv);
+    float *got = from_gpu(dx, N);
+    char what[128];
+    snprintf(what, sizeof what, "rope%s n=%lld heads=%d dim=%d rot=%d", mrope ? " (mrope)" : "", (long long)n, heads, hd, rot);
+    expect(what, nmse(got, x, N), 1e-11);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dinv), gpu.free(&gpu, dpos);
+    free(got), free(x), free(inv), free(pos);
+}
+
+static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
+    weights w = make_weights(t, vocab, d);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) tok[i] = (int32_t)uniform(0, (float)vocab - 1);
+    int32_t *dtok = to_gpu(tok, 4 * (uint64_t)n);
+    float *dy = to_gpu(NULL, 4 * (uint64_t)(n * d)), *want = malloc(4 * (size_t)(n * d));
+    gpu.embed(&gpu, dy, &w.dev, dtok, n);
+    cpu.embed(&cpu, want, &w.host, tok, n);
+    float *got = from_gpu(dy, n * d);
+    char what[128];
+    snprintf(what, sizeof what, "embed %s %lldx%lld n=%lld", sp_mtype_name(t), (long long)vocab, (long long)d, (long long)n);
+    expect(what, nmse(got, want, n * d), 0);
+    gpu.free(&gpu, dtok), gpu.free(&gpu, dy);
+    free(tok), free(want), free(got), free(w.bytes);
+}
+
+/* ---- attention ---- */
+
+/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed). */
+static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
+    int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
+    int64_t page_floats = 2 * (int64_t)Hkv * P * hd; /* one layer: K then V */
+    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+    for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
+    float *kv = randoms(page_floats * cache_pages, -1, 1); /* old positions: random keys and values */
+    float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
+    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
+    float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
+    float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
+    sp_kv_view hv = {kv, kv + page_floats / 2, page_floats, pages, P}, dvw = {dkv, dkv + page_floats / 2, page_floats, pages, P};
+    float *want = malloc(4 * (size_t)(n * Hq * hd));
+    double t0 = now();
+    gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
+    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    float *got = from_gpu(dout, n * Hq * hd);
+    double ms = (now() - t0) * 1e3;
+    cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
+    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    char what[160];
+    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n, ms);
+    expect(what, nmse(got, want, n * Hq * hd), 1e-10);
+    float *kv_got = from_gpu(dkv, page_floats * cache_pages);
+    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld", Hkv, hd, n_past, (long long)(n_past + n - 1));
+    expect(what, nmse(kv_got, kv, page_floats * cache_pages), 0);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
+    free(pages), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+}
+
+/* ---- Gated DeltaNet ---- */
+
+static void test_conv(int64_t C, int32_t K, int64_t n1, int64_t n2) {
+    float *x = randoms((n1 + n2) * C, -2, 2), *w = randoms(C * K, -1, 1), *tail = randoms((K - 1) * C, -2, 2);
+    float *dx = to_gpu(x, 4 * (uint64_t)((n1 + n2) * C)), *dw = to_gpu(w, 4 * (uint64_t)(C * K));
+    float *dtail = to_gpu(tail, 4 * (uint64_t)((K - 1) * C)), *dy = to_gpu(NULL, 4 * (uint64_t)((n1 + n2) * C));
+    float *want = malloc(4 * (size_t)((n1 + n2) * C));
+    /* two calls: the tail carries over */
+    gpu.conv_silu(&gpu, dy, dx, n1, C, dw, K, dtail);
+    gpu.conv_silu(&gpu, dy + n1 * C, dx + n1 * C, n2, C, dw, K, dtail);
+    cpu.conv_silu(&cpu, want, x, n1, C, w, K, tail);
+    cpu.conv_silu(&cpu, want + n1 * C, x + n1 * C, n2, C, w, K, tail);
+    float *got = from_gpu(dy, (n1 + n2) * C), *got_tail = from_gpu(dtail, (K - 1) * C);
+    char what[128];
+    snprintf(what, sizeof what, "conv_silu %lld channels, K=%d, %lld + %lld rows", (long long)C, K, (long long)n1, (long long)n2);
+    expect(what, nmse(got, want, (n1 + n2) * C), 1e-12);
+    expect("conv_silu tail after both calls", nmse(got_tail, tail, (K - 1) * C), 0);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dw), gpu.free(&gpu, dtail), gpu.free(&gpu, dy);
+    free(x), free(w), free(tail), free(want), free(got), free(got_tail);
+}
+
+static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+    float *want = malloc(4 * (size_t)(n * Hv * dv));
+    float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dS = to_gpu(S, 4 * (uint64_t)state);
+    float *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv));
+    sp_gdn_shape hs = {Hk, Hv, dk, dv, A, dt}, ds = {Hk, Hv, dk, dv, dA, ddt};
+    double t0 = now();
+    gpu.gdn_recurrent(&gpu, dout, dqkv, da, db, &ds, dS, n);
+    float *got = from_gpu(dout, n * Hv * dv);
+    double ms = (now() - t0) * 1e3;
+    cpu.gdn_recurrent(&cpu, want, qkv, a, b, &hs, S, n);
+    float *got_S = from_gpu(dS, state);
+    char what[160];
+    snprintf(what, sizeof what, "gdn %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", Hk, Hv, dk, dv, (long long)n, ms);
+    expect(what, nmse(got, want, n * Hv * dv), 1e-10);
+    snprintf(what, sizeof what, "gdn state after %lld tokens", (long long)n);
+    expect(what, nmse(got_S, S, state), 1e-9);
+    gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dS);
+    gpu.free(&gpu, dout);
+    free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
+}
+
+/* ---- mixture of experts ---- */
+
+static void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
+    float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * k));
+    float *w = malloc(sizeof(float) * (size_t)(n * k));
+    float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * k));
+    int32_t *dids = to_gpu(NULL, 4 * (uint64_t)(n * k));
+    gpu.moe_route(&gpu, dids, dw, dlog, n, E, k);
+    cpu.moe_route(&cpu, ids, w, logits, n, E, k);
+    int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
+    float *got_w = from_gpu(dw, n * k);
+    int same = !memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k));
+    char what[160];
+    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: same ids", E, k, (long long)n);
+    CHECK(same, "%s", what);
+    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: weights", E, k, (long long)n);
+    expect(what, nmse(got_w, w, n * k), 1e-12);
+    /* experts: one fused gate_up [E·2I, H] and down [E·H, I], as the fused checkpoints store them */
+    weights gu = make_weights(t, (int64_t)E * 2 * I, H), dn = make_weights(t, (int64_t)E * H, I);
+    sp_matrix *hv = malloc(sizeof(sp_matrix) * 3 * (size_t)E), *dvw = malloc(sizeof(sp_matrix) * 3 * (size_t)E);
+    for (int32_t e = 0; e < E; e++) {
+        hv[e] = sp_matrix_rows(&gu.host, e * 2 * I, I), hv[E + e] = sp_matrix_rows(&gu.host, e * 2 * I + I, I);
+        hv[2 * E + e] = sp_matrix_rows(&dn.host, e * H, H);
+        dvw[e] = sp_matrix_rows(&gu.dev, e * 2 * I, I), dvw[E + e] = sp_matrix_rows(&gu.dev, e * 2 * I + I, I);
+        dvw[2 * E + e] = sp_matrix_rows(&dn.dev, e * H, H);
+    }
+    sp_moe_experts hx = {hv, hv + E, hv + 2 * E, E, k, H, I}, dx_ = {dvw, dvw + E, dvw + 2 * E, E, k, H, I};
+    int64_t sf = sp_moe_scratch_floats(n, k, H, I);
+    float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
+    float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
+    double t0 = now();
+    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
+    float *got = from_gpu(dy, n * H);
+    double ms = (now() - t0) * 1e3;
+    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
+    bool quant = t == SP_MAT_Q8 || t == SP_MAT_Q4;
+    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
+             (long long)H, (long long)I, (long long)n, ms);
+    expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
+    gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(hv), free(dvw), free(scratch), free(want), free(got);
+    free(gu.bytes), free(dn.bytes);
+}
+
+/* ---- sampling ---- */
+
+static void test_sample(int32_t V) {
+    enum { ROWS = 4 };
+    float *logits = randoms((int64_t)ROWS * V, -8, 8);
+    logits[3 * 7 + V] = 30; /* a clear winner in row 1; row 0 ties broken by the lowest id */
+    logits[0 * V + 5] = logits[0 * V + 9] = 40;
+    float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42};
+    int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
+    float top_lp[2][5];
+    sp_sample_job g[ROWS], c[ROWS];
+    for (int j = 0; j < ROWS; j++) {
+        const splash_sampling *s = j < 2 ? &greedy : &hot;
+        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0};
+        c[j] = g[j];
+        c[j].logits = logits + (int64_t)j * V;
+        c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
+    }
+    size_t sb = (size_t)sp_sample_scratch_bytes(V);
+    void *scratch = malloc(sb * 4);
+    splash_status sg = gpu.sample(&gpu, g, ROWS, V, scratch, sb), sc = cpu.sample(&cpu, c, ROWS, V, scratch, sb);
+    int same = sg == SPLASH_OK && sc == SPLASH_OK;
+    double lp = 0;
+    for (int j = 0; j < ROWS; j++) {
+        same = same && g[j].token == c[j].token;
+        lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
+    }
+    same = same && !memcmp(top_ids[0], top_ids[1], sizeof top_ids[0]);
+    CHECK(same && lp < 1e-4, "sample vocab %d: greedy on the device, sampling with penalties and top-5 via the host: "
+          "same tokens (%d %d %d %d), max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token, g[3].token, lp);
+    gpu.free(&gpu, dl);
+    free(logits), free(scratch);
+}
+
+int main(int argc, char **argv) {
+    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    sp_threadpool *pool;
+    if (sp_threadpool_create(0, &pool)) return 1;
+    sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cpu_status);
+    splash_status st = sp_vulkan_backend_create(&gpu, pool, sp_threadpool_size(pool), &gpu_status, true);
+    if (st) {
+        printf("NOT OK  no Vulkan device: %s\n", splash_last_error());
+        return 1;
+    }
+    printf("device: %s\n", sp_vulkan_device_name(&gpu));
+    double t0 = now();
+
+    /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,
+     * the narrow GEMM tile (≤ 16 rows) and the square one. --quick keeps what exercises every reduction at another
+     * subgroup size without compiling every variant again (lavapipe compiles each pipeline on first use) */
+    for (int t = 0; t < SP_MAT_TYPE_COUNT; t++) test_matmul((sp_mtype)t, 37, 72, 1, true);
+    test_matmul(SP_MAT_F32, 70, 200, 3, true);
+    test_matmul(SP_MAT_F32, 67, 168, 21, true);
+    if (!quick)
+        for (int t = 1; t < SP_MAT_TYPE_COUNT; t++) {
+            test_matmul((sp_mtype)t, 70, 200, 3, true);
+            test_matmul((sp_mtype)t, 67, 168, 12, true);
+            test_matmul((sp_mtype)t, 67, 168, 21, true);
+        }
+    test_embed(SP_MAT_BF16, 300, 64, 7);
+    test_embed(SP_MAT_F32, 50, 36, 3);
+    test_elementwise(7, 100);
+    test_norms(5, 24);
+    test_norms(9, 300);
+    test_rope(3, 4, 32, 8, false);
+    test_rope(5, 3, 64, 16, true);
+    test_attention(4, 1, 32, 0, 13, 16);     /* prefill */
+    test_attention(4, 2, 32, 37, 1, 16);     /* decode */
+    test_attention(4, 2, 32, 300, 1, 4);     /* decode, split over keys */
+    test_attention(4, 1, 32, 20, 4, 16);     /* verify block */
+    if (!quick) test_attention(40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
+    test_conv(100, 4, 1, 5);
+    test_conv(37, 3, 6, 1);
+    test_gdn(2, 6, 32, 16, 70);
+    test_gdn(1, 3, 24, 40, 9);
+    test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
+    test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
+    if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
+    test_sample(1000);
+
+    if (!quick) {
+        /* the real shapes: Qwen3.8-27B (hidden 5120, 24/4 heads × 256, GDN 16/48 × 128, intermediate 17408) and
+         * Qwen3.6-35B-A3B (hidden 2048, 16/2 heads, GDN 16/32 × 128, 256 experts top 8, moe 512); lavapipe is slow, so
+         * the largest matrices run once, at batch 1 */
+        test_matmul(SP_MAT_Q4, 17408, 5120, 1, false);
+        test_matmul(SP_MAT_Q8, 5120, 6144, 1, false);
+        test_matmul(SP_MAT_BF16, 10240, 5120, 1, false);
+        test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
+        test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);
+        test_norms(2, 5120);
+        test_norms(48, 128);
+        test_rope(2, 24, 256, 64, false);
+        test_attention(24, 4, 256, 0, 40, 16);
+        test_attention(24, 4, 256, 1200, 1, 16);
+        test_attention(16, 2, 256, 700, 4, 16);
+        test_conv(10240, 4, 1, 3);
+        test_gdn(16, 48, 128, 128, 4);
+        test_gdn(16, 32, 128, 128, 33);
+        test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
+        test_sample(248320);
+    }
+    printf("time: %.1f s\n", now() - t0);
+    sp_vulkan_backend_destroy(&gpu);
+    sp_threadpool_free(pool);
+    return check_done("vulkan_ops_test");
+}
