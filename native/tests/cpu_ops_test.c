@@ -186,6 +186,34 @@ static void test_sample(const sp_backend *be, int n_threads) {
     double z = exp(0) + exp(1) + exp(2) + exp(-1), err = 0;
     for (int t = 0; t < 4; t++) err = fmax(err, fabs(counts[t] / 20000.0 - exp(small[t]) / z));
     check("sample: frequencies follow the softmax (20000 draws)", err, 0.015);
+    /* top_p: probabilities 0.5, 0.3, 0.15, 0.05 (spread over a 2000-token row of near-zero others) with top_p 0.75
+     * keep the first two (0.5 + 0.3 reaches 0.75), drawn 5:3; top_k 3 then min_p 0.5 keeps the same two */
+    int32_t Vb = 2000;
+    float *big = malloc(sizeof(float) * (size_t)Vb);
+    for (int32_t t = 0; t < Vb; t++) big[t] = -60;
+    float probs[4] = {0.5f, 0.3f, 0.15f, 0.05f};
+    int32_t where[4] = {1500, 7, 1999, 300};
+    for (int i = 0; i < 4; i++) big[where[i]] = logf(probs[i]);
+    splash_sampling nuc = {.temperature = 1, .top_p = 0.75f, .repetition_penalty = 1, .seed = 3};
+    splash_sampling kmin = {.temperature = 1, .top_p = 1, .top_k = 3, .min_p = 0.5f, .repetition_penalty = 1, .seed = 3};
+    void *scratch2 = malloc(sp_sample_scratch_bytes(Vb));
+    double err_p = 0, err_k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int got[4] = {0}, other = 0;
+        for (int i = 0; i < 8000; i++) {
+            sp_sample_job j = {big, pass ? &kmin : &nuc, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0};
+            be->sample(be, &j, 1, Vb, scratch2, sp_sample_scratch_bytes(Vb));
+            int k = 0;
+            while (k < 4 && where[k] != j.token) k++;
+            if (k == 4) other++;
+            else got[k]++;
+        }
+        double e = fabs(got[0] / 8000.0 - 0.625) + fabs(got[1] / 8000.0 - 0.375) + got[2] + got[3] + other;
+        *(pass ? &err_k : &err_p) = e;
+    }
+    check("sample: top_p 0.75 keeps the two tokens reaching it", err_p, 0.03);
+    check("sample: top_k 3 then min_p 0.5 keeps the same two", err_k, 0.03);
+    free(big), free(scratch2);
     /* top_k = 1 is greedy whatever the temperature; presence penalty moves the argmax away */
     t1.top_k = 1;
     int32_t pen[2] = {2, 2};

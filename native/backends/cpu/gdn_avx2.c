@@ -1,5 +1,5 @@
 /* gdn_avx2.c — one token of the gated delta rule for one v head with AVX2+FMA (the scalar form is in gdn.c).
- * Measured on the Qwen3.8-27B shape (48 heads of 128×128): see the native-arch section of BENCHMARKS.md. */
+ * Measured by build/tests/cpu_ops_lab (native-arch section of BENCHMARKS.md). */
 #include "ops.h"
 
 #include <immintrin.h>

@@ -23,6 +23,10 @@ void sp_gdn_token_scalar(float *S, const float *q, const float *k, const float *
 void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
                        int32_t dk, int32_t dv);
 
+/* Sampling's exp passes over a logits row (sample_avx2.c): Σ exp((z − mx)·scale), and w = exp((z − mx)·scale). */
+double sp_sum_exp_avx2(const float *z, int32_t n, float mx, float scale);
+void sp_exp_weights_avx2(float *w, const float *z, int32_t n, float mx, float scale);
+
 void sp_cpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n);
 void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);

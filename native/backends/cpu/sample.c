@@ -6,26 +6,27 @@
  *   token) and frequency (−f per occurrence) penalties (OpenAI); tokens outside the allowed mask → −inf.
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
- *   the smallest most-likely prefix whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
- *   (seed, position) and walk the kept tokens (most likely first) until their running mass passes u · total.
- * The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or batched. */
+ *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
+ *   (seed, position) and walk the kept tokens (in the order the filters leave them) until their running mass passes
+ *   u · total. The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or
+ *   batched.
+ *
+ * Cost is a few passes over the vocabulary (248K entries for Qwen3.5): the exp passes have an AVX2 form
+ * (sample_avx2.c), and nothing sorts the vocabulary: top-k is a quickselect, top-p bins the weights by their float
+ * exponent and sorts only the bin where the cut falls. */
 #include "ops.h"
 
 #include "core/error.h"
+#include "core/threadpool.h"
 
 #include <string.h>
 
-typedef struct {
-    sp_sample_job *jobs;
-    int32_t vocab;
-    uint8_t *scratch;
-    uint64_t scratch_bytes;
-    int64_t failed; /* 1 + index of a job whose mask allowed nothing */
-} sample_args;
+
+enum { BINS = 2048 };
 
 uint64_t sp_sample_scratch_bytes(int32_t vocab) {
     uint64_t v = (uint64_t)vocab;
-    return v * (2 * sizeof(float) + sizeof(int32_t)) + (v + 31) / 32 * sizeof(uint32_t) + 64;
+    return v * (2 * sizeof(float) + sizeof(int32_t)) + (v + 31) / 32 * sizeof(uint32_t) + BINS * sizeof(double) + 64;
 }
 
 /* splitmix64 finalizer over (seed, position): a counter-based generator, no state between calls. */
@@ -46,7 +47,7 @@ static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
     for (;;) {
         int64_t c = 2 * root + 1;
         if (c >= n) return;
-        /* a min-heap under `before`, so popping to the end leaves the array best-first */
+        /* a heap whose root ranks last, so popping roots to the end leaves the array best-first */
         if (c + 1 < n && before(w, idx[c], idx[c + 1])) c++;
         if (!before(w, idx[root], idx[c])) return;
         int32_t t = idx[root];
@@ -65,7 +66,6 @@ static void sort_best_first(int32_t *idx, int64_t n, const float *w) {
         idx[end] = t;
         sift(idx, 0, end, w);
     }
-    /* the max-heap under !before put the worst first; reverse */
     for (int64_t i = 0, j = n - 1; i < j; i++, j--) {
         int32_t t = idx[i];
         idx[i] = idx[j];
@@ -94,6 +94,42 @@ static void select_best(int32_t *idx, int64_t n, int64_t k, const float *w) {
     }
 }
 
+/* Bin of a weight in (0, 1]: its exponent and top 3 mantissa bits, 0 for the largest weights. */
+static inline int32_t bin_of(float w) {
+    uint32_t bits;
+    memcpy(&bits, &w, sizeof bits);
+    int32_t b = (int32_t)((127u << 3) - (bits >> 20)); /* (exponent, 3 mantissa bits) counted down from 1.0 */
+    return b < 0 ? 0 : b >= BINS ? BINS - 1 : b;
+}
+
+/* Keeps the smallest most-likely subset of idx[0..c) whose weight reaches `need`, moved to the front; returns its
+ * size. Bins by weight, takes whole bins from the top, then sorts only the bin where the mass crosses `need`. */
+static int64_t nucleus(int32_t *idx, int64_t c, const float *w, double need, double *mass) {
+    memset(mass, 0, sizeof(double) * BINS);
+    for (int64_t i = 0; i < c; i++) mass[bin_of(w[idx[i]])] += w[idx[i]];
+    double cum = 0;
+    int32_t cut = 0;
+    while (cut < BINS - 1 && cum + mass[cut] < need) cum += mass[cut++];
+    int64_t above = 0; /* tokens in bins before `cut` go first, then the cut bin's tokens */
+    for (int64_t i = 0; i < c; i++)
+        if (bin_of(w[idx[i]]) < cut) {
+            int32_t t = idx[above];
+            idx[above++] = idx[i];
+            idx[i] = t;
+        }
+    int64_t in_cut = above;
+    for (int64_t i = above; i < c; i++)
+        if (bin_of(w[idx[i]]) == cut) {
+            int32_t t = idx[in_cut];
+            idx[in_cut++] = idx[i];
+            idx[i] = t;
+        }
+    sort_best_first(idx + above, in_cut - above, w);
+    int64_t keep = above;
+    while (keep < in_cut && cum < need) cum += w[idx[keep++]];
+    return keep > 0 ? keep : 1;
+}
+
 static void apply_penalties(float *z, const sp_sample_job *job, uint32_t *seen, int32_t vocab) {
     const splash_sampling *s = job->params;
     int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
@@ -111,77 +147,93 @@ static void apply_penalties(float *z, const sp_sample_job *job, uint32_t *seen, 
     }
 }
 
-static int allowed(const uint32_t *mask, int32_t t) { return !mask || (mask[t >> 5] >> (t & 31)) & 1; }
+/* The two exp passes over a row (logsumexp for the logprobs; sampling weights), per ISA. Masked tokens hold −inf
+ * and give 0. */
+typedef struct {
+    double (*sum_exp)(const float *z, int32_t n, float mx, float scale);          /* Σ exp((z − mx) · scale) */
+    void (*exp_weights)(float *w, const float *z, int32_t n, float mx, float scale); /* w = exp((z − mx) · scale) */
+} exp_kernels;
+
+static double sum_exp_scalar(const float *z, int32_t n, float mx, float scale) {
+    double s = 0;
+    for (int32_t i = 0; i < n; i++) s += expf((z[i] - mx) * scale);
+    return s;
+}
+
+static void exp_weights_scalar(float *w, const float *z, int32_t n, float mx, float scale) {
+    for (int32_t i = 0; i < n; i++) w[i] = expf((z[i] - mx) * scale);
+}
 
 /* Returns 0 when the mask allows no token. */
-static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch) {
+static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp_kernels *ex) {
     const splash_sampling *s = job->params;
     float *z = (float *)scratch, *w = z + V;
     int32_t *idx = (int32_t *)(w + V);
     uint32_t *seen = (uint32_t *)(idx + V);
+    double *bins = (double *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
     memcpy(z, job->logits, sizeof(float) * (size_t)V);
     apply_penalties(z, job, seen, V);
-
-    float mx = -INFINITY;
-    int32_t arg = -1;
-    for (int32_t t = 0; t < V; t++) {
-        if (!allowed(job->allowed, t)) z[t] = -INFINITY;
-        else if (arg < 0 || z[t] > mx) mx = z[t], arg = t;
-    }
-    if (arg < 0) return 0;
-    double sum = 0;
-    for (int32_t t = 0; t < V; t++) sum += z[t] == -INFINITY ? 0.0 : exp((double)z[t] - mx);
-    float lse = mx + (float)log(sum);
+    if (job->allowed)
+        for (int32_t t = 0; t < V; t++)
+            if (!((job->allowed[t >> 5] >> (t & 31)) & 1)) z[t] = -INFINITY;
+    int32_t arg = 0;
+    float mx = z[0];
+    for (int32_t t = 1; t < V; t++)
+        if (z[t] > mx) mx = z[t], arg = t;
+    if (mx == -INFINITY) return 0;
+    float lse = mx + (float)log(ex->sum_exp(z, V, mx, 1.0f));
 
     int32_t token = arg;
     if (s->temperature > 0) {
-        /* candidates: every allowed token, weights relative to the max */
-        int64_t c = 0;
-        double inv_t = 1.0 / s->temperature;
-        for (int32_t t = 0; t < V; t++) {
-            w[t] = z[t] == -INFINITY ? 0.0f : (float)exp(((double)z[t] - mx) * inv_t);
-            if (z[t] != -INFINITY) idx[c++] = t;
+        float inv_t = 1.0f / s->temperature;
+        ex->exp_weights(w, z, V, mx, inv_t);
+        /* candidates: tokens of non-zero weight. With top_p alone, a token below (1 − top_p)·total / V cannot be in
+         * the nucleus (all of them together weigh less than what top_p leaves out), so the filter drops most of a
+         * peaked distribution before any selection. */
+        float floor_w = 0;
+        double all = 0; /* total weight of every token, when top_p applies to all of them */
+        if (s->top_p < 1 && s->top_k <= 0) {
+            all = ex->sum_exp(z, V, mx, inv_t);
+            floor_w = (float)((1 - s->top_p) * all / V);
         }
+        int64_t c = 0;
+        for (int32_t t = 0; t < V; t++)
+            if (w[t] > floor_w) idx[c++] = t;
         int sorted = 0;
         if (s->top_k > 0 && s->top_k < c) {
-            select_best(idx, c, s->top_k, w);
+            if (s->top_k <= 64) { /* one scan keeping the best k in order: few insertions after the first rows */
+                int32_t k = s->top_k, have = 0;
+                for (int64_t i = 0; i < c; i++) {
+                    int32_t t = idx[i];
+                    if (have == k && !before(w, t, idx[k - 1])) continue;
+                    int32_t at = have < k ? have++ : k - 1;
+                    while (at > 0 && before(w, t, idx[at - 1])) idx[at] = idx[at - 1], at--;
+                    idx[at] = t;
+                }
+            } else {
+                select_best(idx, c, s->top_k, w);
+                sort_best_first(idx, s->top_k, w);
+            }
             c = s->top_k;
-            sort_best_first(idx, c, w);
             sorted = 1;
         }
-        if (s->top_p > 0 && s->top_p < 1) {
-            double total = 0;
-            for (int64_t i = 0; i < c; i++) total += w[idx[i]];
-            if (!sorted) {
-                /* sort only the tokens above a threshold whose mass already reaches top_p: the nucleus is inside */
-                float thr = 1.0f / 64;
-                int64_t m;
-                for (;;) {
-                    double mass = 0;
-                    m = 0;
-                    for (int64_t i = 0; i < c; i++)
-                        if (w[idx[i]] >= thr) {
-                            int32_t t = idx[m];
-                            idx[m++] = idx[i];
-                            idx[i] = t;
-                            mass += w[idx[m - 1]];
-                        }
-                    if (mass >= s->top_p * total || thr == 0) break;
-                    thr = thr < 1e-30f ? 0 : thr / 16;
-                }
-                sort_best_first(idx, m, w);
-                c = m;
+        if (s->top_p < 1) {
+            double total = all; /* after top_k, top_p is relative to the kept tokens */
+            if (total == 0)
+                for (int64_t i = 0; i < c; i++) total += w[idx[i]];
+            double need = s->top_p * total, cum = 0;
+            if (sorted) {
+                int64_t keep = 0;
+                while (keep < c && cum < need) cum += w[idx[keep++]];
+                c = keep > 0 ? keep : 1;
+            } else {
+                c = nucleus(idx, c, w, need, bins);
             }
-            double cum = 0;
-            int64_t keep = 0;
-            while (keep < c && cum < s->top_p * total) cum += w[idx[keep++]];
-            c = keep > 0 ? keep : 1;
         }
-        if (s->min_p > 0) {
-            float floor_w = s->min_p; /* max w is 1 */
+        if (s->min_p > 0) { /* the largest weight is 1 */
             int64_t m = 0;
             for (int64_t i = 0; i < c; i++)
-                if (w[idx[i]] >= floor_w) idx[m++] = idx[i];
+                if (w[idx[i]] >= s->min_p) idx[m++] = idx[i];
             c = m > 0 ? m : 1;
         }
         double total = 0;
@@ -214,15 +266,28 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch) {
     return 1;
 }
 
+typedef struct {
+    sp_sample_job *jobs;
+    int32_t vocab;
+    uint8_t *scratch;
+    uint64_t scratch_bytes;
+    exp_kernels ex;
+    int64_t failed; /* 1 + index of a job whose mask allowed nothing */
+} sample_args;
+
 static void sample_jobs(void *ctx, int64_t b, int64_t e, int thread) {
     sample_args *a = ctx;
     for (int64_t j = b; j < e; j++)
-        if (!sample_one(&a->jobs[j], a->vocab, a->scratch + (uint64_t)thread * a->scratch_bytes)) a->failed = j + 1;
+        if (!sample_one(&a->jobs[j], a->vocab, a->scratch + (uint64_t)thread * a->scratch_bytes, &a->ex)) a->failed = j + 1;
 }
 
 splash_status sp_cpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread) {
-    sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, 0};
+    sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, {sum_exp_scalar, exp_weights_scalar}, 0};
+#if defined(__x86_64__)
+    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma)
+        a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
+#endif
     if (n_jobs == 1) sample_jobs(&a, 0, 1, 0);
     else sp_cpu_for(be, n_jobs, sample_jobs, &a);
     if (a.failed)

@@ -1,10 +1,14 @@
-/* gdn_lab.c — lab harness for the Gated DeltaNet ops on the Qwen3.8-27B shape (16 key / 48 value heads of 128):
+/* cpu_ops_lab.c — lab harness for the CPU ops outside matmul, on the Qwen3.8-27B shapes (GDN 16 key / 48 value heads
+ * of 128; vocabulary 248,320):
  *
- *   build/tests/gdn_lab [T...]     default T = 1 64 256
+ *   build/tests/cpu_ops_lab [T...]     default T = 1 64 256
  *
- * 1. one token of one head: the scalar kernel vs AVX2 (when the CPU has it), same inputs, max difference;
- * 2. prefill of T tokens through all 48 heads: token loop (the path the arch file uses) vs the chunked form,
- *    µs per token and the max difference of their outputs. Best of 3 runs each. */
+ * 1. one GDN token of one head: the scalar kernel vs AVX2 (when the CPU has it), same inputs, max difference;
+ * 2. GDN prefill of T tokens through all 48 heads: token loop (the path the arch file uses) vs the chunked form,
+ *    µs per token and the max difference of their outputs, best of 3 runs each;
+ * 3. sampling one 248,320-logit row (one thread): greedy, temperature + top_p, and the recommended Qwen settings
+ *    (T 1, top_k 20, top_p 0.95, presence 1.5), wall and CPU ms, best of 20.
+ * Every figure is also given over CPU time, since the development machine is shared. */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
 #include "core/threadpool.h"
@@ -17,6 +21,12 @@
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -82,6 +92,37 @@ int main(int argc, char **argv) {
                sp_threadpool_size(pool), best_r / (double)T * 1e6, best_c / (double)T * 1e6, md);
         free(qkv), free(a), free(b), free(Sa), free(Sb), free(oa), free(ob);
     }
+
+    /* 3. sampling */
+    int32_t V = 248320;
+    float *logits = randoms(V, -10, 10, &seed);
+    for (int32_t t = 0; t < V; t += 4099) logits[t] += 8; /* a few likely tokens, as a language model has */
+    sp_threadpool *one;
+    if (sp_threadpool_create(1, &one)) return 1;
+    sp_backend be1;
+    sp_cpu_backend_init(&be1, one, 1, &status);
+    uint64_t per = sp_sample_scratch_bytes(V);
+    void *scratch = malloc(per);
+    int32_t pen[256], top_ids[5];
+    float top_lp[5];
+    for (int i = 0; i < 256; i++) pen[i] = i * 97;
+    struct { const char *name; splash_sampling s; } cases[] = {
+        {"greedy, top 5 logprobs", {.top_p = 1, .repetition_penalty = 1}},
+        {"T 0.7, top_p 0.9", {.temperature = 0.7f, .top_p = 0.9f, .repetition_penalty = 1, .seed = 1}},
+        {"T 1, top_k 20, top_p 0.95, presence 1.5", {1.0f, 0.95f, 20, 0, 1.5f, 0, 1, 0, 2}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double best = 1e9, best_cpu = 1e9;
+        for (int r = 0; r < 20; r++) {
+            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0};
+            double w0 = now(), c0 = cpu_now();
+            be1.sample(&be1, &j, 1, V, scratch, per);
+            best = fmin(best, now() - w0), best_cpu = fmin(best_cpu, cpu_now() - c0);
+        }
+        printf("sample, vocabulary %d, %-40s %6.2f ms (cpu %.2f ms)\n", V, cases[c].name, best * 1e3, best_cpu * 1e3);
+    }
+    free(logits), free(scratch);
+    sp_threadpool_free(one);
     sp_threadpool_free(pool);
     return 0;
 }
