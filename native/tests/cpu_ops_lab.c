@@ -52,15 +52,15 @@ int main(int argc, char **argv) {
     float *S1 = randoms(D * D, -0.1f, 0.1f, &seed), *S2 = malloc(sizeof(float) * D * D), o1[D], o2[D];
     float *q = randoms(D, -0.1f, 0.1f, &seed), *k = randoms(D, -0.1f, 0.1f, &seed), *v = randoms(D, -1, 1, &seed);
     memcpy(S2, S1, sizeof(float) * D * D);
-    double t0 = now();
+    double t0 = cpu_now();
     for (int r = 0; r < 2000; r++) sp_gdn_token_scalar(S1, q, k, v, 0.99f, 0.5f, o1, D, D);
-    double scalar = (now() - t0) / 2000;
-    printf("one head, one token (128×128 state): scalar %.2f µs", scalar * 1e6);
+    double scalar = (cpu_now() - t0) / 2000;
+    printf("one head, one token (128×128 state), cpu time: scalar %.2f µs", scalar * 1e6);
 #if defined(__x86_64__)
     if (sp_threadpool_cpu(pool)->avx2 && sp_threadpool_cpu(pool)->fma) {
-        t0 = now();
+        t0 = cpu_now();
         for (int r = 0; r < 2000; r++) sp_gdn_token_avx2(S2, q, k, v, 0.99f, 0.5f, o2, D, D);
-        double avx2 = (now() - t0) / 2000, md = 0;
+        double avx2 = (cpu_now() - t0) / 2000, md = 0;
         for (int j = 0; j < D; j++) md = fmax(md, fabs(o1[j] - o2[j]));
         printf(", avx2 %.2f µs (%.1f×), max |Δo| %.2g", avx2 * 1e6, scalar / avx2, md);
     }
@@ -76,20 +76,24 @@ int main(int argc, char **argv) {
         float *qkv = randoms(T * W, -1, 1, &seed), *a = randoms(T * Hv, -6, 3, &seed), *b = randoms(T * Hv, -4, 4, &seed);
         float *Sa = calloc((size_t)Hv * D * D, sizeof(float)), *Sb = calloc((size_t)Hv * D * D, sizeof(float));
         float *oa = malloc(sizeof(float) * (size_t)(T * Hv * D)), *ob = malloc(sizeof(float) * (size_t)(T * Hv * D));
-        double best_r = 1e9, best_c = 1e9, md = 0;
+        double best_r = 1e9, best_c = 1e9, cpu_r = 1e9, cpu_c = 1e9, md = 0, threads = sp_threadpool_size(pool);
         for (int rep = 0; rep < 3; rep++) {
             memset(Sa, 0, sizeof(float) * Hv * D * D);
             memset(Sb, 0, sizeof(float) * Hv * D * D);
             t0 = now();
+            double c0 = cpu_now();
             be.gdn_recurrent(&be, oa, qkv, a, b, &shape, Sa, T);
-            double t1 = now();
+            double t1 = now(), c1 = cpu_now();
             be.gdn_chunked(&be, ob, qkv, a, b, &shape, Sb, T);
-            double t2 = now();
+            double t2 = now(), c2 = cpu_now();
             best_r = fmin(best_r, t1 - t0), best_c = fmin(best_c, t2 - t1);
+            cpu_r = fmin(cpu_r, (c1 - c0) / threads), cpu_c = fmin(cpu_c, (c2 - c1) / threads);
         }
         for (int64_t i = 0; i < T * Hv * D; i++) md = fmax(md, fabs(oa[i] - ob[i]));
-        printf("T = %4lld, %d threads: token loop %8.1f µs/token, chunked %8.1f µs/token, max |Δ| %.2g\n", (long long)T,
-               sp_threadpool_size(pool), best_r / (double)T * 1e6, best_c / (double)T * 1e6, md);
+        printf("T = %4lld, %d threads: token loop %8.1f µs/token (cpu %7.1f), chunked %8.1f µs/token (cpu %7.1f), "
+               "max |Δ| %.2g\n",
+               (long long)T, sp_threadpool_size(pool), best_r / (double)T * 1e6, cpu_r / (double)T * 1e6,
+               best_c / (double)T * 1e6, cpu_c / (double)T * 1e6, md);
         free(qkv), free(a), free(b), free(Sa), free(Sb), free(oa), free(ob);
     }
 
