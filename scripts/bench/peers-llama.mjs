@@ -10,6 +10,7 @@
 //   {op: "logprobs", tokens, vocab}     log-probabilities after every position, teacher-forced, on a fresh sequence:
 //                                       {vocab, logprobs: base64 f32 [n][vocab]} (−Infinity where llama.cpp gives 0)
 //   {op: "prefill", tokens}             seconds to evaluate the tokens on a fresh sequence
+//                                       (every timing also comes as cpuSeconds: this process's CPU time)
 //   {op: "decode", prompt, tokens}      prefill prompt (untimed), then greedy-generate `tokens` tokens: seconds
 //                                       for all but the first, the tokens produced
 //   {op: "ttft", prefix, suffixes}      prefix evaluated once and checkpointed (what LlamaChatSession does at the
@@ -19,6 +20,7 @@
 //   {op: "streams", prompts, tokens}    one sequence per prompt in the same context, generating concurrently
 //                                       (node-llama-cpp batches their tokens into one llama_decode):
 //                                       {tokens, seconds} while all streams were decoding
+//   {op: "tokenize", text}              llama.cpp's tokens of plain text (added-token strings stay text)
 //   {op: "info"}                        versions and build
 // Logs go to stderr.
 import { createInterface } from "node:readline";
@@ -34,6 +36,11 @@ let model = null;
 let context = null;
 
 const now = () => performance.now() / 1000;
+// CPU seconds of this process (every thread): on a shared machine, wall time measures the neighbours too
+const cpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 
 function freshSequence() {
   return context.getSequence();
@@ -75,8 +82,9 @@ async function prefill(req) {
   const seq = freshSequence();
   try {
     const t0 = now();
+    const c0 = cpu();
     await seq.evaluateWithoutGeneratingNewTokens(req.tokens);
-    return { seconds: now() - t0 };
+    return { seconds: now() - t0, cpuSeconds: cpu() - c0 };
   } finally {
     seq.dispose();
   }
@@ -88,12 +96,13 @@ async function decode(req) {
     if (req.prompt.length > 1) await seq.evaluateWithoutGeneratingNewTokens(req.prompt.slice(0, -1));
     const produced = [];
     let t1 = 0;
+    let c1 = 0;
     for await (const token of seq.evaluate(req.prompt.slice(-1), { temperature: 0 })) {
       produced.push(token);
-      if (produced.length === 1) t1 = now();
+      if (produced.length === 1) [t1, c1] = [now(), cpu()];
       if (produced.length >= req.tokens) break;
     }
-    return { seconds: now() - t1, tokens: produced };
+    return { seconds: now() - t1, cpuSeconds: cpu() - c1, tokens: produced };
   } finally {
     seq.dispose();
   }
@@ -105,10 +114,12 @@ async function ttft(req) {
     await seq.evaluateWithoutGeneratingNewTokens(req.prefix);
     await seq.takeCheckpoint();
     const seconds = [];
+    const cpuSeconds = [];
     const reused = [];
     for (const suffix of req.suffixes) {
       const prompt = [...req.prefix, ...suffix];
       const t0 = now();
+      const c0 = cpu();
       await seq.adaptStateToTokens(prompt, false);
       reused.push(seq.nextTokenIndex);
       const rest = prompt.slice(seq.nextTokenIndex);
@@ -117,8 +128,9 @@ async function ttft(req) {
         break;
       }
       seconds.push(now() - t0);
+      cpuSeconds.push(cpu() - c0);
     }
-    return { seconds, reused };
+    return { seconds, cpuSeconds, reused };
   } finally {
     seq.dispose();
   }
@@ -128,22 +140,32 @@ async function streams(req) {
   const seqs = req.prompts.map(() => context.getSequence());
   try {
     const at = req.prompts.map(() => []);
+    const cpuAt = req.prompts.map(() => []);
     await Promise.all(
       seqs.map(async (seq, i) => {
         for await (const token of seq.evaluate(req.prompts[i], { temperature: 0 })) {
           void token;
           at[i].push(now());
+          cpuAt[i].push(cpu());
           if (at[i].length >= req.tokens) break;
         }
       }),
     );
-    const start = Math.max(...at.map((a) => a[0]));
+    const first = at.map((a) => a[0]);
+    const start = Math.max(...first);
     const end = Math.min(...at.map((a) => a.at(-1)));
     const tokens = at.reduce((n, a) => n + a.filter((t) => t > start && t <= end).length, 0);
-    return { tokens, seconds: end - start };
+    const cpuStart = cpuAt[first.indexOf(start)][0];
+    const last = at.map((a) => a.at(-1));
+    const cpuEnd = cpuAt[last.indexOf(end)].at(-1);
+    return { tokens, seconds: end - start, cpuSeconds: cpuEnd - cpuStart };
   } finally {
     for (const s of seqs) s.dispose();
   }
+}
+
+function tokenize(req) {
+  return { tokens: Array.from(model.tokenize(req.text, false)) };
 }
 
 function info() {
@@ -158,7 +180,7 @@ function info() {
   };
 }
 
-const ops = { load, logprobs, prefill, decode, ttft, streams, info };
+const ops = { load, logprobs, prefill, decode, ttft, streams, tokenize, info };
 
 const rl = createInterface({ input: process.stdin });
 for await (const line of rl) {

@@ -97,7 +97,7 @@ function config(layers: number): object {
 }
 
 // Writes config.json and model.safetensors (bf16) into dir, streaming 16 MiB at a time; skipped when present.
-function ensureCheckpoint(dir: string, layers: number): void {
+export function ensureCheckpoint(dir: string, layers: number): void {
   const file = join(dir, "model.safetensors");
   const list = tensors(layers);
   const header: Record<string, unknown> = { __metadata__: { format: "pt", producer: "splash bench decode (random weights)" } };

@@ -3,7 +3,7 @@
 // memory held is a few MiB whatever the model's size.
 import { basename } from "node:path";
 import { readCheckpointConfig } from "../models/config.ts";
-import { meta, writeGguf, type MetaValue, type WriteProgress } from "./format.ts";
+import { meta, tensorBytes, writeGguf, type MetaValue, type WriteProgress } from "./format.ts";
 import { archName, FILE_TYPE, modelMetadata, qwen35Tensors, shapesOf, type ExportType } from "./qwen35.ts";
 import { Checkpoint } from "./source.ts";
 import { vocabMetadata } from "./vocab.ts";
@@ -30,4 +30,14 @@ export function exportGguf(dir: string, path: string, type: ExportType, options:
   const tensors = qwen35Tensors(ck, shapes, type);
   const bytes = writeGguf(path, metadata, tensors, options.progress);
   return { path, bytes, arch, tensors: tensors.length, type };
+}
+
+// Bytes of weights llama.cpp reads for one decoded token from the file `exportGguf(dir, …, type)` writes: every
+// tensor but the embedding, of which one row (the roofline's numerator; MoE would count top-k experts only).
+export function ggufDecodeBytes(dir: string, type: ExportType): number {
+  const shapes = shapesOf(readCheckpointConfig(dir));
+  if (shapes.moe) throw new Error("ggufDecodeBytes: MoE models read top-k experts per token; not counted here");
+  let bytes = 0;
+  for (const t of qwen35Tensors(new Checkpoint(dir), shapes, type)) bytes += t.name === "token_embd.weight" ? tensorBytes(t) / shapes.vocab : tensorBytes(t);
+  return bytes;
 }

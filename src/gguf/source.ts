@@ -1,5 +1,7 @@
-// The tensors of a safetensors checkpoint as rows of f32, read through memory maps (nothing is copied until a row
-// is asked for, and the pages read stay the kernel's to drop): what the exporter streams from.
+// The tensors of a safetensors checkpoint as rows of f32, read with positioned reads (nothing is held but the rows
+// asked for; a memory map would do too, but Bun's typed arrays stop short of a 27B model's multi-GB shards): what
+// the exporter streams from.
+import { openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { checkWeightFiles } from "../models/files.ts";
 import { readSafetensorsHeader } from "../models/safetensors.ts";
@@ -9,7 +11,8 @@ export type SourceTensor = {
   dtype: "BF16" | "F16" | "F32";
   shape: number[];
   file: string;
-  bytes: Uint8Array; // the tensor's data, a view into the mapped file
+  fd: number;
+  offset: number; // of the tensor's data in the file
 };
 
 export class SourceError extends Error {
@@ -25,11 +28,11 @@ export class Checkpoint {
     for (const file of checkWeightFiles(dir).files) {
       const path = join(dir, file);
       const header = readSafetensorsHeader(path);
-      const map = Bun.mmap(path, { shared: false });
+      const fd = openSync(path, "r"); // open for the life of the process, like a mapping
       const base = 8 + header.headerLength;
       for (const [name, t] of header.tensors) {
         if (!FLOAT_DTYPES.has(t.dtype)) continue; // not a weight the exporter reads (none in this family)
-        this.tensors.set(name, { name, dtype: t.dtype as SourceTensor["dtype"], shape: t.shape, file: path, bytes: map.subarray(base + t.begin, base + t.end) });
+        this.tensors.set(name, { name, dtype: t.dtype as SourceTensor["dtype"], shape: t.shape, file: path, fd, offset: base + t.begin });
       }
     }
   }
@@ -48,21 +51,27 @@ export class Checkpoint {
   }
 }
 
+let scratch = new Uint8Array(1 << 20);
+
 // Reads `count` consecutive elements starting at element `first` of t into out (as f32).
 export function readElements(t: SourceTensor, first: number, count: number, out: Float32Array): void {
-  const b = t.bytes;
+  const size = t.dtype === "F32" ? 4 : 2;
+  const bytes = count * size;
+  if (scratch.length < bytes) scratch = new Uint8Array(bytes);
+  for (let got = 0; got < bytes; ) {
+    const n = readSync(t.fd, scratch, got, bytes - got, t.offset + first * size + got);
+    if (n === 0) throw new SourceError(`${t.file}: tensor ${t.name} is cut short`);
+    got += n;
+  }
   if (t.dtype === "F32") {
-    const start = b.byteOffset + first * 4;
-    if (start % 4 === 0) out.set(new Float32Array(b.buffer, start, count));
-    else out.set(new Float32Array(b.slice(first * 4, (first + count) * 4).buffer));
+    out.set(new Float32Array(scratch.buffer, 0, count));
     return;
   }
-  const start = b.byteOffset + first * 2;
-  const halves = start % 2 === 0 ? new Uint16Array(b.buffer, start, count) : new Uint16Array(b.slice(first * 2, (first + count) * 2).buffer);
   if (t.dtype === "F16") {
-    out.set(new Float16Array(halves.buffer, halves.byteOffset, count));
+    out.set(new Float16Array(scratch.buffer, 0, count));
     return;
   }
+  const halves = new Uint16Array(scratch.buffer, 0, count);
   const bits = new Uint32Array(out.buffer, out.byteOffset, count);
   for (let i = 0; i < count; i++) bits[i] = halves[i]! << 16;
 }
