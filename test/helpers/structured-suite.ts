@@ -5,7 +5,7 @@
 // Speculative decoding (issue 8) reuses it as is: pass `draft` (GenerationOptions.draft, e.g. "dflash" on a model
 // loaded with the qwen35-dense-tiny-dflash drafter) and the same outputs must validate, with drafted tokens checked
 // against the grammar before verification.
-import type { ChatEvent, ChatModel, Conversation, GenerationOptions, ToolCall, ToolDef } from "../../src/chat/ir.ts";
+import type { ChatModel, Conversation, GenerationOptions, ToolCall, ToolDef } from "../../src/chat/ir.ts";
 import { validator } from "../fixtures/grammar/harness.ts";
 import { SCHEMAS } from "../fixtures/grammar/schemas.ts";
 
@@ -34,7 +34,7 @@ export async function run(model: ChatModel, conv: Conversation, options: SuiteOp
   const out: Outcome = { content: "", reasoning: "", calls: [], finishReason: "", completionTokens: 0 };
   const opts: GenerationOptions = { stop: [], sampling: { ...RANDOM_SAMPLING, seed: options.seed }, signal: new AbortController().signal };
   if (options.draft) opts.draft = options.draft;
-  for await (const e of model.generate(conv, opts) as AsyncIterable<ChatEvent>) {
+  for await (const e of model.generate(conv, opts)) {
     if (e.type === "content") out.content += e.text;
     else if (e.type === "reasoning") out.reasoning += e.text;
     else if (e.type === "tool_call_end") out.calls.push(e.call);
