@@ -1,5 +1,5 @@
 // Small process helpers for launchers: is a pid alive, a free loopback port, the last line of a log.
-import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 
 // kill(pid, 0) checks existence without sending anything; EPERM means it exists but belongs to someone else.
@@ -55,5 +55,18 @@ export function lastLine(path: string): string | undefined {
     return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+// A process's command line: /proc on Linux, `ps` elsewhere (split on spaces there, enough to find flags); undefined
+// when it cannot be read.
+export function commandLine(pid: number): string[] | undefined {
+  try {
+    if (process.platform === "linux") return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+    const ps = Bun.spawnSync(["ps", "-o", "command=", "-p", String(pid)]);
+    const text = ps.stdout.toString().trim();
+    return ps.exitCode === 0 && text ? text.split(/\s+/) : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -3,7 +3,9 @@
 // It keeps running after the tool exits, for the next launch; `splash stop` ends it.
 //
 // Liveness of a recorded server = its pid is alive AND GET /health answers AND lists the model. A pid that is alive
-// without /health answering is a server still loading (for up to READY_TIMEOUT_MS after it was spawned).
+// without /health answering is a server still loading, or busy (a long prefill can hold its event loop): it is
+// waited for when its command line is the `serve --port N` that was started (or, where the command line cannot be
+// read, while it is younger than READY_TIMEOUT_MS); otherwise the pid belongs to someone else now.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, rmSync } from "node:fs";
@@ -13,13 +15,14 @@ import { CliError } from "../cli/_command.ts";
 import { log } from "../log.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { LockTimeout, withLock } from "./lock.ts";
-import { freePort, lastLine, pidAlive, sleep, waitExit } from "./process.ts";
+import { commandLine, freePort, lastLine, pidAlive, sleep, waitExit } from "./process.ts";
 import { Progress } from "./progress.ts";
 import { lockPath, logPath, readState, removeState, serversDir, serverUrl, writeState, type ServerState } from "./state.ts";
 
 // Loading a large checkpoint from a slow disk and quantizing it at load takes minutes; past this it is stuck.
 export const READY_TIMEOUT_MS = 15 * 60_000;
 const STOP_TIMEOUT_MS = 10_000;
+const BUSY_WAIT_MS = 5 * 60_000;
 
 const Health = z.object({ status: z.literal("ok"), models: z.array(z.string()) });
 
@@ -36,10 +39,20 @@ async function health(state: ServerState): Promise<z.infer<typeof Health> | unde
 
 export type Liveness = "live" | "starting" | "stale";
 
+// Whether the pid still runs the server that was started: `… serve … --port N`.
+function isServeProcess(state: ServerState): boolean | undefined {
+  const args = commandLine(state.pid);
+  if (!args) return undefined;
+  const port = args.indexOf("--port");
+  return args.includes("serve") && port >= 0 && args[port + 1] === String(state.port);
+}
+
 export async function liveness(state: ServerState): Promise<Liveness> {
   if (!pidAlive(state.pid)) return "stale";
   const h = await health(state);
   if (h) return h.models.includes(state.model) ? "live" : "stale";
+  const ours = isServeProcess(state);
+  if (ours !== undefined) return ours ? "starting" : "stale";
   return Date.now() - Date.parse(state.startedAt) < READY_TIMEOUT_MS ? "starting" : "stale";
 }
 
@@ -90,15 +103,16 @@ function failure(state: ServerState, what: string): CliError {
   return new CliError(`${what}${line ? `: ${line}` : ""}`, `full log: ${state.log}`);
 }
 
-// Polls until /health lists the model; fails when the process exits or the time runs out.
+// Polls until /health lists the model; fails when the process exits or the time runs out (READY_TIMEOUT_MS from
+// its start, and at least BUSY_WAIT_MS from now for a server that was started long ago and is busy).
 async function waitReady(state: ServerState, progress: Progress): Promise<void> {
-  const end = Date.parse(state.startedAt) + READY_TIMEOUT_MS;
+  const end = Math.max(Date.parse(state.startedAt) + READY_TIMEOUT_MS, Date.now() + BUSY_WAIT_MS);
   for (;;) {
     if (!pidAlive(state.pid)) throw failure(state, `the ${state.model} server exited while starting`);
     const h = await health(state);
     if (h?.models.includes(state.model)) return;
     if (h) throw failure(state, `port ${state.port} answers, but not for ${state.model}`);
-    if (Date.now() > end) throw failure(state, `the ${state.model} server did not become ready in ${READY_TIMEOUT_MS / 60_000} minutes`);
+    if (Date.now() > end) throw failure(state, `the ${state.model} server (pid ${state.pid}) did not answer in time`);
     const line = lastLine(state.log);
     progress.update(`starting the ${state.model} server (${progress.seconds()} s)${line ? ` · ${line}` : ""}`);
     await sleep(250);
@@ -173,8 +187,9 @@ export async function ensureServer(key: string, prepare: () => Promise<StartSpec
           const status = await liveness(current);
           if (status === "live") return reuse(current);
           if (status === "starting") {
-            // Started by a launch that is gone (it held the lock while waiting): wait for it rather than start a second.
-            const progress = new Progress(`waiting for the ${current.model} server that is starting (pid ${current.pid})`);
+            // Loading (started by a launch that is gone: it held the lock while waiting) or busy: wait for it rather
+            // than start a second.
+            const progress = new Progress(`waiting for the ${current.model} server (pid ${current.pid}), which is loading or busy`);
             await waitReady(current, progress).catch((e: unknown) => {
               progress.done(`the ${current.model} server did not start`, false);
               throw e;

@@ -75,9 +75,22 @@ describe("liveness", () => {
     expect(await liveness(state({ pid: await deadPid() }))).toBe("stale");
   });
 
-  test("a live pid whose port does not answer is starting while young, stale when old", async () => {
-    expect(await liveness(state({ port: 9 }))).toBe("starting");
-    expect(await liveness(state({ port: 9, startedAt: new Date(Date.now() - 60 * 60_000).toISOString() }))).toBe("stale");
+  test("a live pid that does not answer: waited for when it is the serve process started (loading or busy)", async () => {
+    const busy = Bun.spawn(["bash", "-c", "sleep 30; exit 0", "serve", "--port", "9"]);
+    try {
+      const old = new Date(Date.now() - 60 * 60_000).toISOString();
+      expect(await liveness(state({ pid: busy.pid, port: 9, startedAt: old }))).toBe("starting");
+      // The same pid on another port is not the recorded server.
+      expect(await liveness(state({ pid: busy.pid, port: 10 }))).toBe("stale");
+      // Nor is a process that is not a serve at all (this test runner).
+      expect(await liveness(state({ pid: process.pid, port: 9 }))).toBe("stale");
+      const s = state({ pid: busy.pid, port: 9, startedAt: old });
+      writeState(s);
+      expect(await stopServer(s)).toMatch(/^stopped the scripted-tiny server/);
+      expect(pidAlive(busy.pid)).toBe(false);
+    } finally {
+      busy.kill();
+    }
   });
 });
 
