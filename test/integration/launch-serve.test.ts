@@ -1,0 +1,50 @@
+// The launcher's own server: `splash codex` with no server running starts the real `splash serve` of the embedded
+// model in the background, waits for it, runs the real Codex CLI against it (which must exit 0 with an answer),
+// leaves the server running for the next launch, and `splash stop` ends it.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { splash, type CliResult } from "../helpers/cli.ts";
+import { scrapeMetrics } from "../helpers/server.ts";
+import { pidAlive } from "../../src/launch/process.ts";
+import { ServerState } from "../../src/launch/state.ts";
+import { agentEnv, INSTALL_TIMEOUT_MS, npmClis } from "../fixtures/launch/agent-clis.ts";
+
+let run: ReturnType<typeof agentEnv>;
+let first: CliResult;
+let state: ServerState;
+
+const stateFile = () => `${run.state}/servers/splash-tiny.json`;
+
+beforeAll(async () => {
+  run = agentEnv([await npmClis()]);
+  first = await splash(["codex", "--", "exec", "--skip-git-repo-check", "--ephemeral", "Say hello."], { env: run.env, cwd: run.cwd });
+  state = ServerState.parse(JSON.parse(readFileSync(stateFile(), "utf8")));
+}, INSTALL_TIMEOUT_MS);
+
+afterAll(async () => {
+  if (state && pidAlive(state.pid)) process.kill(state.pid, "SIGKILL");
+});
+
+test("the first launch starts splash serve for the embedded model and Codex gets an answer from it", async () => {
+  expect(first.stderr).toContain("starting the splash-tiny server");
+  expect(first.stderr).toMatch(/splash-tiny is ready at http:\/\/127\.0\.0\.1:\d+/);
+  expect(first.code).toBe(0);
+  expect(first.stdout.trim().length).toBeGreaterThan(0);
+  expect(readFileSync(state.log, "utf8")).toContain('"event":"listening"');
+  const metrics = await scrapeMetrics(`http://127.0.0.1:${state.port}`);
+  expect(metrics.get('splash_requests_total{surface="responses",status="200"}') ?? 0).toBeGreaterThan(0);
+});
+
+test("the server keeps running for the next launch, which finds it", async () => {
+  expect(pidAlive(state.pid)).toBe(true);
+  const r = await splash(["codex", "--print-config"], { env: run.env, cwd: run.cwd });
+  expect(r.code).toBe(0);
+  expect(r.stdout).toContain(`served at http://127.0.0.1:${state.port} by pid ${state.pid}`);
+});
+
+test("splash stop ends it", async () => {
+  const r = await splash(["stop"], { env: run.env });
+  expect(r.code).toBe(0);
+  expect(r.stderr).toContain(`stopped the splash-tiny server (pid ${state.pid}`);
+  expect(pidAlive(state.pid)).toBe(false);
+});
