@@ -4,6 +4,8 @@ import type { Conversation, GenerationOptions } from "../chat/ir.ts";
 import { DEFAULT_SAMPLING } from "../api/options.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
 import { loadModel } from "../models/load.ts";
+import { DRAFT_CHOICES } from "../models/drafter.ts";
+import { z } from "zod";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
 
 const DIM = "\x1b[2m";
@@ -17,7 +19,7 @@ export default command({
     maxTokens: { type: "string", description: "Most tokens to generate (default: the model's output limit)" },
     temperature: { type: "string", description: "Sampling temperature; 0 = greedy (default: the model's recommendation)" },
     seed: { type: "string", description: "Sampling seed, for reproducible answers" },
-    draft: { type: "enum", options: ["auto", "none", "mtp", "dflash"], default: "auto", description: "Speculative drafter" },
+    draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     think: { type: "boolean", default: true, description: "Let the model reason before answering (--no-think to skip)" },
   },
   async run({ args }) {
@@ -29,12 +31,10 @@ export default command({
     const maxTokens = args.maxTokens === undefined ? undefined : parseOption("run", "max-tokens", intOption(1), args.maxTokens);
     const temperature = args.temperature === undefined ? undefined : parseOption("run", "temperature", floatOption(0, 2), args.temperature);
     const seed = args.seed === undefined ? undefined : parseOption("run", "seed", intOption(0, 2 ** 32 - 1), args.seed);
-    if (args.draft !== "auto" && args.draft !== "none") {
-      throw new CliError(`--draft ${args.draft}: speculative decoding is not available yet`, "use --draft auto or --draft none");
-    }
+    const draft = parseOption("run", "draft", z.enum(DRAFT_CHOICES), args.draft);
 
     const resolved = await ensureModelFiles(modelArg, { interactive: process.stdin.isTTY === true && promptArg !== "-" });
-    const loaded = await loadModel(resolved);
+    const loaded = await loadModel(resolved, { draft });
     const abort = new AbortController();
     const onInterrupt = () => abort.abort();
     process.once("SIGINT", onInterrupt);

@@ -4,6 +4,7 @@ import { ensureModelFiles } from "../models/resolve.ts";
 import { loadModel } from "../models/load.ts";
 import { createServer } from "../server/server.ts";
 import { QUANTS } from "../models/spec.ts";
+import { DRAFT_CHOICES } from "../models/drafter.ts";
 import { log } from "../log.ts";
 import { CliError, command, intOption, parseOption, sizeOption } from "./_command.ts";
 
@@ -15,7 +16,7 @@ export default command({
     port: { type: "string", default: "8080", description: "Port to listen on" },
     apiKey: { type: "string", description: "Require this key (Authorization: Bearer or x-api-key)" },
     kvBudget: { type: "string", description: "Cap on sequence-state memory, e.g. 8G (default: derived from this machine)" },
-    draft: { type: "enum", options: ["auto", "none", "mtp", "dflash"], default: "auto", description: "Speculative drafter" },
+    draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
     threads: { type: "string", description: "CPU threads (default: one per core)" },
   },
@@ -24,11 +25,9 @@ export default command({
     const kvBudget = args.kvBudget === undefined ? undefined : parseOption("serve", "kv-budget", sizeOption, args.kvBudget);
     const threads = args.threads === undefined ? undefined : parseOption("serve", "threads", intOption(1, 1024), args.threads);
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
-    if (args.draft !== "auto" && args.draft !== "none") {
-      throw new CliError(`--draft ${args.draft}: speculative decoding is not available yet`, "use --draft auto or --draft none");
-    }
+    const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, threads });
+    const loaded = await loadModel(resolved, { quant, kvBudget, threads, draft });
     let server;
     try {
       server = createServer({ models: [loaded.chat], host: args.host, port, apiKey: args.apiKey, sampling: loaded.sampling });

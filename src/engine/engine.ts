@@ -12,7 +12,7 @@ import type { StepModel, StepRunner } from "./runner.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
 import { StepTimer } from "./step-timer.ts";
-import { EngineOverloaded, PromptTooLong, type Engine, type EngineEvent, type EngineStats, type GenerateRequest } from "./types.ts";
+import { ACCEPTANCE_BUCKETS, EngineOverloaded, PromptTooLong, type Engine, type EngineEvent, type EngineStats, type GenerateRequest, type SpeculationCounts } from "./types.ts";
 
 export type EngineOptions = {
   kvBudget?: number; // bytes of sequence state; default: derived from the machine (memory-plan.ts)
@@ -50,9 +50,10 @@ export class SplashEngine implements Engine {
   private serviceSeconds = 0; // moving average of admission-to-finish time, for Retry-After
   private readonly timer: StepTimer;
   private readonly stallTargetMs: number;
+  private readonly speculation: SpeculationCounts & { requestAcceptance: number[] } = { cycles: 0, drafted: 0, accepted: 0, requestAcceptance: ACCEPTANCE_BUCKETS.map(() => 0).concat(0) };
 
   constructor(
-    model: StepModel,
+    private readonly model: StepModel,
     private readonly runner: StepRunner,
     readonly plan: MemoryPlan,
     options: EngineOptions = {},
@@ -77,9 +78,19 @@ export class SplashEngine implements Engine {
       maxRunning,
       maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
       vocabSize: model.vocabSize,
+      ...(model.drafter && runner.draft ? { drafter: model.drafter } : {}),
     });
     this.scheduler.onFinish = (seq) => {
       if (seq.admittedAt > 0) this.serviceSeconds = 0.8 * this.serviceSeconds + 0.2 * ((performance.now() - seq.admittedAt) / 1000);
+      const spec = seq.spec;
+      if (spec && spec.cycles > 0) {
+        const s = this.speculation;
+        s.cycles += spec.cycles;
+        s.drafted += spec.drafted;
+        s.accepted += spec.accepted;
+        const bucket = ACCEPTANCE_BUCKETS.findIndex((b) => (spec.accepted + spec.cycles) / spec.cycles <= b);
+        s.requestAcceptance[bucket < 0 ? ACCEPTANCE_BUCKETS.length : bucket]!++;
+      }
     };
     this.contextTokens = Math.min(model.contextTokens, plan.nPages * plan.pageTokens);
     this.timer = new StepTimer(plan.pageTokens);
@@ -104,7 +115,8 @@ export class SplashEngine implements Engine {
       tokens: (tokens) => stream.push({ type: "tokens", tokens }),
       done: (reason) => {
         req.signal.removeEventListener("abort", onAbort);
-        stream.push({ type: "done", reason });
+        const spec = seq?.spec;
+        stream.push(spec ? { type: "done", reason, speculation: { cycles: spec.cycles, drafted: spec.drafted, accepted: spec.accepted } } : { type: "done", reason });
         stream.end();
       },
       error: (e) => {
@@ -134,6 +146,7 @@ export class SplashEngine implements Engine {
       prefixCacheHitTokens: this.cache.hitTokens,
       sequenceStateBytes: this.cache.heldBytes,
       peakSequenceStateBytes: this.cache.peakHeldBytes,
+      ...(this.model.drafter ? { speculation: { drafter: this.model.drafter.kind, ...this.speculation, requestAcceptance: [...this.speculation.requestAcceptance] } } : {}),
     };
   }
 
@@ -171,6 +184,7 @@ export class SplashEngine implements Engine {
       }
       try {
         const t0 = performance.now();
+        if (plan.drafts.length > 0) this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
         const results = await this.runner.step(plan.batch);
         this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
         this.scheduler.complete(plan, results);

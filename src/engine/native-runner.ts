@@ -7,7 +7,7 @@
 //   await engine.close(); // frees the cache
 //   model.free();
 import type { Cache, Model } from "../native/model.ts";
-import type { CacheGeometry, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
+import type { CacheGeometry, DraftSequence, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
 
 export function nativeStepModel(model: Model): StepModel {
   const info = model.info;
@@ -18,6 +18,7 @@ export function nativeStepModel(model: Model): StepModel {
     fixedBytes: info.weightBytes + info.scratchBytes,
     pageBytes: (pageTokens) => model.pageBytes(pageTokens),
     slotBytes: model.slotBytes,
+    ...(model.drafter ? { drafter: { kind: model.drafter.kind, maxDraft: model.drafter.maxDraft, maxSeqs: model.drafter.maxSeqs } } : {}),
     createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry)),
   };
 }
@@ -33,9 +34,14 @@ class NativeRunner implements StepRunner {
         nPast: s.nPast,
         tokens: s.tokens,
         pages: s.pages,
-        sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.allowed } : undefined,
+        sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
+        verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
       })),
     );
+  }
+
+  async draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
+    return this.cache.draft(seqs);
   }
 
   copySlot(src: number, dst: number): void {

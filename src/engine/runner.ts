@@ -14,8 +14,16 @@ export interface StepModel {
   // a plan made from them is exact.
   pageBytes(pageTokens: number): number;
   readonly slotBytes: number;
+  // The attached speculative drafter, if any (its weights and scratch are in fixedBytes, its K/V in pageBytes).
+  readonly drafter?: DrafterSpec;
   createRunner(cache: CacheGeometry): StepRunner;
 }
+
+export type DrafterSpec = {
+  kind: "mtp" | "dflash";
+  maxDraft: number; // drafts per cycle at most
+  maxSeqs: number; // sequences one draft call or step verifies at most
+};
 
 export type CacheGeometry = { pageTokens: number; nPages: number; nSlots: number };
 
@@ -30,14 +38,33 @@ export type StepSequence = {
   penaltyTokens: Int32Array; // tokens generated so far, for the penalties
   topLogprobs: number; // 0 = none
   allowed: Uint32Array | null; // allowed-token bitmask for the sampled position, null = all
+  // A speculative verify block: tokens = [last token, drafts[0..nDraft)], the drafts of entry draftIndex of the
+  // step's draft call; nProposed > nDraft when the rest were refused before verification (a grammar). `allowed` then
+  // holds nDraft + 1 masks, one per block position.
+  verify?: { nDraft: number; nProposed: number; draftIndex: number };
 };
 
-export type SampledToken = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+// One sequence to draft for: its last sampled token (anchor) sits at position nPast, not yet computed.
+export type DraftSequence = {
+  slot: number;
+  nPast: number;
+  anchor: number;
+  nDraft: number;
+  pages: Int32Array; // covering [0, nPast + nDraft)
+  sampling: Sampling;
+  penaltyTokens: Int32Array;
+};
+
+export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+// The token sampled after a sequence's last position; after a verify block, `accepted` holds the drafts kept before it.
+export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 export interface StepRunner {
   // One forward pass over the batch; an entry per sequence (null where it did not sample). The sample of a
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
   step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]>;
+  // Proposes drafts for each sequence (only when the model has a drafter); the step right after verifies them.
+  draft?(seqs: readonly DraftSequence[]): Promise<Int32Array[]>;
   copySlot(src: number, dst: number): void; // GDN snapshot save and restore
   clearSlot(slot: number): void; // state of an empty prefix
   close(): void; // frees the cache (the model stays loaded)

@@ -9,9 +9,15 @@
 //
 // Chunks are cut at block boundaries (multiples of pageTokens) and at snapshot points, so a prompt is split at the
 // same positions whether it runs alone, next to others, or resumes from the prefix cache.
+//
+// With a drafter (speculation.ts), a decoding sequence's chunk becomes a verify block: schedule() asks for k drafts
+// (plan.drafts), the engine drafts, attachDrafts() builds the block [last token, drafts…], and complete() advances
+// the sequence by the accepted drafts plus one. Draft tokens come out of the room prompts would use, but never below
+// one block of prompt while a prompt is waiting.
 import type { KVCacheManager } from "./cache-manager.ts";
-import type { StepSequence, SampledToken } from "./runner.ts";
+import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
+import { applyVerified, prepareDrafts, Speculation, wantsDraft } from "./speculation.ts";
 import type { GeneratedToken } from "./types.ts";
 
 export type SchedulerOptions = {
@@ -19,10 +25,19 @@ export type SchedulerOptions = {
   maxRunning: number;
   maxQueue: number;
   vocabSize: number;
+  drafter?: DrafterSpec;
 };
 
-export type StepChunk = { seq: Sequence; start: number; count: number; sample: boolean };
-export type StepPlan = { chunks: StepChunk[]; batch: StepSequence[]; decodeTokens: number; promptTokens: number };
+// A chunk that drafts asks for `draft` tokens; once attached, `verify` says how many are verified of how many
+// proposed.
+export type StepChunk = { seq: Sequence; start: number; count: number; sample: boolean; draft?: number; verify?: { nDraft: number; nProposed: number } };
+export type StepPlan = {
+  chunks: StepChunk[];
+  batch: StepSequence[]; // a drafting chunk's entry is complete only after attachDrafts
+  drafts: DraftSequence[]; // in the order of the drafting chunks
+  decodeTokens: number; // decode and draft tokens
+  promptTokens: number;
+};
 
 export class Scheduler {
   readonly waiting: Sequence[] = [];
@@ -88,7 +103,10 @@ export class Scheduler {
     for (const seq of this.running) {
       if (seq.length - seq.computed === 1) chunks.push({ seq, start: seq.computed, count: 1, sample: true });
     }
-    const decodeTokens = chunks.length;
+    const decoding = chunks.length;
+    const prompting = this.running.some((s) => s.length - s.computed > 1);
+    const draftTokens = this.planDrafts(chunks, this.options.maxStepTokens - decoding - (prompting ? this.cache.options.pageTokens : 0));
+    const decodeTokens = decoding + draftTokens;
     let room = this.options.maxStepTokens - decodeTokens;
     if (decodeTokens > 0) room = Math.min(room, Math.max(promptLimit, this.cache.options.pageTokens));
     for (const seq of this.running) {
@@ -99,8 +117,26 @@ export class Scheduler {
       room -= count;
     }
     if (chunks.length === 0) return undefined;
-    const promptTokens = chunks.reduce((n, c) => n + c.count, 0) - decodeTokens;
-    return { chunks, batch: chunks.map((c) => this.stepSequence(c)), decodeTokens, promptTokens };
+    const promptTokens = chunks.reduce((n, c) => n + c.count, 0) - decoding;
+    const drafts = chunks.filter((c) => c.draft).map((c) => this.draftSequence(c));
+    return { chunks, batch: chunks.map((c) => this.stepSequence(c)), drafts, decodeTokens, promptTokens };
+  }
+
+  // Builds the verify block of each drafting chunk from its drafts (in plan.drafts order): the constraint, if
+  // any, keeps the prefix it allows.
+  attachDrafts(plan: StepPlan, drafts: readonly Int32Array[]): void {
+    let d = 0;
+    plan.chunks.forEach((c, i) => {
+      if (!c.draft) return;
+      const seq = c.seq;
+      const proposed = drafts[d]!;
+      const { nDraft, masks } = prepareDrafts(proposed, seq.request.constraint, this.options.vocabSize);
+      seq.tokens.set(proposed.subarray(0, nDraft), seq.length);
+      c.count = 1 + nDraft;
+      c.verify = { nDraft, nProposed: proposed.length };
+      plan.batch[i] = { ...this.stepSequence(c), allowed: masks, verify: { nDraft, nProposed: proposed.length, draftIndex: d } };
+      d++;
+    });
   }
 
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,
@@ -108,13 +144,18 @@ export class Scheduler {
   complete(plan: StepPlan, results: readonly (SampledToken | null)[]): void {
     plan.chunks.forEach((c, i) => {
       const seq = c.seq;
-      seq.computed = c.start + c.count;
+      const r = results[i];
+      if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
+      /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
+      const emitted = c.verify ? applyVerified(r!, c.verify.nDraft, seq.request.constraint) : null;
+      if (c.verify) seq.spec!.record(c.verify.nDraft, emitted!.length - 1);
+      seq.computed = c.start + (emitted ? emitted.length : c.count);
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
       if (seq.cancelled) return this.finish(seq, "cancelled");
       if (!c.sample) return;
-      const r = results[i];
-      if (!r) throw new Error(`step returned no token for sequence ${seq.id}`);
-      this.accept(seq, r);
+      if (!emitted) return void this.accept(seq, r!, true);
+      /* the drafts were taken by the constraint when they were checked; the last token is new to it */
+      emitted.every((t, j) => this.accept(seq, t, j === emitted.length - 1));
     });
   }
 
@@ -149,7 +190,7 @@ export class Scheduler {
     this.cache.allocate(h, c.start + c.count);
     let allowed: Uint32Array | null = null;
     const constraint = seq.request.constraint;
-    if (c.sample && constraint) {
+    if (c.sample && constraint && !c.draft) {
       seq.mask ??= new Uint32Array(Math.ceil(this.options.vocabSize / 32));
       constraint.fillMask(seq.mask);
       allowed = seq.mask;
@@ -168,11 +209,14 @@ export class Scheduler {
   }
 
   // A sampled token: a stop token ends the output (and is not part of it); any other is appended and streamed.
-  private accept(seq: Sequence, r: SampledToken): void {
-    if (seq.stopTokens.has(r.token)) return this.finish(seq, "stop");
+  // `advance`: the constraint has not seen the token yet (accepted drafts it took when they were checked). Returns
+  // whether the sequence goes on.
+  private accept(seq: Sequence, r: TokenChoice, advance: boolean): boolean {
+    if (seq.stopTokens.has(r.token)) return this.finish(seq, "stop"), false;
     const constraint = seq.request.constraint;
-    if (constraint && !constraint.accept(r.token)) {
-      return this.finish(seq, new Error(`token ${r.token} was sampled but the constraint does not allow it`));
+    if (constraint && advance && !constraint.accept(r.token)) {
+      this.finish(seq, new Error(`token ${r.token} was sampled but the constraint does not allow it`));
+      return false;
     }
     seq.tokens[seq.length++] = r.token;
     const token: GeneratedToken = { id: r.token };
@@ -181,6 +225,47 @@ export class Scheduler {
     seq.sink.tokens([token]);
     if (seq.generated >= seq.maxTokens) this.finish(seq, "length");
     else if (constraint?.isComplete()) this.finish(seq, "constraint_complete");
+    else return true;
+    return false;
+  }
+
+  // Draft lengths for the decoding chunks that speculate, within `room` tokens and the drafter's verify capacity;
+  // returns the draft tokens planned. Pages are allocated for the block now (the drafter writes K/V ahead).
+  private planDrafts(chunks: StepChunk[], room: number): number {
+    const drafter = this.options.drafter;
+    if (!drafter) return 0;
+    let tokens = 0;
+    let rows = 0;
+    let seqs = 0;
+    for (const c of chunks) {
+      const seq = c.seq;
+      if (!wantsDraft(seq.request, drafter)) continue;
+      seq.spec ??= new Speculation(drafter.maxDraft);
+      /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
+      const left = seq.maxTokens - seq.generated;
+      const k = Math.min(seq.spec.draftLength(), left - 1, room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
+      if (k < 1 || seqs === drafter.maxSeqs) continue;
+      c.draft = k;
+      tokens += k;
+      rows += k + 1;
+      seqs++;
+      this.cache.allocate(seq.cache!, c.start + k + 1);
+    }
+    return tokens;
+  }
+
+  private draftSequence(c: StepChunk): DraftSequence {
+    const seq = c.seq;
+    const h = seq.cache!;
+    return {
+      slot: h.slot,
+      nPast: c.start,
+      anchor: seq.tokens[c.start]!,
+      nDraft: c.draft!,
+      pages: h.pages.subarray(0, h.nPages),
+      sampling: seq.request.sampling,
+      penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),
+    };
   }
 
   private finish(seq: Sequence, outcome: FinishReason | Error): void {

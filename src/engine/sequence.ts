@@ -4,6 +4,7 @@
 // Prefill, chunked prefill, prefix-cache resumption and decode are all this one rule.
 import type { BlockHash } from "./block-hash.ts";
 import type { Holdings } from "./cache-manager.ts";
+import type { Speculation } from "./speculation.ts";
 import type { EngineEvent, GenerateRequest, GeneratedToken } from "./types.ts";
 
 export type FinishReason = Extract<EngineEvent, { type: "done" }>["reason"];
@@ -25,6 +26,7 @@ export class Sequence {
   readonly hashes: BlockHash[] = []; // block chain of the known tokens, as far as hashed
   cancelled = false;
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
+  spec: Speculation | undefined; // speculative decoding state, once the sequence drafts
   readonly stopTokens: Set<number>;
   readonly enqueuedAt = performance.now();
   admittedAt = 0;

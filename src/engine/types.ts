@@ -36,6 +36,8 @@ export type GenerateRequest = {
   stopTokens: number[]; // end of turn (e.g. <|im_end|>, <|endoftext|>)
   topLogprobs?: number; // undefined = no logprobs
   constraint?: TokenConstraint;
+  // Speculative decoding with the engine's drafter: "none" turns it off; "auto" (or nothing) uses it; a named
+  // drafter other than the engine's runs without speculation.
   draft?: "auto" | "none" | "mtp" | "dflash";
   signal: AbortSignal;
   // Prompt positions worth a GDN state snapshot for the prefix cache, besides the engine's own (the end of the
@@ -52,7 +54,14 @@ export type EngineEvent =
   // Tokens produced by one step (more than one when speculation accepted several). The stop token that ends an
   // output is not among them.
   | { type: "tokens"; tokens: GeneratedToken[] }
-  | { type: "done"; reason: "stop" | "length" | "cancelled" | "constraint_complete" };
+  | { type: "done"; reason: "stop" | "length" | "cancelled" | "constraint_complete"; speculation?: SpeculationCounts };
+
+// Speculative decoding of one request or of all: verify cycles, drafts verified, drafts accepted. The mean
+// acceptance length (tokens per cycle, the target's own token included) is (accepted + cycles) / cycles.
+export type SpeculationCounts = { cycles: number; drafted: number; accepted: number };
+
+// Upper bounds of the per-request mean acceptance length histogram in EngineStats (the last bucket is +Inf).
+export const ACCEPTANCE_BUCKETS = [1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 12, 16];
 
 export type EngineStats = {
   running: number;
@@ -62,6 +71,9 @@ export type EngineStats = {
   prefixCacheHitTokens: number; // cumulative
   sequenceStateBytes?: number; // the part of stateBytesInUse held by running sequences (the rest is evictable cache)
   peakSequenceStateBytes?: number; // the most sequenceStateBytes has been since the engine started
+  // With a drafter: cumulative counts, and how many finished requests had each mean acceptance length
+  // (requestAcceptance[i] counts those ≤ ACCEPTANCE_BUCKETS[i] and above the bucket before; one more for +Inf).
+  speculation?: SpeculationCounts & { drafter: "mtp" | "dflash"; requestAcceptance: number[] };
 };
 
 export interface Engine {

@@ -18,6 +18,7 @@ import { Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
+import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import type { Quant } from "./spec.ts";
 
@@ -25,6 +26,7 @@ export type LoadModelOptions = {
   quant?: Quant; // default: the spec's default for hub models, the weights as stored otherwise
   kvBudget?: number; // bytes of sequence state (default: derived from the machine)
   threads?: number; // 0 / undefined = one per core
+  draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
 };
 
 export type LoadedModel = {
@@ -32,6 +34,7 @@ export type LoadedModel = {
   model: Model;
   engine: SplashEngine;
   quant: Quant;
+  draft: "none" | "mtp" | "dflash"; // the drafter attached
   sampling: Partial<SamplingOptions>; // the checkpoint's recommended settings (generation_config.json)
   // Stops the engine loop and frees native memory; the ChatModel must not be used after.
   close(): Promise<void>;
@@ -74,6 +77,11 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   log.info(`loading ${resolved.id} from ${resolved.dir}${quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
   const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: NATIVE_QUANT[quant], threads: options.threads })]);
   try {
+    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp);
+    if (drafter) {
+      model.attachDrafter(drafter);
+      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
+    }
     const template = ChatTemplate.load(resolved.dir);
     if (tokenizer.vocabSize > model.info.vocabSize) {
       throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
@@ -100,6 +108,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       model,
       engine,
       quant,
+      draft: drafter?.kind ?? "none",
       sampling: recommendedSampling(resolved.dir),
       async close() {
         await engine.close();

@@ -185,6 +185,9 @@ export const ModelSpecSchema = z
       maskTokenId: int.optional(),
     }),
     measuredAcceptance: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+    // Decode speedup of each drafter over none, measured by the engine (`splash bench spec`; `command` says how):
+    // what --draft auto picks from.
+    measuredSpeedup: z.strictObject({ mtp: z.number().positive().optional(), dflash: z.number().positive().optional(), command: z.string().min(1) }).optional(),
 
     quantization: z.strictObject({ default: z.enum(QUANTS), recipe: z.array(recipeRule).min(1) }).optional(),
     cache: cacheTypes.optional(),

@@ -148,8 +148,8 @@ export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array,
 
 export class Model {
   #handle: Pointer | null;
-  readonly info: ModelInfo;
-  readonly drafter: DrafterInfo | null;
+  #info!: ModelInfo;
+  #drafter: DrafterInfo | null = null;
 
   private constructor(
     readonly lib: NativeLibrary,
@@ -157,12 +157,27 @@ export class Model {
     readonly dir: string,
   ) {
     this.#handle = handle;
+    this.#read();
+  }
+
+  get info(): ModelInfo {
+    return this.#info;
+  }
+
+  // The attached speculative drafter, or null.
+  get drafter(): DrafterInfo | null {
+    return this.#drafter;
+  }
+
+  #read(): void {
+    const lib = this.lib;
+    const handle = this.handle;
     const bytes = new Uint8Array(MODEL_INFO.size);
     const buf = new DataView(bytes.buffer);
     setField(buf, MODEL_INFO, "struct_size", MODEL_INFO.size);
     check(lib, "splash_model_get_info", lib.splash_model_get_info(handle, bytes));
     const f = (name: string) => getField(buf, MODEL_INFO, name);
-    this.info = {
+    this.#info = {
       arch: f("arch") === 2 ? "qwen3_5_moe" : "qwen3_5",
       vocabSize: f("vocab_size"),
       hiddenSize: f("hidden_size"),
@@ -185,7 +200,7 @@ export class Model {
     setField(dbuf, DRAFTER_INFO, "struct_size", DRAFTER_INFO.size);
     check(lib, "splash_model_get_drafter_info", lib.splash_model_get_drafter_info(handle, dbytes));
     const d = (name: string) => getField(dbuf, DRAFTER_INFO, name);
-    this.drafter =
+    this.#drafter =
       d("kind") === 0
         ? null
         : {
@@ -212,25 +227,29 @@ export class Model {
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
     const out = new BigUint64Array(1);
     check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
-    const handle = Number(out[0]) as Pointer;
-    if (options.drafter) {
-      const d = options.drafter;
-      const dbytes = new Uint8Array(DRAFTER_OPTIONS.size);
-      const view = new DataView(dbytes.buffer);
-      const dirBytes = d.dir === undefined ? null : Buffer.from(`${d.dir}\0`);
-      setField(view, DRAFTER_OPTIONS, "struct_size", DRAFTER_OPTIONS.size);
-      setField(view, DRAFTER_OPTIONS, "kind", DRAFTER_CODES[d.kind]);
-      setField(view, DRAFTER_OPTIONS, "dir", dirBytes ? ptr(dirBytes) : 0);
-      setField(view, DRAFTER_OPTIONS, "max_draft", d.maxDraft ?? 0);
-      setField(view, DRAFTER_OPTIONS, "max_seqs", d.maxSeqs ?? 0);
-      try {
-        check(l, "splash_model_attach_drafter", l.splash_model_attach_drafter(handle, dbytes));
-      } catch (e) {
-        l.splash_model_free(handle);
-        throw e;
-      }
+    const model = new Model(l, Number(out[0]) as Pointer, dir);
+    try {
+      if (options.drafter) model.attachDrafter(options.drafter);
+    } catch (e) {
+      model.free();
+      throw e;
     }
-    return new Model(l, handle, dir);
+    return model;
+  }
+
+  // Attaches a speculative drafter (before any cache of the model exists): info then includes its weights and
+  // scratch, and page and slot sizes its per-position K/V and per-sequence state.
+  attachDrafter(d: DrafterOptions): void {
+    const bytes = new Uint8Array(DRAFTER_OPTIONS.size);
+    const view = new DataView(bytes.buffer);
+    const dir = d.dir === undefined ? null : Buffer.from(`${d.dir}\0`);
+    setField(view, DRAFTER_OPTIONS, "struct_size", DRAFTER_OPTIONS.size);
+    setField(view, DRAFTER_OPTIONS, "kind", DRAFTER_CODES[d.kind]);
+    setField(view, DRAFTER_OPTIONS, "dir", dir ? ptr(dir) : 0);
+    setField(view, DRAFTER_OPTIONS, "max_draft", d.maxDraft ?? 0);
+    setField(view, DRAFTER_OPTIONS, "max_seqs", d.maxSeqs ?? 0);
+    check(this.lib, "splash_model_attach_drafter", this.lib.splash_model_attach_drafter(this.handle, bytes));
+    this.#read();
   }
 
   get handle(): Pointer {
