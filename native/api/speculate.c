@@ -268,7 +268,7 @@ static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs
     for (int32_t i = 0; i < n; i++) {
         const splash_verify *v = &verify[i];
         const splash_seq *q = &seqs[i];
-        if (v->n_draft == 0) continue;
+        if (v->n_draft == 0 && v->n_proposed == 0) continue;
         if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: the model has no drafter", i);
         if (v->n_draft < 0 || v->n_draft > s->max_draft || q->n_tokens != v->n_draft + 1 || !q->sample)
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: n_draft %d (0..%d) needs n_tokens = n_draft + 1 (got %d) and sample = 1",
@@ -342,7 +342,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     int64_t off = 0;
     for (int32_t i = 0; i < n; i++) {
         splash_seq *q = &seqs[i];
-        is_verify[i] = verify && verify[i].n_draft > 0;
+        is_verify[i] = verify && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
         if (!is_verify[i]) continue;
         /* the block's logits come here, not to the caller; acceptance samples instead of the step */
         saved_logits[i] = q->n_logits, saved_sample[i] = q->sample, saved_out[i] = q->logits;

@@ -209,7 +209,7 @@ SPLASH_API splash_status splash_draft(splash_model *m, splash_cache *c, splash_d
 
 /* The speculative part of one sequence of splash_step_spec; all zero for an ordinary sequence. */
 typedef struct splash_verify {
-    int32_t n_draft;          /* > 0: seqs[i].tokens = [anchor, n_draft drafts], seqs[i].sample = 1 */
+    int32_t n_draft;          /* seqs[i].tokens = [anchor, n_draft drafts], seqs[i].sample = 1 (a block when n_proposed > 0) */
     int32_t n_proposed;       /* drafts the drafter proposed, ≥ n_draft: more when draft n_draft was refused before
                                  verification (a grammar), which then counts as rejected at that position */
     int32_t draft_index;      /* this sequence's entry in the last splash_draft call; −1 at temperature 0 for drafts
