@@ -72,12 +72,11 @@ export async function servedModel(state: ServerState): Promise<ServedModel> {
   return { id: entry.data.id, contextLength: entry.data.context_length, maxOutputTokens: entry.data.max_output_tokens };
 }
 
-// How to run `splash serve` from this very executable: the compiled binary runs itself; under `bun run` it is the
-// Bun executable plus the entry script.
+// How to run `splash serve` from this very executable: the compiled binary runs itself (its entry is an embedded
+// /$bunfs/ path; import.meta.dir there is the build machine's); under `bun run` it is Bun plus the entry script.
 export function serveCommand(modelArg: string | undefined, port: number, apiKey: string): string[] {
-  const entry = join(import.meta.dir, "..", "main.ts");
-  const compiled = entry.startsWith("/$bunfs/") || /^[A-Z]:[\\/]~BUN[\\/]/i.test(entry);
-  const self = compiled ? [process.execPath] : [process.execPath, entry];
+  const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:[\\/]~BUN[\\/]/i.test(Bun.main);
+  const self = compiled ? [process.execPath] : [process.execPath, join(import.meta.dir, "..", "main.ts")];
   return [...self, "serve", ...(modelArg === undefined ? [] : [modelArg]), "--host", "127.0.0.1", "--port", String(port), "--api-key", apiKey];
 }
 

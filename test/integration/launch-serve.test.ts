@@ -1,11 +1,14 @@
 // The launcher's own server: `splash codex` with no server running starts the real `splash serve` of the embedded
 // model in the background, waits for it, runs the real Codex CLI against it (which must exit 0 with an answer),
-// leaves the server running for the next launch, and `splash stop` ends it.
+// leaves the server running for the next launch, and `splash stop` ends it; the same from the compiled executable.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { splash, type CliResult } from "../helpers/cli.ts";
+import { $ } from "bun";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { repoRoot, splash, type CliResult } from "../helpers/cli.ts";
 import { scrapeMetrics } from "../helpers/server.ts";
-import { pidAlive } from "../../src/launch/process.ts";
+import { commandLine, pidAlive } from "../../src/launch/process.ts";
 import { ServerState } from "../../src/launch/state.ts";
 import { agentEnv, INSTALL_TIMEOUT_MS, npmClis } from "../fixtures/launch/agent-clis.ts";
 
@@ -48,3 +51,26 @@ test("splash stop ends it", async () => {
   expect(r.stderr).toContain(`stopped the splash-tiny server (pid ${state.pid}`);
   expect(pidAlive(state.pid)).toBe(false);
 });
+
+// The compiled binary starts itself as the server (not Bun plus a script path).
+test("from the single executable, the launcher starts that executable's own serve", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "splash-bin-"));
+  const exe = join(dir, "splash");
+  await $`${process.execPath} build --compile --minify --bytecode ${join(repoRoot, "src/main.ts")} --outfile ${exe}`.cwd(repoRoot).quiet();
+  // A stand-in tool: the launch under test is the server's, not the tool's.
+  writeFileSync(join(dir, "codex"), "#!/bin/sh\nexit 0\n");
+  chmodSync(join(dir, "codex"), 0o755);
+  const env = agentEnv([dir]);
+  const proc = Bun.spawn([exe, "codex"], { env: { ...process.env, ...env.env }, cwd: env.cwd, stdout: "pipe", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  expect(stderr).toContain("splash-tiny is ready");
+  expect(code).toBe(0);
+  const s = ServerState.parse(JSON.parse(readFileSync(`${env.state}/servers/splash-tiny.json`, "utf8")));
+  try {
+    expect(commandLine(s.pid)?.slice(0, 2)).toEqual([exe, "serve"]);
+  } finally {
+    const stop = Bun.spawn([exe, "stop"], { env: { ...process.env, ...env.env }, stderr: "pipe" });
+    expect(await new Response(stop.stderr).text()).toContain("stopped the splash-tiny server");
+  }
+  expect(pidAlive(s.pid)).toBe(false);
+}, 120_000);
