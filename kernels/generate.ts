@@ -57,7 +57,7 @@ export const Tuning = z
   .strict();
 export type Tuning = z.infer<typeof Tuning>;
 
-type Variant = { name: string; file: string; defines: Record<string, string | number> };
+export type Variant = { name: string; file: string; defines: Record<string, string | number> };
 
 const tileName = (t: Tile) => `${t.bm}x${t.bn}x${t.bk}_${t.tm}x${t.tn}`;
 
@@ -191,7 +191,9 @@ function cTables(vs: Variant[], words: Uint32Array[], tiles: Tile[], all: Map<st
   return { c: c.join("\n"), h };
 }
 
-export type Generated = { source: string; header: string; kernels: number };
+// variants: every kernel in table order, with the SPIR-V it was compiled to (<out-dir>/spv/<name>.spv); the Metal
+// translation (scripts/build/msl.ts) follows the same list.
+export type Generated = { source: string; header: string; kernels: number; variants: Variant[] };
 
 // Compiles what changed and rewrites the C file when its content changes (so the C build sees a fresh mtime only
 // then). Returns null when glslang is not installed: the library is then built without the Vulkan backend.
@@ -219,7 +221,7 @@ export async function generate(outDir: string): Promise<Generated | null> {
   const header = join(outDir, "vulkan_kernels.h");
   for (const [f, text] of [[source, c], [header, h]] as const)
     if (!existsSync(f) || readFileSync(f, "utf8") !== text) writeFileSync(f, text);
-  return { source, header, kernels: vs.length };
+  return { source, header, kernels: vs.length, variants: vs };
 }
 
 if (import.meta.main) {
