@@ -10,7 +10,13 @@ import { ensureAptPackages } from "./setup/apt.ts";
 
 const root = join(import.meta.dir, "..");
 // System packages the tests need (GPU backends add theirs here).
-const APT_PACKAGES: string[] = [];
+const APT_PACKAGES: string[] = [
+  // Vulkan backend: glslang compiles the kernels at build time; lavapipe (mesa-vulkan-drivers) is the test device
+  "glslang-tools",
+  "spirv-tools",
+  "libvulkan-dev",
+  "mesa-vulkan-drivers",
+];
 
 await ensureAptPackages(APT_PACKAGES);
 await $`bun ${join(root, "scripts/build/native.ts")}`;

@@ -54,6 +54,13 @@ void splash_cache_free(splash_cache *c) {
     free(c);
 }
 
+/* Unit dst ← unit src of `bytes` each (pages, slots) in backend memory: a device copy on a GPU backend. */
+static void copy_bytes(splash_model *m, float *base, int32_t dst, int32_t src, uint64_t bytes) {
+    if (!bytes) return;
+    int64_t floats = (int64_t)(bytes / sizeof(float));
+    m->be.copy_rows(&m->be, base + dst * floats, floats, base + src * floats, floats, 1, floats);
+}
+
 static splash_status check_id(const char *what, int32_t id, int32_t n) {
     if (id < 0 || id >= n) return SP_FAIL(SPLASH_ERR_CAPACITY, "%s %d is outside the cache (0..%d)", what, id, n - 1);
     return SPLASH_OK;
@@ -64,8 +71,8 @@ splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst) 
     splash_status st;
     if ((st = check_id("page", src, c->n_pages)) || (st = check_id("page", dst, c->n_pages))) return st;
     if (src == dst) return SPLASH_OK;
-    memcpy((uint8_t *)c->kv + dst * c->page_bytes, (uint8_t *)c->kv + src * c->page_bytes, c->page_bytes);
-    memcpy((uint8_t *)c->draft_kv + dst * c->draft_page_bytes, (uint8_t *)c->draft_kv + src * c->draft_page_bytes, c->draft_page_bytes);
+    copy_bytes(c->m, c->kv, dst, src, c->page_bytes);
+    copy_bytes(c->m, c->draft_kv, dst, src, c->draft_page_bytes);
     return SPLASH_OK;
 }
 
@@ -74,9 +81,8 @@ splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst) 
     splash_status st;
     if ((st = check_id("slot", src, c->n_slots)) || (st = check_id("slot", dst, c->n_slots))) return st;
     if (src == dst) return SPLASH_OK;
-    memcpy((uint8_t *)c->state + dst * c->slot_bytes, (uint8_t *)c->state + src * c->slot_bytes, c->slot_bytes);
-    memcpy((uint8_t *)c->draft_state + dst * c->draft_slot_bytes, (uint8_t *)c->draft_state + src * c->draft_slot_bytes,
-           c->draft_slot_bytes);
+    copy_bytes(c->m, c->state, dst, src, c->slot_bytes);
+    copy_bytes(c->m, c->draft_state, dst, src, c->draft_slot_bytes);
     return SPLASH_OK;
 }
 
@@ -84,7 +90,7 @@ splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot) {
     if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_clear_slot: cache is NULL");
     splash_status st = check_id("slot", slot, c->n_slots);
     if (st) return st;
-    memset((uint8_t *)c->state + slot * c->slot_bytes, 0, c->slot_bytes);
-    memset((uint8_t *)c->draft_state + slot * c->draft_slot_bytes, 0, c->draft_slot_bytes);
+    if (c->slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->state + slot * c->slot_bytes, c->slot_bytes);
+    if (c->draft_slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->draft_state + slot * c->draft_slot_bytes, c->draft_slot_bytes);
     return SPLASH_OK;
 }

@@ -1,4 +1,5 @@
-/* model.c — splash_model_*: load a checkpoint onto the CPU backend with its thread pool, report what it holds. */
+/* model.c — splash_model_*: load a checkpoint onto a backend (Vulkan or the CPU with its thread pool), report what it
+ * holds. */
 #include "model.h"
 
 #include "core/cpu.h"
@@ -8,11 +9,31 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#ifdef SPLASH_HAVE_VULKAN
+#include "backends/vulkan/vulkan.h"
+#endif
+
+/* The backend asked for: AUTO tries a GPU (never lavapipe) and settles for the CPU; VULKAN accepts any device. */
+static splash_status make_backend(splash_model *m, int32_t backend, int n_threads) {
+#ifdef SPLASH_HAVE_VULKAN
+    if (backend != SPLASH_BACKEND_CPU) {
+        splash_status st = sp_vulkan_backend_create(&m->be, m->pool, n_threads, &m->op_status, backend == SPLASH_BACKEND_VULKAN);
+        if (!st || backend == SPLASH_BACKEND_VULKAN) return st;
+        sp_clear_error();
+    }
+#else
+    if (backend == SPLASH_BACKEND_VULKAN)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "this libsplash was built without the Vulkan backend (no glslang or Vulkan headers)");
+#endif
+    sp_cpu_backend_init(&m->be, m->pool, n_threads, &m->op_status);
+    return SPLASH_OK;
+}
+
 splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out) {
     if (!out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: out is NULL");
     *out = NULL;
     if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: dir is NULL");
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0};
+    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO};
     if (opts) {
         if (opts->struct_size < sizeof o)
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_load_options.struct_size %u < %zu: rebuild the binding",
@@ -25,16 +46,16 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_threads %d: expected 0 (every core) .. 1024", o.n_threads);
     if (o.max_step_tokens < 0 || o.max_step_tokens > (1 << 20))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_step_tokens %d: expected 0 (default) .. 1048576", o.max_step_tokens);
+    if (o.backend < SPLASH_BACKEND_AUTO || o.backend > SPLASH_BACKEND_VULKAN)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "backend %d: expected 0 (auto), 1 (cpu) or 2 (vulkan)", o.backend);
     sp_cpu cpu;
     sp_cpu_detect(&cpu);
     int n = o.n_threads ? o.n_threads : cpu.n_cores;
     splash_model *m = calloc(1, sizeof *m);
     if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     splash_status st = sp_threadpool_create(n, &m->pool);
-    if (!st) {
-        sp_cpu_backend_init(&m->be, m->pool, n, &m->op_status);
-        st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
-    }
+    if (!st) st = make_backend(m, o.backend, n);
+    if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
     if (st) {
         splash_model_free(m);
         return st;
@@ -47,6 +68,9 @@ void splash_model_free(splash_model *m) {
     if (!m) return;
     sp_speculator_free(m->spec);
     sp_qwen35_free(m->arch);
+#ifdef SPLASH_HAVE_VULKAN
+    if (m->be.impl) sp_vulkan_backend_destroy(&m->be);
+#endif
     sp_threadpool_free(m->pool);
     free(m);
 }

@@ -141,8 +141,8 @@ typedef struct qwen35_scratch {
     /* logits */
     float *hn;                   /* (N, H) final-normed rows that need logits */
     float *logits;               /* (LOGIT_ROWS, vocab) */
-    uint8_t *sample;             /* n_threads × sp_sample_scratch_bytes(vocab) */
-    sp_sample_job *jobs;         /* (LOGIT_ROWS) */
+    uint8_t *sample;             /* n_threads × sp_sample_scratch_bytes(vocab), host memory (the sampler's) */
+    sp_sample_job *jobs;         /* (LOGIT_ROWS) host memory */
 } qwen35_scratch;
 
 struct sp_qwen35 {
@@ -190,8 +190,6 @@ static uint64_t scratch_layout(const qwen35_config *c, int64_t N, int n_threads,
     TAKE(out, float, N * H);
     TAKE(hn, float, N * H);
     TAKE(logits, float, (int64_t)LOGIT_ROWS * c->vocab_size);
-    TAKE(sample, uint8_t, (uint64_t)n_threads * sp_sample_scratch_bytes(c->vocab_size));
-    TAKE(jobs, sp_sample_job, LOGIT_ROWS);
     uint64_t phase = off, end = off;
     /* attention */
     TAKE(qg, float, N * Hq * 2 * hd);
@@ -364,6 +362,13 @@ static splash_status matrix_of(loader *L, const sp_tensor *t, bool quantizable, 
     sp_quant q = quantizable ? (sp_quant)L->quant : SP_QUANT_NONE;
     splash_status st = sp_matrix_from_tensor(L->m->be->pool, t, q, out, &owned);
     if (st) return st;
+    if (L->m->be->upload) { /* a GPU backend keeps its own copy; the host one goes */
+        const void *dev = L->m->be->upload(L->m->be, out->data, out->rows, out->row_bytes);
+        free(owned);
+        owned = NULL;
+        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", t->name, splash_last_error());
+        out->data = dev;
+    }
     if (owned) L->m->w.owned[L->m->w.n_owned++] = owned;
     L->m->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
     return SPLASH_OK;
@@ -535,6 +540,25 @@ static splash_status load_weights(loader *L) {
     return SPLASH_OK;
 }
 
+/* On a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along. */
+static splash_status upload_vectors(sp_qwen35 *m) {
+    const sp_backend *be = m->be;
+    if (!be->upload) return SPLASH_OK;
+    const float *base = m->w.vectors;
+    const float *dev = be->upload(be, base, 1, sizeof(float) * vector_floats(&m->cfg));
+    if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for the norm and GDN vectors (%s)", splash_last_error());
+#define MOVE(p) ((p) = (p) ? (void *)(dev + ((p) - base)) : NULL)
+    MOVE(m->w.norm);
+    MOVE(m->w.inv_freq);
+    for (int32_t l = 0; l < m->cfg.num_hidden_layers; l++) {
+        qwen35_layer *y = &m->w.layers[l];
+        MOVE(y->input_norm), MOVE(y->post_norm), MOVE(y->q_norm), MOVE(y->k_norm);
+        MOVE(y->conv1d), MOVE(y->A), MOVE(y->dt_bias), MOVE(y->gdn_norm);
+    }
+#undef MOVE
+    return SPLASH_OK;
+}
+
 splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
                              sp_qwen35 **out) {
     *out = NULL;
@@ -547,10 +571,13 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
     splash_status st = sp_checkpoint_open(dir, &m->ck);
     if (!st) st = parse_config(m->ck, &m->cfg);
     if (!st) st = load_weights(&L);
+    if (!st) st = upload_vectors(m);
     if (!st) {
         m->scratch_bytes = scratch_layout(&m->cfg, m->max_step_tokens, be->n_threads, NULL, &m->s);
         m->scratch_mem = be->alloc(be, m->scratch_bytes);
-        if (!m->scratch_mem)
+        m->s.sample = malloc((size_t)be->n_threads * (size_t)sp_sample_scratch_bytes(m->cfg.vocab_size));
+        m->s.jobs = malloc(sizeof(sp_sample_job) * LOGIT_ROWS);
+        if (!m->scratch_mem || !m->s.sample || !m->s.jobs)
             st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes of scratch (max_step_tokens %d)",
                          (unsigned long long)m->scratch_bytes, m->max_step_tokens);
         else scratch_layout(&m->cfg, m->max_step_tokens, be->n_threads, m->scratch_mem, &m->s);
@@ -571,6 +598,8 @@ void sp_qwen35_free(sp_qwen35 *m) {
     free(m->w.expert_views);
     free(m->w.vectors);
     if (m->scratch_mem) m->be->free(m->be, m->scratch_mem);
+    free(m->s.sample);
+    free(m->s.jobs);
     free(m->kept);
     free(m->state_copy);
     sp_checkpoint_close(m->ck);
@@ -606,10 +635,8 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->qg, &y->q_proj, s->xb, T);
     be->matmul(be, s->k, &y->k_proj, s->xb, T);
     be->matmul(be, s->v, &y->v_proj, s->xb, T);
-    for (int64_t i = 0; i < T * Hq; i++) { /* split each head's [query | gate] */
-        memcpy(s->q + i * hd, s->qg + i * 2 * hd, sizeof(float) * (size_t)hd);
-        memcpy(s->gate + i * hd, s->qg + i * 2 * hd + hd, sizeof(float) * (size_t)hd);
-    }
+    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
+    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, T * Hq, hd);
     be->rmsnorm(be, s->q, s->q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
     be->rmsnorm(be, s->k, s->k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
     be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, m->w.inv_freq);
@@ -734,7 +761,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
         int64_t k = logit_rows(q), first = r->row0[i] + q->n_tokens - k;
-        memcpy(s->hn + R * H, s->x + first * H, sizeof(float) * (size_t)(k * H));
+        be->copy_rows(be, s->hn + R * H, H, s->x + first * H, H, k, H);
         R += k;
     }
     be->rmsnorm(be, s->hn, s->hn, m->w.norm, R, H, c->rms_norm_eps);
@@ -752,7 +779,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
             while (logit_rows(&r->seqs[seq]) == 0) seq++;
             splash_seq *q = &r->seqs[seq];
             const float *row = s->logits + j * V;
-            if (q->logits && q->n_logits > 0) memcpy(q->logits + within * V, row, sizeof(float) * (size_t)V);
+            if (q->logits && q->n_logits > 0) be->read(be, q->logits + within * V, row, sizeof(float) * (uint64_t)V);
             if (++within < logit_rows(q)) continue;
             if (q->sample) {
                 job_seq[n_jobs] = q;
@@ -798,16 +825,26 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
     r->seqs = seqs;
     r->n_seqs = n_seqs;
     r->n = 0;
+    for (int32_t i = 0; i < n_seqs; i++) r->n += seqs[i].n_tokens;
+    int32_t *tokens = malloc(sizeof(int32_t) * 2 * (size_t)r->n), *pos = tokens + r->n; /* host copies for be->write */
+    if (!tokens) {
+        free(r);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    r->n = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         const splash_seq *q = &seqs[i];
         r->row0[i] = r->n;
         for (int32_t j = 0; j < q->n_tokens; j++) {
-            s->tokens[r->n] = q->tokens[j];
-            s->pos[r->n++] = q->n_past + j;
+            tokens[r->n] = q->tokens[j];
+            pos[r->n++] = q->n_past + j;
         }
         /* a sequence at position 0 starts from a zero recurrent state and an empty conv tail */
-        if (q->n_past == 0) memset(mem->state + (int64_t)q->slot * slot_floats(c), 0, sizeof(float) * (size_t)slot_floats(c));
+        if (q->n_past == 0) be->clear(be, mem->state + (int64_t)q->slot * slot_floats(c), sizeof(float) * (uint64_t)slot_floats(c));
     }
+    be->write(be, s->tokens, tokens, sizeof(int32_t) * (uint64_t)r->n);
+    be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n);
+    free(tokens);
     int64_t T = r->n, H = c->hidden_size, verify_rows = 0;
     for (int32_t i = 0; spec && spec->verify && i < n_seqs; i++) verify_rows += spec->verify[i] ? seqs[i].n_tokens : 0;
     if (verify_rows > m->verify_rows) {

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 4
+#define SPLASH_ABI_VERSION 5
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -75,6 +75,8 @@ typedef struct splash_cache splash_cache;
 
 enum { SPLASH_QUANT_NONE = 0, SPLASH_QUANT_Q8 = 1, SPLASH_QUANT_Q4 = 2 };
 enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
+/* AUTO: a GPU through Vulkan when one is usable (never a CPU implementation of Vulkan), else the CPU. */
+enum { SPLASH_BACKEND_AUTO = 0, SPLASH_BACKEND_CPU = 1, SPLASH_BACKEND_VULKAN = 2 };
 #define SPLASH_MAX_TOP_LOGPROBS 20
 
 typedef struct splash_load_options {
@@ -82,6 +84,7 @@ typedef struct splash_load_options {
     int32_t quant;           /* SPLASH_QUANT_*: NONE keeps bf16/f32 weights as stored (mapped, zero-copy) */
     int32_t n_threads;       /* 0 = every core */
     int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
+    int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
 } splash_load_options;
 
 typedef struct splash_model_info {

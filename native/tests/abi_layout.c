@@ -18,6 +18,7 @@ int main(void) {
     FIELD(splash_load_options, quant);
     FIELD(splash_load_options, n_threads);
     FIELD(splash_load_options, max_step_tokens);
+    FIELD(splash_load_options, backend);
     END();
     BEGIN(splash_model_info);
     FIELD(splash_model_info, struct_size);

@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
         printf("NOT OK  no Vulkan device: %s\n", splash_last_error());
         return 1;
     }
-    printf("device: %s\n", sp_vulkan_device_name(&gpu));
+    printf("device: %s, subgroup size %u\n", sp_vulkan_device_name(&gpu), sp_vulkan_subgroup_size(&gpu));
     double t0 = now();
 
     /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,

@@ -29,6 +29,7 @@ export const LOAD_OPTIONS = struct("splash_load_options", [
   ["quant", "i32"],
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
+  ["backend", "i32"],
 ]);
 
 export const MODEL_INFO = struct("splash_model_info", [

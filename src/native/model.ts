@@ -15,12 +15,16 @@ import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL
 
 export type Quant = "none" | "q8" | "q4";
 const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+// auto: a GPU through Vulkan when one is usable, else the CPU; vulkan: any Vulkan device, lavapipe included (tests).
+export type Backend = "auto" | "cpu" | "vulkan";
+const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2 }; // SPLASH_BACKEND_*
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
 export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   threads?: number; // default: every core
   maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
+  backend?: Backend; // default "auto"
   drafter?: DrafterOptions; // speculative decoding: attached at load, before any cache exists
 };
 
@@ -225,6 +229,7 @@ export class Model {
     setField(opts, LOAD_OPTIONS, "quant", QUANT_CODES[options.quant ?? "none"]);
     setField(opts, LOAD_OPTIONS, "n_threads", options.threads ?? 0);
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
+    setField(opts, LOAD_OPTIONS, "backend", BACKEND_CODES[options.backend ?? "auto"]);
     const out = new BigUint64Array(1);
     check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
     const model = new Model(l, Number(out[0]) as Pointer, dir);

@@ -38,5 +38,6 @@ void sp_vulkan_backend_destroy(sp_backend *be) {
 }
 
 const char *sp_vulkan_device_name(const sp_backend *be) { return sp_vk_of(be)->props.deviceName; }
+uint32_t sp_vulkan_subgroup_size(const sp_backend *be) { return sp_vk_of(be)->subgroup_size; }
 
 splash_status sp_vulkan_finish(const sp_backend *be) { return sp_vk_sync(sp_vk_of(be)); }

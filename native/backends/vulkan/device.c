@@ -108,9 +108,11 @@ static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
     vk->phys = devs[best];
     a->vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
     VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    if (vk->props.apiVersion >= VK_API_VERSION_1_3) p2.pNext = &m4;
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+    if (vk->props.apiVersion >= VK_API_VERSION_1_3) sg.pNext = &m4;
     a->vkGetPhysicalDeviceProperties2(vk->phys, &p2);
+    vk->subgroup_size = sg.subgroupSize;
     vk->max_buffer = m4.maxBufferSize ? m4.maxBufferSize : (1ull << 31);
     return SPLASH_OK;
 }

@@ -131,6 +131,7 @@ typedef struct sp_vk {
     uint32_t queue_family;
     uint32_t mem_device, mem_upload, mem_readback; /* memory type indices */
     uint64_t max_buffer;                           /* largest VkBuffer */
+    uint32_t subgroup_size;
 
     /* fake address space */
     uint8_t *fake_base;

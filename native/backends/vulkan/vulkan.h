@@ -14,8 +14,9 @@
 splash_status sp_vulkan_backend_create(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *status,
                                        bool allow_cpu);
 void sp_vulkan_backend_destroy(sp_backend *be);
-/* The device's name ("NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"). */
+/* The device's name ("NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)") and subgroup size. */
 const char *sp_vulkan_device_name(const sp_backend *be);
+uint32_t sp_vulkan_subgroup_size(const sp_backend *be);
 /* Waits until everything recorded has run (benchmarks time whole steps with it). */
 splash_status sp_vulkan_finish(const sp_backend *be);
 
