@@ -1,0 +1,156 @@
+// The Metal kernels (kernels/msl/, made by scripts/build/msl.ts): that every kernel translates, that the committed
+// MSL is what kernels/ translates to now (golden text and hashes), that each kernel's interface (push block, buffer
+// index, function constants, threadgroup size and memory) is what the manifest and so the host's table say, and
+// that the MSL parses and type-checks as far as a Linux machine can tell.
+//
+// What is and is not checked here. Checked: SPIRV-Cross reports no error; its MSL agrees with the SPIR-V's own
+// reflection (push offsets, specialization ids and defaults, workgroup size); no construct the toolchain notes
+// list as broken (shared arrays sized by constants, float atomics, extra bindings); shared memory ≤ 32 KiB; the
+// text parses and type-checks under clang's C++ for OpenCL mode with a stand-in <metal_stdlib>
+// (test/fixtures/metal/include), which catches syntax, undeclared names, address-space and vector-type errors.
+// Not checked here: Apple's compiler and Metal's own rules (its stdlib overloads, what Apple GPUs accept); that
+// runs where `xcrun metal` exists (the macOS workflow), and the kernels' results on a Mac are checked only there.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compare, cTable, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, THREADGROUP_MEMORY, translateAll } from "../../scripts/build/msl.ts";
+
+const manifest = readManifest();
+const texts = new Map(manifest.kernels.map((k) => [k.name, readFileSync(join(MSL_DIR, `${k.name}.metal`), "utf8")]));
+const tools = ["glslangValidator", "spirv-val", "spirv-cross"].every((t) => Bun.which(t));
+const include = join(import.meta.dir, "../fixtures/metal/include");
+
+describe("translation", () => {
+  test.skipIf(!tools)("every kernel translates, and kernels/msl/ is what kernels/ translates to now", async () => {
+    const installed = await spirvCrossVersion();
+    // the goldens are the output of one SPIRV-Cross version: another one writes other (valid) text
+    expect(installed, "kernels/msl/ was made with another spirv-cross: install that one or regenerate").toBe(manifest.spirvCross);
+    const t = await translateAll(); // throws, naming each kernel and problem, when one does not translate cleanly
+    expect(t.manifest.kernels.map((k) => k.name)).toEqual(manifest.kernels.map((k) => k.name));
+    const diffs = compare(t);
+    expect(diffs, `kernels/msl/ is stale; run: bun scripts/build/msl.ts\n${diffs.join("\n")}`).toEqual([]);
+  }, 120_000);
+});
+
+describe("committed kernels", () => {
+  test("hashes match the manifest", () => {
+    for (const k of manifest.kernels) expect(sha256(texts.get(k.name)!), k.name).toBe(k.sha256);
+  });
+
+  test("each kernel's MSL interface is the manifest's: push buffer 0, uint function constants, literal shared arrays", () => {
+    for (const k of manifest.kernels) {
+      const m = readMsl(texts.get(k.name)!, entryName(k.name));
+      expect(m.problems, k.name).toEqual([]);
+      expect(m.push, k.name).toEqual(k.push);
+      expect(m.push!.index, k.name).toBe(0);
+      expect(m.constants.map((c) => [c.id, c.type, c.default]), k.name).toEqual(k.constants.map((c) => [c.id, c.type, c.default]));
+      if (m.threadgroupSize) expect(m.threadgroupSize, k.name).toEqual(k.threadgroupSize);
+      expect(m.threadgroupMemory, k.name).toBe(k.threadgroupMemory);
+      expect(k.threadgroupMemory, k.name).toBeLessThanOrEqual(THREADGROUP_MEMORY);
+      // the host dispatches spec[0] threads (ops.c): the size must come from function constant 0, in x only
+      expect(k.threadgroupSize, k.name).toEqual([{ constant: 0 }, 1, 1]);
+      expect(k.constants.some((c) => c.id === 0), k.name).toBe(true);
+      expect(Math.max(...k.constants.map((c) => c.id)), k.name).toBeLessThan(4); // the host passes spec[0..3]
+    }
+  });
+
+  test("the C table lists every kernel in the manifest's order with its interface", () => {
+    const { c, h } = cTable(manifest, texts);
+    manifest.kernels.forEach((k, i) => {
+      expect(h).toContain(`SP_MTL_${k.name.toUpperCase()} = ${i},`);
+      const mask = k.constants.reduce((a, x) => a | (1 << x.id), 0);
+      expect(c).toContain(`{"${k.name}", "${k.entry}", msl_${k.name}, ${k.push.size}, 0, 0x${mask.toString(16)}u, {0, -1, -1}, {0, 1, 1}, ${k.threadgroupMemory}},`);
+    });
+    expect(c).toMatch(/const sp_mtl_kernel_id sp_mtl_gemm_first\[5\] = \{SP_MTL_GEMM_F32_\w+, SP_MTL_GEMM_BF16_\w+/);
+  });
+});
+
+describe("the checks catch what they are for", () => {
+  const base = texts.get("rmsnorm")!;
+  const entry = entryName("rmsnorm");
+  test("a spec-sized shared array, a float atomic, a second buffer and oversized shared memory are reported", () => {
+    const cases: [string, RegExp][] = [
+      [base.replace("threadgroup float wg_red[256];", "threadgroup float wg_red[SPIRV_CROSS_CONSTANT_ID_0];"), /not sized by literals|forbidden/],
+      [base.replace("threadgroup float wg_red[256];", "threadgroup float wg_red[256];\n    device atomic_float* f;"), /float atomic/],
+      [base.replace("constant P& p [[buffer(0)]]", "constant P& p [[buffer(0)]], device float* q [[buffer(1)]]"), /more than one buffer/],
+      [base.replace("threadgroup float wg_red[256];", "threadgroup float wg_red[9000];"), /threadgroup memory/],
+      [base.replace("constant P& p [[buffer(0)]]", "constant P& p [[buffer(3)]]"), /./],
+    ];
+    for (const [text, why] of cases) {
+      const m = readMsl(text, entry);
+      const found = m.problems.join("\n") || (m.push?.index !== 0 ? "push index moved" : "");
+      expect(found).toMatch(why);
+    }
+  });
+});
+
+// clang's C++ for OpenCL mode over the MSL with a stand-in <metal_stdlib>: program-scope `constant` variables
+// become constexpr (OpenCL needs constant initializers there; function constants get their default).
+function forClang(text: string): string {
+  return text
+    .replace(/^constant\s+(\w+)\s+(\w+)\s*\[\[\s*function_constant\s*\(\s*\d+\s*\)\s*\]\];$/gm, "constexpr constant $1 $2 = 0;")
+    .replace(/^constant /gm, "constexpr constant ");
+}
+
+const clangOk = (() => {
+  if (process.platform !== "linux" || !Bun.which("clang")) return false;
+  const r = Bun.spawnSync(["clang", "-x", "cl", "-cl-std=clc++2021", "-fsyntax-only", "-"], { stdin: new TextEncoder().encode("__kernel void k() {}\n") });
+  return r.exitCode === 0;
+})();
+
+async function clangCheck(files: { name: string; text: string }[]): Promise<Map<string, string>> {
+  const dir = mkdtempSync(join(tmpdir(), "splash-msl-"));
+  const errors = new Map<string, string>();
+  try {
+    let next = 0;
+    const worker = async () => {
+      while (next < files.length) {
+        const f = files[next++]!;
+        const path = join(dir, `${f.name}.clcpp`);
+        writeFileSync(path, forClang(f.text));
+        const p = Bun.spawn(["clang", "-x", "cl", "-cl-std=clc++2021", "-cl-single-precision-constant", "-fsyntax-only", "-Werror",
+          "-Wno-unknown-attributes", `-I${include}`, path], { stdout: "pipe", stderr: "pipe" });
+        const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+        if (code !== 0 || err.trim()) errors.set(f.name, err.trim().split("\n").slice(0, 6).join("\n"));
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, worker));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return errors;
+}
+
+describe("syntax", () => {
+  test.skipIf(!clangOk)("every kernel parses and type-checks (clang, C++ for OpenCL, stand-in metal_stdlib)", async () => {
+    const errors = await clangCheck(manifest.kernels.map((k) => ({ name: k.name, text: texts.get(k.name)! })));
+    expect([...errors].map(([n, e]) => `${n}:\n${e}`)).toEqual([]);
+  }, 60_000);
+
+  test.skipIf(!clangOk)("the syntax check fails on a broken kernel", async () => {
+    const base = texts.get("rmsnorm")!;
+    const broken = [
+      { name: "undeclared", text: base.replace("threadgroup_barrier(mem_flags::mem_threadgroup);", "threadgroup_barrer(mem_flags::mem_threadgroup);") },
+      { name: "address_space", text: base.replace(/(device Floats\* \w+ = )reinterpret_cast<device Floats\*>/, "$1(threadgroup Floats*)") },
+    ];
+    for (const b of broken) expect(b.text, b.name).not.toBe(base);
+    const errors = await clangCheck(broken);
+    expect([...errors.keys()].sort()).toEqual(["address_space", "undeclared"]);
+  }, 30_000);
+
+  const metal = process.platform === "darwin" && Bun.spawnSync(["xcrun", "-sdk", "macosx", "-f", "metal"]).exitCode === 0;
+  test.skipIf(!metal)("Apple's compiler accepts every kernel (xcrun metal -std=metal3.0)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "splash-metal-"));
+    const failed: string[] = [];
+    try {
+      for (const k of manifest.kernels) {
+        const r = Bun.spawnSync(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.0", "-c", join(MSL_DIR, `${k.name}.metal`), "-o", join(dir, `${k.name}.air`)]);
+        if (r.exitCode !== 0) failed.push(`${k.name}:\n${r.stderr.toString().trim()}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(failed).toEqual([]);
+  }, 300_000);
+});
