@@ -51,6 +51,10 @@ struct sp_speculator {
     float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
     float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
     void *dist_scratch;
+    sp_sample_job *jobs;        /* (max_draft + 1): a greedy block's rows through the backend's sampler */
+    void *sample_scratch;       /* n_threads × sp_sample_scratch_bytes(vocab) */
+    int32_t *top_ids;           /* (max_draft + 1, SPLASH_MAX_TOP_LOGPROBS) when the caller wants only the last row's */
+    float *top_logprobs;
     drafted *last;              /* (max_seqs) */
     int32_t *last_tokens;       /* (max_seqs, max_draft) */
     int32_t n_last;
@@ -80,6 +84,10 @@ void sp_speculator_free(sp_speculator *s) {
     free(s->z);
     free(s->p);
     free(s->dist_scratch);
+    free(s->jobs);
+    free(s->sample_scratch);
+    free(s->top_ids);
+    free(s->top_logprobs);
     free(s->last);
     free(s->last_tokens);
     free(s);
@@ -99,11 +107,17 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
     s->dist_scratch = malloc(sp_spec_dist_scratch(s->vocab));
+    s->jobs = calloc((size_t)s->max_draft + 1, sizeof(sp_sample_job));
+    uint64_t sample = (uint64_t)be->n_threads * sp_sample_scratch_bytes(s->vocab);
+    s->sample_scratch = malloc(sample);
+    s->top_ids = malloc(sizeof(int32_t) * ((size_t)s->max_draft + 1) * SPLASH_MAX_TOP_LOGPROBS);
+    s->top_logprobs = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * SPLASH_MAX_TOP_LOGPROBS);
     s->last = calloc((size_t)s->max_seqs, sizeof(drafted));
     s->last_tokens = calloc((size_t)s->max_seqs * (size_t)s->max_draft, sizeof(int32_t));
-    if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->last || !s->last_tokens)
+    if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
+        !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_spec_dist_scratch(s->vocab);
+    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_spec_dist_scratch(s->vocab) + sample;
     return SPLASH_OK;
 }
 
@@ -300,6 +314,32 @@ static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs
 }
 
 /* Accepts or rejects sequence q's drafts against its block logits; returns the accepted count, q->token set. */
+/* Greedy: each block row goes through the backend's own sampler (the argmax, its log-probability and alternatives,
+ * bit for bit what decoding without a drafter reports), all rows at once; drafts are kept while they are the argmax. */
+static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, const int32_t *penalty) {
+    const sp_backend *be = s->be;
+    int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
+    int32_t *top_ids = v->top_ids ? v->top_ids : s->top_ids;
+    float *top_lp = v->top_ids ? v->top_logprobs : s->top_logprobs;
+    for (int32_t r = 0; r <= k; r++)
+        s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
+                                     v->allowed ? v->allowed + (int64_t)r * words : NULL, (uint64_t)q->n_past + 1 + r, n_top,
+                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0};
+    splash_status st = be->sample(be, s->jobs, k + 1, V, s->sample_scratch, sp_sample_scratch_bytes(V));
+    if (st) return st;
+    int32_t r = 0;
+    while (r < k && s->jobs[r].token == q->tokens[1 + r]) r++;
+    for (int32_t j = 0; j <= r && v->logprobs; j++) v->logprobs[j] = s->jobs[j].logprob;
+    v->n_accepted = r;
+    q->token = s->jobs[r].token;
+    q->logprob = s->jobs[r].logprob;
+    if (n_top > 0 && q->top_ids) {
+        memcpy(q->top_ids, top_ids + (int64_t)r * n_top, sizeof(int32_t) * (size_t)n_top);
+        memcpy(q->top_logprobs, top_lp + (int64_t)r * n_top, sizeof(float) * (size_t)n_top);
+    }
+    return SPLASH_OK;
+}
+
 static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, int32_t *penalty) {
     int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32;
     const int32_t *draft = q->tokens + 1;
@@ -308,17 +348,17 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     uint64_t pos0 = (uint64_t)q->n_past + 1; /* block row r decides position n_past + 1 + r */
     memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
+    if (greedy) return accept_greedy(s, q, v, logits, penalty);
     for (int32_t r = 0; r <= k; r++) {
         sp_spec_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                            v->allowed ? v->allowed + (int64_t)r * words : NULL};
         int32_t arg, token;
-        float lse = sp_spec_dist(&row, V, s->z, greedy ? NULL : s->p, &arg, s->dist_scratch);
+        float lse = sp_spec_dist(&row, V, s->z, s->p, &arg, s->dist_scratch);
         if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify: the allowed mask of block position %d allows no token", r);
         int kept = 0;
-        if (r < k) kept = greedy ? arg == draft[r] : sp_spec_accept_row(s->p, qrows + (int64_t)r * V, V, draft[r], q->sampling.seed, pos0 + r, &token);
-        else if (!greedy) token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, V, q->sampling.seed, pos0 + k);
+        if (r < k) kept = sp_spec_accept_row(s->p, qrows + (int64_t)r * V, V, draft[r], q->sampling.seed, pos0 + r, &token);
+        else token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, V, q->sampling.seed, pos0 + k);
         if (kept) token = draft[r];
-        else if (greedy) token = arg;
         if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
         if (q->n_top_logprobs > 0 && v->top_ids)
             sp_spec_top(s->z, V, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,

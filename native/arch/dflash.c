@@ -176,17 +176,38 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     return SPLASH_OK;
 }
 
+/* DFlash2 (dynamic convolutions around each sublayer, a candidate selector) is told apart by its config, before any
+ * weight is read: refused with what to use instead. */
+static splash_status refuse_dflash2(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return SPLASH_OK; /* sp_checkpoint_open reports a missing directory; parse_config a missing config */
+    char *text = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n < (1 << 24) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n)) && fread(text, 1, (size_t)n, f) != (size_t)n)
+        n = -1;
+    fclose(f);
+    splash_status st = SPLASH_OK;
+    sp_json_doc doc = {0};
+    if (text && n > 0 && sp_json_parse(&doc, text, (size_t)n) == SPLASH_OK) {
+        const sp_json *arch = sp_json_get(sp_json_root(&doc), "architectures");
+        for (size_t i = 0; arch && i < arch->len && !st; i++) {
+            const char *a = sp_json_string(sp_json_at(arch, i));
+            if (a && strstr(a, "DFlash2"))
+                st = SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s is a DFlash2 drafter (%s: dynamic convolutions and a candidate selector), "
+                             "which Splash does not run yet: use --draft mtp or --draft none", dir, a);
+        }
+        sp_json_free(&doc);
+    }
+    free(text);
+    return st;
+}
+
 static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, dflash_config *c) {
     const char *dir = sp_checkpoint_dir(ck);
     const sp_json *root = sp_checkpoint_config(ck);
     if (!root) return SP_FAIL(SPLASH_ERR_FORMAT, "%s: no config.json (a DFlash drafter needs one)", dir);
-    const sp_json *arch = sp_json_get(root, "architectures");
-    for (size_t i = 0; arch && i < arch->len; i++) {
-        const char *a = sp_json_string(sp_json_at(arch, i));
-        if (a && strstr(a, "DFlash2"))
-            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s is a DFlash2 drafter (%s: dynamic convolutions and a candidate selector), "
-                           "which Splash does not run yet: use --draft mtp or --draft none", dir, a);
-    }
     if (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") || sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has DFlash2 tensors (attention_conv, candidate_selector), which Splash does "
                        "not run yet: use --draft mtp or --draft none", dir);
@@ -327,7 +348,8 @@ splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t 
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
                      .be = t->be, .quant = t->quant};
-    splash_status st = sp_checkpoint_open(dir, &d->ck);
+    splash_status st = refuse_dflash2(dir);
+    if (!st) st = sp_checkpoint_open(dir, &d->ck);
     if (!st) st = parse_config(d->ck, t, &d->cfg);
     if (!st) st = load_weights(d);
     if (!st) {

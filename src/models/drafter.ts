@@ -18,17 +18,18 @@ const MIN_GAIN = 1.05;
 
 // The drafters this model can have: MTP when the weights carry mtp.*, DFlash when a v1 drafter directory is there
 // (DFlash2 drafters are refused at load with their own message; auto never picks them).
-function available(resolved: ResolvedModel, hasMtp: boolean): { mtp: boolean; dflash: string | undefined; dflash2: boolean } {
+function available(resolved: ResolvedModel, hasMtp: boolean, drafterDir?: string): { mtp: boolean; dflash: string | undefined; dflash2: boolean } {
   const spec: ModelSpec | undefined = resolved.spec;
   const d = spec?.draft.dflash;
-  let dir: string | undefined;
-  if (resolved.kind === "embedded" && typeof d === "string") dir = join(resolved.dir, d);
-  if (resolved.kind === "hub") dir = resolved.drafterDir;
-  return { mtp: hasMtp, dflash: dir, dflash2: typeof d === "object" && d.version === 2 };
+  let dir = drafterDir;
+  if (!dir && resolved.kind === "embedded" && typeof d === "string") dir = join(resolved.dir, d);
+  if (!dir && resolved.kind === "hub") dir = resolved.drafterDir;
+  return { mtp: hasMtp, dflash: dir, dflash2: !drafterDir && typeof d === "object" && d.version === 2 };
 }
 
-export function chooseDrafter(resolved: ResolvedModel, choice: DraftChoice, hasMtp: boolean): DrafterOptions | null {
-  const have = available(resolved, hasMtp);
+// drafterDir: a DFlash drafter directory given explicitly (a checkpoint directory has no known place for one).
+export function chooseDrafter(resolved: ResolvedModel, choice: DraftChoice, hasMtp: boolean, drafterDir?: string): DrafterOptions | null {
+  const have = available(resolved, hasMtp, drafterDir);
   if (choice === "none") return null;
   if (choice === "mtp") {
     if (!have.mtp) throw new CliError(`${resolved.id} has no MTP layer (mtp.* tensors) in ${resolved.dir}`, "use --draft dflash or --draft none");

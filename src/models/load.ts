@@ -27,6 +27,7 @@ export type LoadModelOptions = {
   kvBudget?: number; // bytes of sequence state (default: derived from the machine)
   threads?: number; // 0 / undefined = one per core
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
+  drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
 };
 
 export type LoadedModel = {
@@ -77,7 +78,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   log.info(`loading ${resolved.id} from ${resolved.dir}${quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
   const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: NATIVE_QUANT[quant], threads: options.threads })]);
   try {
-    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp);
+    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
       model.attachDrafter(drafter);
       log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);

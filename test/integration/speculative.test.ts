@@ -1,0 +1,234 @@
+// Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash
+// drafters) and on the embedded splash-tiny pair (trained MTP and DFlash drafter), greedy output with a drafter is
+// the output without one, token for token and log-probability for log-probability, alone, batched and resumed from
+// the prefix cache. The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at
+// every possible position leave exactly the state token-by-token decoding leaves (the GDN rollback).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createEngine, type EngineOptions, type SplashEngine } from "../../src/engine/engine.ts";
+import { nativeStepModel } from "../../src/engine/native-runner.ts";
+import { randomTokens } from "../../src/engine/serve-bench.ts";
+import type { EngineEvent, Sampling, SpeculationCounts } from "../../src/engine/types.ts";
+import { Model, type DrafterOptions } from "../../src/native/model.ts";
+import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+
+const FIXTURES = join(import.meta.dir, "../fixtures/models");
+const TINY = join(import.meta.dir, "../../models/splash-tiny");
+const greedy: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
+const f32 = (path: string) => new Float32Array(readFileSync(path).buffer.slice(0));
+
+// max |a − b| / std(b) and the rows whose argmax differs
+function compare(got: Float32Array, want: Float32Array, vocab: number): { diff: number; argmax: number } {
+  let mean = 0;
+  for (const x of want) mean += x;
+  mean /= want.length;
+  let sq = 0;
+  let diff = 0;
+  for (let i = 0; i < want.length; i++) {
+    sq += (want[i]! - mean) ** 2;
+    diff = Math.max(diff, Math.abs(got[i]! - want[i]!));
+  }
+  let argmax = 0;
+  const best = (row: Float32Array) => row.indexOf(Math.max(...row));
+  for (let r = 0; r < want.length / vocab; r++) if (best(got.subarray(r * vocab, (r + 1) * vocab)) !== best(want.subarray(r * vocab, (r + 1) * vocab))) argmax++;
+  return { diff: diff / Math.sqrt(sq / want.length), argmax };
+}
+
+describe("drafters against the fixtures' goldens", () => {
+  const pages = Int32Array.from({ length: 32 }, (_, i) => i);
+
+  for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
+    test(`${fixture}: MTP first-step logits (pair (t_{i+1}, hidden_i) at position i) within 1e-3 × std, same argmax`, async () => {
+      const model = await Model.load(join(FIXTURES, fixture), { threads: 2, drafter: { kind: "mtp" } });
+      const cache = model.createCache({ pageTokens: 16, nPages: 32, nSlots: 1 });
+      const V = model.info.vocabSize;
+      const manifest = JSON.parse(readFileSync(join(FIXTURES, fixture, "golden/manifest.json"), "utf8")) as { prompts: { tokens: number[]; mtp?: { logits: { file: string } } }[] };
+      for (const p of manifest.prompts.filter((p) => p.mtp)) {
+        const n = p.tokens.length;
+        const want = f32(join(FIXTURES, fixture, "golden", p.mtp!.logits.file));
+        for (const i of new Set([0, 1, Math.floor(n / 2), n - 2])) {
+          // the MTP's own K/V covers pairs 0..i−1 after a prefill of tokens 0..i; the draft is pair i
+          cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(p.tokens.slice(0, i + 1)), pages }]);
+          const logits = new Float32Array(V);
+          cache.draft([{ slot: 0, nPast: i + 1, anchor: p.tokens[i + 1]!, nDraft: 1, pages, sampling: greedy, logits }]);
+          const r = compare(logits, want.subarray(i * V, (i + 1) * V), V);
+          expect(r.diff).toBeLessThan(1e-3);
+          expect(r.argmax).toBe(0);
+        }
+      }
+      cache.free();
+      model.free();
+    });
+  }
+
+  for (const drafter of ["qwen35-dense-tiny-dflash", "qwen35-dense-tiny-dflash-swa"]) {
+    test(`${drafter}: the first block's draft logits within 1e-3 × std, same anchor and drafts`, async () => {
+      const model = await Model.load(join(FIXTURES, "qwen35-dense-tiny"), { threads: 2, drafter: { kind: "dflash", dir: join(FIXTURES, drafter) } });
+      const cache = model.createCache({ pageTokens: 16, nPages: 32, nSlots: 1 });
+      const V = model.info.vocabSize;
+      const manifest = JSON.parse(readFileSync(join(FIXTURES, drafter, "golden/manifest.json"), "utf8")) as {
+        cases: { prompt: number[]; anchor: number; block_tokens: number[]; draft_argmax: number[]; draft_logits: { file: string } }[];
+      };
+      expect(model.drafter).toMatchObject({ kind: "dflash", blockSize: manifest.cases[0]!.block_tokens.length, maskTokenId: 1017 });
+      for (const c of manifest.cases) {
+        const [r] = cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(c.prompt), pages, sample: { sampling: greedy } }]);
+        expect(r!.token).toBe(c.anchor);
+        const B = c.block_tokens.length;
+        const logits = new Float32Array((B - 1) * V);
+        const [drafts] = cache.draft([{ slot: 0, nPast: c.prompt.length, anchor: c.anchor, nDraft: B - 1, pages, sampling: greedy, logits }]);
+        expect([...drafts!]).toEqual(c.draft_argmax);
+        const cmp = compare(logits, f32(join(FIXTURES, drafter, "golden", c.draft_logits.file)), V);
+        expect(cmp.diff).toBeLessThan(1e-3);
+        expect(cmp.argmax).toBe(0);
+      }
+      cache.free();
+      model.free();
+    });
+  }
+
+  test("a DFlash2 drafter is refused with a message that says what to use instead", async () => {
+    const model = await Model.load(join(FIXTURES, "qwen35-dense-tiny"), { threads: 1 });
+    const dir = join(import.meta.dir, "../fixtures/speculative/dflash2-config");
+    expect(() => model.attachDrafter({ kind: "dflash", dir })).toThrow(/DFlash2.*--draft mtp/);
+    model.free();
+  });
+});
+
+describe("verify blocks wrong at every position leave the token-by-token state", () => {
+  for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
+    test(fixture, async () => {
+      const model = await Model.load(join(FIXTURES, fixture), { threads: 2, drafter: { kind: "mtp", maxDraft: 6 } });
+      const cache = model.createCache({ pageTokens: 16, nPages: 16, nSlots: 2 });
+      const pages = Int32Array.from({ length: 8 }, (_, i) => i);
+      const pages2 = Int32Array.from({ length: 8 }, (_, i) => 8 + i);
+      const prompt = randomTokens(37, 5, model.info.vocabSize - 8);
+      // token by token
+      const want: { token: number; logprob: number }[] = [];
+      let [r] = cache.step([{ slot: 0, nPast: 0, tokens: prompt, pages, sample: { sampling: greedy } }]);
+      want.push(r!);
+      for (let n = prompt.length; want.length < 70; n++) {
+        [r] = cache.step([{ slot: 0, nPast: n, tokens: Int32Array.of(want.at(-1)!.token), pages, sample: { sampling: greedy } }]);
+        want.push(r!);
+      }
+      // verify blocks of 1..6 drafts taken from that continuation, wrong from position e on (e = k: all right)
+      [r] = cache.step([{ slot: 1, nPast: 0, tokens: prompt, pages: pages2, sample: { sampling: greedy } }]);
+      const got = [{ token: r!.token, logprob: r!.logprob }];
+      let cycle = 0;
+      while (got.length < want.length - 7) {
+        const k = 1 + (cycle % 6);
+        const e = Math.floor(cycle / 6) % (k + 1);
+        const drafts = want.slice(got.length, got.length + k).map((t, j) => (j === e ? (t.token + 1) % 1000 : t.token));
+        const nPast = prompt.length + got.length - 1;
+        const [v] = cache.step([
+          { slot: 1, nPast, tokens: Int32Array.from([got.at(-1)!.token, ...drafts]), pages: pages2, sample: { sampling: greedy }, verify: { nDraft: k, nProposed: k, draftIndex: -1 } },
+        ]);
+        expect(v!.accepted!.length).toBe(Math.min(e, k));
+        got.push(...v!.accepted!.map(({ token, logprob }) => ({ token, logprob })), { token: v!.token, logprob: v!.logprob });
+        cycle++;
+      }
+      expect(cycle).toBeGreaterThan(12);
+      expect(got).toEqual(want.slice(0, got.length).map(({ token, logprob }) => ({ token, logprob })));
+      cache.free();
+      model.free();
+    });
+  }
+});
+
+type Outcome = { tokens: number[]; logprobs: number[]; cached: number; spec?: SpeculationCounts };
+
+async function generate(engine: SplashEngine, prompt: Int32Array, maxTokens: number, sampling = greedy): Promise<Outcome> {
+  const out: Outcome = { tokens: [], logprobs: [], cached: -1 };
+  const events: AsyncIterable<EngineEvent> = engine.generate({ prompt, maxTokens, sampling, stopTokens: [], topLogprobs: 0, signal: new AbortController().signal });
+  for await (const ev of events) {
+    if (ev.type === "admitted") out.cached = ev.cachedPromptTokens;
+    else if (ev.type === "tokens") {
+      out.tokens.push(...ev.tokens.map((t) => t.id));
+      out.logprobs.push(...ev.tokens.map((t) => t.logprob!));
+    } else if (ev.speculation) out.spec = ev.speculation;
+  }
+  return out;
+}
+
+const OUTPUT = 40;
+const base: EngineOptions = { kvBudget: 48 << 20, pageTokens: 16, snapshotInterval: 32 };
+
+async function tinyPrompts(): Promise<Int32Array[]> {
+  const tokenizer = await Tokenizer.load(TINY);
+  const asks = ["Write a Python function that returns the n-th Fibonacci number.", "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists.\"\"\"", "Write a Python function that counts the vowels in a string."];
+  const prompts = asks.map((a) => tokenizer.encodeTemplate(`<|im_start|>user\n${a}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n`));
+  tokenizer.free();
+  return prompts;
+}
+
+const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () => Promise<Int32Array[]> }[] = [
+  { name: "dense fixture, MTP", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 11 + i, 1016)) },
+  { name: "MoE fixture, MTP", dir: join(FIXTURES, "qwen35-moe-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 21 + i, 504)) },
+  { name: "dense fixture, DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 31 + i, 1016)) },
+  { name: "dense fixture, sliding-window DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 41 + i, 1016)) },
+  { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
+  { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
+];
+
+for (const c of CASES) {
+  describe(`lossless: ${c.name}`, () => {
+    let plain: Model;
+    let drafted: Model;
+    let prompts: Int32Array[];
+    const want: Outcome[] = [];
+    beforeAll(async () => {
+      plain = await Model.load(c.dir, { threads: 2 });
+      drafted = await Model.load(c.dir, { threads: 2, drafter: c.drafter });
+      prompts = await c.prompts();
+      const engine = createEngine(nativeStepModel(plain), { ...base, prefixCache: false });
+      for (const p of prompts) want.push(await generate(engine, p, OUTPUT));
+      await engine.close();
+    }, 60_000);
+    afterAll(() => {
+      plain.free();
+      drafted.free();
+    });
+
+    test("alone, then all at once in steps of 48 tokens: the same tokens and log-probabilities", async () => {
+      const engine = createEngine(nativeStepModel(drafted), { ...base, prefixCache: false, maxStepTokens: 48 });
+      const alone = [];
+      for (const p of prompts) alone.push(await generate(engine, p, OUTPUT));
+      const batched = await Promise.all(prompts.map((p) => generate(engine, p, OUTPUT)));
+      await engine.close();
+      const strip = (o: Outcome) => ({ tokens: o.tokens, logprobs: o.logprobs });
+      expect(alone.map(strip)).toEqual(want.map(strip));
+      expect(batched.map(strip)).toEqual(want.map(strip));
+      expect(alone.every((o) => o.spec!.cycles > 0)).toBe(true);
+      if (c.dir === TINY) expect(alone.reduce((n, o) => n + o.spec!.accepted, 0)).toBeGreaterThan(OUTPUT); // a trained pair accepts
+    }, 60_000);
+
+    test("resumed from the prefix cache (the drafter's K/V rides in the shared pages): the same tokens", async () => {
+      const engine = createEngine(nativeStepModel(drafted), { ...base, maxStepTokens: 48 });
+      for (const [i, p] of prompts.entries()) {
+        await generate(engine, p.subarray(0, Math.max(2, Math.floor(p.length * 0.7))), 3);
+        const resumed = await generate(engine, p, OUTPUT);
+        if (p.length > 33) expect(resumed.cached).toBeGreaterThan(0);
+        expect({ tokens: resumed.tokens, logprobs: resumed.logprobs }).toEqual({ tokens: want[i]!.tokens, logprobs: want[i]!.logprobs });
+      }
+      await engine.close();
+    }, 60_000);
+  });
+}
+
+describe("sampling with a drafter", () => {
+  test("reproducible for a seed, alone or batched; different seeds differ", async () => {
+    const model = await Model.load(TINY, { threads: 2, drafter: { kind: "dflash", dir: join(TINY, "dflash") } });
+    const engine = createEngine(nativeStepModel(model), base);
+    const prompts = await tinyPrompts();
+    const sampling = (seed: number): Sampling => ({ ...greedy, temperature: 0.8, topP: 0.95, topK: 20, seed });
+    const alone = [];
+    for (const p of prompts) alone.push((await generate(engine, p, 32, sampling(7))).tokens);
+    const again = await Promise.all(prompts.map((p) => generate(engine, p, 32, sampling(7))));
+    expect(again.map((o) => o.tokens)).toEqual(alone);
+    const other = await generate(engine, prompts[0]!, 32, sampling(8));
+    expect(other.tokens).not.toEqual(alone[0]);
+    expect(engine.stats().speculation!.cycles).toBeGreaterThan(0);
+    await engine.close();
+    model.free();
+  }, 60_000);
+});
