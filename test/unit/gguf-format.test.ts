@@ -30,11 +30,14 @@ test("Q4_0: d = (element of largest magnitude) / -8, nibbles hold elements j and
   expect(encodeRows("Q4_0", x, 1, 32, out)).toBe(18);
   const d = f16(new DataView(out.buffer).getUint16(0, true));
   expect(d).toBeCloseTo(31 / 4 / -8, 3); // x[31] = 7.75 is the largest magnitude: d is negative
+  // the nearest of the 16 levels (q − 8)·d, q = 0 … 15: values past 7·d clamp to q = 15
+  const ok = (q: number, v: number) => Math.abs((q - 8) * d - v) <= Math.abs(d) / 2 + 1e-6 || (q === 15 && v / d >= 7);
   for (let j = 0; j < 16; j++) {
     const b = out[2 + j]!;
-    expect(Math.abs(((b & 15) - 8) * d - x[j]!)).toBeLessThanOrEqual(Math.abs(d) / 2 + 1e-6);
-    expect(Math.abs(((b >> 4) - 8) * d - x[16 + j]!)).toBeLessThanOrEqual(Math.abs(d) / 2 + 1e-6);
+    expect(ok(b & 15, x[j]!)).toBe(true);
+    expect(ok(b >> 4, x[16 + j]!)).toBe(true);
   }
+  expect(out[2 + 15]! >> 4).toBe(0); // x[31] itself is −8·d
 });
 
 test("rows that the block size does not divide are refused", () => {
