@@ -600,8 +600,8 @@ void sp_qwen35_free(sp_qwen35 *m) {
     if (m->scratch_mem) m->be->free(m->be, m->scratch_mem);
     free(m->s.sample);
     free(m->s.jobs);
-    free(m->kept);
-    free(m->state_copy);
+    if (m->kept) m->be->free(m->be, m->kept);
+    if (m->state_copy) m->be->free(m->be, m->state_copy);
     sp_checkpoint_close(m->ck);
     free(m);
 }
@@ -671,14 +671,14 @@ static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, 
                                const float *S) {
     const qwen35_config *c = &m->cfg;
     const qwen35_scratch *s = &m->s;
-    int64_t C = c->conv_dim, Hv = c->linear_num_value_heads;
-    for (int64_t j = 0; j < n; j++) {
-        float *dst = kept_rows(m, y->index, kept_row + j);
-        memcpy(dst, s->qkv + (r0 + j) * C, sizeof(float) * (size_t)C);
-        memcpy(dst + C, s->a + (r0 + j) * Hv, sizeof(float) * (size_t)Hv);
-        memcpy(dst + C + Hv, s->b + (r0 + j) * Hv, sizeof(float) * (size_t)Hv);
-    }
-    memcpy(m->state_copy, S, sizeof(float) * (size_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C));
+    const sp_backend *be = m->be;
+    int64_t C = c->conv_dim, Hv = c->linear_num_value_heads, w = kept_width(c);
+    float *dst = kept_rows(m, y->index, kept_row);
+    be->copy_rows(be, dst, w, s->qkv + r0 * C, C, n, C);
+    be->copy_rows(be, dst + C, w, s->a + r0 * Hv, Hv, n, Hv);
+    be->copy_rows(be, dst + C + Hv, w, s->b + r0 * Hv, Hv, n, Hv);
+    int64_t state = gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C;
+    be->copy_rows(be, m->state_copy, state, S, state, 1, state);
 }
 
 /* Gated DeltaNet (HF Qwen3_5GatedDeltaNet), xb → s->out:
@@ -805,9 +805,7 @@ static void keep_taps(sp_qwen35 *m, int32_t l, int64_t T) {
     const sp_qwen35_spec *sp = m->spec;
     int64_t H = m->cfg.hidden_size;
     for (int32_t t = 0; t < sp->n_taps; t++)
-        if (sp->tap_layers[t] == l)
-            for (int64_t i = 0; i < T; i++)
-                memcpy(sp->taps + (i * sp->n_taps + t) * H, m->s.x + i * H, sizeof(float) * (size_t)H);
+        if (sp->tap_layers[t] == l) m->be->copy_rows(m->be, sp->taps + t * H, sp->n_taps * H, m->s.x, H, T, H);
 }
 
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs) {
@@ -878,14 +876,14 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
 
 splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes) {
     const qwen35_config *c = &m->cfg;
-    free(m->kept);
-    free(m->state_copy);
+    if (m->kept) m->be->free(m->be, m->kept);
+    if (m->state_copy) m->be->free(m->be, m->state_copy);
     m->kept = m->state_copy = NULL;
     m->verify_rows = 0;
     uint64_t kept = sizeof(float) * (uint64_t)c->n_linear * (uint64_t)rows * (uint64_t)kept_width(c);
     uint64_t copy = sizeof(float) * (uint64_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
-    m->kept = malloc(kept ? kept : 1);
-    m->state_copy = malloc(copy);
+    m->kept = m->be->alloc(m->be, kept ? kept : 64);
+    m->state_copy = m->be->alloc(m->be, copy);
     if (!m->kept || !m->state_copy)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes of verify-block inputs", (unsigned long long)kept);
     m->verify_rows = rows;
@@ -906,11 +904,9 @@ void sp_qwen35_commit(sp_qwen35 *m, const sp_qwen35_memory *mem, int32_t slot, i
         float *S = mem->state + (int64_t)slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
         const float *kept = kept_rows(m, y->index, kept_row);
         /* the same ops on the same rows as the step: split the kept rows back into qkv, a, b */
-        for (int32_t j = 0; j < n_keep; j++) {
-            memcpy(s->qkv + j * C, kept + j * w, sizeof(float) * (size_t)C);
-            memcpy(s->a + j * Hv, kept + j * w + C, sizeof(float) * (size_t)Hv);
-            memcpy(s->b + j * Hv, kept + j * w + C + Hv, sizeof(float) * (size_t)Hv);
-        }
+        be->copy_rows(be, s->qkv, C, kept, w, n_keep, C);
+        be->copy_rows(be, s->a, Hv, kept + C, w, n_keep, Hv);
+        be->copy_rows(be, s->b, Hv, kept + C + Hv, w, n_keep, Hv);
         be->conv_silu(be, s->qkv_conv, s->qkv, n_keep, C, y->conv1d, K, S + gdn_state_floats(c));
         be->gdn_recurrent(be, s->o, s->qkv_conv, s->a, s->b, &shape, S, n_keep);
     }
