@@ -20,16 +20,27 @@ import { check } from "../../src/native/errors.ts";
 import { native } from "../../src/native/library.ts";
 import { Model, type Cache, type Quant } from "../../src/native/model.ts";
 import { cacheDir } from "../../src/paths.ts";
+import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { LlamaPeer, type PeerInfo } from "./peers-client.ts";
 
-export type PeerModel = { name: string; dir: string; prefill: number; shortContext: number; longContext: number; decodeTokens: number; prefix: number; suffix: number };
+export type PeerModel = {
+  name: string;
+  dir: string;
+  prefill: number;
+  shortContext: number;
+  longContext: number;
+  decodeTokens: number;
+  prefix: number;
+  suffix: number;
+  drafter?: string; // the embedded model's DFlash drafter: adds a speculative-decoding row on a real chat prompt
+};
 
 // The embedded model, and the real Qwen3.8-27B layer shapes with `layers` layers (bench decode's random checkpoint).
 export function peerModels(root: string, layers: number): Record<string, PeerModel> {
   const big = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
   return {
-    "splash-tiny": { name: "splash-tiny", dir: join(root, "models/splash-tiny"), prefill: 512, shortContext: 16, longContext: 2048, decodeTokens: 64, prefix: 2048, suffix: 64 },
-    "qwen3.8-27b-shapes": { name: `qwen3.8-27b-shapes-${layers}l`, dir: big, prefill: 64, shortContext: 16, longContext: 512, decodeTokens: 8, prefix: 512, suffix: 32 },
+    "splash-tiny": { name: "splash-tiny", dir: join(root, "models/splash-tiny"), prefill: 512, shortContext: 16, longContext: 2048, decodeTokens: 64, prefix: 2048, suffix: 64, drafter: join(root, "models/splash-tiny/dflash") },
+    "qwen3.8-27b-shapes": { name: `qwen3.8-27b-shapes-${layers}l`, dir: big, prefill: 64, shortContext: 16, longContext: 256, decodeTokens: 8, prefix: 256, suffix: 32 },
   };
 }
 
@@ -149,6 +160,36 @@ async function splashTtft(model: Model, threads: number, prefix: Int32Array, suf
   }
 }
 
+// A coding request as the chat template renders it: speculation pays on real text, not on random ids.
+const CHAT_PROMPT =
+  "<|im_start|>user\nWrite a Python function `merge_intervals(intervals)` that merges overlapping intervals and returns them sorted. " +
+  "Include a docstring.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
+// Greedy decode of `n` tokens after the prompt through the engine with the drafter attached (speculation on):
+// tokens/s over the tokens after the first, and the share of drafts accepted.
+async function splashSpeculative(model: Model, threads: number, prompt: Int32Array, n: number): Promise<[Timing, string]> {
+  const engine = createEngine(nativeStepModel(model), { pageTokens: 64, maxSeqs: 4, kvBudget: 128 * 2 ** 20, prefixCache: false });
+  try {
+    let t0 = 0;
+    let c0 = 0;
+    let got = 0;
+    let note = "";
+    for await (const ev of engine.generate({ prompt, maxTokens: n, sampling: GREEDY, stopTokens: [], signal: new AbortController().signal, draft: "auto" })) {
+      if (ev.type === "tokens") {
+        if (got === 0) [t0, c0] = [performance.now(), cpuNow()];
+        got += ev.tokens.length;
+      } else if (ev.type === "done" && "speculation" in ev && ev.speculation) {
+        const sp = ev.speculation as { drafted: number; accepted: number; cycles: number };
+        note = `${sp.accepted} of ${sp.drafted} drafts accepted over ${sp.cycles} cycles`;
+      }
+    }
+    // the first event's tokens came with the prompt: time the rest
+    return [{ wall: (performance.now() - t0) / 1000 / (got - 1), cpu: (cpuNow() - c0) / threads / (got - 1) }, note];
+  } finally {
+    await engine.close();
+  }
+}
+
 export type PeerResult = { model: string; quant: Quant; ggufType: string; splashBytesPerToken: number; llamaBytesPerToken: number; rows: Row[] };
 
 export type PeersOptions = { threads: number; reps: number; node?: string };
@@ -168,6 +209,8 @@ export async function measurePeers(m: PeerModel, quant: "q8" | "q4", o: PeersOpt
   };
   type LlamaTiming = { seconds: number; cpuSeconds: number };
   const lt = (r: LlamaTiming): Timing => ({ wall: r.seconds, cpu: r.cpuSeconds / o.threads });
+  const specModel = m.drafter ? await Model.load(m.dir, { quant, threads: o.threads, drafter: { kind: "dflash", dir: m.drafter } }) : undefined;
+  const chat = m.drafter ? (await Tokenizer.load(m.dir)).encodeTemplate(CHAT_PROMPT) : undefined;
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       log.info(`${m.name} ${quant}: repetition ${rep + 1} of ${o.reps}`);
@@ -189,6 +232,15 @@ export async function measurePeers(m: PeerModel, quant: "q8" | "q4", o: PeersOpt
       const lr = await peer.request<{ seconds: number[]; cpuSeconds: number[]; reused: number[] }>({ op: "ttft", prefix: Array.from(prefix), suffixes: suffixes.map((s) => Array.from(s)) });
       ttft.llama.push({ wall: lr.seconds[1]!, cpu: lr.cpuSeconds[1]! / o.threads });
       ttft.llamaNote = `${lr.reused[1]} prompt tokens reused (checkpoint)`;
+      if (specModel && chat) {
+        const spec = row(`decode ${m.decodeTokens * 2} tokens after a chat prompt, Splash with the DFlash drafter`, "tokens/s");
+        const [t, note] = await splashSpeculative(specModel, o.threads, chat, m.decodeTokens * 2);
+        spec.splash.push(t);
+        spec.splashNote = note;
+        const lr = await peer.request<LlamaTiming>({ op: "decode", prompt: Array.from(chat), tokens: m.decodeTokens * 2 });
+        spec.llama.push({ wall: lr.seconds / (m.decodeTokens * 2 - 1), cpu: lr.cpuSeconds / o.threads / (m.decodeTokens * 2 - 1) });
+        spec.llamaNote = "no speculation";
+      }
       const streams = row(`total decode, 4 concurrent streams`, "tokens/s");
       const sr = await decodeStreams(nativeStepModel(model), { pageTokens: 16, maxSeqs: 4, kvBudget: 128 * 2 ** 20 }, 4, m.shortContext, m.decodeTokens);
       // decodeStreams times wall clock only: CPU time of the same window is not separable, so both sides report
@@ -201,11 +253,12 @@ export async function measurePeers(m: PeerModel, quant: "q8" | "q4", o: PeersOpt
   } finally {
     side.free();
     model.free();
+    specModel?.free();
   }
   // per-token rows store seconds per token; turn every rate row into tokens per time unit
   for (const r of rows) {
     if (r.unit !== "tokens/s") continue;
-    const n = r.metric.startsWith("prefill") ? m.prefill : r.metric.startsWith("decode at") ? m.decodeTokens - 1 : 1;
+    const n = r.metric.startsWith("prefill") ? m.prefill : r.metric.startsWith("decode at") ? m.decodeTokens - 1 : 1; // others hold s/token
     const rate = (t: Timing): Timing => ({ wall: n / t.wall, cpu: n / t.cpu });
     r.splash = r.splash.map(rate);
     r.llama = r.llama.map(rate);
