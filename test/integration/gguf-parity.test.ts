@@ -5,10 +5,10 @@
 //         (measured: ~2e-5 on the random checkpoints, ~3e-4 on splash-tiny)
 //   f16:  same argmax at every position (llama.cpp's CPU rounds the activations to f16 for the dot products, so Δ
 //         grows to ~2e-2)
-//   q8_0: argmax agreement with the unquantized Splash ≥ 80% (the random checkpoints' distributions are nearly
-//         flat, so quantization noise flips close calls; measured 88–95%)
-// bf16 and q4_0 are measured by the same code but not asserted: llama.cpp's CPU rounds activations to bf16 (Δ up
-// to ~1, 97.5% argmax agreement on the random checkpoints) and Q4_0 is 4-bit (26–70%); BENCHMARKS.md has the table.
+// q8_0 is asserted on the embedded model (gguf-parity-tiny.test.ts): the random checkpoints' distributions are nearly
+// flat, so quantization noise flips close calls (measured 88–90% argmax agreement). bf16 and q4_0 are measured by
+// the same code but not asserted: llama.cpp's CPU rounds activations to bf16 (Δ up to ~1, 97.5% argmax agreement on
+// the random checkpoints) and Q4_0 is 4-bit (26–70%); BENCHMARKS.md has the table.
 // Node runs the peer (node-llama-cpp's addon does not load in Bun); the random checkpoints are made at test time
 // in shapes llama.cpp can express (gguf-checkpoints.ts). gguf-parity-tiny.test.ts does the embedded model.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -50,9 +50,5 @@ describe.each(["dense", "moe"])("llama.cpp runs the %s export as Splash runs the
   test("f16: same argmax everywhere", async () => {
     const c = await parity(ctx(), join(dir, name), "f16");
     expect(c.argmaxAgree).toBe(c.positions);
-  }, 60_000);
-  test("q8_0: argmax mostly the unquantized one", async () => {
-    const c = await parity(ctx(), join(dir, name), "q8_0");
-    expect(c.argmaxAgree / c.positions).toBeGreaterThanOrEqual(0.8);
   }, 60_000);
 });
