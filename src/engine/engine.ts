@@ -50,7 +50,13 @@ export class SplashEngine implements Engine {
   private serviceSeconds = 0; // moving average of admission-to-finish time, for Retry-After
   private readonly timer: StepTimer;
   private readonly stallTargetMs: number;
-  private readonly speculation: SpeculationCounts & { requestAcceptance: number[] } = { cycles: 0, drafted: 0, accepted: 0, requestAcceptance: ACCEPTANCE_BUCKETS.map(() => 0).concat(0) };
+  private readonly speculation: SpeculationCounts & { requestAcceptance: number[]; requestAcceptanceSum: number } = {
+    cycles: 0,
+    drafted: 0,
+    accepted: 0,
+    requestAcceptance: ACCEPTANCE_BUCKETS.map(() => 0).concat(0),
+    requestAcceptanceSum: 0,
+  };
 
   constructor(
     private readonly model: StepModel,
@@ -88,8 +94,10 @@ export class SplashEngine implements Engine {
         s.cycles += spec.cycles;
         s.drafted += spec.drafted;
         s.accepted += spec.accepted;
-        const bucket = ACCEPTANCE_BUCKETS.findIndex((b) => (spec.accepted + spec.cycles) / spec.cycles <= b);
+        const length = (spec.accepted + spec.cycles) / spec.cycles;
+        const bucket = ACCEPTANCE_BUCKETS.findIndex((b) => length <= b);
         s.requestAcceptance[bucket < 0 ? ACCEPTANCE_BUCKETS.length : bucket]!++;
+        s.requestAcceptanceSum += length;
       }
     };
     this.contextTokens = Math.min(model.contextTokens, plan.nPages * plan.pageTokens);

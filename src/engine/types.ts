@@ -73,7 +73,7 @@ export type EngineStats = {
   peakSequenceStateBytes?: number; // the most sequenceStateBytes has been since the engine started
   // With a drafter: cumulative counts, and how many finished requests had each mean acceptance length
   // (requestAcceptance[i] counts those ≤ ACCEPTANCE_BUCKETS[i] and above the bucket before; one more for +Inf).
-  speculation?: SpeculationCounts & { drafter: "mtp" | "dflash"; requestAcceptance: number[] };
+  speculation?: SpeculationCounts & { drafter: "mtp" | "dflash"; requestAcceptance: number[]; requestAcceptanceSum: number };
 };
 
 export interface Engine {

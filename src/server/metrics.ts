@@ -1,5 +1,6 @@
 // GET /metrics: Prometheus text exposition of what the server counted and what each model's engine reports.
 import type { ChatModel, Usage } from "../chat/ir.ts";
+import { ACCEPTANCE_BUCKETS } from "../engine/types.ts";
 
 type Labels = Record<string, string>;
 
@@ -115,6 +116,26 @@ export class Metrics {
     const withSequenceBytes = models.filter((m) => stats.get(m.id)!.sequenceStateBytes !== undefined);
     block("splash_sequence_state_bytes", "gauge", "The part of state memory held by running sequences (the rest is evictable cache).", withSequenceBytes.map((m) => `splash_sequence_state_bytes${labelText({ model: m.id })} ${stats.get(m.id)!.sequenceStateBytes}`));
     perModel("splash_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache, since start.", (m) => stats.get(m.id)!.prefixCacheHitTokens);
+    // Speculative decoding, for models with a drafter: mean acceptance length = (accepted + cycles) / cycles.
+    const spec = models.flatMap((m) => {
+      const s = stats.get(m.id)!.speculation;
+      return s ? [{ labels: { model: m.id, drafter: s.drafter }, s }] : [];
+    });
+    const specLines = (name: string, value: (s: NonNullable<ReturnType<ChatModel["stats"]>["speculation"]>) => number) => spec.map(({ labels, s }) => `${name}${labelText(labels)} ${value(s)}`);
+    block("splash_spec_cycles_total", "counter", "Speculative verify cycles (each emits the accepted drafts plus one token).", specLines("splash_spec_cycles_total", (s) => s.cycles));
+    block("splash_spec_draft_tokens_total", "counter", "Draft tokens verified.", specLines("splash_spec_draft_tokens_total", (s) => s.drafted));
+    block("splash_spec_accepted_tokens_total", "counter", "Draft tokens accepted.", specLines("splash_spec_accepted_tokens_total", (s) => s.accepted));
+    block("splash_spec_acceptance_length", "gauge", "Mean tokens per verify cycle since start, the target's own token included.", specLines("splash_spec_acceptance_length", (s) => (s.cycles ? (s.accepted + s.cycles) / s.cycles : 0)));
+    const hist: string[] = [];
+    for (const { labels, s } of spec) {
+      let cum = 0;
+      ACCEPTANCE_BUCKETS.forEach((b, i) => hist.push(`splash_spec_request_acceptance_length_bucket${labelText({ ...labels, le: String(b) })} ${(cum += s.requestAcceptance[i]!)}`));
+      const count = cum + s.requestAcceptance[ACCEPTANCE_BUCKETS.length]!;
+      hist.push(`splash_spec_request_acceptance_length_bucket${labelText({ ...labels, le: "+Inf" })} ${count}`);
+      hist.push(`splash_spec_request_acceptance_length_sum${labelText(labels)} ${s.requestAcceptanceSum}`);
+      hist.push(`splash_spec_request_acceptance_length_count${labelText(labels)} ${count}`);
+    }
+    block("splash_spec_request_acceptance_length", "histogram", "Mean acceptance length of each finished request that speculated.", hist);
     return out.join("\n") + "\n";
   }
 }

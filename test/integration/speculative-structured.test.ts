@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { LoadedModel } from "../../src/models/load.ts";
+import { Metrics } from "../../src/server/metrics.ts";
 import { loadFixtureModel } from "../helpers/fixture-model.ts";
 import { callsProblem, conversation, run, SCHEMAS, schemaProblem, TOOLS } from "../helpers/structured-suite.ts";
 
@@ -33,6 +34,16 @@ for (const draft of ["dflash", "mtp"] as const) {
       expect(spec.drafter).toBe(draft);
       expect(spec.cycles).toBeGreaterThan(100);
       expect(spec.accepted).toBeGreaterThan(0); // forced tokens (quotes, braces) are drafted and kept
+      // /metrics: cumulative counts and the per-request acceptance-length histogram (every request above speculated)
+      const labels = `{model="${loaded.chat.id}",drafter="${draft}"}`;
+      const text = new Metrics().render([loaded.chat]);
+      expect(text).toContain(`splash_spec_cycles_total${labels} ${spec.cycles}`);
+      expect(text).toContain(`splash_spec_accepted_tokens_total${labels} ${spec.accepted}`);
+      expect(text).toContain(`splash_spec_acceptance_length${labels} ${(spec.accepted + spec.cycles) / spec.cycles}`);
+      // requests that ended before a first cycle (a value complete within a token or two) are not in the histogram
+      const requests = Number(text.match(new RegExp(`splash_spec_request_acceptance_length_count\\{[^}]*drafter="${draft}"\\} (\\d+)`))?.[1]);
+      expect(requests).toBeGreaterThan(SCHEMAS.length);
+      expect(requests).toBeLessThanOrEqual(2 * SCHEMAS.length);
     }, 90_000);
 
     test("forced tool calls: arguments validate", async () => {
