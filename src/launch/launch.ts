@@ -2,7 +2,7 @@
 //   find the tool ─▶ reuse or start the model's server ─▶ ask it for the served limits ─▶ the tool's plan (env,
 //   Splash-owned config files, arguments) ─▶ write the files ─▶ run the tool in the foreground, return its exit code
 // --print-config stops before anything is started or written and prints the plan as a shell script.
-import { join } from "node:path";
+import { basename, isAbsolute, join } from "node:path";
 import { stateDir } from "../paths.ts";
 import { log } from "../log.ts";
 import { modelKey, specLimits, startSpec } from "./model.ts";
@@ -29,7 +29,7 @@ export async function printConfig(tool: Tool, modelArg: string | undefined, args
     header.push(`${tool.title} (${tool.api}) on ${served.id}, served at ${ctx.baseUrl} by pid ${state.pid}`);
   } else {
     const limits = specLimits(key);
-    const model = key.startsWith("/") ? key.split("/").at(-1)! : key;
+    const model = isAbsolute(key) ? basename(key) : key; // a checkpoint directory is served under its name
     ctx = { baseUrl: "http://127.0.0.1:PORT", apiKey: "KEY", model, ...limits, home: toolHome(tool), args };
     header.push(`${tool.title} (${tool.api}) on ${model}: no server runs for it yet`, `launching starts one on a free PORT, with a new API KEY, and may serve a shorter context when memory is short`);
   }

@@ -104,7 +104,7 @@ function failure(state: ServerState, what: string): CliError {
 
 // Polls until /health lists the model; fails when the process exits or the time runs out (READY_TIMEOUT_MS from
 // its start, and at least BUSY_WAIT_MS from now for a server that was started long ago and is busy).
-async function waitReady(state: ServerState, progress: Progress): Promise<void> {
+async function waitReady(state: ServerState, progress: Progress, label: string): Promise<void> {
   const end = Math.max(Date.parse(state.startedAt) + READY_TIMEOUT_MS, Date.now() + BUSY_WAIT_MS);
   for (;;) {
     if (!pidAlive(state.pid)) throw failure(state, `the ${state.model} server exited while starting`);
@@ -113,7 +113,7 @@ async function waitReady(state: ServerState, progress: Progress): Promise<void> 
     if (h) throw failure(state, `port ${state.port} answers, but not for ${state.model}`);
     if (Date.now() > end) throw failure(state, `the ${state.model} server (pid ${state.pid}) did not answer in time`);
     const line = lastLine(state.log);
-    progress.update(`starting the ${state.model} server (${progress.seconds()} s)${line ? ` · ${line}` : ""}`);
+    progress.update(`${label} (${progress.seconds()} s)${line ? ` · ${line}` : ""}`);
     await sleep(250);
   }
 }
@@ -140,7 +140,8 @@ export async function terminate(pid: number, timeoutMs = STOP_TIMEOUT_MS): Promi
 async function start(spec: StartSpec, lock: string): Promise<ServerState> {
   const state = spawnServer(spec, await freePort(), randomBytes(24).toString("base64url"));
   writeState(state);
-  const progress = new Progress(`starting the ${spec.model} server (log: ${state.log})`);
+  const label = `starting the ${spec.model} server`;
+  const progress = new Progress(`${label} (log: ${state.log})`);
   const interrupted = () => {
     progress.done(`interrupted: stopping the ${spec.model} server`, false);
     void terminate(state.pid, 2000).finally(() => {
@@ -151,7 +152,7 @@ async function start(spec: StartSpec, lock: string): Promise<ServerState> {
   };
   process.once("SIGINT", interrupted);
   try {
-    await waitReady(state, progress);
+    await waitReady(state, progress, label);
     progress.done(`${spec.model} is ready at ${serverUrl(state)} (${progress.seconds()} s)`);
     return state;
   } catch (e) {
@@ -188,8 +189,9 @@ export async function ensureServer(key: string, prepare: () => Promise<StartSpec
           if (status === "starting") {
             // Loading (started by a launch that is gone: it held the lock while waiting) or busy: wait for it rather
             // than start a second.
-            const progress = new Progress(`waiting for the ${current.model} server (pid ${current.pid}), which is loading or busy`);
-            await waitReady(current, progress).catch((e: unknown) => {
+            const label = `waiting for the ${current.model} server (pid ${current.pid}), which is loading or busy`;
+            const progress = new Progress(label);
+            await waitReady(current, progress, label).catch((e: unknown) => {
               progress.done(`the ${current.model} server did not start`, false);
               throw e;
             });
