@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 const char *sp_mtype_name(sp_mtype t) {
-    static const char *const names[SP_MAT_TYPE_COUNT] = {"f32", "bf16", "f16", "q8", "q4"};
+    static const char *const names[SP_MAT_TYPE_COUNT] = {"f32", "bf16", "f16", "q8", "q4", "mlx4", "mlx8"};
     return (unsigned)t < SP_MAT_TYPE_COUNT ? names[t] : "?";
 }
 
@@ -19,6 +19,8 @@ int64_t sp_mtype_row_bytes(sp_mtype t, int64_t cols) {
     case SP_MAT_F16: return cols * 2;
     case SP_MAT_Q8: return nb * (SP_QK + 2);
     case SP_MAT_Q4: return (nb + 1) / 2 * SP_QK + nb * 4;
+    case SP_MAT_MLX4: return cols % SP_QK_MLX ? 0 : cols / 2 + cols / SP_QK_MLX * 4;
+    case SP_MAT_MLX8: return cols % SP_QK_MLX ? 0 : cols + cols / SP_QK_MLX * 4;
     default: return 0;
     }
 }
@@ -99,6 +101,34 @@ void sp_quantize_row_q4(const float *x, int64_t cols, void *row) {
     }
 }
 
+void sp_quantize_row_mlx(const float *x, int64_t cols, int bits, void *row) {
+    int64_t nb = cols / SP_QK_MLX, qbytes = cols * bits / 8;
+    uint8_t *q = row;
+    uint16_t *sc = (uint16_t *)(q + qbytes), *bi = sc + nb;
+    const float n_bins = (float)((1 << bits) - 1);
+    memset(q, 0, (size_t)qbytes);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *g = x + b * SP_QK_MLX;
+        float hi = g[0], lo = g[0];
+        for (int k = 1; k < SP_QK_MLX; k++) hi = fmaxf(hi, g[k]), lo = fminf(lo, g[k]);
+        /* mlx: the edge of larger magnitude is made exactly representable (q = 0 maps onto it) */
+        bool low_edge = fabsf(lo) > fabsf(hi);
+        float scale = fmaxf((hi - lo) / n_bins, 1e-7f), edge = low_edge ? lo : hi;
+        if (!low_edge) scale = -scale;
+        float q0 = rintf(edge / scale);
+        if (q0 != 0) scale = edge / q0;
+        sc[b] = sp_f32_to_bf16(scale);
+        bi[b] = sp_f32_to_bf16(q0 == 0 ? 0.0f : edge);
+        float s = sp_bf16_to_f32(sc[b]), m = sp_bf16_to_f32(bi[b]);
+        for (int k = 0; k < SP_QK_MLX; k++) {
+            uint8_t v = (uint8_t)fminf(fmaxf(rintf((g[k] - m) / s), 0.0f), n_bins);
+            int64_t e = b * SP_QK_MLX + k;
+            if (bits == 8) q[e] = v;
+            else q[e / 2] |= (uint8_t)(e % 2 ? v << 4 : v);
+        }
+    }
+}
+
 void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out) {
     const uint8_t *row = (const uint8_t *)m->data + r * m->row_bytes;
     int64_t cols = m->cols, nb = (cols + SP_QK - 1) / SP_QK;
@@ -123,6 +153,16 @@ void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out) {
             uint8_t byte = row[b / 2 * SP_QK + k % SP_QK];
             int q = b % 2 ? byte >> 4 : byte & 15;
             out[k] = (float)q * sp_f16_to_f32(dh[b]) + sp_f16_to_f32(mh[b]);
+        }
+        break;
+    }
+    case SP_MAT_MLX4:
+    case SP_MAT_MLX8: {
+        int64_t qbytes = m->type == SP_MAT_MLX4 ? cols / 2 : cols;
+        const uint16_t *sc = (const uint16_t *)(row + qbytes), *bi = sc + cols / SP_QK_MLX;
+        for (int64_t k = 0; k < cols; k++) {
+            int q = m->type == SP_MAT_MLX8 ? row[k] : k % 2 ? row[k / 2] >> 4 : row[k / 2] & 15;
+            out[k] = (float)q * sp_bf16_to_f32(sc[k / SP_QK_MLX]) + sp_bf16_to_f32(bi[k / SP_QK_MLX]);
         }
         break;
     }

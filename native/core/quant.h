@@ -14,9 +14,13 @@
  *                   min costs 0.5 bit/weight over a symmetric format and lowers the weight error by 9% (Gaussian
  *                   weights) to 20% (Student-t, heavier tails), measured (native-core section of BENCHMARKS.md).
  *                   It is also the shape of MLX's affine formats.
+ *   MLX4, MLX8      MLX's affine formats (mlx-lm checkpoints), group 64 (nb = cols / 64; cols must be a multiple):
+ *                   packed quants as mlx.core.quantize writes them, then bf16 scales[nb], then bf16 biases[nb];
+ *                   w = q·scale + bias. MLX4: u8[cols/2], element k in byte k/2, low nibble when k is even (the
+ *                   uint32 words of the checkpoint read as little-endian bytes). MLX8: u8[cols], q in 0..255.
+ *                   Loading an MLX checkpoint interleaves its three tensors into these rows (core/mlx.h): the
+ *                   quants, scales and biases are the checkpoint's bits, nothing is requantized.
  * Scales sit after the quants so a kernel streams each row front to back; f16 scales keep the bytes per weight low.
- *
- * The enum grows (MLX affine 4/8-bit with group 64) by adding a type, a row_bytes rule and a kernel per ISA.
  */
 #ifndef SP_QUANT_H
 #define SP_QUANT_H
@@ -25,10 +29,12 @@
 #include "core/threadpool.h"
 #include "splash.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#define SP_QK 32 /* weights per group in Q8 and Q4 */
+#define SP_QK 32     /* weights per group in Q8 and Q4 */
+#define SP_QK_MLX 64 /* weights per group in MLX4 and MLX8 */
 
 typedef enum sp_mtype {
     SP_MAT_F32,
@@ -36,6 +42,8 @@ typedef enum sp_mtype {
     SP_MAT_F16,
     SP_MAT_Q8,
     SP_MAT_Q4,
+    SP_MAT_MLX4,
+    SP_MAT_MLX8,
     SP_MAT_TYPE_COUNT,
 } sp_mtype;
 
@@ -50,8 +58,10 @@ typedef struct sp_matrix {
 } sp_matrix;
 
 const char *sp_mtype_name(sp_mtype t);
-/* Bytes of one row of `cols` weights in type t. */
+/* Bytes of one row of `cols` weights in type t (0 for MLX4/MLX8 when cols is not a multiple of 64). */
 int64_t sp_mtype_row_bytes(sp_mtype t, int64_t cols);
+/* MLX4 and MLX8: the types whose groups are 64 wide. */
+static inline bool sp_mtype_is_mlx(sp_mtype t) { return t == SP_MAT_MLX4 || t == SP_MAT_MLX8; }
 
 /* Rows [r0, r0 + n) of m as a matrix of its own (a view; caller keeps r0 + n <= m->rows). */
 static inline sp_matrix sp_matrix_rows(const sp_matrix *m, int64_t r0, int64_t n) {
@@ -67,13 +77,17 @@ static inline sp_matrix sp_matrix_rows(const sp_matrix *m, int64_t r0, int64_t n
  * last use of the matrix. Other dtypes, or a 0-dim tensor, are SPLASH_ERR_UNSUPPORTED naming the tensor and file. */
 splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_quant quant, sp_matrix *m, void **owned);
 
-/* Row r of m as f32 (dequantized for Q8/Q4): out[cols]. For embedding lookups and tests. */
+/* Row r of m as f32 (dequantized for Q8/Q4/MLX4/MLX8): out[cols]. For embedding lookups and tests. */
 void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out);
 
 /* One row of `cols` floats into the Q8 / Q4 layout above (sp_mtype_row_bytes bytes). The scalar reference; the
  * formats are defined by these two functions. */
 void sp_quantize_row_q8(const float *x, int64_t cols, void *row);
 void sp_quantize_row_q4(const float *x, int64_t cols, void *row);
+/* One row into the MLX4 / MLX8 layout (cols a multiple of 64) as mlx.core.quantize(mode="affine") computes it:
+ * scale = (max − min) / (2^bits − 1), then the larger-magnitude edge is made exact (scale = edge / round(edge /
+ * scale), bias = edge), q = round((w − bias) / scale) clamped. For tests and fixtures; checkpoints bring their own. */
+void sp_quantize_row_mlx(const float *x, int64_t cols, int bits, void *row);
 
 /* Scalar conversions. bf16 -> f32 is exact; f32 -> bf16/f16 round to nearest even (f16: with subnormals,
  * overflow to infinity); NaN stays NaN. */

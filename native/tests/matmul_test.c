@@ -3,7 +3,8 @@
  *   - against a double-precision reference on the same (dequantized) operands, at odd and real-ish shapes;
  *   - exactly, where the arithmetic is exact (small integers);
  *   - bit-identical whatever the batch size, thread count or row view (batch invariance);
- *   - quantization error of Q8/Q4 against the f32 result, printed.
+ *   - quantization error of Q8/Q4/MLX4/MLX8 against the f32 result, printed.
+ * MLX4/MLX8 need columns in whole groups of 64: their shapes are rounded up (parity skips the others).
  * Run: build/debug/tests/matmul_test [--only ISA]   (--only: the shared checks plus one ISA's kernels) */
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/matmul_kernels.h"
@@ -177,6 +178,7 @@ static mat make(sp_mtype t, const float *w, int64_t rows, int64_t cols) {
         }
         if (t == SP_MAT_Q8) sp_quantize_row_q8(src, cols, row);
         if (t == SP_MAT_Q4) sp_quantize_row_q4(src, cols, row);
+        if (sp_mtype_is_mlx(t)) sp_quantize_row_mlx(src, cols, t == SP_MAT_MLX4 ? 4 : 8, row);
     }
     r.m.data = r.buf;
     return r;
@@ -193,6 +195,9 @@ static void reference(const sp_matrix *W, const float *x, int64_t n, double *y, 
         if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4) {
             sp_quantize_act_ref(x + c * cols, cols, q, d, s);
             for (int64_t k = 0; k < cols; k++) xe[k] = (float)q[k] * d[k / 32];
+        } else if (sp_mtype_is_mlx(W->type)) { /* groups of 64, element order (no split) */
+            sp_quantize_act_mlx(x + c * cols, cols, false, q, d, s);
+            for (int64_t k = 0; k < cols; k++) xe[k] = (float)q[k] * d[k / 64];
         } else {
             memcpy(xe, x + c * cols, (size_t)cols * 4);
         }
@@ -207,7 +212,10 @@ static void reference(const sp_matrix *W, const float *x, int64_t n, double *y, 
     free(w), free(xe), free(q), free(d), free(s);
 }
 
-static const sp_mtype types[] = {SP_MAT_F32, SP_MAT_BF16, SP_MAT_F16, SP_MAT_Q8, SP_MAT_Q4};
+static const sp_mtype types[] = {SP_MAT_F32, SP_MAT_BF16, SP_MAT_F16, SP_MAT_Q8, SP_MAT_Q4, SP_MAT_MLX4, SP_MAT_MLX8};
+
+/* Columns for type t: MLX types take whole groups of 64. */
+static int64_t cols_for(sp_mtype t, int64_t cols) { return sp_mtype_is_mlx(t) ? (cols + 63) / 64 * 64 : cols; }
 
 static void parity(sp_threadpool *pool, sp_isa isa) {
     const int64_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 2}, {17, 64, 5}, {64, 100, 4}, {37, 256, 9}, {130, 1000, 66}, {9, 5120, 2}};
@@ -217,6 +225,7 @@ static void parity(sp_threadpool *pool, sp_isa isa) {
         bool ok = true;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             int64_t rows = shapes[si][0], cols = shapes[si][1], n = shapes[si][2];
+            if (cols_for(t, cols) != cols) continue;
             float *w = malloc((size_t)(rows * cols) * 4), *x = malloc((size_t)(n * cols) * 4), *y = malloc((size_t)(n * rows) * 4);
             double *yr = malloc((size_t)(n * rows) * 8), *mag = malloc((size_t)(n * rows) * 8);
             for (int64_t i = 0; i < rows * cols; i++) w[i] = gauss() * 0.05f;
@@ -232,26 +241,29 @@ static void parity(sp_threadpool *pool, sp_isa isa) {
             free(w), free(x), free(y), free(yr), free(mag), free(W.buf);
         }
         /* f32 accumulation over up to 5120 terms: error well under 1e-5 of Σ|w·x|. */
-        CHECK(ok && worst < 1e-5, "%s %-4s vs float64 reference on the same operands, 8 shapes: max error %.2e of sum|w*x|",
-              sp_isa_name(isa), sp_mtype_name(t), worst);
+        CHECK(ok && worst < 1e-5, "%s %-4s vs float64 reference on the same operands, %s: max error %.2e of sum|w*x|",
+              sp_isa_name(isa), sp_mtype_name(t), sp_mtype_is_mlx(t) ? "3 shapes" : "8 shapes", worst);
     }
 }
 
 /* Small integers: every product and partial sum is an exact f32, so every ISA must return exactly the integer. */
 static void exact(sp_threadpool *pool, sp_isa isa) {
-    const int64_t rows = 9, cols = 96, n = 5;
+    const int64_t rows = 9, n = 5;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         sp_mtype t = types[ti];
-        float w[9 * 96], x[5 * 96], y[5 * 9];
+        const int64_t cols = cols_for(t, 96);
+        float w[9 * 128], x[5 * 128], y[5 * 9];
         for (int64_t i = 0; i < rows * cols; i++) {
             if (t == SP_MAT_Q8) w[i] = (float)((int)(next_u64() % 255) - 127);
-            else if (t == SP_MAT_Q4) w[i] = (float)(next_u64() % 16);
+            else if (t == SP_MAT_Q4 || t == SP_MAT_MLX4) w[i] = (float)(next_u64() % 16);
+            else if (t == SP_MAT_MLX8) w[i] = (float)(next_u64() % 256);
             else w[i] = (float)((int)(next_u64() % 9) - 4);
         }
         for (int64_t i = 0; i < n * cols; i++) x[i] = (float)((int)(next_u64() % 255) - 127);
         for (int64_t g = 0; g < rows * cols / 32; g++) { /* make each group's range exactly representable */
             if (t == SP_MAT_Q8) w[g * 32] = 127;
-            if (t == SP_MAT_Q4) w[g * 32] = 0, w[g * 32 + 1] = 15;
+            if (t == SP_MAT_Q4 || t == SP_MAT_MLX4) w[g * 32] = 0, w[g * 32 + 1] = 15;
+            if (t == SP_MAT_MLX8) w[g * 32] = 0, w[g * 32 + 1] = 255;
         }
         for (int64_t g = 0; g < n * cols / 32; g++) x[g * 32] = 127; /* x groups quantize with scale 1 */
         mat W = make(t, w, rows, cols);
@@ -269,9 +281,10 @@ static void exact(sp_threadpool *pool, sp_isa isa) {
 
 /* Row c of y must not depend on n, on the other rows of x, on the thread count, or on taking a row view of W. */
 static void invariance(sp_isa isa, sp_threadpool *pools[], int n_pools) {
-    const int64_t rows = 70, cols = 300, n = 67;
+    const int64_t rows = 70, n = 67;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         sp_mtype t = types[ti];
+        const int64_t cols = cols_for(t, 300);
         float *w = malloc(rows * cols * 4), *x = malloc(n * cols * 4), *y = malloc(n * rows * 4), *y1 = malloc(rows * 4);
         for (int64_t i = 0; i < rows * cols; i++) w[i] = gauss() * 0.05f;
         for (int64_t i = 0; i < n * cols; i++) x[i] = gauss();
@@ -305,14 +318,16 @@ static void quant_error(sp_threadpool *pool, sp_isa isa) {
     for (int64_t i = 0; i < n * cols; i++) x[i] = gauss();
     mat F = make(SP_MAT_F32, w, rows, cols);
     sp_matmul_isa(pool, isa, yf, &F.m, x, n);
-    for (int q = 0; q < 2; q++) {
-        mat Q = make(q ? SP_MAT_Q4 : SP_MAT_Q8, w, rows, cols);
+    const sp_mtype qtypes[] = {SP_MAT_Q8, SP_MAT_Q4, SP_MAT_MLX8, SP_MAT_MLX4};
+    for (int q = 0; q < 4; q++) {
+        mat Q = make(qtypes[q], w, rows, cols);
         sp_matmul_isa(pool, isa, yq, &Q.m, x, n);
         double se = 0, sy = 0;
         for (int64_t i = 0; i < n * rows; i++) se += (double)(yq[i] - yf[i]) * (yq[i] - yf[i]), sy += (double)yf[i] * yf[i];
         double rel = sqrt(se / sy);
-        CHECK(rel < (q ? 0.12 : 0.012), "%s %s output error vs f32 weights (Gaussian, 2048 cols): relative RMS %.4f",
-              sp_isa_name(isa), q ? "q4" : "q8", rel);
+        bool four = qtypes[q] == SP_MAT_Q4 || qtypes[q] == SP_MAT_MLX4;
+        CHECK(rel < (four ? 0.12 : 0.012), "%s %s output error vs f32 weights (Gaussian, 2048 cols): relative RMS %.4f",
+              sp_isa_name(isa), sp_mtype_name(qtypes[q]), rel);
         free(Q.buf);
     }
     free(w), free(x), free(yf), free(yq), free(F.buf);

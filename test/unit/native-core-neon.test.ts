@@ -37,7 +37,7 @@ test.skipIf(!cc || !qemu)("NEON kernels under qemu-aarch64, and the scalar fallb
   expect(neon.code).toBe(0);
   expect(neon.stdout).toContain("best ISA neon");
   expect(neon.stdout).toMatch(/OK +neon: x quantizer bit-identical/);
-  for (const type of ["f32", "bf16", "f16", "q8", "q4"]) {
+  for (const type of ["f32", "bf16", "f16", "q8", "q4", "mlx4", "mlx8"]) {
     expect(neon.stdout).toMatch(new RegExp(`OK +neon ${type} +vs float64 reference`));
     expect(neon.stdout).toMatch(new RegExp(`OK +neon ${type} +exact on small integers`));
     expect(neon.stdout).toMatch(new RegExp(`OK +neon ${type} +bit-identical alone vs batched`));

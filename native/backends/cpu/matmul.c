@@ -77,6 +77,54 @@ static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, i
     }
 }
 
+/* MLX4/MLX8: per group of 64, the exact integer Σ q_w·q_x scaled by scale·d_x, plus bias·(d_x·Σq_x) for the offset.
+ * For MLX4 the x group is stored [even elements | odd elements] (sp_quantize_act_mlx), so byte j of the weights
+ * (elements 2j and 2j+1) meets x values j and 32 + j. */
+static void rows_mlx(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    int64_t nb = x->nb, qbytes = W->type == SP_MAT_MLX4 ? W->cols / 2 : W->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wq = (const uint8_t *)W->data + r * W->row_bytes;
+        const uint16_t *sc = (const uint16_t *)(wq + qbytes), *bi = sc + nb;
+        for (int64_t c = 0; c < x->n; c++) {
+            const int8_t *xq = x->q + c * nb * SP_QK_MLX;
+            const float *xd = x->d + c * nb, *xs = x->s + c * nb;
+            float s = 0, offset = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                const int8_t *xg = xq + b * SP_QK_MLX;
+                int32_t dot = 0;
+                if (W->type == SP_MAT_MLX4) {
+                    const uint8_t *g = wq + b * SP_QK_MLX / 2;
+                    for (int j = 0; j < SP_QK_MLX / 2; j++) dot += (g[j] & 15) * xg[j] + (g[j] >> 4) * xg[SP_QK_MLX / 2 + j];
+                } else {
+                    const uint8_t *g = wq + b * SP_QK_MLX;
+                    for (int j = 0; j < SP_QK_MLX; j++) dot += g[j] * xg[j];
+                }
+                s += (float)dot * (sp_bf16_to_f32(sc[b]) * xd[b]);
+                offset += sp_bf16_to_f32(bi[b]) * xs[b];
+            }
+            y[c * W->rows + r] = s + offset;
+        }
+    }
+}
+
+void sp_quantize_act_mlx(const float *x, int64_t cols, bool split, int8_t *q, float *d, float *s) {
+    enum { G = SP_QK_MLX };
+    for (int64_t b = 0; b < cols / G; b++) {
+        const float *g = x + b * G;
+        float amax = 0;
+        for (int k = 0; k < G; k++) amax = fmaxf(amax, fabsf(g[k]));
+        float inv = amax > 0 ? 127.0f / amax : 0.0f;
+        int32_t sum = 0;
+        for (int k = 0; k < G; k++) {
+            int8_t v = (int8_t)lrintf(fminf(fmaxf(g[k] * inv, -127.0f), 127.0f));
+            q[b * G + (split ? (k % 2) * (G / 2) + k / 2 : k)] = v;
+            sum += v;
+        }
+        d[b] = amax / 127.0f;
+        s[b] = d[b] * (float)sum;
+    }
+}
+
 void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
     for (int64_t b = 0; b < nb; b++) {
@@ -98,7 +146,7 @@ void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, floa
 
 const sp_matmul_kernels sp_matmul_kernels_scalar = {
     .rows = {[SP_MAT_F32] = rows_float, [SP_MAT_BF16] = rows_float, [SP_MAT_F16] = rows_float, [SP_MAT_Q8] = rows_q8,
-             [SP_MAT_Q4] = rows_q4},
+             [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx, [SP_MAT_MLX8] = rows_mlx},
     .quantize_act = sp_quantize_act_ref,
 };
 
@@ -155,9 +203,9 @@ static void run_rows(void *ctx, int64_t u0, int64_t u1, int thread) {
     const sp_act *x = j->x;
     for (int64_t c0 = 0; c0 < x->n; c0 += X_BLOCK) {
         int64_t nc = x->n - c0 < X_BLOCK ? x->n - c0 : X_BLOCK;
-        sp_act blk = {.n = nc, .cols = x->cols, .nb = x->nb, .f = x->f ? x->f + c0 * x->cols : NULL};
+        sp_act blk = {.n = nc, .cols = x->cols, .nb = x->nb, .group = x->group, .f = x->f ? x->f + c0 * x->cols : NULL};
         if (x->q) {
-            blk.q = x->q + c0 * x->nb * SP_QK;
+            blk.q = x->q + c0 * x->nb * x->group;
             blk.d = x->d + c0 * x->nb;
             blk.s = x->s + c0 * x->nb;
         }
@@ -169,19 +217,23 @@ typedef struct quantize_job {
     const sp_matmul_kernels *k;
     const float *x;
     sp_act *a;
+    sp_mtype type;
 } quantize_job;
 
 static void quantize_x(void *ctx, int64_t c0, int64_t c1, int thread) {
     const quantize_job *j = ctx;
     const sp_act *a = j->a;
-    for (int64_t c = c0; c < c1; c++)
-        j->k->quantize_act(j->x + c * a->cols, a->cols, (int8_t *)a->q + c * a->nb * SP_QK, (float *)a->d + c * a->nb,
-                           (float *)a->s + c * a->nb);
+    for (int64_t c = c0; c < c1; c++) {
+        int8_t *q = (int8_t *)a->q + c * a->nb * a->group;
+        float *d = (float *)a->d + c * a->nb, *s = (float *)a->s + c * a->nb;
+        if (sp_mtype_is_mlx(j->type)) sp_quantize_act_mlx(j->x + c * a->cols, a->cols, j->type == SP_MAT_MLX4, q, d, s);
+        else j->k->quantize_act(j->x + c * a->cols, a->cols, q, d, s);
+    }
 }
 
 splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_matrix *W, const float *x, int64_t n) {
     if (!W || (unsigned)W->type >= SP_MAT_TYPE_COUNT || n < 0 || W->rows < 0 || W->cols <= 0 ||
-        W->row_bytes < sp_mtype_row_bytes(W->type, W->cols))
+        sp_mtype_row_bytes(W->type, W->cols) == 0 || W->row_bytes < sp_mtype_row_bytes(W->type, W->cols))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "matmul: bad matrix (type %d, %lld x %lld, row_bytes %lld) or n %lld",
                        W ? (int)W->type : -1, W ? (long long)W->rows : 0, W ? (long long)W->cols : 0,
                        W ? (long long)W->row_bytes : 0, (long long)n);
@@ -191,17 +243,18 @@ splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "matmul: ISA %s is not available in this build or on this CPU", sp_isa_name(isa));
     if (n == 0 || W->rows == 0) return SPLASH_OK;
     const sp_matmul_kernels *k = kernels(isa);
-    sp_act a = {.n = n, .cols = W->cols, .nb = (W->cols + SP_QK - 1) / SP_QK, .f = x};
+    int64_t group = sp_mtype_is_mlx(W->type) ? SP_QK_MLX : SP_QK;
+    sp_act a = {.n = n, .cols = W->cols, .nb = (W->cols + group - 1) / group, .group = group, .f = x};
     void *buf = NULL;
-    if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4) {
-        size_t groups = (size_t)(n * a.nb), bytes = groups * SP_QK + 2 * groups * sizeof(float);
+    if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4 || sp_mtype_is_mlx(W->type)) {
+        size_t groups = (size_t)(n * a.nb), bytes = groups * (size_t)group + 2 * groups * sizeof(float);
         if (!(buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63)))
             return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "matmul: cannot allocate %zu bytes for quantized input", bytes);
         a.q = buf;
-        a.d = (const float *)((int8_t *)buf + groups * SP_QK);
+        a.d = (const float *)((int8_t *)buf + groups * (size_t)group);
         a.s = a.d + groups;
         a.f = NULL;
-        quantize_job qj = {.k = k, .x = x, .a = &a};
+        quantize_job qj = {.k = k, .x = x, .a = &a, .type = W->type};
         sp_parallel_for(n >= 2 * sp_threadpool_size(pool) ? pool : NULL, n, quantize_x, &qj);
     }
     matmul_job job = {.fn = k->rows[W->type], .W = W, .x = &a, .y = y};

@@ -11,6 +11,8 @@
  *  - Q8/Q4 weights: each row of x is quantized on the fly to int8 per group of 32 (d = max|x|/127, as llama.cpp's
  *    Q8_0), so a group's dot product is an exact integer; it is scaled by d_w·d_x and accumulated in f32. Q4 adds
  *    m_w · d_x·Σq_x per group for its offset.
+ *  - MLX4/MLX8 weights (group 64): x is quantized to int8 per group of 64 the same way; each group's exact integer
+ *    dot product is scaled by scale_w·d_x, plus bias_w · d_x·Σq_x for the affine offset.
  *  - Batch invariance: for a given ISA, row c of y is bit-identical whatever n is, whatever x's other rows hold,
  *    and whatever the thread count: every (weight row, x row) pair goes through the same sequence of operations.
  *    Different ISAs agree to rounding (the tests bound the difference), not bit for bit.
@@ -37,7 +39,7 @@ sp_isa sp_isa_best(const sp_cpu *cpu);
 
 /* y = x · Wᵀ as above. pool may be NULL (one thread; the CPU is then detected on each call, so pass a pool on hot
  * paths). y must not alias x. Errors: SPLASH_ERR_INVALID_ARGUMENT (bad type, negative n), SPLASH_ERR_OUT_OF_MEMORY
- * (the quantized copy of x for Q8/Q4, n·(cols + 8·cols/32) bytes, is allocated per call). */
+ * (the quantized copy of x for quantized weights, about n·(cols + 8·cols/32) bytes, is allocated per call). */
 splash_status sp_matmul(sp_threadpool *pool, float *y, const sp_matrix *W, const float *x, int64_t n);
 /* The same with a chosen ISA; SPLASH_ERR_UNSUPPORTED when this build or CPU lacks it. */
 splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_matrix *W, const float *x, int64_t n);

@@ -8,6 +8,10 @@
  * Q8 × int8 x: _mm256_maddubs_epi16 multiplies unsigned by signed bytes, so the weight's sign moves onto x
  * (|w| · sign(x, w) = w · x); |w|, |x| <= 127 keep each pair sum below 32767 (no saturation).
  * Q4 × int8 x: nibbles are already unsigned; the offset term m·d_x·Σq_x is a separate per-pair dot over groups.
+ * MLX4 × int8 x (groups of 64): low nibbles are the even elements, high nibbles the odd ones, and x comes split the
+ * same way (sp_quantize_act_mlx), so a group is two maddubs. MLX8: q in 0..255 against |x| <= 127 could saturate
+ * maddubs' pair sums (255·127·2 > 32767), so the kernel multiplies q − 128 (w ^ 0x80, signed, with the Q8 sign
+ * trick; 128·127·2 = 32512 fits) and the bias absorbs the rest: q·s + b = (q − 128)·s + (b + 128·s).
  */
 #include "matmul_kernels.h"
 
@@ -209,6 +213,69 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
 TILED_ROWS(rows_q8, quant_tile, false, )
 TILED_ROWS(rows_q4, quant_tile, true, )
 
+/* ---- MLX4 and MLX8 ------------------------------------------------------------------------------------------------ */
+
+/* A tile of MLX4 (m4) or MLX8 weights; the affine offset is summed per pair in scalar, once per group. */
+INLINE void mlx_tile(bool m4, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R,
+                     const int C) {
+    enum { G = SP_QK_MLX };
+    const int64_t nb = x->nb, qbytes = m4 ? W->cols / 2 : W->cols, gbytes = m4 ? G / 2 : G;
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(15), flip = _mm256_set1_epi8((char)0x80);
+    const uint8_t *wq[4];
+    const uint16_t *sc[4], *bi[4];
+    const int8_t *xq[2];
+    const float *xd[2], *xs[2];
+    __m256 acc[4][2];
+    float off[4][2];
+    for (int i = 0; i < R; i++) {
+        wq[i] = row_ptr(W, r + i);
+        sc[i] = (const uint16_t *)(wq[i] + qbytes);
+        bi[i] = sc[i] + nb;
+    }
+    for (int j = 0; j < C; j++) {
+        xq[j] = x->q + (c + j) * nb * G;
+        xd[j] = x->d + (c + j) * nb;
+        xs[j] = x->s + (c + j) * nb;
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps(), off[i][j] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        if (b % 2 == 0) prefetch_next_tile(W, wq[0], R, b * gbytes, (b + 2) * gbytes);
+        __m256i xv[2][2];
+        for (int j = 0; j < C; j++) {
+            xv[j][0] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * G));
+            xv[j][1] = _mm256_loadu_si256((const __m256i *)(xq[j] + b * G + 32));
+        }
+        for (int i = 0; i < R; i++) {
+            float s = sp_bf16_to_f32(sc[i][b]), bias = sp_bf16_to_f32(bi[i][b]);
+            __m256i p[2];
+            if (m4) {
+                __m256i chunk = _mm256_loadu_si256((const __m256i *)(wq[i] + b * G / 2));
+                __m256i lo = _mm256_and_si256(chunk, low), hi = _mm256_and_si256(_mm256_srli_epi16(chunk, 4), low);
+                for (int j = 0; j < C; j++) /* each int16 lane is at most 2·(15·127) per maddubs: the sum fits */
+                    p[j] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, xv[j][0]), _mm256_maddubs_epi16(hi, xv[j][1])), ones);
+            } else {
+                __m256i w0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wq[i] + b * G)), flip);
+                __m256i w1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wq[i] + b * G + 32)), flip);
+                __m256i a0 = _mm256_sign_epi8(w0, w0), a1 = _mm256_sign_epi8(w1, w1); /* |−128| stays 0x80: 128 unsigned */
+                for (int j = 0; j < C; j++)
+                    p[j] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xv[j][0], w0)), ones),
+                                            _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xv[j][1], w1)), ones));
+                bias += 128.0f * s;
+            }
+            for (int j = 0; j < C; j++) {
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[j]), _mm256_set1_ps(s * xd[j][b]), acc[i][j]);
+                off[i][j] += bias * xs[j][b];
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + off[i][j];
+}
+
+TILED_ROWS(rows_mlx4, mlx_tile, true, )
+TILED_ROWS(rows_mlx8, mlx_tile, false, )
+
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 
 /* Bit-identical to sp_quantize_act_ref: same max, same 127/amax, same round-to-nearest-even, same clamp. */
@@ -251,6 +318,6 @@ static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, floa
 
 const sp_matmul_kernels sp_matmul_kernels_avx2 = {
     .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
-             [SP_MAT_Q4] = rows_q4},
+             [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx4, [SP_MAT_MLX8] = rows_mlx8},
     .quantize_act = quantize_act,
 };

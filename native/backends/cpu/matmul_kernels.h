@@ -1,7 +1,8 @@
 /* matmul_kernels.h — what each ISA file provides to matmul.c (internal to the CPU matmul).
  *
  * A kernel computes y[c][r] for every x row c in [0, x->n) and weight rows r in [r0, r1). The driver has already
- * prepared x: for Q8/Q4 weights it is quantized into int8 groups (sp_act.q/d/s), otherwise it is read as f32.
+ * prepared x: for Q8/Q4 weights it is quantized into int8 groups of 32 (sp_act.q/d/s), for MLX4/MLX8 into groups of
+ * 64 (sp_quantize_act_mlx), otherwise it is read as f32.
  * Kernels must keep the per-(row, x row) operation sequence independent of n and of [r0, r1) (batch invariance,
  * matmul.h), and must not read past the padded row (sp_mtype_row_bytes) or x's cols.
  */
@@ -11,9 +12,10 @@
 #include "core/quant.h"
 
 typedef struct sp_act {
-    int64_t n, cols, nb;  /* x rows, columns, groups of 32 (Q8/Q4) */
+    int64_t n, cols, nb;  /* x rows, columns, groups (of 32 for Q8/Q4, of 64 for MLX4/MLX8) */
+    int64_t group;        /* 32 or 64: a row of q is nb·group bytes */
     const float *f;       /* [n][cols] as given */
-    const int8_t *q;      /* [n][nb·32] int8, zero-padded: the quantized x (Q8/Q4 weights only) */
+    const int8_t *q;      /* [n][nb·group] int8, zero-padded: the quantized x (quantized weights only) */
     const float *d;       /* [n][nb] scale of each group */
     const float *s;       /* [n][nb] d·Σq of each group (the Q4 offset term) */
 } sp_act;
@@ -36,5 +38,10 @@ extern const sp_matmul_kernels sp_matmul_kernels_neon;
 
 /* The scalar quantizer of x, shared as the definition the SIMD ones must match. */
 void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s);
+/* x for MLX4/MLX8 weights (cols a multiple of 64): int8 per group of 64, d = max|x|/127, s = d·Σq, as the one above.
+ * For MLX4 (`split`) each group's 64 values are stored even elements first, then odd ones, the order in which a
+ * row's nibbles come apart (low nibbles hold even elements); MLX8 keeps element order. One scalar version serves
+ * every ISA: it costs O(cols) per x row against O(rows·cols) for the product. */
+void sp_quantize_act_mlx(const float *x, int64_t cols, bool split, int8_t *q, float *d, float *s);
 
 #endif

@@ -5,6 +5,9 @@
  * GEMM as 4×2 tiles over each 4-row block; a pair's operation sequence does not depend on its tile (batch
  * invariance). Q8 and Q4 groups are exact integer dot products (SDOT: 4 int8 products into each int32 lane), scaled
  * by d_w·d_x per group; Q4 nibbles (0..15) are valid signed bytes, so SDOT takes them as they are.
+ * MLX4 (groups of 64): low nibbles are the even elements, high nibbles the odd ones, and x comes split the same way
+ * (sp_quantize_act_mlx). MLX8: q in 0..255 is not a signed byte, so SDOT takes q − 128 (w ^ 0x80) and the bias
+ * absorbs the rest: q·s + b = (q − 128)·s + (b + 128·s).
  */
 #include "matmul_kernels.h"
 
@@ -158,6 +161,61 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
 TILED_ROWS(rows_q8, quant_tile, false, )
 TILED_ROWS(rows_q4, quant_tile, true, )
 
+/* ---- MLX4 and MLX8 ------------------------------------------------------------------------------------------------ */
+
+INLINE void mlx_tile(bool m4, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int64_t c, const int R,
+                     const int C) {
+    enum { G = SP_QK_MLX };
+    const int64_t nb = x->nb, qbytes = m4 ? W->cols / 2 : W->cols;
+    const uint8x16_t low = vdupq_n_u8(15), flip = vdupq_n_u8(0x80);
+    const uint8_t *wq[4];
+    const uint16_t *sc[4], *bi[4];
+    const int8_t *xq[2];
+    const float *xd[2], *xs[2];
+    float32x4_t acc[4][2];
+    float off[4][2];
+    for (int i = 0; i < R; i++) {
+        wq[i] = row_ptr(W, r + i);
+        sc[i] = (const uint16_t *)(wq[i] + qbytes);
+        bi[i] = sc[i] + nb;
+    }
+    for (int j = 0; j < C; j++) {
+        xq[j] = x->q + (c + j) * nb * G;
+        xd[j] = x->d + (c + j) * nb;
+        xs[j] = x->s + (c + j) * nb;
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = vdupq_n_f32(0), off[i][j] = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        for (int i = 0; i < R; i++) {
+            float s = sp_bf16_to_f32(sc[i][b]), bias = sp_bf16_to_f32(bi[i][b]);
+            int8x16_t w[4];
+            if (m4) {
+                uint8x16_t c0 = vld1q_u8(wq[i] + b * G / 2), c1 = vld1q_u8(wq[i] + b * G / 2 + 16);
+                w[0] = vreinterpretq_s8_u8(vandq_u8(c0, low)), w[1] = vreinterpretq_s8_u8(vandq_u8(c1, low));
+                w[2] = vreinterpretq_s8_u8(vshrq_n_u8(c0, 4)), w[3] = vreinterpretq_s8_u8(vshrq_n_u8(c1, 4));
+            } else {
+                for (int k = 0; k < 4; k++) w[k] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(wq[i] + b * G + 16 * k), flip));
+                bias += 128.0f * s;
+            }
+            for (int j = 0; j < C; j++) {
+                const int8_t *xg = xq[j] + b * G;
+                int32x4_t d = vdotq_s32(vdupq_n_s32(0), w[0], vld1q_s8(xg));
+                d = vdotq_s32(d, w[1], vld1q_s8(xg + 16));
+                d = vdotq_s32(d, w[2], vld1q_s8(xg + 32));
+                d = vdotq_s32(d, w[3], vld1q_s8(xg + 48));
+                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(d), s * xd[j][b]);
+                off[i][j] += bias * xs[j][b];
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) y[(c + j) * W->rows + r + i] = vaddvq_f32(acc[i][j]) + off[i][j];
+}
+
+TILED_ROWS(rows_mlx4, mlx_tile, true, )
+TILED_ROWS(rows_mlx8, mlx_tile, false, )
+
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 
 /* Bit-identical to sp_quantize_act_ref: FMAXNM/FMINNM treat NaN as fmaxf/fminf do, FCVTNS rounds to nearest even. */
@@ -191,6 +249,6 @@ static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, floa
 
 const sp_matmul_kernels sp_matmul_kernels_neon = {
     .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
-             [SP_MAT_Q4] = rows_q4},
+             [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx4, [SP_MAT_MLX8] = rows_mlx8},
     .quantize_act = quantize_act,
 };
