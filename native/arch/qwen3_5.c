@@ -937,9 +937,6 @@ uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens) {
 
 uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m) { return sizeof(float) * (uint64_t)slot_floats(&m->cfg); }
 
-int32_t sp_qwen35_vocab(const sp_qwen35 *m) { return m->cfg.vocab_size; }
-int32_t sp_qwen35_max_step_tokens(const sp_qwen35 *m) { return m->max_step_tokens; }
-
 static uint64_t matrix_bytes(const sp_matrix *w) { return (uint64_t)w->rows * (uint64_t)w->row_bytes; }
 
 /* Weight bytes a single-token decode reads: every matrix of every layer (MoE: top_k of E experts, on average),

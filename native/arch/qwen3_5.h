@@ -19,8 +19,6 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
                              sp_qwen35 **out);
 void sp_qwen35_free(sp_qwen35 *m);
 void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out);
-int32_t sp_qwen35_vocab(const sp_qwen35 *m);
-int32_t sp_qwen35_max_step_tokens(const sp_qwen35 *m);
 
 /* The one size table of sequence state: bytes of a KV page and of a GDN state slot. */
 uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens);
