@@ -90,9 +90,24 @@ function message(m: Message, escape: Escape): TemplateMessage {
   }
 }
 
+// Qwen-family templates accept one system message, first, and raise on any other. Clients send more: OpenAI chat
+// allows system/developer messages anywhere, and Claude Code puts a system-role message among the turns. Leading
+// system messages merge into one; a later one becomes a user turn in its place, which keeps the order of what the
+// model reads and leaves the system prompt (and so the cached prefix) unchanged from turn to turn.
+function placeSystemMessages(messages: TemplateMessage[]): TemplateMessage[] {
+  const out: TemplateMessage[] = [];
+  for (const m of messages) {
+    if (m.role !== "system") out.push(m);
+    else if (out.length === 0) out.push(m);
+    else if (out.length === 1 && out[0]!.role === "system") out[0] = { role: "system", content: `${out[0]!.content as string}\n\n${m.content as string}` };
+    else out.push({ role: "user", content: m.content });
+  }
+  return out;
+}
+
 export function templateVariables(conversation: Conversation, escape: Escape, addGenerationPrompt = true): TemplateVariables {
   const vars: TemplateVariables = {
-    messages: conversation.messages.map((m) => message(m, escape)),
+    messages: placeSystemMessages(conversation.messages.map((m) => message(m, escape))),
     add_generation_prompt: addGenerationPrompt,
     enable_thinking: conversation.thinking.enabled,
   };

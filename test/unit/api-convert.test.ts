@@ -100,6 +100,20 @@ describe("responses", () => {
 describe("anthropic", () => {
   const convert = (body: Record<string, unknown>) => convertMessagesRequest(MessagesRequest.parse({ model: "m", max_tokens: 10, ...body }), ctx);
 
+  test("system-role messages among the turns (Claude Code sends them) become system messages of text", () => {
+    const { conversation } = convert({
+      system: [{ type: "text", text: "main" }],
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "system", content: [{ type: "text", text: "agent types: a, b" }] },
+        { role: "user", content: "go" },
+      ],
+    });
+    expect(conversation.messages.map((m) => m.role)).toEqual(["system", "user", "system", "user"]);
+    expect(conversation.messages[2]!.content).toEqual([{ type: "text", text: "agent types: a, b" }]);
+    expect(() => convert({ messages: [{ role: "system", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } }] }] })).toThrow(/text only/);
+  });
+
   test("tool results with images and errors, string assistant content, dropped blocks and server tools", () => {
     const { conversation } = convert({
       system: "be nice",

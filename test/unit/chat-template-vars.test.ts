@@ -110,3 +110,34 @@ describe("IR → template variables", () => {
     expect(splitInlineReasoning("x</think>y</think>\nz")).toEqual({ reasoning: "x", content: "z" });
   });
 });
+
+describe("system messages beyond the first", () => {
+  const conv = (messages: Message[]): Conversation => ({
+    messages,
+    tools: [],
+    toolChoice: "auto",
+    parallelToolCalls: true,
+    thinking: { enabled: false },
+    responseFormat: { type: "text" },
+  });
+  const sys = (text: string): Message => ({ role: "system", content: [{ type: "text", text }] });
+  const user = (text: string): Message => ({ role: "user", content: [{ type: "text", text }] });
+  const tiny = ChatTemplate.load(join(root, "models", "splash-tiny"));
+
+  test("leading system messages merge into one", () => {
+    const v = templateVariables(conv([sys("a"), sys("b"), user("q")]), identity);
+    expect(v.messages.map((m) => [m.role, m.content])).toEqual([
+      ["system", "a\n\nb"],
+      ["user", "q"],
+    ]);
+  });
+
+  test("a later system message becomes a user turn in place, and the template renders it", () => {
+    const v = templateVariables(conv([sys("a"), user("q"), sys("reminder"), user("r")]), identity);
+    expect(v.messages.map((m) => m.role)).toEqual(["system", "user", "user", "user"]);
+    // Without the rewrite the Qwen template raises "The system message must come first".
+    const text = tiny.render(v);
+    expect(text.indexOf("<|im_start|>system\na")).toBe(0);
+    expect(text).toContain("<|im_start|>user\nreminder<|im_end|>");
+  });
+});

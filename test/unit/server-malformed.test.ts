@@ -92,7 +92,7 @@ const rows: [string, Row][] = [
   ["messages: no max_tokens", { path: A, body: { model: "m", messages: user }, status: 400, message: /^max_tokens: required/ }],
   ["messages: negative max_tokens", { path: A, body: msgs({ max_tokens: -1 }), status: 400, message: /^max_tokens: Too small/ }],
   ["messages: no messages", { path: A, body: { model: "m", max_tokens: 5 }, status: 400, message: /^messages: required/ }],
-  ["messages: system role inside messages", { path: A, body: msgs({ messages: [{ role: "system", content: "x" }] }), status: 400, message: /^messages\.0\.role: / }],
+  ["messages: unknown role inside messages", { path: A, body: msgs({ messages: [{ role: "tool", content: "x" }] }), status: 400, message: /^messages\.0\.role: / }],
   ["messages: text block without text", { path: A, body: msgs({ messages: [{ role: "user", content: [{ type: "text" }] }] }), status: 400, message: /^messages\.0\.content\.0\.text: required/ }],
   ["messages: base64 image without data", { path: A, body: msgs({ messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png" } }] }] }), status: 400, message: /^messages\.0\.content\.0\.source\.data: required/ }],
   ["messages: image for a text-only model", { path: A, body: msgs({ messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } }] }] }), status: 400, message: /does not accept images/ }],

@@ -79,6 +79,14 @@ function convertMessage(m: MessagesRequest["messages"][number], i: number, model
     }
     return [out];
   }
+  if (m.role === "system") {
+    const text = blocks.flatMap((b, j) => {
+      if (b.type === "text") return [{ type: "text" as const, text: b.text }];
+      if (b.type === "ignored") return [];
+      throw invalidRequest(`a system message holds text only, not ${b.type} blocks`, `${param}.${j}.type`);
+    });
+    return text.length ? [{ role: "system", content: text }] : [];
+  }
   const out: Message[] = [];
   let pending: ContentPart[] = [];
   const flush = () => {

@@ -35,7 +35,8 @@ const Block = z.preprocess(
 );
 export type Block = z.infer<typeof Block>;
 
-const Message = z.object({ role: z.enum(["user", "assistant"]), content: z.union([z.string(), z.array(Block)]) });
+// "system" is not in Anthropic's documented roles, but Claude Code sends system-role messages among the turns.
+const Message = z.object({ role: z.enum(["user", "assistant", "system"]), content: z.union([z.string(), z.array(Block)]) });
 
 const Tool = z.object({ type: z.string().nullish(), name: z.string().min(1), description: z.string().nullish(), input_schema: JsonObject.nullish() });
 
