@@ -62,3 +62,16 @@ test("layouts llama.cpp's qwen35 cannot express are refused, naming why", () => 
   // GDN key head dim 16 ≠ value head dim 24
   expect(() => exportGguf(join(root, "test/fixtures/models/qwen35-dense-tiny"), join(dir, "y.gguf"), "f16")).toThrow(ExportError);
 });
+
+test("splash export-gguf: writes the file, refuses a bad --type (exit 2) and an existing OUT without --force", () => {
+  const out = join(dir, "cli.gguf");
+  const cli = (...args: string[]) => Bun.spawnSync(["bun", join(root, "src/main.ts"), "export-gguf", ...args], { stdout: "pipe", stderr: "pipe" });
+  const ok = cli("splash-tiny", out, "--type", "q4_0");
+  expect(ok.exitCode).toBe(0);
+  expect(ok.stdout.toString()).toContain("qwen35, 109 tensors, q4_0");
+  expect(readFileSync(out).subarray(0, 4).toString()).toBe("GGUF");
+  const again = cli("splash-tiny", out);
+  expect(again.exitCode).toBe(1);
+  expect(again.stderr.toString()).toContain("--force");
+  expect(cli("splash-tiny", join(dir, "z.gguf"), "--type", "q5_k").exitCode).toBe(2);
+}, 60_000);
