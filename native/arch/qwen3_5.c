@@ -300,6 +300,15 @@ static splash_status parse_config(const sp_checkpoint *ck, qwen35_config *c) {
     bool tie = false;
     if (!sp_json_bool(sp_json_get(tc, "tie_word_embeddings"), &tie)) sp_json_bool(sp_json_get(root, "tie_word_embeddings"), &tie);
     c->tie_word_embeddings = tie;
+    /* variants of the family this forward pass does not compute are refused, never run without their part */
+    bool flag = false;
+    const char *act = sp_json_string(sp_json_get(tc, "hidden_act"));
+    if (sp_json_bool(sp_json_get(tc, "attention_bias"), &flag) && flag)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: attention_bias true is not supported", dir);
+    if (sp_json_bool(sp_json_get(tc, "attn_output_gate"), &flag) && !flag)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: attn_output_gate false is not supported", dir);
+    if (act && strcmp(act, "silu"))
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: hidden_act \"%s\" is not supported (silu)", dir, act);
 
     if (c->num_hidden_layers < 1 || c->num_hidden_layers > MAX_LAYERS)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: num_hidden_layers = %d (1..%d supported)", dir,

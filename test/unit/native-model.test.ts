@@ -94,6 +94,15 @@ describe("loading", () => {
     expect(e.message).toContain('"llama"');
   });
 
+  test("family variants the forward pass does not compute are refused, not run without their part", async () => {
+    for (const [key, value] of [["attention_bias", true], ["attn_output_gate", false], ["hidden_act", "gelu"]] as const) {
+      const dir = withConfig(DENSE, (c) => ((c.text_config as Record<string, unknown>)[key] = value));
+      const e = await nativeError(Model.load(dir));
+      expect(e.statusName).toBe("SPLASH_ERR_UNSUPPORTED");
+      expect(e.message).toContain(key);
+    }
+  });
+
   test("bad options are refused before anything loads", async () => {
     const e = await nativeError(Model.load(DENSE, { maxStepTokens: -1 }));
     expect(e.statusName).toBe("SPLASH_ERR_INVALID_ARGUMENT");
