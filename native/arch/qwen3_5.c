@@ -17,6 +17,7 @@
 #include "backends/backend.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
+#include "core/mlx.h"
 #include "core/quant.h"
 
 #include <math.h>
@@ -351,7 +352,12 @@ static splash_status parse_config(const sp_checkpoint *ck, qwen35_config *c) {
 
 typedef struct loader {
     sp_qwen35 *m;
-    const char *prefix;          /* "model.language_model." (multimodal layout) or "model." (text-only) */
+    const char *prefix;          /* "model.language_model." (multimodal layout), "model." (text-only), or
+                                    "language_model.model." (mlx-lm): see checkpoint_quirks() */
+    const char *lm_head;         /* its tensor name */
+    bool mlx;                    /* an mlx-lm checkpoint (names, norms, conv axis, split experts, quantized modules) */
+    sp_mlx_quant mlx_quant;      /* its config's quantization block (block NULL: floats) */
+    float norm_add;              /* added to zero-centred RMSNorm weights: 1, or 0 when already folded in */
     int32_t quant;
     float *next_vector;          /* bump pointer into weights.vectors */
     char name[256];
@@ -366,16 +372,27 @@ static const char *tname(loader *L, const char *fmt, int32_t layer, const char *
 
 /* A matrix over tensor t ([rows, cols] after flattening leading dims): a view of the mapped data, or quantized at
  * load when asked and `quantizable`. */
+static splash_status hold(loader *L, const char *name, sp_matrix *out, void *owned);
+
 static splash_status matrix_of(loader *L, const sp_tensor *t, bool quantizable, sp_matrix *out) {
     void *owned = NULL;
     sp_quant q = quantizable ? (sp_quant)L->quant : SP_QUANT_NONE;
     splash_status st = sp_matrix_from_tensor(L->m->be->pool, t, q, out, &owned);
-    if (st) return st;
-    if (L->m->be->upload) { /* a GPU backend keeps its own copy; the host one goes */
+    return st ? st : hold(L, t->name, out, owned);
+}
+
+/* Keeps a loaded matrix: on a GPU backend its device copy (the host one goes), else the host rows; counts its bytes. */
+static splash_status hold(loader *L, const char *name, sp_matrix *out, void *owned) {
+    if (L->m->be->upload) {
+        if (sp_mtype_is_mlx(out->type)) {
+            free(owned);
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "tensor %s: MLX-quantized (%s) weights run on the CPU backend only (the "
+                           "Vulkan backend has no kernels for them yet): load with the CPU backend", name, sp_mtype_name(out->type));
+        }
         const void *dev = L->m->be->upload(L->m->be, out->data, out->rows, out->row_bytes);
         free(owned);
         owned = NULL;
-        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", t->name, splash_last_error());
+        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", name, splash_last_error());
         out->data = dev;
     }
     if (owned) L->m->w.owned[L->m->w.n_owned++] = owned;
@@ -383,10 +400,28 @@ static splash_status matrix_of(loader *L, const sp_tensor *t, bool quantizable, 
     return SPLASH_OK;
 }
 
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
+/* The matrix `name` of logical shape shape[ndim]: an MLX-quantized module (weight + scales + biases, kept as stored),
+ * or a float tensor (matrix_of). */
+static splash_status matrix_nd(loader *L, const char *name, int32_t ndim, const int64_t *shape, bool quantizable,
+                               sp_matrix *out) {
     const sp_tensor *t;
-    splash_status st = sp_checkpoint_require(L->m->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
+    size_t n = strlen(name);
+    if (L->mlx && n > 7 && !strcmp(name + n - 7, ".weight")) {
+        char path[256];
+        snprintf(path, sizeof path, "%.*s", (int)(n - 7), name);
+        int32_t bits = sp_mlx_module_bits(&L->mlx_quant, L->m->ck, path);
+        if (bits) {
+            void *owned;
+            splash_status st = sp_mlx_matrix(L->m->be->pool, L->m->ck, path, bits, ndim, shape, out, &owned);
+            return st ? st : hold(L, name, out, owned);
+        }
+    }
+    splash_status st = sp_checkpoint_require(L->m->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
     return st ? st : matrix_of(L, t, quantizable, out);
+}
+
+static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
+    return matrix_nd(L, name, 2, (int64_t[]){rows, cols}, quantizable, out);
 }
 
 /* A vector of n floats (any shape holding n) converted to f32, plus `add` (the zero-centred norms' 1). */
@@ -424,6 +459,19 @@ static splash_status experts(loader *L, int32_t l, sp_moe_experts *ex, sp_matrix
     int64_t H = c->hidden_size, Im = c->moe_intermediate_size;
     *ex = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
     splash_status st;
+    if (L->mlx) { /* mlx-lm splits gate_up_proj: switch_mlp.{gate,up}_proj [E, Im, H], switch_mlp.down_proj [E, H, Im] */
+        sp_matrix gate, up, down;
+        if ((st = matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.gate_proj.weight", l, ""), 3, (int64_t[]){E, Im, H}, true, &gate)) ||
+            (st = matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.up_proj.weight", l, ""), 3, (int64_t[]){E, Im, H}, true, &up)) ||
+            (st = matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.down_proj.weight", l, ""), 3, (int64_t[]){E, H, Im}, true, &down)))
+            return st;
+        for (int32_t e = 0; e < E; e++) {
+            views[e] = sp_matrix_rows(&gate, e * Im, Im);
+            views[E + e] = sp_matrix_rows(&up, e * Im, Im);
+            views[2 * E + e] = sp_matrix_rows(&down, e * H, H);
+        }
+        return SPLASH_OK;
+    }
     if (sp_checkpoint_find(L->m->ck, tname(L, "layers.%d.mlp.experts.gate_up_proj", l, ""))) {
         sp_matrix gate_up, down;
         const sp_tensor *t;
@@ -451,7 +499,7 @@ static splash_status experts(loader *L, int32_t l, sp_moe_experts *ex, sp_matrix
     return SPLASH_OK;
 }
 
-/* Checkpoint quirks, each chosen from the spec, all here:
+/* Checkpoint quirks, each chosen from the spec, all here (and in checkpoint_quirks() for mlx-lm checkpoints):
  *  - tensor names start with "model.language_model." (multimodal checkpoints) or "model." (text-only ones);
  *  - zero-centred RMSNorm weights are stored as w − 1: add 1 once (input/post-attention/final norms, q_norm, k_norm;
  *    not linear_attn.norm, which is a plain weight);
@@ -469,15 +517,15 @@ static splash_status sanitize_layer(loader *L, int32_t l) {
 #define VEC(field, suffix, n, add) \
     if ((st = vector(L, tname(L, "layers.%d.", l, suffix), n, 1, (int64_t[]){n}, add, &y->field))) return st
     y->kind = c->layer_types[l];
-    VEC(input_norm, "input_layernorm.weight", H, 1.0f);
-    VEC(post_norm, "post_attention_layernorm.weight", H, 1.0f);
+    VEC(input_norm, "input_layernorm.weight", H, L->norm_add);
+    VEC(post_norm, "post_attention_layernorm.weight", H, L->norm_add);
     if (y->kind == LAYER_FULL_ATTENTION) {
         MAT(q_proj, "self_attn.q_proj.weight", Hq * 2 * hd, H, true);
         MAT(k_proj, "self_attn.k_proj.weight", Hkv * hd, H, true);
         MAT(v_proj, "self_attn.v_proj.weight", Hkv * hd, H, true);
         MAT(o_proj, "self_attn.o_proj.weight", H, Hq * hd, true);
-        VEC(q_norm, "self_attn.q_norm.weight", hd, 1.0f);
-        VEC(k_norm, "self_attn.k_norm.weight", hd, 1.0f);
+        VEC(q_norm, "self_attn.q_norm.weight", hd, L->norm_add);
+        VEC(k_norm, "self_attn.k_norm.weight", hd, L->norm_add);
     } else {
         MAT(in_proj_qkv, "linear_attn.in_proj_qkv.weight", c->conv_dim, H, true);
         MAT(in_proj_z, "linear_attn.in_proj_z.weight", vd, H, true);
@@ -485,7 +533,7 @@ static splash_status sanitize_layer(loader *L, int32_t l) {
         MAT(in_proj_a, "linear_attn.in_proj_a.weight", Hv, H, true);
         MAT(out_proj, "linear_attn.out_proj.weight", H, vd, true);
         if ((st = vector(L, tname(L, "layers.%d.", l, "linear_attn.conv1d.weight"), c->conv_dim * K, 3,
-                         (int64_t[]){c->conv_dim, 1, K}, 0.0f, &y->conv1d)))
+                         L->mlx ? (int64_t[]){c->conv_dim, K, 1} : (int64_t[]){c->conv_dim, 1, K}, 0.0f, &y->conv1d)))
             return st;
         VEC(A, "linear_attn.A_log", Hv, 0.0f);
         for (int64_t h = 0; h < Hv; h++) ((float *)y->A)[h] = -expf(y->A[h]);
@@ -513,11 +561,32 @@ static splash_status sanitize_layer(loader *L, int32_t l) {
     return SPLASH_OK;
 }
 
+/* mlx-lm checkpoints are recognised by their names (mlx-lm's sanitize renames "model.language_model." to
+ * "language_model.model."), their quantization by config.json's block, never by tensor shapes. What mlx-lm's
+ * sanitize (models/qwen3_5.py, qwen3_5_moe.py) changed, and its quantizer wrote:
+ *  - lm_head is "language_model.lm_head.weight";
+ *  - zero-centred RMSNorm weights already hold 1 + w (input/post-attention/final norms, q_norm, k_norm): add nothing;
+ *  - conv1d.weight is [conv_dim, K, 1] (axis moved; the same bytes as [conv_dim, 1, K]);
+ *  - experts are split into switch_mlp.{gate,up,down}_proj (see experts());
+ *  - mtp.* and the vision tower are dropped (has_mtp, has_vision come out false);
+ *  - quantized modules are weight (U32) + scales + biases, at the block's bits or the module's own entry (the MoE
+ *    router and shared_expert_gate at 8 bits): kept as stored, as MLX4/MLX8 matrices (matrix_nd). */
+static splash_status checkpoint_quirks(loader *L) {
+    const sp_checkpoint *ck = L->m->ck;
+    L->mlx = sp_checkpoint_find(ck, "language_model.model.embed_tokens.weight") != NULL;
+    L->prefix = L->mlx ? "language_model.model."
+                : sp_checkpoint_find(ck, "model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    L->lm_head = L->mlx ? "language_model.lm_head.weight" : "lm_head.weight";
+    L->norm_add = L->mlx ? 0.0f : 1.0f;
+    return L->mlx ? sp_mlx_quant_parse(sp_checkpoint_config(ck), sp_checkpoint_dir(ck), &L->mlx_quant) : SPLASH_OK;
+}
+
 static splash_status load_weights(loader *L) {
     sp_qwen35 *m = L->m;
     const qwen35_config *c = &m->cfg;
     int64_t H = c->hidden_size;
-    L->prefix = sp_checkpoint_find(m->ck, "model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    splash_status st = checkpoint_quirks(L);
+    if (st) return st;
     int64_t nv = vector_floats(c);
     m->w.vectors = malloc(sizeof(float) * (size_t)nv);
     m->w.layers = calloc((size_t)c->num_hidden_layers, sizeof(qwen35_layer));
@@ -527,12 +596,11 @@ static splash_status load_weights(loader *L) {
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the layer table");
     m->w.bytes += sizeof(float) * (uint64_t)nv;
     L->next_vector = m->w.vectors;
-    splash_status st;
     if ((st = matrix(L, tname(L, "embed_tokens.weight", 0, ""), c->vocab_size, H, false, &m->w.embed)) ||
-        (st = vector(L, tname(L, "norm.weight", 0, ""), H, 1, (int64_t[]){H}, 1.0f, &m->w.norm)))
+        (st = vector(L, tname(L, "norm.weight", 0, ""), H, 1, (int64_t[]){H}, L->norm_add, &m->w.norm)))
         return st;
-    if (c->tie_word_embeddings && !sp_checkpoint_find(m->ck, "lm_head.weight")) m->w.lm_head = m->w.embed;
-    else if ((st = matrix(L, "lm_head.weight", c->vocab_size, H, true, &m->w.lm_head))) return st;
+    if (c->tie_word_embeddings && !sp_checkpoint_find(m->ck, L->lm_head)) m->w.lm_head = m->w.embed;
+    else if ((st = matrix(L, L->lm_head, c->vocab_size, H, true, &m->w.lm_head))) return st;
     /* RoPE inverse frequencies, fp32 as HF computes them: 1 / θ^(2i / rot_dim) */
     m->w.inv_freq = L->next_vector;
     L->next_vector += c->rot_dim / 2;
