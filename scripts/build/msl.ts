@@ -363,7 +363,9 @@ function write(t: Translation): void {
 
 // ---- the C table the Metal host compiles ------------------------------------------------------------------------
 
-const cString = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\?\?/g, "?\\?")}"`;
+// A C string literal of s (ASCII text: SPIRV-Cross output); `??` is split so -std=c11 reads no trigraph.
+const cString = (s: string) =>
+  `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\?\?/g, "?\\?")}"`;
 const ident = (name: string) => `SP_MTL_${name.toUpperCase()}`;
 
 // The C source and header of the kernel table (build/gen/metal_kernels.{c,h}) from kernels/msl/: ids in the

@@ -60,12 +60,22 @@ async function vulkanKernels() {
   return generate(join(out, "gen"));
 }
 
+// The Metal backend (kernels/msl/, embedded by scripts/build/msl.ts). On macOS it is part of the library, its device
+// layer in Objective-C (*.m) linked with the Metal framework. On Linux its portable C is built only into the
+// native/tests/metal_* programs, which run it over the Vulkan device (so it needs the Vulkan backend there).
+const metal = isMac || vulkan ? (await import("./msl.ts")).embed(join(out, "gen")) : null;
+if (metal) common.push(`-I${dirname(metal.source)}`);
+// macOS 15 has every Metal call the backend makes (residency sets, math modes); the product's own minimum (26.4) is
+// checked by `splash doctor`, not by the loader, so the library also loads on the CI's macOS 15 runners.
+const macMin = "-mmacosx-version-min=15.0";
+if (isMac) common.push("-DSPLASH_HAVE_METAL", macMin);
+
 // Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere.
-const excluded = ["native/tests/", "native/tools/", "native/backends/metal/", ...(vulkan ? [] : ["native/backends/vulkan/"])];
+const excluded = ["native/tests/", "native/tools/", ...(isMac ? [] : ["native/backends/metal/"]), ...(vulkan ? [] : ["native/backends/vulkan/"])];
 
 async function sources(dir: string): Promise<string[]> {
   if (!existsSync(join(root, dir))) return [];
-  const glob = new Bun.Glob("**/*.c");
+  const glob = new Bun.Glob(isMac ? "**/*.{c,m}" : "**/*.c");
   const files: string[] = [];
   for await (const f of glob.scan({ cwd: join(root, dir) })) files.push(join(dir, f));
   return files.sort();
@@ -87,13 +97,14 @@ function stale(src: string, obj: string): boolean {
 async function compile(src: string): Promise<string | null> {
   const flags = isaFlags(src);
   if (flags === null) return null;
-  const obj = join(out, "obj", src.replace(/\.c$/, ".o"));
+  const obj = join(out, "obj", src.replace(/\.[cm]$/, ".o"));
   if (stale(src, obj)) {
     mkdirSync(dirname(obj), { recursive: true });
     // Written under a private name and renamed: several builds may share one tree (helpers, tests).
     const tmp = `${obj}.${process.pid}.tmp`;
     const dep = obj.replace(/\.o$/, ".d");
-    const args = [...common, ...flags, "-MMD", "-MF", `${dep}.${process.pid}.tmp`, "-MT", obj, "-c", join(root, src), "-o", tmp];
+    const lang = src.endsWith(".m") ? ["-x", "objective-c", "-fobjc-arc"] : [];
+    const args = [...common, ...lang, ...flags, "-MMD", "-MF", `${dep}.${process.pid}.tmp`, "-MT", obj, "-c", join(root, src), "-o", tmp];
     if (verbose) console.error([cc, ...args].join(" "));
     const r = await $`${cc} ${args}`.nothrow().quiet();
     if (r.exitCode !== 0) throw new Error(`compiling ${src} failed:\n${r.stderr.toString()}${r.stdout.toString()}`);
@@ -119,12 +130,15 @@ async function pool<T>(items: string[], limit: number, fn: (s: string) => Promis
 
 const libFiles = (await sources("native")).filter((f) => !excluded.some((e) => f.startsWith(e)));
 if (vulkan) libFiles.push(relative(root, vulkan.source));
+if (isMac && metal) libFiles.push(relative(root, metal.source));
 const jobs = Math.max(1, cpus().length);
 const objs = (await pool(libFiles, jobs, compile)).filter((o): o is string => o !== null);
 
 const libName = isMac ? "libsplash.dylib" : "libsplash.so";
 const lib = join(out, libName);
-const libs = ["-lm", "-pthread", ...(isMac ? [] : ["-ldl"])];
+// CoreGraphics: without it MTLCreateSystemDefaultDevice returns nil in a process that is not an app (Apple's docs).
+const frameworks = ["-framework", "Metal", "-framework", "Foundation", "-framework", "CoreGraphics", macMin];
+const libs = ["-lm", "-pthread", ...(isMac ? frameworks : ["-ldl"])];
 const sanitize = debug ? ["-fsanitize=address,undefined"] : [];
 if (!existsSync(lib) || objs.some((o) => newer(lib, o))) {
   const shared = isMac ? ["-dynamiclib", "-install_name", "@rpath/libsplash.dylib"] : ["-shared"];
@@ -134,17 +148,24 @@ if (!existsSync(lib) || objs.some((o) => newer(lib, o))) {
   renameSync(tmp, lib);
 }
 
-// Programs: each native/tests/*.c and native/tools/*.c is one executable, linked with the library's objects.
+// Programs: each native/tests/*.c and native/tools/*.c is one executable, linked with the library's objects (on
+// Linux, metal_* programs also with the Metal backend's portable C, which is not in the library there).
 const programs = [...(await sources("native/tests")), ...(await sources("native/tools"))].filter(
-  (f) => (dirname(f) === "native/tests" || dirname(f) === "native/tools") && (vulkan || !basename(f).startsWith("vulkan_")),
+  (f) =>
+    (dirname(f) === "native/tests" || dirname(f) === "native/tools") &&
+    (vulkan || !basename(f).startsWith("vulkan_")) &&
+    (metal || !basename(f).startsWith("metal_")),
 );
+const metalPortable = !isMac && metal ? [...(await sources("native/backends/metal")), relative(root, metal.source)] : [];
+const metalObjs = (await pool(metalPortable, jobs, compile)).filter((o): o is string => o !== null);
 await pool(programs, jobs, async (src) => {
   const obj = await compile(src);
   if (!obj) return;
   const exe = join(out, basename(dirname(src)), basename(src, ".c"));
-  if (existsSync(exe) && !newer(exe, obj) && !objs.some((o) => newer(exe, o))) return;
+  const deps = [...(basename(src).startsWith("metal_") ? metalObjs : []), ...objs];
+  if (existsSync(exe) && !newer(exe, obj) && !deps.some((o) => newer(exe, o))) return;
   mkdirSync(dirname(exe), { recursive: true });
-  const r = await $`${cc} ${sanitize} -o ${exe}.${process.pid}.tmp ${obj} ${objs} ${libs}`.nothrow().quiet();
+  const r = await $`${cc} ${sanitize} -o ${exe}.${process.pid}.tmp ${obj} ${deps} ${libs}`.nothrow().quiet();
   if (r.exitCode !== 0) throw new Error(`linking ${relative(root, exe)} failed:\n${r.stderr.toString()}`);
   renameSync(`${exe}.${process.pid}.tmp`, exe);
 });

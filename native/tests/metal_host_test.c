@@ -1,0 +1,489 @@
+/* metal_host_test.c — the Metal backend's ops against the CPU backend's (the reference), by normalized MSE as in
+ * vulkan_ops_test.c, on odd shapes that reach every kernel variant and code path: padded and unpadded weight rows,
+ * GEMV and both GEMM tiles, split-key decode attention, indirect MoE dispatches, device and host sampling.
+ *
+ *   build/tests/metal_host_test           every check
+ *   build/tests/metal_host_test --probe   only whether the backend comes up on this machine (exit 0) or not
+ *
+ * On macOS it runs the real backend (device.m) on the Mac's GPU. On Linux it runs the same portable host code
+ * (memory, barriers, pipelines by function constants, every op's push constants and dispatch shape) over the
+ * Vulkan backend's device: the device layer below maps each sp_mtl_device_* call onto the Vulkan backend's
+ * internals, running the same SPIR-V the MSL was translated from, and checks what Metal would need of each
+ * dispatch (threads per threadgroup = function constant 0, push constants at buffer 0, kernel names in the same
+ * order as the Vulkan table). What it cannot check on Linux: device.m itself and Apple's compiler. */
+#include "backends/backend.h"
+#include "backends/cpu/ops.h"
+#include "backends/metal/metal.h"
+#include "backends/metal/mtl.h"
+#include "check.h"
+#include "core/error.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sp_backend cpu, gpu;
+static splash_status cpu_status, gpu_status;
+static sp_threadpool *pool;
+
+#ifndef __APPLE__
+/* ---- the device layer over the Vulkan backend (Linux) ---- */
+#include "backends/vulkan/vk.h"
+#include "backends/vulkan/vulkan.h"
+
+#include <stdio.h>
+
+static sp_backend vulkan;
+static splash_status vulkan_status;
+
+typedef struct {
+    sp_mtl_kernel_id kernel;
+    uint32_t spec[4];
+} fake_pipeline;
+
+static sp_vk *vk_of(sp_mtl *m) { return (sp_vk *)m->device; }
+
+splash_status sp_mtl_device_open(sp_mtl *m) {
+    splash_status st = sp_vulkan_backend_create(&vulkan, pool, sp_threadpool_size(pool), &vulkan_status, true);
+    if (st) return st;
+    sp_vk *vk = sp_vk_of(&vulkan);
+    /* the Metal table must list the Vulkan table's kernels in its order (both come from kernels/generate.ts) */
+    st = (int)SP_MTL_KERNEL_COUNT == (int)SP_VK_KERNEL_COUNT
+             ? SPLASH_OK
+             : SP_FAIL(SPLASH_ERR_INTERNAL, "%d Metal kernels, %d Vulkan kernels: kernels/msl/ is stale (bun scripts/build/msl.ts)",
+                       SP_MTL_KERNEL_COUNT, SP_VK_KERNEL_COUNT);
+    for (int i = 0; i < SP_MTL_KERNEL_COUNT && !st; i++)
+        if (strcmp(sp_mtl_kernels[i].name, sp_vk_kernels[i].name))
+            st = SP_FAIL(SPLASH_ERR_INTERNAL, "kernel %d is %s in Metal, %s in Vulkan: kernels/msl/ is stale", i,
+                         sp_mtl_kernels[i].name, sp_vk_kernels[i].name);
+    if (st) {
+        sp_vulkan_backend_destroy(&vulkan);
+        return st;
+    }
+    snprintf(m->info.name, sizeof m->info.name, "%.100s (Vulkan)", vk->props.deviceName);
+    m->info.unified_memory = 1;
+    m->info.max_buffer = vk->max_buffer;
+    m->info.page_size = 4096;
+    m->device = vk;
+    return SPLASH_OK;
+}
+
+void sp_mtl_device_close(sp_mtl *m) {
+    sp_vulkan_backend_destroy(&vulkan);
+    m->device = NULL;
+}
+
+splash_status sp_mtl_device_buffer(sp_mtl *m, uint64_t bytes, sp_mtl_buffer *b) {
+    sp_vk *vk = vk_of(m);
+    sp_vk_buffer *vb = malloc(sizeof *vb);
+    if (!vb) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    splash_status st = sp_vk_buffer_create(vk, bytes, vk->mem_upload, vb); /* host-visible, coherent, device address */
+    if (st) {
+        free(vb);
+        return st;
+    }
+    memset(vb->map, 0, (size_t)bytes); /* Metal's new buffers are zero-filled */
+    *b = (sp_mtl_buffer){vb, vb->map, vb->addr, bytes};
+    return SPLASH_OK;
+}
+
+splash_status sp_mtl_device_map(sp_mtl *m, const void *data, uint64_t bytes, sp_mtl_buffer *b, uint64_t *offset) {
+    return SPLASH_ERR_UNSUPPORTED; /* no file pages are wrapped here: uploads take the copy path */
+}
+
+void sp_mtl_device_release(sp_mtl *m, sp_mtl_buffer *b) {
+    if (!b->handle) return;
+    sp_vk_buffer_destroy(vk_of(m), b->handle);
+    free(b->handle);
+    memset(b, 0, sizeof *b);
+}
+
+void *sp_mtl_device_pipeline(sp_mtl *m, sp_mtl_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
+    fake_pipeline *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    p->kernel = k;
+    memcpy(p->spec, spec, sizeof p->spec);
+    *max_threads = 1024;
+    return p;
+}
+
+void sp_mtl_device_release_pipeline(sp_mtl *m, void *pipeline) { free(pipeline); }
+
+splash_status sp_mtl_device_dispatch(sp_mtl *m, void *pipeline, const void *push, uint32_t push_bytes, uint32_t push_index,
+                                     const uint32_t groups[3], const uint32_t threads[3], bool barrier, void *indirect,
+                                     uint64_t indirect_offset) {
+    sp_vk *vk = vk_of(m);
+    const fake_pipeline *p = pipeline;
+    const sp_mtl_kernel *K = &sp_mtl_kernels[p->kernel];
+    /* what Metal needs and Vulkan would not notice */
+    if (push_index != 0 || push_bytes != K->push_bytes)
+        return SP_FAIL(SPLASH_ERR_INTERNAL, "%s: push constants %u bytes at buffer %u, the MSL takes %u at 0", K->name,
+                       push_bytes, push_index, K->push_bytes);
+    if (threads[0] != p->spec[0] || threads[1] != 1 || threads[2] != 1)
+        return SP_FAIL(SPLASH_ERR_INTERNAL, "%s: %u×%u×%u threads per threadgroup, specialized for %u", K->name, threads[0],
+                       threads[1], threads[2], p->spec[0]);
+    uint32_t g[3] = {groups ? groups[0] : 0, groups ? groups[1] : 0, groups ? groups[2] : 0};
+    if (indirect) { /* Vulkan dispatches indirectly from its own chunks: read the counts back and dispatch them */
+        splash_status st = sp_vk_sync(vk);
+        if (st) return st;
+        memcpy(g, ((sp_vk_buffer *)indirect)->map + indirect_offset, sizeof g);
+    }
+    if (barrier) vk->fresh = true; /* the Vulkan recorder puts a barrier before a fresh command */
+    sp_vk_dispatch(vk, K->name, (sp_vk_kernel_id)p->kernel, p->spec, push, push_bytes, g, NULL, 0, NULL, 0, NULL);
+    return vulkan_status;
+}
+
+splash_status sp_mtl_device_finish(sp_mtl *m) { return sp_vk_sync(vk_of(m)); }
+#endif
+
+/* ---- the checks ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float uniform(float lo, float hi) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1.0p-24);
+}
+static float *randoms(int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+    return x;
+}
+static void *to_gpu(const void *host, uint64_t bytes) {
+    void *d = gpu.alloc(&gpu, bytes);
+    if (d && host) gpu.write(&gpu, d, host, bytes);
+    return d;
+}
+static float *from_gpu(const void *dev, int64_t n) {
+    float *h = calloc((size_t)(n ? n : 1), sizeof(float));
+    gpu.read(&gpu, h, dev, sizeof(float) * (uint64_t)n);
+    return h;
+}
+static double nmse(const float *got, const float *want, int64_t n) {
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        e += d * d;
+        s += (double)want[i] * want[i];
+    }
+    return s > 0 ? e / s : e;
+}
+static void expect(const char *what, double err, double tol) {
+    CHECK(err <= tol && gpu_status == SPLASH_OK, "%-58s nmse %.2e (tolerance %.0e)%s%s", what, err, tol,
+          gpu_status ? " status: " : "", gpu_status ? splash_last_error() : "");
+    gpu_status = SPLASH_OK;
+}
+
+typedef struct {
+    sp_matrix host, dev;
+    void *bytes;
+} weights;
+
+static weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
+    weights w = {.host = {t, rows, cols, NULL, sp_mtype_row_bytes(t, cols)}};
+    w.bytes = calloc((size_t)rows, (size_t)w.host.row_bytes);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) row[c] = uniform(-1, 1);
+        uint8_t *dst = (uint8_t *)w.bytes + r * w.host.row_bytes;
+        switch (t) {
+        case SP_MAT_F32: memcpy(dst, row, sizeof(float) * (size_t)cols); break;
+        case SP_MAT_BF16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_bf16(row[c]); break;
+        case SP_MAT_F16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_f16(row[c]); break;
+        case SP_MAT_Q8: sp_quantize_row_q8(row, cols, dst); break;
+        default: sp_quantize_row_q4(row, cols, dst); break;
+        }
+    }
+    free(row);
+    w.host.data = w.bytes;
+    w.dev = w.host;
+    w.dev.data = gpu.upload(&gpu, w.bytes, rows, w.host.row_bytes);
+    return w;
+}
+
+static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
+    weights w = make_weights(t, rows, cols);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
+    float *dx = to_gpu(x, 4 * (uint64_t)(n * cols)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * rows));
+    gpu.matmul(&gpu, dy, &w.dev, dx, n);
+    float *got = from_gpu(dy, n * rows);
+    cpu.matmul(&cpu, want, &w.host, x, n);
+    char what[160];
+    snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld (row %lld bytes%s)", sp_mtype_name(t), (long long)rows,
+             (long long)cols, (long long)n, (long long)w.host.row_bytes, w.host.row_bytes % 16 ? ", padded" : "");
+    /* the CPU rounds x to int8 per group for quantized weights; the kernels multiply f32 x (vulkan_ops_test.c) */
+    expect(what, nmse(got, want, n * rows), t == SP_MAT_Q8 || t == SP_MAT_Q4 ? 2e-4 : 1e-10);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(x), free(want), free(got), free(w.bytes);
+}
+
+static void test_elementwise(int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *y = randoms(N, -2, 2), *x = randoms(N, -2, 2), *g = randoms(N, -6, 6), *want = malloc(4 * (size_t)N);
+    float *dy = to_gpu(y, 4 * (uint64_t)N), *dx = to_gpu(x, 4 * (uint64_t)N), *dg = to_gpu(g, 4 * (uint64_t)N);
+#define EW(name, gpu_call, cpu_call)                                                                                \
+    do {                                                                                                            \
+        gpu.write(&gpu, dy, y, 4 * (uint64_t)N);                                                                    \
+        memcpy(want, y, 4 * (size_t)N);                                                                             \
+        gpu_call;                                                                                                   \
+        cpu_call;                                                                                                   \
+        float *got = from_gpu(dy, N);                                                                               \
+        expect(name, nmse(got, want, N), 1e-12);                                                                    \
+        free(got);                                                                                                  \
+    } while (0)
+    EW("add", gpu.add(&gpu, dy, dx, N), cpu.add(&cpu, want, x, N));
+    EW("silu_mul", gpu.silu_mul(&gpu, dy, dg, dx, N), cpu.silu_mul(&cpu, want, g, x, N));
+    EW("sigmoid_mul", gpu.sigmoid_mul(&gpu, dy, dg, N), cpu.sigmoid_mul(&cpu, want, g, N));
+    EW("add_sigmoid_scaled", gpu.add_sigmoid_scaled(&gpu, dy, dx, dg, n, d), cpu.add_sigmoid_scaled(&cpu, want, x, g, n, d));
+    EW("copy_rows (strided)", gpu.copy_rows(&gpu, dy, d, dx + 1, d, n - 1, d - 3), cpu.copy_rows(&cpu, want, d, x + 1, d, n - 1, d - 3));
+#undef EW
+    /* clear and write touch the shared memory from the host; read waits for the GPU */
+    gpu.clear(&gpu, dy, 4 * (uint64_t)N);
+    float *got = from_gpu(dy, N);
+    double sum = 0;
+    for (int64_t i = 0; i < N; i++) sum += fabs(got[i]);
+    CHECK(sum == 0, "clear zeroes backend memory");
+    gpu.free(&gpu, dy), gpu.free(&gpu, dx), gpu.free(&gpu, dg);
+    free(y), free(x), free(g), free(want), free(got);
+}
+
+static void test_norms_rope_embed(void) {
+    enum { N = 5, D = 300 };
+    float *x = randoms(N * D, -3, 3), *z = randoms(N * D, -4, 4), *w = randoms(D, 0.5f, 1.5f), *want = malloc(4 * N * D);
+    float *dx = to_gpu(x, 4 * N * D), *dz = to_gpu(z, 4 * N * D), *dy = to_gpu(NULL, 4 * N * D);
+    const float *dw = gpu.upload(&gpu, w, 1, 4 * D); /* 1200 bytes: a padded single row, as the norm vectors are */
+    gpu.rmsnorm(&gpu, dy, dx, dw, N, D, 1e-6f);
+    cpu.rmsnorm(&cpu, want, x, w, N, D, 1e-6f);
+    float *got = from_gpu(dy, N * D);
+    expect("rmsnorm 5x300 (weights uploaded)", nmse(got, want, N * D), 1e-12);
+    free(got);
+    gpu.rmsnorm_gated(&gpu, dx, dx, dz, dw, N, D, 1e-6f);
+    cpu.rmsnorm_gated(&cpu, want, x, z, w, N, D, 1e-6f);
+    got = from_gpu(dx, N * D);
+    expect("rmsnorm_gated 5x300 (in place)", nmse(got, want, N * D), 1e-12);
+    free(got);
+    for (int mrope = 0; mrope < 2; mrope++) {
+        enum { T = 3, H = 4, HD = 64, ROT = 16 };
+        float *q = randoms(T * H * HD, -2, 2), inv[ROT / 2];
+        for (int i = 0; i < ROT / 2; i++) inv[i] = 1.0f / powf(1e7f, (float)(2 * i) / (float)ROT);
+        int32_t pos[3 * T], section[3] = {3, 3, 2};
+        for (int i = 0; i < 3 * T; i++) pos[i] = (int32_t)uniform(0, 40000);
+        float *dq = to_gpu(q, 4 * T * H * HD), *dinv = to_gpu(inv, sizeof inv);
+        int32_t *dpos = to_gpu(pos, sizeof pos);
+        gpu.rope(&gpu, dq, T, H, HD, ROT, dpos, mrope ? section : NULL, dinv);
+        cpu.rope(&cpu, q, T, H, HD, ROT, pos, mrope ? section : NULL, inv);
+        got = from_gpu(dq, T * H * HD);
+        expect(mrope ? "rope (mrope)" : "rope", nmse(got, q, T * H * HD), 1e-11);
+        gpu.free(&gpu, dq), gpu.free(&gpu, dinv), gpu.free(&gpu, dpos);
+        free(q), free(got);
+    }
+    weights t = make_weights(SP_MAT_BF16, 300, 64);
+    int32_t tok[7] = {0, 299, 5, 5, 123, 7, 250};
+    int32_t *dtok = to_gpu(tok, sizeof tok);
+    float *de = to_gpu(NULL, 4 * 7 * 64);
+    gpu.embed(&gpu, de, &t.dev, dtok, 7);
+    cpu.embed(&cpu, want, &t.host, tok, 7);
+    got = from_gpu(de, 7 * 64);
+    expect("embed bf16 300x64, 7 tokens", nmse(got, want, 7 * 64), 0);
+    gpu.free(&gpu, dtok), gpu.free(&gpu, de), gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dy);
+    free(x), free(z), free(w), free(want), free(got), free(t.bytes);
+}
+
+/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed). */
+static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
+    int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
+    int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
+    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+    for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
+    float *kv = randoms(page_floats * cache_pages, -1, 1);
+    float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
+    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
+    float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
+    float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
+    sp_kv_view hv = {kv, kv + page_floats / 2, page_floats, pages, P}, dvw = {dkv, dkv + page_floats / 2, page_floats, pages, P};
+    float *want = malloc(4 * (size_t)(n * Hq * hd));
+    gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
+    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    float *got = from_gpu(dout, n * Hq * hd);
+    cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
+    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    char what[160];
+    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new", Hq, Hkv, hd, n_past, (long long)n);
+    expect(what, nmse(got, want, n * Hq * hd), 1e-10);
+    float *kv_got = from_gpu(dkv, page_floats * cache_pages);
+    expect("kv_write into scattered pages", nmse(kv_got, kv, page_floats * cache_pages), 0);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
+    free(pages), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+}
+
+static void test_gdn(void) {
+    enum { C = 100, K = 4, T = 7 };
+    float *x = randoms(T * C, -2, 2), *cw = randoms(C * K, -1, 1), *tail = randoms((K - 1) * C, -2, 2), *want = malloc(4 * T * C);
+    float *dx = to_gpu(x, 4 * T * C), *dcw = to_gpu(cw, 4 * C * K), *dtail = to_gpu(tail, 4 * (K - 1) * C), *dy = to_gpu(NULL, 4 * T * C);
+    gpu.conv_silu(&gpu, dy, dx, 2, C, dcw, K, dtail); /* two calls: the tail carries over */
+    gpu.conv_silu(&gpu, dy + 2 * C, dx + 2 * C, T - 2, C, dcw, K, dtail);
+    cpu.conv_silu(&cpu, want, x, 2, C, cw, K, tail);
+    cpu.conv_silu(&cpu, want + 2 * C, x + 2 * C, T - 2, C, cw, K, tail);
+    float *got = from_gpu(dy, T * C), *got_tail = from_gpu(dtail, (K - 1) * C);
+    expect("conv_silu 100 channels, K=4, 2 + 5 rows", nmse(got, want, T * C), 1e-12);
+    expect("conv_silu tail", nmse(got_tail, tail, (K - 1) * C), 0);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dcw), gpu.free(&gpu, dtail), gpu.free(&gpu, dy);
+    free(x), free(cw), free(tail), free(want), free(got), free(got_tail);
+
+    enum { Hk = 2, Hv = 6, DK = 32, DV = 16, N = 20 };
+    int64_t W = 2 * Hk * DK + Hv * DV, state = Hv * DK * DV;
+    float *qkv = randoms(N * W, -1, 1), *a = randoms(N * Hv, -6, 3), *b = randoms(N * Hv, -4, 4);
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f), *out = malloc(4 * N * Hv * DV);
+    float *dqkv = to_gpu(qkv, 4 * (uint64_t)(N * W)), *da = to_gpu(a, 4 * N * Hv), *db = to_gpu(b, 4 * N * Hv);
+    float *dA = to_gpu(A, 4 * Hv), *ddt = to_gpu(dt, 4 * Hv), *dS = to_gpu(S, 4 * (uint64_t)state), *dout = to_gpu(NULL, 4 * N * Hv * DV);
+    sp_gdn_shape hs = {Hk, Hv, DK, DV, A, dt}, ds = {Hk, Hv, DK, DV, dA, ddt};
+    gpu.gdn_recurrent(&gpu, dout, dqkv, da, db, &ds, dS, N);
+    cpu.gdn_recurrent(&cpu, out, qkv, a, b, &hs, S, N);
+    float *g2 = from_gpu(dout, N * Hv * DV), *gS = from_gpu(dS, state);
+    expect("gdn 2/6 heads, dk 32 dv 16, 20 tokens", nmse(g2, out, N * Hv * DV), 1e-10);
+    expect("gdn state", nmse(gS, S, state), 1e-9);
+    gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dS);
+    gpu.free(&gpu, dout);
+    free(qkv), free(a), free(b), free(A), free(dt), free(S), free(out), free(g2), free(gS);
+}
+
+/* Routing on the device, then the grouped experts: moe_plan writes the threadgroup counts that the gate/up and down
+ * dispatches read indirectly. */
+static void test_moe(sp_mtype t, int64_t n) {
+    enum { E = 8, TOPK = 3, H = 64, I = 32 };
+    float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1), *w = malloc(sizeof(float) * (size_t)(n * TOPK));
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * TOPK));
+    float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * TOPK));
+    int32_t *dids = to_gpu(NULL, 4 * (uint64_t)(n * TOPK));
+    gpu.moe_route(&gpu, dids, dw, dlog, n, E, TOPK);
+    cpu.moe_route(&cpu, ids, w, logits, n, E, TOPK);
+    int32_t *got_ids = (int32_t *)from_gpu(dids, n * TOPK);
+    CHECK(!memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * TOPK)) && !gpu_status, "moe_route %d experts top %d, %lld tokens: same ids",
+          E, TOPK, (long long)n);
+    weights gu = make_weights(t, (int64_t)E * 2 * I, H), dn = make_weights(t, (int64_t)E * H, I);
+    /* the backend keys an expert set's address table by its views (a model's live as long as it): each call gets
+     * views of its own */
+    static sp_matrix views[4][3 * E];
+    static int calls;
+    sp_matrix hv[3 * E], *dvw = views[calls++ % 4];
+    for (int32_t e = 0; e < E; e++) {
+        hv[e] = sp_matrix_rows(&gu.host, e * 2 * I, I), hv[E + e] = sp_matrix_rows(&gu.host, e * 2 * I + I, I);
+        hv[2 * E + e] = sp_matrix_rows(&dn.host, e * H, H);
+        dvw[e] = sp_matrix_rows(&gu.dev, e * 2 * I, I), dvw[E + e] = sp_matrix_rows(&gu.dev, e * 2 * I + I, I);
+        dvw[2 * E + e] = sp_matrix_rows(&dn.dev, e * H, H);
+    }
+    sp_moe_experts hx = {hv, hv + E, hv + 2 * E, E, TOPK, H, I}, dx_ = {dvw, dvw + E, dvw + 2 * E, E, TOPK, H, I};
+    int64_t sf = sp_moe_scratch_floats(n, TOPK, H, I);
+    float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
+    float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
+    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
+    float *got = from_gpu(dy, n * H);
+    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
+    char what[128];
+    snprintf(what, sizeof what, "moe_experts %s, %lld tokens (indirect dispatches)", sp_mtype_name(t), (long long)n);
+    expect(what, nmse(got, want, n * H), t == SP_MAT_Q8 || t == SP_MAT_Q4 ? 4e-4 : 1e-10);
+    gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(logits), free(x), free(ids), free(w), free(got_ids), free(scratch), free(want), free(got), free(gu.bytes), free(dn.bytes);
+}
+
+static void test_sample(int32_t V) {
+    enum { ROWS = 4 };
+    float *logits = randoms((int64_t)ROWS * V, -8, 8);
+    logits[V + 7] = 30;
+    logits[5] = logits[9] = 40; /* a tie in row 0: the lowest id wins */
+    float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42};
+    int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
+    float top_lp[2][5];
+    sp_sample_job g[ROWS], c[ROWS];
+    for (int j = 0; j < ROWS; j++) {
+        const splash_sampling *s = j < 2 ? &greedy : &hot;
+        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0};
+        c[j] = g[j];
+        c[j].logits = logits + (int64_t)j * V;
+        c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
+    }
+    size_t sb = (size_t)sp_sample_scratch_bytes(V);
+    void *scratch = malloc(sb * (size_t)sp_threadpool_size(pool));
+    splash_status sg = gpu.sample(&gpu, g, ROWS, V, scratch, sb), sc = cpu.sample(&cpu, c, ROWS, V, scratch, sb);
+    int same = sg == SPLASH_OK && sc == SPLASH_OK && !memcmp(top_ids[0], top_ids[1], sizeof top_ids[0]);
+    double lp = 0;
+    for (int j = 0; j < ROWS; j++) {
+        same = same && g[j].token == c[j].token;
+        lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
+    }
+    CHECK(same && lp < 1e-4, "sample vocab %d: greedy rows on the device, the rest on the host: same tokens (%d %d %d %d), "
+          "max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token, g[3].token, lp);
+    gpu.free(&gpu, dl);
+    free(logits), free(scratch);
+}
+
+/* Barriers come only between dispatches that touch the same memory: two projections of one input run together,
+ * the op reading both of their outputs waits for them. */
+static void test_barriers(void) {
+    enum { R = 64, C = 64 };
+    weights a = make_weights(SP_MAT_F32, R, C), b = make_weights(SP_MAT_F32, R, C);
+    float *x = randoms(C, -1, 1);
+    float *dx = to_gpu(x, 4 * C), *ya = to_gpu(NULL, 4 * R), *yb = to_gpu(NULL, 4 * R);
+    sp_mtl *m = sp_mtl_of(&gpu);
+    sp_mtl_sync(m);
+    uint64_t b0 = m->n_barriers;
+    gpu.matmul(&gpu, ya, &a.dev, dx, 1);
+    gpu.matmul(&gpu, yb, &b.dev, dx, 1);
+    uint64_t b1 = m->n_barriers;
+    gpu.add(&gpu, ya, yb, R);
+    uint64_t b2 = m->n_barriers;
+    gpu.add(&gpu, ya, yb, R);
+    uint64_t b3 = m->n_barriers;
+    CHECK(b1 == b0 && b2 == b1 + 1 && b3 == b2 + 1 && !gpu_status,
+          "barriers: none between independent projections, one before each dependent add (%llu, %llu, %llu)",
+          (unsigned long long)(b1 - b0), (unsigned long long)(b2 - b1), (unsigned long long)(b3 - b2));
+    float *got = from_gpu(ya, R), *wa = malloc(4 * R), *wb = malloc(4 * R);
+    cpu.matmul(&cpu, wa, &a.host, x, 1);
+    cpu.matmul(&cpu, wb, &b.host, x, 1);
+    for (int i = 0; i < R; i++) wa[i] += 2 * wb[i];
+    expect("projections, then the adds that read them", nmse(got, wa, R), 1e-10);
+    gpu.free(&gpu, dx), gpu.free(&gpu, ya), gpu.free(&gpu, yb);
+    free(x), free(got), free(wa), free(wb), free(a.bytes), free(b.bytes);
+}
+
+int main(int argc, char **argv) {
+    bool probe = argc > 1 && !strcmp(argv[1], "--probe"); /* only say whether the backend comes up */
+    if (sp_threadpool_create(0, &pool)) return 1;
+    sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cpu_status);
+    splash_status st = sp_metal_backend_create(&gpu, pool, sp_threadpool_size(pool), &gpu_status);
+    if (st) {
+        printf("NOT OK  no device for the Metal host: %s\n", splash_last_error());
+        return 1;
+    }
+    printf("device: %s\n", sp_metal_backend_info(&gpu)->name);
+    if (probe) {
+        sp_metal_backend_destroy(&gpu);
+        sp_threadpool_free(pool);
+        return 0;
+    }
+    /* every weight type at an odd shape (rows needing padding), GEMV for 1 and 3 rows, both GEMM tiles */
+    for (int t = 0; t <= SP_MAT_Q4; t++) test_matmul((sp_mtype)t, 37, 72, 1); /* the types the kernels read */
+    test_matmul(SP_MAT_BF16, 70, 128, 3);  /* 256-byte rows: no padding */
+    test_matmul(SP_MAT_Q4, 67, 168, 12);   /* the narrow GEMM tile */
+    test_matmul(SP_MAT_F32, 67, 168, 21);  /* the square GEMM tile */
+    test_elementwise(7, 100);
+    test_norms_rope_embed();
+    test_attention(4, 1, 32, 0, 13, 16);   /* prefill */
+    test_attention(4, 2, 32, 37, 1, 16);   /* decode */
+    test_attention(4, 2, 32, 300, 1, 4);   /* decode, keys split over threadgroups */
+    test_attention(4, 1, 32, 20, 4, 16);   /* verify block */
+    test_gdn();
+    test_moe(SP_MAT_F32, 1);
+    test_moe(SP_MAT_Q8, 9);
+    test_sample(1000);
+    test_barriers();
+    sp_mtl *m = sp_mtl_of(&gpu);
+    printf("%llu dispatches, %llu barriers, %llu command buffers, %d pipelines\n", (unsigned long long)m->n_dispatches,
+           (unsigned long long)m->n_barriers, (unsigned long long)m->n_commits, m->n_pipelines);
+    sp_metal_backend_destroy(&gpu);
+    sp_threadpool_free(pool);
+    return check_done("metal_host_test");
+}
