@@ -2,6 +2,7 @@
  * holds. */
 #include "model.h"
 
+#include "arch/qwen3_5_vision.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/threadpool.h"
@@ -56,6 +57,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     splash_status st = sp_threadpool_create(n, &m->pool);
     if (!st) st = make_backend(m, o.backend, n);
     if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
+    if (!st) st = sp_qwen35_vision_load(dir, m->pool, n, &m->vision);
     if (st) {
         splash_model_free(m);
         return st;
@@ -67,6 +69,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
 void splash_model_free(splash_model *m) {
     if (!m) return;
     sp_speculator_free(m->spec);
+    sp_qwen35_vision_free(m->vision);
     sp_qwen35_free(m->arch);
 #ifdef SPLASH_HAVE_VULKAN
     if (m->be.impl) sp_vulkan_backend_destroy(&m->be);
@@ -81,6 +84,7 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
     sp_qwen35_info(m->arch, out);
+    out->has_vision = m->vision != NULL;
     if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
     return SPLASH_OK;
 }

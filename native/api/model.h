@@ -6,6 +6,7 @@
 #include "backends/backend.h"
 
 typedef struct sp_speculator sp_speculator; /* speculate.c */
+typedef struct sp_qwen35_vision sp_qwen35_vision; /* arch/qwen3_5_vision.h */
 
 struct splash_model {
     sp_backend be;         /* the arch holds a pointer to it: the model never moves */
@@ -13,6 +14,7 @@ struct splash_model {
     sp_qwen35 *arch;
     splash_status op_status; /* be.status points here */
     sp_speculator *spec;   /* the attached drafter, or NULL */
+    sp_qwen35_vision *vision; /* the checkpoint's vision tower, or NULL */
     int32_t n_caches;      /* caches alive: a drafter attaches only before the first */
 };
 

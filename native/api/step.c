@@ -64,6 +64,26 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
     return SPLASH_OK;
 }
 
+/* Image rows: embeds replace exactly the image-pad tokens of the step (the tower's image_token_id); positions are
+ * the caller's M-RoPE ids, any non-negative values. */
+static splash_status check_images(const splash_model *m, int32_t i, const splash_seq *q) {
+    if (q->positions)
+        for (int32_t j = 0; j < 3 * q->n_tokens; j++)
+            if (q->positions[j] < 0)
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].positions[%d][%d] = %d: expected ≥ 0", i, j / 3, j % 3,
+                               q->positions[j]);
+    if (!q->embeds && !q->n_embeds) return SPLASH_OK;
+    if (!m->vision) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].embeds: this checkpoint has no vision tower", i);
+    splash_vision_info info = {.struct_size = sizeof info};
+    splash_vision_get_info(m, &info);
+    int32_t pads = 0;
+    for (int32_t j = 0; j < q->n_tokens; j++) pads += q->tokens[j] == info.image_token_id;
+    if (!q->embeds || q->n_embeds != pads)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_embeds %d with%s embeds, but tokens[] holds %d image-pad "
+                       "tokens (%d)", i, q->n_embeds, q->embeds ? "" : "out", pads, info.image_token_id);
+    return SPLASH_OK;
+}
+
 splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs) {
     if (!m || !c || !seqs || n_seqs < 1)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: model, cache and at least one sequence are required");
@@ -73,6 +93,7 @@ splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_s
     int64_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         splash_status st = check_seq(c, info.vocab_size, info.n_full_attention_layers, i, &seqs[i]);
+        if (!st) st = check_images(m, i, &seqs[i]);
         if (st) return st;
         total += seqs[i].n_tokens;
         for (int32_t j = 0; j < i; j++)

@@ -116,7 +116,8 @@ static int64_t slot_floats(const qwen35_config *c) {
 /* ---- scratch ------------------------------------------------------------------------------------------------
  * Sized for N = max_step_tokens rows. The mixer and FFN buffers of one phase share memory with the other phases. */
 typedef struct qwen35_scratch {
-    int32_t *tokens, *pos;       /* (N) every row's token and position */
+    int32_t *tokens;             /* (N) every row's token */
+    int32_t *pos;                /* (N) every row's position, or (N, 3) M-RoPE (t, h, w) when the step has images */
     float *x;                    /* (N, H) residual stream */
     float *xb;                   /* (N, H) normed input of the current block */
     float *out;                  /* (N, H) block output before the residual add */
@@ -165,6 +166,10 @@ struct sp_qwen35 {
     float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
     int32_t verify_rows;
     int32_t quant;               /* SPLASH_QUANT_* the weights were loaded with (drafters follow it) */
+    /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none), and
+     * whether the current step's positions are three M-RoPE streams */
+    int32_t image_token_id;
+    bool mrope_step;
 };
 
 #ifdef NDEBUG
@@ -185,7 +190,7 @@ static uint64_t scratch_layout(const qwen35_config *c, int64_t N, int n_threads,
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t vd = (int64_t)c->linear_num_value_heads * c->linear_value_head_dim, Hv = c->linear_num_value_heads;
     TAKE(tokens, int32_t, N);
-    TAKE(pos, int32_t, N);
+    TAKE(pos, int32_t, 3 * N);
     TAKE(x, float, N * H);
     TAKE(xb, float, N * H);
     TAKE(out, float, N * H);
@@ -647,6 +652,9 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
     loader L = {.m = m, .quant = quant};
     splash_status st = sp_checkpoint_open(dir, &m->ck);
     if (!st) st = parse_config(m->ck, &m->cfg);
+    int64_t image_token = -1;
+    if (!st) sp_json_int(sp_json_get(sp_checkpoint_config(m->ck), "image_token_id"), &image_token);
+    m->image_token_id = (int32_t)image_token;
     if (!st) st = load_weights(&L);
     if (!st) st = upload_vectors(m);
     if (!st) {
@@ -716,8 +724,9 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, T * Hq, hd);
     be->rmsnorm(be, s->q, s->q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
     be->rmsnorm(be, s->k, s->k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
-    be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, m->w.inv_freq);
-    be->rope(be, s->k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, NULL, m->w.inv_freq);
+    const int32_t *mrope = m->mrope_step ? c->mrope_section : NULL;
+    be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    be->rope(be, s->k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
     TRACE(m, "attn_q", l, s->q, T, Hq * hd);
     TRACE(m, "attn_k", l, s->k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {
@@ -885,6 +894,25 @@ static void keep_taps(sp_qwen35 *m, int32_t l, int64_t T) {
         if (sp->tap_layers[t] == l) m->be->copy_rows(m->be, sp->taps + t * H, sp->n_taps * H, m->s.x, H, T, H);
 }
 
+/* Image-pad rows take the vision tower's output instead of their embedding (HF masked_scatter of image_embeds), one
+ * run of consecutive pads per write. */
+static void image_rows(sp_qwen35 *m, const step_rows *r) {
+    int64_t H = m->cfg.hidden_size;
+    for (int32_t i = 0; i < r->n_seqs; i++) {
+        const splash_seq *q = &r->seqs[i];
+        int64_t used = 0;
+        for (int32_t j = 0; q->embeds && j < q->n_tokens;) {
+            int32_t e = j;
+            while (e < q->n_tokens && q->tokens[e] == m->image_token_id) e++;
+            if (e > j) {
+                m->be->write(m->be, m->s.x + (r->row0[i] + j) * H, q->embeds + used * H, sizeof(float) * (uint64_t)((e - j) * H));
+                used += e - j;
+            }
+            j = e > j ? e : j + 1;
+        }
+    }
+}
+
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs) {
     return sp_qwen35_step_spec(m, mem, seqs, n_seqs, NULL);
 }
@@ -901,24 +929,28 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
     r->n_seqs = n_seqs;
     r->n = 0;
     for (int32_t i = 0; i < n_seqs; i++) r->n += seqs[i].n_tokens;
-    int32_t *tokens = malloc(sizeof(int32_t) * 2 * (size_t)r->n), *pos = tokens + r->n; /* host copies for be->write */
+    int32_t *tokens = malloc(sizeof(int32_t) * 4 * (size_t)r->n), *pos = tokens + r->n; /* host copies for be->write */
     if (!tokens) {
         free(r);
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     }
     r->n = 0;
+    m->mrope_step = false;
+    for (int32_t i = 0; i < n_seqs; i++) m->mrope_step |= seqs[i].positions != NULL;
     for (int32_t i = 0; i < n_seqs; i++) {
         const splash_seq *q = &seqs[i];
         r->row0[i] = r->n;
         for (int32_t j = 0; j < q->n_tokens; j++) {
             tokens[r->n] = q->tokens[j];
-            pos[r->n++] = q->n_past + j;
+            if (!m->mrope_step) pos[r->n] = q->n_past + j;
+            else for (int32_t k = 0; k < 3; k++) pos[3 * r->n + k] = q->positions ? q->positions[3 * j + k] : q->n_past + j;
+            r->n++;
         }
         /* a sequence at position 0 starts from a zero recurrent state and an empty conv tail */
         if (q->n_past == 0) be->clear(be, mem->state + (int64_t)q->slot * slot_floats(c), sizeof(float) * (uint64_t)slot_floats(c));
     }
     be->write(be, s->tokens, tokens, sizeof(int32_t) * (uint64_t)r->n);
-    be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n);
+    be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n * (m->mrope_step ? 3 : 1));
     free(tokens);
     int64_t T = r->n, H = c->hidden_size, verify_rows = 0;
     for (int32_t i = 0; spec && spec->verify && i < n_seqs; i++) verify_rows += spec->verify[i] ? seqs[i].n_tokens : 0;
@@ -929,6 +961,7 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
     }
     m->spec = spec;
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
+    image_rows(m, r);
     TRACE(m, "embed", -1, s->x, T, H);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];

@@ -175,6 +175,15 @@ struct sp_backend {
     void (*moe_experts)(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
                         const sp_moe_experts *experts, float *scratch);
 
+    /* ---- vision tower (optional: the CPU backend has them; the tower runs there) ---- */
+    /* y = (x − mean) / sqrt(var + eps) · w + b over n rows of d (LayerNorm, biased variance); in place allowed. */
+    void (*layernorm)(const sp_backend *be, float *y, const float *x, const float *w, const float *b, int64_t n,
+                      int64_t d, float eps);
+    /* y[i] = gelu(x[i]), i < n: approx_tanh 1 = gelu_pytorch_tanh, 0 = the exact erf form (nn.GELU); in place allowed. */
+    void (*gelu)(const sp_backend *be, float *y, const float *x, int64_t n, int32_t approx_tanh);
+    /* y[i][:] += b over n rows of d (a Linear layer's bias). */
+    void (*add_rows)(const sp_backend *be, float *y, const float *b, int64_t n, int64_t d);
+
     /* ---- sampling ---- */
     /* Samples every job (in parallel over jobs). scratch: n_threads regions of sp_sample_scratch_bytes each.
      * Fails only when a job's allowed mask excludes every token. */

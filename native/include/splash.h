@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 5
+#define SPLASH_ABI_VERSION 6
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -152,12 +152,39 @@ typedef struct splash_seq {
                                          allowed mask), before temperature and top-k/top-p/min-p */
     int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob` */
     float *top_logprobs;              /* out [n_top_logprobs] */
+    /* images (splash_vision_encode); NULL for text */
+    const float *embeds;              /* NULL or [n_embeds][hidden_size]: the input rows of this step's image-pad tokens
+                                         (splash_vision_info.image_token_id), in order, instead of their embedding */
+    int32_t n_embeds;                 /* the number of image-pad tokens in tokens[] when embeds is set */
+    const int32_t *positions;         /* NULL (row j at position n_past + j) or [n_tokens][3]: M-RoPE (t, h, w)
+                                         positions, as transformers' get_rope_index gives them (text: three equal) */
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
  * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
  * one model must not overlap (they share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
+
+/* ---- vision (issue 14, native/arch/qwen3_5_vision.c, native/api/vision.c) -------------------------------------
+ * The checkpoint's vision tower turns an image's patches into the rows that replace its <|image_pad|> tokens (passed
+ * to a step through splash_seq.embeds, with M-RoPE positions in splash_seq.positions). Preprocessing (resize,
+ * normalize, patch order) and the positions are the caller's (src/vision/); the tower runs on the CPU. */
+
+typedef struct splash_vision_info {
+    uint32_t struct_size;
+    int32_t depth, hidden_size, out_hidden_size; /* out_hidden_size = the language model's hidden_size */
+    int32_t in_channels, patch_size, temporal_patch_size, spatial_merge_size;
+    int32_t image_token_id, video_token_id, vision_start_token_id, vision_end_token_id;
+    uint64_t weight_bytes;            /* the tower's weights (not in splash_model_info.weight_bytes) */
+} splash_vision_info;
+
+/* SPLASH_ERR_UNSUPPORTED when the checkpoint has no vision tower. */
+SPLASH_API splash_status splash_vision_get_info(const splash_model *m, splash_vision_info *info);
+/* Encodes one image: grid_t frames of grid_h × grid_w patches (h, w multiples of spatial_merge_size). pixels:
+ * [t·h·w][in_channels · temporal_patch_size · patch_size²], rows in merge-window order as the Qwen2-VL processor lays
+ * them out; out: [t·h·w / spatial_merge_size²][out_hidden_size]. Must not overlap a step on the same model. */
+SPLASH_API splash_status splash_vision_encode(splash_model *m, const float *pixels, int32_t grid_t, int32_t grid_h,
+                                              int32_t grid_w, float *out);
 
 /* ---- speculative decoding (issue 8, native/api/speculate.c) --------------------------------------------------
  * A drafter proposes tokens; the target scores them in one verify block; the longest prefix it agrees with (greedy)

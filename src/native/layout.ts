@@ -83,6 +83,9 @@ export const SEQ = struct("splash_seq", [
   ["logprob", "f32"],
   ["top_ids", "ptr"],
   ["top_logprobs", "ptr"],
+  ["embeds", "ptr"],
+  ["n_embeds", "i32"],
+  ["positions", "ptr"],
 ]);
 
 export const DRAFTER_OPTIONS = struct("splash_drafter_options", [
@@ -131,7 +134,23 @@ export const VERIFY = struct("splash_verify", [
   ["top_logprobs", "ptr"],
 ]);
 
-export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY] as const;
+export const VISION_INFO = struct("splash_vision_info", [
+  ["struct_size", "u32"],
+  ["depth", "i32"],
+  ["hidden_size", "i32"],
+  ["out_hidden_size", "i32"],
+  ["in_channels", "i32"],
+  ["patch_size", "i32"],
+  ["temporal_patch_size", "i32"],
+  ["spatial_merge_size", "i32"],
+  ["image_token_id", "i32"],
+  ["video_token_id", "i32"],
+  ["vision_start_token_id", "i32"],
+  ["vision_end_token_id", "i32"],
+  ["weight_bytes", "u64"],
+]);
+
+export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY, VISION_INFO] as const;
 
 // Every field of a layout with its absolute offset, nested structs flattened as "outer.inner".
 export function flatten(layout: StructLayout, prefix = "", base = 0): { name: string; offset: number; type: FieldType }[] {

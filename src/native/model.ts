@@ -11,7 +11,7 @@ import { ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import { check } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
-import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, type StructLayout } from "./layout.ts";
+import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
 const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
@@ -69,6 +69,22 @@ export type ModelInfo = {
   decodeBytesPerToken: number; // weight bytes a single-token decode reads (MoE: top-k experts)
 };
 
+// The checkpoint's vision tower (splash_vision_info).
+export type VisionInfo = {
+  depth: number;
+  hiddenSize: number;
+  outHiddenSize: number; // = the language model's hidden size
+  inChannels: number;
+  patchSize: number;
+  temporalPatchSize: number;
+  spatialMergeSize: number;
+  imageTokenId: number;
+  videoTokenId: number;
+  visionStartTokenId: number;
+  visionEndTokenId: number;
+  weightBytes: number;
+};
+
 export type CacheGeometry = { pageTokens: number; nPages: number; nSlots: number };
 
 // What a sequence asks of the sampler for the position after its last token.
@@ -109,6 +125,10 @@ export type StepInput = {
   logits?: Float32Array;
   sample?: SampleRequest;
   verify?: VerifyInput; // a speculative verify block (needs `sample`)
+  // Images: the rows of this step's image-pad tokens, in order ([n][hiddenSize], from Model.encodeImage), and the
+  // M-RoPE positions of every token ([tokens.length][3]); without them row j sits at position nPast + j.
+  embeds?: Float32Array;
+  positions?: Int32Array;
 };
 
 // Log-probabilities are log_softmax of the logits after penalties and the allowed mask, before temperature and
@@ -154,6 +174,7 @@ export class Model {
   #handle: Pointer | null;
   #info!: ModelInfo;
   #drafter: DrafterInfo | null = null;
+  #vision: VisionInfo | null = null;
 
   private constructor(
     readonly lib: NativeLibrary,
@@ -166,6 +187,24 @@ export class Model {
 
   get info(): ModelInfo {
     return this.#info;
+  }
+
+  // The checkpoint's vision tower, or null.
+  get vision(): VisionInfo | null {
+    return this.#vision;
+  }
+
+  // One image's patches ([t·h·w][C·T·P·P], the processor's order) through the tower: [t·h·w / merge²][outHiddenSize].
+  encodeImage(pixels: Float32Array, grid: readonly [number, number, number]): Float32Array {
+    const v = this.#vision;
+    if (!v) throw new Error("encodeImage: this checkpoint has no vision tower");
+    const [t, h, w] = grid;
+    const rowFloats = v.inChannels * v.temporalPatchSize * v.patchSize * v.patchSize;
+    if (pixels.length !== t * h * w * rowFloats)
+      throw new RangeError(`encodeImage: ${pixels.length} floats for a ${t}×${h}×${w} grid of ${rowFloats}-float patches`);
+    const out = new Float32Array(((t * h * w) / v.spatialMergeSize ** 2) * v.outHiddenSize);
+    check(this.lib, "splash_vision_encode", this.lib.splash_vision_encode(this.handle, pixels, t, h, w, out));
+    return out;
   }
 
   // The attached speculative drafter, or null.
@@ -199,6 +238,27 @@ export class Model {
       stateBytes: f("state_bytes"),
       decodeBytesPerToken: f("decode_bytes_per_token"),
     };
+    const vbytes = new Uint8Array(VISION_INFO.size);
+    const vbuf = new DataView(vbytes.buffer);
+    setField(vbuf, VISION_INFO, "struct_size", VISION_INFO.size);
+    const v = (name: string) => getField(vbuf, VISION_INFO, name);
+    this.#vision =
+      this.#info.hasVision && lib.splash_vision_get_info(handle, vbytes) === 0
+        ? {
+            depth: v("depth"),
+            hiddenSize: v("hidden_size"),
+            outHiddenSize: v("out_hidden_size"),
+            inChannels: v("in_channels"),
+            patchSize: v("patch_size"),
+            temporalPatchSize: v("temporal_patch_size"),
+            spatialMergeSize: v("spatial_merge_size"),
+            imageTokenId: v("image_token_id"),
+            videoTokenId: v("video_token_id"),
+            visionStartTokenId: v("vision_start_token_id"),
+            visionEndTokenId: v("vision_end_token_id"),
+            weightBytes: v("weight_bytes"),
+          }
+        : null;
     const dbytes = new Uint8Array(DRAFTER_INFO.size);
     const dbuf = new DataView(dbytes.buffer);
     setField(dbuf, DRAFTER_INFO, "struct_size", DRAFTER_INFO.size);
@@ -362,6 +422,14 @@ export class Cache {
       set("pages", addr(s.pages));
       set("n_pages", s.pages.length);
       set("logits", addr(s.logits));
+      // always written: the struct buffer is reused across steps
+      const H = this.model.info.hiddenSize;
+      if (s.embeds && s.embeds.length % H) throw new RangeError(`step: seqs[${i}].embeds holds ${s.embeds.length} floats, not rows of ${H}`);
+      if (s.positions && s.positions.length !== 3 * s.tokens.length)
+        throw new RangeError(`step: seqs[${i}].positions holds ${s.positions.length} ids for ${s.tokens.length} tokens (3 each)`);
+      set("embeds", addr(s.embeds));
+      set("n_embeds", s.embeds ? s.embeds.length / H : 0);
+      set("positions", addr(s.positions));
       const r = s.sample;
       set("sample", r ? 1 : 0);
       const top = Math.min(r?.topLogprobs ?? 0, MAX_TOP_LOGPROBS);

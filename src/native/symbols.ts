@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 5;
+export const ABI_VERSION = 6;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -31,6 +31,12 @@ export const symbols = {
   splash_cache_copy_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   splash_cache_clear_slot: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   splash_step: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  // ---- vision (issue 14, src/native/model.ts) ----
+  splash_vision_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  splash_vision_encode: {
+    args: [FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr],
+    returns: FFIType.i32,
+  },
   // ---- speculative decoding (issue 8, src/native/model.ts) ----
   splash_model_attach_drafter: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_get_drafter_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },

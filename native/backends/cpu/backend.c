@@ -64,6 +64,9 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .gdn_chunked = sp_cpu_gdn_chunked,
         .moe_route = sp_cpu_moe_route,
         .moe_experts = sp_cpu_moe_experts,
+        .layernorm = sp_cpu_layernorm,
+        .gelu = sp_cpu_gelu,
+        .add_rows = sp_cpu_add_rows,
         .sample = sp_cpu_sample,
     };
 }

@@ -54,6 +54,10 @@ void sp_cpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const float 
                       int32_t top_k);
 void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
                         const sp_moe_experts *experts, float *scratch);
+void sp_cpu_layernorm(const sp_backend *be, float *y, const float *x, const float *w, const float *b, int64_t n,
+                      int64_t d, float eps);
+void sp_cpu_gelu(const sp_backend *be, float *y, const float *x, int64_t n, int32_t approx_tanh);
+void sp_cpu_add_rows(const sp_backend *be, float *y, const float *b, int64_t n, int64_t d);
 splash_status sp_cpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread);
 
