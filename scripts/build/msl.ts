@@ -417,7 +417,8 @@ export function cTable(m: Manifest, texts: Map<string, string>): { c: string; h:
     const text = texts.get(k.name);
     if (text === undefined) throw new Error(`kernels/msl/${k.name}.metal is missing`);
     c.push(`/* ${k.name}: ${k.source} ${Object.entries(k.defines).map(([a, b]) => `${a}=${b}`).join(" ")} */`);
-    c.push(`static const char msl_${k.name}[] =`, ...text.split("\n").map((l) => `    ${cString(`${l}\n`)}`), "    ;");
+    const lines = text.match(/[^\n]*\n|[^\n]+$/g) ?? [""]; // each with its newline: the text exactly
+    c.push(`static const char msl_${k.name}[] =`, ...lines.map((l) => `    ${cString(l)}`), "    ;");
   }
   c.push("", "const sp_mtl_kernel sp_mtl_kernels[SP_MTL_KERNEL_COUNT] = {");
   for (const k of m.kernels) {

@@ -14,12 +14,13 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { compare, cTable, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, THREADGROUP_MEMORY, translateAll } from "../../scripts/build/msl.ts";
+import { compare, cTable, embed, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, THREADGROUP_MEMORY, translateAll } from "../../scripts/build/msl.ts";
 
 const manifest = readManifest();
 const texts = new Map(manifest.kernels.map((k) => [k.name, readFileSync(join(MSL_DIR, `${k.name}.metal`), "utf8")]));
 const tools = ["glslangValidator", "spirv-val", "spirv-cross"].every((t) => Bun.which(t));
 const include = join(import.meta.dir, "../fixtures/metal/include");
+const root = join(import.meta.dir, "../..");
 
 describe("translation", () => {
   test.skipIf(!tools)("every kernel translates, and kernels/msl/ is what kernels/ translates to now", async () => {
@@ -153,4 +154,55 @@ describe("syntax", () => {
     }
     expect(failed).toEqual([]);
   }, 300_000);
+});
+
+// The host side on Linux: the embedded table is the committed MSL byte for byte, and device.m (built only on macOS)
+// parses and type-checks against stand-in Foundation/Metal headers (test/fixtures/metal/objc: the Metal calls it
+// makes, declared as Apple's headers declare them). Apple's real headers and linker check it in the macOS workflow.
+describe("host sources", () => {
+  const cc = Bun.which("cc") ? "cc" : null;
+  test.skipIf(!cc)("the C table holds every kernel's MSL byte for byte", () => {
+    const dir = mkdtempSync(join(tmpdir(), "splash-mtltable-"));
+    try {
+      const { source } = embed(dir);
+      writeFileSync(join(dir, "dump.c"), `#include <stdio.h>
+#include "metal_kernels.h"
+int main(void) {
+    for (int i = 0; i < SP_MTL_KERNEL_COUNT; i++) printf("%s%c%s%c", sp_mtl_kernels[i].name, 0, sp_mtl_kernels[i].source, 0);
+    return 0;
+}
+`);
+      const exe = join(dir, "dump");
+      const build = Bun.spawnSync([cc!, "-std=c11", "-Wall", "-Wextra", "-Werror", `-I${dir}`, "-o", exe, source, join(dir, "dump.c")]);
+      expect(build.stderr.toString()).toBe("");
+      const parts = Bun.spawnSync([exe]).stdout.toString().split("\0");
+      const got = new Map<string, string>();
+      for (let i = 0; i + 1 < parts.length; i += 2) got.set(parts[i]!, parts[i + 1]!);
+      expect([...got.keys()]).toEqual(manifest.kernels.map((k) => k.name));
+      for (const k of manifest.kernels) expect(got.get(k.name) === texts.get(k.name), k.name).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  const objc = (() => {
+    if (process.platform !== "linux" || !Bun.which("clang")) return false;
+    const r = Bun.spawnSync(["clang", "-x", "objective-c", "-fobjc-arc", "-fobjc-runtime=macosx-15.0", "-fsyntax-only", "-"], {
+      stdin: new TextEncoder().encode("void f(void) { @autoreleasepool {} }\n"),
+    });
+    return r.exitCode === 0;
+  })();
+  test.skipIf(!objc)("device.m parses and type-checks against stand-in Foundation and Metal headers", () => {
+    const dir = mkdtempSync(join(tmpdir(), "splash-mtlobjc-"));
+    try {
+      embed(dir);
+      const r = Bun.spawnSync(["clang", "-x", "objective-c", "-fobjc-arc", "-fobjc-runtime=macosx-15.0", "-fblocks", "-fsyntax-only",
+        "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-D_GNU_SOURCE", `-I${join(import.meta.dir, "../fixtures/metal/objc")}`,
+        `-I${join(root, "native/include")}`, `-I${join(root, "native")}`, `-I${dir}`, join(root, "native/backends/metal/device.m")]);
+      expect(r.stderr.toString()).toBe("");
+      expect(r.exitCode).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

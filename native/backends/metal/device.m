@@ -45,6 +45,7 @@
 
 #include <fcntl.h>
 #include <libproc.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
