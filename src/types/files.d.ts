@@ -15,3 +15,7 @@ declare module "*.jinja" {
   const path: string;
   export default path;
 }
+declare module "*.wasm" {
+  const path: string;
+  export default path;
+}
