@@ -101,6 +101,7 @@ function variants(tiles: Tile[]): Variant[] {
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
+  v.push({ name: "stream", file: "stream.comp", defines: {} });
   return v;
 }
 

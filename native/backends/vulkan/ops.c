@@ -32,8 +32,15 @@ static const int64_t CHUNK_COLS[5] = {4, 8, 8, 16, 64};
 
 /* ---- weights ---- */
 
-/* Device address of row 0 of W and its device row stride. */
+/* Device address of row 0 of W and its device row stride; false (and the op's status) for a weight type the kernels
+ * do not decode (they cover F32, BF16, F16, Q8 and Q4; MLX's affine types run on the CPU backend). */
 static bool weights(sp_vk *vk, const sp_matrix *W, VkDeviceAddress *addr, uint32_t *stride) {
+    if ((unsigned)W->type > SP_MAT_Q4) {
+        if (*vk->status == SPLASH_OK)
+            *vk->status = SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no kernels for %s weights; use --quant q8|q4 or the CPU backend",
+                                  sp_mtype_name(W->type));
+        return false;
+    }
     const sp_vk_chunk *c = sp_vk_chunk_of(vk, W->data);
     if (!c) return fail(vk, SPLASH_ERR_INTERNAL, "a weight matrix that was not uploaded");
     *addr = sp_vk_addr(vk, W->data);
@@ -67,7 +74,8 @@ typedef struct {
     uint32_t row_bytes, rows, cols, n, x_stride, y_stride, top_k, order_at;
 } mm_push;
 
-static void vk_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
+void sp_vk_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
+                         const sp_vk_mm_launch *force) {
     sp_vk *vk = sp_vk_of(be);
     VkDeviceAddress w;
     uint32_t stride;
@@ -82,6 +90,7 @@ static void vk_matmul(const sp_backend *be, float *y, const sp_matrix *W, const 
     if (n <= GEMV_MAX_N) {
         uint32_t wg, R, groups[3];
         gemv_params(W, &wg, &R);
+        if (force) wg = force->workgroup, R = force->rows;
         sp_vk_grid(div_up((uint64_t)W->rows, R), groups);
         mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
                      (uint32_t)W->rows, 0, 0};
@@ -90,7 +99,7 @@ static void vk_matmul(const sp_backend *be, float *y, const sp_matrix *W, const 
                        &write, 1, NULL);
         return;
     }
-    int tile = gemm_tile(W, n);
+    int tile = force ? force->tile : gemm_tile(W, n);
     const sp_vk_tile *t = &sp_vk_tiles[tile];
     struct {
         uint64_t w, x, y;
@@ -100,6 +109,10 @@ static void vk_matmul(const sp_backend *be, float *y, const sp_matrix *W, const 
     uint32_t wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
     sp_vk_dispatch(vk, "gemm", (sp_vk_kernel_id)(sp_vk_gemm_first[W->type] + tile), (uint32_t[4]){wg, 0, 0, 0}, &p,
                    sizeof p, groups, reads, 2, &write, 1, NULL);
+}
+
+static void vk_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
+    sp_vk_matmul_launch(be, y, W, x, n, NULL);
 }
 
 typedef struct {
@@ -396,7 +409,7 @@ static const uint64_t *expert_table(sp_vk *vk, const sp_backend *be, const sp_mo
             free(host);
             return fail(vk, SPLASH_ERR_OUT_OF_MEMORY, "MoE expert table"), NULL;
         }
-        uint32_t strides[3];
+        uint32_t strides[3] = {0, 0, 0};
         for (int32_t e = 0; e < ex->n_experts; e++) {
             const sp_matrix *m[3] = {&ex->gate[e], &ex->up[e], &ex->down[e]};
             for (int j = 0; j < 3; j++) {

@@ -240,5 +240,13 @@ void sp_vk_grid(uint64_t n, uint32_t groups[3]);
 
 /* ---- ops.c ---- */
 void sp_vk_ops_install(sp_backend *be);
+/* matmul with a chosen launch (the lab measures each): GEMV workgroup size and rows per workgroup (n ≤ 4), or the
+ * GEMM tile (index into sp_vk_tiles). NULL: the tuned or default choice, as the op makes it. */
+typedef struct sp_vk_mm_launch {
+    uint32_t workgroup, rows;
+    int tile;
+} sp_vk_mm_launch;
+void sp_vk_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
+                         const sp_vk_mm_launch *force);
 
 #endif

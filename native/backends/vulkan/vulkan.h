@@ -19,5 +19,8 @@ const char *sp_vulkan_device_name(const sp_backend *be);
 uint32_t sp_vulkan_subgroup_size(const sp_backend *be);
 /* Waits until everything recorded has run (benchmarks time whole steps with it). */
 splash_status sp_vulkan_finish(const sp_backend *be);
+/* The device's memory read bandwidth in GB/s: `passes` reads of a `bytes` buffer in one submission, best of `reps`
+ * (kernels/stream.comp). The denominator of every roofline fraction the lab and the benchmarks print. */
+splash_status sp_vulkan_read_bandwidth(const sp_backend *be, uint64_t bytes, int32_t passes, int32_t reps, double *gbs);
 
 #endif

@@ -1,0 +1,425 @@
+/* vulkan_bench.c — the GPU benchmark of issue 11, without Bun (scripts/bench/gpu-h200.sh runs it on the H200).
+ *
+ *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers 4,8] [--dir DIR]
+ *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
+ *
+ * --profile: afterwards, the smaller model once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU times on stderr).
+ *
+ * Measures, on random weights of the real Qwen3.8-27B (64 layers) and Qwen3.6-35B-A3B (40 layers) shapes: prefill
+ * tokens/s of a `chunk`-token chunk at 0 and at (long context − chunk) positions, batch-1 decode tokens/s at 1K and
+ * 32K context, and total decode tokens/s of 4 and 16 streams at 1K context.
+ *
+ * Method. A whole random 27B checkpoint (54 GB in bf16) does not fit the time budget, so the checkpoint has the real
+ * matrices for the largest of --layers layers (the real pattern: every 4th layer full attention, the rest Gated
+ * DeltaNet), the real vocabulary, embedding and lm_head, and is loaded once per layer count (the config names fewer
+ * layers; the loader ignores the rest). Every step is a fixed part (embedding, final norm, lm_head, sampling, per-step
+ * overhead) plus a per-layer part, so two layer counts give both: full = fixed + N · per-layer, and the model's bytes
+ * per decoded token (weights, KV at the context, GDN state in and out) extrapolate the same way (they are linear in
+ * the layer count by construction). Positions before the measured chunk hold zeros in the KV cache: attention reads
+ * them all the same, so the cost at a context does not depend on having prefilled it.
+ *
+ * Roofline fraction = (bytes a decode step must read ÷ measured read bandwidth) ÷ measured step time; the bandwidth
+ * is the device's (kernels/stream.comp), measured in the same process. Prints a table and, with --json, writes every
+ * raw figure. The peer comparison (llama.cpp Vulkan and CUDA on the same weights) needs this checkpoint exported to
+ * GGUF (`splash export-gguf DIR/<shape>-<layers>l`, the peer-benchmark issue): --dir keeps it for that. */
+#include "backends/vulkan/vulkan.h"
+#include "core/threadpool.h"
+#include "splash.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct shape {
+    const char *name, *model;
+    bool moe;
+    int32_t vocab, hidden, heads, kv_heads, head_dim, k_heads, v_heads, k_dim, v_dim, inter, experts, top_k, moe_inter,
+        shared_inter, layers; /* layers: the real model's */
+} shape;
+
+static const shape SHAPES[] = {
+    {"27b", "Qwen3.8-27B", false, 248320, 5120, 24, 4, 256, 16, 48, 128, 128, 17408, 0, 0, 0, 0, 64},
+    {"35b", "Qwen3.6-35B-A3B", true, 248320, 2048, 16, 2, 256, 16, 32, 128, 128, 0, 256, 8, 512, 512, 40},
+    /* small shapes with the same structure, for trying the whole benchmark on lavapipe */
+    {"tiny", "tiny dense", false, 4096, 256, 4, 2, 64, 2, 4, 32, 32, 512, 0, 0, 0, 0, 8},
+    {"tiny-moe", "tiny MoE", true, 4096, 256, 4, 1, 64, 2, 4, 32, 32, 0, 16, 4, 64, 64, 8},
+};
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "vulkan_bench: %s: %s\n", what, splash_last_error());
+    exit(1);
+}
+
+/* ---- the random checkpoint ---- */
+
+typedef struct tensor {
+    char name[128];
+    int64_t shape[3];
+    int ndim;
+    float lo, hi; /* uniform draw */
+} tensor;
+
+static int add(tensor *t, int n, float lo, float hi, const char *fmt, int layer, int ndim, int64_t a, int64_t b, int64_t c) {
+    tensor *x = &t[n];
+    snprintf(x->name, sizeof x->name, fmt, layer);
+    x->ndim = ndim, x->shape[0] = a, x->shape[1] = b, x->shape[2] = c, x->lo = lo, x->hi = hi;
+    return n + 1;
+}
+
+/* Every tensor of a text-only checkpoint with `layers` layers; projections ~ U(±√3/√fan_in) keep activations O(1). */
+static int tensors(const shape *s, int layers, tensor *t) {
+    int n = 0;
+    float e = 1.7f;
+#define U(fan) (-1.7f / sqrtf((float)(fan))), (1.7f / sqrtf((float)(fan)))
+    int64_t H = s->hidden, conv = 2 * (int64_t)s->k_heads * s->k_dim + (int64_t)s->v_heads * s->v_dim, vd = (int64_t)s->v_heads * s->v_dim;
+    n = add(t, n, -e, e, "model.embed_tokens.weight", 0, 2, s->vocab, H, 0);
+    n = add(t, n, -0.2f, 0.2f, "model.norm.weight", 0, 1, H, 0, 0);
+    n = add(t, n, U(H), "lm_head.weight", 0, 2, s->vocab, H, 0);
+    for (int l = 0; l < layers; l++) {
+        n = add(t, n, -0.2f, 0.2f, "model.layers.%d.input_layernorm.weight", l, 1, H, 0, 0);
+        n = add(t, n, -0.2f, 0.2f, "model.layers.%d.post_attention_layernorm.weight", l, 1, H, 0, 0);
+        if (l % 4 == 3) {
+            int64_t q = (int64_t)s->heads * s->head_dim;
+            n = add(t, n, U(H), "model.layers.%d.self_attn.q_proj.weight", l, 2, 2 * q, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.self_attn.k_proj.weight", l, 2, (int64_t)s->kv_heads * s->head_dim, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.self_attn.v_proj.weight", l, 2, (int64_t)s->kv_heads * s->head_dim, H, 0);
+            n = add(t, n, U(q), "model.layers.%d.self_attn.o_proj.weight", l, 2, H, q, 0);
+            n = add(t, n, -0.2f, 0.2f, "model.layers.%d.self_attn.q_norm.weight", l, 1, s->head_dim, 0, 0);
+            n = add(t, n, -0.2f, 0.2f, "model.layers.%d.self_attn.k_norm.weight", l, 1, s->head_dim, 0, 0);
+        } else {
+            n = add(t, n, U(H), "model.layers.%d.linear_attn.in_proj_qkv.weight", l, 2, conv, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.linear_attn.in_proj_z.weight", l, 2, vd, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.linear_attn.in_proj_b.weight", l, 2, s->v_heads, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.linear_attn.in_proj_a.weight", l, 2, s->v_heads, H, 0);
+            n = add(t, n, -0.8f, 0.8f, "model.layers.%d.linear_attn.conv1d.weight", l, 3, conv, 1, 4);
+            n = add(t, n, -3.0f, 1.6f, "model.layers.%d.linear_attn.A_log", l, 1, s->v_heads, 0, 0);
+            n = add(t, n, -2.0f, 0.5f, "model.layers.%d.linear_attn.dt_bias", l, 1, s->v_heads, 0, 0);
+            n = add(t, n, 0.6f, 1.4f, "model.layers.%d.linear_attn.norm.weight", l, 1, s->v_dim, 0, 0);
+            n = add(t, n, U(vd), "model.layers.%d.linear_attn.out_proj.weight", l, 2, H, vd, 0);
+        }
+        if (s->moe) {
+            n = add(t, n, U(H), "model.layers.%d.mlp.gate.weight", l, 2, s->experts, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.mlp.experts.gate_up_proj", l, 3, s->experts, 2 * (int64_t)s->moe_inter, H);
+            n = add(t, n, U(s->moe_inter), "model.layers.%d.mlp.experts.down_proj", l, 3, s->experts, H, s->moe_inter);
+            n = add(t, n, U(H), "model.layers.%d.mlp.shared_expert.gate_proj.weight", l, 2, s->shared_inter, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.mlp.shared_expert.up_proj.weight", l, 2, s->shared_inter, H, 0);
+            n = add(t, n, U(s->shared_inter), "model.layers.%d.mlp.shared_expert.down_proj.weight", l, 2, H, s->shared_inter, 0);
+            n = add(t, n, U(H), "model.layers.%d.mlp.shared_expert_gate.weight", l, 2, 1, H, 0);
+        } else {
+            n = add(t, n, U(H), "model.layers.%d.mlp.gate_proj.weight", l, 2, s->inter, H, 0);
+            n = add(t, n, U(H), "model.layers.%d.mlp.up_proj.weight", l, 2, s->inter, H, 0);
+            n = add(t, n, U(s->inter), "model.layers.%d.mlp.down_proj.weight", l, 2, H, s->inter, 0);
+        }
+    }
+#undef U
+    return n;
+}
+
+static int64_t numel(const tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+static void write_config(const shape *s, const char *dir, int layers) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) die(path);
+    fprintf(f, "{\"model_type\": \"%s\", \"vocab_size\": %d, \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+               "\"full_attention_interval\": 4, \"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, "
+               "\"linear_num_key_heads\": %d, \"linear_num_value_heads\": %d, \"linear_key_head_dim\": %d, "
+               "\"linear_value_head_dim\": %d, \"linear_conv_kernel_dim\": 4, \"rms_norm_eps\": 1e-6, "
+               "\"rope_parameters\": {\"rope_theta\": 10000000.0, \"partial_rotary_factor\": 0.25}, \"tie_word_embeddings\": false",
+            s->moe ? "qwen3_5_moe" : "qwen3_5", s->vocab, s->hidden, layers, s->heads, s->kv_heads, s->head_dim, s->k_heads,
+            s->v_heads, s->k_dim, s->v_dim);
+    if (s->moe)
+        fprintf(f, ", \"num_experts\": %d, \"num_experts_per_tok\": %d, \"moe_intermediate_size\": %d, "
+                   "\"shared_expert_intermediate_size\": %d}\n", s->experts, s->top_k, s->moe_inter, s->shared_inter);
+    else fprintf(f, ", \"intermediate_size\": %d}\n", s->inter);
+    fclose(f);
+}
+
+typedef struct fill_job {
+    uint16_t *buf;
+    float lo, hi;
+    uint64_t seed;
+} fill_job;
+
+static void fill(void *ctx, int64_t b, int64_t e, int thread) {
+    const fill_job *j = ctx;
+    uint64_t x = j->seed ^ (uint64_t)(b + 1) * 0x9E3779B97F4A7C15ull;
+    for (int64_t i = b; i < e; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        float f = j->lo + (j->hi - j->lo) * (float)((x >> 40) * 0x1.0p-24);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        j->buf[i] = (uint16_t)((u + 0x8000) >> 16);
+    }
+}
+
+/* Writes <dir>/model.safetensors (bf16) with `layers` layers unless a file of the right size is there. */
+static void write_checkpoint(const shape *s, const char *dir, int layers, sp_threadpool *pool) {
+    static tensor t[4096];
+    int n = tensors(s, layers, t);
+    char *json = malloc(1 << 20), path[8192], tmp[8300];
+    int len = snprintf(json, 1 << 20, "{");
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t bytes = 2 * (uint64_t)numel(&t[i]);
+        len += snprintf(json + len, (size_t)(1 << 20) - (size_t)len, "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":[%lld", i ? "," : "",
+                        t[i].name, (long long)t[i].shape[0]);
+        for (int d = 1; d < t[i].ndim; d++) len += snprintf(json + len, (size_t)(1 << 20) - (size_t)len, ",%lld", (long long)t[i].shape[d]);
+        len += snprintf(json + len, (size_t)(1 << 20) - (size_t)len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                        (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    len += snprintf(json + len, (size_t)(1 << 20) - (size_t)len, "}");
+    while ((8 + len) % 8) json[len++] = ' ';
+    uint64_t total = 8 + (uint64_t)len + off;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    struct stat st;
+    if (!stat(path, &st) && (uint64_t)st.st_size == total) {
+        free(json);
+        return;
+    }
+    double t0 = now();
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) die(tmp);
+    uint64_t hl = (uint64_t)len;
+    fwrite(&hl, 8, 1, f);
+    fwrite(json, 1, (size_t)len, f);
+    enum { CHUNK = 64 << 20 };
+    uint16_t *buf = malloc(sizeof(uint16_t) * CHUNK);
+    for (int i = 0; i < n; i++) {
+        for (int64_t left = numel(&t[i]), k = 0; left > 0; k++) {
+            int64_t m = left < CHUNK ? left : CHUNK;
+            fill_job j = {buf, t[i].lo, t[i].hi, (uint64_t)i * 1000003 + (uint64_t)k};
+            sp_parallel_for(pool, m, fill, &j);
+            if (fwrite(buf, 2, (size_t)m, f) != (size_t)m) die("writing the checkpoint (disk full?)");
+            left -= m;
+        }
+    }
+    if (fclose(f) || rename(tmp, path)) die("closing the checkpoint");
+    free(buf);
+    free(json);
+    fprintf(stderr, "wrote %s: %.1f GB in %.0f s\n", path, (double)total / 1e9, now() - t0);
+}
+
+/* ---- measurements ---- */
+
+typedef struct figures {
+    int layers;
+    double load_s;
+    double prefill[2];   /* seconds for one chunk at position 0 and at long − chunk */
+    double decode[2];    /* seconds per batch-1 step at the two contexts */
+    double streams[2];   /* seconds per step of 4 and of 16 sequences at the short context */
+    double weight_bytes, kv_bytes_per_token, state_bytes; /* per decoded token, from splash_model_info */
+} figures;
+
+typedef struct bench {
+    const shape *s;
+    int quant;
+    int contexts[2], chunk, steps;
+    bool profile;
+} bench;
+
+static const splash_sampling GREEDY = {0, 1, 0, 0, 0, 0, 1, 0, 0};
+
+/* One step over n sequences, each with n_tokens from position n_past (slots 0..n−1, pages laid out per slot). */
+static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_tokens, int page_tokens, int pages_per_seq,
+                   int32_t *pages, int32_t *tokens) {
+    splash_seq seqs[16];
+    for (int i = 0; i < n; i++) {
+        for (int p = 0; p < pages_per_seq; p++) pages[i * pages_per_seq + p] = i * pages_per_seq + p;
+        seqs[i] = (splash_seq){.slot = i, .n_past = n_past, .n_tokens = n_tokens, .tokens = tokens + (size_t)i * (size_t)n_tokens,
+                               .pages = pages + i * pages_per_seq, .n_pages = pages_per_seq, .sample = 1, .sampling = GREEDY};
+    }
+    (void)page_tokens;
+    double t0 = now();
+    if (splash_step(m, c, seqs, n)) die("splash_step");
+    return now() - t0;
+}
+
+static figures measure(const bench *b, const char *dir, int layers) {
+    figures f = {.layers = layers};
+    enum { PAGE = 64 };
+    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN};
+    double t0 = now();
+    splash_model *m;
+    if (splash_model_load(dir, &o, &m)) die(dir);
+    f.load_s = now() - t0;
+    splash_model_info info = {.struct_size = sizeof info};
+    splash_model_get_info(m, &info);
+    f.weight_bytes = (double)info.decode_bytes_per_token;
+    f.kv_bytes_per_token = (double)info.kv_bytes_per_token;
+    f.state_bytes = (double)info.state_bytes;
+    int long_ctx = b->contexts[1], pages_per_seq = (long_ctx + b->chunk + PAGE - 1) / PAGE;
+    splash_cache *c;
+    if (splash_cache_create(m, PAGE, 16 * pages_per_seq, 16, &c)) die("splash_cache_create");
+    int32_t *pages = malloc(sizeof(int32_t) * 16 * (size_t)pages_per_seq), *tokens = malloc(sizeof(int32_t) * 16 * (size_t)b->chunk);
+    for (int i = 0; i < 16 * b->chunk; i++) tokens[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)info.vocab_size);
+    /* prefill: a chunk at position 0 and one ending at the long context; best of 2 after a warm-up */
+    step(m, c, 1, 0, b->chunk, PAGE, pages_per_seq, pages, tokens);
+    for (int k = 0; k < 2; k++) {
+        int at = k ? long_ctx - b->chunk : 0;
+        f.prefill[k] = 1e30;
+        for (int r = 0; r < 2; r++) f.prefill[k] = fmin(f.prefill[k], step(m, c, 1, at, b->chunk, PAGE, pages_per_seq, pages, tokens));
+    }
+    /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
+    int streams[2] = {4, 16};
+    for (int k = 0; k < 4; k++) {
+        int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0];
+        double best = 1e30;
+        step(m, c, n, ctx - 1, 1, PAGE, pages_per_seq, pages, tokens);
+        for (int r = 0; r < b->steps; r++) best = fmin(best, step(m, c, n, ctx + r, 1, PAGE, pages_per_seq, pages, tokens));
+        if (k < 2) f.decode[k] = best;
+        else f.streams[k - 2] = best;
+    }
+    free(pages);
+    free(tokens);
+    splash_cache_free(c);
+    splash_model_free(m); /* with SPLASH_VULKAN_PROFILE set, prints the per-op table here */
+    return f;
+}
+
+/* fixed + layers · per: two layer counts give both, then the full model. */
+static double extrapolate(double a, int la, double b, int lb, int full) {
+    double per = (b - a) / (lb - la);
+    return a + per * (full - la);
+}
+
+int main(int argc, char **argv) {
+    const char *shape_name = "27b", *quant_name = "q4", *dir_root = "/tmp/splash-vulkan-bench", *json = NULL;
+    int layer_counts[2] = {4, 8};
+    bench b = {.contexts = {1024, 32768}, .chunk = 1024, .steps = 8};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--shape")) shape_name = v, i++;
+        else if (!strcmp(a, "--quant")) quant_name = v, i++;
+        else if (!strcmp(a, "--dir")) dir_root = v, i++;
+        else if (!strcmp(a, "--json")) json = v, i++;
+        else if (!strcmp(a, "--layers")) sscanf(v, "%d,%d", &layer_counts[0], &layer_counts[1]), i++;
+        else if (!strcmp(a, "--context")) sscanf(v, "%d,%d", &b.contexts[0], &b.contexts[1]), i++;
+        else if (!strcmp(a, "--chunk")) b.chunk = atoi(v), i++;
+        else if (!strcmp(a, "--steps")) b.steps = atoi(v), i++;
+        else if (!strcmp(a, "--profile")) b.profile = true;
+        else {
+            fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers A,B] [--dir DIR]\n"
+                            "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n");
+            return 2;
+        }
+    }
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        if (!strcmp(SHAPES[i].name, shape_name)) b.s = &SHAPES[i];
+    b.quant = !strcmp(quant_name, "q4") ? SPLASH_QUANT_Q4 : !strcmp(quant_name, "q8") ? SPLASH_QUANT_Q8 : SPLASH_QUANT_NONE;
+    if (!b.s || (b.quant == SPLASH_QUANT_NONE && strcmp(quant_name, "bf16"))) {
+        fprintf(stderr, "vulkan_bench: unknown shape %s or quant %s\n", shape_name, quant_name);
+        return 2;
+    }
+    if (b.contexts[1] < b.chunk || layer_counts[0] >= layer_counts[1]) {
+        fprintf(stderr, "vulkan_bench: the long context must hold a chunk, and --layers A,B needs A < B\n");
+        return 2;
+    }
+
+    /* the device and its bandwidth, in this process */
+    sp_threadpool *pool;
+    if (sp_threadpool_create(0, &pool)) die("threads");
+    sp_backend be;
+    splash_status st = SPLASH_OK;
+    if (sp_vulkan_backend_create(&be, pool, sp_threadpool_size(pool), &st, true)) die("vulkan");
+    double gbs = 0;
+    bool small = b.s->hidden < 1024;
+    if (sp_vulkan_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
+    char device[256];
+    snprintf(device, sizeof device, "%s", sp_vulkan_device_name(&be));
+    sp_vulkan_backend_destroy(&be);
+
+    /* the checkpoint (the larger layer count) and a config for each layer count */
+    char base[1024], dirs[2][2048];
+    snprintf(base, sizeof base, "%s/%s-%dl", dir_root, b.s->name, layer_counts[1]);
+    mkdir(dir_root, 0755);
+    mkdir(base, 0755);
+    write_checkpoint(b.s, base, layer_counts[1], pool);
+    for (int k = 0; k < 2; k++) {
+        snprintf(dirs[k], sizeof dirs[k], "%s/%s-%dl-view", dir_root, b.s->name, layer_counts[k]);
+        mkdir(dirs[k], 0755);
+        write_config(b.s, dirs[k], layer_counts[k]);
+        char link[4096], target[2048];
+        snprintf(link, sizeof link, "%s/model.safetensors", dirs[k]);
+        snprintf(target, sizeof target, "%s/model.safetensors", base);
+        unlink(link);
+        if (symlink(target, link) && errno != EEXIST) die("symlink");
+    }
+    sp_threadpool_free(pool);
+
+    figures f[2];
+    for (int k = 0; k < 2; k++) f[k] = measure(&b, dirs[k], layer_counts[k]);
+    if (b.profile) { /* once more with per-op timestamps (they cost time, so not in the figures); table on stderr */
+        setenv("SPLASH_VULKAN_PROFILE", "1", 1);
+        bench p = b;
+        p.steps = 4;
+        measure(&p, dirs[0], layer_counts[0]);
+        unsetenv("SPLASH_VULKAN_PROFILE");
+    }
+
+    /* full model = fixed + N · per-layer, for times and for bytes alike */
+    int N = b.s->layers, l0 = layer_counts[0], l1 = layer_counts[1];
+#define X(field) extrapolate(f[0].field, l0, f[1].field, l1, N)
+    double prefill[2] = {X(prefill[0]), X(prefill[1])}, decode[2] = {X(decode[0]), X(decode[1])};
+    double streams[2] = {X(streams[0]), X(streams[1])};
+    double wbytes = X(weight_bytes), kv = X(kv_bytes_per_token), state = X(state_bytes);
+#undef X
+    /* bytes a decode step reads: weights once, each stream's KV up to its context, its GDN state in and out */
+    double bytes1[2], bytesS[2], bw = gbs * 1e9;
+    for (int k = 0; k < 2; k++) bytes1[k] = wbytes + kv * b.contexts[k] + 2 * state;
+    int nstreams[2] = {4, 16};
+    for (int k = 0; k < 2; k++) bytesS[k] = wbytes + nstreams[k] * (kv * b.contexts[0] + 2 * state);
+    printf("\n%s (%d layers) %s on %s — read bandwidth %.1f GB/s; measured with %d and %d layers, extrapolated\n",
+           b.s->model, N, quant_name, device, gbs, l0, l1);
+    printf("  %-34s %12s %12s %10s\n", "", "tokens/s", "GB/token", "roofline");
+    printf("  prefill, chunk of %-5d from 0         %12.0f\n", b.chunk, b.chunk / prefill[0]);
+    printf("  prefill, chunk of %-5d up to %-7d %12.0f\n", b.chunk, b.contexts[1], b.chunk / prefill[1]);
+    for (int k = 0; k < 2; k++)
+        printf("  decode, batch 1 at %-7d          %12.1f %12.2f %9.0f%%\n", b.contexts[k], 1 / decode[k], bytes1[k] / 1e9,
+               100 * bytes1[k] / bw / decode[k]);
+    for (int k = 0; k < 2; k++)
+        printf("  decode, %2d streams at %-7d (total) %9.1f %12.2f %9.0f%%\n", nstreams[k], b.contexts[0], nstreams[k] / streams[k],
+               bytesS[k] / nstreams[k] / 1e9, 100 * bytesS[k] / bw / streams[k]);
+    for (int k = 0; k < 2; k++)
+        printf("  measured %d layers: load %.1f s, prefill %.1f/%.1f ms, decode %.2f/%.2f ms, 4/16 streams %.2f/%.2f ms\n",
+               f[k].layers, f[k].load_s, 1e3 * f[k].prefill[0], 1e3 * f[k].prefill[1], 1e3 * f[k].decode[0], 1e3 * f[k].decode[1],
+               1e3 * f[k].streams[0], 1e3 * f[k].streams[1]);
+    if (json) {
+        FILE *j = fopen(json, "a");
+        if (!j) die(json);
+        fprintf(j, "{\"shape\":\"%s\",\"model\":\"%s\",\"quant\":\"%s\",\"device\":\"%s\",\"bandwidth_gbs\":%.1f,\"layers\":%d,"
+                   "\"chunk\":%d,\"contexts\":[%d,%d],\"prefill_tps\":[%.1f,%.1f],\"decode_tps\":[%.2f,%.2f],"
+                   "\"streams_tps\":{\"4\":%.2f,\"16\":%.2f},\"decode_roofline\":[%.3f,%.3f],\"bytes_per_token\":[%.0f,%.0f],"
+                   "\"measured\":[",
+                b.s->name, b.s->model, quant_name, device, gbs, N, b.chunk, b.contexts[0], b.contexts[1], b.chunk / prefill[0],
+                b.chunk / prefill[1], 1 / decode[0], 1 / decode[1], 4 / streams[0], 16 / streams[1], bytes1[0] / bw / decode[0],
+                bytes1[1] / bw / decode[1], bytes1[0], bytes1[1]);
+        for (int k = 0; k < 2; k++)
+            fprintf(j, "%s{\"layers\":%d,\"load_s\":%.2f,\"prefill_s\":[%.5f,%.5f],\"decode_s\":[%.6f,%.6f],\"streams_s\":[%.6f,%.6f],"
+                       "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f}",
+                    k ? "," : "", f[k].layers, f[k].load_s, f[k].prefill[0], f[k].prefill[1], f[k].decode[0], f[k].decode[1],
+                    f[k].streams[0], f[k].streams[1], f[k].weight_bytes, f[k].kv_bytes_per_token, f[k].state_bytes);
+        fprintf(j, "]}\n");
+        fclose(j);
+    }
+    return 0;
+}

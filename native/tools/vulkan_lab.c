@@ -1,0 +1,181 @@
+/* vulkan_lab.c — the lab harness of the Vulkan matmul kernels (STYLE.md §2): every launch choice of the GEMV
+ * (workgroup 32/64/128 × rows per workgroup 1/2/4) and of the GEMM (each compiled tile) on the real matrix shapes of
+ * a model, each checked against the exact product, then timed; prints GB/s and the ratio to the device's measured
+ * read bandwidth, and the fastest choices as the "gemv"/"gemm" entries of models/<id>/vulkan.json.
+ *
+ *   build/tools/vulkan_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1] [--reps 20]
+ *
+ * Versions: matmul.comp (GEMV; NMAX 1 for n = 1, NMAX 4 for n ≤ 4) and matmul_tiled.comp (GEMM) — see
+ * kernels/generate.ts. The weights are random but valid (small finite scales), uploaded once per shape. */
+#include "backends/vulkan/vk.h"
+#include "backends/vulkan/vulkan.h"
+#include "core/error.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct mshape {
+    const char *name;
+    int64_t rows, cols;
+} mshape;
+
+/* The matrices a decode step multiplies (experts run through the MoE kernels and are not here). */
+static const mshape M27[] = {{"q_proj", 12288, 5120}, {"k_proj", 1024, 5120}, {"o_proj", 5120, 6144},
+                             {"in_proj_qkv", 10240, 5120}, {"in_proj_z", 6144, 5120}, {"in_proj_a", 48, 5120},
+                             {"out_proj", 5120, 6144}, {"gate_proj", 17408, 5120}, {"down_proj", 5120, 17408},
+                             {"lm_head", 248320, 5120}};
+static const mshape M35[] = {{"q_proj", 8192, 2048}, {"k_proj", 512, 2048}, {"o_proj", 2048, 4096}, {"in_proj_qkv", 8192, 2048},
+                             {"in_proj_z", 4096, 2048}, {"in_proj_a", 32, 2048}, {"out_proj", 2048, 4096},
+                             {"shared_gate", 512, 2048}, {"shared_down", 2048, 512}, {"lm_head", 248320, 2048}};
+static const mshape MTINY[] = {{"proj", 384, 256}, {"down", 256, 512}, {"head", 4096, 256}};
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *TYPES[] = {"f32", "bf16", "f16", "q8", "q4"};
+
+typedef struct gen_job {
+    uint8_t *data;
+    sp_mtype type;
+    int64_t row_bytes, cols;
+} gen_job;
+
+/* Random valid rows: finite bf16/f16/f32 values of a few units of 1e-2, quants with small finite scales. */
+static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
+    const gen_job *j = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        uint8_t *row = j->data + r * j->row_bytes;
+        uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1);
+        for (int64_t b = 0; b < j->row_bytes; b += 8) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            memcpy(row + b, &x, (size_t)(j->row_bytes - b < 8 ? j->row_bytes - b : 8));
+        }
+        int64_t nb = (j->cols + SP_QK - 1) / SP_QK;
+        uint16_t *h = (uint16_t *)row;
+        switch (j->type) {
+        case SP_MAT_F32:
+            for (int64_t c = 0; c < j->cols; c++) ((uint32_t *)row)[c] = (((uint32_t *)row)[c] & 0x807fffffu) | 0x3c000000u;
+            break;
+        case SP_MAT_BF16: for (int64_t c = 0; c < j->cols; c++) h[c] = (uint16_t)((h[c] & 0x807f) | 0x3c00); break;
+        case SP_MAT_F16: for (int64_t c = 0; c < j->cols; c++) h[c] = (uint16_t)((h[c] & 0x83ff) | 0x2000); break;
+        case SP_MAT_Q8: {
+            for (int64_t c = 0; c < nb * SP_QK; c++) row[c] = (uint8_t)(int8_t)((int)(row[c] % 255) - 127);
+            uint16_t *d = (uint16_t *)(row + nb * SP_QK);
+            for (int64_t g = 0; g < nb; g++) d[g] = sp_f32_to_f16(1e-3f * (float)(1 + g % 7));
+            break;
+        }
+        default: {
+            uint16_t *d = (uint16_t *)(row + (nb + 1) / 2 * SP_QK);
+            for (int64_t g = 0; g < nb; g++) d[g] = sp_f32_to_f16(2e-3f * (float)(1 + g % 5)), d[nb + g] = sp_f32_to_f16(-0.01f);
+        }
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *model = "qwen3.8-27b", *types = "q4,bf16";
+    int n = 1, reps = 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--model")) model = argv[i + 1];
+        else if (!strcmp(argv[i], "--types")) types = argv[i + 1];
+        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    }
+    char list[256];
+    snprintf(list, sizeof list, ",%s,", types);
+    const mshape *shapes = !strcmp(model, "qwen3.6-35b-a3b") ? M35 : !strcmp(model, "tiny") ? MTINY : M27;
+    size_t n_shapes = shapes == M35 ? sizeof M35 / sizeof M35[0] : shapes == MTINY ? sizeof MTINY / sizeof MTINY[0] : sizeof M27 / sizeof M27[0];
+    sp_threadpool *pool;
+    if (sp_threadpool_create(0, &pool)) return 1;
+    sp_backend be;
+    splash_status st = SPLASH_OK;
+    if (sp_vulkan_backend_create(&be, pool, sp_threadpool_size(pool), &st, true)) {
+        fprintf(stderr, "vulkan_lab: %s\n", splash_last_error());
+        return 1;
+    }
+    double bw = 0;
+    bool small = shapes == MTINY;
+    sp_vulkan_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
+    printf("vulkan_lab: %s, %s, n = %d; read bandwidth %.1f GB/s\n", sp_vulkan_device_name(&be), model, n, bw);
+    printf("  %-12s %-5s %-18s %10s %9s %7s %10s\n", "matrix", "type", "launch", "us", "GB/s", "of bw", "nmse");
+    char json[16384];
+    int jl = 0;
+    for (sp_mtype t = 0; t <= SP_MAT_Q4; t++) { /* the types the kernels decode */
+        char want[64];
+        snprintf(want, sizeof want, ",%s,", TYPES[t]);
+        if (!strstr(list, want)) continue;
+        for (size_t s = 0; s < n_shapes; s++) {
+            const mshape *m = &shapes[s];
+            int64_t rb = sp_mtype_row_bytes(t, m->cols);
+            uint8_t *host = malloc((size_t)(m->rows * rb));
+            gen_job gj = {host, t, rb, m->cols};
+            sp_parallel_for(pool, m->rows, gen_rows, &gj);
+            sp_matrix W = {t, m->rows, m->cols, NULL, rb};
+            W.data = be.upload(&be, host, m->rows, rb);
+            float *x = malloc(sizeof(float) * (size_t)(n * m->cols)), *y = malloc(sizeof(float) * (size_t)(n * m->rows));
+            for (int64_t i = 0; i < n * m->cols; i++) x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+            float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
+            be.write(&be, dx, x, 4 * (uint64_t)(n * m->cols));
+            /* reference rows: the first 64, exact (double) over the dequantized weights */
+            int64_t check_rows = m->rows < 64 ? m->rows : 64;
+            double *ref = calloc((size_t)(n * check_rows), sizeof(double));
+            float *row = malloc(sizeof(float) * (size_t)m->cols);
+            for (int64_t r = 0; r < check_rows; r++) {
+                sp_matrix hw = W;
+                hw.data = host;
+                sp_matrix_row_f32(&hw, r, row);
+                for (int j = 0; j < n; j++)
+                    for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
+            }
+            sp_vk_mm_launch launches[16];
+            int nl = 0;
+            if (n <= 4) {
+                uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
+                for (int a = 0; a < 3; a++)
+                    for (int b = 0; b < 3; b++) launches[nl++] = (sp_vk_mm_launch){wgs[a], rows[b], 0};
+            } else {
+                for (int k = 0; k < SP_VK_TILE_COUNT; k++) launches[nl++] = (sp_vk_mm_launch){0, 0, k};
+            }
+            double best = 1e30;
+            int best_l = 0;
+            for (int l = 0; l < nl; l++) {
+                sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
+                double e = 0, sref = 0;
+                for (int j = 0; j < n; j++)
+                    for (int64_t r = 0; r < check_rows; r++) {
+                        double d = y[j * m->rows + r] - ref[j * check_rows + r];
+                        e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
+                    }
+                double t0 = now();
+                for (int r = 0; r < reps; r++) sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                sp_vulkan_finish(&be);
+                double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
+                char name[32];
+                if (n <= 4) snprintf(name, sizeof name, "wg %u rows %u", launches[l].workgroup, launches[l].rows);
+                else snprintf(name, sizeof name, "tile %dx%d", sp_vk_tiles[launches[l].tile].bm, sp_vk_tiles[launches[l].tile].bn);
+                printf("  %-12s %-5s %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], name, us, gbs, 100 * gbs / bw,
+                       sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
+                if (us < best) best = us, best_l = l;
+            }
+            if (n <= 4)
+                jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"workgroup\": %u, "
+                               "\"rowsPerWorkgroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows, (long long)m->cols,
+                               launches[best_l].workgroup, launches[best_l].rows);
+            be.free(&be, dx), be.free(&be, dy);
+            free(host), free(x), free(y), free(ref), free(row);
+        }
+    }
+    if (n <= 4) printf("models/%s/vulkan.json \"gemv\" (fastest per shape on %s):\n[\n%s\n]\n", model, sp_vulkan_device_name(&be), json);
+    sp_vulkan_backend_destroy(&be);
+    sp_threadpool_free(pool);
+    return 0;
+}
