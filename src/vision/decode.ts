@@ -58,6 +58,8 @@ export async function decodeImage(bytes: Uint8Array, limits: ImageLimits): Promi
 const DECODERS: Record<ImageFormat, (bytes: Uint8Array) => Promise<RgbImage>> = {
   png: async (bytes) => png(bytes),
   jpeg: async (bytes) => {
+    // libjpeg fills a truncated scan with gray and carries on; Pillow refuses it ("image file is truncated"), so do we
+    if (!jpegComplete(bytes)) throw new ImageError("corrupt", "the JPEG image is truncated (no end-of-image marker after the scan)");
     await wasmReady("jpeg");
     return fromRgba(await decodeJpegWasm(exactBuffer(bytes)));
   },
@@ -75,9 +77,29 @@ const wasm: Partial<Record<"jpeg" | "webp", Promise<void>>> = {};
 async function wasmReady(which: "jpeg" | "webp"): Promise<void> {
   wasm[which] ??= (async () => {
     const module = await WebAssembly.compile(await Bun.file(which === "jpeg" ? jpegWasm : webpWasm).arrayBuffer());
-    await (which === "jpeg" ? initJpeg(module) : initWebp(module));
+    // Emscripten instantiates through this hook (the package would fetch the file by URL, which a binary cannot);
+    // print/printErr keep libjpeg's warnings out of the server's stderr.
+    const options = {
+      instantiateWasm: (imports: ConstructorParameters<typeof WebAssembly.Instance>[1], done: (instance: WebAssembly.Instance) => void) => {
+        const instance = new WebAssembly.Instance(module, imports);
+        done(instance);
+        return instance.exports;
+      },
+      print: () => {},
+      printErr: () => {},
+    };
+    await (which === "jpeg" ? initJpeg : initWebp)(options as Parameters<typeof initJpeg>[0]);
   })();
   await wasm[which];
+}
+
+// An end-of-image marker after the first start-of-scan (entropy-coded data stuffs every 0xFF, so FF D9 there is
+// the marker itself).
+function jpegComplete(b: Uint8Array): boolean {
+  let at = 2;
+  while (at + 1 < b.length && !(b[at] === 0xff && b[at + 1] === 0xda)) at++;
+  for (at += 2; at + 1 < b.length; at++) if (b[at] === 0xff && b[at + 1] === 0xd9) return true;
+  return false;
 }
 
 function exactBuffer(bytes: Uint8Array): ArrayBuffer {
@@ -110,12 +132,20 @@ function png(bytes: Uint8Array): RgbImage {
     return { width, height, data };
   }
   const c = p.channels;
-  const src = p.data;
-  const toByte = p.depth === 16 ? (v: number) => v >> 8 : p.depth === 8 ? (v: number) => v : (v: number) => (v * 255) / ((1 << p.depth) - 1);
-  for (let i = 0; i < n; i++) {
-    if (c >= 3) for (let k = 0; k < 3; k++) data[3 * i + k] = toByte(src[c * i + k]!);
-    else data[3 * i] = data[3 * i + 1] = data[3 * i + 2] = toByte(src[c * i]!);
-  }
+  const d = p.depth;
+  // sample i of row y: fast-png keeps 1/2/4-bit rows packed (MSB first, each row padded to a byte)
+  const rowBytes = Math.ceil((width * c * d) / 8);
+  const sample =
+    d >= 8
+      ? (y: number, i: number) => p.data[y * width * c + i]!
+      : (y: number, i: number) => (p.data[y * rowBytes + ((i * d) >> 3)]! >> (8 - d - ((i * d) & 7))) & ((1 << d) - 1);
+  const toByte = d === 16 ? (v: number) => v >> 8 : d === 8 ? (v: number) => v : (v: number) => (v * 255) / ((1 << d) - 1);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const o = 3 * (y * width + x);
+      if (c >= 3) for (let k = 0; k < 3; k++) data[o + k] = toByte(sample(y, c * x + k));
+      else data[o] = data[o + 1] = data[o + 2] = toByte(sample(y, c * x));
+    }
   return { width, height, data };
 }
 
@@ -123,6 +153,8 @@ function png(bytes: Uint8Array): RgbImage {
 // (else index 0), the frame's indices pasted at its offset, then every index looked up in the frame's color table
 // (local, else global; missing entries black).
 function gif(bytes: Uint8Array): RgbImage {
+  // the decoder pads missing LZW data with index 0; a file cut short lacks its trailer byte, so refuse that
+  if (bytes[bytes.length - 1] !== 0x3b) throw new ImageError("corrupt", "the GIF image is truncated (no trailer)");
   const parsed = parseGIF(exactBuffer(bytes));
   const width = parsed.lsd.width;
   const height = parsed.lsd.height;
