@@ -1,5 +1,5 @@
-/* model.c — splash_model_*: load a checkpoint onto a backend (Vulkan or the CPU with its thread pool), report what it
- * holds. */
+/* model.c — splash_model_*: load a checkpoint onto a backend (Metal, Vulkan or the CPU with its thread pool), report
+ * what it holds. */
 #include "model.h"
 
 #include "arch/qwen3_5_vision.h"
@@ -13,9 +13,22 @@
 #ifdef SPLASH_HAVE_VULKAN
 #include "backends/vulkan/vulkan.h"
 #endif
+#ifdef SPLASH_HAVE_METAL
+#include "backends/metal/metal.h"
+#endif
 
 /* The backend asked for: AUTO tries a GPU (never lavapipe) and settles for the CPU; VULKAN accepts any device. */
 static splash_status make_backend(splash_model *m, int32_t backend, int n_threads) {
+#ifdef SPLASH_HAVE_METAL
+    if (backend == SPLASH_BACKEND_AUTO || backend == SPLASH_BACKEND_METAL) {
+        splash_status st = sp_metal_backend_create(&m->be, m->pool, n_threads, &m->op_status);
+        if (!st || backend == SPLASH_BACKEND_METAL) return st;
+        sp_clear_error();
+    }
+#else
+    if (backend == SPLASH_BACKEND_METAL)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "this libsplash was built without the Metal backend (macOS builds have it)");
+#endif
 #ifdef SPLASH_HAVE_VULKAN
     if (backend != SPLASH_BACKEND_CPU) {
         splash_status st = sp_vulkan_backend_create(&m->be, m->pool, n_threads, &m->op_status, backend == SPLASH_BACKEND_VULKAN);
@@ -47,8 +60,8 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_threads %d: expected 0 (every core) .. 1024", o.n_threads);
     if (o.max_step_tokens < 0 || o.max_step_tokens > (1 << 20))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_step_tokens %d: expected 0 (default) .. 1048576", o.max_step_tokens);
-    if (o.backend < SPLASH_BACKEND_AUTO || o.backend > SPLASH_BACKEND_VULKAN)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "backend %d: expected 0 (auto), 1 (cpu) or 2 (vulkan)", o.backend);
+    if (o.backend < SPLASH_BACKEND_AUTO || o.backend > SPLASH_BACKEND_METAL)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "backend %d: expected 0 (auto), 1 (cpu), 2 (vulkan) or 3 (metal)", o.backend);
     sp_cpu cpu;
     sp_cpu_detect(&cpu);
     int n = o.n_threads ? o.n_threads : cpu.n_cores;
@@ -73,6 +86,9 @@ void splash_model_free(splash_model *m) {
     sp_qwen35_free(m->arch);
 #ifdef SPLASH_HAVE_VULKAN
     if (m->be.impl) sp_vulkan_backend_destroy(&m->be);
+#endif
+#ifdef SPLASH_HAVE_METAL
+    if (m->be.impl) sp_metal_backend_destroy(&m->be);
 #endif
     sp_threadpool_free(m->pool);
     free(m);

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 6
+#define SPLASH_ABI_VERSION 7
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -75,8 +75,9 @@ typedef struct splash_cache splash_cache;
 
 enum { SPLASH_QUANT_NONE = 0, SPLASH_QUANT_Q8 = 1, SPLASH_QUANT_Q4 = 2 };
 enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
-/* AUTO: a GPU through Vulkan when one is usable (never a CPU implementation of Vulkan), else the CPU. */
-enum { SPLASH_BACKEND_AUTO = 0, SPLASH_BACKEND_CPU = 1, SPLASH_BACKEND_VULKAN = 2 };
+/* AUTO: the GPU when one is usable — Metal on macOS, Vulkan elsewhere (never a CPU implementation of Vulkan) —
+ * else the CPU. METAL: the Mac's GPU or a failure saying why (macOS builds only). */
+enum { SPLASH_BACKEND_AUTO = 0, SPLASH_BACKEND_CPU = 1, SPLASH_BACKEND_VULKAN = 2, SPLASH_BACKEND_METAL = 3 };
 #define SPLASH_MAX_TOP_LOGPROBS 20
 
 typedef struct splash_load_options {
@@ -270,6 +271,21 @@ SPLASH_API int32_t splash_spec_accept(const float *p, const float *q, int32_t q_
  * cores (the honest figure on a machine shared with other work). */
 SPLASH_API splash_status splash_bench_memory_bandwidth(int32_t n_threads, uint64_t bytes, int32_t reps, double *gbs,
                                                        double *cpu_gbs);
+
+/* ---- the Mac's GPU (issue 12, native/backends/metal/) ------------------------------------------------------ */
+/* What Metal reports about the default GPU, without loading a model: `splash doctor` shows it and the memory plan
+ * keeps a Mac's models within what the GPU can hold resident (unified memory). */
+typedef struct splash_metal_info {
+    uint32_t struct_size;             /* sizeof(splash_metal_info) */
+    int32_t apple_family;             /* highest MTLGPUFamilyAppleN supported: 7 = M1, 8 = M2, 9 = M3/M4; 0 = none */
+    int32_t metal3;                   /* 1: supports MTLGPUFamilyMetal3 */
+    int32_t usable;                   /* 1: the Metal backend runs here (Metal 3, Apple family ≥ 7, unified memory) */
+    uint64_t recommended_working_set; /* MTLDevice.recommendedMaxWorkingSetSize: bytes the GPU keeps resident */
+    uint64_t max_buffer;              /* MTLDevice.maxBufferLength: the largest single allocation */
+    uint64_t wired_limit;             /* sysctl iogpu.wired_limit_mb in bytes; 0 = the system's default */
+} splash_metal_info;
+/* SPLASH_ERR_UNSUPPORTED when this library has no Metal backend (built elsewhere than macOS) or there is no GPU. */
+SPLASH_API splash_status splash_metal_query(splash_metal_info *out);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,15 @@ int main(void) {
     FIELD(splash_verify, top_ids);
     FIELD(splash_verify, top_logprobs);
     END();
+    BEGIN(splash_metal_info);
+    FIELD(splash_metal_info, struct_size);
+    FIELD(splash_metal_info, apple_family);
+    FIELD(splash_metal_info, metal3);
+    FIELD(splash_metal_info, usable);
+    FIELD(splash_metal_info, recommended_working_set);
+    FIELD(splash_metal_info, max_buffer);
+    FIELD(splash_metal_info, wired_limit);
+    END();
     printf("}\n");
     return 0;
 }

@@ -150,7 +150,17 @@ export const VISION_INFO = struct("splash_vision_info", [
   ["weight_bytes", "u64"],
 ]);
 
-export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY, VISION_INFO] as const;
+export const METAL_INFO = struct("splash_metal_info", [
+  ["struct_size", "u32"],
+  ["apple_family", "i32"],
+  ["metal3", "i32"],
+  ["usable", "i32"],
+  ["recommended_working_set", "u64"],
+  ["max_buffer", "u64"],
+  ["wired_limit", "u64"],
+]);
+
+export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY, VISION_INFO, METAL_INFO] as const;
 
 // Every field of a layout with its absolute offset, nested structs flattened as "outer.inner".
 export function flatten(layout: StructLayout, prefix = "", base = 0): { name: string; offset: number; type: FieldType }[] {

@@ -15,9 +15,17 @@ import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL
 
 export type Quant = "none" | "q8" | "q4";
 const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
-// auto: a GPU through Vulkan when one is usable, else the CPU; vulkan: any Vulkan device, lavapipe included (tests).
-export type Backend = "auto" | "cpu" | "vulkan";
-const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2 }; // SPLASH_BACKEND_*
+// auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
+// lavapipe included (tests); metal: the Mac's GPU or an error saying why.
+export type Backend = "auto" | "cpu" | "vulkan" | "metal";
+const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 }; // SPLASH_BACKEND_*
+// SPLASH_BACKEND=cpu|vulkan|metal replaces "auto" when a load names no backend: CI runs the whole suite on one.
+function defaultBackend(): Backend {
+  const b = process.env.SPLASH_BACKEND;
+  if (b === undefined || b === "") return "auto";
+  if (b in BACKEND_CODES) return b as Backend;
+  throw new Error(`SPLASH_BACKEND=${b}: expected one of ${Object.keys(BACKEND_CODES).join(", ")}`);
+}
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
 export type LoadOptions = {
@@ -289,7 +297,7 @@ export class Model {
     setField(opts, LOAD_OPTIONS, "quant", QUANT_CODES[options.quant ?? "none"]);
     setField(opts, LOAD_OPTIONS, "n_threads", options.threads ?? 0);
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
-    setField(opts, LOAD_OPTIONS, "backend", BACKEND_CODES[options.backend ?? "auto"]);
+    setField(opts, LOAD_OPTIONS, "backend", BACKEND_CODES[options.backend ?? defaultBackend()]);
     const out = new BigUint64Array(1);
     check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
     const model = new Model(l, Number(out[0]) as Pointer, dir);

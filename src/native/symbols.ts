@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 6;
+export const ABI_VERSION = 7;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -47,4 +47,6 @@ export const symbols = {
     returns: FFIType.i32,
   },
   splash_bench_memory_bandwidth: { args: [FFIType.i32, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  // ---- the Mac's GPU (issue 12, src/native/metal.ts) ----
+  splash_metal_query: { args: [FFIType.ptr], returns: FFIType.i32 },
 } as const;
