@@ -2,6 +2,7 @@
 // derives the default KV budget from it and `splash doctor` reports it.
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, totalmem, freemem } from "node:os";
+import type { MetalInfo } from "./native/metal.ts";
 
 export type Machine = {
   os: "linux" | "darwin" | string;
@@ -11,6 +12,7 @@ export type Machine = {
   totalMemory: number; // bytes the OS reports, capped by a cgroup limit when one is set
   availableMemory: number; // bytes that can be allocated now without swapping
   mac?: { chip: string; generation: number | null; macosVersion: string };
+  metal?: MetalInfo; // the Mac's GPU as the native library's Metal backend reports it, once the library is loaded
 };
 
 function readText(path: string): string | undefined {
@@ -69,8 +71,15 @@ export function machine(): Machine {
   return cached;
 }
 
-// The published minimum for the Mac build (PRODUCT.md): M3 or newer, macOS 26.4+, 36 GB (48 GB recommended).
-export const MAC_MINIMUM = { generation: 3, macos: [26, 4] as const, memory: 36e9, recommendedMemory: 48e9 };
+// The GPU facts only the native library can read (splash_metal_query); whoever has it loaded records them here, so
+// the memory plan and `splash doctor` see them. A library without the Metal backend reports nothing.
+export function recordMetal(info: MetalInfo | null): void {
+  if (info) machine().metal = info;
+}
+
+// The published minimum for the Mac build (PRODUCT.md): M3 or newer, macOS 26.4+, 36 GB (48 GB recommended). The
+// M3 and M4 GPUs are Metal's Apple family 9 (MTLGPUFamilyApple9).
+export const MAC_MINIMUM = { generation: 3, appleFamily: 9, macos: [26, 4] as const, memory: 36e9, recommendedMemory: 48e9 };
 
 export type Requirement = { what: string; ok: boolean; detail: string };
 
@@ -87,5 +96,15 @@ export function macRequirements(m: Machine): Requirement[] {
       ok: m.totalMemory >= MAC_MINIMUM.memory,
       detail: `${gb(m.totalMemory)} (needs 36 GB; 48 GB recommended${m.totalMemory >= MAC_MINIMUM.recommendedMemory ? ", met" : ""})`,
     },
+    gpuRequirement(m.metal),
   ];
+}
+
+// The GPU through Metal: its Apple family (M3/M4 = 9) and whether the Metal backend can run on it (Metal 3).
+function gpuRequirement(g: MetalInfo | undefined): Requirement {
+  if (!g) return { what: "GPU", ok: false, detail: "Metal reports no GPU, or this build of libsplash has no Metal backend" };
+  const family = g.appleFamily ? `Apple${g.appleFamily}` : "no Apple family";
+  const ok = g.usable && g.appleFamily >= MAC_MINIMUM.appleFamily;
+  const why = g.usable ? "" : ", cannot run the Metal kernels (they need Metal 3 and Apple7 or newer)";
+  return { what: "GPU", ok, detail: `Metal GPU family ${family}, Metal 3 ${g.metal3 ? "yes" : "no"}${why} (needs Apple${MAC_MINIMUM.appleFamily}: M3 or newer)` };
 }

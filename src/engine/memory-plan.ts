@@ -9,15 +9,31 @@ import { formatBytes } from "../format.ts";
 import type { Machine } from "../machine.ts";
 import type { StepModel } from "./runner.ts";
 
-// Apple silicon lets the GPU wire about three quarters of unified memory by default; the rest is the system's.
+// Apple silicon lets the GPU wire about three quarters of unified memory by default (36 GB and up); the rest is the
+// system's. Once the native library has reported the GPU (Machine.metal), Metal's own figure replaces it.
 const MAC_SHARE = 0.75;
 // Elsewhere: what can be allocated now without swapping, and never more than this share of the total.
 const OTHER_SHARE = 0.9;
 
 // Bytes Splash may use for models (fixed parts and sequence state together) on this machine.
 export function memoryForModels(m: Machine): number {
-  if (m.os === "darwin") return Math.floor(m.totalMemory * MAC_SHARE);
+  if (m.os === "darwin") return Math.floor(macGpuMemory(m));
   return Math.floor(Math.min(m.availableMemory, m.totalMemory * OTHER_SHARE));
+}
+
+// What a Mac's GPU keeps resident: Metal's recommended working set (MTLDevice.recommendedMaxWorkingSetSize, which
+// follows the wired-memory limit), and no more than that limit (sysctl iogpu.wired_limit_mb) when one is set.
+function macGpuMemory(m: Machine): number {
+  const g = m.metal;
+  if (!g?.recommendedWorkingSet) return m.totalMemory * MAC_SHARE;
+  return g.wiredLimit ? Math.min(g.recommendedWorkingSet, g.wiredLimit) : g.recommendedWorkingSet;
+}
+
+function macRule(m: Machine): string {
+  const g = m.metal;
+  if (!g?.recommendedWorkingSet) return `${MAC_SHARE * 100}% of ${formatBytes(m.totalMemory)} unified memory`;
+  const wired = g.wiredLimit ? `, wired limit ${formatBytes(g.wiredLimit)}` : "";
+  return `the GPU's recommended working set of ${formatBytes(m.totalMemory)} unified memory (Metal${wired})`;
 }
 
 // The default state budget of a model whose fixed part is `fixedBytes`: the rest of the memory for models.
@@ -27,7 +43,7 @@ export function defaultKvBudget(m: Machine, fixedBytes: number): number {
 
 // How the default is derived, for `splash doctor` and the startup log.
 export function describeDefaultBudget(m: Machine): string {
-  const rule = m.os === "darwin" ? `${MAC_SHARE * 100}% of ${formatBytes(m.totalMemory)} unified memory` : `available memory, at most ${OTHER_SHARE * 100}% of ${formatBytes(m.totalMemory)}`;
+  const rule = m.os === "darwin" ? macRule(m) : `available memory, at most ${OTHER_SHARE * 100}% of ${formatBytes(m.totalMemory)}`;
   return `${formatBytes(memoryForModels(m))} for models (${rule}); a model's KV budget is that minus its weights and scratch`;
 }
 

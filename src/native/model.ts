@@ -11,6 +11,8 @@ import { ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import { check } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
+import { recordMetal } from "../machine.ts";
+import { metalInfo } from "./metal.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
@@ -291,6 +293,7 @@ export class Model {
   // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
   static async load(dir: string, options: LoadOptions = {}, lib?: NativeLibrary): Promise<Model> {
     const l = lib ?? (await native());
+    if (process.platform === "darwin") recordMetal(metalInfo(l)); // the memory plan keeps to the GPU's working set
     const bytes = new Uint8Array(LOAD_OPTIONS.size);
     const opts = new DataView(bytes.buffer);
     setField(opts, LOAD_OPTIONS, "struct_size", LOAD_OPTIONS.size);
