@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include "error.h"
+#include "packed.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -278,7 +279,14 @@ splash_status sp_checkpoint_open(const char *dir, sp_checkpoint **out) {
     splash_status st = SPLASH_OK;
     if (exists(dir, "config.json")) st = parse_json_file(dir, "config.json", &ck->config);
     if (st == SPLASH_OK) {
-        if (exists(dir, index_name)) {
+        if (exists(dir, SP_PACKED_FILE)) { /* `splash import` output: one packed file, its rows in kernel layout */
+            char *path = join(dir, SP_PACKED_FILE);
+            ck->files = calloc(1, sizeof *ck->files);
+            if (!path || !ck->files) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+            else if ((st = sp_packed_open(path, &ck->files[0])) == SPLASH_OK) ck->n_files = 1;
+            free(path);
+            if (st == SPLASH_OK) st = index_tensors(ck);
+        } else if (exists(dir, index_name)) {
             st = open_indexed(ck);
         } else if (exists(dir, "model.safetensors")) {
             char name[] = "model.safetensors", *names[] = {name};

@@ -1,6 +1,7 @@
 /* checkpoint.h — a checkpoint directory: config.json plus every tensor of its safetensors files, memory-mapped.
  *
- * Which files: `model.safetensors.index.json` and the shards its weight_map names (the map must match the shards'
+ * Which files: `model.splash` (a Splash packed file, core/packed.h: tensors come with their kernel layout), else
+ * `model.safetensors.index.json` and the shards its weight_map names (the map must match the shards'
  * headers exactly: every tensor listed, in the file it is listed under, nothing extra); else `model.safetensors`;
  * else every `*.safetensors` in the directory in name order (a drafter directory). config.json is optional (a
  * drafter may not have one) but must be valid JSON when present. Tensor names must be unique across files.

@@ -200,6 +200,14 @@ static void quantize_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
 splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_quant quant, sp_matrix *m, void **owned) {
     *owned = NULL;
     memset(m, 0, sizeof *m);
+    if (t->layout) { /* a packed file's rows: their type was decided at import, `quant` does not apply */
+        m->type = (sp_mtype)(t->layout - 1);
+        m->cols = t->ndim ? t->shape[t->ndim - 1] : 1;
+        m->rows = sp_tensor_numel(t) / m->cols;
+        m->data = t->data;
+        m->row_bytes = t->row_bytes;
+        return SPLASH_OK;
+    }
     sp_mtype stored;
     switch (t->dtype) {
     case SP_DTYPE_F32: stored = SP_MAT_F32; break;

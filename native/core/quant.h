@@ -72,7 +72,8 @@ static inline sp_matrix sp_matrix_rows(const sp_matrix *m, int64_t r0, int64_t n
 }
 
 /* A matrix from a checkpoint tensor: its last dim is `cols`, all leading dims are flattened into `rows`.
- * SP_QUANT_NONE keeps F32/BF16/F16 as stored: zero-copy, *owned = NULL. SP_QUANT_Q8/Q4 quantizes (in parallel on
+ * SP_QUANT_NONE keeps F32/BF16/F16 as stored: zero-copy, *owned = NULL. A tensor with a layout (a packed file's)
+ * is a zero-copy view in that type whatever `quant` says. SP_QUANT_Q8/Q4 quantizes (in parallel on
  * `pool`, which may be NULL) into a new 64-byte-aligned buffer returned in *owned; free it with free() after the
  * last use of the matrix. Other dtypes, or a 0-dim tensor, are SPLASH_ERR_UNSUPPORTED naming the tensor and file. */
 splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_quant quant, sp_matrix *m, void **owned);

@@ -61,6 +61,10 @@ typedef struct sp_tensor {
     const void *data;           /* aligned to sp_dtype_size(dtype); read-only */
     uint64_t nbytes;
     const char *file;           /* path of the file it came from, for messages */
+    int32_t layout;             /* 0: elements of dtype as `shape` says. 1 + sp_mtype (core/quant.h): rows of the last
+                                   dim already in that matrix type's layout, row_bytes each (a Splash packed file,
+                                   core/packed.h); dtype is then the source's */
+    int64_t row_bytes;          /* with a layout */
 } sp_tensor;
 
 static inline int64_t sp_tensor_numel(const sp_tensor *t) {

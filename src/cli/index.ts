@@ -13,6 +13,7 @@ const subCommands: SubCommandsDef = {
   tokenize: () => import("./tokenize.ts").then((m) => m.default),
   models: () => import("./models.ts").then((m) => m.default),
   pull: () => import("./pull.ts").then((m) => m.default),
+  import: () => import("./import.ts").then((m) => m.default),
   verify: () => import("./verify.ts").then((m) => m.default),
   serve: () => import("./serve.ts").then((m) => m.default),
   run: () => import("./run.ts").then((m) => m.default),

@@ -16,6 +16,7 @@ import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
+import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
@@ -28,6 +29,7 @@ export type LoadModelOptions = {
   threads?: number; // 0 / undefined = one per core
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
+  vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
 };
 
 export type LoadedModel = {
@@ -73,10 +75,11 @@ function recommendedSampling(dir: string): Partial<SamplingOptions> {
 const NATIVE_QUANT: Record<Quant, NativeQuant> = { bf16: "none", q8: "q8", q4: "q4" };
 
 export async function loadModel(resolved: ResolvedModel, options: LoadModelOptions = {}): Promise<LoadedModel> {
-  const quant: Quant = options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
+  // An imported (packed) model's weights are already at their level: the file decides, nothing is quantized at load.
+  const quant: Quant = resolved.packed ?? options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
   const started = performance.now();
-  log.info(`loading ${resolved.id} from ${resolved.dir}${quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
-  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: NATIVE_QUANT[quant], threads: options.threads })]);
+  log.info(`loading ${resolved.id} from ${resolved.dir}${resolved.packed ? ` (imported at ${quant})` : quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
+  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads })]);
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
@@ -89,6 +92,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     }
     const engine = createEngine(nativeStepModel(model), { kvBudget: options.kvBudget, cacheSalt: `${resolved.id}:${quant}` });
     const spec = resolved.spec;
+    const vision = VisionEncoder.open(model, resolved.dir, options.vision);
     const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
     const chat = chatModel({
       id: resolved.id,
@@ -98,12 +102,11 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       stopTokens: endOfTurnTokens(tokenizer),
       contextLength,
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
-      // The vision tower is not served yet (issue 14): image parts are refused with a clear error.
-      vision: false,
+      ...(vision ? { vision } : {}),
       structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize })),
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    log.info(`loaded ${resolved.id} in ${seconds} s: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens`);
+    log.info(`loaded ${resolved.id} in ${seconds} s: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
     return {
       chat,
       model,

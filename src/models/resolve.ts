@@ -5,6 +5,8 @@
 //                            first), or the --format asked for;
 //                            its config must match the spec exactly, else it is refused naming the key
 //   a directory            → that checkpoint, matched to a spec by its config when one matches, else run generically
+// A model imported with `splash import` (a packed directory in the Splash cache, packed.ts) is taken before its
+// source, the spec's default quant level first; `source: true` asks for the source itself (import does).
 // `ensureModelFiles` is what serve/run call: a supported model that is not downloaded is offered for download on a
 // terminal, and is otherwise an error carrying the exact `splash pull` command.
 import { existsSync, statSync } from "node:fs";
@@ -14,32 +16,39 @@ import { CliError } from "../cli/_command.ts";
 import { ConfigError, configMismatches, describeMismatch, readCheckpointConfig, type CheckpointConfig } from "./config.ts";
 import { checkWeightFiles } from "./files.ts";
 import { formatPreference, installedDrafter, installedFormats } from "./installed.ts";
+import { installedPacked, PACKED_FILE, readPackedHeader, type PackedQuant } from "./packed.ts";
 import { pullModel, type PullModelOptions } from "./pull-model.ts";
 import { embeddedModelDir } from "./embedded.ts";
 import { allSpecs, DEFAULT_MODEL_ID, findSpec, MODELS_DIR, specForConfig } from "./registry.ts";
 import { isHubSpec, type Format, type HubModelSpec, type ModelSpec } from "./spec.ts";
 
+// `packed`: the directory is a `splash import` output (model.splash) at that level, not the source checkpoint.
 export type ResolvedModel =
-  | { kind: "embedded"; id: string; spec: ModelSpec; dir: string }
-  | { kind: "hub"; id: string; spec: HubModelSpec; format: Format; repo: string; commit: string; dir: string; config: CheckpointConfig; drafterDir?: string }
-  | { kind: "local"; id: string; spec: HubModelSpec | undefined; format: Format; dir: string; config: CheckpointConfig };
+  | { kind: "embedded"; id: string; spec: ModelSpec; dir: string; packed?: PackedQuant }
+  | { kind: "hub"; id: string; spec: HubModelSpec; format: Format; repo: string; commit: string; dir: string; config: CheckpointConfig; drafterDir?: string; packed?: PackedQuant }
+  | { kind: "local"; id: string; spec: HubModelSpec | undefined; format: Format; dir: string; config: CheckpointConfig; packed?: PackedQuant };
 
-// Formats the native engine loads today. MLX checkpoints are found and verified, but loading their affine-quantized
-// weights is a later step (issue 13): until then a command picks an MLX download only when asked with --format.
-const LOADABLE_FORMATS: ReadonlySet<Format> = new Set(["bf16"]);
-
-// A supported model none of whose loadable formats is downloaded.
+// A supported model none of whose formats is downloaded.
 export class ModelNotDownloaded extends CliError {
   override name = "ModelNotDownloaded";
-  constructor(
-    readonly spec: HubModelSpec,
-    unloadable: Format[] = [],
-  ) {
+  constructor(readonly spec: HubModelSpec) {
     super(
       `${spec.displayName} is not downloaded (${formatBytes(spec.memory?.download[spec.defaultFormat] ?? 0)} in ${spec.defaultFormat} from ${spec.sources[spec.defaultFormat]!.repo})`,
-      `run \`splash pull ${spec.id}\` to download it${unloadable.length ? ` (${unloadable.join(", ")} is downloaded, but Splash does not load MLX weights yet)` : ""}`,
+      `run \`splash pull ${spec.id}\` to download it`,
     );
   }
+}
+
+// The imported (packed) directory of a model, the spec's default level first. A damaged one is an error, not a
+// reason to fall back silently: it names the file and says to import again.
+function packedOf(spec: ModelSpec): { dir: string; quant: PackedQuant } | undefined {
+  const first: PackedQuant = spec.quantization?.default === "q8" ? "q8" : "q4";
+  for (const quant of [first, first === "q4" ? "q8" : "q4"] as const) {
+    const p = installedPacked(spec.id, quant);
+    if (p && !p.complete) throw new CliError(`the imported ${spec.id} (${quant}) in ${p.dir} is damaged: ${p.problem}`, `delete ${p.dir} and run \`splash import ${spec.id} --quant ${quant}\` again`);
+    if (p) return { dir: p.dir, quant };
+  }
+  return undefined;
 }
 
 function looksLikePath(arg: string): boolean {
@@ -63,19 +72,26 @@ function resolveDirectory(arg: string): ResolvedModel {
   const dir = resolve(arg.startsWith("~") ? arg.replace(/^~/, process.env.HOME ?? "~") : arg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new CliError(`${arg} is not a directory`, "MODEL is a supported model id (see `splash models`) or a checkpoint directory");
   const config = readConfig(dir);
-  checkWeightFiles(dir);
+  const packed = existsSync(join(dir, PACKED_FILE)) ? (readPackedHeader(join(dir, PACKED_FILE)).meta.quant as PackedQuant) : undefined;
+  if (!packed) checkWeightFiles(dir);
   const spec = specForConfig(config);
-  return { kind: "local", id: spec?.id ?? basename(dir), spec, format: formatOf(config), dir, config };
+  return { kind: "local", id: spec?.id ?? basename(dir), spec, format: formatOf(config), dir, config, ...(packed ? { packed } : {}) };
 }
 
-function resolveHub(spec: HubModelSpec, format: Format | undefined, anyFormat: boolean): ResolvedModel {
+function resolveHub(spec: HubModelSpec, format: Format | undefined, anyFormat: boolean, source: boolean): ResolvedModel {
+  const packed = format || anyFormat || source ? undefined : packedOf(spec);
+  if (packed) {
+    const meta = readPackedHeader(join(packed.dir, PACKED_FILE)).meta as { source?: { repo?: string; commit?: string } };
+    const drafter = installedDrafter(spec);
+    return { kind: "hub", id: spec.id, spec, format: "bf16", repo: meta.source?.repo ?? "", commit: meta.source?.commit ?? "", dir: packed.dir, config: readConfig(packed.dir), drafterDir: drafter?.complete ? drafter.dir : undefined, packed: packed.quant };
+  }
   const installed = installedFormats(spec);
-  const chosen = format ?? formatPreference(spec).find((f) => (anyFormat || LOADABLE_FORMATS.has(f)) && installed[f]?.complete);
+  const chosen = format ?? formatPreference(spec).find((f) => installed[f]?.complete);
   const found = chosen && installed[chosen];
   if (!chosen || !found?.complete) {
     if (format && found) throw new CliError(`${spec.displayName} ${format} is only partly downloaded: ${found.problem}`, `run \`splash pull ${spec.id} --format ${format}\` to finish it`);
     if (format) throw new CliError(`${spec.displayName} ${format} is not downloaded`, `run \`splash pull ${spec.id} --format ${format}\` to download it`);
-    throw new ModelNotDownloaded(spec, formatPreference(spec).filter((f) => installed[f]?.complete));
+    throw new ModelNotDownloaded(spec);
   }
   const config = readConfig(found.dir);
   const mismatches = configMismatches(spec.config, config);
@@ -93,17 +109,24 @@ function unknownModel(arg: string): CliError {
   return new CliError(`no model or directory named ${arg}`, `supported models: ${allSpecs().map((s) => s.id).join(", ")} (see \`splash models\`); or pass a checkpoint directory`);
 }
 
-// anyFormat: take any installed format, loadable or not (`splash verify` checks MLX downloads too).
-export function resolveModel(arg?: string, opts: { format?: Format; anyFormat?: boolean } = {}): ResolvedModel {
+function resolveEmbedded(spec: ModelSpec, source: boolean): ResolvedModel {
+  const packed = source ? undefined : packedOf(spec);
+  if (packed) return { kind: "embedded", id: spec.id, spec, dir: packed.dir, packed: packed.quant };
+  return { kind: "embedded", id: spec.id, spec, dir: embeddedModelDir(join(MODELS_DIR, spec.id)) };
+}
+
+// anyFormat: take any installed format (`splash verify`); source: the downloaded or embedded checkpoint itself, not
+// its imported (packed) form (`splash import`).
+export function resolveModel(arg?: string, opts: { format?: Format; anyFormat?: boolean; source?: boolean } = {}): ResolvedModel {
   if (arg === undefined) {
     const spec = findSpec(DEFAULT_MODEL_ID);
     if (!spec) throw new CliError(`the embedded model ${DEFAULT_MODEL_ID} is not part of this build`, "pass a supported model id or a checkpoint directory");
-    return { kind: "embedded", id: spec.id, spec, dir: embeddedModelDir(join(MODELS_DIR, spec.id)) };
+    return resolveEmbedded(spec, opts.source ?? false);
   }
   if (looksLikePath(arg)) return resolveDirectory(arg);
   const spec = findSpec(arg);
-  if (spec && isHubSpec(spec)) return resolveHub(spec, opts.format, opts.anyFormat ?? false);
-  if (spec) return { kind: "embedded", id: spec.id, spec, dir: embeddedModelDir(join(MODELS_DIR, spec.id)) };
+  if (spec && isHubSpec(spec)) return resolveHub(spec, opts.format, opts.anyFormat ?? false, opts.source ?? false);
+  if (spec) return resolveEmbedded(spec, opts.source ?? false);
   if (existsSync(arg)) return resolveDirectory(arg);
   throw unknownModel(arg);
 }

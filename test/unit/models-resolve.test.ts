@@ -87,19 +87,13 @@ describe("a supported model id", () => {
     }
   });
 
-  test("an MLX download is found and picked with --format, but not loaded by default (native does not read MLX yet)", () => {
+  test("an MLX download is found and loaded when it is the only format there; --format picks among several", () => {
     const cfg = { ...specConfigJson(spec27), quantization: { group_size: 64, bits: 4 } };
     installSnapshot("mlx-community/Qwen3.8-27B-4bit", fixtureFiles(join(fixtures, "qwen35-dense-tiny"), { "config.json": cfg, "tokenizer.json": "{}" }));
     expect(resolveModel("qwen3.8-27b", { format: "mlx-4bit" })).toMatchObject({ kind: "hub", format: "mlx-4bit", repo: "mlx-community/Qwen3.8-27B-4bit" });
     expect(() => resolveModel("qwen3.8-27b", { format: "bf16" })).toThrow(/Qwen3\.8-27B bf16 is not downloaded/);
     expect(resolveModel("qwen3.8-27b", { anyFormat: true })).toMatchObject({ format: "mlx-4bit" });
-    try {
-      resolveModel("qwen3.8-27b");
-      throw new Error("resolved");
-    } catch (e) {
-      expect(e).toBeInstanceOf(ModelNotDownloaded);
-      expect((e as CliError).hint).toBe("run `splash pull qwen3.8-27b` to download it (mlx-4bit is downloaded, but Splash does not load MLX weights yet)");
-    }
+    expect(resolveModel("qwen3.8-27b")).toMatchObject({ kind: "hub", format: "mlx-4bit" });
   });
 
   test("a partial snapshot is not installed; asking for that format says what is missing", () => {
