@@ -392,7 +392,8 @@ static splash_status hold(loader *L, const char *name, sp_matrix *out, void *own
         if (sp_mtype_is_mlx(out->type)) {
             free(owned);
             return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "tensor %s: MLX-quantized (%s) weights run on the CPU backend only (the "
-                           "Vulkan backend has no kernels for them yet): load with the CPU backend", name, sp_mtype_name(out->type));
+                           "GPU backends, Vulkan and Metal, have no kernels for them yet): load with the CPU backend "
+                           "(SPLASH_BACKEND=cpu)", name, sp_mtype_name(out->type));
         }
         const void *dev = L->m->be->upload(L->m->be, out->data, out->rows, out->row_bytes);
         free(owned);
