@@ -16,6 +16,8 @@ const APT_PACKAGES: string[] = [
   "spirv-tools",
   "libvulkan-dev",
   "mesa-vulkan-drivers",
+  // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/metal-translate.test.ts)
+  "spirv-cross",
 ];
 
 await ensureAptPackages(APT_PACKAGES);
