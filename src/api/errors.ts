@@ -9,6 +9,7 @@
 import type { z } from "zod";
 import { ConstraintError } from "../engine/grammar/request.ts";
 import { EngineOverloaded, PromptTooLong } from "../engine/types.ts";
+import { ImageError } from "../vision/decode.ts";
 
 export type ErrorShape = "openai" | "anthropic";
 
@@ -36,6 +37,7 @@ export function constraintApiError(e: ConstraintError, param: string): ApiError 
 export function toApiError(error: unknown, shape: ErrorShape): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof ConstraintError) return constraintApiError(error, error.param);
+  if (error instanceof ImageError) return invalidRequest(error.message, undefined, IMAGE_ERROR_CODES[error.reason]);
   if (error instanceof EngineOverloaded) {
     return new ApiError(503, error.message, { code: "server_is_overloaded", retryAfterSeconds: error.retryAfterSeconds });
   }
@@ -50,6 +52,14 @@ export function toApiError(error: unknown, shape: ErrorShape): ApiError {
   const message = error instanceof Error ? error.message : String(error);
   return new ApiError(500, `internal error: ${message}`, { code: "internal_error" });
 }
+
+// A bad image is the client's to fix: corrupt, an unsupported format, over the size limits, or a URL not fetched.
+const IMAGE_ERROR_CODES: Record<ImageError["reason"], string> = {
+  corrupt: "invalid_image",
+  unsupported: "unsupported_image",
+  too_large: "image_too_large",
+  fetch: "invalid_image_url",
+};
 
 const OPENAI_TYPES: Record<number, string> = {
   400: "invalid_request_error",

@@ -15,11 +15,13 @@
 // reasoning tokens are those generated while the parser was inside <think>.
 import type { PreparedGrammar } from "../engine/grammar/index.ts";
 import { ConstraintError, grammarKind, type ConstraintRequest, type GrammarKind } from "../engine/grammar/request.ts";
-import type { Engine, TokenConstraint } from "../engine/types.ts";
+import type { Engine, PromptImages, TokenConstraint } from "../engine/types.ts";
 import { PromptTooLong } from "../engine/types.ts";
 import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
-import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, TokenLogprob } from "./ir.ts";
+import type { VisionEncoder } from "../vision/encoder.ts";
+import { expandImagePads, promptImages } from "../vision/prompt.ts";
+import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, ImageSource, TokenLogprob } from "./ir.ts";
 import { OutputParser, type ParserEvent } from "./output-parser.ts";
 import type { ChatTemplate } from "./template.ts";
 import { templateVariables } from "./template-vars.ts";
@@ -33,7 +35,7 @@ export type ChatModelParts = {
   stopTokens: number[]; // end of turn: <|im_end|>, <|endoftext|>
   contextLength: number;
   maxOutputTokens: number;
-  vision: boolean;
+  vision?: VisionEncoder; // the image path of a vision checkpoint; without it image parts are refused
   // Compiles the grammar a conversation needs (null: none). Without it, a conversation that needs one is refused.
   structuredOutput?: { prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> };
 };
@@ -69,8 +71,35 @@ export function renderPrompt(model: Pick<ChatModelParts, "tokenizer" | "template
   return { text, ids: model.tokenizer.encodeTemplate(text), startInReasoning: turn.lastIndexOf("<think>") > turn.lastIndexOf("</think>") };
 }
 
-export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template">, conversation: Conversation): number {
-  return renderPrompt(model, conversation).ids.length;
+// The images of a conversation in the order the template renders them (message by message, part by part).
+function conversationImages(conversation: Conversation): ImageSource[] {
+  return conversation.messages.flatMap((m) => (m.role === "user" || m.role === "tool" ? m.content.flatMap((p) => (p.type === "image" ? [p.source] : [])) : []));
+}
+
+// The prompt with every image's placeholder expanded to its rows, and what the engine needs of the images. The
+// images are encoded here (or found in the vision encoder's cache by content), before the request reaches the engine.
+async function withImages(model: ChatModelParts, conversation: Conversation, ids: Int32Array, signal: AbortSignal): Promise<{ ids: Int32Array; images?: PromptImages }> {
+  const sources = conversationImages(conversation);
+  if (sources.length === 0) return { ids };
+  const vision = model.vision;
+  if (!vision) throw new Error(`${model.id} does not accept images`);
+  const encoded = [];
+  for (const [k, source] of sources.entries()) encoded.push(await vision.encode(source, signal).catch((e: unknown) => Promise.reject(numbered(e, k, sources.length))));
+  const expanded = expandImagePads(ids, vision.padTokenId, encoded.map((im) => im.tokens));
+  return { ids: expanded.ids, images: promptImages(expanded.ids.length, expanded.starts, encoded, vision.info.spatialMergeSize) };
+}
+
+// "image 2 of 3: …" when a conversation has several images, so the client knows which one failed.
+function numbered(e: unknown, k: number, n: number): unknown {
+  if (n > 1 && e instanceof Error) e.message = `image ${k + 1} of ${n}: ${e.message}`;
+  return e;
+}
+
+export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision">, conversation: Conversation): number {
+  const ids = renderPrompt(model, conversation).ids;
+  const sources = conversationImages(conversation);
+  if (sources.length === 0 || !model.vision) return ids.length;
+  return ids.length - sources.length + sources.reduce((n, s) => n + model.vision!.tokensFor(s), 0);
 }
 
 // Holds back visible text that may be the start of a stop string; reports the first complete match.
@@ -123,7 +152,9 @@ function tokenLogprob(tok: Tokenizer, id: number, logprob: number): Omit<TokenLo
 }
 
 export async function* generateChat(model: ChatModelParts, conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
-  const prompt = renderPrompt(model, conversation);
+  const rendered = renderPrompt(model, conversation);
+  const { ids, images } = await withImages(model, conversation, rendered.ids, options.signal);
+  const prompt = { ...rendered, ids };
   if (prompt.ids.length >= model.contextLength) throw new PromptTooLong(prompt.ids.length, model.contextLength);
   const maxTokens = Math.min(options.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens, model.contextLength - prompt.ids.length);
 
@@ -182,6 +213,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
       draft: options.draft,
       signal: abort.signal,
       constraint,
+      images,
     });
     for await (const ev of stream) {
       if (ev.type === "admitted") {
@@ -246,7 +278,7 @@ export function chatModel(parts: ChatModelParts): ChatModel {
     id: parts.id,
     contextLength: parts.contextLength,
     maxOutputTokens: parts.maxOutputTokens,
-    vision: parts.vision,
+    vision: parts.vision !== undefined,
     generate: (conversation, options) => generateChat(parts, conversation, options),
     countTokens: (conversation) => countTokens(parts, conversation),
     stats: () => parts.engine.stats(),

@@ -19,6 +19,7 @@ export default command({
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
     threads: { type: "string", description: "CPU threads (default: one per core)" },
+    allowImageUrls: { type: "boolean", default: false, description: "Fetch http(s) image URLs in requests (default: refused; clients send images as base64)" },
   },
   async run({ args }) {
     const port = parseOption("serve", "port", intOption(0, 65535), args.port);
@@ -27,7 +28,7 @@ export default command({
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, threads, draft });
+    const loaded = await loadModel(resolved, { quant, kvBudget, threads, draft, vision: { allowUrls: args.allowImageUrls } });
     let server;
     try {
       server = createServer({ models: [loaded.chat], host: args.host, port, apiKey: args.apiKey, sampling: loaded.sampling });

@@ -12,15 +12,22 @@ export function rootHash(salt: string): BlockHash {
   return createHash("sha256").update("splash-prefix-v1\0").update(salt).digest("base64url").slice(0, 22) as BlockHash;
 }
 
+// What besides its token ids decides the state of the block of tokens [start, end) (vLLM's "extra keys"), or
+// undefined: the images whose pads it holds (src/engine/images.ts).
+export type BlockExtras = (start: number, end: number) => string | undefined;
+
 // 128 bits of SHA-256: a collision would silently serve another prefix's state, so no fast non-cryptographic hash.
-export function blockHash(parent: BlockHash, tokens: Int32Array): BlockHash {
+export function blockHash(parent: BlockHash, tokens: Int32Array, extra?: string): BlockHash {
   const bytes = new Uint8Array(tokens.buffer, tokens.byteOffset, tokens.byteLength);
-  return createHash("sha256").update(parent).update(bytes).digest("base64url").slice(0, 22) as BlockHash;
+  const h = createHash("sha256").update(parent).update(bytes);
+  if (extra !== undefined) h.update("\0extra\0").update(extra);
+  return h.digest("base64url").slice(0, 22) as BlockHash;
 }
 
 // Extends `hashes` (the chain of the full blocks already hashed) over every full block of tokens[0, length).
-export function extendChain(root: BlockHash, hashes: BlockHash[], tokens: Int32Array, length: number, pageTokens: number): void {
+export function extendChain(root: BlockHash, hashes: BlockHash[], tokens: Int32Array, length: number, pageTokens: number, extras?: BlockExtras): void {
   for (let j = hashes.length; (j + 1) * pageTokens <= length; j++) {
-    hashes.push(blockHash(j === 0 ? root : hashes[j - 1]!, tokens.subarray(j * pageTokens, (j + 1) * pageTokens)));
+    const [start, end] = [j * pageTokens, (j + 1) * pageTokens];
+    hashes.push(blockHash(j === 0 ? root : hashes[j - 1]!, tokens.subarray(start, end), extras?.(start, end)));
   }
 }

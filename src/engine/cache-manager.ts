@@ -28,7 +28,7 @@
 // Shared pages are copy-on-write in the degenerate, cheapest form: only full blocks are ever shared, a full block is
 // never written again, and every resume point is a block boundary (see admit), so no write ever reaches a shared
 // page and no copy is ever needed.
-import { extendChain, type BlockHash } from "./block-hash.ts";
+import { extendChain, type BlockExtras, type BlockHash } from "./block-hash.ts";
 import type { BlockPool } from "./block-pool.ts";
 
 export type CacheOptions = {
@@ -50,6 +50,7 @@ export type Holdings = {
   readonly worstPages: number;
   readonly resume: number; // prompt tokens served from the cache
   readonly hashes: BlockHash[]; // chain over the full blocks known so far
+  readonly extras?: BlockExtras; // what else names a block (the prompt's images)
   committedBlocks: number; // blocks already offered to the cache
   readonly snapshotPoints: number[]; // positions still to snapshot, ascending
 };
@@ -73,21 +74,22 @@ export class KVCacheManager {
   }
 
   // Tokens of `prompt` that admission would serve from the cache now.
-  cachedPrefix(prompt: Int32Array): number {
-    return this.lookup(prompt, []).resume;
+  cachedPrefix(prompt: Int32Array, extras?: BlockExtras): number {
+    return this.lookup(prompt, [], extras).resume;
   }
 
   // Admits a sequence whose prompt is `prompt` and whose KV may reach `worstTokens` positions, or returns undefined
   // when that does not fit now (no slot, or the guarantee above would break). `snapshotAt` adds snapshot points
   // (message ends the chat layer knows about) to the regular ones. `hashes` is the prompt's block chain as far as
-  // it is known (kept by the caller, so a request that waits is hashed once).
-  admit(prompt: Int32Array, worstTokens: number, snapshotAt: readonly number[] = [], hashes: BlockHash[] = []): Holdings | undefined {
+  // it is known (kept by the caller, so a request that waits is hashed once); `extras` names blocks by more than
+  // their tokens (images).
+  admit(prompt: Int32Array, worstTokens: number, snapshotAt: readonly number[] = [], hashes: BlockHash[] = [], extras?: BlockExtras): Holdings | undefined {
     const B = this.options.pageTokens;
     const L = prompt.length;
     const worstPages = Math.ceil(worstTokens / B);
     if (L < 1 || worstTokens < L || worstPages > this.pool.nPages) throw new Error(`cache: cannot admit ${L} prompt tokens with ${worstTokens} worst-case tokens`);
     if (this.pool.workingSlots >= this.pool.nSlots) return undefined;
-    const resume = this.lookup(prompt, hashes).resume;
+    const resume = this.lookup(prompt, hashes, extras).resume;
     const k = resume / B;
     let fromFreeQueue = 0;
     for (let j = 0; j < k; j++) if (this.pool.refCount(this.pool.findPage(hashes[j]!)!) === 0) fromFreeQueue++;
@@ -103,7 +105,7 @@ export class KVCacheManager {
     this.outstanding += worstPages - k;
     this.hitTokens += resume;
     this.notePeak();
-    return { pages, nPages: k, slot, worstPages, resume, hashes, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, resume, snapshotAt) };
+    return { pages, nPages: k, slot, worstPages, resume, hashes, extras, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, resume, snapshotAt) };
   }
 
   // Makes the page table cover positions [0, upTo). Cannot fail for an admitted sequence (the guarantee); a
@@ -125,7 +127,7 @@ export class KVCacheManager {
   commit(h: Holdings, tokens: Int32Array, computed: number): void {
     if (!this.options.prefixCache) return;
     const B = this.options.pageTokens;
-    extendChain(this.options.root, h.hashes, tokens, computed, B);
+    extendChain(this.options.root, h.hashes, tokens, computed, B, h.extras);
     for (; (h.committedBlocks + 1) * B <= computed; h.committedBlocks++) {
       this.pool.cachePage(h.pages[h.committedBlocks]!, h.hashes[h.committedBlocks]!);
     }
@@ -169,9 +171,9 @@ export class KVCacheManager {
   // The longest cached prefix that can be resumed: a run of cached pages from the root, cut back to the last block
   // boundary that has a snapshot. The resume point stays at most L − 1: when every token hits, the last one is
   // recomputed to get the logits to sample from (the state after it is the snapshot, but not its logits).
-  private lookup(prompt: Int32Array, hashes: BlockHash[]): { resume: number } {
+  private lookup(prompt: Int32Array, hashes: BlockHash[], extras?: BlockExtras): { resume: number } {
     const B = this.options.pageTokens;
-    extendChain(this.options.root, hashes, prompt, prompt.length, B);
+    extendChain(this.options.root, hashes, prompt, prompt.length, B, extras);
     if (!this.options.prefixCache) return { resume: 0 };
     let hit = 0;
     while (hit < hashes.length && this.pool.findPage(hashes[hit]!) !== undefined) hit++;

@@ -36,6 +36,8 @@ class NativeRunner implements StepRunner {
         pages: s.pages,
         sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
         verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
+        embeds: s.embeds,
+        positions: s.positions,
       })),
     );
   }

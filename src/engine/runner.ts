@@ -42,6 +42,10 @@ export type StepSequence = {
   // step's draft call; nProposed > nDraft when the rest were refused before verification (a grammar). `allowed` then
   // holds nDraft + 1 masks, one per block position.
   verify?: { nDraft: number; nProposed: number; draftIndex: number };
+  // Images (src/engine/images.ts): the rows of the pad tokens among `tokens`, in order, and every token's M-RoPE
+  // (t, h, w) position [tokens.length][3]; absent for text, where token j sits at nPast + j.
+  embeds?: Float32Array;
+  positions?: Int32Array;
 };
 
 // One sequence to draft for: its last sampled token (anchor) sits at position nPast, not yet computed.

@@ -16,6 +16,7 @@
 // one block of prompt while a prompt is waiting.
 import type { KVCacheManager } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
+import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
 import { applyVerified, prepareDrafts, Speculation, wantsDraft } from "./speculation.ts";
 import type { GeneratedToken } from "./types.ts";
@@ -83,7 +84,7 @@ export class Scheduler {
     let n = 0;
     while (this.waiting.length > 0 && this.running.length < this.options.maxRunning) {
       const seq = this.waiting[0]!;
-      const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt, seq.hashes);
+      const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt, seq.hashes, seq.extras);
       if (!h) break;
       this.waiting.shift();
       seq.cache = h;
@@ -205,6 +206,7 @@ export class Scheduler {
       penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),
       topLogprobs: seq.request.topLogprobs ?? 0,
       allowed,
+      ...stepImages(seq.request.images, c.start, c.count),
     };
   }
 

@@ -2,8 +2,9 @@
 // tokens known (prompt + generated), and `computed`, the tokens whose KV and GDN state are in the cache. Each step
 // hands a sequence tokens so `computed` catches up with `length`; when it does, the step samples the next token.
 // Prefill, chunked prefill, prefix-cache resumption and decode are all this one rule.
-import type { BlockHash } from "./block-hash.ts";
+import type { BlockExtras, BlockHash } from "./block-hash.ts";
 import type { Holdings } from "./cache-manager.ts";
+import { imageBlockExtras } from "./images.ts";
 import type { Speculation } from "./speculation.ts";
 import type { EngineEvent, GenerateRequest, GeneratedToken } from "./types.ts";
 
@@ -24,6 +25,7 @@ export class Sequence {
   computed = 0;
   cache: Holdings | undefined;
   readonly hashes: BlockHash[] = []; // block chain of the known tokens, as far as hashed
+  readonly extras: BlockExtras | undefined; // what else names its blocks (the prompt's images)
   cancelled = false;
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
   spec: Speculation | undefined; // speculative decoding state, once the sequence drafts
@@ -42,6 +44,7 @@ export class Sequence {
     this.tokens.set(request.prompt);
     this.length = this.promptLength;
     this.stopTokens = new Set(request.stopTokens);
+    this.extras = imageBlockExtras(request.images);
   }
 
   get generated(): number {

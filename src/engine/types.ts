@@ -44,6 +44,17 @@ export type GenerateRequest = {
   // prompt and every few thousand tokens): message ends such as the end of the system prompt and tools, where other
   // conversations or the next turn diverge. The engine rounds each down to its block size.
   snapshotAt?: number[];
+  // Images in the prompt (vision models; src/vision/prompt.ts builds this).
+  images?: PromptImages;
+};
+
+// The pads of image k, prompt[start, start + rows), take embeds ([rows][hidden], the vision tower's output) instead of
+// their embedding, and `hash` (the image's content) names the blocks that hold them in the prefix cache. positions:
+// the prompt's M-RoPE (t, h, w) ids [prompt.length][3]; a token at index i past the prompt sits at i + ropeDelta.
+export type PromptImages = {
+  spans: { start: number; rows: number; embeds: Float32Array; hash: string }[];
+  positions: Int32Array;
+  ropeDelta: number;
 };
 
 export type GeneratedToken = { id: number; logprob?: number; top?: { id: number; logprob: number }[] };

@@ -84,7 +84,7 @@ function structuredOutput() {
 }
 
 function parts(engine: Engine, so?: ChatModelParts["structuredOutput"]): ChatModelParts {
-  return { id: "test", tokenizer: tok, template, engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024, vision: false, ...(so ? { structuredOutput: so } : {}) };
+  return { id: "test", tokenizer: tok, template, engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024, ...(so ? { structuredOutput: so } : {}) };
 }
 
 const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };

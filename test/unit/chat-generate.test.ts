@@ -61,7 +61,6 @@ function parts(engine: Engine, contextLength = 4096): ChatModelParts {
     stopTokens: endOfTurnTokens(tok),
     contextLength,
     maxOutputTokens: 1024,
-    vision: false,
   };
 }
 
