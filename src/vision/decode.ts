@@ -30,7 +30,7 @@ export type ImageLimits = {
 export class ImageError extends Error {
   override name = "ImageError";
   constructor(
-    readonly reason: "unsupported" | "corrupt" | "too_large",
+    readonly reason: "unsupported" | "corrupt" | "too_large" | "fetch",
     message: string,
   ) {
     super(message);
