@@ -441,14 +441,21 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, V = d->vocab_size;
-    int32_t B = c->block_size;
     if (n_seqs > d->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%d sequences to draft, at most %d", n_seqs, d->max_seqs);
-    int64_t n = (int64_t)n_seqs * B;
-    for (int32_t i = 0; i < n_seqs; i++)
-        for (int32_t j = 0; j < B; j++) {
-            s->tokens[i * B + j] = j == 0 ? seqs[i].anchor : c->mask_token_id;
-            s->pos[i * B + j] = seqs[i].n_past + j;
+    /* sequence i's block, rows row0[i] … row0[i] + len[i] − 1: [anchor, mask × n_draft], at most the trained B rows.
+     * A block shorter than B drafts a little worse (its masks see fewer masks: splash-tiny's τ at 2 drafts is 1.96
+     * in a block of 3 rows, 2.03 in the full 8) but costs rows, not B (DFlash paper Table 8: a block smaller than the
+     * trained one works) */
+    int32_t len[n_seqs > 0 ? n_seqs : 1];
+    int64_t row0[n_seqs > 0 ? n_seqs : 1], n = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        len[i] = seqs[i].n_draft + 1 < c->block_size ? seqs[i].n_draft + 1 : c->block_size;
+        row0[i] = n;
+        for (int32_t j = 0; j < len[i]; j++, n++) {
+            s->tokens[n] = j == 0 ? seqs[i].anchor : c->mask_token_id;
+            s->pos[n] = seqs[i].n_past + j;
         }
+    }
     be->embed(be, s->h, d->embed, s->tokens, n);
     if (c->input_embedding_scale != 1.0f)
         for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
@@ -462,8 +469,8 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
         keys_values(d, y, s->xb, n);
         for (int32_t i = 0; i < n_seqs; i++) {
             sp_kv_view kv = kv_view(d, mem, l, seqs[i].pages);
-            int64_t r0 = (int64_t)i * B;
-            sp_attn_ext x = {.n_rows = B, .q_pos0 = seqs[i].n_past, .kv = &kv, .page_lo = 0, .page_hi = seqs[i].n_past,
+            int64_t r0 = row0[i];
+            sp_attn_ext x = {.n_rows = len[i], .q_pos0 = seqs[i].n_past, .kv = &kv, .page_lo = 0, .page_hi = seqs[i].n_past,
                              .window = c->sliding[l] ? c->sliding_window : 0, .k_blk = s->k + r0 * Hkv * hd,
                              .v_blk = s->v + r0 * Hkv * hd, .blk_causal = c->causal[l]};
             be->attention_ext(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd, scale, &x);
@@ -481,8 +488,8 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     int64_t R = 0;
     int32_t row_seq[n > 0 ? n : 1], row_j[n > 0 ? n : 1];
     for (int32_t i = 0; i < n_seqs; i++)
-        for (int32_t j = 1; j <= seqs[i].n_draft && j < B; j++) {
-            be->rmsnorm(be, s->xb + R * H, s->h + ((int64_t)i * B + j) * H, d->w.norm, 1, H, c->rms_norm_eps);
+        for (int32_t j = 1; j <= seqs[i].n_draft && j < len[i]; j++) {
+            be->rmsnorm(be, s->xb + R * H, s->h + (row0[i] + j) * H, d->w.norm, 1, H, c->rms_norm_eps);
             row_seq[R] = i, row_j[R] = j - 1;
             R++;
         }

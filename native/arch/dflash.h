@@ -21,7 +21,7 @@ uint64_t sp_dflash_scratch_bytes(const sp_dflash *d);
 
 /* rows: the target's taps of each committed position ([n][n_taps · H]). */
 void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs);
-/* One block per sequence ([anchor, mask × (B − 1)] at n_past …); picks n_draft ≤ B − 1 tokens from rows 1 …. */
+/* One block per sequence, [anchor, mask × n_draft] at n_past … (n_draft ≤ B − 1); picks the tokens of rows 1 …. */
 splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
                               sp_draft_pick pick, void *ctx);
 

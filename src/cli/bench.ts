@@ -7,6 +7,7 @@ const subCommands: SubCommandsDef = {
   grammar: () => import("./bench-grammar.ts").then((m) => m.default),
   peers: () => import("./bench-peers.ts").then((m) => m.default),
   serve: () => import("./bench-serve.ts").then((m) => m.default),
+  spec: () => import("./bench-spec.ts").then((m) => m.default),
   tokenize: () => import("./bench-tokenize.ts").then((m) => m.default),
 };
 

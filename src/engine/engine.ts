@@ -124,7 +124,8 @@ export class SplashEngine implements Engine {
       done: (reason) => {
         req.signal.removeEventListener("abort", onAbort);
         const spec = seq?.spec;
-        stream.push(spec ? { type: "done", reason, speculation: { cycles: spec.cycles, drafted: spec.drafted, accepted: spec.accepted } } : { type: "done", reason });
+        const counts = spec && { cycles: spec.cycles, drafted: spec.drafted, accepted: spec.accepted, verifiedAt: [...spec.verifiedAt], acceptedAt: [...spec.acceptedAt] };
+        stream.push(counts ? { type: "done", reason, speculation: counts } : { type: "done", reason });
         stream.end();
       },
       error: (e) => {
@@ -191,10 +192,17 @@ export class SplashEngine implements Engine {
         continue;
       }
       try {
-        const t0 = performance.now();
-        if (plan.drafts.length > 0) this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
+        let t0 = performance.now();
+        if (plan.drafts.length > 0) {
+          this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
+          const t1 = performance.now();
+          this.scheduler.policy.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), t1 - t0);
+          t0 = t1;
+        }
         const results = await this.runner.step(plan.batch);
-        this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
+        const ms = performance.now() - t0;
+        this.timer.observe(plan.decodeTokens, plan.promptTokens, ms);
+        if (this.model.drafter) this.scheduler.policy.observeStep(plan.batch.reduce((n, s) => n + s.tokens.length, 0), ms);
         this.scheduler.complete(plan, results);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));

@@ -18,7 +18,7 @@ import type { KVCacheManager } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
-import { applyVerified, prepareDrafts, Speculation, wantsDraft } from "./speculation.ts";
+import { applyVerified, prepareDrafts, Speculation, SpeculationPolicy, wantsDraft } from "./speculation.ts";
 import type { GeneratedToken } from "./types.ts";
 
 export type SchedulerOptions = {
@@ -43,6 +43,7 @@ export type StepPlan = {
 export class Scheduler {
   readonly waiting: Sequence[] = [];
   readonly running: Sequence[] = [];
+  readonly policy = new SpeculationPolicy(); // draft lengths, from the costs the engine reports
   // Called with each finished sequence (after its memory is released).
   onFinish: (seq: Sequence) => void = () => {};
 
@@ -239,13 +240,13 @@ export class Scheduler {
     let tokens = 0;
     let rows = 0;
     let seqs = 0;
-    for (const c of chunks) {
+    const speculating = chunks.filter((c) => wantsDraft(c.seq.request, drafter));
+    const wanted = this.policy.plan(speculating.map((c) => (c.seq.spec ??= new Speculation(drafter.maxDraft, c.seq.request.sampling.temperature > 0))));
+    for (const [i, c] of speculating.entries()) {
       const seq = c.seq;
-      if (!wantsDraft(seq.request, drafter)) continue;
-      seq.spec ??= new Speculation(drafter.maxDraft);
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
       const left = seq.maxTokens - seq.generated;
-      const k = Math.min(seq.spec.draftLength(), left - 1, room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
+      const k = Math.min(wanted[i]!, left - 1, room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
       if (k < 1 || seqs === drafter.maxSeqs) continue;
       c.draft = k;
       tokens += k;

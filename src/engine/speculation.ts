@@ -4,43 +4,140 @@
 //
 // One cycle of a decoding sequence (last token t at position n = computed, not yet in the cache):
 //
-//   schedule   k = draftLength()  (≤ the drafter's maximum, ≤ tokens left − 1, within the step's budget)
+//   schedule   k from SpeculationPolicy (≤ the drafter's maximum, ≤ tokens left − 1, within the step's budget)
 //   draft      the runner proposes d1 … dk
 //   prepare    a grammar keeps the prefix it allows (checkDraft) and gives one mask per block position; the block
 //              [t, d1 … dm] is verified, m ≤ k (a refused draft counts as rejected at its position)
 //   step       the target accepts a ≤ m drafts and picks the token after them (argmax, or rejection sampling)
 //   apply      computed += a + 1; the constraint rolls back the m − a drafts it took; a + 1 tokens are emitted
 //
-// Adaptive draft length: an exponential average of the drafts accepted per cycle (α = 0.3, starting at the
-// maximum) sets the next k = ceil(average) + 1, capped by the maximum. A sequence whose drafts keep failing drafts
-// one token a cycle (the cheapest probe: a two-row verify block); one whose drafts are all taken drafts the maximum.
+// Adaptive draft length (SpeculationPolicy): each step, every speculating sequence gets the k (0 … the drafter's
+// maximum) that maximizes its expected tokens per millisecond,
+//
+//     E(k) / cost(k),   E(k) = 1 + Σ_{i ≤ k} Π_{j < i} p_j,   cost(k) = (a + c·[k > 0]) / S + b·(k + 1) + d·k
+//
+// where p_j is the sequence's own running rate of accepting draft j once drafts 0 … j − 1 were accepted
+// (exponential average, α = 0.2, starting at 1), and the costs are learned from
+// the engine's timings by least squares that forget old steps: a step of R rows takes a + b·R ms, a draft call for S
+// sequences and K drafts c + d·K (a and c shared by the S sequences of the step); until both fits exist, sequences
+// cycle through every draft length so that the costs can be told apart. So acceptance dropping shortens
+// the block, and so does a machine where each verified row costs nearly a full step (a small model computing rather
+// than reading weights): there k = 0 can win, and the sequence then drafts one token every PROBE_EVERY-th step to
+// keep its acceptance rates current.
+//
+// A sampling sequence (temperature > 0) must come out the same for a seed whatever runs beside it and however fast
+// the machine is, and with rejection sampling the tokens depend on where the blocks fall. Its k therefore depends
+// on its own acceptance rates only: the longest block whose last draft is accepted with probability ≥ MIN_REACH.
 import { checkDraft } from "./grammar/index.ts";
 import type { DrafterSpec, SampledToken, TokenChoice } from "./runner.ts";
 import type { GenerateRequest, TokenConstraint } from "./types.ts";
 
-const ALPHA = 0.3;
+const ALPHA = 0.2; // acceptance-rate averaging
+const FORGET = 0.97; // weight of the previous observations in the cost fits, per observation
+const PROBE_EVERY = 8; // steps between one-draft probes of a sequence that drafts nothing
+const MIN_REACH = 0.25; // sampling sequences: how likely the last draft of a block must be to be accepted
 
 // Per-sequence speculation state and counters (the counters feed EngineStats and the request's done event).
 export class Speculation {
   cycles = 0; // verify blocks run
   drafted = 0; // drafts verified (after any grammar cut)
   accepted = 0; // drafts accepted
-  private average: number;
+  // Per draft position j (0-based): cycles that verified a j-th draft, and cycles that accepted it (with all before).
+  readonly verifiedAt: number[];
+  readonly acceptedAt: number[];
+  readonly rates: number[]; // p_j above
+  idle = 0; // steps since the last draft
 
-  constructor(readonly maxDraft: number) {
-    this.average = maxDraft;
-  }
-
-  // Drafts to ask for in the next cycle, before the caps of the sequence and the step.
-  draftLength(): number {
-    return Math.min(this.maxDraft, Math.ceil(this.average) + 1);
+  constructor(
+    readonly maxDraft: number,
+    readonly sampled = false, // temperature > 0: the block length depends on this sequence alone
+  ) {
+    this.verifiedAt = new Array(maxDraft).fill(0);
+    this.acceptedAt = new Array(maxDraft).fill(0);
+    this.rates = new Array(maxDraft).fill(1);
   }
 
   record(verified: number, accepted: number): void {
     this.cycles++;
     this.drafted += verified;
     this.accepted += accepted;
-    this.average = (1 - ALPHA) * this.average + ALPHA * accepted;
+    for (let j = 0; j < verified; j++) this.verifiedAt[j]!++;
+    for (let j = 0; j < accepted; j++) this.acceptedAt[j]!++;
+    /* draft j was reached when every draft before it was accepted */
+    for (let j = 0; j < verified && j <= accepted; j++) this.rates[j] = (1 - ALPHA) * this.rates[j]! + ALPHA * (j < accepted ? 1 : 0);
+  }
+
+  // E(k): the tokens a cycle with k drafts is expected to emit.
+  expected(k: number): number {
+    let e = 1;
+    let reach = 1;
+    for (let j = 0; j < k; j++) e += reach *= this.rates[j]!;
+    return e;
+  }
+}
+
+// y ≈ intercept + slope·x by least squares over observations whose weight decays by FORGET each time.
+class LinearCost {
+  private w = 0;
+  private x = 0;
+  private y = 0;
+  private xx = 0;
+  private xy = 0;
+
+  observe(x: number, y: number): void {
+    this.w = FORGET * this.w + 1;
+    this.x = FORGET * this.x + x;
+    this.y = FORGET * this.y + y;
+    this.xx = FORGET * this.xx + x * x;
+    this.xy = FORGET * this.xy + x * y;
+  }
+
+  // [intercept, slope], or undefined until x has varied.
+  fit(): [number, number] | undefined {
+    const det = this.w * this.xx - this.x * this.x;
+    if (this.w < 4 || det <= 1e-9 * this.w * this.xx) return undefined;
+    const slope = Math.max(0, (this.w * this.xy - this.x * this.y) / det);
+    return [Math.max(0, (this.y - slope * this.x) / this.w), slope];
+  }
+}
+
+// Chooses draft lengths from the costs the engine measures (see the top of the file).
+export class SpeculationPolicy {
+  private readonly step = new LinearCost(); // ms by rows
+  private readonly draft = new LinearCost(); // ms by drafts, per call
+
+  observeStep(rows: number, ms: number): void {
+    this.step.observe(rows, ms);
+  }
+
+  observeDraft(drafts: number, ms: number): void {
+    this.draft.observe(drafts, ms);
+  }
+
+  // k for each sequence (before the caps of the sequence and of the step).
+  plan(specs: readonly Speculation[]): number[] {
+    const step = this.step.fit();
+    const draft = this.draft.fit();
+    const n = specs.length;
+    return specs.map((s) => {
+      if (s.sampled) {
+        let k = 1;
+        for (let reach = s.rates[0]!; k < s.maxDraft && (reach *= s.rates[k]!) >= MIN_REACH; ) k++;
+        return k;
+      }
+      if (!step || !draft) return 1 + (s.cycles % s.maxDraft); // learning the costs: every length in turn
+      const [a, b] = step;
+      const [c, d] = draft;
+      let best = 0;
+      let bestRate = 1 / (a / n + b);
+      for (let k = 1; k <= s.maxDraft; k++) {
+        const rate = s.expected(k) / ((a + c) / n + b * (k + 1) + d * k);
+        if (rate > bestRate) (best = k), (bestRate = rate);
+      }
+      if (best === 0 && ++s.idle >= PROBE_EVERY) best = 1;
+      if (best > 0) s.idle = 0;
+      return best;
+    });
   }
 }
 

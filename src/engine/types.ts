@@ -68,8 +68,9 @@ export type EngineEvent =
   | { type: "done"; reason: "stop" | "length" | "cancelled" | "constraint_complete"; speculation?: SpeculationCounts };
 
 // Speculative decoding of one request or of all: verify cycles, drafts verified, drafts accepted. The mean
-// acceptance length (tokens per cycle, the target's own token included) is (accepted + cycles) / cycles.
-export type SpeculationCounts = { cycles: number; drafted: number; accepted: number };
+// acceptance length (tokens per cycle, the target's own token included) is (accepted + cycles) / cycles. A request's
+// counts also give, per draft position j, the cycles that verified a j-th draft and those that accepted it.
+export type SpeculationCounts = { cycles: number; drafted: number; accepted: number; verifiedAt?: number[]; acceptedAt?: number[] };
 
 // Upper bounds of the per-request mean acceptance length histogram in EngineStats (the last bucket is +Inf).
 export const ACCEPTANCE_BUCKETS = [1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 12, 16];

@@ -199,7 +199,7 @@ for (const c of CASES) {
       expect(alone.map(strip)).toEqual(want.map(strip));
       expect(batched.map(strip)).toEqual(want.map(strip));
       expect(alone.every((o) => o.spec!.cycles > 0)).toBe(true);
-      if (c.dir === TINY) expect(alone.reduce((n, o) => n + o.spec!.accepted, 0)).toBeGreaterThan(OUTPUT); // a trained pair accepts
+      if (c.dir === TINY) expect(alone.reduce((n, o) => n + o.spec!.accepted, 0)).toBeGreaterThan(OUTPUT / 4); // a trained pair accepts
     }, 60_000);
 
     test("resumed from the prefix cache (the drafter's K/V rides in the shared pages): the same tokens", async () => {
