@@ -20,9 +20,16 @@ const APT_PACKAGES: string[] = [
   "spirv-cross",
 ];
 
-await ensureAptPackages(APT_PACKAGES);
-await $`bun ${join(root, "scripts/build/native.ts")}`;
-await $`bun ${join(root, "scripts/build/native.ts")} --debug`;
+// Setup failures (packages, the native builds) still end with the closing line CI reads.
+try {
+  await ensureAptPackages(APT_PACKAGES);
+  await $`bun ${join(root, "scripts/build/native.ts")}`;
+  await $`bun ${join(root, "scripts/build/native.ts")} --debug`;
+} catch (e) {
+  console.error(e instanceof Error ? e.message : String(e));
+  console.log("0 passed, 1 failed");
+  process.exit(1);
+}
 
 const report = join(root, "build", "test-results.xml");
 rmSync(report, { force: true });
