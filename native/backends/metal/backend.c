@@ -38,5 +38,3 @@ void sp_metal_backend_destroy(sp_backend *be) {
 }
 
 const sp_metal_info *sp_metal_backend_info(const sp_backend *be) { return &sp_mtl_of(be)->info; }
-
-splash_status sp_metal_finish(const sp_backend *be) { return sp_mtl_sync(sp_mtl_of(be)); }

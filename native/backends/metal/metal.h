@@ -31,7 +31,5 @@ splash_status sp_metal_query(sp_metal_info *out);
 splash_status sp_metal_backend_create(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *status);
 void sp_metal_backend_destroy(sp_backend *be);
 const sp_metal_info *sp_metal_backend_info(const sp_backend *be);
-/* Waits until everything encoded has run (benchmarks time whole steps with it). */
-splash_status sp_metal_finish(const sp_backend *be);
 
 #endif
