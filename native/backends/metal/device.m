@@ -5,7 +5,8 @@
  *
  * Metal API used here, by name as in Apple's documentation (developer.apple.com/documentation/metal), each call
  * checked against its page:
- *   MTLCreateSystemDefaultDevice()      the GPU (command-line tools must link CoreGraphics for it: native.ts does)
+ *   MTLCreateSystemDefaultDevice()      the GPU (command-line tools must link CoreGraphics for it: native.ts does);
+ *   MTLCopyAllDevices()                 the first GPU when there is no default (an Apple silicon Mac has one)
  *   MTLDevice       name, supportsFamily: (MTLGPUFamilyApple1 = 1001 … AppleN = 1000 + N, MTLGPUFamilyMetal3),
  *                   hasUnifiedMemory, recommendedMaxWorkingSetSize, maxBufferLength, newCommandQueue,
  *                   newResidencySetWithDescriptor:error: (macOS 15), newBufferWithLength:options: (zero-filled),
@@ -72,6 +73,11 @@ static SPMetalState *state_of(sp_mtl *m) { return (__bridge SPMetalState *)m->de
 
 static const char *describe(NSError *e) { return e ? e.localizedDescription.UTF8String : "no reason given"; }
 
+static id<MTLDevice> default_device(void) {
+    id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
+    return dev ? dev : MTLCopyAllDevices().firstObject;
+}
+
 static void fill_info(id<MTLDevice> dev, sp_metal_info *info) {
     memset(info, 0, sizeof *info);
     snprintf(info->name, sizeof info->name, "%s", dev.name.UTF8String);
@@ -89,8 +95,8 @@ static void fill_info(id<MTLDevice> dev, sp_metal_info *info) {
 
 splash_status sp_metal_query(sp_metal_info *out) {
     @autoreleasepool {
-        id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
-        if (!dev) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no GPU (MTLCreateSystemDefaultDevice returned nil)");
+        id<MTLDevice> dev = default_device();
+        if (!dev) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no GPU (Metal lists no device)");
         fill_info(dev, out);
         return SPLASH_OK;
     }
@@ -98,8 +104,8 @@ splash_status sp_metal_query(sp_metal_info *out) {
 
 splash_status sp_mtl_device_open(sp_mtl *m) {
     @autoreleasepool {
-        id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
-        if (!dev) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no GPU (MTLCreateSystemDefaultDevice returned nil)");
+        id<MTLDevice> dev = default_device();
+        if (!dev) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no GPU (Metal lists no device)");
         fill_info(dev, &m->info);
         /* 64-bit device addresses in push constants need Metal 3; SIMD-group reductions, Apple family 7 (M1) */
         if (!m->info.metal3 || m->info.apple_family < 7 || !m->info.unified_memory)
