@@ -4,7 +4,8 @@
 //
 // On Linux the portable host runs over the Vulkan device (lavapipe), which runs the SPIR-V the MSL was translated
 // from, and each dispatch is checked against what Metal needs (threads per threadgroup = function constant 0, push
-// constants at buffer 0, the kernel tables in the same order); the sanitizer build is used when it exists. On macOS
+// constants at buffer 0, the kernel tables in the same order), at lavapipe's native subgroup size and at 32 (Apple's
+// SIMD width); the sanitizer build is used when it exists. On macOS
 // the same checks run on the Mac's GPU through device.m, when the machine has one that can run the kernels (Metal 3,
 // Apple family 7+); SPLASH_BACKEND=metal makes a missing GPU a failure instead of a skip (the macOS workflow).
 import { expect, test } from "bun:test";
@@ -18,8 +19,8 @@ const debug = join(build, "debug/tests/metal_host_test");
 const exe = linux && existsSync(debug) ? debug : join(build, "tests/metal_host_test");
 const env = { ...process.env, ASAN_OPTIONS: "detect_leaks=0" }; // lavapipe keeps allocations until exit
 
-function run(args: string[]) {
-  const r = Bun.spawnSync([exe, ...args], { env });
+function run(args: string[], extra: Record<string, string> = {}) {
+  const r = Bun.spawnSync([exe, ...args], { env: { ...env, ...extra } });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
@@ -37,6 +38,13 @@ test.skipIf(!available && !required)("every op matches the CPU backend", () => {
   console.log(r.out.trim());
   expect(r.err).not.toContain("ERROR: AddressSanitizer");
   expect(r.out).toContain("moe_experts q8, 9 tokens (indirect dispatches)");
+  expect(r.out).toMatch(/metal_host_test: \d+ checks, 0 failed/);
+  expect(r.code).toBe(0);
+}, 300_000);
+
+// Apple GPUs run SIMD-groups of 32: lavapipe at 1024-bit vectors has subgroups of 32 too.
+test.skipIf(!linux)("every op matches at the Apple GPUs' SIMD width (lavapipe subgroups of 32)", () => {
+  const r = run([], { LP_NATIVE_VECTOR_WIDTH: "1024" });
   expect(r.out).toMatch(/metal_host_test: \d+ checks, 0 failed/);
   expect(r.code).toBe(0);
 }, 300_000);
