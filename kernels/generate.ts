@@ -30,7 +30,7 @@ export const DEFAULT_TILES: Tile[] = [
   { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
   { bm: 128, bn: 16, bk: 32, tm: 8, tn: 1 },
 ];
-export const DEFAULT_GEMV = { workgroup: 128, rowsPerWorkgroup: 2 };
+export const DEFAULT_GEMV = { workgroup: 64, rowsPerWorkgroup: 2 };
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
 
 export const Tuning = z

@@ -73,7 +73,8 @@ uint chunk_col(uint c) {
 #endif
 }
 
-// Decodes chunk c of the row at `row` into wv (f32 weights in column order, see chunk_col).
+#if WT != W_Q4 && WT != W_Q8
+// Decodes chunk c of the row at `row` into wv (f32 weights in column order); Q4 and Q8 go through quant_dot.
 void decode(uint64_t row, uint c, out float wv[CW]) {
     uvec4 q = Uvec4s(row).v[c];
 #if WT == W_F32
@@ -89,36 +90,9 @@ void decode(uint64_t row, uint c, out float wv[CW]) {
         wv[2u * i] = h.x;
         wv[2u * i + 1u] = h.y;
     }
-#elif WT == W_Q8
-    uint nb = (p.cols + QK - 1u) / QK, g = c >> 1, db = nb * QK + g * 2u;
-    float d = f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u);
-    for (uint i = 0u; i < 4u; i++) {
-        vec4 s = unpackSnorm4x8(q[i]) * (127.0 * d);
-        wv[4u * i] = s.x;
-        wv[4u * i + 1u] = s.y;
-        wv[4u * i + 2u] = s.z;
-        wv[4u * i + 3u] = s.w;
-    }
-#else
-    uint nb = (p.cols + QK - 1u) / QK, pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
-    vec2 d = f16x2_at(row, qbytes + pair * 4u) * 255.0;
-    vec2 m = f16x2_at(row, qbytes + nb * 2u + pair * 4u);
-    bool has_b = 2u * pair + 1u < nb;
-    for (uint i = 0u; i < 4u; i++) {
-        vec4 lo = unpackUnorm4x8(q[i] & 0x0f0f0f0fu) * d.x + m.x;
-        vec4 hi = unpackUnorm4x8((q[i] >> 4) & 0x0f0f0f0fu) * d.y + m.y;
-        if (!has_b) hi = vec4(0.0);
-        wv[4u * i] = lo.x;
-        wv[4u * i + 1u] = lo.y;
-        wv[4u * i + 2u] = lo.z;
-        wv[4u * i + 3u] = lo.w;
-        wv[16u + 4u * i] = hi.x;
-        wv[16u + 4u * i + 1u] = hi.y;
-        wv[16u + 4u * i + 2u] = hi.z;
-        wv[16u + 4u * i + 3u] = hi.w;
-    }
 #endif
 }
+#endif
 
 // The chunk's x values of the row at `xrow` (columns ≥ cols read as 0 when CHECK).
 void load_x(uint64_t xrow, uint col0, out vec4 xs[CW / 4]) {
@@ -133,12 +107,61 @@ void load_x(uint64_t xrow, uint col0, out vec4 xs[CW / 4]) {
     }
 }
 
+#if WT == W_Q4 || WT == W_Q8
+// Q4 and Q8 skip the per-weight int → float conversion (quarter rate on NVIDIA): an integer q placed in the top
+// mantissa bits of 1.0f is the float f = 1 + q / 2^bits exactly, with one shift and one and-or. Then
+//   Σ_j (q_j·d + m)·x_j = d·Σ q_j x_j + m·Σ x_j,   Σ q_j x_j = 2^bits·(Σ f_j x_j − Σ x_j)
+// so the inner loop is one FMA per weight; the scale and min are applied once per group.
+// The nibble or byte at bit `at` of w, as 1 + q/16 (Q4) or 1 + (q + 128)/256 (Q8, q signed).
+#define MANT(w, at, bits) uintBitsToFloat((((at) <= 23 - (bits) ? (w) << (23 - (bits) - (at)) : (w) >> ((at) - 23 + (bits))) & (((1u << (bits)) - 1u) << (23 - (bits)))) | 0x3f800000u)
+
+// This chunk's share of one row's dot product with the x values xs (their sums per group in sx).
+float quant_dot(uint64_t row, uint c, const vec4 xs[CW / 4], vec2 sx) {
+    uvec4 q = Uvec4s(row).v[c];
+    uint nb = (p.cols + QK - 1u) / QK;
+#if WT == W_Q4
+    uint pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
+    vec2 d = f16x2_at(row, qbytes + pair * 4u), m = f16x2_at(row, qbytes + nb * 2u + pair * 4u);
+    float fa = 0.0, fb = 0.0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint w = q[i];
+        fa += dot(vec4(MANT(w, 0, 4), MANT(w, 8, 4), MANT(w, 16, 4), MANT(w, 24, 4)), xs[i]);
+        fb += dot(vec4(MANT(w, 4, 4), MANT(w, 12, 4), MANT(w, 20, 4), MANT(w, 28, 4)), xs[4u + i]);
+    }
+    float s = 16.0 * d.x * (fa - sx.x) + m.x * sx.x;
+    return 2u * pair + 1u < nb ? s + 16.0 * d.y * (fb - sx.y) + m.y * sx.y : s;
+#else
+    uint db = nb * QK + (c >> 1) * 2u;
+    float d = f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u), f = 0.0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint w = q[i] ^ 0x80808080u; /* int8 q → q + 128 in 0..255 */
+        f += dot(vec4(MANT(w, 0, 8), MANT(w, 8, 8), MANT(w, 16, 8), MANT(w, 24, 8)), xs[i]);
+    }
+    return d * (256.0 * (f - sx.x) - 128.0 * sx.x);
+#endif
+}
+
+// Σ x over the chunk's groups: (group A, group B) for Q4, (the 16 columns, 0) for Q8.
+vec2 x_sums(const vec4 xs[CW / 4]) {
+    vec4 a = vec4(0.0), b = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        a += xs[i];
+#if WT == W_Q4
+        b += xs[4u + i];
+#endif
+    }
+    return vec2(a.x + a.y + a.z + a.w, b.x + b.y + b.z + b.w);
+}
+#endif
+
+#if WT != W_Q4 && WT != W_Q8
 float chunk_dot(const float wv[CW], const vec4 xs[CW / 4]) {
     float s = 0.0;
     [[unroll]] for (uint k = 0u; k < CW / 4u; k++)
         s += dot(vec4(wv[4u * k], wv[4u * k + 1u], wv[4u * k + 2u], wv[4u * k + 3u]), xs[k]);
     return s;
 }
+#endif
 
 shared float partial[MATS * MAX_ROWS * NMAX][64];
 
@@ -182,8 +205,30 @@ void main() {
         [[unroll]] for (uint j = 0u; j < NMAX; j++) acc[r][j] = 0.0;
 
     uint chunks = n_chunks();
-    float wv[CW];
     vec4 xs[CW / 4];
+#if WT == W_Q4 || WT == W_Q8
+    vec2 sx;
+    for (uint c = tid; c < chunks; c += wg) {
+        uint col0 = chunk_col(c);
+#if NMAX == 1
+        load_x(xrows[0], col0, xs);
+        sx = x_sums(xs);
+#endif
+        [[unroll]] for (uint m = 0u; m < MATS; m++)
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                if (r >= ROWS || r0 + r >= p.rows) break;
+                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+                    if (j >= n) break;
+#if NMAX > 1
+                    load_x(xrows[j], col0, xs);
+                    sx = x_sums(xs);
+#endif
+                    acc[m * MAX_ROWS + r][j] += quant_dot(wbase[m] + uint64_t(r0 + r) * p.row_bytes, c, xs, sx);
+                }
+            }
+    }
+#else
+    float wv[CW];
     for (uint c = tid; c < chunks; c += wg) {
         uint col0 = chunk_col(c);
 #if NMAX == 1
@@ -202,6 +247,7 @@ void main() {
                 }
             }
     }
+#endif
 
     // one subgroup sum per accumulator, then one slot per subgroup; invocation i finishes output i
     [[unroll]] for (uint r = 0u; r < MATS * MAX_ROWS; r++)

@@ -3,7 +3,11 @@
  * a model, each checked against the exact product, then timed; prints GB/s and the ratio to the device's measured
  * read bandwidth, and the fastest choices as the "gemv"/"gemm" entries of models/<id>/vulkan.json.
  *
- *   build/tools/vulkan_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1] [--reps 20]
+ *   build/tools/vulkan_lab [--model qwen3.8-27b,qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1] [--reps 20]
+ *                          [--out FILE]
+ *
+ * --out writes the fastest GEMV launches as a tuning file (the schema of models/<id>/vulkan.json) that the backend
+ * reads when SPLASH_VULKAN_TUNING names it: the benchmarks of the same run use them.
  *
  * Versions: matmul.comp (GEMV; NMAX 1 for n = 1, NMAX 4 for n ≤ 4) and matmul_tiled.comp (GEMM) — see
  * kernels/generate.ts. The weights are random but valid (small finite scales), uploaded once per shape. */
@@ -81,18 +85,17 @@ static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = "qwen3.8-27b", *types = "q4,bf16";
+    const char *models = "qwen3.8-27b", *types = "q4,bf16", *out = NULL;
     int n = 1, reps = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model")) model = argv[i + 1];
+        if (!strcmp(argv[i], "--model")) models = argv[i + 1];
+        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
         else if (!strcmp(argv[i], "--types")) types = argv[i + 1];
         else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     }
     char list[256];
     snprintf(list, sizeof list, ",%s,", types);
-    const mshape *shapes = !strcmp(model, "qwen3.6-35b-a3b") ? M35 : !strcmp(model, "tiny") ? MTINY : M27;
-    size_t n_shapes = shapes == M35 ? sizeof M35 / sizeof M35[0] : shapes == MTINY ? sizeof MTINY / sizeof MTINY[0] : sizeof M27 / sizeof M27[0];
     sp_threadpool *pool;
     if (sp_threadpool_create(0, &pool)) return 1;
     sp_backend be;
@@ -102,79 +105,96 @@ int main(int argc, char **argv) {
         return 1;
     }
     double bw = 0;
-    bool small = shapes == MTINY;
+    bool small = !strcmp(models, "tiny");
     sp_vulkan_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
-    printf("vulkan_lab: %s, %s, n = %d; read bandwidth %.1f GB/s\n", sp_vulkan_device_name(&be), model, n, bw);
-    printf("  %-12s %-5s %-18s %10s %9s %7s %10s\n", "matrix", "type", "launch", "us", "GB/s", "of bw", "nmse");
-    char json[16384];
+    char json[32768];
     int jl = 0;
-    for (sp_mtype t = 0; t <= SP_MAT_Q4; t++) { /* the types the kernels decode */
-        char want[64];
-        snprintf(want, sizeof want, ",%s,", TYPES[t]);
-        if (!strstr(list, want)) continue;
-        for (size_t s = 0; s < n_shapes; s++) {
-            const mshape *m = &shapes[s];
-            int64_t rb = sp_mtype_row_bytes(t, m->cols);
-            uint8_t *host = malloc((size_t)(m->rows * rb));
-            gen_job gj = {host, t, rb, m->cols};
-            sp_parallel_for(pool, m->rows, gen_rows, &gj);
-            sp_matrix W = {t, m->rows, m->cols, NULL, rb};
-            W.data = be.upload(&be, host, m->rows, rb);
-            float *x = malloc(sizeof(float) * (size_t)(n * m->cols)), *y = malloc(sizeof(float) * (size_t)(n * m->rows));
-            for (int64_t i = 0; i < n * m->cols; i++) x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
-            float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
-            be.write(&be, dx, x, 4 * (uint64_t)(n * m->cols));
-            /* reference rows: the first 64, exact (double) over the dequantized weights */
-            int64_t check_rows = m->rows < 64 ? m->rows : 64;
-            double *ref = calloc((size_t)(n * check_rows), sizeof(double));
-            float *row = malloc(sizeof(float) * (size_t)m->cols);
-            for (int64_t r = 0; r < check_rows; r++) {
-                sp_matrix hw = W;
-                hw.data = host;
-                sp_matrix_row_f32(&hw, r, row);
-                for (int j = 0; j < n; j++)
-                    for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
+    char mlist[256];
+    snprintf(mlist, sizeof mlist, "%s", models);
+    for (char *model = strtok(mlist, ","); model; model = strtok(NULL, ",")) {
+        const mshape *shapes = !strcmp(model, "qwen3.6-35b-a3b") ? M35 : !strcmp(model, "tiny") ? MTINY : M27;
+        size_t n_shapes = shapes == M35 ? sizeof M35 / sizeof M35[0] : shapes == MTINY ? sizeof MTINY / sizeof MTINY[0] : sizeof M27 / sizeof M27[0];
+        printf("vulkan_lab: %s, %s, n = %d; read bandwidth %.1f GB/s\n", sp_vulkan_device_name(&be), model, n, bw);
+        printf("  %-12s %-5s %-18s %10s %9s %7s %10s\n", "matrix", "type", "launch", "us", "GB/s", "of bw", "nmse");
+        for (sp_mtype t = 0; t <= SP_MAT_Q4; t++) { /* the types the kernels decode */
+            char want[64];
+            snprintf(want, sizeof want, ",%s,", TYPES[t]);
+            if (!strstr(list, want)) continue;
+            for (size_t s = 0; s < n_shapes; s++) {
+                const mshape *m = &shapes[s];
+                int64_t rb = sp_mtype_row_bytes(t, m->cols);
+                uint8_t *host = malloc((size_t)(m->rows * rb));
+                gen_job gj = {host, t, rb, m->cols};
+                sp_parallel_for(pool, m->rows, gen_rows, &gj);
+                sp_matrix W = {t, m->rows, m->cols, NULL, rb};
+                W.data = be.upload(&be, host, m->rows, rb);
+                float *x = malloc(sizeof(float) * (size_t)(n * m->cols)), *y = malloc(sizeof(float) * (size_t)(n * m->rows));
+                for (int64_t i = 0; i < n * m->cols; i++) x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+                float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
+                be.write(&be, dx, x, 4 * (uint64_t)(n * m->cols));
+                /* reference rows: the first 64, exact (double) over the dequantized weights */
+                int64_t check_rows = m->rows < 64 ? m->rows : 64;
+                double *ref = calloc((size_t)(n * check_rows), sizeof(double));
+                float *row = malloc(sizeof(float) * (size_t)m->cols);
+                for (int64_t r = 0; r < check_rows; r++) {
+                    sp_matrix hw = W;
+                    hw.data = host;
+                    sp_matrix_row_f32(&hw, r, row);
+                    for (int j = 0; j < n; j++)
+                        for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
+                }
+                sp_vk_mm_launch launches[16];
+                int nl = 0;
+                if (n <= 4) {
+                    uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
+                    for (int a = 0; a < 3; a++)
+                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_vk_mm_launch){wgs[a], rows[b], 0};
+                } else {
+                    for (int k = 0; k < SP_VK_TILE_COUNT; k++) launches[nl++] = (sp_vk_mm_launch){0, 0, k};
+                }
+                double best = 1e30;
+                int best_l = 0;
+                for (int l = 0; l < nl; l++) {
+                    sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
+                    double e = 0, sref = 0;
+                    for (int j = 0; j < n; j++)
+                        for (int64_t r = 0; r < check_rows; r++) {
+                            double d = y[j * m->rows + r] - ref[j * check_rows + r];
+                            e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
+                        }
+                    double t0 = now();
+                    for (int r = 0; r < reps; r++) sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    sp_vulkan_finish(&be);
+                    double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
+                    char name[32];
+                    if (n <= 4) snprintf(name, sizeof name, "wg %u rows %u", launches[l].workgroup, launches[l].rows);
+                    else snprintf(name, sizeof name, "tile %dx%d", sp_vk_tiles[launches[l].tile].bm, sp_vk_tiles[launches[l].tile].bn);
+                    printf("  %-12s %-5s %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], name, us, gbs, 100 * gbs / bw,
+                           sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
+                    if (us < best) best = us, best_l = l;
+                }
+                if (n <= 4)
+                    jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"workgroup\": %u, "
+                                   "\"rowsPerWorkgroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows, (long long)m->cols,
+                                   launches[best_l].workgroup, launches[best_l].rows);
+                be.free(&be, dx), be.free(&be, dy);
+                free(host), free(x), free(y), free(ref), free(row);
             }
-            sp_vk_mm_launch launches[16];
-            int nl = 0;
-            if (n <= 4) {
-                uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
-                for (int a = 0; a < 3; a++)
-                    for (int b = 0; b < 3; b++) launches[nl++] = (sp_vk_mm_launch){wgs[a], rows[b], 0};
-            } else {
-                for (int k = 0; k < SP_VK_TILE_COUNT; k++) launches[nl++] = (sp_vk_mm_launch){0, 0, k};
-            }
-            double best = 1e30;
-            int best_l = 0;
-            for (int l = 0; l < nl; l++) {
-                sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
-                be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
-                double e = 0, sref = 0;
-                for (int j = 0; j < n; j++)
-                    for (int64_t r = 0; r < check_rows; r++) {
-                        double d = y[j * m->rows + r] - ref[j * check_rows + r];
-                        e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
-                    }
-                double t0 = now();
-                for (int r = 0; r < reps; r++) sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
-                sp_vulkan_finish(&be);
-                double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
-                char name[32];
-                if (n <= 4) snprintf(name, sizeof name, "wg %u rows %u", launches[l].workgroup, launches[l].rows);
-                else snprintf(name, sizeof name, "tile %dx%d", sp_vk_tiles[launches[l].tile].bm, sp_vk_tiles[launches[l].tile].bn);
-                printf("  %-12s %-5s %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], name, us, gbs, 100 * gbs / bw,
-                       sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
-                if (us < best) best = us, best_l = l;
-            }
-            if (n <= 4)
-                jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"workgroup\": %u, "
-                               "\"rowsPerWorkgroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows, (long long)m->cols,
-                               launches[best_l].workgroup, launches[best_l].rows);
-            be.free(&be, dx), be.free(&be, dy);
-            free(host), free(x), free(y), free(ref), free(row);
         }
     }
-    if (n <= 4) printf("models/%s/vulkan.json \"gemv\" (fastest per shape on %s):\n[\n%s\n]\n", model, sp_vulkan_device_name(&be), json);
+    if (n <= 4) printf("\"gemv\" of models/<id>/vulkan.json (fastest per shape on %s):\n[\n%s\n]\n", sp_vulkan_device_name(&be), json);
+    if (out && n <= 4) {
+        FILE *f = fopen(out, "w");
+        time_t tt = time(NULL);
+        char date[32];
+        strftime(date, sizeof date, "%Y-%m-%d", gmtime(&tt));
+        if (f) {
+            fprintf(f, "{\n  \"measured\": {\"device\": \"%s\", \"date\": \"%s\", \"command\": \"build/tools/vulkan_lab --model %s --types %s\"},\n"
+                       "  \"gemv\": [\n%s\n  ]\n}\n", sp_vulkan_device_name(&be), date, models, types, json);
+            fclose(f);
+        }
+    }
     sp_vulkan_backend_destroy(&be);
     sp_threadpool_free(pool);
     return 0;

@@ -55,18 +55,21 @@ done
 ls "$B"/vulkan_* || exit 1
 
 if [ "$SMOKE" = 1 ]; then
-  SHAPES="tiny-moe"; QUANTS="q4"; LAB="tiny"; BENCH_ARGS="--context 256,512 --chunk 64 --steps 2"; OPS="--quick"
+  SHAPES="tiny"; QUANTS="q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"
 else
-  SHAPES="27b 35b"; QUANTS="q4 bf16"; LAB="qwen3.8-27b qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
+  SHAPES="27b 35b"; QUANTS="q4 bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
 fi
 
 stage "kernels against the CPU backend (real and odd shapes)"
 timeout 150 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
 echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^OK .*(17408|5120|10240|1200|248320|256 experts|32 experts)" "$OUT/ops.log"
 
-stage "matmul launch choices on the real matrices (vulkan_lab)"
-for m in $LAB; do timeout 60 "$B/vulkan_lab" --model "$m" --types q4,bf16 --reps 20 >> "$OUT/lab.log" 2>&1; done
-grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
+stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
+TUNING=/tmp/splash-gpu-tuning.json
+rm -f "$TUNING"
+timeout 120 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --reps 20 --out "$TUNING" > "$OUT/lab.log" 2>&1
+echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
+[ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING
 echo "fastest launch per matrix:"
 awk '/^  [a-z_]+ +(q4|bf16) +wg/{k=$1" "$2; if(!(k in b)||$8+0>b[k]){b[k]=$8+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
 

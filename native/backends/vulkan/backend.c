@@ -18,6 +18,7 @@ splash_status sp_vulkan_backend_create(sp_backend *be, sp_threadpool *pool, int 
     splash_status st = sp_vk_open(vk, allow_cpu);
     if (!st) st = sp_vk_memory_init(vk);
     if (!st) st = sp_vk_record_init(vk);
+    if (!st) st = sp_vk_tuning_load(vk);
     if (st) {
         sp_vulkan_backend_destroy(be);
         return st;

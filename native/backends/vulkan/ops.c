@@ -48,14 +48,6 @@ static bool weights(sp_vk *vk, const sp_matrix *W, VkDeviceAddress *addr, uint32
     return true;
 }
 
-static void gemv_params(const sp_matrix *W, uint32_t *wg, uint32_t *rows) {
-    *wg = SP_VK_DEFAULT_GEMV_WORKGROUP;
-    *rows = SP_VK_DEFAULT_GEMV_ROWS;
-    for (int i = 0; i < sp_vk_gemv_tuning_count; i++) {
-        const sp_vk_gemv_tuning *t = &sp_vk_gemv_tunings[i];
-        if (t->type == (int)W->type && t->rows == W->rows && t->cols == W->cols) *wg = (uint32_t)t->workgroup, *rows = (uint32_t)t->rows_per_workgroup;
-    }
-}
 
 /* The GEMM tile for n rows of x: measured for this shape if tuned, else the narrow tile up to 16 rows (index 1 of
  * sp_vk_tiles, kernels/generate.ts) and the square one above. */
@@ -89,7 +81,7 @@ void sp_vk_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, con
     sp_vk_range write = {ya, ya + (uint64_t)n * (uint64_t)W->rows * 4};
     if (n <= GEMV_MAX_N) {
         uint32_t wg, R, groups[3];
-        gemv_params(W, &wg, &R);
+        sp_vk_gemv_params(vk, W, &wg, &R);
         if (force) wg = force->workgroup, R = force->rows;
         sp_vk_grid(div_up((uint64_t)W->rows, R), groups);
         mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
@@ -292,11 +284,11 @@ static void vk_attention(const sp_backend *be, float *out, const float *q, const
     p.scale = scale;
     uint32_t blocks = div_up(G, p.hb), tiles = div_up((uint64_t)n, p.rt);
     uint64_t keys = (uint64_t)n_past + (uint64_t)n, wgs = (uint64_t)n_kv_heads * blocks * tiles;
-    /* flash decoding: few query tiles → split the keys so about SP_VK_ATTENTION_WORKGROUPS workgroups run */
+    /* flash decoding: few query tiles → split the keys so about attention_workgroups workgroups run */
     uint32_t splits = 1;
     p.split_len = (uint32_t)((keys + ATTN_BK - 1) / ATTN_BK * ATTN_BK);
-    if (wgs < SP_VK_ATTENTION_WORKGROUPS && keys > 4 * ATTN_BK) {
-        uint64_t want = div_up(SP_VK_ATTENTION_WORKGROUPS, wgs), len = div_up(keys, want);
+    if (wgs < vk->attention_workgroups && keys > 4 * ATTN_BK) {
+        uint64_t want = div_up(vk->attention_workgroups, wgs), len = div_up(keys, want);
         len = (len + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
         if (len < 4 * ATTN_BK) len = 4 * ATTN_BK;
         p.split_len = (uint32_t)len;
@@ -400,7 +392,9 @@ static void vk_moe_route(const sp_backend *be, int32_t *ids, float *w, const flo
 static const uint64_t *expert_table(sp_vk *vk, const sp_backend *be, const sp_moe_experts *ex, uint32_t *gate_stride,
                                     uint32_t *down_stride) {
     int32_t i = 0;
-    while (i < vk->n_expert_tables && vk->expert_tables[i].key != ex->gate) i++;
+    while (i < vk->n_expert_tables && (vk->expert_tables[i].key != ex->gate || vk->expert_tables[i].first != ex->gate[0].data ||
+                                       vk->expert_tables[i].n_experts != ex->n_experts))
+        i++;
     if (i == vk->n_expert_tables) {
         if (i == SP_VK_MAX_EXPERT_TABLES) return fail(vk, SPLASH_ERR_UNSUPPORTED, "too many MoE layers"), NULL;
         uint64_t *host = malloc(sizeof(uint64_t) * 3 * (size_t)ex->n_experts);
@@ -425,7 +419,7 @@ static const uint64_t *expert_table(sp_vk *vk, const sp_backend *be, const sp_mo
         }
         sp_vk_write(be, dev, host, sizeof(uint64_t) * 3 * (uint64_t)ex->n_experts);
         free(host);
-        vk->expert_tables[i] = (sp_vk_expert_table){ex->gate, dev, strides[0], strides[2]};
+        vk->expert_tables[i] = (sp_vk_expert_table){ex->gate, ex->gate[0].data, ex->n_experts, dev, strides[0], strides[2]};
         vk->n_expert_tables++;
     }
     *gate_stride = vk->expert_tables[i].gate_stride;
@@ -453,8 +447,8 @@ static void vk_moe_experts(const sp_backend *be, float *y, const float *x, const
         return;
     }
     uint32_t wg, R, Rd, wgd;
-    gemv_params(&ex->gate[0], &wg, &R);
-    gemv_params(&ex->down[0], &wgd, &Rd);
+    sp_vk_gemv_params(vk, &ex->gate[0], &wg, &R);
+    sp_vk_gemv_params(vk, &ex->down[0], &wgd, &Rd);
     R = R > 2 ? 2 : R; /* gate and up rows together: at most 2 of each (matmul.comp MODE 1) */
     uint32_t up_blocks = div_up(I, R), down_blocks = div_up(H, Rd), single = n == 1; /* one token: tiles of one pair */
     sp_vk_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];

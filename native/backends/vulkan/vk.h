@@ -60,6 +60,7 @@ enum {
     SP_VK_MAX_PIPELINES = 256,
     SP_VK_STAGE_CACHE = 64,
     SP_VK_MAX_EXPERT_TABLES = 1024,
+    SP_VK_MAX_TUNINGS = 256,
 };
 
 /* A device address range [lo, hi) an op reads or writes. */
@@ -94,9 +95,11 @@ typedef struct sp_vk_staged {
     uint64_t bytes, offset;
 } sp_vk_staged;
 
-/* The device table of one MoE layer's expert row-0 addresses, keyed by its gate views. */
+/* The device table of one MoE layer's expert row-0 addresses, keyed by its gate views and where they point. */
 typedef struct sp_vk_expert_table {
     const sp_matrix *key;
+    const void *first;       /* key[0].data */
+    int32_t n_experts;
     const uint64_t *table;   /* backend memory: [E][gate, up, down] */
     uint32_t gate_stride, down_stride;
 } sp_vk_expert_table;
@@ -185,6 +188,11 @@ typedef struct sp_vk {
     sp_vk_expert_table expert_tables[SP_VK_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
 
+    /* launch parameters read from SPLASH_VULKAN_TUNING (tuning.c) */
+    sp_vk_gemv_tuning gemv[SP_VK_MAX_TUNINGS];
+    int32_t n_gemv;
+    uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+
     splash_status *status;   /* the backend's op status (first failure wins) */
 } sp_vk;
 
@@ -237,6 +245,12 @@ splash_status sp_vk_record_init(sp_vk *vk);
 void sp_vk_record_free(sp_vk *vk);
 /* Splits n workgroups into a 2-D grid (x ≤ 65535). */
 void sp_vk_grid(uint64_t n, uint32_t groups[3]);
+
+/* ---- tuning.c ---- */
+/* Reads SPLASH_VULKAN_TUNING when set (and sets the defaults either way). */
+splash_status sp_vk_tuning_load(sp_vk *vk);
+/* GEMV workgroup size and rows per workgroup for W: the file's entry, else the built-in one, else the defaults. */
+void sp_vk_gemv_params(const sp_vk *vk, const sp_matrix *W, uint32_t *wg, uint32_t *rows);
 
 /* ---- ops.c ---- */
 void sp_vk_ops_install(sp_backend *be);

@@ -1,0 +1,35 @@
+// The per-model GPU tuning files (models/<id>/vulkan.json) parse with the generator's schema, name only weight types
+// the kernels decode, and reach the generated C tables (kernels/generate.ts).
+import { expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_TILES, generate, Tuning, tunings } from "../../kernels/generate.ts";
+
+test("every models/<id>/vulkan.json parses and covers a supported model", () => {
+  const all = tunings();
+  expect([...all.keys()].sort()).toEqual(["qwen3.6-35b-a3b", "qwen3.8-27b"]);
+  for (const [id, t] of all) {
+    expect(existsSync(join(import.meta.dir, "../../models", id, "spec.json"))).toBe(true);
+    for (const g of t.gemv) expect(g.rows * g.cols).toBeGreaterThan(0);
+  }
+});
+
+test("the schema refuses launches the kernels cannot take", () => {
+  const base = { measured: null, gemv: [{ type: "q4", rows: 8, cols: 64, workgroup: 64, rowsPerWorkgroup: 2 }] };
+  expect(Tuning.safeParse(base).success).toBe(true);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 256 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], rowsPerWorkgroup: 8 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], type: "mlx4" }] }).success).toBe(false);
+});
+
+// The build's own output directory: up to date after scripts/build/native.ts, so this only reads it back.
+test.skipIf(!Bun.which("glslangValidator"))("the generator embeds every kernel and the default GEMM tiles", async () => {
+  const g = await generate(join(import.meta.dir, "../../build/gen"));
+  expect(g).not.toBeNull();
+  const c = readFileSync(g!.source, "utf8");
+  const h = readFileSync(g!.header, "utf8");
+  for (const k of ["matmul_q4", "matmul4_bf16", "moe_gate_up_q8", "attend", "gdn", "moe_plan", "sample_stats", "stream"])
+    expect(h).toContain(`SP_VK_${k.toUpperCase()} =`);
+  expect(h).toContain(`#define SP_VK_TILE_COUNT ${DEFAULT_TILES.length}`);
+  expect(c).toMatch(/static const uint32_t spv_matmul_q4\[\d+\] = \{\n    0x07230203u/); // the SPIR-V magic
+}, 240_000);
