@@ -70,9 +70,11 @@ typedef struct sp_mtl_staged {
     uint64_t bytes, offset;
 } sp_mtl_staged;
 
-/* The device table of one MoE layer's expert row-0 addresses, keyed by its gate views. */
+/* The device table of one MoE layer's expert row-0 addresses, keyed by its gate views and what they view. */
 typedef struct sp_mtl_expert_table {
     const sp_matrix *key;
+    const void *first;       /* gate[0].data */
+    int32_t n_experts;
     const uint64_t *table;   /* backend memory: [E][gate, up, down] */
     uint32_t gate_stride, down_stride;
 } sp_mtl_expert_table;

@@ -384,7 +384,10 @@ static void mtl_moe_route(const sp_backend *be, int32_t *ids, float *w, const fl
 static const uint64_t *expert_table(sp_mtl *m, const sp_backend *be, const sp_moe_experts *ex, uint32_t *gate_stride,
                                     uint32_t *down_stride) {
     int32_t i = 0;
-    while (i < m->n_expert_tables && m->expert_tables[i].key != ex->gate) i++;
+    /* keyed by the views and what they view: a freed set's views may come back at the same address */
+    while (i < m->n_expert_tables && (m->expert_tables[i].key != ex->gate || m->expert_tables[i].first != ex->gate[0].data ||
+                                       m->expert_tables[i].n_experts != ex->n_experts))
+        i++;
     if (i == m->n_expert_tables) {
         if (i == SP_MTL_MAX_EXPERT_TABLES) return fail(m, SPLASH_ERR_UNSUPPORTED, "too many MoE layers"), NULL;
         uint64_t *host = malloc(sizeof(uint64_t) * 3 * (size_t)ex->n_experts);
@@ -393,7 +396,7 @@ static const uint64_t *expert_table(sp_mtl *m, const sp_backend *be, const sp_mo
             free(host);
             return fail(m, SPLASH_ERR_OUT_OF_MEMORY, "MoE expert table"), NULL;
         }
-        uint32_t strides[3];
+        uint32_t strides[3] = {0, 0, 0};
         for (int32_t e = 0; e < ex->n_experts; e++) {
             const sp_matrix *mats[3] = {&ex->gate[e], &ex->up[e], &ex->down[e]};
             for (int j = 0; j < 3; j++) {
@@ -409,7 +412,7 @@ static const uint64_t *expert_table(sp_mtl *m, const sp_backend *be, const sp_mo
         }
         sp_mtl_write(be, dev, host, sizeof(uint64_t) * 3 * (uint64_t)ex->n_experts);
         free(host);
-        m->expert_tables[i] = (sp_mtl_expert_table){ex->gate, dev, strides[0], strides[2]};
+        m->expert_tables[i] = (sp_mtl_expert_table){ex->gate, ex->gate[0].data, ex->n_experts, dev, strides[0], strides[2]};
         m->n_expert_tables++;
     }
     *gate_stride = m->expert_tables[i].gate_stride;
