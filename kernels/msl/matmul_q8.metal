@@ -44,9 +44,9 @@ struct spvUnsafeArray
     }
 };
 
+struct Vec4s;
 struct Uvec4s;
 struct Uints;
-struct Vec4s;
 struct Floats;
 
 struct P
@@ -65,6 +65,15 @@ struct P
     uint order_at;
 };
 
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _126 = (CHECK == 0u);
+
 struct Uvec4s
 {
     uint4 v[1];
@@ -75,17 +84,9 @@ struct Uints
     uint v[1];
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _219 = (CHECK == 0u);
-constant uint _294_tmp [[function_constant(0)]];
-constant uint _294 = is_function_constant_defined(_294_tmp) ? _294_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_294, 1u, 1u);
+constant uint _346_tmp [[function_constant(0)]];
+constant uint _346 = is_function_constant_defined(_346_tmp) ? _346_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_346, 1u, 1u);
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
 
@@ -117,85 +118,114 @@ static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _228;
+    float4 _136;
     for (uint k = 0u; k < 4u; k++)
     {
         uint col = col0 + (4u * k);
-        bool _227;
-        if (!_219)
+        bool _134;
+        if (!_126)
         {
-            _227 = col < p.cols;
+            _134 = col < p.cols;
         }
         else
         {
-            _227 = _219;
+            _134 = _126;
         }
-        if (_227)
+        if (_134)
         {
-            _228 = xv->v[col >> uint(2)];
+            _136 = xv->v[col >> uint(2)];
         }
         else
         {
-            _228 = float4(0.0);
+            _136 = float4(0.0);
         }
-        xs[k] = _228;
+        xs[k] = _136;
     }
+}
+
+static inline __attribute__((always_inline))
+float2 x_sums(spvUnsafeArray<float4, 4> xs)
+{
+    float4 a = float4(0.0);
+    float4 b = float4(0.0);
+    for (uint i = 0u; i < 4u; i++)
+    {
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        a += indexable[i];
+    }
+    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
 }
 
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _53;
+    uint _52;
     if (half_index == 0u)
     {
-        _53 = w;
+        _52 = w;
     }
     else
     {
-        _53 = w >> uint(16);
+        _52 = w >> uint(16);
     }
-    return float2(as_type<half2>(_53)).x;
+    return float2(as_type<half2>(_52)).x;
 }
 
 static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 16>& wv, constant P& p)
+float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
 {
     uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     uint nb = ((p.cols + 32u) - 1u) / 32u;
-    uint g = c >> uint(1);
-    uint db = (nb * 32u) + (g * 2u);
+    uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
     uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
     uint param_1 = (db >> uint(1)) & 1u;
     float d = f16_at(param, param_1);
+    float f = 0.0;
+    uint _214;
+    uint _230;
+    uint _245;
+    uint _258;
     for (uint i = 0u; i < 4u; i++)
     {
-        float4 s = unpack_snorm4x8_to_float(q[i]) * (127.0 * d);
-        wv[4u * i] = s.x;
-        wv[(4u * i) + 1u] = s.y;
-        wv[(4u * i) + 2u] = s.z;
-        wv[(4u * i) + 3u] = s.w;
+        uint w = q[i] ^ 2155905152u;
+        if (true)
+        {
+            _214 = w << uint(15);
+        }
+        else
+        {
+            _214 = w >> uint(-15);
+        }
+        if (true)
+        {
+            _230 = w << uint(7);
+        }
+        else
+        {
+            _230 = w >> uint(-7);
+        }
+        if (false)
+        {
+            _245 = w << uint(-1);
+        }
+        else
+        {
+            _245 = w >> uint(1);
+        }
+        if (false)
+        {
+            _258 = w << uint(-9);
+        }
+        else
+        {
+            _258 = w >> uint(9);
+        }
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        f += dot(float4(as_type<float>((_214 & 8355840u) | 1065353216u), as_type<float>((_230 & 8355840u) | 1065353216u), as_type<float>((_245 & 8355840u) | 1065353216u), as_type<float>((_258 & 8355840u) | 1065353216u)), indexable[i]);
     }
-}
-
-static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 16> wv, spvUnsafeArray<float4, 4> xs)
-{
-    float s = 0.0;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        spvUnsafeArray<float, 16> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 16> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 16> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 16> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 4> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
-    }
-    return s;
+    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
 }
 
 kernel void splash_matmul_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
@@ -228,7 +258,6 @@ kernel void splash_matmul_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [
     }
     uint chunks = n_chunks(p);
     spvUnsafeArray<float4, 4> param_3;
-    spvUnsafeArray<float, 16> param_6;
     for (uint c = tid; c < chunks; c += wg)
     {
         uint param = c;
@@ -238,37 +267,36 @@ kernel void splash_matmul_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [
         load_x(param_1, param_2, param_3, p);
         spvUnsafeArray<float4, 4> xs;
         xs = param_3;
+        float2 sx = x_sums(xs);
         for (uint m = 0u; m < 1u; m++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _413 = r_1 >= ROWS;
-                bool _423;
-                if (!_413)
+                bool _467 = r_1 >= ROWS;
+                bool _477;
+                if (!_467)
                 {
-                    _423 = (r0 + r_1) >= p.rows;
+                    _477 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _423 = _413;
+                    _477 = _467;
                 }
-                if (_423)
+                if (_477)
                 {
                     break;
                 }
-                ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_5 = c;
-                decode(param_4, param_5, param_6, p);
-                spvUnsafeArray<float, 16> wv;
-                wv = param_6;
                 for (uint j_2 = 0u; j_2 < 1u; j_2++)
                 {
                     if (j_2 >= n)
                     {
                         break;
                     }
-                    uint _464 = (m * 4u) + r_1;
-                    acc[_464][j_2] += chunk_dot(wv, xs);
+                    uint _498 = (m * 4u) + r_1;
+                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
+                    uint param_5 = c;
+                    float2 param_6 = sx;
+                    acc[_498][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -278,8 +306,8 @@ kernel void splash_matmul_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _504 = simd_is_first();
-            if (_504)
+            bool _555 = simd_is_first();
+            if (_555)
             {
                 partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
             }

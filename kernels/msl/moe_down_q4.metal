@@ -45,8 +45,8 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Uvec4s;
 struct Vec4s;
+struct Uvec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
@@ -72,11 +72,6 @@ struct P
     uint order_at;
 };
 
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
 struct Vec4s
 {
     float4 v[1];
@@ -84,10 +79,16 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _304 = (CHECK == 0u);
-constant uint _380_tmp [[function_constant(0)]];
-constant uint _380 = is_function_constant_defined(_380_tmp) ? _380_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_380, 1u, 1u);
+constant bool _148 = (CHECK == 0u);
+
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
+constant uint _474_tmp [[function_constant(0)]];
+constant uint _474 = is_function_constant_defined(_474_tmp) ? _474_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_474, 1u, 1u);
 
 struct Ints
 {
@@ -124,29 +125,46 @@ static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _313;
+    float4 _158;
     for (uint k = 0u; k < 8u; k++)
     {
         uint col = (col0 + (4u * k)) + ((k >= 4u) ? 16u : 0u);
-        bool _312;
-        if (!_304)
+        bool _156;
+        if (!_148)
         {
-            _312 = col < p.cols;
+            _156 = col < p.cols;
         }
         else
         {
-            _312 = _304;
+            _156 = _148;
         }
-        if (_312)
+        if (_156)
         {
-            _313 = xv->v[col >> uint(2)];
+            _158 = xv->v[col >> uint(2)];
         }
         else
         {
-            _313 = float4(0.0);
+            _158 = float4(0.0);
         }
-        xs[k] = _313;
+        xs[k] = _158;
     }
+}
+
+static inline __attribute__((always_inline))
+float2 x_sums(spvUnsafeArray<float4, 8> xs)
+{
+    float4 a = float4(0.0);
+    float4 b = float4(0.0);
+    for (uint i = 0u; i < 4u; i++)
+    {
+        spvUnsafeArray<float4, 8> indexable;
+        indexable = xs;
+        a += indexable[i];
+        spvUnsafeArray<float4, 8> indexable_1;
+        indexable_1 = xs;
+        b += indexable_1[4u + i];
+    }
+    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
 }
 
 static inline __attribute__((always_inline))
@@ -161,7 +179,7 @@ float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 32>& wv, constant P& p)
+float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
 {
     uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     uint nb = ((p.cols + 32u) - 1u) / 32u;
@@ -169,49 +187,105 @@ void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray
     uint qbytes = ((nb + 1u) / 2u) * 32u;
     ulong param = row;
     uint param_1 = qbytes + (pair * 4u);
-    float2 d = f16x2_at(param, param_1) * 255.0;
+    float2 d = f16x2_at(param, param_1);
     ulong param_2 = row;
     uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
     float2 m = f16x2_at(param_2, param_3);
-    bool has_b = ((2u * pair) + 1u) < nb;
+    float fa = 0.0;
+    float fb = 0.0;
+    uint _237;
+    uint _253;
+    uint _267;
+    uint _282;
+    uint _304;
+    uint _318;
+    uint _332;
+    uint _345;
     for (uint i = 0u; i < 4u; i++)
     {
-        float4 lo = (unpack_unorm4x8_to_float(q[i] & 252645135u) * d.x) + float4(m.x);
-        float4 hi = (unpack_unorm4x8_to_float((q[i] >> uint(4)) & 252645135u) * d.y) + float4(m.y);
-        if (!has_b)
+        uint w = q[i];
+        if (true)
         {
-            hi = float4(0.0);
+            _237 = w << uint(19);
         }
-        wv[4u * i] = lo.x;
-        wv[(4u * i) + 1u] = lo.y;
-        wv[(4u * i) + 2u] = lo.z;
-        wv[(4u * i) + 3u] = lo.w;
-        wv[16u + (4u * i)] = hi.x;
-        wv[(16u + (4u * i)) + 1u] = hi.y;
-        wv[(16u + (4u * i)) + 2u] = hi.z;
-        wv[(16u + (4u * i)) + 3u] = hi.w;
+        else
+        {
+            _237 = w >> uint(-19);
+        }
+        if (true)
+        {
+            _253 = w << uint(11);
+        }
+        else
+        {
+            _253 = w >> uint(-11);
+        }
+        if (true)
+        {
+            _267 = w << uint(3);
+        }
+        else
+        {
+            _267 = w >> uint(-3);
+        }
+        if (false)
+        {
+            _282 = w << uint(-5);
+        }
+        else
+        {
+            _282 = w >> uint(5);
+        }
+        spvUnsafeArray<float4, 8> indexable;
+        indexable = xs;
+        fa += dot(float4(as_type<float>((_237 & 7864320u) | 1065353216u), as_type<float>((_253 & 7864320u) | 1065353216u), as_type<float>((_267 & 7864320u) | 1065353216u), as_type<float>((_282 & 7864320u) | 1065353216u)), indexable[i]);
+        if (true)
+        {
+            _304 = w << uint(15);
+        }
+        else
+        {
+            _304 = w >> uint(-15);
+        }
+        if (true)
+        {
+            _318 = w << uint(7);
+        }
+        else
+        {
+            _318 = w >> uint(-7);
+        }
+        if (false)
+        {
+            _332 = w << uint(-1);
+        }
+        else
+        {
+            _332 = w >> uint(1);
+        }
+        if (false)
+        {
+            _345 = w << uint(-9);
+        }
+        else
+        {
+            _345 = w >> uint(9);
+        }
+        spvUnsafeArray<float4, 8> indexable_1;
+        indexable_1 = xs;
+        fb += dot(float4(as_type<float>((_304 & 7864320u) | 1065353216u), as_type<float>((_318 & 7864320u) | 1065353216u), as_type<float>((_332 & 7864320u) | 1065353216u), as_type<float>((_345 & 7864320u) | 1065353216u)), indexable_1[4u + i]);
     }
-}
-
-static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 32> wv, spvUnsafeArray<float4, 8> xs)
-{
-    float s = 0.0;
-    for (uint k = 0u; k < 8u; k++)
+    float s = ((16.0 * d.x) * (fa - sx.x)) + (m.x * sx.x);
+    float _391;
+    if (((2u * pair) + 1u) < nb)
     {
-        spvUnsafeArray<float, 32> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 32> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 32> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 32> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 8> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
+        _391 = (s + ((16.0 * d.y) * (fb - sx.y))) + (m.y * sx.y);
     }
-    return s;
+    else
+    {
+        _391 = s;
+    }
+    return _391;
 }
 
 kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
@@ -231,19 +305,19 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _460;
+    uint _553;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _460 = uint(plan->v[(p.order_at + start) + j]);
+            _553 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _460 = 0u;
+            _553 = 0u;
         }
-        pairs[j] = _460;
+        pairs[j] = _553;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -260,7 +334,6 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     }
     uint chunks = n_chunks(p);
     spvUnsafeArray<float4, 8> param_3;
-    spvUnsafeArray<float, 32> param_6;
     for (uint c = tid; c < chunks; c += wg)
     {
         uint param = c;
@@ -270,37 +343,36 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         load_x(param_1, param_2, param_3, p);
         spvUnsafeArray<float4, 8> xs;
         xs = param_3;
+        float2 sx = x_sums(xs);
         for (uint m = 0u; m < 1u; m++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _571 = r_1 >= ROWS;
-                bool _581;
-                if (!_571)
+                bool _665 = r_1 >= ROWS;
+                bool _675;
+                if (!_665)
                 {
-                    _581 = (r0 + r_1) >= p.rows;
+                    _675 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _581 = _571;
+                    _675 = _665;
                 }
-                if (_581)
+                if (_675)
                 {
                     break;
                 }
-                ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_5 = c;
-                decode(param_4, param_5, param_6, p);
-                spvUnsafeArray<float, 32> wv;
-                wv = param_6;
                 for (uint j_2 = 0u; j_2 < 1u; j_2++)
                 {
                     if (j_2 >= n)
                     {
                         break;
                     }
-                    uint _621 = (m * 4u) + r_1;
-                    acc[_621][j_2] += chunk_dot(wv, xs);
+                    uint _696 = (m * 4u) + r_1;
+                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
+                    uint param_5 = c;
+                    float2 param_6 = sx;
+                    acc[_696][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -310,8 +382,8 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _661 = simd_is_first();
-            if (_661)
+            bool _753 = simd_is_first();
+            if (_753)
             {
                 partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
             }

@@ -44,9 +44,9 @@ struct spvUnsafeArray
     }
 };
 
+struct Vec4s;
 struct Uvec4s;
 struct Uints;
-struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
@@ -67,6 +67,15 @@ struct P
     uint order_at;
 };
 
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _109 = (CHECK == 0u);
+
 struct Uvec4s
 {
     uint4 v[1];
@@ -77,17 +86,9 @@ struct Uints
     uint v[1];
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _202 = (CHECK == 0u);
-constant uint _280_tmp [[function_constant(0)]];
-constant uint _280 = is_function_constant_defined(_280_tmp) ? _280_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_280, 1u, 1u);
+constant uint _332_tmp [[function_constant(0)]];
+constant uint _332 = is_function_constant_defined(_332_tmp) ? _332_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_332, 1u, 1u);
 
 struct Ints
 {
@@ -124,85 +125,114 @@ static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _211;
+    float4 _119;
     for (uint k = 0u; k < 4u; k++)
     {
         uint col = col0 + (4u * k);
-        bool _210;
-        if (!_202)
+        bool _117;
+        if (!_109)
         {
-            _210 = col < p.cols;
+            _117 = col < p.cols;
         }
         else
         {
-            _210 = _202;
+            _117 = _109;
         }
-        if (_210)
+        if (_117)
         {
-            _211 = xv->v[col >> uint(2)];
+            _119 = xv->v[col >> uint(2)];
         }
         else
         {
-            _211 = float4(0.0);
+            _119 = float4(0.0);
         }
-        xs[k] = _211;
+        xs[k] = _119;
     }
+}
+
+static inline __attribute__((always_inline))
+float2 x_sums(spvUnsafeArray<float4, 4> xs)
+{
+    float4 a = float4(0.0);
+    float4 b = float4(0.0);
+    for (uint i = 0u; i < 4u; i++)
+    {
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        a += indexable[i];
+    }
+    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
 }
 
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _51;
+    uint _50;
     if (half_index == 0u)
     {
-        _51 = w;
+        _50 = w;
     }
     else
     {
-        _51 = w >> uint(16);
+        _50 = w >> uint(16);
     }
-    return float2(as_type<half2>(_51)).x;
+    return float2(as_type<half2>(_50)).x;
 }
 
 static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 16>& wv, constant P& p)
+float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
 {
     uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     uint nb = ((p.cols + 32u) - 1u) / 32u;
-    uint g = c >> uint(1);
-    uint db = (nb * 32u) + (g * 2u);
+    uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
     uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
     uint param_1 = (db >> uint(1)) & 1u;
     float d = f16_at(param, param_1);
+    float f = 0.0;
+    uint _197;
+    uint _213;
+    uint _228;
+    uint _241;
     for (uint i = 0u; i < 4u; i++)
     {
-        float4 s = unpack_snorm4x8_to_float(q[i]) * (127.0 * d);
-        wv[4u * i] = s.x;
-        wv[(4u * i) + 1u] = s.y;
-        wv[(4u * i) + 2u] = s.z;
-        wv[(4u * i) + 3u] = s.w;
+        uint w = q[i] ^ 2155905152u;
+        if (true)
+        {
+            _197 = w << uint(15);
+        }
+        else
+        {
+            _197 = w >> uint(-15);
+        }
+        if (true)
+        {
+            _213 = w << uint(7);
+        }
+        else
+        {
+            _213 = w >> uint(-7);
+        }
+        if (false)
+        {
+            _228 = w << uint(-1);
+        }
+        else
+        {
+            _228 = w >> uint(1);
+        }
+        if (false)
+        {
+            _241 = w << uint(-9);
+        }
+        else
+        {
+            _241 = w >> uint(9);
+        }
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        f += dot(float4(as_type<float>((_197 & 8355840u) | 1065353216u), as_type<float>((_213 & 8355840u) | 1065353216u), as_type<float>((_228 & 8355840u) | 1065353216u), as_type<float>((_241 & 8355840u) | 1065353216u)), indexable[i]);
     }
-}
-
-static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 16> wv, spvUnsafeArray<float4, 4> xs)
-{
-    float s = 0.0;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        spvUnsafeArray<float, 16> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 16> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 16> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 16> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 4> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
-    }
-    return s;
+    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
 }
 
 kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
@@ -222,19 +252,19 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _360;
+    uint _412;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _360 = uint(plan->v[(p.order_at + start) + j]);
+            _412 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _360 = 0u;
+            _412 = 0u;
         }
-        pairs[j] = _360;
+        pairs[j] = _412;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -251,7 +281,6 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     }
     uint chunks = n_chunks(p);
     spvUnsafeArray<float4, 4> param_3;
-    spvUnsafeArray<float, 16> param_6;
     for (uint c = tid; c < chunks; c += wg)
     {
         uint param = c;
@@ -261,37 +290,36 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         load_x(param_1, param_2, param_3, p);
         spvUnsafeArray<float4, 4> xs;
         xs = param_3;
+        float2 sx = x_sums(xs);
         for (uint m = 0u; m < 1u; m++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _471 = r_1 >= ROWS;
-                bool _481;
-                if (!_471)
+                bool _526 = r_1 >= ROWS;
+                bool _536;
+                if (!_526)
                 {
-                    _481 = (r0 + r_1) >= p.rows;
+                    _536 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _481 = _471;
+                    _536 = _526;
                 }
-                if (_481)
+                if (_536)
                 {
                     break;
                 }
-                ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_5 = c;
-                decode(param_4, param_5, param_6, p);
-                spvUnsafeArray<float, 16> wv;
-                wv = param_6;
                 for (uint j_2 = 0u; j_2 < 1u; j_2++)
                 {
                     if (j_2 >= n)
                     {
                         break;
                     }
-                    uint _522 = (m * 4u) + r_1;
-                    acc[_522][j_2] += chunk_dot(wv, xs);
+                    uint _557 = (m * 4u) + r_1;
+                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
+                    uint param_5 = c;
+                    float2 param_6 = sx;
+                    acc[_557][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -301,8 +329,8 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _562 = simd_is_first();
-            if (_562)
+            bool _614 = simd_is_first();
+            if (_614)
             {
                 partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
             }

@@ -44,9 +44,9 @@ struct spvUnsafeArray
     }
 };
 
+struct Vec4s;
 struct Uvec4s;
 struct Uints;
-struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
@@ -67,6 +67,15 @@ struct P
     uint order_at;
 };
 
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _123 = (CHECK == 0u);
+
 struct Uvec4s
 {
     uint4 v[1];
@@ -77,17 +86,9 @@ struct Uints
     uint v[1];
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _215 = (CHECK == 0u);
-constant uint _293_tmp [[function_constant(0)]];
-constant uint _293 = is_function_constant_defined(_293_tmp) ? _293_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_293, 1u, 1u);
+constant uint _345_tmp [[function_constant(0)]];
+constant uint _345 = is_function_constant_defined(_345_tmp) ? _345_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_345, 1u, 1u);
 
 struct Ints
 {
@@ -121,88 +122,117 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-float f16_at(thread const uint& w, thread const uint& half_index)
-{
-    uint _56;
-    if (half_index == 0u)
-    {
-        _56 = w;
-    }
-    else
-    {
-        _56 = w >> uint(16);
-    }
-    return float2(as_type<half2>(_56)).x;
-}
-
-static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 16>& wv, constant P& p)
-{
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    uint g = c >> uint(1);
-    uint db = (nb * 32u) + (g * 2u);
-    uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
-    uint param_1 = (db >> uint(1)) & 1u;
-    float d = f16_at(param, param_1);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        float4 s = unpack_snorm4x8_to_float(q[i]) * (127.0 * d);
-        wv[4u * i] = s.x;
-        wv[(4u * i) + 1u] = s.y;
-        wv[(4u * i) + 2u] = s.z;
-        wv[(4u * i) + 3u] = s.w;
-    }
-}
-
-static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _224;
+    float4 _133;
     for (uint k = 0u; k < 4u; k++)
     {
         uint col = col0 + (4u * k);
-        bool _223;
-        if (!_215)
+        bool _131;
+        if (!_123)
         {
-            _223 = col < p.cols;
+            _131 = col < p.cols;
         }
         else
         {
-            _223 = _215;
+            _131 = _123;
         }
-        if (_223)
+        if (_131)
         {
-            _224 = xv->v[col >> uint(2)];
+            _133 = xv->v[col >> uint(2)];
         }
         else
         {
-            _224 = float4(0.0);
+            _133 = float4(0.0);
         }
-        xs[k] = _224;
+        xs[k] = _133;
     }
 }
 
 static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 16> wv, spvUnsafeArray<float4, 4> xs)
+float2 x_sums(spvUnsafeArray<float4, 4> xs)
 {
-    float s = 0.0;
-    for (uint k = 0u; k < 4u; k++)
+    float4 a = float4(0.0);
+    float4 b = float4(0.0);
+    for (uint i = 0u; i < 4u; i++)
     {
-        spvUnsafeArray<float, 16> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 16> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 16> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 16> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 4> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        a += indexable[i];
     }
-    return s;
+    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
+}
+
+static inline __attribute__((always_inline))
+float f16_at(thread const uint& w, thread const uint& half_index)
+{
+    uint _55;
+    if (half_index == 0u)
+    {
+        _55 = w;
+    }
+    else
+    {
+        _55 = w >> uint(16);
+    }
+    return float2(as_type<half2>(_55)).x;
+}
+
+static inline __attribute__((always_inline))
+float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+{
+    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
+    uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
+    uint param_1 = (db >> uint(1)) & 1u;
+    float d = f16_at(param, param_1);
+    float f = 0.0;
+    uint _210;
+    uint _226;
+    uint _241;
+    uint _254;
+    for (uint i = 0u; i < 4u; i++)
+    {
+        uint w = q[i] ^ 2155905152u;
+        if (true)
+        {
+            _210 = w << uint(15);
+        }
+        else
+        {
+            _210 = w >> uint(-15);
+        }
+        if (true)
+        {
+            _226 = w << uint(7);
+        }
+        else
+        {
+            _226 = w >> uint(-7);
+        }
+        if (false)
+        {
+            _241 = w << uint(-1);
+        }
+        else
+        {
+            _241 = w >> uint(1);
+        }
+        if (false)
+        {
+            _254 = w << uint(-9);
+        }
+        else
+        {
+            _254 = w >> uint(9);
+        }
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        f += dot(float4(as_type<float>((_210 & 8355840u) | 1065353216u), as_type<float>((_226 & 8355840u) | 1065353216u), as_type<float>((_241 & 8355840u) | 1065353216u), as_type<float>((_254 & 8355840u) | 1065353216u)), indexable[i]);
+    }
+    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
 }
 
 static inline __attribute__((always_inline))
@@ -229,19 +259,19 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _379;
+    uint _431;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _379 = uint(plan->v[(p.order_at + start) + j]);
+            _431 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _379 = 0u;
+            _431 = 0u;
         }
-        pairs[j] = _379;
+        pairs[j] = _431;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -257,8 +287,7 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         }
     }
     uint chunks = n_chunks(p);
-    spvUnsafeArray<float, 16> param_3;
-    spvUnsafeArray<float4, 4> param_6;
+    spvUnsafeArray<float4, 4> param_3;
     for (uint c = tid; c < chunks; c += wg)
     {
         uint param = c;
@@ -267,38 +296,37 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         {
             for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                bool _487 = r_1 >= ROWS;
-                bool _497;
-                if (!_487)
+                bool _539 = r_1 >= ROWS;
+                bool _549;
+                if (!_539)
                 {
-                    _497 = (r0 + r_1) >= p.rows;
+                    _549 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _497 = _487;
+                    _549 = _539;
                 }
-                if (_497)
+                if (_549)
                 {
                     break;
                 }
-                ulong param_1 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_2 = c;
-                decode(param_1, param_2, param_3, p);
-                spvUnsafeArray<float, 16> wv;
-                wv = param_3;
                 for (uint j_2 = 0u; j_2 < 4u; j_2++)
                 {
                     if (j_2 >= n)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    load_x(param_4, param_5, param_6, p);
+                    ulong param_1 = xrows[j_2];
+                    uint param_2 = col0;
+                    load_x(param_1, param_2, param_3, p);
                     spvUnsafeArray<float4, 4> xs;
-                    xs = param_6;
-                    uint _548 = (m * 2u) + r_1;
-                    acc[_548][j_2] += chunk_dot(wv, xs);
+                    xs = param_3;
+                    float2 sx = x_sums(xs);
+                    uint _583 = (m * 2u) + r_1;
+                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
+                    uint param_5 = c;
+                    float2 param_6 = sx;
+                    acc[_583][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -308,8 +336,8 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _588 = simd_is_first();
-            if (_588)
+            bool _640 = simd_is_first();
+            if (_640)
             {
                 partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
             }
