@@ -17,7 +17,6 @@ import { nativeStepModel } from "../engine/native-runner.ts";
 import { Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
-import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
