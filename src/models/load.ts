@@ -14,6 +14,7 @@ import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
+import { NativeError } from "../native/errors.ts";
 import { Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
@@ -83,8 +84,14 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
-      model.attachDrafter(drafter);
-      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
+      try {
+        model.attachDrafter(drafter);
+        log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
+      } catch (e) {
+        // draft auto on a GPU backend without the drafters' ops (Vulkan): run without speculation rather than not at all
+        if ((options.draft ?? "auto") !== "auto" || !(e instanceof NativeError) || e.statusName !== "SPLASH_ERR_UNSUPPORTED") throw e;
+        log.info(`speculative decoding off: ${e.detail}`);
+      }
     }
     const template = ChatTemplate.load(resolved.dir);
     if (tokenizer.vocabSize > model.info.vocabSize) {
