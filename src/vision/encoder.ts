@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ImageSource } from "../chat/ir.ts";
+import { log } from "../log.ts";
 import type { Model, VisionInfo } from "../native/model.ts";
 import { decodeImage, ImageError, type ImageLimits } from "./decode.ts";
 import { imageSize } from "./header.ts";
@@ -45,12 +46,15 @@ export class VisionEncoder {
   }
 
   // The encoder of a loaded model, or null when it has no vision tower. The processor settings are the checkpoint's
-  // preprocessor_config.json; a tower without one is refused (the settings would be guesses).
+  // preprocessor_config.json; a tower without one serves no images (the settings would be guesses).
   static open(model: Model, dir: string, options: VisionOptions = {}): VisionEncoder | null {
     const info = model.vision;
     if (!info) return null;
     const path = join(dir, "preprocessor_config.json");
-    if (!existsSync(path)) throw new Error(`${dir}: the checkpoint has a vision tower but no preprocessor_config.json`);
+    if (!existsSync(path)) {
+      log.warn(`${dir}: the checkpoint has a vision tower but no preprocessor_config.json; images will be refused`);
+      return null;
+    }
     const settings = processorSettings(JSON.parse(readFileSync(path, "utf8")));
     if (settings.patchSize !== info.patchSize || settings.temporalPatchSize !== info.temporalPatchSize || settings.mergeSize !== info.spatialMergeSize)
       throw new Error(`${path}: patch ${settings.patchSize}/${settings.temporalPatchSize}/${settings.mergeSize} disagrees with the tower's vision_config`);
