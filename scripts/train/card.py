@@ -8,6 +8,15 @@ import re
 import sys
 from pathlib import Path
 
+import chat
+
+
+def thinking_by_default():
+    """Whether the template opens a thinking block when `enable_thinking` is not passed (the generation
+    prompt then ends in an open "<think>\n" rather than the empty block)."""
+    prompt = chat.render([{"role": "user", "content": "x"}], None, True)
+    return not prompt.endswith(chat.EMPTY_THINK)
+
 
 def write_spec(model_dir, config, ids, metrics):
     tau = metrics["eval"]["tau"]
@@ -19,7 +28,7 @@ def write_spec(model_dir, config, ids, metrics):
         "vocabSize": config.text_config.vocab_size,
         "eosTokenIds": [ids["<|im_end|>"], ids["<|endoftext|>"]],
         "padTokenId": ids["<|endoftext|>"],
-        "thinking": {"start": "<think>", "end": "</think>", "defaultEnabled": False},
+        "thinking": {"start": "<think>", "end": "</think>", "defaultEnabled": thinking_by_default()},
         "toolCallFormat": "qwen3_xml",
         "vision": False,
         "files": {"config": "config.json", "tokenizer": "tokenizer.json", "tokenizerConfig": "tokenizer_config.json",
@@ -45,6 +54,8 @@ def write_card(model_dir, config, dcfg, m, manifest):
     t = config.text_config
     e = m["eval"]
     tt, dt = m["target_training"], m["dflash_training"]
+    prev = m.get("previous_run") if m["args"].get("resume_drafter") else None
+    unseen = manifest.get("drafter_prompts")
     used = [p for p in manifest["packages"] if p["used"] and p["files"]]
     excluded = [p for p in manifest["packages"] if not p["used"]]
     sizes = {str(p.relative_to(model_dir)): p.stat().st_size for p in sorted(model_dir.rglob("*"))
@@ -94,8 +105,11 @@ def write_card(model_dir, config, dcfg, m, manifest):
         f"About {m['data']['bytes_per_token_code']:.2f} bytes per token on the chat samples. `chat_template.jinja` is our own",
         "Qwen3.5-format template (ChatML, `<think>` block on the current turn, XML tool calls, tool results grouped",
         "in one user turn, images/videos as vision placeholders); it renders identically in jinja2 and",
-        "@huggingface/jinja (`scripts/train/check_template.py`). All training answers have an empty thinking",
-        "block, so `enable_thinking` only changes whether the prompt or the model writes it.",
+        "@huggingface/jinja (`scripts/train/check_template.py`). As in the Qwen3.5 family, thinking is on by",
+        "default: without `enable_thinking` the generation prompt ends in an open `<think>\\n` and the model",
+        "writes the block; `enable_thinking=false` renders the empty block `<think>\\n\\n</think>\\n\\n` into the",
+        "prompt. All training answers have an empty thinking block, so the mode only changes whether the prompt",
+        "or the model writes it.",
         "",
         "## Corpus",
         "",
@@ -119,32 +133,55 @@ def write_card(model_dir, config, dcfg, m, manifest):
         "## Training run",
         "",
         f"Hardware: {m['device']}; torch {m['torch']}, transformers {m['transformers']}, seed {m['args']['seed']}.",
-        f"Total wall time {m['total_seconds']} s (corpus, tokenizer, both trainings, evaluation, checks).",
+        *([f"Two runs: the first ({prev['total_seconds']} s wall: corpus, tokenizer, target, drafter, evaluation,",
+           f"checks) made the target and a first drafter; a second (`--resume-drafter`, {m['total_seconds']} s wall)",
+           "kept the target and continued the drafter, then evaluated everything again. Both rebuilt the same",
+           "corpus with the same seed, so the held-out prompts are the same."] if prev else
+          [f"Total wall time {m['total_seconds']} s (corpus, tokenizer, both trainings, evaluation, checks)."]),
         "",
         f"- target + MTP: transformers' own modules (torch GDN chunk path), bf16 autocast, AdamW (0.9, 0.95, wd 0.1),",
         f"  peak lr {tt.get('lr')} with {tt.get('warmup')} warm-up steps and cosine decay to 10%, batch {tt.get('batch')} × "
         f"{tt.get('seq_len')} tokens, {tt.get('steps')} steps, {tt.get('tokens', 0):,} tokens in {tt.get('seconds')} s; "
         f"loss = CE(next token) + {m['args']['mtp_weight']} · CE(MTP, token t+2). Final training loss {tt.get('final_loss')},",
         f"  MTP loss {tt.get('final_mtp_loss')}.",
-        f"- DFlash: target frozen; batches of 3/4 greedy answers of the target to training prompts",
-        f"  ({dt['generated_sequences']} answers) and 1/4 corpus chunks; {m['args']['draft_anchors']} random anchors per sequence, block [anchor, MASK×7] predicting",
-        "  anchor+1…anchor+7 against the target's greedy token, context = taps of the tokens before the anchor,",
-        f"  loss weights exp(−(j−1)/4); {dt['steps']} steps in {dt['seconds']} s.",
+        *(["- DFlash: target frozen; batches of 3/4 greedy answers of the target to requests it never trained on",
+           f"  (drawn from {unseen['unseen_functions']} documented functions in {unseen['files_read']} files of the same"
+           " packages that the corpus",
+           "  size cap left out, none from or equal to a held-out one, and tool requests) and 1/4 corpus chunks;"]
+          if unseen and unseen["unseen_functions"] else
+          ["- DFlash: target frozen; batches of 3/4 greedy answers of the target to training prompts and 1/4",
+           "  corpus chunks;"]),
+        f"  {m['args']['draft_anchors']} random anchors per sequence, block [anchor, MASK×7] predicting"
+        " anchor+1…anchor+7 against",
+        "  the target's greedy token, context = taps of the tokens before the anchor, loss weights exp(−(j−1)/4),",
+        f"  AdamW (0.9, 0.95, wd 0.01), cosine decay to 10%, batch {dt['batch']}.",
+        *([f"  First run: {prev['dflash_training']['steps']} steps in {prev['dflash_training']['seconds']} s on "
+           f"{prev['dflash_training']['generated_sequences']} answers"
+           + ("" if "prompt_pool" in prev["dflash_training"] else " to training prompts")
+           + f", peak lr {prev['dflash_training']['lr']}. Second run:",
+           f"  continued from those weights with a fresh {dt['warmup']}-step warm-up, peak lr {dt['lr']}, "
+           f"{dt['steps']} steps in {dt['seconds']} s on",
+           f"  {dt['generated_sequences']} newly generated answers ({dt['generated_tokens']:,} tokens)."] if prev else
+          # runs from before the drafter's warm-up was recorded used 50 steps
+          [f"  {dt.get('warmup', 50)}-step warm-up, peak lr {dt['lr']}, {dt['steps']} steps in {dt['seconds']} s on "
+           f"{dt['generated_sequences']} answers."]),
         "",
         "## Evaluation (measured in PyTorch by the training run; the engine's own measurements come later)",
         "",
         "| metric | value |",
         "|---|---|",
         *[f"| held-out loss, {k} (nats/token) | {v:.3f} |" for k, v in e["heldout_loss"].items()],
-        f"| held-out coding prompts whose greedy answer parses with `ast.parse` (thinking off) | {e['code_no_think']['parse_rate']:.1%} of {e['code_no_think']['n']} |",
-        f"| same, thinking on (prompt ends in `<think>\\n`) | {e['code_think']['parse_rate']:.1%} |",
-        f"| answers that define a function (thinking off) | {e['code_no_think']['defines_function_rate']:.1%} |",
+        f"| held-out coding prompts whose greedy answer parses with `ast.parse`, thinking on (the default: prompt ends in `<think>\\n`; issue goal ≥ 60%) | {e['code_think']['parse_rate']:.1%} of {e['code_think']['n']} |",
+        f"| same, thinking off (`enable_thinking=false`) | {e['code_no_think']['parse_rate']:.1%} |",
+        f"| answers that define a function, thinking on / off | {e['code_think']['defines_function_rate']:.1%} / {e['code_no_think']['defines_function_rate']:.1%} |",
         f"| tool prompts answered with a well-formed call | {e['tools']['well_formed_rate']:.1%} of {e['tools']['n']} |",
         f"| … calling the expected function | {e['tools']['right_function_rate']:.1%} |",
         f"| MTP mean acceptance length τ, k = 3 chained (incl. bonus, max 4) | {e['tau']['mtp_k3']:.2f} over {e['tau']['mtp_cycles']} cycles |",
         f"| DFlash mean acceptance length τ, block 8 (incl. bonus, max 8) | {e['tau']['dflash_block8']:.2f} over {e['tau']['dflash_cycles']} cycles |",
+        *([f"| … the first run's drafter, same prompts | {prev['tau']['dflash_block8']:.2f} over {prev['tau']['dflash_cycles']} cycles |"]
+          if prev else []),
         "",
-        f"τ is measured on the greedy continuations (≤ 256 tokens) of {e['tau']['prompts']} held-out coding prompts, with",
+        f"τ is measured on the greedy continuations (≤ 256 tokens) of {e['tau']['prompts']} held-out coding prompts (thinking off), with",
         "greedy verification (exact: a cycle accepts the longest draft prefix equal to the target's greedy",
         f"tokens). Histograms of accepted lengths: MTP {e['tau']['mtp_histogram']}, DFlash {e['tau']['dflash_histogram']}.",
         "",

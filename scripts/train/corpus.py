@@ -10,7 +10,9 @@ chat samples, plus raw files and synthetic tool conversations.
   signature and docstring (several phrasings, including plain "Write a Python function that …"), the
   assistant answers with the function, its docstring cut to the summary, in a ```python block after an
   empty thinking block.
-- A share of whole files goes in as repository text (`<|repo_name|>pkg\\n<|file_sep|>path\\ncode`)."""
+- A share of whole files goes in as repository text (`<|repo_name|>pkg\\n<|file_sep|>path\\ncode`).
+- The drafter's requests come from files the corpus left out (`unseen_conversations`), so it learns the
+  target's answers to requests the target has not seen, as in deployment."""
 
 import ast
 import hashlib
@@ -82,28 +84,41 @@ def collect_files(packages, max_bytes, seed, val_percent):
     for package, path, rel in candidates:
         if total >= max_bytes:
             break
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read(300_001)
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if not (200 <= len(raw) <= 300_000) or "\x00" in text:
-            continue
-        lines = text.count("\n") + 1
-        if len(text) / lines > 120:  # generated or minified
+        text = read_source(path)
+        if text is None:
             continue
         digest = hashlib.sha1(text.encode()).hexdigest()
         if digest in hashes:
             continue
         hashes.add(digest)
-        bucket = int(hashlib.sha1(f"{package}/{rel}".encode()).hexdigest(), 16) % 1000
-        split = "val" if bucket < val_percent * 10 else "train"
+        split = "val" if held_out(package, rel, val_percent) else "train"
         files.append({"package": package, "path": rel, "text": text, "split": split})
+        size = len(text.encode())
         stats[package]["files"] += 1
-        stats[package]["bytes"] += len(raw)
-        total += len(raw)
+        stats[package]["bytes"] += size
+        total += size
     return files, stats
+
+
+def read_source(path):
+    """A file's text, or None when it is unreadable, not UTF-8, too small or large, or looks generated."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(300_001)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not (200 <= len(raw) <= 300_000) or "\x00" in text:
+        return None
+    lines = text.count("\n") + 1
+    if len(text) / lines > 120:  # generated or minified
+        return None
+    return text
+
+
+def held_out(package, rel, val_percent):
+    """The held-out split is by file: a hash of package/path, the same on every machine."""
+    return int(hashlib.sha1(f"{package}/{rel}".encode()).hexdigest(), 16) % 1000 < val_percent * 10
 
 
 IMPERATIVE = re.compile(r"^([A-Z][a-z]+)\b")
@@ -267,6 +282,37 @@ def eval_functions(files, n, seed):
         if len(out) == n:
             break
     return out
+
+
+def _unseen_functions(candidate):
+    _package, path, rel = candidate
+    text = read_source(path)
+    return [] if text is None else functions_of(text, rel)
+
+
+def unseen_conversations(packages, files, seed, val_percent, n, processes):
+    """Coding requests the target never trained on, for the drafter's data (the paper's recipe: the
+    target's own answers to new prompts): documented functions of the allowed packages' files that the
+    corpus left out (past --max-corpus-bytes), never from a held-out file nor equal to a function of one.
+    Deterministic; at most n (messages, tools) pairs, and how many files were read."""
+    used = {(f["package"], f["path"]) for f in files}
+    held = {fn["source"] for f in files if f["split"] == "val" for fn in functions_of(f["text"], f["path"])}
+    candidates = sorted((p["name"], a, r) for p in packages if p["allowed"] for a, r in p["files"]
+                        if (p["name"], r) not in used and not held_out(p["name"], r, val_percent))
+    rng = random.Random(f"{seed}/unseen")
+    rng.shuffle(candidates)
+    out, seen, n_files = [], set(), 0
+    with Pool(processes) as pool:
+        for fns in pool.imap(_unseen_functions, candidates, chunksize=8):
+            n_files += 1
+            for fn in fns:
+                if fn["source"] in held or fn["source"] in seen:
+                    continue
+                seen.add(fn["source"])
+                out.append(code_conversation(fn, rng))
+            if len(out) >= n:
+                break
+    return out[:n], n_files
 
 
 def build_samples(files, seed, variants, processes):

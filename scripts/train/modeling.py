@@ -18,7 +18,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5RMSNorm
@@ -252,6 +252,16 @@ class Drafter(nn.Module):
         for layer in self.layers:
             x = layer(x, ctx, rope_q, rope_k, mask)
         return self.norm(x)
+
+
+def load_drafter(drafter, dflash_dir):
+    """Loads a saved drafter's weights into `drafter`, whose config must equal the saved one (so a resumed
+    drafter is exactly the shape the arguments describe)."""
+    saved = json.loads((dflash_dir / "config.json").read_text())
+    if saved != drafter.c:
+        diff = sorted(k for k in saved.keys() | drafter.c.keys() if saved.get(k) != drafter.c.get(k))
+        raise ValueError(f"{dflash_dir}/config.json differs from the drafter the arguments describe: {diff}")
+    drafter.load_state_dict(load_file(str(dflash_dir / "model.safetensors")))
 
 
 def block_mask(anchors, block_size, ctx_len):

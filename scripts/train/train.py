@@ -3,6 +3,7 @@ evaluation → HF reload check and golden logits → files.
 
     PYTHONUNBUFFERED=1 python3 scripts/train/train.py --out /tmp/splash-tiny-run      # the H200 run
     python3 scripts/train/train.py --tiny --out /tmp/tiny                             # CPU smoke test
+    python3 scripts/train/train.py --out /tmp/run --resume . --resume-drafter         # more drafter training
 
 Every phase is seeded; the training phases run for a wall-clock budget (their step counts are logged
 and can be replayed with --target-steps / --dflash-steps). The run writes into --out:
@@ -88,7 +89,13 @@ def parse_args():
     p.add_argument("--eval-reserve", type=float, default=60, help="seconds kept for evaluation, checks, files")
     p.add_argument("--autocast-cpu", action="store_true", help="bf16 autocast on CPU too (to test the GPU path)")
     p.add_argument("--resume", help="a previous --out: reuse its tokenizer and target, train the drafter again")
+    p.add_argument("--resume-drafter", action="store_true",
+                   help="with --resume: continue that output's drafter (same shape as the --taps/--block/--draft-* "
+                        "arguments describe) instead of a new one, with a fresh warm-up and cosine schedule")
+    p.add_argument("--draft-warmup", type=int, default=50)
     a = p.parse_args()
+    if a.resume_drafter and not a.resume:
+        p.error("--resume-drafter needs --resume")
     if a.tiny:
         a.max_corpus_bytes, a.tokenizer_bytes, a.bpe_vocab = 3_000_000, 2_000_000, 1200
         a.hidden, a.intermediate, a.layers, a.context = 64, 128, 4, 65536
@@ -96,7 +103,7 @@ def parse_args():
         a.taps, a.draft_layers, a.draft_intermediate, a.draft_batch, a.draft_anchors = "0,1,2", 1, 128, 4, 8
         a.gen_seconds, a.gen_batch, a.gen_tokens, a.dflash_seconds = 5, 8, 24, 20
         a.eval_code, a.eval_tools, a.eval_tau, a.eval_tokens = 4, 4, 2, 24
-        a.deadline, a.eval_reserve = 10_000, 0
+        a.deadline, a.eval_reserve, a.draft_warmup = 10_000, 0, 3
         a.val_percent = 10.0
     return a
 
@@ -148,6 +155,10 @@ def build_data(a, out_root):
     eval_code = corpus.eval_functions(files, a.eval_code, a.seed)
     eval_tools = [tools.sample_conversation(random.Random(f"{a.seed}/eval/{i}"), with_answer=False)
                   for i in range(a.eval_tools)]
+    unseen, n_files = corpus.unseen_conversations(packages, files, a.seed, a.val_percent, 5 * a.gen_batch,
+                                                  a.processes)
+    draft_prompts = [chat.render(m, t, True, False) for m, t in unseen]
+    log(f"drafter prompts: {len(draft_prompts)} functions the target never saw, from {n_files} further files")
     manifest = {
         "packages": [
             {"name": p["name"], "version": p["version"], "license": p["license"], "used": p["allowed"],
@@ -157,9 +168,10 @@ def build_data(a, out_root):
         "files": len(files),
         "heldout_files": sum(f["split"] == "val" for f in files),
         "texts": {s: {k: len(v) for k, v in samples[s].items()} for s in samples},
+        "drafter_prompts": {"unseen_functions": len(draft_prompts), "files_read": n_files},
     }
     (out_root / "scripts/train/run/corpus.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    return samples, eval_code, eval_tools, manifest
+    return samples, eval_code, eval_tools, draft_prompts, manifest
 
 
 def encode_all(tok, texts):
@@ -367,7 +379,7 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
     weights = torch.exp(-torch.arange(B - 1, dtype=torch.float32, device=device) / 4.0)  # γ = 4 for block 8
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or a.autocast_cpu)
     total = a.dflash_steps or 10**9
-    warmup = 50 if not a.tiny else 3
+    warmup = a.draft_warmup
     step, t_start, history, mark = 0, time.time(), [], None
     drafter.train()
     while step < total:
@@ -416,7 +428,8 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
             log(f"drafter step {step}/{total} loss {rec['loss']} row acc {rec['row_accuracy']}")
     out_metrics["dflash_training"] = {
         "steps": step, "seconds": round(time.time() - t_start, 1), "batch": a.draft_batch, "anchors_per_row": nb,
-        "lr": a.draft_lr, "loss_decay_gamma": 4.0, "generated_sequences": len(gen_seqs), "history": history,
+        "lr": a.draft_lr, "warmup": warmup, "loss_decay_gamma": 4.0, "generated_sequences": len(gen_seqs),
+        "generated_tokens": sum(len(s) - p for s, p in gen_seqs), "history": history,
     }
     drafter.eval()
 
@@ -486,7 +499,7 @@ def main():
                "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
     try:
         # corpus and tokens first: the worker pools fork before CUDA starts
-        samples, eval_code, eval_tools, manifest = build_data(a, out_root)
+        samples, eval_code, eval_tools, draft_prompts, manifest = build_data(a, out_root)
         tok, train_chunks, val_chunks = prepare_tokens(a, samples, metrics, model_dir)
         metrics["data"]["eval_prompts"] = {"code": len(eval_code), "tools": len(eval_tools)}
         ids = tk.token_ids(tok)
@@ -505,6 +518,10 @@ def main():
             verify.load_target(model, mtp, Path(a.resume) / "models/splash-tiny")
             old = json.loads((Path(a.resume) / "scripts/train/run/metrics.json").read_text())
             metrics["target_training"] = old.get("target_training", {"resumed_from": a.resume})
+            # what the resumed output's own run did and measured, for the card's before/after
+            metrics["previous_run"] = {k: old[k] for k in ("total_seconds", "dflash_training") if k in old}
+            if "eval" in old:
+                metrics["previous_run"]["tau"] = old["eval"]["tau"]
             log("target: loaded from --resume")
         else:
             log(f"target: {modeling.count(modeling.target_state(model, mtp)) / 1e6:.2f}M params "
@@ -530,15 +547,28 @@ def main():
                                        a.draft_layers, a.draft_intermediate)
         seed_all(a.seed + 2)
         drafter = modeling.Drafter(dcfg).to(device)
+        if a.resume_drafter:
+            modeling.load_drafter(drafter, Path(a.resume) / "models/splash-tiny/dflash")
+            log("drafter: continuing the one from --resume")
         taps = modeling.Taps(model, taps_ids)
         eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-        gen_prompts = [prompt_of(t) for t in samples["train"]["code"][: 4 * a.gen_batch]]
-        gen_prompts += [prompt_of(t) for t in samples["train"]["tool"][: a.gen_batch]]
+        # the target's answers to coding requests it never saw (topped up with training requests when the
+        # corpus left no files over) and to tool requests
+        top_up = samples["train"]["code"][: max(0, 5 * a.gen_batch - len(draft_prompts))]
+        gen_prompts = draft_prompts + [prompt_of(t) for t in top_up]
+        tool_prompts = [prompt_of(t) for t in samples["train"]["tool"][: a.gen_batch]]
+        pool = {"unseen_code": len(draft_prompts), "training_code": len(top_up), "tool": len(tool_prompts)}
+        gen_prompts += tool_prompts
         random.Random(a.seed).shuffle(gen_prompts)
         gen_prompt_ids = [p for p in encode_all(tok, gen_prompts) if len(p) <= a.seq_len - a.gen_tokens]
         gen_seqs = generate_drafter_data(a, model, gen_prompt_ids, device, eos, ids["<|endoftext|>"])
         log(f"drafter: {modeling.count(drafter) / 1e6:.2f}M params, taps {taps_ids}, block {a.block}")
+        budget = a.deadline - (time.time() - T0) - a.eval_reserve
+        if budget < a.dflash_seconds and not a.dflash_steps:
+            log(f"drafter: budget cut to {budget:.0f}s to keep the run inside {a.deadline:.0f}s")
+            a.dflash_seconds = max(budget, 20.0)
         train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, ids["<|MASK|>"], metrics)
+        metrics["dflash_training"]["prompt_pool"] = pool
         with torch.no_grad():
             for p in drafter.parameters():
                 p.copy_(p.to(torch.bfloat16).float())
