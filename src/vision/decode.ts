@@ -88,7 +88,13 @@ async function wasmReady(which: "jpeg" | "webp"): Promise<void> {
       print: () => {},
       printErr: () => {},
     };
-    await (which === "jpeg" ? initJpeg : initWebp)(options as Parameters<typeof initJpeg>[0]);
+    // Outside a browser the Emscripten glue sets `self.location = {href: ""}` as it starts (synchronously, in the
+    // call); other Emscripten modules (xgrammar's) then take themselves for a browser script and fail to load, so
+    // the global goes again at once (the decoders never read it outside a browser).
+    const hadLocation = "location" in globalThis;
+    const ready = (which === "jpeg" ? initJpeg : initWebp)(options as Parameters<typeof initJpeg>[0]);
+    if (!hadLocation) Reflect.deleteProperty(globalThis, "location");
+    await ready;
   })();
   await wasm[which];
 }

@@ -61,3 +61,12 @@ describe("bad images are refused with the reason", () => {
     expect(await refusal(bomb)).toMatchObject({ reason: "too_large" });
   });
 });
+
+// The decoders' Emscripten glue sets self.location outside a browser; left there, xgrammar's WebAssembly loader takes
+// itself for a browser script and structured output fails for the rest of the process.
+test("decoding leaves no browser globals behind", async () => {
+  expect("location" in globalThis).toBe(false);
+  await decodeImage(bytes("baseline.jpg"), limits);
+  await decodeImage(bytes("lossy.webp"), limits);
+  expect("location" in globalThis).toBe(false);
+});
