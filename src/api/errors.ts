@@ -9,7 +9,7 @@
 import type { z } from "zod";
 import { ConstraintError } from "../engine/grammar/request.ts";
 import { EngineOverloaded, PromptTooLong } from "../engine/types.ts";
-import { ImageError } from "../vision/decode.ts";
+import { ImageError } from "../vision/image-error.ts";
 
 export type ErrorShape = "openai" | "anthropic";
 

@@ -18,6 +18,7 @@ import decodeWebpWasm, { init as initWebp } from "@jsquash/webp/decode.js";
 import { convertIndexedToRgb, decode as decodePng } from "fast-png";
 import { decompressFrame, parseGIF } from "gifuct-js";
 import { imageSize, type ImageFormat } from "./header.ts";
+import { ImageError } from "./image-error.ts";
 
 export type RgbImage = { width: number; height: number; data: Uint8Array }; // data: [height][width][3]
 
@@ -25,17 +26,6 @@ export type ImageLimits = {
   maxBytes: number; // encoded size
   maxPixels: number; // width × height, checked from the header before decoding
 };
-
-// What a bad image is: the API layer turns it into a 400 naming the problem.
-export class ImageError extends Error {
-  override name = "ImageError";
-  constructor(
-    readonly reason: "unsupported" | "corrupt" | "too_large" | "fetch",
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export async function decodeImage(bytes: Uint8Array, limits: ImageLimits): Promise<RgbImage & { format: ImageFormat }> {
   if (bytes.byteLength > limits.maxBytes)

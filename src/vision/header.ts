@@ -1,6 +1,6 @@
 // An image's format and dimensions from its first bytes, before decoding (so a size limit is enforced without
 // allocating the pixels). Only the four formats the vision path decodes are recognised.
-import { ImageError } from "./decode.ts";
+import { ImageError } from "./image-error.ts";
 
 export type ImageFormat = "png" | "jpeg" | "webp" | "gif";
 

@@ -8,7 +8,7 @@
 // Settings come from the checkpoint's preprocessor_config.json.
 import { z } from "zod";
 import type { RgbImage } from "./decode.ts";
-import { ImageError } from "./decode.ts";
+import { ImageError } from "./image-error.ts";
 import { resizeBicubic } from "./resample.ts";
 
 export type ProcessorSettings = {

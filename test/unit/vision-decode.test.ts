@@ -4,7 +4,8 @@ import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodeImage, ImageError } from "../../src/vision/decode.ts";
+import { decodeImage } from "../../src/vision/decode.ts";
+import { ImageError } from "../../src/vision/image-error.ts";
 
 const dir = join(import.meta.dir, "../fixtures/vision");
 const expected = JSON.parse(readFileSync(join(dir, "expected.json"), "utf8")) as Record<string, { width: number; height: number; rgb_sha256: string }>;
