@@ -71,7 +71,7 @@ timeout 120 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --reps 20 --out "$TUN
 echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
 [ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING
 echo "fastest launch per matrix:"
-awk '/^  [a-z_]+ +(q4|bf16) +wg/{k=$1" "$2; if(!(k in b)||$8+0>b[k]){b[k]=$8+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
+awk '/^  [a-z_]+ +(q4|bf16) +wg/{k=$1" "$2; if(!(k in b)||$7+0<b[k]){b[k]=$7+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
 
 stage "benchmarks (random weights of the real shapes; tables below)"
 rm -f "$OUT/bench.jsonl"
