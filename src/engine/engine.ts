@@ -38,6 +38,12 @@ export function createEngine(model: StepModel, options: EngineOptions = {}): Spl
   return new SplashEngine(model, runner, plan, options);
 }
 
+// CPU milliseconds of this process since `since` (process.cpuUsage).
+function cpuMs(since: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1000;
+}
+
 export class SplashEngine implements Engine {
   readonly scheduler: Scheduler;
   readonly cache: KVCacheManager;
@@ -192,17 +198,18 @@ export class SplashEngine implements Engine {
         continue;
       }
       try {
-        let t0 = performance.now();
+        const policy = this.scheduler.policy;
+        let cpu = process.cpuUsage();
         if (plan.drafts.length > 0) {
           this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
-          const t1 = performance.now();
-          this.scheduler.policy.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), t1 - t0);
-          t0 = t1;
+          policy!.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), cpuMs(cpu));
+          cpu = process.cpuUsage();
         }
+        const t0 = performance.now();
         const results = await this.runner.step(plan.batch);
-        const ms = performance.now() - t0;
-        this.timer.observe(plan.decodeTokens, plan.promptTokens, ms);
-        if (this.model.drafter) this.scheduler.policy.observeStep(plan.batch.reduce((n, s) => n + s.tokens.length, 0), ms);
+        this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
+        /* decode-only steps: a verify row costs more than a prompt row (logits and a sample for every row) */
+        if (policy && plan.promptTokens === 0) policy.observeStep(plan.decodeTokens, cpuMs(cpu));
         this.scheduler.complete(plan, results);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));

@@ -18,7 +18,7 @@ import type { KVCacheManager } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
-import { applyVerified, prepareDrafts, Speculation, SpeculationPolicy, wantsDraft } from "./speculation.ts";
+import { applyVerified, prepareDrafts, SpeculationPolicy, wantsDraft } from "./speculation.ts";
 import type { GeneratedToken } from "./types.ts";
 
 export type SchedulerOptions = {
@@ -43,7 +43,7 @@ export type StepPlan = {
 export class Scheduler {
   readonly waiting: Sequence[] = [];
   readonly running: Sequence[] = [];
-  readonly policy = new SpeculationPolicy(); // draft lengths, from the costs the engine reports
+  readonly policy: SpeculationPolicy | undefined; // draft lengths, from the costs the engine reports (with a drafter)
   // Called with each finished sequence (after its memory is released).
   onFinish: (seq: Sequence) => void = () => {};
 
@@ -55,6 +55,7 @@ export class Scheduler {
     if (options.maxStepTokens < options.maxRunning + B) {
       throw new Error(`maxStepTokens (${options.maxStepTokens}) must hold a decode token per running sequence (${options.maxRunning}) plus a block (${B})`);
     }
+    this.policy = options.drafter ? new SpeculationPolicy(options.drafter.maxDraft) : undefined;
   }
 
   // False when the wait queue is full.
@@ -150,7 +151,7 @@ export class Scheduler {
       if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
       /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
       const emitted = c.verify ? applyVerified(r!, c.verify.nDraft, seq.request.constraint) : null;
-      if (c.verify) seq.spec!.record(c.verify.nDraft, emitted!.length - 1);
+      if (c.verify) this.policy!.record(seq.spec!, c.verify.nDraft, emitted!.length - 1);
       seq.computed = c.start + (emitted ? emitted.length : c.count);
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
       if (seq.cancelled) return this.finish(seq, "cancelled");
@@ -241,7 +242,8 @@ export class Scheduler {
     let rows = 0;
     let seqs = 0;
     const speculating = chunks.filter((c) => wantsDraft(c.seq.request, drafter));
-    const wanted = this.policy.plan(speculating.map((c) => (c.seq.spec ??= new Speculation(drafter.maxDraft, c.seq.request.sampling.temperature > 0))));
+    const policy = this.policy!;
+    const wanted = policy.plan(speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0))));
     for (const [i, c] of speculating.entries()) {
       const seq = c.seq;
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */

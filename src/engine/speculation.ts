@@ -17,8 +17,11 @@
 //     E(k) / cost(k),   E(k) = 1 + Σ_{i ≤ k} Π_{j < i} p_j,   cost(k) = (a + c·[k > 0]) / S + b·(k + 1) + d·k
 //
 // where p_j is the sequence's own running rate of accepting draft j once drafts 0 … j − 1 were accepted
-// (exponential average, α = 0.2, starting at 1), and the costs are learned from
-// the engine's timings by least squares that forget old steps: a step of R rows takes a + b·R ms, a draft call for S
+// (exponential average, α = 0.2, starting from the engine's running rates over all sequences, or 1 before any
+// cycle), and the costs are learned from
+// the engine's CPU time (its process's; a wall clock on a shared machine also times the neighbours) by least squares
+// that forget old steps: a decoding step (no prompt rows) of R rows — one per sequence plus the drafts it verifies —
+// takes a + b·R ms, a draft call for S
 // sequences and K drafts c + d·K (a and c shared by the S sequences of the step); until both fits exist, sequences
 // cycle through every draft length so that the costs can be told apart. So acceptance dropping shortens
 // the block, and so does a machine where each verified row costs nearly a full step (a small model computing rather
@@ -51,10 +54,11 @@ export class Speculation {
   constructor(
     readonly maxDraft: number,
     readonly sampled = false, // temperature > 0: the block length depends on this sequence alone
+    prior?: readonly number[], // starting acceptance rates (the engine's), else 1
   ) {
     this.verifiedAt = new Array(maxDraft).fill(0);
     this.acceptedAt = new Array(maxDraft).fill(0);
-    this.rates = new Array(maxDraft).fill(1);
+    this.rates = prior && !sampled ? prior.slice(0, maxDraft) : new Array(maxDraft).fill(1);
   }
 
   record(verified: number, accepted: number): void {
@@ -105,6 +109,22 @@ class LinearCost {
 export class SpeculationPolicy {
   private readonly step = new LinearCost(); // ms by rows
   private readonly draft = new LinearCost(); // ms by drafts, per call
+  private readonly engineRates: Speculation; // acceptance over every sequence's cycles: a new sequence's prior
+
+  constructor(maxDraft: number) {
+    this.engineRates = new Speculation(maxDraft);
+  }
+
+  // A new sequence's state.
+  start(sampled: boolean): Speculation {
+    return new Speculation(this.engineRates.maxDraft, sampled, this.engineRates.cycles > 0 ? this.engineRates.rates : undefined);
+  }
+
+  // A verify cycle of `s`: its own counts and the engine's rates.
+  record(s: Speculation, verified: number, accepted: number): void {
+    s.record(verified, accepted);
+    this.engineRates.record(verified, accepted);
+  }
 
   observeStep(rows: number, ms: number): void {
     this.step.observe(rows, ms);
@@ -112,6 +132,13 @@ export class SpeculationPolicy {
 
   observeDraft(drafts: number, ms: number): void {
     this.draft.observe(drafts, ms);
+  }
+
+  // The learned costs (ms): a step = a + b·rows, a draft call = c + d·drafts; undefined while still learning.
+  costs(): { a: number; b: number; c: number; d: number } | undefined {
+    const step = this.step.fit();
+    const draft = this.draft.fit();
+    return step && draft ? { a: step[0], b: step[1], c: draft[0], d: draft[1] } : undefined;
   }
 
   // k for each sequence (before the caps of the sequence and of the step).

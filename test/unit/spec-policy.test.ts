@@ -6,7 +6,7 @@ import { Speculation, SpeculationPolicy } from "../../src/engine/speculation.ts"
 
 // A policy that has seen steps of 1..8 rows costing a + b·rows and draft calls of 1..7 drafts costing c + d·drafts.
 function trained(a: number, b: number, c: number, d: number): SpeculationPolicy {
-  const p = new SpeculationPolicy();
+  const p = new SpeculationPolicy(7);
   for (let i = 0; i < 40; i++) {
     p.observeStep(1 + (i % 8), a + b * (1 + (i % 8)));
     p.observeDraft(1 + (i % 7), c + d * (1 + (i % 7)));
@@ -35,7 +35,7 @@ test("E(k) follows the per-position acceptance rates", () => {
 });
 
 test("before the costs are known, sequences try every draft length", () => {
-  const p = new SpeculationPolicy();
+  const p = new SpeculationPolicy(7);
   const s = new Speculation(4);
   const ks = Array.from({ length: 4 }, () => {
     const [k] = p.plan([s]);
@@ -75,9 +75,19 @@ test("more sequences share the step's fixed cost: each drafts less", () => {
 
 test("a sampling sequence's block length depends on its own acceptance only (reproducible for a seed)", () => {
   const s = new Speculation(7, true);
-  expect(new SpeculationPolicy().plan([s])).toEqual([7]);
+  expect(new SpeculationPolicy(7).plan([s])).toEqual([7]);
   for (let i = 0; i < 30; i++) s.record(7, 2); // drafts 0 and 1 kept, draft 2 never
   const k = trained(1, 1, 1, 0.5).plan([s]); // costs that would stop a greedy sequence from drafting
   expect(k).toEqual(trained(20, 0.1, 1, 0.1).plan([s]));
   expect(k).toEqual([2]);
+});
+
+test("a new sequence starts from the engine's acceptance rates (a sampling one from its own only)", () => {
+  const p = new SpeculationPolicy(3);
+  expect(p.start(false).rates).toEqual([1, 1, 1]);
+  const s = p.start(false);
+  for (let i = 0; i < 40; i++) p.record(s, 3, 0);
+  expect(s.cycles).toBe(40);
+  expect(p.start(false).rates[0]!).toBeLessThan(0.01);
+  expect(p.start(true).rates).toEqual([1, 1, 1]);
 });
