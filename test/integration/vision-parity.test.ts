@@ -2,11 +2,13 @@
 // decoded and preprocessed here, encoded by the native tower through the binding, M-RoPE positions from the prompt,
 // and the multimodal prompt's logits at every position (one image; two images of different grids; an upscaled one),
 // whole and in chunks that split an image across steps. Bar: max |Δlogit| ≤ 1e-3 × std, the same argmax everywhere.
+// On the CPU backend, and on Vulkan (lavapipe in CI, as parity-vulkan.test.ts): image rows and M-RoPE positions go
+// through the backend's write and rope like any activation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stepImages } from "../../src/engine/images.ts";
-import { Model } from "../../src/native/model.ts";
+import { type Backend, Model } from "../../src/native/model.ts";
 import { VisionEncoder } from "../../src/vision/encoder.ts";
 import { expandImagePads, promptImages } from "../../src/vision/prompt.ts";
 
@@ -18,15 +20,17 @@ const manifest = JSON.parse(readFileSync(join(dir, "golden/manifest.json"), "utf
 };
 const f32 = (e: Entry) => new Float32Array(readFileSync(join(dir, "golden", e.file)).buffer.slice(0));
 
-let model: Model;
-let vision: VisionEncoder;
-beforeAll(async () => {
-  model = await Model.load(dir, { threads: 2, backend: "cpu" });
-  vision = VisionEncoder.open(model, dir)!;
-});
-afterAll(() => model.free());
+const BACKENDS: Backend[] = process.platform === "darwin" ? ["cpu"] : ["cpu", "vulkan"];
 
-describe("multimodal prompts match transformers", () => {
+describe.each(BACKENDS)("multimodal prompts match transformers (%s)", (backend) => {
+  let model: Model;
+  let vision: VisionEncoder;
+  beforeAll(async () => {
+    model = await Model.load(dir, { threads: 2, backend });
+    vision = VisionEncoder.open(model, dir)!;
+  });
+  afterAll(() => model.free());
+
   for (const [pi, p] of manifest.prompts.entries()) {
     test(`prompt ${pi}: ${p.images.map((im) => im.file.split("/").pop()).join(" + ")}`, async () => {
       const pad = manifest.token_ids.image_token_id;
