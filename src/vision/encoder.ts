@@ -80,14 +80,26 @@ export class VisionEncoder {
     const hash = createHash("sha256").update(bytes).digest("hex");
     const cached = this.cache.get(hash);
     if (cached) return cached;
+    // the same new image in requests that arrive together is encoded once
+    let pending = this.inflight.get(hash);
+    if (!pending) {
+      pending = this.encodeNew(hash, bytes).finally(() => this.inflight.delete(hash));
+      this.inflight.set(hash, pending);
+    }
+    return pending;
+  }
+
+  // --- internal ---
+
+  private readonly inflight = new Map<string, Promise<EncodedImage>>();
+
+  private async encodeNew(hash: string, bytes: Uint8Array): Promise<EncodedImage> {
     const patches = preprocess(await decodeImage(bytes, this.limits), this.settings);
     const embeds = this.model.encodeImage(patches.pixels, patches.grid);
     const image: EncodedImage = { hash, grid: patches.grid, tokens: patches.tokens, embeds };
     this.cache.set(image);
     return image;
   }
-
-  // --- internal ---
 
   private async fetch(url: string, signal?: AbortSignal): Promise<Uint8Array> {
     if (!this.allowUrls)

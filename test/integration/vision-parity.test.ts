@@ -94,3 +94,19 @@ describe.each(BACKENDS)("multimodal prompts match transformers (%s)", (backend) 
     expect(worst / p.std_logits).toBeGreaterThan(1e-2);
   });
 });
+
+test("an image is encoded once: concurrent and repeated requests share the cached rows", async () => {
+  const model = await Model.load(dir, { threads: 2, backend: "cpu" });
+  try {
+    const vision = VisionEncoder.open(model, dir)!;
+    const data = new Uint8Array(readFileSync(join(dir, "golden", manifest.prompts[0]!.images[0]!.file)));
+    const [a, b] = await Promise.all([vision.encode({ kind: "bytes", data }), vision.encode({ kind: "bytes", data: data.slice() })]);
+    const c = await vision.encode({ kind: "bytes", data });
+    expect(b).toBe(a);
+    expect(c).toBe(a);
+    expect(vision.cache.size).toBe(1);
+    expect(vision.cache.hits).toBe(1); // the repeat; the concurrent twin waited on the first encode
+  } finally {
+    model.free();
+  }
+});
