@@ -94,6 +94,47 @@ static void test_attention(const sp_backend *be) {
     free(cache), free(k), free(v), free(q), free(out), free(ref);
 }
 
+/* The attention op gives each query row the same bits whatever shares its call: one call over all rows, chunks of
+ * 1, 3 and 64, and rows one at a time (decode) all equal the reference form (attention.c) bit for bit. Shapes:
+ * the embedded model's heads (4/2 × 64), the 27B's (24/4 × 256), an odd group (3/1 × 16) and a head size that is
+ * not a multiple of 32 (2/2 × 24); pages of 64, 16, 5 and 7 positions in a shuffled table. */
+static void test_attention_invariance(const sp_backend *be) {
+    static const int32_t shapes[][6] = {/* Hq, Hkv, hd, P, n_past, n */
+                                        {4, 2, 64, 64, 37, 70}, {24, 4, 256, 16, 21, 12}, {3, 1, 16, 5, 0, 70}, {2, 2, 24, 7, 9, 40}};
+    for (int c = 0; c < 4; c++) {
+        int32_t Hq = shapes[c][0], Hkv = shapes[c][1], hd = shapes[c][2], P = shapes[c][3], n_past = shapes[c][4];
+        int32_t n = shapes[c][5], len = n_past + n, n_pages = (len + P - 1) / P;
+        int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+        for (int32_t i = 0; i < n_pages; i++) pages[i] = i;
+        for (int32_t i = n_pages - 1; i > 0; i--) { /* shuffle */
+            int32_t j = (int32_t)(uniform(0, 1) * (float)(i + 1)) % (i + 1), t = pages[i];
+            pages[i] = pages[j], pages[j] = t;
+        }
+        int64_t stride = 2 * (int64_t)Hkv * P * hd, rows = (int64_t)n * Hq * hd;
+        float *cache = calloc((size_t)(n_pages * stride), sizeof(float));
+        sp_kv_view kv = {cache, cache + stride / 2, stride, pages, P};
+        float *k = randoms((int64_t)len * Hkv * hd, -1, 1), *v = randoms((int64_t)len * Hkv * hd, -1, 1);
+        float *q = randoms(rows, -2, 2), *ref = malloc(sizeof(float) * (size_t)rows), *out = malloc(sizeof(float) * (size_t)rows);
+        be->kv_write(be, &kv, k, v, 0, len, Hkv, hd);
+        float scale = 1.0f / sqrtf((float)hd);
+        sp_cpu_attention_ref(be, &(sp_attn_args){ref, q, &kv, n, n_past, Hq, Hkv, hd, scale});
+        double worst = 0;
+        int32_t chunks[] = {0, 1, 3, 64};
+        for (int t = 0; t < 4; t++) {
+            int32_t step = chunks[t] ? chunks[t] : n;
+            for (int32_t i0 = 0; i0 < n; i0 += step) {
+                int32_t m = n - i0 < step ? n - i0 : step;
+                be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, &kv, n_past + i0, m, Hq, Hkv, hd, scale);
+            }
+            worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "attention %d/%d×%d, pages of %d: all chunkings = reference, bits", Hq, Hkv, hd, P);
+        check(what, worst, 0);
+        free(pages), free(cache), free(k), free(v), free(q), free(ref), free(out);
+    }
+}
+
 /* The conv over a sequence in one call equals the same sequence fed in pieces with the tail carried. */
 static void test_conv(const sp_backend *be) {
     int64_t C = 40, n = 13;
@@ -235,6 +276,7 @@ int main(void) {
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &op_status);
     test_gdn(&be);
     test_attention(&be);
+    test_attention_invariance(&be);
     test_conv(&be);
     test_rope(&be);
     test_route(&be);

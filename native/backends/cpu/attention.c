@@ -1,90 +1,110 @@
 /* attention.c — causal grouped-query attention over the paged KV cache, and writing new K/V into it.
  *
- * One work item is (query row, kv head): the kv head's query heads are processed together, so each key and value
- * vector is read once per item. Softmax is online over blocks of positions (running max and sum per head), so no
- * buffer grows with the context; the output row doubles as the accumulator. */
+ * The arithmetic is fixed in ops.h (blocks of SP_ATTN_KEY_BLOCK keys from position 0, online softmax, eight-lane
+ * dot products): every query row's result depends only on its own query and the keys it sees, never on which
+ * other rows share a call, so prefill chunks, decode and verify blocks agree bit for bit.
+ *
+ * Two forms of it:
+ *  - the reference below: one work item per (query row, kv head), plain C, the oracle for the others;
+ *  - the tiled form (attention_avx2.c): one work item per (block of query rows, kv head), every query head of the
+ *    group and every row of the block sharing each key and value read, exp eight lanes at a time. Long prompts
+ *    spend their time here: an 8K-token prefill of the embedded model was 2/3 attention in the reference form.
+ * build/tools/attention_lab checks the two against each other bit for bit and times them. */
 #include "ops.h"
+
+#include "core/threadpool.h"
 
 #include <string.h>
 
-enum { BLOCK = 32, MAX_GROUP = 64 };
+enum { KB = SP_ATTN_KEY_BLOCK };
 
-static inline const float *kv_row(const float *base, const sp_kv_view *kv, int64_t p, int32_t g, int32_t head_dim) {
-    int64_t page = kv->pages[p / kv->page_tokens], row = p % kv->page_tokens;
-    return base + page * kv->page_stride + ((int64_t)g * kv->page_tokens + row) * head_dim;
+/* q·k as ops.h defines it: eight lane chains of fused multiply-adds, then a fixed tree (head_dim % 8 == 0; a
+ * remainder, which only the reference form accepts, is added last in order). */
+static float dot_ref(const float *q, const float *k, int32_t hd) {
+    float l[8] = {0};
+    int32_t d = 0;
+    for (; d + 8 <= hd; d += 8)
+        for (int j = 0; j < 8; j++) l[j] = fmaf(q[d + j], k[d + j], l[j]);
+    float s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    for (; d < hd; d++) s = fmaf(q[d], k[d], s);
+    return s;
 }
 
-/* Eight independent partial sums: the loop vectorizes without reassociating a single accumulator. */
-static inline float dot(const float *a, const float *b, int32_t n) {
-    float s[8] = {0};
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) s[j] += a[i + j] * b[i + j];
-    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; i++) r += a[i] * b[i];
-    return r;
+/* One query head of row i, written out as ops.h states the arithmetic. */
+static void attend_row(const sp_attn_args *a, int64_t i, int32_t g, const float *q, float *o) {
+    int32_t hd = a->head_dim;
+    int64_t len = a->n_past + i + 1; /* causal: position n_past+i sees 0 ..= n_past+i */
+    float m = -INFINITY, l = 0, s[KB];
+    for (int64_t p0 = 0; p0 < len; p0 += KB) {
+        int32_t nb = (int32_t)(len - p0 < KB ? len - p0 : KB);
+        float mx = m;
+        for (int32_t j = 0; j < KB; j++) {
+            s[j] = j < nb ? dot_ref(q, sp_kv_row(a->kv->k, a->kv, p0 + j, g, hd), hd) * a->scale : -INFINITY;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        float corr = sp_exp_neg(m - mx);
+        for (int32_t j = 0; j < KB; j++) s[j] = sp_exp_neg(s[j] - mx);
+        l = l * corr + sp_attn_block_sum(s);
+        for (int32_t d = 0; d < hd; d++) o[d] = p0 ? o[d] * corr : 0.0f;
+        for (int32_t j = 0; j < nb; j++) {
+            const float *v = sp_kv_row(a->kv->v, a->kv, p0 + j, g, hd);
+            for (int32_t d = 0; d < hd; d++) o[d] = fmaf(s[j], v[d], o[d]);
+        }
+        m = mx;
+    }
+    for (int32_t d = 0; d < hd; d++) o[d] /= l;
 }
 
-typedef struct {
-    float *out;
-    const float *q;
-    const sp_kv_view *kv;
-    int32_t n_past, n_heads, n_kv_heads, head_dim;
-    float scale;
-} attn_args;
-
-static void attend(void *ctx, int64_t begin, int64_t end, int thread) {
-    const attn_args *a = ctx;
+static void attend_ref(void *ctx, int64_t begin, int64_t end, int thread) {
+    const sp_attn_args *a = ctx;
     int32_t G = a->n_heads / a->n_kv_heads, hd = a->head_dim;
-    float m[MAX_GROUP], l[MAX_GROUP], s[MAX_GROUP][BLOCK];
     for (int64_t item = begin; item < end; item++) {
         int64_t i = item / a->n_kv_heads;
         int32_t g = (int32_t)(item % a->n_kv_heads);
-        int64_t len = a->n_past + i + 1; /* causal: position n_past+i sees 0 ..= n_past+i */
-        const float *q = a->q + (i * a->n_heads + (int64_t)g * G) * hd;
-        float *o = a->out + (i * a->n_heads + (int64_t)g * G) * hd;
-        memset(o, 0, sizeof(float) * (size_t)G * (size_t)hd);
-        for (int32_t h = 0; h < G; h++) m[h] = -INFINITY, l[h] = 0;
-        for (int64_t p0 = 0; p0 < len; p0 += BLOCK) {
-            int32_t nb = (int32_t)(len - p0 < BLOCK ? len - p0 : BLOCK);
-            /* scores = q·kᵀ · scale */
-            for (int32_t j = 0; j < nb; j++) {
-                const float *k = kv_row(a->kv->k, a->kv, p0 + j, g, hd);
-                for (int32_t h = 0; h < G; h++) s[h][j] = dot(q + (int64_t)h * hd, k, hd) * a->scale;
-            }
-            /* online softmax: rescale what was accumulated under the old max */
-            for (int32_t h = 0; h < G; h++) {
-                float mx = m[h];
-                for (int32_t j = 0; j < nb; j++) mx = s[h][j] > mx ? s[h][j] : mx;
-                float corr = expf(m[h] - mx);
-                if (corr != 1.0f) {
-                    l[h] *= corr;
-                    for (int32_t d = 0; d < hd; d++) o[(int64_t)h * hd + d] *= corr;
-                }
-                for (int32_t j = 0; j < nb; j++) {
-                    s[h][j] = expf(s[h][j] - mx);
-                    l[h] += s[h][j];
-                }
-                m[h] = mx;
-            }
-            /* out += p · v */
-            for (int32_t j = 0; j < nb; j++) {
-                const float *v = kv_row(a->kv->v, a->kv, p0 + j, g, hd);
-                for (int32_t h = 0; h < G; h++) {
-                    float p = s[h][j], *oh = o + (int64_t)h * hd;
-                    for (int32_t d = 0; d < hd; d++) oh[d] += p * v[d];
-                }
-            }
-        }
-        for (int32_t h = 0; h < G; h++)
-            for (int32_t d = 0; d < hd; d++) o[(int64_t)h * hd + d] /= l[h];
+        for (int32_t h = g * G; h < (g + 1) * G; h++)
+            attend_row(a, i, g, a->q + (i * a->n_heads + h) * hd, a->out + (i * a->n_heads + h) * hd);
     }
 }
 
+#if defined(__x86_64__)
+/* The tiled form's work items. Query blocks near the end of a prompt see more keys, and the pool splits items into
+ * contiguous ranges, so blocks are listed from both ends alternately (first, last, second, second to last, …):
+ * every range then holds about the same work. */
+typedef struct {
+    const sp_attn_args *a;
+    int64_t n_blocks, rows;
+} tile_items;
+
+static void attend_tiles(void *ctx, int64_t begin, int64_t end, int thread) {
+    const tile_items *t = ctx;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t z = item / t->a->n_kv_heads, b = z % 2 ? t->n_blocks - 1 - z / 2 : z / 2;
+        int64_t i1 = (b + 1) * t->rows < t->a->n ? (b + 1) * t->rows : t->a->n;
+        sp_attention_tile_avx2(t->a, b * t->rows, i1, (int32_t)(item % t->a->n_kv_heads));
+    }
+}
+#endif
+
 void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
                       int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
-    attn_args a = {out, q, kv, n_past, n_heads, n_kv_heads, head_dim, scale};
-    sp_cpu_for(be, n * n_kv_heads, attend, &a);
+    sp_attn_args a = {out, q, kv, n, n_past, n_heads, n_kv_heads, head_dim, scale};
+#if defined(__x86_64__)
+    const sp_cpu *cpu = be->pool ? sp_threadpool_cpu(be->pool) : NULL;
+    if (cpu && cpu->avx2 && cpu->fma && head_dim % 8 == 0) {
+        /* about 64 (query row, head) pairs per tile: K and V blocks stay in L1/L2 while every pair uses them */
+        int32_t G = n_heads / n_kv_heads;
+        tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1};
+        t.n_blocks = (n + t.rows - 1) / t.rows;
+        sp_cpu_for(be, t.n_blocks * n_kv_heads, attend_tiles, &t);
+        return;
+    }
+#endif
+    sp_cpu_for(be, n * n_kv_heads, attend_ref, &a);
+}
+
+/* The reference form whatever the CPU (the lab and tests compare the tiled form with it). */
+void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a) {
+    sp_cpu_for(be, a->n * a->n_kv_heads, attend_ref, (void *)a);
 }
 
 void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
@@ -93,7 +113,7 @@ void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k,
     for (int64_t i = 0; i < n; i++)
         for (int32_t g = 0; g < n_kv_heads; g++) {
             int64_t src = (i * n_kv_heads + g) * head_dim;
-            memcpy((float *)kv_row(kv->k, kv, n_past + i, g, head_dim), k + src, bytes);
-            memcpy((float *)kv_row(kv->v, kv, n_past + i, g, head_dim), v + src, bytes);
+            memcpy((float *)sp_kv_row(kv->k, kv, n_past + i, g, head_dim), k + src, bytes);
+            memcpy((float *)sp_kv_row(kv->v, kv, n_past + i, g, head_dim), v + src, bytes);
         }
 }

@@ -27,6 +27,61 @@ void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v,
 double sp_sum_exp_avx2(const float *z, int32_t n, float mx, float scale);
 void sp_exp_weights_avx2(float *w, const float *z, int32_t n, float mx, float scale);
 
+/* ---- attention (attention.c; attention_avx2.c) ----
+ * The arithmetic every path follows, so that a query row's output depends only on its own inputs (batch and chunk
+ * invariance: decode, prefill chunks of any size and verify blocks give the same bits): keys are taken in blocks of
+ * SP_ATTN_KEY_BLOCK counted from position 0; a score is Σ_d q·k as eight lane chains (lane l sums d ≡ l mod 8 with
+ * fused multiply-adds, in order of d), added as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), times scale; per block the
+ * running max m' = max(m, scores), corr = exp(m − m'), p = exp(score − m') (sp_exp_neg; 0 for keys the row does
+ * not see), l = l·corr + sum(p) (the block's 32 weights summed as sp_attn_block_sum does), o = o·corr then
+ * o = fma(p_j, v_j, o) for each visible key j in order; the output is o / l. */
+enum { SP_ATTN_KEY_BLOCK = 32 };
+
+typedef struct sp_attn_args {
+    float *out;                  /* (n, n_heads, head_dim) */
+    const float *q;              /* (n, n_heads, head_dim) */
+    const sp_kv_view *kv;
+    int64_t n;
+    int32_t n_past, n_heads, n_kv_heads, head_dim;
+    float scale;
+} sp_attn_args;
+
+static inline const float *sp_kv_row(const float *base, const sp_kv_view *kv, int64_t p, int32_t g, int32_t head_dim) {
+    int64_t page = kv->pages[p / kv->page_tokens], row = p % kv->page_tokens;
+    return base + page * kv->page_stride + ((int64_t)g * kv->page_tokens + row) * head_dim;
+}
+
+/* exp(x) for x ≤ 0 (Cephes expf polynomial, within 2 ulp; 0 below −87 and for −inf), written op for op as the
+ * eight-lane form in attention_avx2.c computes each lane, so the two agree bit for bit. */
+static inline float sp_exp_neg(float in) {
+    float x = in > -87.0f ? in : -87.0f;
+    float n = nearbyintf(x * 1.44269504f);
+    float r = fmaf(-n, 0.693359375f, x);
+    r = fmaf(n, 2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    float y = fmaf(p * r, r, r) + 1.0f;
+    union { uint32_t u; float f; } e = {.u = (uint32_t)((int32_t)n + 127) << 23};
+    return in >= -87.0f ? y * e.f : 0.0f;
+}
+
+/* The sum of a block's SP_ATTN_KEY_BLOCK weights in the order the AVX2 form adds them: four vectors of eight
+ * ((v0+v1)+(v2+v3)), then the eight lanes as ((w0+w4)+(w2+w6))+((w1+w5)+(w3+w7)). */
+static inline float sp_attn_block_sum(const float *p) {
+    float w[8];
+    for (int l = 0; l < 8; l++) w[l] = (p[l] + p[8 + l]) + (p[16 + l] + p[24 + l]);
+    return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
+}
+
+/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (needs head_dim % 8 == 0). */
+void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g);
+/* The reference form over all of a's rows, whatever the CPU (for the lab and tests). */
+void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a);
+
 void sp_cpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n);
 void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);
