@@ -174,6 +174,7 @@ typedef struct quantize_job {
     const sp_tensor *t;
     sp_matrix *m;
     uint8_t *dst;
+    bool avx2;
     _Atomic bool oom;
 } quantize_job;
 
@@ -189,8 +190,12 @@ static void quantize_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     src.type = j->t->dtype == SP_DTYPE_F32 ? SP_MAT_F32 : j->t->dtype == SP_DTYPE_BF16 ? SP_MAT_BF16 : SP_MAT_F16;
     src.row_bytes = sp_mtype_row_bytes(src.type, cols);
     for (int64_t r = r0; r < r1; r++) {
-        sp_matrix_row_f32(&src, r, tmp);
         uint8_t *row = j->dst + r * j->m->row_bytes;
+#if defined(__x86_64__)
+        if (j->avx2 && sp_quantize_row_avx2(j->m->type, src.type, (const uint8_t *)src.data + r * src.row_bytes, cols, row))
+            continue;
+#endif
+        sp_matrix_row_f32(&src, r, tmp);
         if (j->m->type == SP_MAT_Q8) sp_quantize_row_q8(tmp, cols, row);
         else sp_quantize_row_q4(tmp, cols, row);
     }
@@ -237,7 +242,10 @@ splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_
     if (!dst)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "tensor %s: cannot allocate %zu bytes for %s weights", t->name, bytes,
                        sp_mtype_name(m->type));
-    quantize_job job = {.t = t, .m = m, .dst = dst};
+    sp_cpu cpu;
+    if (pool) cpu = *sp_threadpool_cpu(pool);
+    else sp_cpu_detect(&cpu);
+    quantize_job job = {.t = t, .m = m, .dst = dst, .avx2 = cpu.avx2 && cpu.f16c};
     sp_parallel_for(pool, m->rows, quantize_rows, &job);
     if (atomic_load(&job.oom)) {
         free(dst);

@@ -85,6 +85,10 @@ void sp_matrix_row_f32(const sp_matrix *m, int64_t r, float *out);
  * formats are defined by these two functions. */
 void sp_quantize_row_q8(const float *x, int64_t cols, void *row);
 void sp_quantize_row_q4(const float *x, int64_t cols, void *row);
+/* The same two quantizers reading an F32/BF16/F16 row as stored, eight lanes at a time (quant_avx2.c; the caller
+ * checks the CPU): the reference's bits. False, with `row` unspecified, where it leaves the row to the reference
+ * (cols % 32 != 0, a Q4 row holding a NaN). */
+bool sp_quantize_row_avx2(sp_mtype to, sp_mtype from, const void *src, int64_t cols, void *row);
 /* One row into the MLX4 / MLX8 layout (cols a multiple of 64) as mlx.core.quantize(mode="affine") computes it:
  * scale = (max − min) / (2^bits − 1), then the larger-magnitude edge is made exact (scale = edge / round(edge /
  * scale), bias = edge), q = round((w − bias) / scale) clamped. For tests and fixtures; checkpoints bring their own. */

@@ -121,6 +121,52 @@ static void quantizers(void) {
     CHECK(memcmp(b8, ints, sizeof b8) == 0 && memcmp(b4, ints4, sizeof b4) == 0, "integer weights survive q8 and q4 exactly");
 }
 
+/* The load-time quantizers (sp_matrix_from_tensor: AVX2 where the CPU has it) give the scalar reference's bits, from
+ * f32, bf16 and f16 tensors: random rows of several scales (down to f16 subnormal scales, up to near f16's range),
+ * and groups that are all zeros, hold −0 and +0 as extremes, an infinity, or a NaN (Q4 then takes the scalar path). */
+static void quantizers_at_load(sp_threadpool *pool) {
+    enum { ROWS = 40, COLS = 9 * 32 };
+    static float x[ROWS * COLS];
+    for (int r = 0; r < ROWS; r++) {
+        float scale = r < 8 ? 1e-6f : r < 16 ? 0.02f : r < 24 ? 3.0f : r < 32 ? 2000.0f : 0.5f;
+        for (int k = 0; k < COLS; k++) {
+            float g = gauss();
+            x[r * COLS + k] = scale * (r % 3 == 0 ? g * g * g : g); /* some rows heavy-tailed */
+        }
+    }
+    float *e = x + 32 * COLS; /* edge cases, one group each */
+    for (int k = 0; k < 32; k++) e[k] = 0.0f, e[32 + k] = k % 2 ? 0.0f : 0.5f, e[64 + k] = k % 2 ? -0.0f : 0.5f;
+    e[96] = -0.0f, e[97] = 0.0f, e[128 + 5] = INFINITY, e[160 + 7] = -INFINITY, e[COLS + 9] = NAN, e[2 * COLS + 1] = -NAN;
+    for (int k = 0; k < 32; k++) e[3 * COLS + k] = -1.0f - (float)k, e[3 * COLS + 40 + k] = k == 3 ? -0.0f : (float)k;
+    static uint16_t bf[ROWS * COLS], hf[ROWS * COLS];
+    static float xs[3][ROWS * COLS]; /* x as each dtype holds it */
+    for (int i = 0; i < ROWS * COLS; i++) {
+        bf[i] = sp_f32_to_bf16(x[i]), hf[i] = sp_f32_to_f16(x[i]);
+        xs[0][i] = x[i], xs[1][i] = sp_bf16_to_f32(bf[i]), xs[2][i] = sp_f16_to_f32(hf[i]);
+    }
+    static const sp_dtype dtypes[3] = {SP_DTYPE_F32, SP_DTYPE_BF16, SP_DTYPE_F16};
+    const void *data[3] = {x, bf, hf};
+    for (int q = 0; q < 2; q++) {
+        bool ok = true;
+        for (int t = 0; t < 3; t++) {
+            sp_tensor ten = {.name = "w", .dtype = dtypes[t], .ndim = 2, .shape = {ROWS, COLS}, .data = data[t],
+                             .nbytes = (uint64_t)ROWS * COLS * (t ? 2 : 4), .file = "model.safetensors"};
+            sp_matrix m;
+            void *owned = NULL;
+            ok &= sp_matrix_from_tensor(pool, &ten, q ? SP_QUANT_Q4 : SP_QUANT_Q8, &m, &owned) == SPLASH_OK;
+            uint8_t expect[9 * 34];
+            for (int r = 0; r < ROWS && ok; r++) {
+                if (q) sp_quantize_row_q4(xs[t] + r * COLS, COLS, expect);
+                else sp_quantize_row_q8(xs[t] + r * COLS, COLS, expect);
+                ok &= memcmp(expect, (const uint8_t *)m.data + r * m.row_bytes, (size_t)m.row_bytes) == 0;
+            }
+            free(owned);
+        }
+        CHECK(ok, "%s at load (%s): the reference's bits from f32, bf16 and f16, 40 rows incl. zeros, ±0, ±inf, NaN",
+              q ? "q4" : "q8", sp_threadpool_cpu(pool)->avx2 ? "AVX2" : "scalar");
+    }
+}
+
 /* ---- the x quantizer: every ISA bit-identical to the reference --------------------------------------------------- */
 
 static const sp_matmul_kernels *kernels_of(sp_isa isa) {
@@ -380,6 +426,7 @@ int main(int argc, char **argv) {
     conversions(&cpu);
     quantizers();
     from_tensor(pools[1]);
+    quantizers_at_load(pools[1]);
     for (int i = 0; i < SP_ISA_COUNT; i++) {
         sp_isa isa = (sp_isa)i;
         if (only && strcmp(only, sp_isa_name(isa)) != 0) continue;

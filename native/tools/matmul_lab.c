@@ -8,13 +8,14 @@
  *   3. measures each GEMV (n = 1, best ISA) over 17408 x 5120 matrices rotated through >= 512 MiB, so nothing is
  *      served from cache, as GB/s of weights read and as a fraction of the bandwidth measured right before it;
  *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
- *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately).
+ *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately);
+ *   5. measures quantizing a bf16 tensor at load (q8, q4): the scalar reference vs sp_matrix_from_tensor.
  * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out. Each figure
  * is also given from CPU time (process CPU seconds / threads, "cpu" columns): what the kernels achieve while they
  * hold the cores, which is the honest figure on a machine shared with other work (the load average and the CPU
  * share this process got are printed too). It prints tables and, last, one JSON line with every figure.
  *
- *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only | --no-check] [--quick]
+ *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only | --no-check | --quantize-only] [--quick]
  *   --quick: smaller working sets and fewer repetitions (a smoke run, not a measurement).
  * Record figures in BENCHMARKS.md with the exact command.
  */
@@ -223,6 +224,46 @@ static timing best_call(sp_threadpool *pool, const sp_matrix *mats, int count, c
     return best;
 }
 
+/* ---- 5. quantizing at load ---------------------------------------------------------------------------------------
+ * A rows x cols bf16 tensor (as checkpoints store weights) to Q8 and Q4: the scalar reference row by row on one
+ * thread, and sp_matrix_from_tensor as loading runs it (the best ISA's row quantizer, all threads). Figures: GB/s of
+ * bf16 input over wall time and per core-second of CPU time. */
+typedef struct quant_timing {
+    double ref_cpu, load_wall, load_cpu; /* GB/s */
+} quant_timing;
+
+static quant_timing measure_quantize(sp_threadpool *pool, sp_quant q, int64_t rows, int64_t cols) {
+    uint16_t *w = xalloc((size_t)(rows * cols) * 2);
+    for (int64_t i = 0; i < rows * cols; i++) w[i] = sp_f32_to_bf16(gauss() * 0.02f);
+    sp_tensor t = {.name = "lab", .dtype = SP_DTYPE_BF16, .ndim = 2, .shape = {rows, cols}, .data = w,
+                   .nbytes = (uint64_t)(rows * cols) * 2, .file = "lab"};
+    double bytes = (double)(rows * cols) * 2;
+    sp_mtype mt = q == SP_QUANT_Q8 ? SP_MAT_Q8 : SP_MAT_Q4;
+    sp_matrix src = {SP_MAT_BF16, rows, cols, w, cols * 2};
+    float *tmp = xalloc((size_t)cols * 4);
+    uint8_t *row = xalloc((size_t)sp_mtype_row_bytes(mt, cols));
+    quant_timing r = {0, 0, 0};
+    for (int rep = 0; rep < 2; rep++) {
+        double c0 = process_cpu();
+        for (int64_t i = 0; i < rows; i++) {
+            sp_matrix_row_f32(&src, i, tmp);
+            if (mt == SP_MAT_Q8) sp_quantize_row_q8(tmp, cols, row);
+            else sp_quantize_row_q4(tmp, cols, row);
+        }
+        r.ref_cpu = fmax(r.ref_cpu, bytes / (process_cpu() - c0) / 1e9);
+        sp_matrix m;
+        void *owned = NULL;
+        double w0 = now();
+        c0 = process_cpu();
+        if (sp_matrix_from_tensor(pool, &t, q, &m, &owned) != SPLASH_OK) exit(2);
+        r.load_wall = fmax(r.load_wall, bytes / (now() - w0) / 1e9);
+        r.load_cpu = fmax(r.load_cpu, bytes / (process_cpu() - c0) / 1e9);
+        free(owned);
+    }
+    free(w), free(tmp), free(row);
+    return r;
+}
+
 /* Process CPU time over wall time since the last call: the share of `threads` cores this process actually got. */
 static double cpu_share(int threads) {
     static double wall0, cpu0;
@@ -234,14 +275,15 @@ static double cpu_share(int threads) {
 
 int main(int argc, char **argv) {
     int threads = 0;
-    bool check_only = false, no_check = false, quick = false;
+    bool check_only = false, no_check = false, quick = false, quantize_only = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
         else if (strcmp(argv[i], "--no-check") == 0) no_check = true;
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (strcmp(argv[i], "--quantize-only") == 0) quantize_only = no_check = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only] [--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -261,6 +303,17 @@ int main(int argc, char **argv) {
     double load[3] = {0};
     if (getloadavg(load, 1) < 0) load[0] = -1;
     int T = sp_threadpool_size(pool);
+    if (quantize_only) {
+        for (int q = 0; q < 2; q++) {
+            quant_timing r = measure_quantize(pool, q ? SP_QUANT_Q4 : SP_QUANT_Q8, 17408, 5120);
+            printf("quantize %s, 17408 x 5120 bf16, GB/s of input: scalar reference %.2f per core-second | at load (%d "
+                   "threads) %.2f wall, %.2f per core-second\n", q ? "q4" : "q8", r.ref_cpu, T, r.load_wall, r.load_cpu);
+        }
+        if (getloadavg(load + 1, 1) < 0) load[1] = -1;
+        printf("load average %.2f → %.2f\n", load[0], load[1]);
+        sp_threadpool_free(pool);
+        return 0;
+    }
     cpu_share(T);
     size_t stream_bytes = quick ? (256u << 20) : (1u << 30);
     int bw_reps = quick ? 2 : 5;
@@ -329,6 +382,13 @@ int main(int argc, char **argv) {
         printf("\n");
         free((void *)W.data);
     }
+    quant_timing qt[2];
+    printf("\nquantizing a %lld x %lld bf16 tensor at load, GB/s of bf16 input: scalar reference (one thread, per "
+           "core-second) | sp_matrix_from_tensor (%d threads: wall, per core-second)\n", (long long)rows, (long long)cols, T);
+    for (int q = 0; q < 2; q++) {
+        qt[q] = measure_quantize(pool, q ? SP_QUANT_Q4 : SP_QUANT_Q8, rows, cols);
+        printf("  %s   %6.2f | %6.2f %6.2f\n", q ? "q4" : "q8", qt[q].ref_cpu, qt[q].load_wall, qt[q].load_cpu);
+    }
     double share = cpu_share(T);
     if (getloadavg(load + 1, 1) < 0) load[1] = -1;
     printf("\nthis process got %.0f%% of %d cores over the measurements; load average %.2f at the end\n", 100 * share, T,
@@ -346,6 +406,9 @@ int main(int argc, char **argv) {
                    (long long)ns[k], gemm[ti][k].wall * 1e3, name, (long long)ns[k], speedup[ti][k].wall, name,
                    (long long)ns[k], speedup[ti][k].cpu);
     }
+    for (int q = 0; q < 2; q++)
+        printf(",\"quantize_%s_ref_cpu_gbs\":%.2f,\"quantize_%s_load_gbs\":%.2f,\"quantize_%s_load_cpu_gbs\":%.2f", q ? "q4" : "q8",
+               qt[q].ref_cpu, q ? "q4" : "q8", qt[q].load_wall, q ? "q4" : "q8", qt[q].load_cpu);
     printf("}\n");
     free(x);
     free(y);
