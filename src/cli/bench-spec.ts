@@ -4,7 +4,8 @@
 //
 // Reports, per drafter: mean acceptance length (tokens per verify cycle, the target's own included), the drafts
 // verified per cycle (the adaptive length), the acceptance rate per draft position (cycles that kept draft j of those
-// that verified it), and the decode speedup over no drafter: generated tokens per second of wall time, and per
+// that verified it) — also with every cycle at the drafter's longest block, the drafter's own acceptance curve —
+// and the decode speedup over no drafter: generated tokens per second of wall time, and per
 // second of this process's CPU time (the steadier figure when other work shares the machine). Each group of prompts
 // runs under every drafter back to back, so a change in the machine's load hits all alike; figures are medians over
 // rounds. Every drafter's output must equal the output without one (greedy
@@ -113,6 +114,8 @@ export default command({
     // per stream count and drafter: every round's total time, and the answers of the first round
     const timings: Record<number, Record<Drafter, Timing[]>> = {};
     const answers: Record<number, Record<Drafter, Answer[]>> = {};
+    const fixedRuns: Record<"mtp" | "dflash", Timing[]> = { mtp: [], dflash: [] };
+    const fixedAnswers: Record<"mtp" | "dflash", Answer[]> = { mtp: [], dflash: [] };
     try {
       for (const streams of [1, 4]) {
         timings[streams] = { none: [], mtp: [], dflash: [] };
@@ -130,6 +133,26 @@ export default command({
             }
           }
           for (const d of DRAFTERS) timings[streams]![d].push(total[d]);
+          if (streams === 1) {
+            /* the drafters' own acceptance, at their longest block every cycle (a second engine on the same model;
+               never two steps at once) */
+            for (const d of ["mtp", "dflash"] as const) {
+              const { model } = engines.get(d)!;
+              const fixedEngine = createEngine(nativeStepModel(model), { kvBudget: 64 * 2 ** 20, prefixCache: false, draftLength: model.drafter!.maxDraft });
+              let wallMs = 0;
+              let cpuMs = 0;
+              const got: Answer[] = [];
+              for (const p of prompts) {
+                const res = await group(fixedEngine, [p], maxTokens, stop);
+                wallMs += res.wallMs;
+                cpuMs += res.cpuMs;
+                got.push(...res.answers);
+              }
+              await fixedEngine.close();
+              fixedRuns[d].push({ wallMs, cpuMs });
+              if (r === 0) fixedAnswers[d] = got;
+            }
+          }
           for (const d of ["mtp", "dflash"] as const) {
             const c = engines.get(d)!.engine.scheduler.policy?.costs();
             if (c) log.info(`  ${d} costs learned (CPU): step ${c.a.toFixed(2)} + ${c.b.toFixed(2)}·rows ms, draft call ${c.c.toFixed(2)} + ${c.d.toFixed(2)}·drafts ms`);
@@ -145,20 +168,31 @@ export default command({
     }
 
     const reference = answers[1]!.none.map((a) => a.tokens);
-    const lossless = [1, 4].every((st) => DRAFTERS.every((d) => JSON.stringify(answers[st]![d].map((a) => a.tokens)) === JSON.stringify(reference)));
+    const same = (as: Answer[]) => JSON.stringify(as.map((a) => a.tokens)) === JSON.stringify(reference);
+    const lossless = [1, 4].every((st) => DRAFTERS.every((d) => same(answers[st]![d]))) && same(fixedAnswers.mtp) && same(fixedAnswers.dflash);
     const tokens = reference.reduce((n, t) => n + t.length, 0);
     const rate = (ts: Timing[], key: "wallMs" | "cpuMs") => median(ts.map((t) => (tokens / t[key]) * 1000));
+    // acceptance length and the rate of each draft position (cycles that kept draft j of those that verified it)
+    const acceptance = (as: Answer[]) => {
+      const specs = as.map((a) => a.spec).filter((s): s is SpeculationCounts => s !== undefined);
+      const sum = (f: (s: SpeculationCounts) => number) => specs.reduce((n, s) => n + f(s), 0);
+      const cycles = sum((s) => s.cycles);
+      const positions = (specs[0]?.acceptedAt ?? []).map((_, j) => {
+        const verified = sum((s) => s.verifiedAt![j]!);
+        return verified ? Number((sum((s) => s.acceptedAt![j]!) / verified).toFixed(3)) : null;
+      });
+      return {
+        length: cycles ? Number(((sum((s) => s.accepted) + cycles) / cycles).toFixed(3)) : 1,
+        perCycle: cycles ? Number((sum((s) => s.drafted) / cycles).toFixed(2)) : 0,
+        positions,
+      };
+    };
     const table: Record<string, unknown>[] = [];
     for (const streams of [1, 4]) {
       const by = timings[streams]!;
       for (const d of DRAFTERS) {
-        const specs = answers[streams]![d].map((a) => a.spec).filter((s): s is SpeculationCounts => s !== undefined);
-        const sum = (f: (s: SpeculationCounts) => number) => specs.reduce((n, s) => n + f(s), 0);
-        const cycles = sum((s) => s.cycles);
-        const positions = d === "none" ? [] : (specs[0]?.acceptedAt ?? []).map((_, j) => {
-          const verified = sum((s) => s.verifiedAt![j]!);
-          return verified ? Number((sum((s) => s.acceptedAt![j]!) / verified).toFixed(3)) : null;
-        });
+        const acc = acceptance(answers[streams]![d]);
+        const positions = acc.positions;
         const row = {
           streams,
           drafter: d,
@@ -166,16 +200,29 @@ export default command({
           tokensPerCpuSecond: Number(rate(by[d], "cpuMs").toFixed(1)),
           speedup: Number((rate(by[d], "wallMs") / rate(by.none, "wallMs")).toFixed(2)),
           cpuSpeedup: Number((rate(by[d], "cpuMs") / rate(by.none, "cpuMs")).toFixed(2)),
-          acceptanceLength: cycles ? Number(((sum((s) => s.accepted) + cycles) / cycles).toFixed(3)) : 1,
-          draftsPerCycle: cycles ? Number((sum((s) => s.drafted) / cycles).toFixed(2)) : 0,
+          acceptanceLength: acc.length,
+          draftsPerCycle: acc.perCycle,
           acceptedPerPosition: positions,
         };
         table.push(row);
         log.info(`${streams} stream${streams > 1 ? "s" : ""} ${d}: ${row.tokensPerSecond} tokens/s (${row.speedup}× wall, ${row.cpuSpeedup}× CPU time), acceptance length ${row.acceptanceLength} with ${row.draftsPerCycle} drafts a cycle${positions.length ? `, accepted per position ${positions.join(" ")}` : ""}`);
       }
     }
+    const fixed = (["mtp", "dflash"] as const).map((d) => {
+      const acc = acceptance(fixedAnswers[d]);
+      const row = {
+        drafter: d,
+        draftsPerCycle: acc.perCycle,
+        acceptanceLength: acc.length,
+        acceptedPerPosition: acc.positions,
+        speedup: Number((rate(fixedRuns[d], "wallMs") / rate(timings[1]!.none, "wallMs")).toFixed(2)),
+        cpuSpeedup: Number((rate(fixedRuns[d], "cpuMs") / rate(timings[1]!.none, "cpuMs")).toFixed(2)),
+      };
+      log.info(`1 stream ${d}, every cycle at ${row.draftsPerCycle} drafts: acceptance length ${row.acceptanceLength}, accepted per position ${acc.positions.join(" ")}; ${row.speedup}× wall, ${row.cpuSpeedup}× CPU time`);
+      return row;
+    });
     if (!lossless) log.error("a drafter changed the greedy output: speculation is not lossless");
-    console.log(JSON.stringify({ bench: "spec", model: "splash-tiny", quant, threads, prompts: prompts.length, maxTokens, rounds, generatedTokens: tokens, lossless, results: table }));
+    console.log(JSON.stringify({ bench: "spec", model: "splash-tiny", quant, threads, prompts: prompts.length, maxTokens, rounds, generatedTokens: tokens, lossless, results: table, longestBlock: fixed }));
     if (!lossless) process.exitCode = 1;
   },
 });

@@ -21,6 +21,7 @@ export type EngineOptions = {
   maxQueue?: number; // requests waiting before EngineOverloaded (default 256)
   maxStepTokens?: number; // tokens per step (default 512, at most the model's)
   stallTargetMs?: number; // how long a step may take when it carries a prompt next to decoding streams (default 200)
+  draftLength?: number; // drafts per cycle, fixed (benchmarks); default: adaptive (speculation.ts)
   snapshotInterval?: number; // tokens between GDN snapshots in long prompts (default 4096)
   prefixCache?: boolean; // default true
   cacheSalt?: string; // names the model in prefix-cache hashes (model id, weights, quantization)
@@ -91,6 +92,7 @@ export class SplashEngine implements Engine {
       maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
       vocabSize: model.vocabSize,
       ...(model.drafter && runner.draft ? { drafter: model.drafter } : {}),
+      ...(options.draftLength !== undefined ? { draftLength: options.draftLength } : {}),
     });
     this.scheduler.onFinish = (seq) => {
       if (seq.admittedAt > 0) this.serviceSeconds = 0.8 * this.serviceSeconds + 0.2 * ((performance.now() - seq.admittedAt) / 1000);

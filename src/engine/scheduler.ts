@@ -27,6 +27,7 @@ export type SchedulerOptions = {
   maxQueue: number;
   vocabSize: number;
   drafter?: DrafterSpec;
+  draftLength?: number; // fixed drafts per cycle instead of the adaptive policy's
 };
 
 // A chunk that drafts asks for `draft` tokens; once attached, `verify` says how many are verified of how many
@@ -243,7 +244,9 @@ export class Scheduler {
     let seqs = 0;
     const speculating = chunks.filter((c) => wantsDraft(c.seq.request, drafter));
     const policy = this.policy!;
-    const wanted = policy.plan(speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0))));
+    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0)));
+    const fixed = this.options.draftLength;
+    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => fixed);
     for (const [i, c] of speculating.entries()) {
       const seq = c.seq;
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
