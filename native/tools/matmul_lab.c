@@ -4,7 +4,7 @@
  * f32, bf16, f16, q8 and q4 weights. This program
  *   1. checks every available ISA × type against the scalar reference at odd shapes and at the real shapes of
  *      Qwen3.8-27B (hidden 5120; GDN qkv 10240, z 6144; MLP 17408; the 248320-row head at small cols);
- *   2. measures this machine's memory read bandwidth (all threads streaming over 1 GiB, best of 5);
+ *   2. measures this machine's memory read bandwidth (core/bandwidth.h: all threads streaming over 1 GiB, best of 5);
  *   3. measures each GEMV (n = 1, best ISA) over 17408 x 5120 matrices rotated through >= 512 MiB, so nothing is
  *      served from cache, as GB/s of weights read and as a fraction of the bandwidth measured right before it;
  *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
@@ -20,6 +20,7 @@
  * Record figures in BENCHMARKS.md with the exact command.
  */
 #include "backends/cpu/matmul.h"
+#include "core/bandwidth.h"
 #include "core/quant.h"
 #include "core/threadpool.h"
 
@@ -29,9 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 static double now(void) {
     struct timespec t;
@@ -135,51 +133,6 @@ static int check_all(sp_threadpool *pool, const sp_cpu *cpu, bool quick) {
 
 /* ---- 2. memory read bandwidth ----------------------------------------------------------------------------------- */
 
-typedef struct stream_job {
-    const uint64_t *buf;
-    int64_t words;
-    bool avx2;
-    uint64_t sums[256];
-} stream_job;
-
-#if defined(__x86_64__)
-/* Reads lines [begin, end) of the buffer with 256-bit loads, as four concurrent streams (one per quarter of the
- * range) like the GEMV's four rows: one sequential stream per core does not reach the memory system's limit. */
-__attribute__((target("avx2"))) static uint64_t stream_avx2(const uint64_t *p, int64_t begin, int64_t end) {
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    const __m256i *v = (const __m256i *)p;
-    int64_t q = (end - begin) / 4 * 2; /* 256-bit words per quarter */
-    const __m256i *s0 = v + begin * 2, *s1 = s0 + q, *s2 = s1 + q, *s3 = s2 + q;
-    for (int64_t i = 0; i + 2 <= q; i += 2) {
-        a = _mm256_add_epi64(a, _mm256_add_epi64(_mm256_load_si256(s0 + i), _mm256_load_si256(s0 + i + 1)));
-        b = _mm256_add_epi64(b, _mm256_add_epi64(_mm256_load_si256(s1 + i), _mm256_load_si256(s1 + i + 1)));
-        c = _mm256_add_epi64(c, _mm256_add_epi64(_mm256_load_si256(s2 + i), _mm256_load_si256(s2 + i + 1)));
-        d = _mm256_add_epi64(d, _mm256_add_epi64(_mm256_load_si256(s3 + i), _mm256_load_si256(s3 + i + 1)));
-    }
-    a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-    return (uint64_t)_mm256_extract_epi64(a, 0) ^ (uint64_t)_mm256_extract_epi64(a, 3);
-}
-#endif
-
-static void stream_read(void *ctx, int64_t begin, int64_t end, int thread) {
-    stream_job *j = ctx;
-    const uint64_t *p = j->buf;
-#if defined(__x86_64__)
-    if (j->avx2) {
-        j->sums[thread & 255] += stream_avx2(p, begin, end);
-        return;
-    }
-#endif
-    uint64_t a = 0, b = 0, c = 0, d = 0; /* four chains; the compiler vectorizes the adds */
-    for (int64_t i = begin * 8; i < end * 8; i += 8) {
-        a += p[i] + p[i + 4];
-        b += p[i + 1] + p[i + 5];
-        c += p[i + 2] + p[i + 6];
-        d += p[i + 3] + p[i + 7];
-    }
-    j->sums[thread & 255] += a ^ b ^ c ^ d;
-}
-
 /* Best wall time and best CPU time (process CPU seconds over threads) of a repeated measurement. */
 typedef struct timing {
     double wall, cpu;
@@ -196,17 +149,11 @@ static void keep_best(timing *b, double wall0, double cpu0, int threads) {
     b->cpu = fmin(b->cpu, (process_cpu() - cpu0) / threads);
 }
 
+/* The one measurement of core/bandwidth.h, shared with `splash bench decode`. */
 static timing measure_bandwidth(sp_threadpool *pool, size_t bytes, int reps) {
-    stream_job j = {.buf = xalloc(bytes), .words = (int64_t)(bytes / 8), .avx2 = sp_threadpool_cpu(pool)->avx2};
-    memset((void *)j.buf, 1, bytes);
-    timing best = {1e30, 1e30};
-    for (int r = 0; r < reps; r++) {
-        double w0 = now(), c0 = process_cpu();
-        sp_parallel_for(pool, j.words / 8, stream_read, &j); /* one item = one 64-byte line */
-        keep_best(&best, w0, c0, sp_threadpool_size(pool));
-    }
-    free((void *)j.buf);
-    return (timing){(double)bytes / best.wall / 1e9, (double)bytes / best.cpu / 1e9}; /* GB/s */
+    sp_bandwidth bw;
+    if (sp_memory_bandwidth(pool, bytes, reps, &bw) != SPLASH_OK) exit(2);
+    return (timing){bw.gbs, bw.cpu_gbs}; /* GB/s */
 }
 
 /* ---- 3 and 4. GEMV bandwidth and GEMM throughput ------------------------------------------------------------------ */
