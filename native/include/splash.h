@@ -200,7 +200,7 @@ typedef struct splash_drafter_options {
     int32_t kind;             /* SPLASH_DRAFT_MTP (the checkpoint's mtp.* layer) or SPLASH_DRAFT_DFLASH */
     const char *dir;          /* DFlash: the drafter's directory (config.json + safetensors); MTP: NULL */
     int32_t max_draft;        /* most drafts per cycle: MTP chain length (0 = 3), DFlash ≤ block_size − 1 (0 = that) */
-    int32_t max_seqs;         /* most sequences one splash_draft or splash_step_spec verifies (0 = 16) */
+    int32_t max_seqs;         /* most sequences one splash_draft or splash_step_spec verifies (0 = 8) */
 } splash_drafter_options;
 
 typedef struct splash_drafter_info {

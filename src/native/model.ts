@@ -45,7 +45,7 @@ export type DrafterOptions = {
   kind: DrafterKind;
   dir?: string; // DFlash: the drafter's directory
   maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash default block_size − 1)
-  maxSeqs?: number; // sequences one draft or verify call handles at most (default 16)
+  maxSeqs?: number; // sequences one draft or verify call handles at most (default 8)
 };
 
 export type DrafterInfo = {
