@@ -202,16 +202,23 @@ export class SplashEngine implements Engine {
       try {
         const policy = this.scheduler.policy;
         let cpu = process.cpuUsage();
+        let draftMs = 0;
         if (plan.drafts.length > 0) {
           this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
-          policy!.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), cpuMs(cpu));
+          draftMs = cpuMs(cpu);
+          policy!.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), draftMs);
           cpu = process.cpuUsage();
         }
         const t0 = performance.now();
         const results = await this.runner.step(plan.batch);
         this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
         /* decode-only steps: a verify row costs more than a prompt row (logits and a sample for every row) */
-        if (policy && plan.promptTokens === 0) policy.observeStep(plan.decodeTokens, cpuMs(cpu));
+        if (policy && plan.promptTokens === 0) {
+          const stepMs = cpuMs(cpu);
+          policy.observeStep(plan.decodeTokens, stepMs);
+          const emitted = results.reduce((n, r) => n + (r ? 1 + (r.accepted?.length ?? 0) : 0), 0);
+          policy.observeDecode(emitted, stepMs + draftMs, plan.drafts.length > 0);
+        }
         this.scheduler.complete(plan, results);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));

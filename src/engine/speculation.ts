@@ -26,7 +26,10 @@
 // cycle through every draft length so that the costs can be told apart. So acceptance dropping shortens
 // the block, and so does a machine where each verified row costs nearly a full step (a small model computing rather
 // than reading weights): there k = 0 can win, and the sequence then drafts one token every PROBE_EVERY-th step to
-// keep its acceptance rates current.
+// keep its acceptance rates current. Above the model sits a gate on what is actually delivered: the engine's tokens
+// per CPU ms in decoding steps that drafted against those that did not; while drafting delivers less, greedy
+// sequences do not draft, except on every GATE_PROBE-th step (and plain steps are probed the same way while
+// drafting wins), so what the cost model misses (the scheduler's own work, the machine) still decides.
 //
 // A sampling sequence (temperature > 0) must come out the same for a seed whatever runs beside it and however fast
 // the machine is, and with rejection sampling the tokens depend on where the blocks fall. Its k therefore depends
@@ -39,6 +42,8 @@ const ALPHA = 0.2; // acceptance-rate averaging
 const FORGET = 0.97; // weight of the previous observations in the cost fits, per observation
 const PROBE_EVERY = 8; // steps between one-draft probes of a sequence that drafts nothing
 const MIN_REACH = 0.25; // sampling sequences: how likely the last draft of a block must be to be accepted
+const GATE_ALPHA = 0.1; // averaging of the gate's token rates
+const GATE_PROBE = 16; // steps between the gate's probes of the way it is not taking
 
 // Per-sequence speculation state and counters (the counters feed EngineStats and the request's done event).
 export class Speculation {
@@ -142,16 +147,33 @@ export class SpeculationPolicy {
   }
 
   // k for each sequence (before the caps of the sequence and of the step).
+  // Tokens per CPU ms of the decoding steps that drafted and of those that did not (exponential averages).
+  observeDecode(tokens: number, ms: number, drafted: boolean): void {
+    const rate = tokens / Math.max(ms, 1e-3);
+    if (drafted) this.draftedRate = this.draftedRate === undefined ? rate : (1 - GATE_ALPHA) * this.draftedRate + GATE_ALPHA * rate;
+    else this.plainRate = this.plainRate === undefined ? rate : (1 - GATE_ALPHA) * this.plainRate + GATE_ALPHA * rate;
+  }
+
+  private draftedRate: number | undefined;
+  private plainRate: number | undefined;
+  private steps = 0;
+
   plan(specs: readonly Speculation[]): number[] {
     const step = this.step.fit();
     const draft = this.draft.fit();
     const n = specs.length;
+    /* the gate: whatever the cost model says, greedy sequences stop drafting while drafting steps deliver fewer tokens
+     * per ms than plain ones; every GATE_PROBE-th step runs the other way to keep both rates current */
+    const probe = ++this.steps % GATE_PROBE === 0;
+    const gated = this.draftedRate !== undefined && this.plainRate !== undefined && this.draftedRate < this.plainRate;
+    const plain = this.plainRate === undefined ? this.steps % 4 === 0 : gated !== probe;
     return specs.map((s) => {
       if (s.sampled) {
         let k = 1;
         for (let reach = s.rates[0]!; k < s.maxDraft && (reach *= s.rates[k]!) >= MIN_REACH; ) k++;
         return k;
       }
+      if (plain) return 0;
       if (!step || !draft) return 1 + (s.cycles % s.maxDraft); // learning the costs: every length in turn
       const [a, b] = step;
       const [c, d] = draft;
@@ -161,7 +183,7 @@ export class SpeculationPolicy {
         const rate = s.expected(k) / ((a + c) / n + b * (k + 1) + d * k);
         if (rate > bestRate) (best = k), (bestRate = rate);
       }
-      if (best === 0 && ++s.idle >= PROBE_EVERY) best = 1;
+      if (best === 0 && (++s.idle >= PROBE_EVERY || gated)) best = 1; /* a probe (gated: the gate's drafting step) */
       if (best > 0) s.idle = 0;
       return best;
     });

@@ -4,13 +4,16 @@
 import { expect, test } from "bun:test";
 import { Speculation, SpeculationPolicy } from "../../src/engine/speculation.ts";
 
-// A policy that has seen steps of 1..8 rows costing a + b·rows and draft calls of 1..7 drafts costing c + d·drafts.
-function trained(a: number, b: number, c: number, d: number): SpeculationPolicy {
+// A policy that has seen steps of 1..8 rows costing a + b·rows and draft calls of 1..7 drafts costing c + d·drafts,
+// and whose drafting steps delivered `gate` times the tokens per ms of plain ones.
+function trained(a: number, b: number, c: number, d: number, gate = 2): SpeculationPolicy {
   const p = new SpeculationPolicy(7);
   for (let i = 0; i < 40; i++) {
     p.observeStep(1 + (i % 8), a + b * (1 + (i % 8)));
     p.observeDraft(1 + (i % 7), c + d * (1 + (i % 7)));
   }
+  p.observeDecode(1, 1, false);
+  p.observeDecode(gate, 1, true);
   return p;
 }
 
@@ -60,9 +63,20 @@ test("acceptance dropping shortens the block", () => {
 test("a row costs nearly a step: no drafts, with a one-draft probe every 8 steps", () => {
   const policy = trained(1, 1, 1, 0.5);
   const s = accepting(0.5);
-  const ks = Array.from({ length: 16 }, () => policy.plan([s])[0]);
+  const ks = Array.from({ length: 15 }, () => policy.plan([s])[0]);
   expect(ks.filter((k) => k === 0).length).toBe(14);
-  expect(ks.filter((k) => k === 1).length).toBe(2);
+  expect(ks.filter((k) => k === 1).length).toBe(1);
+});
+
+test("the gate: drafting steps that deliver fewer tokens per ms than plain ones stop greedy drafting, but for probes", () => {
+  const policy = trained(20, 0.2, 2, 0.2, 0.8); // the model says draft the most; what was delivered says otherwise
+  const greedy = accepting(0.9);
+  const sampled = new Speculation(7, true);
+  const ks = Array.from({ length: 32 }, () => policy.plan([greedy, sampled]));
+  expect(ks.filter(([g]) => g! > 0).length).toBe(2); // every 16th step
+  expect(ks.every(([, s]) => s === 7)).toBe(true); // a sampling sequence keeps its own rule
+  policy.observeDecode(10, 1, true); // drafting now delivers more
+  expect(policy.plan([greedy])).toEqual([7]);
 });
 
 test("more sequences share the step's fixed cost: each drafts less", () => {
