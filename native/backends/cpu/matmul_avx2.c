@@ -96,9 +96,87 @@ INLINE void float_tile(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y
             for (int64_t c = 0; c < x->n; c++) tile(__VA_ARGS__ W, x, y, r, c, 1, 1);                                 \
     }
 
-TILED_ROWS(rows_f32, float_tile, SP_MAT_F32, )
-TILED_ROWS(rows_bf16, float_tile, SP_MAT_BF16, )
-TILED_ROWS(rows_f16, float_tile, SP_MAT_F16, )
+/* 4-row blocks with 4×2 then 4×1 tiles over x; the matrix's last rows one at a time (TILED_ROWS, for a type given
+ * by the caller: inlined into each type's function, so t is a constant there). */
+INLINE void rows_float_tiles(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        int64_t c = 0;
+        for (; c + 2 <= x->n; c += 2) float_tile(t, W, x, y, r, c, 4, 2);
+        for (; c < x->n; c++) float_tile(t, W, x, y, r, c, 4, 1);
+    }
+    for (; r < r1; r++)
+        for (int64_t c = 0; c < x->n; c++) float_tile(t, W, x, y, r, c, 1, 1);
+}
+
+/* GEMM over many x rows with the weights widened first: each 4-row block is converted to f32 once (bf16/f16; f32
+ * rows are used in place) and then meets the x rows three at a time from L1/L2, twelve accumulators and no
+ * conversion in the inner loop. A pair's operations are float_tile's (the same lanes, the same widened values, the
+ * same sums), so the bits do not depend on which path ran. Measured one thread (BENCHMARKS.md, native-core section):
+ * 1.3–2× float_tile's rate once x has ≥ 4 rows and the block fits L1 (cols ≤ 2048), and at ≥ 32 rows for wide
+ * matrices; below that, converting first costs more than it saves (an extra store and reload per weight, and
+ * DRAM rows no longer overlap the arithmetic). */
+INLINE void wide_tile(const float *wf, int64_t stride, const sp_matrix *W, const sp_act *x, float *y, int64_t r,
+                      int64_t c, const int R, const int C) {
+    const int64_t cols = W->cols;
+    const float *xr[3];
+    __m256 acc[4][3];
+    for (int j = 0; j < C; j++) xr[j] = x->f + (c + j) * cols;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= cols; k += 8) {
+        __m256 xv[3];
+        for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_ps(xr[j] + k);
+        for (int i = 0; i < R; i++) {
+            __m256 wv = _mm256_loadu_ps(wf + i * stride + k);
+            for (int j = 0; j < C; j++) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            float s = hsum(acc[i][j]);
+            for (int64_t kk = k; kk < cols; kk++) s += wf[i * stride + kk] * xr[j][kk];
+            y[(c + j) * W->rows + r + i] = s;
+        }
+}
+
+INLINE void rows_float(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    const int64_t cols = W->cols;
+    bool wide = x->n >= 32 || (x->n >= 4 && cols <= 2048);
+    float *buf = wide && t != SP_MAT_F32 ? aligned_alloc(32, (size_t)(4 * cols * 4 + 31) & ~(size_t)31) : NULL;
+    if (!wide || (t != SP_MAT_F32 && !buf)) { /* (without the buffer, the same bits the slower way) */
+        rows_float_tiles(t, W, x, y, r0, r1);
+        return;
+    }
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const float *wf = (const float *)row_ptr(W, r);
+        int64_t stride = W->row_bytes / 4;
+        if (t != SP_MAT_F32) {
+            for (int i = 0; i < 4; i++) {
+                const uint8_t *row = row_ptr(W, r + i), *next = row + 4 * W->row_bytes;
+                if (r + 8 <= r1) /* the next block's row, in flight while this block's arithmetic runs */
+                    for (int64_t o = 0; o < cols * 2; o += 64) _mm_prefetch((const char *)next + o, _MM_HINT_T0);
+                int64_t k = 0;
+                for (; k + 8 <= cols; k += 8) _mm256_storeu_ps(buf + i * cols + k, load8(t, row, k));
+                for (; k < cols; k++) buf[i * cols + k] = load1(t, row, k);
+            }
+            wf = buf, stride = cols;
+        }
+        int64_t c = 0;
+        for (; c + 3 <= x->n; c += 3) wide_tile(wf, stride, W, x, y, r, c, 4, 3);
+        for (; c + 2 <= x->n; c += 2) wide_tile(wf, stride, W, x, y, r, c, 4, 2);
+        for (; c < x->n; c++) wide_tile(wf, stride, W, x, y, r, c, 4, 1);
+    }
+    for (; r < r1; r++)
+        for (int64_t c = 0; c < x->n; c++) float_tile(t, W, x, y, r, c, 1, 1);
+    free(buf);
+}
+
+static void rows_f32(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_F32, W, x, y, r0, r1); }
+static void rows_bf16(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_BF16, W, x, y, r0, r1); }
+static void rows_f16(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_F16, W, x, y, r0, r1); }
 
 /* ---- Q8 and Q4 -------------------------------------------------------------------------------------------------- */
 
