@@ -1,8 +1,9 @@
 /* matmul_avx2.c — AVX2 + FMA + F16C matmul kernels (compiled with those flags; chosen at run time, matmul.c).
  *
  * Each kernel computes tiles of R weight rows × C x rows with one accumulator per pair. GEMV (n = 1) runs 4×1
- * tiles: four independent FMA chains keep the loads flowing. GEMM runs 4×2 tiles over each 4-row block while
- * the block's weights sit in L1/L2, so a weight byte comes from memory once for all n inputs. A pair's operation
+ * tiles: four independent FMA chains keep the loads flowing. GEMM runs 4×2 tiles (Q8/Q4 with ≥ 4 x rows: 2×4;
+ * float weights over many x rows: 4×3 on a widened block) over each 4-row block while the block's weights sit in
+ * L1/L2, so a weight byte comes from memory once for all n inputs. A pair's operation
  * sequence does not depend on the tile it is in, so results are batch-invariant (matmul.h).
  *
  * Q8 × int8 x: _mm256_maddubs_epi16 multiplies unsigned by signed bytes, so the weight's sign moves onto x
@@ -190,7 +191,7 @@ typedef struct qtile {
 
 /* sc[i][j][k] = d_w[i][b+k] · d_x[j][b+k] for groups b..b+n-1 (n <= 8): one vector multiply per pair per eight
  * groups instead of a scalar multiply and a broadcast per group; the products are the same floats either way. */
-INLINE void scales(float sc[4][2][8], const qtile *t, int64_t b, int64_t n, const int R, const int C) {
+INLINE void scales(float sc[4][4][8], const qtile *t, int64_t b, int64_t n, const int R, const int C) {
     if (n == 8) {
         for (int i = 0; i < R; i++) {
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t->wd[i] + b)));
@@ -204,9 +205,9 @@ INLINE void scales(float sc[4][2][8], const qtile *t, int64_t b, int64_t n, cons
 }
 
 /* One group of every pair: acc[i][j] += float(Σ w·x over the group) · sc[i][j][k]. */
-INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][2][8], __m256 acc[4][2], const int R, const int C) {
+INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][4][8], __m256 acc[4][4], const int R, const int C) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i xv[2];
+    __m256i xv[4];
     for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
     for (int i = 0; i < R; i++) {
         __m256i wv = _mm256_loadu_si256((const __m256i *)(t->wq[i] + b * SP_QK));
@@ -219,10 +220,10 @@ INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][2][8], 
 }
 
 /* Groups b and b+1 (b even; b+1 only when `two`), which share one 32-byte chunk of nibbles. */
-INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc[4][2][8], __m256 acc[4][2], const int R,
+INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc[4][4][8], __m256 acc[4][4], const int R,
                       const int C) {
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(15);
-    __m256i xv[2][2];
+    __m256i xv[4][2];
     for (int j = 0; j < C; j++) {
         xv[j][0] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
         if (two) xv[j][1] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + (b + 1) * SP_QK));
@@ -254,8 +255,8 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
                        const int C) {
     const int64_t nb = x->nb;
     qtile t;
-    __m256 acc[4][2];
-    float sc[4][2][8] __attribute__((aligned(32)));
+    __m256 acc[4][4];
+    float sc[4][4][8] __attribute__((aligned(32)));
     for (int i = 0; i < R; i++) {
         t.wq[i] = row_ptr(W, r + i);
         t.wd[i] = (const uint16_t *)(t.wq[i] + (q4 ? (nb + 1) / 2 * SP_QK : nb * SP_QK));
@@ -288,8 +289,27 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
             y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + (q4 ? offset_dot(t.wd[i] + nb, x->s + (c + j) * nb, nb) : 0.0f);
 }
 
-TILED_ROWS(rows_q8, quant_tile, false, )
-TILED_ROWS(rows_q4, quant_tile, true, )
+/* Q8/Q4 rows: 4×2 and 4×1 tiles as TILED_ROWS, except that four or more x rows go four at a time against two
+ * weight rows (2×4): each weight group is loaded and its |w| taken once for four x rows instead of twice for two
+ * pairs of two, 11–14% faster than 4×2 tiles at n = 4 in L2 (one thread; BENCHMARKS.md, native-core section). */
+#define QUANT_ROWS(name, q4)                                                                                          \
+    static void name(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {                        \
+        int64_t r = r0;                                                                                               \
+        for (; r + 4 <= r1; r += 4) {                                                                                 \
+            int64_t c = 0;                                                                                            \
+            for (; c + 4 <= x->n; c += 4) {                                                                           \
+                quant_tile(q4, W, x, y, r, c, 2, 4);                                                                  \
+                quant_tile(q4, W, x, y, r + 2, c, 2, 4);                                                              \
+            }                                                                                                         \
+            for (; c + 2 <= x->n; c += 2) quant_tile(q4, W, x, y, r, c, 4, 2);                                        \
+            for (; c < x->n; c++) quant_tile(q4, W, x, y, r, c, 4, 1);                                                \
+        }                                                                                                             \
+        for (; r < r1; r++)                                                                                           \
+            for (int64_t c = 0; c < x->n; c++) quant_tile(q4, W, x, y, r, c, 1, 1);                                   \
+    }
+
+QUANT_ROWS(rows_q8, false)
+QUANT_ROWS(rows_q4, true)
 
 /* ---- MLX4 and MLX8 ------------------------------------------------------------------------------------------------ */
 
