@@ -157,9 +157,11 @@ export class Scheduler {
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
       if (seq.cancelled) return this.finish(seq, "cancelled");
       if (!c.sample) return;
-      if (!emitted) return void this.accept(seq, r!, true);
-      /* the drafts were taken by the constraint when they were checked; the last token is new to it */
-      emitted.every((t, j) => this.accept(seq, t, j === emitted.length - 1));
+      if (!emitted) return void this.accept(seq, r!, true, true);
+      /* the drafts were taken by the constraint when they were checked (it stands after the last accepted one);
+         the last token is new to it */
+      const last = emitted.length - 1;
+      emitted.every((t, j) => this.accept(seq, t, j === last, j >= last - 1));
     });
   }
 
@@ -214,9 +216,10 @@ export class Scheduler {
   }
 
   // A sampled token: a stop token ends the output (and is not part of it); any other is appended and streamed.
-  // `advance`: the constraint has not seen the token yet (accepted drafts it took when they were checked). Returns
-  // whether the sequence goes on.
-  private accept(seq: Sequence, r: TokenChoice, advance: boolean): boolean {
+  // `advance`: the constraint has not seen the token yet (accepted drafts it took when they were checked); `current`:
+  // the constraint stands right after this token, so its completion is this token's. Returns whether the sequence
+  // goes on.
+  private accept(seq: Sequence, r: TokenChoice, advance: boolean, current: boolean): boolean {
     if (seq.stopTokens.has(r.token)) return this.finish(seq, "stop"), false;
     const constraint = seq.request.constraint;
     if (constraint && advance && !constraint.accept(r.token)) {
@@ -229,7 +232,7 @@ export class Scheduler {
     if (r.top) token.top = r.top;
     seq.sink.tokens([token]);
     if (seq.generated >= seq.maxTokens) this.finish(seq, "length");
-    else if (constraint?.isComplete()) this.finish(seq, "constraint_complete");
+    else if (current && constraint?.isComplete()) this.finish(seq, "constraint_complete");
     else return true;
     return false;
   }
