@@ -1,10 +1,12 @@
-// The Bun side of scripts/bench/peers-llama.mjs: spawns it under Node and sends it one request at a time.
+// The Bun side of scripts/bench/peers-llama.mjs: spawns it under Node and sends it one request at a time. The first
+// start installs node-llama-cpp (src/bench/node-llama-cpp.ts: into build/, ≈85 MB, needs the npm registry once).
 //   const peer = await LlamaPeer.start();
 //   await peer.request({ op: "load", model: "x.gguf", exact: true });
 //   const { logprobs } = await peer.logprobs(tokens, vocab);
 //   await peer.close();
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { installNodeLlamaCpp, type LlamaGpu } from "../../src/bench/node-llama-cpp.ts";
 
 const SCRIPT = join(import.meta.dir, "peers-llama.mjs");
 
@@ -21,8 +23,10 @@ export class LlamaPeer {
   }
 
   // `node` must be Node ≥ 20 (node-llama-cpp's addon does not load in Bun). gpu: false = the CPU build.
-  static start(options: { node?: string; gpu?: false | "vulkan" | "cuda" } = {}): LlamaPeer {
-    const proc = Bun.spawn([options.node ?? "node", SCRIPT, "--gpu", String(options.gpu ?? false)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  static async start(options: { node?: string; gpu?: LlamaGpu } = {}): Promise<LlamaPeer> {
+    const gpu = options.gpu ?? false;
+    const modules = await installNodeLlamaCpp(gpu);
+    const proc = Bun.spawn([options.node ?? "node", SCRIPT, "--gpu", String(gpu), "--modules", modules], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
     return new LlamaPeer(proc);
   }
 

@@ -30,7 +30,7 @@ const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
 ensureCheckpoint(dir, layers);
 const V = 248320;
 
-const peer = LlamaPeer.start({ gpu });
+const peer = await LlamaPeer.start({ gpu });
 const info = await peer.info();
 console.log(`llama.cpp ${info.llamaCppRelease.release} via node-llama-cpp ${info.nodeLlamaCpp}, build ${info.gpu || "cpu"} (${info.buildType}), Node ${info.node}; ${layers} layers of Qwen3.8-27B shapes`);
 const rows: Record<string, unknown>[] = [];

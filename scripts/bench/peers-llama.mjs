@@ -1,8 +1,11 @@
 // llama.cpp, driven through node-llama-cpp as one of its users would, behind a JSON-lines protocol on stdin/stdout:
 // the peer side of the GGUF parity tests and of `splash bench peers`. It runs under Node (node-llama-cpp ships a
-// Node addon; Bun does not load it), so Splash's Bun process spawns it:
+// Node addon; Bun does not load it), so Splash's Bun process spawns it (scripts/bench/peers-client.ts):
 //
-//   node scripts/bench/peers-llama.mjs [--gpu false|vulkan|cuda]
+//   node scripts/bench/peers-llama.mjs --modules DIR [--gpu false|vulkan|cuda]
+//
+// DIR holds node_modules/node-llama-cpp and its prebuilt build for --gpu: installNodeLlamaCpp (src/bench/
+// node-llama-cpp.ts) installs them on first use and returns it. node-llama-cpp is not a dependency of the project.
 //
 // Requests, one JSON object per line; each gets one JSON line back ({ok: true, ...} or {ok: false, error}):
 //   {op: "load", model, threads, contextSize, sequences, batchSize, exact}
@@ -25,11 +28,19 @@
 // Logs go to stderr.
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
-import { getLlama, LlamaLogLevel } from "node-llama-cpp";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const gpuArg = argv.includes("--gpu") ? argv[argv.indexOf("--gpu") + 1] : "false";
+const arg = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+const gpuArg = arg("--gpu") ?? "false";
 const gpu = gpuArg === "false" ? false : gpuArg;
+const modules = arg("--modules");
+if (!modules) throw new Error("--modules DIR: the node-llama-cpp install to use (installNodeLlamaCpp in src/bench/node-llama-cpp.ts)");
+// resolved from DIR as if a module there imported it
+const entry = createRequire(join(modules, "package.json")).resolve("node-llama-cpp");
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
 
 const llama = await getLlama({ gpu, build: "never", logLevel: LlamaLogLevel.error });
 let model = null;
@@ -169,7 +180,7 @@ function tokenize(req) {
 }
 
 function info() {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.resolve("node-llama-cpp")), "utf8"));
+  const pkg = JSON.parse(readFileSync(join(modules, "node_modules", "node-llama-cpp", "package.json"), "utf8"));
   return {
     nodeLlamaCpp: pkg.version,
     llamaCppRelease: llama.llamaCppRelease,

@@ -3,11 +3,13 @@
 // short and a long context, time to first token on a reused prefix, and total decode over 4 concurrent streams,
 // plus each side's decode as a fraction of the memory-bandwidth roofline (weight bytes per token ÷ this machine's
 // read bandwidth, measured in the same run). The workloads are scripts/bench/peers.ts; llama.cpp runs under Node
-// (a development checkout: node-llama-cpp is a devDependency). Ends with one JSON line.
+// from a development checkout, node-llama-cpp installed into build/ on first use (src/bench/node-llama-cpp.ts: not a
+// dependency, so the npm registry is needed once). Ends with one JSON line.
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
 import { measurePeers, median, memoryBandwidth, peerModels, prepareModel, type PeerResult, type PeersReport, type Timing } from "../../scripts/bench/peers.ts";
+import { installNodeLlamaCpp, NODE_LLAMA_CPP_VERSION } from "../bench/node-llama-cpp.ts";
 import { log } from "../log.ts";
 import { command, intOption, parseOption, UsageError } from "./_command.ts";
 
@@ -60,10 +62,13 @@ export default command({
     const reps = args.reps === undefined ? 3 : parseOption("bench peers", "reps", intOption(1, 100), args.reps);
     const threads = args.threads === undefined ? navigator.hardwareConcurrency : parseOption("bench peers", "threads", intOption(1, 1024), args.threads);
 
+    // before any measurement: a first run installs it
+    const modules = await installNodeLlamaCpp(false);
+    log.info(`llama.cpp: node-llama-cpp ${NODE_LLAMA_CPP_VERSION} and its CPU build in ${modules}`);
     const load0 = loadavg()[0]!;
     const bandwidth = await memoryBandwidth(threads);
     log.info(`memory read bandwidth: ${bandwidth.wall.toFixed(1)} GB/s (cpu ${bandwidth.cpu.toFixed(1)} GB/s)`);
-    const peer = LlamaPeer.start({ node: args.node });
+    const peer = await LlamaPeer.start({ node: args.node });
     const results: PeerResult[] = [];
     let info;
     try {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
+import { NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS } from "../../src/bench/node-llama-cpp.ts";
 import { exportGguf } from "../../src/gguf/export.ts";
 import type { Model } from "../../src/native/model.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
@@ -18,10 +19,11 @@ let peer: LlamaPeer;
 const models = new Map<string, Model>();
 const ctx = (): ParityContext => ({ dir, peer, models });
 
-beforeAll(() => {
+// the first run installs node-llama-cpp (src/bench/node-llama-cpp.ts)
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "splash-gguf-tiny-"));
-  peer = LlamaPeer.start();
-});
+  peer = await LlamaPeer.start();
+}, NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
   await peer?.close();

@@ -10,13 +10,15 @@
 // flat, so quantization noise flips close calls (measured 88–90% argmax agreement). bf16 and q4_0 are measured by
 // the same code but not asserted: llama.cpp's CPU rounds activations to bf16 (Δ up to ~1, 97.5% argmax agreement on
 // the random checkpoints) and Q4_0 is 4-bit (26–70%); BENCHMARKS.md has the table.
-// Node runs the peer (node-llama-cpp's addon does not load in Bun); the random checkpoints are made at test time
-// in shapes llama.cpp can express (gguf-checkpoints.ts). gguf-parity-tiny.test.ts does the embedded model.
+// Node runs the peer (node-llama-cpp's addon does not load in Bun; the first run installs it into build/, from the
+// npm registry: src/bench/node-llama-cpp.ts); the random checkpoints are made at test time in shapes llama.cpp can
+// express (gguf-checkpoints.ts). gguf-parity-tiny.test.ts does the embedded model.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
+import { NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS, NODE_LLAMA_CPP_VERSION } from "../../src/bench/node-llama-cpp.ts";
 import type { Model } from "../../src/native/model.ts";
 import { DENSE_TEXT, MOE_TEXT, writeCheckpoint } from "./gguf-checkpoints.ts";
 import { parity, type ParityContext } from "./gguf-parity-lib.ts";
@@ -29,10 +31,12 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "splash-gguf-parity-"));
   writeCheckpoint(join(dir, "dense"), DENSE_TEXT);
   writeCheckpoint(join(dir, "moe"), MOE_TEXT);
-  peer = LlamaPeer.start();
+  peer = await LlamaPeer.start();
   const info = await peer.info();
-  expect(info.nodeLlamaCpp).toBe("3.21.1");
-}, 60_000);
+  expect(info.nodeLlamaCpp).toBe(NODE_LLAMA_CPP_VERSION);
+  expect(info.buildType).toBe("prebuilt");
+  expect(info.gpu).toBe(false);
+}, NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
   await peer?.close();
