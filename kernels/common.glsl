@@ -25,7 +25,10 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Add
 #define W_F16 2
 #define W_Q8 3
 #define W_Q4 4
+#define W_MLX4 5
+#define W_MLX8 6
 #define QK 32
+#define QK_MLX 64
 
 float bf16_lo(uint w) { return uintBitsToFloat(w << 16); }
 float bf16_hi(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
@@ -37,6 +40,12 @@ vec2 f16x2_at(uint64_t row, uint byte) {
     return vec2(unpackHalf2x16(u.v[byte >> 2]).y, unpackHalf2x16(u.v[(byte >> 2) + 1u]).x);
 }
 
+// The bf16 value at byte offset `byte` (2-aligned) of the row at `row`.
+float bf16_at(uint64_t row, uint byte) {
+    uint w = Uints(row).v[byte >> 2];
+    return (byte & 2u) == 0u ? bf16_lo(w) : bf16_hi(w);
+}
+
 // Weight `col` of the row at `row` (a device address) of a matrix of `cols` columns in type `wt`, dequantized.
 // The slow general path (tile loads, embedding rows); the GEMV kernels decode 16 bytes at a time instead.
 float weight_at(uint wt, uint64_t row, uint col, uint cols) {
@@ -45,6 +54,12 @@ float weight_at(uint wt, uint64_t row, uint col, uint cols) {
     if (wt == W_BF16 || wt == W_F16) {
         uint w = u.v[col >> 1];
         return wt == W_BF16 ? ((col & 1u) == 0u ? bf16_lo(w) : bf16_hi(w)) : f16_at(w, col & 1u);
+    }
+    if (wt == W_MLX4 || wt == W_MLX8) {  // quants (element k: MLX4 nibble k % 8 of word k / 8), bf16 scales[nb], biases[nb]
+        uint nb = cols / QK_MLX, g = col / QK_MLX, qbytes = wt == W_MLX4 ? cols / 2u : cols;
+        uint q = wt == W_MLX4 ? bitfieldExtract(u.v[col >> 3], int((col & 7u) * 4u), 4)
+                              : bitfieldExtract(u.v[col >> 2], int((col & 3u) * 8u), 8);
+        return float(q) * bf16_at(row, qbytes + g * 2u) + bf16_at(row, qbytes + nb * 2u + g * 2u);
     }
     uint nb = (cols + QK - 1) / QK, g = col / QK, j = col % QK;
     if (wt == W_Q8) {  // int8 q[nb·32], f16 d[nb]

@@ -10,7 +10,9 @@
 // Each workgroup owns ROWS weight rows; its invocations stride over the rows in 16-byte chunks, decode a chunk to
 // f32 once per row and multiply it with every x row (x stays in L1/L2). With NMAX 1 (batch-1 decode, the
 // bandwidth-bound case) the x chunk is loaded once and reused by every row, so L1 traffic stays near the weight
-// traffic. Defines: WT (weight type, common.glsl), MODE, NMAX (1 or 4: most x rows per dispatch, or pairs per MoE tile).
+// traffic. Quantized types (Q8, Q4 and MLX's affine MLX8, MLX4) apply each group's scale and offset once per chunk
+// (quant_dot). Defines: WT (weight type, common.glsl), MODE, NMAX (1 or 4: most x rows per dispatch, or pairs per MoE
+// tile).
 // Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS; ≤ 2 in MODE 1), 2 = CHECK (1: cols is not a
 // multiple of the chunk's columns, so x reads past cols are masked).
 // Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes.
@@ -41,15 +43,17 @@ layout(push_constant) uniform P {
     uint order_at;    // MoE: index of the pair order in the plan (ints)
 } p;
 
+// CW: columns per 16-byte chunk (Q4: the same 16 columns of two groups; MLX4, MLX8: within one group of 64).
 #if WT == W_F32
 #define CW 4
 #elif WT == W_BF16 || WT == W_F16
 #define CW 8
-#elif WT == W_Q8
+#elif WT == W_Q8 || WT == W_MLX8
 #define CW 16
 #else
 #define CW 32
 #endif
+#define QUANT (WT == W_Q8 || WT == W_Q4 || WT == W_MLX8 || WT == W_MLX4)
 
 uint n_chunks() {
     uint nb = (p.cols + QK - 1u) / QK;
@@ -59,8 +63,10 @@ uint n_chunks() {
     return (p.cols + 7u) / 8u;
 #elif WT == W_Q8
     return nb * 2u;
-#else
+#elif WT == W_Q4
     return (nb + 1u) / 2u * 2u;
+#else
+    return p.cols / CW;
 #endif
 }
 
@@ -73,8 +79,8 @@ uint chunk_col(uint c) {
 #endif
 }
 
-#if WT != W_Q4 && WT != W_Q8
-// Decodes chunk c of the row at `row` into wv (f32 weights in column order); Q4 and Q8 go through quant_dot.
+#if !QUANT
+// Decodes chunk c of the row at `row` into wv (f32 weights in column order); quantized types go through quant_dot.
 void decode(uint64_t row, uint c, out float wv[CW]) {
     uvec4 q = Uvec4s(row).v[c];
 #if WT == W_F32
@@ -107,12 +113,13 @@ void load_x(uint64_t xrow, uint col0, out vec4 xs[CW / 4]) {
     }
 }
 
-#if WT == W_Q4 || WT == W_Q8
-// Q4 and Q8 skip the per-weight int → float conversion (quarter rate on NVIDIA): an integer q placed in the top
+#if QUANT
+// Quantized types skip the per-weight int → float conversion (quarter rate on NVIDIA): an integer q placed in the top
 // mantissa bits of 1.0f is the float f = 1 + q / 2^bits exactly, with one shift and one and-or. Then
 //   Σ_j (q_j·d + m)·x_j = d·Σ q_j x_j + m·Σ x_j,   Σ q_j x_j = 2^bits·(Σ f_j x_j − Σ x_j)
-// so the inner loop is one FMA per weight; the scale and min are applied once per group.
-// The nibble or byte at bit `at` of w, as 1 + q/16 (Q4) or 1 + (q + 128)/256 (Q8, q signed).
+// so the inner loop is one FMA per weight; the scale and min are applied once per group (MLX: w = q·scale + bias, the
+// same form).
+// The nibble or byte at bit `at` of w, as 1 + q/16 (Q4, MLX4), 1 + (q + 128)/256 (Q8, q signed) or 1 + q/256 (MLX8).
 #define MANT(w, at, bits) uintBitsToFloat((((at) <= 23 - (bits) ? (w) << (23 - (bits) - (at)) : (w) >> ((at) - 23 + (bits))) & (((1u << (bits)) - 1u) << (23 - (bits)))) | 0x3f800000u)
 
 // This chunk's share of one row's dot product with the x values xs (their sums per group in sx).
@@ -130,6 +137,22 @@ float quant_dot(uint64_t row, uint c, const vec4 xs[CW / 4], vec2 sx) {
     }
     float s = 16.0 * d.x * (fa - sx.x) + m.x * sx.x;
     return 2u * pair + 1u < nb ? s + 16.0 * d.y * (fb - sx.y) + m.y * sx.y : s;
+#elif WT == W_MLX4 || WT == W_MLX8
+    // element k of the chunk: MLX4 nibble k % 8 of word k / 8, MLX8 byte k % 4 of word k / 4 (little-endian)
+    uint g = c * CW / QK_MLX, qbytes = WT == W_MLX4 ? p.cols / 2u : p.cols, groups = p.cols / QK_MLX;
+    float scale = bf16_at(row, qbytes + g * 2u), bias = bf16_at(row, qbytes + groups * 2u + g * 2u), f = 0.0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint w = q[i];
+#if WT == W_MLX4
+        f += dot(vec4(MANT(w, 0, 4), MANT(w, 4, 4), MANT(w, 8, 4), MANT(w, 12, 4)), xs[2u * i]);
+        f += dot(vec4(MANT(w, 16, 4), MANT(w, 20, 4), MANT(w, 24, 4), MANT(w, 28, 4)), xs[2u * i + 1u]);
+    }
+    return scale * 16.0 * (f - sx.x) + bias * sx.x;
+#else
+        f += dot(vec4(MANT(w, 0, 8), MANT(w, 8, 8), MANT(w, 16, 8), MANT(w, 24, 8)), xs[i]);
+    }
+    return scale * 256.0 * (f - sx.x) + bias * sx.x;
+#endif
 #else
     uint db = nb * QK + (c >> 1) * 2u;
     float d = f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u), f = 0.0;
@@ -141,20 +164,25 @@ float quant_dot(uint64_t row, uint c, const vec4 xs[CW / 4], vec2 sx) {
 #endif
 }
 
-// Σ x over the chunk's groups: (group A, group B) for Q4, (the 16 columns, 0) for Q8.
+// Σ x over the chunk's groups: (group A, group B) for Q4, (the chunk's columns, 0) for the others (one group).
 vec2 x_sums(const vec4 xs[CW / 4]) {
     vec4 a = vec4(0.0), b = vec4(0.0);
     [[unroll]] for (uint i = 0u; i < 4u; i++) {
         a += xs[i];
-#if WT == W_Q4
+#if CW == 32
         b += xs[4u + i];
 #endif
     }
+#if WT == W_Q4
     return vec2(a.x + a.y + a.z + a.w, b.x + b.y + b.z + b.w);
+#else
+    a += b;
+    return vec2(a.x + a.y + a.z + a.w, 0.0);
+#endif
 }
 #endif
 
-#if WT != W_Q4 && WT != W_Q8
+#if !QUANT
 float chunk_dot(const float wv[CW], const vec4 xs[CW / 4]) {
     float s = 0.0;
     [[unroll]] for (uint k = 0u; k < CW / 4u; k++)
@@ -206,7 +234,7 @@ void main() {
 
     uint chunks = n_chunks();
     vec4 xs[CW / 4];
-#if WT == W_Q4 || WT == W_Q8
+#if QUANT
     vec2 sx;
     for (uint c = tid; c < chunks; c += wg) {
         uint col0 = chunk_col(c);

@@ -61,6 +61,25 @@ void decode8(uint64_t row, uint col0, out float w[8]) {
             w[4u * i + 2u] = s.z;
             w[4u * i + 3u] = s.w;
         }
+#elif WT == W_MLX4 || WT == W_MLX8
+        uint groups = p.cols / QK_MLX, g = col0 / QK_MLX, qbytes = WT == W_MLX4 ? p.cols / 2u : p.cols;
+        float s = bf16_at(row, qbytes + g * 2u) * 255.0, b = bf16_at(row, qbytes + groups * 2u + g * 2u);
+#if WT == W_MLX4
+        uint v = u.v[col0 >> 3];  // eight nibbles, element k at bits 4k
+        vec4 even = unpackUnorm4x8(v & 0x0f0f0f0fu) * s + b, odd = unpackUnorm4x8((v >> 4) & 0x0f0f0f0fu) * s + b;
+        for (uint i = 0u; i < 4u; i++) {
+            w[2u * i] = even[i];
+            w[2u * i + 1u] = odd[i];
+        }
+#else
+        for (uint i = 0u; i < 2u; i++) {
+            vec4 t = unpackUnorm4x8(u.v[(col0 >> 2) + i]) * s + b;
+            w[4u * i] = t.x;
+            w[4u * i + 1u] = t.y;
+            w[4u * i + 2u] = t.z;
+            w[4u * i + 3u] = t.w;
+        }
+#endif
 #else
         uint nb = (p.cols + QK - 1u) / QK, g = col0 / QK, qbytes = (nb + 1u) / 2u * QK;
         uint byte0 = (g >> 1) * QK + (col0 % QK);

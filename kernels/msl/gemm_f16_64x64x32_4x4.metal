@@ -76,9 +76,9 @@ struct Floats
     float v[1];
 };
 
-constant uint _769_tmp [[function_constant(0)]];
-constant uint _769 = is_function_constant_defined(_769_tmp) ? _769_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_769, 1u, 1u);
+constant uint _876_tmp [[function_constant(0)]];
+constant uint _876 = is_function_constant_defined(_876_tmp) ? _876_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_876, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float bf16_lo(thread const uint& w)
@@ -95,16 +95,34 @@ float bf16_hi(thread const uint& w)
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _56;
+    uint _61;
     if (half_index == 0u)
     {
-        _56 = w;
+        _61 = w;
     }
     else
     {
-        _56 = w >> uint(16);
+        _61 = w >> uint(16);
     }
-    return float2(as_type<half2>(_56)).x;
+    return float2(as_type<half2>(_61)).x;
+}
+
+static inline __attribute__((always_inline))
+float bf16_at(thread const ulong& row, thread const uint& byte)
+{
+    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
+    float _92;
+    if ((byte & 2u) == 0u)
+    {
+        uint param = w;
+        _92 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = w;
+        _92 = bf16_hi(param_1);
+    }
+    return _92;
 }
 
 static inline __attribute__((always_inline))
@@ -118,51 +136,81 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _107;
+        float _136;
         if (wt == 1u)
         {
-            float _113;
+            float _142;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _113 = bf16_lo(param);
+                _142 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _113 = bf16_hi(param_1);
+                _142 = bf16_hi(param_1);
             }
-            _107 = _113;
+            _136 = _142;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _107 = f16_at(param_2, param_3);
+            _136 = f16_at(param_2, param_3);
         }
-        return _107;
+        return _136;
     }
-    uint nb = ((cols + 32u) - 1u) / 32u;
-    uint g = col / 32u;
+    if ((wt == 5u) || (wt == 6u))
+    {
+        uint nb = cols / 64u;
+        uint g = col / 64u;
+        uint _181;
+        if (wt == 5u)
+        {
+            _181 = cols / 2u;
+        }
+        else
+        {
+            _181 = cols;
+        }
+        uint qbytes = _181;
+        uint _192;
+        if (wt == 5u)
+        {
+            _192 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+        }
+        else
+        {
+            _192 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+        }
+        uint q = _192;
+        ulong param_4 = row;
+        uint param_5 = qbytes + (g * 2u);
+        ulong param_6 = row;
+        uint param_7 = (qbytes + (nb * 2u)) + (g * 2u);
+        return (float(q) * bf16_at(param_4, param_5)) + bf16_at(param_6, param_7);
+    }
+    uint nb_1 = ((cols + 32u) - 1u) / 32u;
+    uint g_1 = col / 32u;
     uint j = col % 32u;
     if (wt == 3u)
     {
-        int q = extract_bits(int(u->v[col >> uint(2)]), uint(int((col & 3u) * 8u)), uint(8));
-        uint dbyte = (nb * 32u) + (g * 2u);
-        uint param_4 = u->v[dbyte >> uint(2)];
-        uint param_5 = (dbyte >> uint(1)) & 1u;
-        return float(q) * f16_at(param_4, param_5);
+        int q_1 = extract_bits(int(u->v[col >> uint(2)]), uint(int((col & 3u) * 8u)), uint(8));
+        uint dbyte = (nb_1 * 32u) + (g_1 * 2u);
+        uint param_8 = u->v[dbyte >> uint(2)];
+        uint param_9 = (dbyte >> uint(1)) & 1u;
+        return float(q_1) * f16_at(param_8, param_9);
     }
-    uint qbytes = ((nb + 1u) / 2u) * 32u;
-    uint byte_index = ((g / 2u) * 32u) + j;
-    uint q_1 = extract_bits(u->v[byte_index >> uint(2)], uint(int(((byte_index & 3u) * 8u) + ((g & 1u) * 4u))), uint(4));
-    uint db = qbytes + (g * 2u);
-    uint mb = (qbytes + (nb * 2u)) + (g * 2u);
-    uint param_6 = u->v[db >> uint(2)];
-    uint param_7 = (db >> uint(1)) & 1u;
-    uint param_8 = u->v[mb >> uint(2)];
-    uint param_9 = (mb >> uint(1)) & 1u;
-    return (float(q_1) * f16_at(param_6, param_7)) + f16_at(param_8, param_9);
+    uint qbytes_1 = ((nb_1 + 1u) / 2u) * 32u;
+    uint byte_index = ((g_1 / 2u) * 32u) + j;
+    uint q_2 = extract_bits(u->v[byte_index >> uint(2)], uint(int(((byte_index & 3u) * 8u) + ((g_1 & 1u) * 4u))), uint(4));
+    uint db = qbytes_1 + (g_1 * 2u);
+    uint mb = (qbytes_1 + (nb_1 * 2u)) + (g_1 * 2u);
+    uint param_10 = u->v[db >> uint(2)];
+    uint param_11 = (db >> uint(1)) & 1u;
+    uint param_12 = u->v[mb >> uint(2)];
+    uint param_13 = (mb >> uint(1)) & 1u;
+    return (float(q_2) * f16_at(param_10, param_11)) + f16_at(param_12, param_13);
 }
 
 static inline __attribute__((always_inline))
@@ -180,7 +228,7 @@ void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeA
     }
     else
     {
-        float _317;
+        float _426;
         for (uint i_1 = 0u; i_1 < 8u; i_1++)
         {
             if ((col0 + i_1) < p.cols)
@@ -189,13 +237,13 @@ void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeA
                 ulong param_1 = row;
                 uint param_2 = col0 + i_1;
                 uint param_3 = p.cols;
-                _317 = weight_at(param, param_1, param_2, param_3);
+                _426 = weight_at(param, param_1, param_2, param_3);
             }
             else
             {
-                _317 = 0.0;
+                _426 = 0.0;
             }
-            w[i_1] = _317;
+            w[i_1] = _426;
         }
     }
 }
@@ -229,17 +277,17 @@ kernel void splash_gemm_f16_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _420 = (m0 + m) < p.rows;
-            bool _429;
-            if (_420)
+            bool _528 = (m0 + m) < p.rows;
+            bool _537;
+            if (_528)
             {
-                _429 = (k0 + kk) < p.cols;
+                _537 = (k0 + kk) < p.cols;
             }
             else
             {
-                _429 = _420;
+                _537 = _528;
             }
-            if (_429)
+            if (_537)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
@@ -263,17 +311,17 @@ kernel void splash_gemm_f16_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _522 = (n0 + j_1) < p.n;
-            bool _531;
-            if (_522)
+            bool _629 = (n0 + j_1) < p.n;
+            bool _638;
+            if (_629)
             {
-                _531 = (k0 + kk_1) < p.cols;
+                _638 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _531 = _522;
+                _638 = _629;
             }
-            if (_531)
+            if (_638)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -314,17 +362,17 @@ kernel void splash_gemm_f16_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _736 = r < p.rows;
-            bool _743;
-            if (_736)
+            bool _843 = r < p.rows;
+            bool _850;
+            if (_843)
             {
-                _743 = c < p.n;
+                _850 = c < p.n;
             }
             else
             {
-                _743 = _736;
+                _850 = _843;
             }
-            if (_743)
+            if (_850)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

@@ -76,9 +76,9 @@ struct Floats
     float v[1];
 };
 
-constant uint _875_tmp [[function_constant(0)]];
-constant uint _875 = is_function_constant_defined(_875_tmp) ? _875_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_875, 1u, 1u);
+constant uint _982_tmp [[function_constant(0)]];
+constant uint _982 = is_function_constant_defined(_982_tmp) ? _982_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_982, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float2 f16x2_at(thread const ulong& row, thread const uint& byte)
@@ -106,16 +106,34 @@ float bf16_hi(thread const uint& w)
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _62;
+    uint _67;
     if (half_index == 0u)
     {
-        _62 = w;
+        _67 = w;
     }
     else
     {
-        _62 = w >> uint(16);
+        _67 = w >> uint(16);
     }
-    return float2(as_type<half2>(_62)).x;
+    return float2(as_type<half2>(_67)).x;
+}
+
+static inline __attribute__((always_inline))
+float bf16_at(thread const ulong& row, thread const uint& byte)
+{
+    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
+    float _132;
+    if ((byte & 2u) == 0u)
+    {
+        uint param = w;
+        _132 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = w;
+        _132 = bf16_hi(param_1);
+    }
+    return _132;
 }
 
 static inline __attribute__((always_inline))
@@ -129,51 +147,81 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _146;
+        float _174;
         if (wt == 1u)
         {
-            float _152;
+            float _180;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _152 = bf16_lo(param);
+                _180 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _152 = bf16_hi(param_1);
+                _180 = bf16_hi(param_1);
             }
-            _146 = _152;
+            _174 = _180;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _146 = f16_at(param_2, param_3);
+            _174 = f16_at(param_2, param_3);
         }
-        return _146;
+        return _174;
     }
-    uint nb = ((cols + 32u) - 1u) / 32u;
-    uint g = col / 32u;
+    if ((wt == 5u) || (wt == 6u))
+    {
+        uint nb = cols / 64u;
+        uint g = col / 64u;
+        uint _219;
+        if (wt == 5u)
+        {
+            _219 = cols / 2u;
+        }
+        else
+        {
+            _219 = cols;
+        }
+        uint qbytes = _219;
+        uint _230;
+        if (wt == 5u)
+        {
+            _230 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+        }
+        else
+        {
+            _230 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+        }
+        uint q = _230;
+        ulong param_4 = row;
+        uint param_5 = qbytes + (g * 2u);
+        ulong param_6 = row;
+        uint param_7 = (qbytes + (nb * 2u)) + (g * 2u);
+        return (float(q) * bf16_at(param_4, param_5)) + bf16_at(param_6, param_7);
+    }
+    uint nb_1 = ((cols + 32u) - 1u) / 32u;
+    uint g_1 = col / 32u;
     uint j = col % 32u;
     if (wt == 3u)
     {
-        int q = extract_bits(int(u->v[col >> uint(2)]), uint(int((col & 3u) * 8u)), uint(8));
-        uint dbyte = (nb * 32u) + (g * 2u);
-        uint param_4 = u->v[dbyte >> uint(2)];
-        uint param_5 = (dbyte >> uint(1)) & 1u;
-        return float(q) * f16_at(param_4, param_5);
+        int q_1 = extract_bits(int(u->v[col >> uint(2)]), uint(int((col & 3u) * 8u)), uint(8));
+        uint dbyte = (nb_1 * 32u) + (g_1 * 2u);
+        uint param_8 = u->v[dbyte >> uint(2)];
+        uint param_9 = (dbyte >> uint(1)) & 1u;
+        return float(q_1) * f16_at(param_8, param_9);
     }
-    uint qbytes = ((nb + 1u) / 2u) * 32u;
-    uint byte_index = ((g / 2u) * 32u) + j;
-    uint q_1 = extract_bits(u->v[byte_index >> uint(2)], uint(int(((byte_index & 3u) * 8u) + ((g & 1u) * 4u))), uint(4));
-    uint db = qbytes + (g * 2u);
-    uint mb = (qbytes + (nb * 2u)) + (g * 2u);
-    uint param_6 = u->v[db >> uint(2)];
-    uint param_7 = (db >> uint(1)) & 1u;
-    uint param_8 = u->v[mb >> uint(2)];
-    uint param_9 = (mb >> uint(1)) & 1u;
-    return (float(q_1) * f16_at(param_6, param_7)) + f16_at(param_8, param_9);
+    uint qbytes_1 = ((nb_1 + 1u) / 2u) * 32u;
+    uint byte_index = ((g_1 / 2u) * 32u) + j;
+    uint q_2 = extract_bits(u->v[byte_index >> uint(2)], uint(int(((byte_index & 3u) * 8u) + ((g_1 & 1u) * 4u))), uint(4));
+    uint db = qbytes_1 + (g_1 * 2u);
+    uint mb = (qbytes_1 + (nb_1 * 2u)) + (g_1 * 2u);
+    uint param_10 = u->v[db >> uint(2)];
+    uint param_11 = (db >> uint(1)) & 1u;
+    uint param_12 = u->v[mb >> uint(2)];
+    uint param_13 = (mb >> uint(1)) & 1u;
+    return (float(q_2) * f16_at(param_10, param_11)) + f16_at(param_12, param_13);
 }
 
 static inline __attribute__((always_inline))
@@ -203,7 +251,7 @@ void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeA
     }
     else
     {
-        float _425;
+        float _534;
         for (uint i_1 = 0u; i_1 < 8u; i_1++)
         {
             if ((col0 + i_1) < p.cols)
@@ -212,13 +260,13 @@ void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeA
                 ulong param_5 = row;
                 uint param_6 = col0 + i_1;
                 uint param_7 = p.cols;
-                _425 = weight_at(param_4, param_5, param_6, param_7);
+                _534 = weight_at(param_4, param_5, param_6, param_7);
             }
             else
             {
-                _425 = 0.0;
+                _534 = 0.0;
             }
-            w[i_1] = _425;
+            w[i_1] = _534;
         }
     }
 }
@@ -252,17 +300,17 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _528 = (m0 + m) < p.rows;
-            bool _537;
-            if (_528)
+            bool _636 = (m0 + m) < p.rows;
+            bool _645;
+            if (_636)
             {
-                _537 = (k0 + kk) < p.cols;
+                _645 = (k0 + kk) < p.cols;
             }
             else
             {
-                _537 = _528;
+                _645 = _636;
             }
-            if (_537)
+            if (_645)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
@@ -286,17 +334,17 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _628 = (n0 + j_1) < p.n;
-            bool _637;
-            if (_628)
+            bool _735 = (n0 + j_1) < p.n;
+            bool _744;
+            if (_735)
             {
-                _637 = (k0 + kk_1) < p.cols;
+                _744 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _637 = _628;
+                _744 = _735;
             }
-            if (_637)
+            if (_744)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -337,17 +385,17 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _842 = r < p.rows;
-            bool _849;
-            if (_842)
+            bool _949 = r < p.rows;
+            bool _956;
+            if (_949)
             {
-                _849 = c < p.n;
+                _956 = c < p.n;
             }
             else
             {
-                _849 = _842;
+                _956 = _949;
             }
-            if (_849)
+            if (_956)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

@@ -84,9 +84,9 @@ struct Uints
     uint v[1];
 };
 
-constant uint _346_tmp [[function_constant(0)]];
-constant uint _346 = is_function_constant_defined(_346_tmp) ? _346_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_346, 1u, 1u);
+constant uint _338_tmp [[function_constant(0)]];
+constant uint _338 = is_function_constant_defined(_338_tmp) ? _338_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_338, 1u, 1u);
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
 
@@ -154,7 +154,8 @@ float2 x_sums(spvUnsafeArray<float4, 4> xs)
         indexable = xs;
         a += indexable[i];
     }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
+    a += b;
+    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -266,17 +267,17 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _457 = r_1 >= ROWS;
-                bool _467;
-                if (!_457)
+                bool _449 = r_1 >= ROWS;
+                bool _459;
+                if (!_449)
                 {
-                    _467 = (r0 + r_1) >= p.rows;
+                    _459 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _467 = _457;
+                    _459 = _449;
                 }
-                if (_467)
+                if (_459)
                 {
                     break;
                 }
@@ -292,11 +293,11 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
                     spvUnsafeArray<float4, 4> xs;
                     xs = param_3;
                     float2 sx = x_sums(xs);
-                    uint _501 = (m * 4u) + r_1;
+                    uint _493 = (m * 4u) + r_1;
                     ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
                     uint param_5 = c;
                     float2 param_6 = sx;
-                    acc[_501][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    acc[_493][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -306,8 +307,8 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _558 = simd_is_first();
-            if (_558)
+            bool _550 = simd_is_first();
+            if (_550)
             {
                 partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
             }

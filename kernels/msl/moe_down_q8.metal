@@ -86,9 +86,9 @@ struct Uints
     uint v[1];
 };
 
-constant uint _332_tmp [[function_constant(0)]];
-constant uint _332 = is_function_constant_defined(_332_tmp) ? _332_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_332, 1u, 1u);
+constant uint _324_tmp [[function_constant(0)]];
+constant uint _324 = is_function_constant_defined(_324_tmp) ? _324_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_324, 1u, 1u);
 
 struct Ints
 {
@@ -161,7 +161,8 @@ float2 x_sums(spvUnsafeArray<float4, 4> xs)
         indexable = xs;
         a += indexable[i];
     }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
+    a += b;
+    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -252,19 +253,19 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _412;
+    uint _404;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _412 = uint(plan->v[(p.order_at + start) + j]);
+            _404 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _412 = 0u;
+            _404 = 0u;
         }
-        pairs[j] = _412;
+        pairs[j] = _404;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -295,17 +296,17 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _526 = r_1 >= ROWS;
-                bool _536;
-                if (!_526)
+                bool _518 = r_1 >= ROWS;
+                bool _528;
+                if (!_518)
                 {
-                    _536 = (r0 + r_1) >= p.rows;
+                    _528 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _536 = _526;
+                    _528 = _518;
                 }
-                if (_536)
+                if (_528)
                 {
                     break;
                 }
@@ -315,11 +316,11 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
                     {
                         break;
                     }
-                    uint _557 = (m * 4u) + r_1;
+                    uint _549 = (m * 4u) + r_1;
                     ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
                     uint param_5 = c;
                     float2 param_6 = sx;
-                    acc[_557][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    acc[_549][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -329,8 +330,8 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _614 = simd_is_first();
-            if (_614)
+            bool _606 = simd_is_first();
+            if (_606)
             {
                 partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
             }

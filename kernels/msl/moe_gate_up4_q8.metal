@@ -86,9 +86,9 @@ struct Uints
     uint v[1];
 };
 
-constant uint _345_tmp [[function_constant(0)]];
-constant uint _345 = is_function_constant_defined(_345_tmp) ? _345_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_345, 1u, 1u);
+constant uint _337_tmp [[function_constant(0)]];
+constant uint _337 = is_function_constant_defined(_337_tmp) ? _337_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_337, 1u, 1u);
 
 struct Ints
 {
@@ -161,7 +161,8 @@ float2 x_sums(spvUnsafeArray<float4, 4> xs)
         indexable = xs;
         a += indexable[i];
     }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
+    a += b;
+    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -259,19 +260,19 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _431;
+    uint _423;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _431 = uint(plan->v[(p.order_at + start) + j]);
+            _423 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _431 = 0u;
+            _423 = 0u;
         }
-        pairs[j] = _431;
+        pairs[j] = _423;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -296,17 +297,17 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         {
             for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                bool _539 = r_1 >= ROWS;
-                bool _549;
-                if (!_539)
+                bool _531 = r_1 >= ROWS;
+                bool _541;
+                if (!_531)
                 {
-                    _549 = (r0 + r_1) >= p.rows;
+                    _541 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _549 = _539;
+                    _541 = _531;
                 }
-                if (_549)
+                if (_541)
                 {
                     break;
                 }
@@ -322,11 +323,11 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
                     spvUnsafeArray<float4, 4> xs;
                     xs = param_3;
                     float2 sx = x_sums(xs);
-                    uint _583 = (m * 2u) + r_1;
+                    uint _575 = (m * 2u) + r_1;
                     ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
                     uint param_5 = c;
                     float2 param_6 = sx;
-                    acc[_583][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    acc[_575][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -336,8 +337,8 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _640 = simd_is_first();
-            if (_640)
+            bool _632 = simd_is_first();
+            if (_632)
             {
                 partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
             }

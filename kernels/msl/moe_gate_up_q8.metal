@@ -86,9 +86,9 @@ struct Uints
     uint v[1];
 };
 
-constant uint _345_tmp [[function_constant(0)]];
-constant uint _345 = is_function_constant_defined(_345_tmp) ? _345_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_345, 1u, 1u);
+constant uint _337_tmp [[function_constant(0)]];
+constant uint _337 = is_function_constant_defined(_337_tmp) ? _337_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_337, 1u, 1u);
 
 struct Ints
 {
@@ -161,7 +161,8 @@ float2 x_sums(spvUnsafeArray<float4, 4> xs)
         indexable = xs;
         a += indexable[i];
     }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
+    a += b;
+    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -259,19 +260,19 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _431;
+    uint _423;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _431 = uint(plan->v[(p.order_at + start) + j]);
+            _423 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _431 = 0u;
+            _423 = 0u;
         }
-        pairs[j] = _431;
+        pairs[j] = _423;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (r0 >= p.rows)
@@ -302,17 +303,17 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
         {
             for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                bool _551 = r_1 >= ROWS;
-                bool _561;
-                if (!_551)
+                bool _543 = r_1 >= ROWS;
+                bool _553;
+                if (!_543)
                 {
-                    _561 = (r0 + r_1) >= p.rows;
+                    _553 = (r0 + r_1) >= p.rows;
                 }
                 else
                 {
-                    _561 = _551;
+                    _553 = _543;
                 }
-                if (_561)
+                if (_553)
                 {
                     break;
                 }
@@ -322,11 +323,11 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                     {
                         break;
                     }
-                    uint _582 = (m * 2u) + r_1;
+                    uint _574 = (m * 2u) + r_1;
                     ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
                     uint param_5 = c;
                     float2 param_6 = sx;
-                    acc[_582][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    acc[_574][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
                 }
             }
         }
@@ -336,8 +337,8 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
             float s = simd_sum(acc[r_2][j_3]);
-            bool _639 = simd_is_first();
-            if (_639)
+            bool _631 = simd_is_first();
+            if (_631)
             {
                 partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
             }

@@ -5,12 +5,12 @@
  *   build/tests/metal_host_test           every check
  *   build/tests/metal_host_test --probe   only whether the backend comes up on this machine (exit 0) or not
  *
- * On macOS it runs the real backend (device.m) on the Mac's GPU. On Linux it runs the same portable host code
- * (memory, barriers, pipelines by function constants, every op's push constants and dispatch shape) over the
- * Vulkan backend's device: the device layer below maps each sp_mtl_device_* call onto the Vulkan backend's
- * internals, running the same SPIR-V the MSL was translated from, and checks what Metal would need of each
- * dispatch (threads per threadgroup = function constant 0, push constants at buffer 0, kernel names in the same
- * order as the Vulkan table). What it cannot check on Linux: device.m itself and Apple's compiler. */
+ * On macOS it runs the real backend (device.m) on the Mac's GPU. On Linux it runs the same portable code — the GPU op
+ * layer as Metal configures it (unified memory: host views instead of staging copies, one command buffer per sync,
+ * no submission barriers, the default launch parameters) and backend.c's checks of each pipeline and dispatch
+ * against the translated kernels' interfaces — over the Vulkan backend's device: the device layer below hands each
+ * sp_mtl_* call to the Vulkan device's, which runs the SPIR-V the MSL was translated from. What it cannot check on
+ * Linux: device.m itself and Apple's compiler. */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
 #include "backends/metal/metal.h"
@@ -29,8 +29,7 @@ static splash_status cpu_status, gpu_status;
 static sp_threadpool *pool;
 
 #ifndef __APPLE__
-/* ---- the device layer over the Vulkan backend (Linux) ---- */
-#include "backends/vulkan/vk.h"
+/* ---- the device layer over the Vulkan backend's device (Linux) ---- */
 #include "backends/vulkan/vulkan.h"
 
 #include <stdio.h>
@@ -38,104 +37,42 @@ static sp_threadpool *pool;
 static sp_backend vulkan;
 static splash_status vulkan_status;
 
-typedef struct {
-    sp_mtl_kernel_id kernel;
-    uint32_t spec[4];
-} fake_pipeline;
+/* The Vulkan backend's op layer: its device calls do what device.m's would, on the same SPIR-V. */
+static sp_gpu *vk(void) { return sp_gpu_of(&vulkan); }
 
-static sp_vk *vk_of(sp_mtl *m) { return (sp_vk *)m->device; }
-
-splash_status sp_mtl_device_open(sp_mtl *m) {
+splash_status sp_mtl_open(sp_mtl *m) {
     splash_status st = sp_vulkan_backend_create(&vulkan, pool, sp_threadpool_size(pool), &vulkan_status, true);
     if (st) return st;
-    sp_vk *vk = sp_vk_of(&vulkan);
-    /* the Metal table must list the Vulkan table's kernels in its order (both come from kernels/generate.ts) */
-    st = (int)SP_MTL_KERNEL_COUNT == (int)SP_VK_KERNEL_COUNT
-             ? SPLASH_OK
-             : SP_FAIL(SPLASH_ERR_INTERNAL, "%d Metal kernels, %d Vulkan kernels: kernels/msl/ is stale (bun scripts/build/msl.ts)",
-                       SP_MTL_KERNEL_COUNT, SP_VK_KERNEL_COUNT);
-    for (int i = 0; i < SP_MTL_KERNEL_COUNT && !st; i++)
-        if (strcmp(sp_mtl_kernels[i].name, sp_vk_kernels[i].name))
-            st = SP_FAIL(SPLASH_ERR_INTERNAL, "kernel %d is %s in Metal, %s in Vulkan: kernels/msl/ is stale", i,
-                         sp_mtl_kernels[i].name, sp_vk_kernels[i].name);
-    if (st) {
-        sp_vulkan_backend_destroy(&vulkan);
-        return st;
-    }
-    snprintf(m->info.name, sizeof m->info.name, "%.100s (Vulkan)", vk->props.deviceName);
+    snprintf(m->info.name, sizeof m->info.name, "%.100s (Vulkan)", sp_vulkan_device_name(&vulkan));
     m->info.unified_memory = 1;
-    m->info.max_buffer = vk->max_buffer;
+    m->info.max_buffer = vk()->max_buffer;
     m->info.page_size = 4096;
-    m->device = vk;
+    m->objc = &vulkan;
     return SPLASH_OK;
 }
 
-void sp_mtl_device_close(sp_mtl *m) {
+void sp_mtl_close(sp_mtl *m) {
     sp_vulkan_backend_destroy(&vulkan);
-    m->device = NULL;
+    m->objc = NULL;
 }
 
-splash_status sp_mtl_device_buffer(sp_mtl *m, uint64_t bytes, sp_mtl_buffer *b) {
-    sp_vk *vk = vk_of(m);
-    sp_vk_buffer *vb = malloc(sizeof *vb);
-    if (!vb) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    splash_status st = sp_vk_buffer_create(vk, bytes, vk->mem_upload, vb); /* host-visible, coherent, device address */
-    if (st) {
-        free(vb);
-        return st;
-    }
-    memset(vb->map, 0, (size_t)bytes); /* Metal's new buffers are zero-filled */
-    *b = (sp_mtl_buffer){vb, vb->map, vb->addr, bytes};
-    return SPLASH_OK;
+splash_status sp_mtl_buffer(sp_gpu *g, uint64_t bytes, sp_gpu_memory mem, sp_gpu_buffer *b) {
+    splash_status st = vk()->dev->buffer(vk(), bytes, SP_GPU_UPLOAD, b); /* host-visible, coherent, device address */
+    if (!st) memset(b->host, 0, (size_t)bytes);                          /* Metal's new buffers are zero-filled */
+    return st;
 }
 
-splash_status sp_mtl_device_map(sp_mtl *m, const void *data, uint64_t bytes, sp_mtl_buffer *b, uint64_t *offset) {
+splash_status sp_mtl_wrap(sp_gpu *g, const void *data, uint64_t bytes, sp_gpu_buffer *b, uint64_t *offset) {
     return SPLASH_ERR_UNSUPPORTED; /* no file pages are wrapped here: uploads take the copy path */
 }
 
-void sp_mtl_device_release(sp_mtl *m, sp_mtl_buffer *b) {
-    if (!b->handle) return;
-    sp_vk_buffer_destroy(vk_of(m), b->handle);
-    free(b->handle);
-    memset(b, 0, sizeof *b);
+void sp_mtl_release(sp_gpu *g, sp_gpu_buffer *b) { vk()->dev->release(vk(), b); }
+void *sp_mtl_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
+    return vk()->dev->pipeline(vk(), k, spec, max_threads);
 }
-
-void *sp_mtl_device_pipeline(sp_mtl *m, sp_mtl_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
-    fake_pipeline *p = malloc(sizeof *p);
-    if (!p) return NULL;
-    p->kernel = k;
-    memcpy(p->spec, spec, sizeof p->spec);
-    *max_threads = 1024;
-    return p;
-}
-
-void sp_mtl_device_release_pipeline(sp_mtl *m, void *pipeline) { free(pipeline); }
-
-splash_status sp_mtl_device_dispatch(sp_mtl *m, void *pipeline, const void *push, uint32_t push_bytes, uint32_t push_index,
-                                     const uint32_t groups[3], const uint32_t threads[3], bool barrier, void *indirect,
-                                     uint64_t indirect_offset) {
-    sp_vk *vk = vk_of(m);
-    const fake_pipeline *p = pipeline;
-    const sp_mtl_kernel *K = &sp_mtl_kernels[p->kernel];
-    /* what Metal needs and Vulkan would not notice */
-    if (push_index != 0 || push_bytes != K->push_bytes)
-        return SP_FAIL(SPLASH_ERR_INTERNAL, "%s: push constants %u bytes at buffer %u, the MSL takes %u at 0", K->name,
-                       push_bytes, push_index, K->push_bytes);
-    if (threads[0] != p->spec[0] || threads[1] != 1 || threads[2] != 1)
-        return SP_FAIL(SPLASH_ERR_INTERNAL, "%s: %u×%u×%u threads per threadgroup, specialized for %u", K->name, threads[0],
-                       threads[1], threads[2], p->spec[0]);
-    uint32_t g[3] = {groups ? groups[0] : 0, groups ? groups[1] : 0, groups ? groups[2] : 0};
-    if (indirect) { /* Vulkan dispatches indirectly from its own chunks: read the counts back and dispatch them */
-        splash_status st = sp_vk_sync(vk);
-        if (st) return st;
-        memcpy(g, ((sp_vk_buffer *)indirect)->map + indirect_offset, sizeof g);
-    }
-    if (barrier) vk->fresh = true; /* the Vulkan recorder puts a barrier before a fresh command */
-    sp_vk_dispatch(vk, K->name, (sp_vk_kernel_id)p->kernel, p->spec, push, push_bytes, g, NULL, 0, NULL, 0, NULL);
-    return vulkan_status;
-}
-
-splash_status sp_mtl_device_finish(sp_mtl *m) { return sp_vk_sync(vk_of(m)); }
+void sp_mtl_release_pipeline(sp_gpu *g, void *pipeline) { vk()->dev->release_pipeline(vk(), pipeline); }
+splash_status sp_mtl_dispatch(sp_gpu *g, const sp_gpu_launch *l) { return vk()->dev->dispatch(vk(), l); }
+splash_status sp_mtl_finish(sp_gpu *g) { return vk()->dev->finish(vk()); }
 #endif
 
 /* ---- the checks ---- */
@@ -192,7 +129,8 @@ static weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
         case SP_MAT_BF16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_bf16(row[c]); break;
         case SP_MAT_F16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_f16(row[c]); break;
         case SP_MAT_Q8: sp_quantize_row_q8(row, cols, dst); break;
-        default: sp_quantize_row_q4(row, cols, dst); break;
+        case SP_MAT_Q4: sp_quantize_row_q4(row, cols, dst); break;
+        default: sp_quantize_row_mlx(row, cols, t == SP_MAT_MLX4 ? 4 : 8, dst); break;
         }
     }
     free(row);
@@ -213,7 +151,7 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
     snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld (row %lld bytes%s)", sp_mtype_name(t), (long long)rows,
              (long long)cols, (long long)n, (long long)w.host.row_bytes, w.host.row_bytes % 16 ? ", padded" : "");
     /* the CPU rounds x to int8 per group for quantized weights; the kernels multiply f32 x (vulkan_ops_test.c) */
-    expect(what, nmse(got, want, n * rows), t == SP_MAT_Q8 || t == SP_MAT_Q4 ? 2e-4 : 1e-10);
+    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : 1e-10);
     gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(x), free(want), free(got), free(w.bytes);
 }
@@ -278,16 +216,21 @@ static void test_norms_rope_embed(void) {
         gpu.free(&gpu, dq), gpu.free(&gpu, dinv), gpu.free(&gpu, dpos);
         free(q), free(got);
     }
-    weights t = make_weights(SP_MAT_BF16, 300, 64);
     int32_t tok[7] = {0, 299, 5, 5, 123, 7, 250};
     int32_t *dtok = to_gpu(tok, sizeof tok);
-    float *de = to_gpu(NULL, 4 * 7 * 64);
-    gpu.embed(&gpu, de, &t.dev, dtok, 7);
-    cpu.embed(&cpu, want, &t.host, tok, 7);
-    got = from_gpu(de, 7 * 64);
-    expect("embed bf16 300x64, 7 tokens", nmse(got, want, 7 * 64), 0);
-    gpu.free(&gpu, dtok), gpu.free(&gpu, de), gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dy);
-    free(x), free(z), free(w), free(want), free(got), free(t.bytes);
+    for (int mlx = 0; mlx < 2; mlx++) { /* a bf16 table, and an MLX4 one dequantized in the kernel (maybe by an FMA) */
+        int64_t E = mlx ? 128 : 64;
+        weights t = make_weights(mlx ? SP_MAT_MLX4 : SP_MAT_BF16, 300, E);
+        float *de = to_gpu(NULL, 4 * 7 * (uint64_t)E);
+        gpu.embed(&gpu, de, &t.dev, dtok, 7);
+        cpu.embed(&cpu, want, &t.host, tok, 7);
+        got = from_gpu(de, 7 * E);
+        expect(mlx ? "embed mlx4 300x128, 7 tokens" : "embed bf16 300x64, 7 tokens", nmse(got, want, 7 * E), mlx ? 1e-12 : 0);
+        gpu.free(&gpu, de);
+        free(got), free(t.bytes);
+    }
+    gpu.free(&gpu, dtok), gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dy);
+    free(x), free(z), free(w), free(want);
 }
 
 /* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed). */
@@ -351,7 +294,7 @@ static void test_gdn(void) {
 /* Routing on the device, then the grouped experts: moe_plan writes the threadgroup counts that the gate/up and down
  * dispatches read indirectly. */
 static void test_moe(sp_mtype t, int64_t n) {
-    enum { E = 8, TOPK = 3, H = 64, I = 32 };
+    enum { E = 8, TOPK = 3, H = 128, I = 64 }; /* I: whole groups of 64, as MLX down projections need */
     float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1), *w = malloc(sizeof(float) * (size_t)(n * TOPK));
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * TOPK));
     float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * TOPK));
@@ -378,7 +321,7 @@ static void test_moe(sp_mtype t, int64_t n) {
     cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
     char what[128];
     snprintf(what, sizeof what, "moe_experts %s, %lld tokens (indirect dispatches)", sp_mtype_name(t), (long long)n);
-    expect(what, nmse(got, want, n * H), t == SP_MAT_Q8 || t == SP_MAT_Q4 ? 4e-4 : 1e-10);
+    expect(what, nmse(got, want, n * H), t >= SP_MAT_Q8 ? 4e-4 : 1e-10);
     gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(logits), free(x), free(ids), free(w), free(got_ids), free(scratch), free(want), free(got), free(gu.bytes), free(dn.bytes);
 }
@@ -423,16 +366,16 @@ static void test_barriers(void) {
     weights a = make_weights(SP_MAT_F32, R, C), b = make_weights(SP_MAT_F32, R, C);
     float *x = randoms(C, -1, 1);
     float *dx = to_gpu(x, 4 * C), *ya = to_gpu(NULL, 4 * R), *yb = to_gpu(NULL, 4 * R);
-    sp_mtl *m = sp_mtl_of(&gpu);
-    sp_mtl_sync(m);
-    uint64_t b0 = m->n_barriers;
+    sp_gpu *g = sp_gpu_of(&gpu);
+    sp_gpu_sync(g);
+    uint64_t b0 = g->n_barriers;
     gpu.matmul(&gpu, ya, &a.dev, dx, 1);
     gpu.matmul(&gpu, yb, &b.dev, dx, 1);
-    uint64_t b1 = m->n_barriers;
+    uint64_t b1 = g->n_barriers;
     gpu.add(&gpu, ya, yb, R);
-    uint64_t b2 = m->n_barriers;
+    uint64_t b2 = g->n_barriers;
     gpu.add(&gpu, ya, yb, R);
-    uint64_t b3 = m->n_barriers;
+    uint64_t b3 = g->n_barriers;
     CHECK(b1 == b0 && b2 == b1 + 1 && b3 == b2 + 1 && !gpu_status,
           "barriers: none between independent projections, one before each dependent add (%llu, %llu, %llu)",
           (unsigned long long)(b1 - b0), (unsigned long long)(b2 - b1), (unsigned long long)(b3 - b2));
@@ -462,9 +405,13 @@ int main(int argc, char **argv) {
     }
     /* every weight type at an odd shape (rows needing padding), GEMV for 1 and 3 rows, both GEMM tiles */
     for (int t = 0; t <= SP_MAT_Q4; t++) test_matmul((sp_mtype)t, 37, 72, 1); /* the types the kernels read */
+    for (int t = SP_MAT_MLX4; t <= SP_MAT_MLX8; t++) test_matmul((sp_mtype)t, 37, 128, 1); /* MLX: groups of 64 */
     test_matmul(SP_MAT_BF16, 70, 128, 3);  /* 256-byte rows: no padding */
+    test_matmul(SP_MAT_MLX8, 70, 192, 3);
     test_matmul(SP_MAT_Q4, 67, 168, 12);   /* the narrow GEMM tile */
+    test_matmul(SP_MAT_MLX4, 67, 256, 12);
     test_matmul(SP_MAT_F32, 67, 168, 21);  /* the square GEMM tile */
+    test_matmul(SP_MAT_MLX8, 67, 256, 21);
     test_elementwise(7, 100);
     test_norms_rope_embed();
     test_attention(4, 1, 32, 0, 13, 16);   /* prefill */
@@ -474,11 +421,12 @@ int main(int argc, char **argv) {
     test_gdn();
     test_moe(SP_MAT_F32, 1);
     test_moe(SP_MAT_Q8, 9);
+    test_moe(SP_MAT_MLX4, 5);
     test_sample(1000);
     test_barriers();
-    sp_mtl *m = sp_mtl_of(&gpu);
-    printf("%llu dispatches, %llu barriers, %llu command buffers, %d pipelines\n", (unsigned long long)m->n_dispatches,
-           (unsigned long long)m->n_barriers, (unsigned long long)m->n_commits, m->n_pipelines);
+    sp_gpu *g = sp_gpu_of(&gpu);
+    printf("%llu dispatches, %llu barriers, %llu command buffers, %d pipelines\n", (unsigned long long)g->n_commands,
+           (unsigned long long)g->n_barriers, (unsigned long long)g->n_submits, g->n_pipelines);
     sp_metal_backend_destroy(&gpu);
     sp_threadpool_free(pool);
     return check_done("metal_host_test");

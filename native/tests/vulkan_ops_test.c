@@ -6,8 +6,10 @@
  *
  * Runs on the device SPLASH_VULKAN_DEVICE names, else the first GPU, else a CPU implementation (lavapipe).
  * Tolerances (NMSE): 1e-10 for f32-exact ops (same math, another summation order); the GDN state after a long
- * horizon 1e-9; quantized matmuls 1e-10 against the exact product with the dequantized weights (what the kernels
- * compute) and 2e-4 against the CPU op, which also rounds x to int8 per group of 32 (Q8_0-style activations).
+ * horizon 1e-9; quantized matmuls (Q8, Q4 and MLX's affine MLX8, MLX4) 1e-10 against the exact product with the
+ * dequantized weights (what the kernels compute) and 2e-4 against the CPU op, which also rounds x to int8 per group
+ * (of 32; of 64 for MLX: Q8_0-style activations); embedding rows exact, 1e-12 where a dequantized weight q·scale + min
+ * may be one fused multiply-add on one side and two roundings on the other.
  * Inputs use realistic ranges (ggml test-backend-ops): GDN log-decays in about [−24, 0), β in (0.02, 0.98). */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
@@ -89,7 +91,8 @@ static weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
         case SP_MAT_BF16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_bf16(row[c]); break;
         case SP_MAT_F16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_f16(row[c]); break;
         case SP_MAT_Q8: sp_quantize_row_q8(row, cols, dst); break;
-        default: sp_quantize_row_q4(row, cols, dst); break;
+        case SP_MAT_Q4: sp_quantize_row_q4(row, cols, dst); break;
+        default: sp_quantize_row_mlx(row, cols, t == SP_MAT_MLX4 ? 4 : 8, dst); break;
         }
     }
     free(row);
@@ -123,7 +126,7 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     double ms = (now() - t0) * 1e3;
     char what[160];
     cpu.matmul(&cpu, want, &w.host, x, n);
-    bool quant = t == SP_MAT_Q8 || t == SP_MAT_Q4;
+    bool quant = t >= SP_MAT_Q8;
     snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs cpu (%.0f ms)", sp_mtype_name(t), (long long)rows,
              (long long)cols, (long long)n, ms);
     expect(what, nmse(got, want, n * rows), quant ? 2e-4 : 1e-10);
@@ -217,7 +220,7 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
     float *got = from_gpu(dy, n * d);
     char what[128];
     snprintf(what, sizeof what, "embed %s %lldx%lld n=%lld", sp_mtype_name(t), (long long)vocab, (long long)d, (long long)n);
-    expect(what, nmse(got, want, n * d), 0);
+    expect(what, nmse(got, want, n * d), t >= SP_MAT_Q8 ? 1e-12 : 0);
     gpu.free(&gpu, dtok), gpu.free(&gpu, dy);
     free(tok), free(want), free(got), free(w.bytes);
 }
@@ -336,7 +339,7 @@ static void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int
     float *got = from_gpu(dy, n * H);
     double ms = (now() - t0) * 1e3;
     cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
-    bool quant = t == SP_MAT_Q8 || t == SP_MAT_Q4;
+    bool quant = t >= SP_MAT_Q8;
     snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
              (long long)H, (long long)I, (long long)n, ms);
     expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
@@ -406,8 +409,18 @@ int main(int argc, char **argv) {
             test_matmul((sp_mtype)t, 67, 168, 12, true);
             test_matmul((sp_mtype)t, 67, 168, 21, true);
         }
+    /* MLX's affine formats (mlx-lm checkpoints): whole groups of 64 per row, rows padded on the device (72, 136 bytes) */
+    for (int t = SP_MAT_MLX4; t <= SP_MAT_MLX8; t++) {
+        test_matmul((sp_mtype)t, 37, 128, 1, true);
+        if (quick) continue;
+        test_matmul((sp_mtype)t, 70, 192, 3, true);
+        test_matmul((sp_mtype)t, 67, 256, 12, true);
+        test_matmul((sp_mtype)t, 67, 256, 21, true);
+    }
     test_embed(SP_MAT_BF16, 300, 64, 7);
     test_embed(SP_MAT_F32, 50, 36, 3);
+    test_embed(SP_MAT_MLX4, 300, 128, 7);
+    test_embed(SP_MAT_MLX8, 50, 64, 3);
     test_elementwise(7, 100);
     test_norms(5, 24);
     test_norms(9, 300);
@@ -425,6 +438,8 @@ int main(int argc, char **argv) {
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
+    test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 1);
+    if (!quick) test_moe(SP_MAT_MLX8, 8, 3, 128, 64, 5);
     test_sample(1000);
 
     if (!quick) {
@@ -433,6 +448,8 @@ int main(int argc, char **argv) {
          * the largest matrices run once, at batch 1 */
         test_matmul(SP_MAT_Q4, 17408, 5120, 1, false);
         test_matmul(SP_MAT_Q8, 5120, 6144, 1, false);
+        test_matmul(SP_MAT_MLX4, 5120, 6144, 1, false);
+        test_matmul(SP_MAT_MLX4, 2048, 2048, 24, false);
         test_matmul(SP_MAT_BF16, 10240, 5120, 1, false);
         test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
         test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);

@@ -22,6 +22,7 @@
  * is the device's (kernels/stream.comp), measured in the same process. Prints a table and, with --json, writes every
  * raw figure. The peer comparison (llama.cpp Vulkan and CUDA on the same weights) needs this checkpoint exported to
  * GGUF (`splash export-gguf DIR/<shape>-<layers>l`, the peer-benchmark issue): --dir keeps it for that. */
+#include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "core/threadpool.h"
 #include "splash.h"
@@ -343,7 +344,7 @@ int main(int argc, char **argv) {
     if (sp_vulkan_backend_create(&be, pool, sp_threadpool_size(pool), &st, true)) die("vulkan");
     double gbs = 0;
     bool small = b.s->hidden < 1024;
-    if (sp_vulkan_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
+    if (sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
     char device[256];
     snprintf(device, sizeof device, "%s", sp_vulkan_device_name(&be));
     sp_vulkan_backend_destroy(&be);

@@ -11,7 +11,7 @@
  *
  * Versions: matmul.comp (GEMV; NMAX 1 for n = 1, NMAX 4 for n ≤ 4) and matmul_tiled.comp (GEMM) — see
  * kernels/generate.ts. The weights are random but valid (small finite scales), uploaded once per shape. */
-#include "backends/vulkan/vk.h"
+#include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "core/error.h"
 #include "core/quant.h"
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
     }
     double bw = 0;
     bool small = !strcmp(models, "tiny");
-    sp_vulkan_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
+    sp_gpu_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
     char json[32768];
     int jl = 0;
     char mlist[256];
@@ -143,19 +143,19 @@ int main(int argc, char **argv) {
                     for (int j = 0; j < n; j++)
                         for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
                 }
-                sp_vk_mm_launch launches[16];
+                sp_gpu_mm_launch launches[16];
                 int nl = 0;
                 if (n <= 4) {
                     uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
                     for (int a = 0; a < 3; a++)
-                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_vk_mm_launch){wgs[a], rows[b], 0};
+                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_gpu_mm_launch){wgs[a], rows[b], 0};
                 } else {
-                    for (int k = 0; k < SP_VK_TILE_COUNT; k++) launches[nl++] = (sp_vk_mm_launch){0, 0, k};
+                    for (int k = 0; k < SP_GPU_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){0, 0, k};
                 }
                 double best = 1e30;
                 int best_l = 0;
                 for (int l = 0; l < nl; l++) {
-                    sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
                     be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
                     double e = 0, sref = 0;
                     for (int j = 0; j < n; j++)
@@ -164,12 +164,12 @@ int main(int argc, char **argv) {
                             e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
                         }
                     double t0 = now();
-                    for (int r = 0; r < reps; r++) sp_vk_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
-                    sp_vulkan_finish(&be);
+                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    sp_gpu_finish(&be);
                     double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
                     char name[32];
                     if (n <= 4) snprintf(name, sizeof name, "wg %u rows %u", launches[l].workgroup, launches[l].rows);
-                    else snprintf(name, sizeof name, "tile %dx%d", sp_vk_tiles[launches[l].tile].bm, sp_vk_tiles[launches[l].tile].bn);
+                    else snprintf(name, sizeof name, "tile %dx%d", sp_gpu_tiles[launches[l].tile].bm, sp_gpu_tiles[launches[l].tile].bn);
                     printf("  %-12s %-5s %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], name, us, gbs, 100 * gbs / bw,
                            sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
                     if (us < best) best = us, best_l = l;
@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
         strftime(date, sizeof date, "%Y-%m-%d", gmtime(&tt));
         if (f) {
             fprintf(f, "{\n  \"measured\": {\"device\": \"%s\", \"date\": \"%s\", \"command\": \"build/tools/vulkan_lab --model %s --types %s\"},\n"
-                       "  \"gemv\": [\n%s\n  ]\n}\n", sp_vulkan_device_name(&be), date, models, types, json);
+                    "  \"gemv\": [\n%s\n  ]\n}\n", sp_vulkan_device_name(&be), date, models, types, json);
             fclose(f);
         }
     }

@@ -8,7 +8,7 @@
 // the library picks them at run time from the detected CPU, so one build runs on any x86-64 (ARCHITECTURE.md §4).
 // Objects are rebuilt when the source or a header it includes (from the compiler's depfile) is newer.
 import { $ } from "bun";
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 
@@ -62,16 +62,36 @@ async function vulkanKernels() {
 
 // The Metal backend (kernels/msl/, embedded by scripts/build/msl.ts). On macOS it is part of the library, its device
 // layer in Objective-C (*.m) linked with the Metal framework. On Linux its portable C is built only into the
-// native/tests/metal_* programs, which run it over the Vulkan device (so it needs the Vulkan backend there).
-const metal = isMac || vulkan ? (await import("./msl.ts")).embed(join(out, "gen")) : null;
+// native/tests/metal_* programs, which run it over the Vulkan device (so it needs the Vulkan backend there); a
+// kernels/msl/ that is stale for the kernels listed now leaves those programs out here (the test that needs them
+// fails) and fails the build on macOS.
+const metal = isMac || vulkan ? await metalKernels() : null;
 if (metal) common.push(`-I${dirname(metal.source)}`);
+
+async function metalKernels() {
+  const { embed } = await import("./msl.ts");
+  try {
+    return embed(join(out, "gen"));
+  } catch (e) {
+    if (isMac) throw e;
+    console.error(`native build: no Metal host programs: ${(e as Error).message}`);
+    return null;
+  }
+}
 // macOS 15 has every Metal call the backend makes (residency sets, math modes); the product's own minimum (26.4) is
 // checked by `splash doctor`, not by the loader, so the library also loads on the CI's macOS 15 runners.
 const macMin = "-mmacosx-version-min=15.0";
 if (isMac) common.push("-DSPLASH_HAVE_METAL", macMin);
 
-// Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere.
-const excluded = ["native/tests/", "native/tools/", ...(isMac ? [] : ["native/backends/metal/"]), ...(vulkan ? [] : ["native/backends/vulkan/"])];
+// Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere (the GPU op
+// layer, native/backends/gpu/, comes with either GPU backend).
+const excluded = [
+  "native/tests/",
+  "native/tools/",
+  ...(isMac ? [] : ["native/backends/metal/"]),
+  ...(vulkan ? [] : ["native/backends/vulkan/"]),
+  ...(vulkan || isMac ? [] : ["native/backends/gpu/"]),
+];
 
 async function sources(dir: string): Promise<string[]> {
   if (!existsSync(join(root, dir))) return [];
@@ -85,9 +105,15 @@ function newer(obj: string, dep: string): boolean {
   return !existsSync(obj) || statSync(dep).mtimeMs > statSync(obj).mtimeMs;
 }
 
-// True when the object is missing or older than its source or any header listed in its depfile.
+// The compiler and flags every object was built with: when they change (glslang or the Vulkan headers installed since
+// the last build turn SPLASH_HAVE_VULKAN on, say), every object is rebuilt, since mtimes alone would not tell.
+const flagsFile = join(out, "obj", "flags.txt");
+const signature = [cc, ...common].join(" ");
+const flagsChanged = !existsSync(flagsFile) || readFileSync(flagsFile, "utf8") !== signature;
+
+// True when the flags changed, or the object is missing or older than its source or any header in its depfile.
 function stale(src: string, obj: string): boolean {
-  if (newer(obj, join(root, src))) return true;
+  if (flagsChanged || newer(obj, join(root, src))) return true;
   const depfile = obj.replace(/\.o$/, ".d");
   if (!existsSync(depfile)) return true;
   const deps = readFileSync(depfile, "utf8").replace(/\\\n/g, " ").split(/\s+/).slice(1).filter(Boolean);
@@ -129,8 +155,8 @@ async function pool<T>(items: string[], limit: number, fn: (s: string) => Promis
 }
 
 const libFiles = (await sources("native")).filter((f) => !excluded.some((e) => f.startsWith(e)));
-if (vulkan) libFiles.push(relative(root, vulkan.source));
-if (isMac && metal) libFiles.push(relative(root, metal.source));
+if (vulkan) libFiles.push(relative(root, vulkan.source), relative(root, vulkan.tables));
+if (isMac && metal) libFiles.push(relative(root, metal.source), relative(root, metal.tables));
 const jobs = Math.max(1, cpus().length);
 const objs = (await pool(libFiles, jobs, compile)).filter((o): o is string => o !== null);
 
@@ -170,6 +196,7 @@ await pool(programs, jobs, async (src) => {
   renameSync(`${exe}.${process.pid}.tmp`, exe);
 });
 
+if (flagsChanged) writeFileSync(flagsFile, signature);
 if (verbose) console.error(`built ${relative(root, lib)} from ${objs.length} objects`);
 
 // The module through which the binding imports the library as an embedded file: `bun build --compile` then carries

@@ -14,7 +14,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { compare, cTable, embed, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, THREADGROUP_MEMORY, translateAll } from "../../scripts/build/msl.ts";
+import { kernelIdent, writeTables } from "../../kernels/generate.ts";
+import { compare, cTable, embed, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, staleKernels, THREADGROUP_MEMORY, translateAll } from "../../scripts/build/msl.ts";
 
 const manifest = readManifest();
 const texts = new Map(manifest.kernels.map((k) => [k.name, readFileSync(join(MSL_DIR, `${k.name}.metal`), "utf8")]));
@@ -56,14 +57,28 @@ describe("committed kernels", () => {
     }
   });
 
-  test("the C table lists every kernel in the manifest's order with its interface", () => {
+  test("the C table holds every kernel under the shared kernel id (gpu_kernels.h) with its interface", () => {
     const { c, h } = cTable(manifest, texts);
-    manifest.kernels.forEach((k, i) => {
-      expect(h).toContain(`SP_MTL_${k.name.toUpperCase()} = ${i},`);
+    expect(h).toContain('#include "gpu_kernels.h"');
+    expect(h).toContain("extern const sp_mtl_kernel sp_mtl_kernels[SP_GPU_KERNEL_COUNT];");
+    for (const k of manifest.kernels) {
       const mask = k.constants.reduce((a, x) => a | (1 << x.id), 0);
-      expect(c).toContain(`{"${k.name}", "${k.entry}", msl_${k.name}, ${k.push.size}, 0, 0x${mask.toString(16)}u, {0, -1, -1}, {0, 1, 1}, ${k.threadgroupMemory}},`);
-    });
-    expect(c).toMatch(/const sp_mtl_kernel_id sp_mtl_gemm_first\[5\] = \{SP_MTL_GEMM_F32_\w+, SP_MTL_GEMM_BF16_\w+/);
+      expect(c).toContain(`[${kernelIdent(k.name)}] = {"${k.name}", "${k.entry}", msl_${k.name}, ${k.push.size}, 0, 0x${mask.toString(16)}u, {0, -1, -1}, {0, 1, 1}, ${k.threadgroupMemory}},`);
+    }
+  });
+
+  test("the ids are the generator's kernels in its order, and a manifest that lists others does not embed", () => {
+    const dir = mkdtempSync(join(tmpdir(), "splash-mtlids-"));
+    try {
+      const { header, variants } = writeTables(dir);
+      expect(variants.map((v) => v.name)).toEqual(manifest.kernels.map((k) => k.name));
+      const ids = readFileSync(header, "utf8");
+      manifest.kernels.forEach((k, i) => expect(ids).toContain(`${kernelIdent(k.name)} = ${i},`));
+      expect(staleKernels({ ...manifest, kernels: manifest.kernels.slice(1) }, variants)).not.toEqual([]);
+      expect(staleKernels(manifest, variants)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -168,7 +183,7 @@ describe("host sources", () => {
       writeFileSync(join(dir, "dump.c"), `#include <stdio.h>
 #include "metal_kernels.h"
 int main(void) {
-    for (int i = 0; i < SP_MTL_KERNEL_COUNT; i++) printf("%s%c%s%c", sp_mtl_kernels[i].name, 0, sp_mtl_kernels[i].source, 0);
+    for (int i = 0; i < SP_GPU_KERNEL_COUNT; i++) printf("%s%c%s%c", sp_mtl_kernels[i].name, 0, sp_mtl_kernels[i].source, 0);
     return 0;
 }
 `);

@@ -1,7 +1,7 @@
 /* device.m — the Metal backend's device layer: the only code that calls Metal (mtl.h explains the split). It
  * decides nothing: which kernel, which function constants, how many threadgroups and threads, the push bytes, every
- * barrier and every buffer size come from the portable C (record.c, ops.c, memory.c), which the Linux test runs
- * over the Vulkan device. Built only on macOS, with ARC (-fobjc-arc).
+ * barrier and every buffer size come from the portable C (the GPU op layer in backends/gpu/ and backend.c), which
+ * the Linux test runs over the Vulkan device. Built only on macOS, with ARC (-fobjc-arc).
  *
  * Metal API used here, by name as in Apple's documentation (developer.apple.com/documentation/metal), each call
  * checked against its page:
@@ -69,7 +69,7 @@ static const MTLResourceOptions BUFFER_OPTIONS = MTLResourceStorageModeShared | 
 @implementation SPMetalState
 @end
 
-static SPMetalState *state_of(sp_mtl *m) { return (__bridge SPMetalState *)m->device; }
+static SPMetalState *state_of(sp_gpu *g) { return (__bridge SPMetalState *)sp_mtl_of(g)->objc; }
 
 static const char *describe(NSError *e) { return e ? e.localizedDescription.UTF8String : "no reason given"; }
 
@@ -102,7 +102,7 @@ splash_status sp_metal_query(sp_metal_info *out) {
     }
 }
 
-splash_status sp_mtl_device_open(sp_mtl *m) {
+splash_status sp_mtl_open(sp_mtl *m) {
     @autoreleasepool {
         id<MTLDevice> dev = default_device();
         if (!dev) return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no GPU (Metal lists no device)");
@@ -123,15 +123,15 @@ splash_status sp_mtl_device_open(sp_mtl *m) {
             return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "metal: no command queue or residency set on %s: %s", m->info.name, describe(err));
         [s.queue addResidencySet:s.residency];
         s.libraries = [NSMutableDictionary new];
-        m->device = (__bridge_retained void *)s;
+        m->objc = (__bridge_retained void *)s;
         return SPLASH_OK;
     }
 }
 
-void sp_mtl_device_close(sp_mtl *m) {
+void sp_mtl_close(sp_mtl *m) {
     @autoreleasepool {
-        SPMetalState *s = (__bridge_transfer SPMetalState *)m->device;
-        m->device = NULL;
+        SPMetalState *s = (__bridge_transfer SPMetalState *)m->objc;
+        m->objc = NULL;
         [s.queue removeResidencySet:s.residency];
     }
 }
@@ -144,15 +144,16 @@ static void commit_residency(SPMetalState *s) {
     s.residencyDirty = NO;
 }
 
-static void keep(SPMetalState *s, id<MTLBuffer> buf, uint64_t size, sp_mtl_buffer *b) {
+static void keep(SPMetalState *s, id<MTLBuffer> buf, uint64_t size, sp_gpu_buffer *b) {
     [s.residency addAllocation:buf];
     s.residencyDirty = YES;
-    *b = (sp_mtl_buffer){(__bridge_retained void *)buf, (uint8_t *)buf.contents, buf.gpuAddress, size};
+    *b = (sp_gpu_buffer){.handle = (__bridge_retained void *)buf, .host = (uint8_t *)buf.contents, .addr = buf.gpuAddress,
+                         .size = size};
 }
 
-splash_status sp_mtl_device_buffer(sp_mtl *m, uint64_t bytes, sp_mtl_buffer *b) {
+splash_status sp_mtl_buffer(sp_gpu *g, uint64_t bytes, sp_gpu_memory mem, sp_gpu_buffer *b) {
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         id<MTLBuffer> buf = [s.device newBufferWithLength:(NSUInteger)bytes options:BUFFER_OPTIONS];
         if (!buf) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "metal: no memory for a buffer of %llu bytes", (unsigned long long)bytes);
         keep(s, buf, bytes, b);
@@ -190,16 +191,17 @@ static void *map_file_pages(const void *data, uint64_t bytes, uint64_t page, uin
     return p;
 }
 
-splash_status sp_mtl_device_map(sp_mtl *m, const void *data, uint64_t bytes, sp_mtl_buffer *b, uint64_t *offset) {
+splash_status sp_mtl_wrap(sp_gpu *g, const void *data, uint64_t bytes, sp_gpu_buffer *b, uint64_t *offset) {
+    const sp_metal_info *info = &sp_mtl_of(g)->info;
     uint64_t len = 0, off = 0;
-    void *pages = map_file_pages(data, bytes, m->info.page_size, &len, &off);
+    void *pages = map_file_pages(data, bytes, info->page_size, &len, &off);
     if (!pages) return SPLASH_ERR_UNSUPPORTED;
-    if (len > m->info.max_buffer) {
+    if (len > info->max_buffer) {
         munmap(pages, len);
         return SPLASH_ERR_UNSUPPORTED;
     }
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         id<MTLBuffer> buf = [s.device newBufferWithBytesNoCopy:pages
                                                         length:(NSUInteger)len
                                                        options:BUFFER_OPTIONS
@@ -214,10 +216,10 @@ splash_status sp_mtl_device_map(sp_mtl *m, const void *data, uint64_t bytes, sp_
     }
 }
 
-void sp_mtl_device_release(sp_mtl *m, sp_mtl_buffer *b) {
+void sp_mtl_release(sp_gpu *g, sp_gpu_buffer *b) {
     if (!b->handle) return;
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         id<MTLBuffer> buf = (__bridge_transfer id<MTLBuffer>)b->handle;
         [s.residency removeAllocation:buf];
         [s.residency commit];
@@ -226,9 +228,9 @@ void sp_mtl_device_release(sp_mtl *m, sp_mtl_buffer *b) {
     memset(b, 0, sizeof *b);
 }
 
-void *sp_mtl_device_pipeline(sp_mtl *m, sp_mtl_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
+void *sp_mtl_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         const sp_mtl_kernel *K = &sp_mtl_kernels[k];
         NSError *err = nil;
         id<MTLLibrary> lib = s.libraries[@(k)];
@@ -262,18 +264,16 @@ void *sp_mtl_device_pipeline(sp_mtl *m, sp_mtl_kernel_id k, const uint32_t spec[
     }
 }
 
-void sp_mtl_device_release_pipeline(sp_mtl *m, void *pipeline) {
+void sp_mtl_release_pipeline(sp_gpu *g, void *pipeline) {
     @autoreleasepool {
         id<MTLComputePipelineState> p = (__bridge_transfer id<MTLComputePipelineState>)pipeline;
-        if (state_of(m).bound == p) state_of(m).bound = nil;
+        if (state_of(g).bound == p) state_of(g).bound = nil;
     }
 }
 
-splash_status sp_mtl_device_dispatch(sp_mtl *m, void *pipeline, const void *push, uint32_t push_bytes, uint32_t push_index,
-                                     const uint32_t groups[3], const uint32_t threads[3], bool barrier, void *indirect,
-                                     uint64_t indirect_offset) {
+splash_status sp_mtl_dispatch(sp_gpu *g, const sp_gpu_launch *l) {
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         if (!s.encoder) {
             commit_residency(s);
             s.commandBuffer = [s.queue commandBuffer];
@@ -282,26 +282,27 @@ splash_status sp_mtl_device_dispatch(sp_mtl *m, void *pipeline, const void *push
             if (!s.encoder) return SP_FAIL(SPLASH_ERR_INTERNAL, "metal: no compute command encoder");
         }
         id<MTLComputeCommandEncoder> enc = s.encoder;
-        id<MTLComputePipelineState> p = (__bridge id<MTLComputePipelineState>)pipeline;
-        if (barrier) [enc memoryBarrierWithScope:MTLBarrierScopeBuffers];
+        id<MTLComputePipelineState> p = (__bridge id<MTLComputePipelineState>)l->pipeline;
+        if (l->barrier) [enc memoryBarrierWithScope:MTLBarrierScopeBuffers];
         if (s.bound != p) {
             [enc setComputePipelineState:p];
             s.bound = p;
         }
-        [enc setBytes:push length:push_bytes atIndex:push_index];
-        MTLSize tg = MTLSizeMake(threads[0], threads[1], threads[2]);
-        if (indirect)
-            [enc dispatchThreadgroupsWithIndirectBuffer:(__bridge id<MTLBuffer>)indirect indirectBufferOffset:(NSUInteger)indirect_offset
+        [enc setBytes:l->push length:l->push_bytes atIndex:sp_mtl_kernels[l->kernel].push_index];
+        MTLSize tg = MTLSizeMake(l->threads, 1, 1);
+        if (l->indirect)
+            [enc dispatchThreadgroupsWithIndirectBuffer:(__bridge id<MTLBuffer>)l->indirect->handle
+                                   indirectBufferOffset:(NSUInteger)l->indirect_offset
                                   threadsPerThreadgroup:tg];
         else
-            [enc dispatchThreadgroups:MTLSizeMake(groups[0], groups[1], groups[2]) threadsPerThreadgroup:tg];
+            [enc dispatchThreadgroups:MTLSizeMake(l->groups[0], l->groups[1], l->groups[2]) threadsPerThreadgroup:tg];
         return SPLASH_OK;
     }
 }
 
-splash_status sp_mtl_device_finish(sp_mtl *m) {
+splash_status sp_mtl_finish(sp_gpu *g) {
     @autoreleasepool {
-        SPMetalState *s = state_of(m);
+        SPMetalState *s = state_of(g);
         if (!s.encoder) return SPLASH_OK;
         [s.encoder endEncoding];
         id<MTLCommandBuffer> cb = s.commandBuffer;

@@ -15,14 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-splash_status sp_vk_fail(sp_vk *vk, VkResult r, const char *what) {
+splash_status sp_vk_check(VkResult r, const char *what) {
+    if (r == VK_SUCCESS) return SPLASH_OK;
     splash_status st = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? SPLASH_ERR_OUT_OF_MEMORY
                                                                                              : SPLASH_ERR_INTERNAL;
-    if (vk->status && *vk->status == SPLASH_OK) {
-        *vk->status = st;
-        SP_FAIL(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
-    }
-    return st;
+    return SP_FAIL(st, "vulkan: %s failed (VkResult %d)", what, (int)r);
 }
 
 static splash_status load_library(sp_vk_api *a) {

@@ -1,4 +1,5 @@
-/* vulkan.h — the Vulkan backend (kernels/ (GLSL) compiled to SPIR-V and embedded), for native/api/.
+/* vulkan.h — the Vulkan backend (kernels/ (GLSL) compiled to SPIR-V and embedded), for native/api/. What it shares
+ * with the Metal backend (finish, the bandwidth probe, the matmul lab hook) is in backends/gpu/gpu.h.
  *
  * allow_cpu: accept a CPU implementation of Vulkan (Mesa's lavapipe). Automatic backend choice passes false, so only
  * a real GPU is used; tests pass true to run the kernels on lavapipe. */
@@ -17,10 +18,5 @@ void sp_vulkan_backend_destroy(sp_backend *be);
 /* The device's name ("NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)") and subgroup size. */
 const char *sp_vulkan_device_name(const sp_backend *be);
 uint32_t sp_vulkan_subgroup_size(const sp_backend *be);
-/* Waits until everything recorded has run (benchmarks time whole steps with it). */
-splash_status sp_vulkan_finish(const sp_backend *be);
-/* The device's memory read bandwidth in GB/s: `passes` reads of a `bytes` buffer in one submission, best of `reps`
- * (kernels/stream.comp). The denominator of every roofline fraction the lab and the benchmarks print. */
-splash_status sp_vulkan_read_bandwidth(const sp_backend *be, uint64_t bytes, int32_t passes, int32_t reps, double *gbs);
 
 #endif

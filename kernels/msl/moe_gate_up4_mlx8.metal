@@ -1,0 +1,398 @@
+#pragma clang diagnostic ignored "-Wmissing-prototypes"
+#pragma clang diagnostic ignored "-Wmissing-braces"
+
+#include <metal_stdlib>
+#include <simd/simd.h>
+
+using namespace metal;
+
+template<typename T, size_t Num>
+struct spvUnsafeArray
+{
+    T elements[Num ? Num : 1];
+    
+    thread T& operator [] (size_t pos) thread
+    {
+        return elements[pos];
+    }
+    constexpr const thread T& operator [] (size_t pos) const thread
+    {
+        return elements[pos];
+    }
+    
+    device T& operator [] (size_t pos) device
+    {
+        return elements[pos];
+    }
+    constexpr const device T& operator [] (size_t pos) const device
+    {
+        return elements[pos];
+    }
+    
+    constexpr const constant T& operator [] (size_t pos) const constant
+    {
+        return elements[pos];
+    }
+    
+    threadgroup T& operator [] (size_t pos) threadgroup
+    {
+        return elements[pos];
+    }
+    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
+    {
+        return elements[pos];
+    }
+};
+
+struct Uints;
+struct Vec4s;
+struct Uvec4s;
+struct Ints;
+struct Addrs;
+struct Floats;
+
+struct Uints
+{
+    uint v[1];
+};
+
+struct P
+{
+    ulong w;
+    ulong x;
+    ulong y;
+    ulong plan;
+    uint row_bytes;
+    uint rows;
+    uint cols;
+    uint n;
+    uint x_stride;
+    uint y_stride;
+    uint top_k;
+    uint order_at;
+};
+
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _157 = (CHECK == 0u);
+
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
+constant uint _384_tmp [[function_constant(0)]];
+constant uint _384 = is_function_constant_defined(_384_tmp) ? _384_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_384, 1u, 1u);
+
+struct Ints
+{
+    int v[1];
+};
+
+constant uint ROWS_tmp [[function_constant(1)]];
+constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+
+struct Addrs
+{
+    ulong v[1];
+};
+
+struct Floats
+{
+    float v[1];
+};
+
+static inline __attribute__((always_inline))
+uint n_chunks(constant P& p)
+{
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    return p.cols / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    float4 _167;
+    for (uint k = 0u; k < 4u; k++)
+    {
+        uint col = col0 + (4u * k);
+        bool _165;
+        if (!_157)
+        {
+            _165 = col < p.cols;
+        }
+        else
+        {
+            _165 = _157;
+        }
+        if (_165)
+        {
+            _167 = xv->v[col >> uint(2)];
+        }
+        else
+        {
+            _167 = float4(0.0);
+        }
+        xs[k] = _167;
+    }
+}
+
+static inline __attribute__((always_inline))
+float2 x_sums(spvUnsafeArray<float4, 4> xs)
+{
+    float4 a = float4(0.0);
+    float4 b = float4(0.0);
+    for (uint i = 0u; i < 4u; i++)
+    {
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        a += indexable[i];
+    }
+    a += b;
+    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
+}
+
+static inline __attribute__((always_inline))
+float bf16_lo(thread const uint& w)
+{
+    return as_type<float>(w << uint(16));
+}
+
+static inline __attribute__((always_inline))
+float bf16_hi(thread const uint& w)
+{
+    return as_type<float>(w & 4294901760u);
+}
+
+static inline __attribute__((always_inline))
+float bf16_at(thread const ulong& row, thread const uint& byte)
+{
+    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
+    float _90;
+    if ((byte & 2u) == 0u)
+    {
+        uint param = w;
+        _90 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = w;
+        _90 = bf16_hi(param_1);
+    }
+    return _90;
+}
+
+static inline __attribute__((always_inline))
+float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+{
+    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    uint g = (c * 16u) / 64u;
+    uint _209;
+    if (false)
+    {
+        _209 = p.cols / 2u;
+    }
+    else
+    {
+        _209 = p.cols;
+    }
+    uint qbytes = _209;
+    uint groups = p.cols / 64u;
+    ulong param = row;
+    uint param_1 = qbytes + (g * 2u);
+    float scale = bf16_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
+    float bias0 = bf16_at(param_2, param_3);
+    float f = 0.0;
+    uint _258;
+    uint _274;
+    uint _288;
+    uint _301;
+    for (uint i = 0u; i < 4u; i++)
+    {
+        uint w = q[i];
+        if (true)
+        {
+            _258 = w << uint(15);
+        }
+        else
+        {
+            _258 = w >> uint(-15);
+        }
+        if (true)
+        {
+            _274 = w << uint(7);
+        }
+        else
+        {
+            _274 = w >> uint(-7);
+        }
+        if (false)
+        {
+            _288 = w << uint(-1);
+        }
+        else
+        {
+            _288 = w >> uint(1);
+        }
+        if (false)
+        {
+            _301 = w << uint(-9);
+        }
+        else
+        {
+            _301 = w >> uint(9);
+        }
+        spvUnsafeArray<float4, 4> indexable;
+        indexable = xs;
+        f += dot(float4(as_type<float>((_258 & 8355840u) | 1065353216u), as_type<float>((_274 & 8355840u) | 1065353216u), as_type<float>((_288 & 8355840u) | 1065353216u), as_type<float>((_301 & 8355840u) | 1065353216u)), indexable[i]);
+    }
+    return ((scale * 256.0) * (f - sx.x)) + (bias0 * sx.x);
+}
+
+static inline __attribute__((always_inline))
+float silu(thread const float& x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+{
+    threadgroup float partial[16][64];
+    threadgroup float wg_red[256];
+    threadgroup uint wg_red_u[256];
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = gl_WorkGroupSize.x;
+    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
+    uint tile = gl_WorkGroupID.x;
+    uint e = uint(plan->v[3u * tile]);
+    uint start = uint(plan->v[(3u * tile) + 1u]);
+    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint r0 = gl_WorkGroupID.y * ROWS;
+    const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
+    spvUnsafeArray<ulong, 2> wbase;
+    wbase[0] = table->v[3u * e];
+    wbase[1] = table->v[(3u * e) + 1u];
+    spvUnsafeArray<uint, 4> pairs;
+    uint _470;
+    spvUnsafeArray<ulong, 4> xrows;
+    for (uint j = 0u; j < 4u; j++)
+    {
+        if (j < n)
+        {
+            _470 = uint(plan->v[(p.order_at + start) + j]);
+        }
+        else
+        {
+            _470 = 0u;
+        }
+        pairs[j] = _470;
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+    }
+    if (r0 >= p.rows)
+    {
+        return;
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
+    for (uint r = 0u; r < 4u; r++)
+    {
+        for (uint j_1 = 0u; j_1 < 4u; j_1++)
+        {
+            acc[r][j_1] = 0.0;
+        }
+    }
+    uint chunks = n_chunks(p);
+    spvUnsafeArray<float4, 4> param_3;
+    for (uint c = tid; c < chunks; c += wg)
+    {
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m = 0u; m < 2u; m++)
+        {
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
+            {
+                bool _578 = r_1 >= ROWS;
+                bool _588;
+                if (!_578)
+                {
+                    _588 = (r0 + r_1) >= p.rows;
+                }
+                else
+                {
+                    _588 = _578;
+                }
+                if (_588)
+                {
+                    break;
+                }
+                for (uint j_2 = 0u; j_2 < 4u; j_2++)
+                {
+                    if (j_2 >= n)
+                    {
+                        break;
+                    }
+                    ulong param_1 = xrows[j_2];
+                    uint param_2 = col0;
+                    load_x(param_1, param_2, param_3, p);
+                    spvUnsafeArray<float4, 4> xs;
+                    xs = param_3;
+                    float2 sx = x_sums(xs);
+                    uint _622 = (m * 2u) + r_1;
+                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
+                    uint param_5 = c;
+                    float2 param_6 = sx;
+                    acc[_622][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                }
+            }
+        }
+    }
+    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    {
+        for (uint j_3 = 0u; j_3 < 4u; j_3++)
+        {
+            float s = simd_sum(acc[r_2][j_3]);
+            bool _679 = simd_is_first();
+            if (_679)
+            {
+                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+            }
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    spvUnsafeArray<float, 2> s_1;
+    for (uint o = tid; o < (ROWS * n); o += wg)
+    {
+        uint r_3 = o / n;
+        uint j_4 = o % n;
+        if ((r0 + r_3) >= p.rows)
+        {
+            continue;
+        }
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
+        {
+            s_1[m_1] = 0.0;
+            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            {
+                s_1[m_1] += partial[(((m_1 * 2u) + r_3) * 4u) + j_4][i];
+            }
+        }
+        float param_7 = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = silu(param_7) * s_1[1];
+    }
+}
+

@@ -1,0 +1,273 @@
+/* gpu.h — the GPU op layer the Vulkan and Metal backends share, over a small device interface.
+ *
+ * Both backends run the same kernels (kernels/: SPIR-V on Vulkan, its SPIRV-Cross translation on Metal), so every
+ * decision is made once, here, and tested on Linux: which kernel and specialization values an op runs, its push
+ * constants and dispatch size (ops.c), launch parameters per shape (tuning.c), where every byte lives and how the
+ * host reaches it (memory.c), when a barrier is needed (record.c). A backend fills an sp_gpu_device: the API calls
+ * that make buffers and pipelines and record what they are told, deciding nothing.
+ *
+ * Memory model. Ops take pointers (backends/backend.h), so every byte the backend owns has an address in a range of
+ * this process's virtual address space that is reserved and never mapped (PROT_NONE): a host access is a crash, not
+ * silent garbage or a race with the GPU. A sorted table of chunks maps such a pointer to its buffer, to the device
+ * address kernels read (push constants carry 64-bit addresses) and, where the host sees the buffer (unified memory),
+ * to its host view. Weight rows are padded on the device to 16 bytes for vector loads; their chunk remembers both row
+ * sizes. Where the host sees device memory (Metal), write/read/clear are memcpy once the work that may use the bytes
+ * has run, and weights in a mapped file may be wrapped without a copy; where it does not (Vulkan on a discrete GPU),
+ * they go through host-visible staging buffers and copies in the command stream.
+ *
+ * Execution model. An op records a dispatch; nothing runs until a submission (a device with `submit` starts one every
+ * SP_GPU_SUBMIT_EVERY commands, so the GPU starts while the host records the rest of a step) or a sync: a read back
+ * to the host (logits, sampled tokens), which ends a step. A barrier comes only where a command reads or writes
+ * memory that an earlier command since the last barrier wrote (or, for writes, read): each op declares its address
+ * ranges. SPLASH_VULKAN_BARRIERS=all / SPLASH_METAL_BARRIERS=all put one before every command (debugging). Small host
+ * data a kernel needs (page tables, row lists) is staged through a ring, valid until the next sync.
+ */
+#ifndef SP_GPU_H
+#define SP_GPU_H
+
+#include "backends/backend.h"
+#include "gpu_kernels.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+    SP_GPU_SUBMIT_EVERY = 96,      /* commands per submission, for a device that submits before a sync */
+    SP_GPU_MAX_RANGES = 48,        /* hazard ranges remembered between barriers */
+    SP_GPU_PUSH_BYTES = 128,       /* the most push-constant bytes a kernel takes (what every Vulkan device has) */
+    SP_GPU_MAX_THREADS = 1024,     /* invocations per workgroup any kernel is specialized for */
+    SP_GPU_MAX_PIPELINES = 256,
+    SP_GPU_STAGE_CACHE = 64,
+    SP_GPU_MAX_EXPERT_TABLES = 1024,
+    SP_GPU_MAX_TUNINGS = 256,
+};
+
+typedef struct sp_gpu sp_gpu;
+
+/* What a buffer is for, so the device can place it. */
+typedef enum sp_gpu_memory {
+    SP_GPU_DEVICE,   /* what kernels read and write; the host sees it (unified memory) or not */
+    SP_GPU_UPLOAD,   /* host-visible, written by the host: staging toward device memory */
+    SP_GPU_READBACK, /* host-visible and cached, read by the host */
+} sp_gpu_memory;
+
+/* A buffer of the device. */
+typedef struct sp_gpu_buffer {
+    void *handle, *memory; /* the device's objects (Vulkan: VkBuffer, VkDeviceMemory; Metal: id<MTLBuffer>, unused) */
+    uint8_t *host;         /* host view of byte 0; NULL when the host cannot touch it */
+    uint64_t addr;         /* device address of byte 0: what kernels are given */
+    uint64_t size;
+} sp_gpu_buffer;
+
+/* One dispatch as the op layer decided it. */
+typedef struct sp_gpu_launch {
+    void *pipeline;                  /* from sp_gpu_device.pipeline */
+    sp_gpu_kernel_id kernel;
+    const char *op;                  /* the op recording it (profiles) */
+    uint32_t threads;                /* invocations per workgroup: the kernel's spec constant 0 */
+    const void *push;                /* the kernel's push constants (Metal: setBytes at the kernel's push index) */
+    uint32_t push_bytes;
+    uint32_t groups[3];              /* workgroups, unless indirect */
+    const sp_gpu_buffer *indirect;   /* NULL, or the buffer holding the workgroup counts (3 × uint32) … */
+    uint64_t indirect_offset;        /* … at this byte offset (a multiple of 4) */
+    bool barrier;                    /* first wait for every earlier command and see its writes */
+} sp_gpu_launch;
+
+/* The API calls of a device. Each fails with SP_FAIL (the message) and a status; the op layer records it as the op
+ * status. Commands (dispatch, copy, fill) are recorded in order into the device's open command buffer, made on first
+ * use, and run no earlier than the next submit or finish. */
+typedef struct sp_gpu_device {
+    /* A buffer of `bytes` for `mem`, with its device address and, when the host can see it, its host view. DEVICE
+     * memory with a host view comes zero-filled (the op layer fills device-only memory itself). */
+    splash_status (*buffer)(sp_gpu *g, uint64_t bytes, sp_gpu_memory mem, sp_gpu_buffer *b);
+    /* (optional) The pages of a mapped file that hold [data, data + bytes) as a buffer without a copy; *offset is
+     * data's offset in it. SPLASH_ERR_UNSUPPORTED, without a message, when they cannot be wrapped. */
+    splash_status (*wrap)(sp_gpu *g, const void *data, uint64_t bytes, sp_gpu_buffer *b, uint64_t *offset);
+    /* Releases a buffer no recorded command still uses (the op layer syncs first); no-op when b->handle is NULL. */
+    void (*release)(sp_gpu *g, sp_gpu_buffer *b);
+    /* The pipeline of kernel k with spec constant i = spec[i] for each constant the kernel declares (constant 0 is
+     * the workgroup size); *max_threads = the most invocations per workgroup it runs. NULL on failure. */
+    void *(*pipeline)(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads);
+    void (*release_pipeline)(sp_gpu *g, void *pipeline);
+    /* Records one dispatch (see sp_gpu_launch). */
+    splash_status (*dispatch)(sp_gpu *g, const sp_gpu_launch *l);
+    /* (optional: needed when DEVICE memory has no host view) Record a copy of `bytes` between buffers and a zero fill,
+     * after a barrier when `barrier` is set, ordered like dispatches. */
+    splash_status (*copy)(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offset, const sp_gpu_buffer *dst,
+                          uint64_t dst_offset, uint64_t bytes, bool barrier);
+    splash_status (*fill)(sp_gpu *g, const sp_gpu_buffer *dst, uint64_t offset, uint64_t bytes, bool barrier);
+    /* (optional) Starts running what is recorded without waiting for it (NULL: recorded work runs at finish). */
+    splash_status (*submit)(sp_gpu *g);
+    /* Runs everything recorded and waits until all of it has run. */
+    splash_status (*finish)(sp_gpu *g);
+} sp_gpu_device;
+
+/* A device address range [lo, hi) a command reads or writes. */
+typedef struct sp_gpu_range {
+    uint64_t lo, hi;
+} sp_gpu_range;
+
+/* A run of fake addresses backed by a buffer. */
+typedef struct sp_gpu_chunk {
+    uintptr_t fake;            /* first fake address */
+    uint64_t size;             /* fake bytes (host layout) */
+    sp_gpu_buffer buf;         /* the buffer holding them (for sub-allocated weights, a copy of its block's) … */
+    uint64_t offset;           /* … from this byte on */
+    int64_t host_row, dev_row; /* padded weight rows (row r at fake + r·host_row, device + r·dev_row); 0 = linear */
+    bool owned;                /* buf is the chunk's own, released with it */
+} sp_gpu_chunk;
+
+/* Host data staged at ring offset `offset` (valid until the next sync). */
+typedef struct sp_gpu_staged {
+    const void *host;
+    uint64_t bytes, offset;
+} sp_gpu_staged;
+
+/* The device table of one MoE layer's expert row-0 addresses, keyed by its gate views and where they point. */
+typedef struct sp_gpu_expert_table {
+    const sp_matrix *key;
+    const void *first;       /* key[0].data */
+    int32_t n_experts;
+    const uint64_t *table;   /* backend memory: [E][gate, up, down] */
+    uint32_t gate_stride, down_stride;
+} sp_gpu_expert_table;
+
+typedef struct sp_gpu_pipeline {
+    sp_gpu_kernel_id kernel;
+    uint32_t spec[4];
+    void *handle;
+    uint32_t max_threads;
+} sp_gpu_pipeline;
+
+struct sp_gpu {
+    /* set by the backend before sp_gpu_init */
+    const sp_gpu_device *dev;
+    void *device;              /* the device's state */
+    const char *name;          /* "vulkan", "metal": messages start with it */
+    const char *device_name;   /* the GPU's name, for messages */
+    uint64_t max_buffer;       /* the largest buffer the device makes */
+    bool submission_barrier;   /* the first command after a submission gets a barrier (Vulkan: a fence makes earlier
+                                * writes available, not visible, to later submissions) */
+    bool measured;             /* use the launch parameters measured on Vulkan GPUs (models/<id>/vulkan.json) */
+    bool barrier_all;          /* a barrier before every command (debugging) */
+
+    splash_status *status;     /* the backend's op status (first failure wins) */
+
+    /* fake address space */
+    uint8_t *fake_base;
+    uint64_t fake_size, fake_used;
+    sp_gpu_chunk *chunks;
+    int32_t n_chunks, cap_chunks;
+
+    /* weights (those not wrapped in place) are sub-allocated from large DEVICE buffers */
+    sp_gpu_buffer *blocks;
+    int32_t n_blocks;
+    uint64_t block_used;       /* bytes used in the last block */
+
+    /* host data for kernels: `ring` (device memory), written through `ring_up` where the host cannot see it; the
+     * staging buffers of uploads and reads where device memory has no host view (made on first use) */
+    sp_gpu_buffer ring, ring_up, upload, readback;
+    uint64_t ring_used;
+    sp_gpu_staged stage_cache[SP_GPU_STAGE_CACHE]; /* what the ring holds: a page table staged by one layer serves all */
+    int32_t n_stage_cache;
+
+    /* pipelines */
+    sp_gpu_pipeline pipelines[SP_GPU_MAX_PIPELINES];
+    int32_t n_pipelines;
+
+    /* recording */
+    bool pending;              /* commands recorded since the last sync */
+    bool fresh;                /* the next command gets a barrier (submission_barrier) */
+    int32_t since_submit;      /* commands recorded since the last submission */
+    sp_gpu_range reads[SP_GPU_MAX_RANGES], writes[SP_GPU_MAX_RANGES];
+    int32_t n_reads, n_writes;
+    uint64_t n_commands, n_barriers, n_submits;
+
+    /* op state: attention split partials (grown on demand), greedy sampling results, MoE expert tables */
+    float *part;
+    uint64_t part_bytes;
+    void *stats;
+    sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
+    int32_t n_expert_tables;
+
+    /* launch parameters read from the backend's tuning file (tuning.c) */
+    sp_gpu_gemv_tuning gemv[SP_GPU_MAX_TUNINGS];
+    int32_t n_gemv;
+    uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+};
+
+/* The op layer behind a GPU backend made by sp_gpu_init. */
+static inline sp_gpu *sp_gpu_of(const sp_backend *be) { return (sp_gpu *)be->impl; }
+
+/* Records a failure in *g->status (the first one stays; the message starts with g->name) and returns false. */
+bool sp_gpu_fail(sp_gpu *g, splash_status st, const char *fmt, ...);
+
+/* ---- backend.c ---- */
+/* Makes *be the backend over g (be->impl = g), whose fields above `status` the backend has set and whose device is
+ * open: memory, default launch parameters, the op table. Op failures land in *status. */
+splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_threads, splash_status *status);
+/* Waits for recorded work and releases pipelines and memory; the device itself stays (the backend closes it). */
+void sp_gpu_release(sp_gpu *g);
+/* Waits until everything recorded has run (benchmarks time whole steps with it). */
+splash_status sp_gpu_finish(const sp_backend *be);
+/* The device's memory read bandwidth in GB/s: `passes` reads of a `bytes` buffer in one submission, best of `reps`
+ * (kernels/stream.comp). The denominator of every roofline fraction the lab and the benchmarks print. */
+splash_status sp_gpu_read_bandwidth(const sp_backend *be, uint64_t bytes, int32_t passes, int32_t reps, double *gbs);
+
+/* ---- memory.c ---- */
+/* Reserves the fake address space and makes the staging ring. */
+splash_status sp_gpu_memory_init(sp_gpu *g);
+void sp_gpu_memory_free(sp_gpu *g);
+/* The chunk holding fake address p, or NULL. */
+const sp_gpu_chunk *sp_gpu_chunk_of(const sp_gpu *g, const void *p);
+/* Device address of fake address p (0 and a recorded failure when p is not the backend's). */
+uint64_t sp_gpu_addr(sp_gpu *g, const void *p);
+/* [addr(p), addr(p) + bytes) as a hazard range. */
+sp_gpu_range sp_gpu_span(sp_gpu *g, const void *p, uint64_t bytes);
+/* Stages `bytes` of host data for the kernels of this command stream; returns its device address (0 on failure). */
+uint64_t sp_gpu_stage(sp_gpu *g, const void *host, uint64_t bytes);
+void *sp_gpu_alloc(const sp_backend *be, uint64_t bytes);
+void sp_gpu_free(const sp_backend *be, void *p);
+const void *sp_gpu_upload(const sp_backend *be, const void *data, int64_t rows, int64_t row_bytes);
+void sp_gpu_write(const sp_backend *be, void *dst, const void *src, uint64_t bytes);
+void sp_gpu_read(const sp_backend *be, void *dst, const void *src, uint64_t bytes);
+void sp_gpu_clear(const sp_backend *be, void *dst, uint64_t bytes);
+
+/* ---- record.c ---- */
+/* Records kernel k with spec constants spec[0..3] (spec[0] = workgroup size; constants the kernel does not declare
+ * must be 0) and push constants `push`, after the barrier its ranges need. indirect: backend memory holding the
+ * workgroup counts (3 × uint32) instead of groups. `op` names the op in profiles. */
+void sp_gpu_dispatch(sp_gpu *g, const char *op, sp_gpu_kernel_id k, const uint32_t spec[4], const void *push,
+                     uint32_t push_bytes, const uint32_t groups[3], const sp_gpu_range *reads, int32_t n_reads,
+                     const sp_gpu_range *writes, int32_t n_writes, const void *indirect);
+/* A copy or zero fill in the command stream (devices whose memory the host cannot see), ordered like a dispatch. */
+void sp_gpu_copy(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offset, const sp_gpu_buffer *dst, uint64_t dst_offset,
+                 uint64_t bytes, sp_gpu_range read, sp_gpu_range write);
+void sp_gpu_fill(sp_gpu *g, const sp_gpu_buffer *dst, uint64_t offset, uint64_t bytes, sp_gpu_range write);
+/* Runs what is recorded and waits; the staging ring is free again after it. */
+splash_status sp_gpu_sync(sp_gpu *g);
+/* Releases every pipeline (after a sync). */
+void sp_gpu_pipelines_free(sp_gpu *g);
+/* Splits n workgroups into a 2-D grid (x ≤ 65535), as the kernels' flat_group() expects. */
+void sp_gpu_grid(uint64_t n, uint32_t groups[3]);
+
+/* ---- tuning.c ---- */
+/* Reads the tuning file the environment variable `env` names, when set (the defaults apply either way). */
+splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env);
+/* GEMV workgroup size and rows per workgroup for W: the file's entry, else a measured one, else the defaults. */
+void sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, uint32_t *wg, uint32_t *rows);
+/* The GEMM tile (index into sp_gpu_tiles) for n rows of x. */
+int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
+
+/* ---- ops.c ---- */
+void sp_gpu_ops_install(sp_backend *be);
+/* matmul with a chosen launch (the lab measures each): GEMV workgroup size and rows per workgroup (n ≤ 4), or the
+ * GEMM tile (index into sp_gpu_tiles). NULL: the tuned or default choice, as the op makes it. */
+typedef struct sp_gpu_mm_launch {
+    uint32_t workgroup, rows;
+    int tile;
+} sp_gpu_mm_launch;
+void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
+                          const sp_gpu_mm_launch *force);
+
+#endif
