@@ -25,9 +25,14 @@ void main() {
         int section = s == 1u ? p.section1 : p.section2;
         at = pos.v[row * 3u + (s != 0u && int(f) < 3 * section ? s : 0u)];
     }
-    // fp32 angle, then cos/sin in fp32 (as the reference)
+    // fp32 angle (as the reference), reduced to [-π, π] before cos/sin: Vulkan bounds their error only there (2^-11),
+    // and NVIDIA's driver takes positions in the tens of thousands 5e-4 off without it. 2π in three parts (the first
+    // with few bits, so k · C1 is exact; Cody–Waite), each step one fused multiply-add.
     float ang = float(at) * Floats(p.inv_freq).v[f];
-    float c = cos(ang), s = sin(ang);
+    precise float k = round(ang * 0.15915494309189535), r = fma(-k, 6.28125, ang);
+    r = fma(-k, 0.0019353071693331003, r);
+    r = fma(-k, 1.0253131677018246e-11, r);
+    float c = cos(r), s = sin(r);
     Floats x = Floats(p.x + uint64_t((row * p.heads + head) * p.head_dim) * 4ul);
     float x1 = x.v[f], x2 = x.v[f + p.half_rot];
     x.v[f] = x1 * c - x2 * s;

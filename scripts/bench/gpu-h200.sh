@@ -8,7 +8,7 @@
 #
 #   carry:  .gl        libvulkan1, libvulkan-dev (headers) and the GL/EGL dispatch packages, fetched here once as
 #                      /work/.library/device/README.md says (apt-get download … into .gl/)
-#           build/gen  the generated kernels (vulkan_kernels.c/.h)
+#           build/gen  the generated kernels and their tables (vulkan_kernels.c/.h, gpu_kernels.c/.h)
 #   run:    bash scripts/bench/gpu-h200.sh
 #   output: the table on stdout; logs and bench.jsonl in $OUT (or /tmp/splash-gpu-out)
 #
@@ -20,7 +20,9 @@ OUT=${OUT:-/tmp/splash-gpu-out}
 mkdir -p "$OUT"
 B=/tmp/splash-gpu-build
 SMOKE=${SMOKE:-${SPLASH_GPU_SMOKE:-0}}
-left() { echo $((470 - ($(date +%s) - T0))); } # seconds left of the budget (the caller's limit is 540)
+# seconds left of the budget (the caller's limit is 540; SPLASH_GPU_BUDGET for a shorter one)
+BUDGET=${SPLASH_GPU_BUDGET:-470}
+left() { echo $((BUDGET - ($(date +%s) - T0))); }
 stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
 stage "Vulkan loader"
@@ -45,7 +47,7 @@ CFLAGS="-std=c11 -O3 -DNDEBUG -fPIC -pthread -fvisibility=hidden -w -D_GNU_SOURC
  -DSPLASH_VERSION_STRING=\"gpu-bench\" -Inative/include -Inative -Ibuild/gen"
 export CC CFLAGS B
 { find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
-    -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; } |
+    -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
   xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
       *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
       $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
@@ -59,15 +61,19 @@ if [ "$SMOKE" = 1 ]; then
 else
   SHAPES="27b 35b"; QUANTS="q4 bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
 fi
+# A shorter run (less device time): SPLASH_GPU_SHAPES, SPLASH_GPU_QUANTS, SPLASH_GPU_QUICK=1 (the ops test's quick set,
+# no launch-choice lab: the benchmarks use the committed models/<id>/vulkan.json tuning)
+SHAPES=${SPLASH_GPU_SHAPES:-$SHAPES}; QUANTS=${SPLASH_GPU_QUANTS:-$QUANTS}
+QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
 
 stage "kernels against the CPU backend (real and odd shapes)"
-timeout 150 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
+timeout $([ "$QUICK" = 1 ] && echo 60 || echo 150) "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
 echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^OK .*(17408|5120|10240|1200|248320|256 experts|32 experts)" "$OUT/ops.log"
 
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
-timeout 120 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --reps 20 --out "$TUNING" > "$OUT/lab.log" 2>&1
+[ "$QUICK" = 1 ] || timeout 120 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --reps 20 --out "$TUNING" > "$OUT/lab.log" 2>&1
 echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
 [ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING
 echo "fastest launch per matrix:"
