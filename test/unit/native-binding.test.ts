@@ -11,7 +11,6 @@ describe("native binding", () => {
     const lib = await native();
     expect(lib.splash_abi_version()).toBe(ABI_VERSION);
     expect(String(lib.splash_version())).toMatch(/^\d+\.\d+\.\d+/);
-    expect(String(lib.splash_last_error())).toBe("");
   });
 
   test("an ABI mismatch is a clear error naming both versions and the fix", () => {
