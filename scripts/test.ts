@@ -18,6 +18,9 @@ const APT_PACKAGES: string[] = [
   "mesa-vulkan-drivers",
   // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/metal-translate.test.ts)
   "spirv-cross",
+  // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native-core-neon.test.ts)
+  "gcc-aarch64-linux-gnu",
+  "qemu-user",
 ];
 
 // Setup failures (packages, the native builds) still end with the closing line CI reads.
