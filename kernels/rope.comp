@@ -29,7 +29,7 @@ void main() {
     // and NVIDIA's driver takes positions in the tens of thousands 5e-4 off without it. 2π in three parts (the first
     // with few bits, so k · C1 is exact; Cody–Waite), each step one fused multiply-add.
     float ang = float(at) * Floats(p.inv_freq).v[f];
-    precise float k = round(ang * 0.15915494309189535), r = fma(-k, 6.28125, ang);
+    float k = round(ang * 0.15915494309189535), r = fma(-k, 6.28125, ang);
     r = fma(-k, 0.0019353071693331003, r);
     r = fma(-k, 1.0253131677018246e-11, r);
     float c = cos(r), s = sin(r);

@@ -18,6 +18,8 @@ const APT_PACKAGES: string[] = [
   "mesa-vulkan-drivers",
   // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/metal-translate.test.ts)
   "spirv-cross",
+  // … and parses under clang (C++ for OpenCL with a stand-in metal_stdlib), as does the Objective-C device layer
+  "clang",
   // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native-core-neon.test.ts)
   "gcc-aarch64-linux-gnu",
   "qemu-user",

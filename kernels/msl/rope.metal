@@ -5,55 +5,6 @@
 
 using namespace metal;
 
-template<typename T>
-[[clang::optnone]] T spvFMul(T l, T r)
-{
-    return fma(l, r, T(0));
-}
-
-template<typename T, int Cols, int Rows>
-[[clang::optnone]] vec<T, Cols> spvFMulVectorMatrix(vec<T, Rows> v, matrix<T, Cols, Rows> m)
-{
-    vec<T, Cols> res = vec<T, Cols>(0);
-    for (uint i = Rows; i > 0; --i)
-    {
-        vec<T, Cols> tmp(0);
-        for (uint j = 0; j < Cols; ++j)
-        {
-            tmp[j] = m[j][i - 1];
-        }
-        res = fma(tmp, vec<T, Cols>(v[i - 1]), res);
-    }
-    return res;
-}
-
-template<typename T, int Cols, int Rows>
-[[clang::optnone]] vec<T, Rows> spvFMulMatrixVector(matrix<T, Cols, Rows> m, vec<T, Cols> v)
-{
-    vec<T, Rows> res = vec<T, Rows>(0);
-    for (uint i = Cols; i > 0; --i)
-    {
-        res = fma(m[i - 1], vec<T, Rows>(v[i - 1]), res);
-    }
-    return res;
-}
-
-template<typename T, int LCols, int LRows, int RCols, int RRows>
-[[clang::optnone]] matrix<T, RCols, LRows> spvFMulMatrixMatrix(matrix<T, LCols, LRows> l, matrix<T, RCols, RRows> r)
-{
-    matrix<T, RCols, LRows> res;
-    for (uint i = 0; i < RCols; i++)
-    {
-        vec<T, RCols> tmp(0);
-        for (uint j = 0; j < LCols; j++)
-        {
-            tmp = fma(vec<T, RCols>(r[i][j]), l[j], tmp);
-        }
-        res[i] = tmp;
-    }
-    return res;
-}
-
 struct Ints;
 struct Floats;
 
@@ -153,8 +104,8 @@ kernel void splash_rope(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[thre
         }
         at = pos->v[(row * 3u) + (_150 ? s : 0u)];
     }
-    float ang = spvFMul(float(at), (reinterpret_cast<device Floats*>(p.inv_freq))->v[f]);
-    float k = round(spvFMul(ang, 0.15915493667125701904296875));
+    float ang = float(at) * (reinterpret_cast<device Floats*>(p.inv_freq))->v[f];
+    float k = round(ang * 0.15915493667125701904296875);
     float r = fma(-k, 6.28125, ang);
     r = fma(-k, 0.00193530716933310031890869140625, r);
     r = fma(-k, 1.0253131677018245682120323181152e-11, r);
