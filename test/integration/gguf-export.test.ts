@@ -2,27 +2,31 @@
 // safetensors with llama.cpp's converter rules (numpy) and compares them (F32 exactly, F16/BF16/Q8_0/Q4_0 against
 // gguf-py's reference encoders) and checks the metadata keys, through gguf-py's GGUFReader. Also: what llama.cpp's
 // qwen35 cannot express is refused with a message, and the per-expert and fused MoE layouts give the same bytes.
+// numpy and gguf come from the tests' pinned Python environment (test/helpers/python-env.ts), installed on first use.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportGguf, type ExportType } from "../../src/gguf/export.ts";
 import { ExportError } from "../../src/gguf/qwen35.ts";
+import { TEST_PYTHON_TIMEOUT_MS, testPython } from "../helpers/python-env.ts";
 import { DENSE_TEXT, MOE_TEXT, writeCheckpoint } from "./gguf-checkpoints.ts";
 
 const root = join(import.meta.dir, "../..");
 let dir: string;
+let python: string;
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "splash-gguf-export-"));
   writeCheckpoint(join(dir, "dense"), DENSE_TEXT);
   writeCheckpoint(join(dir, "moe"), MOE_TEXT);
   writeCheckpoint(join(dir, "moe-per-expert"), MOE_TEXT, { perExpert: true });
-});
+  python = await testPython();
+}, TEST_PYTHON_TIMEOUT_MS);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function check(model: string, file: string): { tensors: number; arch: string } {
-  const r = Bun.spawnSync(["python3", join(root, "test/integration/gguf-check.py"), model, file], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([python, join(root, "test/integration/gguf-check.py"), model, file], { stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`gguf-check.py failed: ${r.stderr.toString()}`);
   return JSON.parse(r.stdout.toString()) as { tensors: number; arch: string };
 }

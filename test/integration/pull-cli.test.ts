@@ -1,6 +1,7 @@
 // `splash pull`, `splash models` and `splash verify` as a user runs them, against the mock hub through HF_ENDPOINT,
 // plus Ctrl-C during a pull, the download offer of serve/run (ensureModelFiles), and interoperability with Python's
-// huggingface_hub in both directions (skipped, saying so, when python3 lacks the package).
+// huggingface_hub in both directions (from the tests' pinned Python environment, test/helpers/python-env.ts, installed
+// on first use).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import { ensureModelFiles } from "../../src/models/resolve.ts";
 import type { HubModelSpec } from "../../src/models/spec.ts";
 import { fixtureFiles, MockHub, specConfigJson } from "../helpers/mock-hub.ts";
 import { repoRoot, splash } from "../helpers/cli.ts";
+import { TEST_PYTHON_TIMEOUT_MS, testPython } from "../helpers/python-env.ts";
 
 const fixtures = join(repoRoot, "test/fixtures/models");
 const spec27 = findSpec("qwen3.8-27b") as HubModelSpec;
@@ -160,17 +162,20 @@ describe("serve/run's download offer", () => {
   }, 30_000);
 });
 
-const python = Bun.spawnSync(["python3", "-c", "import huggingface_hub; print(huggingface_hub.__version__)"], { stdout: "pipe", stderr: "pipe" });
-const hasHubPython = python.success;
+let python: string;
 
 async function py(code: string, pyEnv: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   // Asynchronous: the mock hub lives in this process and must keep answering while Python runs.
-  const p = Bun.spawn(["python3", "-c", code], { env: { ...process.env, ...pyEnv }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([python, "-c", code], { env: { ...process.env, ...pyEnv }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, exit] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code: exit, stdout, stderr };
 }
 
-describe.skipIf(!hasHubPython)(`interop with Python huggingface_hub ${hasHubPython ? python.stdout.toString().trim() : "(not installed: skipped)"}`, () => {
+describe("interop with Python huggingface_hub (scripts/fixtures/test-requirements.txt)", () => {
+  beforeAll(async () => {
+    python = await testPython();
+  }, TEST_PYTHON_TIMEOUT_MS);
+
   test("a snapshot splash wrote is what huggingface_hub finds offline", async () => {
     const cache = join(tmp, "interop-ours");
     expect((await splash(["pull", "org/any"], { env: env(cache) })).code).toBe(0);

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChatTemplate, ChatTemplateError, type TemplateVariables } from "../../src/chat/template.ts";
 import { pyFloat } from "../../src/chat/jinja-python.ts";
+import { testPython } from "../helpers/python-env.ts";
 
 const root = join(import.meta.dir, "..", "..");
 const fixtures = join(root, "test", "fixtures", "templates");
@@ -29,18 +30,20 @@ let goldens = readdirSync(fixtures)
   .map((f) => JSON.parse(readFileSync(join(fixtures, f), "utf8")) as Golden);
 
 // The embedded model's template is another helper's work in progress: when it changed since the goldens were made,
-// compare against a fresh Python rendering instead (transformers is on the development and CI machines).
-goldens = goldens.map((g) => {
+// compare against a fresh Python rendering instead, by transformers from the tests' pinned Python environment
+// (test/helpers/python-env.ts, installed on first use; a failure to install it fails this file, naming why).
+const regenerate = async (g: Golden): Promise<Golden> => {
   if (g.name !== "splash-tiny") return g;
   const path = ["models/splash-tiny/chat_template.jinja", "scripts/train/chat_template.jinja"].find((p) => existsSync(join(root, p)));
   if (!path || (path === g.template && sha256(sourceOf(g)) === g.sha256)) return g;
   const out = mkdtempSync(join(tmpdir(), "splash-templates-"));
-  const r = Bun.spawnSync(["python3", "-c", `
+  const r = Bun.spawnSync([await testPython(), "-c", `
 import sys, json; sys.path.insert(0, "scripts/fixtures"); import template_goldens as t
 t.OUT = ${JSON.stringify(out)}; t.main()`, "splash-tiny"], { cwd: root, stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`regenerating splash-tiny template goldens failed: ${r.stderr.toString()}`);
   return JSON.parse(readFileSync(join(out, "splash-tiny.json"), "utf8")) as Golden;
-});
+};
+goldens = await Promise.all(goldens.map(regenerate));
 
 describe.each(goldens)("template parity: $name", (g) => {
   const source = sourceOf(g);

