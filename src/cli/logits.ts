@@ -5,7 +5,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { NativeError } from "../native/errors.ts";
-import { Model, type Quant } from "../native/model.ts";
+import { BACKENDS, Model, type Quant } from "../native/model.ts";
 import { CliError, command, intOption, parseOption, UsageError } from "./_command.ts";
 
 const tokensOption = z
@@ -42,16 +42,18 @@ export default command({
     chunk: { type: "string", description: "Tokens per step (1 = token by token; default: all at once)" },
     out: { type: "string", required: true, description: "Output file" },
     quant: { type: "enum", options: ["q8", "q4"], description: "Quantize the weights at load" },
+    backend: { type: "enum", options: [...BACKENDS], description: "auto, cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
   },
   async run({ args }) {
     const tokens = parseOption("logits", "tokens", tokensOption, args.tokens);
     const chunk = args.chunk === undefined ? tokens.length : parseOption("logits", "chunk", intOption(1), args.chunk);
+    const backend = args.backend === undefined ? undefined : parseOption("logits", "backend", z.enum(BACKENDS), args.backend);
     const dir = resolve(args.model);
     if (!existsSync(dir) || !statSync(dir).isDirectory())
       throw new UsageError(`${args.model} is not a directory: MODEL here is a checkpoint directory`, "logits");
     let model: Model | undefined;
     try {
-      model = await Model.load(dir, { quant: (args.quant as Quant | undefined) ?? "none", maxStepTokens: Math.min(chunk, tokens.length) });
+      model = await Model.load(dir, { quant: (args.quant as Quant | undefined) ?? "none", maxStepTokens: Math.min(chunk, tokens.length), ...(backend ? { backend } : {}) });
       const logits = promptLogits(model, tokens, chunk);
       await Bun.write(args.out, logits);
     } catch (e) {

@@ -5,6 +5,7 @@ import { loadModel } from "../models/load.ts";
 import { createServer } from "../server/server.ts";
 import { QUANTS } from "../models/spec.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
+import { BACKENDS } from "../native/model.ts";
 import { log } from "../log.ts";
 import { CliError, command, intOption, parseOption, sizeOption } from "./_command.ts";
 
@@ -19,6 +20,7 @@ export default command({
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
     threads: { type: "string", description: "CPU threads (default: one per core)" },
+    backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
     allowImageUrls: { type: "boolean", default: false, description: "Fetch http(s) image URLs in requests (default: refused; clients send images as base64)" },
   },
   async run({ args }) {
@@ -27,8 +29,9 @@ export default command({
     const threads = args.threads === undefined ? undefined : parseOption("serve", "threads", intOption(1, 1024), args.threads);
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
+    const backend = args.backend === undefined ? undefined : parseOption("serve", "backend", z.enum(BACKENDS), args.backend);
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, threads, draft, vision: { allowUrls: args.allowImageUrls } });
+    const loaded = await loadModel(resolved, { quant, kvBudget, threads, backend, draft, vision: { allowUrls: args.allowImageUrls } });
     let server;
     try {
       server = createServer({ models: [loaded.chat], host: args.host, port, apiKey: args.apiKey, sampling: loaded.sampling });

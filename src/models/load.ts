@@ -15,7 +15,7 @@ import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { NativeError } from "../native/errors.ts";
-import { Model, type Quant as NativeQuant } from "../native/model.ts";
+import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
@@ -28,6 +28,7 @@ export type LoadModelOptions = {
   quant?: Quant; // default: the spec's default for hub models, the weights as stored otherwise
   kvBudget?: number; // bytes of sequence state (default: derived from the machine)
   threads?: number; // 0 / undefined = one per core
+  backend?: Backend; // default: SPLASH_BACKEND, else auto (the GPU when one is usable)
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
   vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
@@ -80,7 +81,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   const quant: Quant = resolved.packed ?? options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
   const started = performance.now();
   log.info(`loading ${resolved.id} from ${resolved.dir}${resolved.packed ? ` (imported at ${quant})` : quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
-  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads })]);
+  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, ...(options.backend ? { backend: options.backend } : {}) })]);
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {

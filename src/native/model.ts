@@ -19,7 +19,8 @@ export type Quant = "none" | "q8" | "q4";
 const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.
-export type Backend = "auto" | "cpu" | "vulkan" | "metal";
+export const BACKENDS = ["auto", "cpu", "vulkan", "metal"] as const;
+export type Backend = (typeof BACKENDS)[number];
 const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 }; // SPLASH_BACKEND_*
 // SPLASH_BACKEND=cpu|vulkan|metal replaces "auto" when a load names no backend: CI runs the whole suite on one.
 function defaultBackend(): Backend {

@@ -15,7 +15,7 @@ function f32(path: string): Float32Array {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
-test.each([[[]], [["--chunk", "1"]], [["--chunk", "7"]]])("splash logits %p writes [T, vocab] float32 matching the golden", async (extra) => {
+test.each([[[]], [["--chunk", "1"]], [["--chunk", "7"]], [["--backend", "cpu"]], [["--backend", "vulkan", "--chunk", "7"]]])("splash logits %p writes [T, vocab] float32 matching the golden", async (extra) => {
   const out = join(mkdtempSync(join(tmpdir(), "splash-logits-")), "logits.f32");
   const r = await splash(["logits", FIXTURE, "--tokens", prompt.tokens.join(","), "--out", out, ...extra]);
   expect(r.stderr).toBe("");
@@ -39,4 +39,10 @@ test("splash logits refuses what it cannot run, in one line", async () => {
   expect(big.stderr.trim().split("\n").length).toBeLessThanOrEqual(2);
   const missing = await splash(["logits", "/nonexistent", "--tokens", "1", "--out", out]);
   expect(missing.code).toBe(2);
+});
+
+test("an unknown --backend is a usage error naming the choices", async () => {
+  const r = await splash(["logits", FIXTURE, "--tokens", "1,2", "--out", join(tmpdir(), "never-written.f32"), "--backend", "gpu"]);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain("auto, cpu, vulkan, metal");
 });
