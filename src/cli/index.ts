@@ -30,12 +30,17 @@ export const root = defineCommand({
   subCommands,
 });
 
+// The deepest command the leading words name (`bench decode --help` is decode's help), and its parent.
 async function helpTarget(rawArgs: string[]): Promise<[CommandDef, CommandDef | undefined]> {
-  const name = rawArgs.find((a) => !a.startsWith("-"));
-  const sub = name ? subCommands[name] : undefined;
-  if (!sub) return [root, undefined];
-  const cmd = (typeof sub === "function" ? await sub() : await sub) as CommandDef;
-  return [cmd, root];
+  let [cmd, parent]: [CommandDef, CommandDef | undefined] = [root, undefined];
+  for (const word of rawArgs) {
+    if (word.startsWith("-")) break;
+    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : await cmd.subCommands) as SubCommandsDef | undefined;
+    const sub = subs?.[word];
+    if (!sub) break;
+    [cmd, parent] = [(typeof sub === "function" ? await sub() : await sub) as CommandDef, cmd];
+  }
+  return [cmd, parent];
 }
 
 function stripAnsi(s: string): string {
