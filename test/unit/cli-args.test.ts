@@ -59,6 +59,12 @@ describe("splash CLI", () => {
     expect(r.stderr).toContain("Unknown command frobnicate");
     expect(r.stderr).toContain("splash --help");
   });
+  test("--help of a subcommand's subcommand is its own", async () => {
+    const r = await splash(["bench", "decode", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("bench decode [OPTIONS]");
+    expect(r.stdout).toContain("--layers");
+  });
   test("an unknown flag exits 2 naming the flag", async () => {
     const r = await splash(["doctor", "--bogus"]);
     expect(r.code).toBe(2);
