@@ -386,15 +386,12 @@ static splash_status matrix_of(loader *L, const sp_tensor *t, bool quantizable, 
     return st ? st : hold(L, t->name, out, owned);
 }
 
-/* Keeps a loaded matrix: on a GPU backend its device copy (the host one goes), else the host rows; counts its bytes. */
+/* Keeps a loaded matrix: on a GPU backend its device copy (the host one goes), else the host rows; counts its bytes
+ * (as stored on the host). Every sp_mtype uploads alike: rows that are not a multiple of 16 bytes (MLX4/MLX8 rows of
+ * q + scales + biases, 36 or 72 bytes for 64 or 128 columns at 4 bits) are padded on the device, and a view of some
+ * rows (sp_matrix_rows: MoE experts of a 3-D tensor) still addresses them by host row (backends/gpu/memory.c). */
 static splash_status hold(loader *L, const char *name, sp_matrix *out, void *owned) {
     if (L->m->be->upload) {
-        if (sp_mtype_is_mlx(out->type)) {
-            free(owned);
-            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "tensor %s: MLX-quantized (%s) weights run on the CPU backend only (the "
-                           "GPU backends, Vulkan and Metal, have no kernels for them yet): load with the CPU backend "
-                           "(SPLASH_BACKEND=cpu)", name, sp_mtype_name(out->type));
-        }
         const void *dev = L->m->be->upload(L->m->be, out->data, out->rows, out->row_bytes);
         free(owned);
         owned = NULL;
@@ -576,7 +573,8 @@ static splash_status sanitize_layer(loader *L, int32_t l) {
  *  - experts are split into switch_mlp.{gate,up,down}_proj (see experts());
  *  - mtp.* and the vision tower are dropped (has_mtp, has_vision come out false);
  *  - quantized modules are weight (U32) + scales + biases, at the block's bits or the module's own entry (the MoE
- *    router and shared_expert_gate at 8 bits): kept as stored, as MLX4/MLX8 matrices (matrix_nd). */
+ *    router and shared_expert_gate at 8 bits): kept as stored, as MLX4/MLX8 matrices (matrix_nd), which every
+ *    backend multiplies and embeds (the embedding too: a tied lm_head is the same MLX matrix). */
 static splash_status checkpoint_quirks(loader *L) {
     const sp_checkpoint *ck = L->m->ck;
     L->mlx = sp_checkpoint_find(ck, "language_model.model.embed_tokens.weight") != NULL;

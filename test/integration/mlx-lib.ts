@@ -74,7 +74,7 @@ export function dequantizedCopy(src: string, dst: string): void {
     for (let i = 0; i < u.length; i++) u[i] = b.readUInt16LE(2 * i) << 16;
     return new Float32Array(u.buffer);
   };
-  const out: { name: string; dtype: string; shape: number[]; bytes: Uint8Array }[] = [];
+  const out: Tensor[] = [];
   for (const name of h.tensors.keys()) {
     if (name.endsWith(".scales") || name.endsWith(".biases")) continue;
     const base = name.replace(/\.weight$/, "");
@@ -101,9 +101,19 @@ export function dequantizedCopy(src: string, dst: string): void {
     }
     out.push({ name, dtype: "F32", shape: [...w.t.shape.slice(0, -1), cols], bytes: new Uint8Array(f.buffer) });
   }
+  const config = JSON.parse(readFileSync(join(src, "config.json"), "utf8"));
+  delete config.quantization;
+  delete config.quantization_config;
+  writeCheckpoint(dst, out, config);
+}
+
+type Tensor = { name: string; dtype: string; shape: number[]; bytes: Uint8Array };
+
+// dst/model.safetensors (one file, no index) holding `tensors`, and dst/config.json.
+function writeCheckpoint(dst: string, tensors: Tensor[], config: unknown): void {
   const header: Record<string, unknown> = { __metadata__: { format: "mlx" } };
   let offset = 0;
-  for (const t of out) {
+  for (const t of tensors) {
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.bytes.length] };
     offset += t.bytes.length;
   }
@@ -112,9 +122,22 @@ export function dequantizedCopy(src: string, dst: string): void {
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(json.length));
   mkdirSync(dst, { recursive: true });
-  writeFileSync(join(dst, "model.safetensors"), Buffer.concat([len, Buffer.from(json), ...out.map((t) => t.bytes)]));
-  const config = JSON.parse(readFileSync(join(src, "config.json"), "utf8"));
-  delete config.quantization;
-  delete config.quantization_config;
+  writeFileSync(join(dst, "model.safetensors"), Buffer.concat([len, Buffer.from(json), ...tensors.map((t) => t.bytes)]));
   writeFileSync(join(dst, "config.json"), JSON.stringify(config));
+}
+
+// An MLX checkpoint with tied embeddings: its lm_head module (weight, scales, biases) dropped and
+// tie_word_embeddings set, so the loader reuses the embedding's matrix (quantized as stored) as lm_head.
+export function tiedCopy(src: string, dst: string): void {
+  const file = join(src, "model.safetensors");
+  const h = readSafetensorsHeader(file);
+  const raw = readFileSync(file);
+  const out: Tensor[] = [];
+  for (const [name, t] of h.tensors)
+    if (!name.startsWith("language_model.lm_head."))
+      out.push({ name, dtype: t.dtype, shape: t.shape, bytes: raw.subarray(8 + h.headerLength + t.begin, 8 + h.headerLength + t.end) });
+  const config = JSON.parse(readFileSync(join(src, "config.json"), "utf8"));
+  config.tie_word_embeddings = true;
+  if (config.text_config) config.text_config.tie_word_embeddings = true;
+  writeCheckpoint(dst, out, config);
 }
