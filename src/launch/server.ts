@@ -77,7 +77,7 @@ export async function servedModel(state: ServerState): Promise<ServedModel> {
 export function serveCommand(modelArg: string | undefined, port: number, apiKey: string): string[] {
   const compiled = Bun.main.startsWith("/$bunfs/") || /^[A-Z]:[\\/]~BUN[\\/]/i.test(Bun.main);
   const self = compiled ? [process.execPath] : [process.execPath, join(import.meta.dir, "..", "main.ts")];
-  return [...self, "serve", ...(modelArg === undefined ? [] : [modelArg]), "--host", "127.0.0.1", "--port", String(port), "--api-key", apiKey];
+  return [...self, "serve", ...(modelArg === undefined ? [] : [modelArg]), "--host", "127.0.0.1", "--port", String(port), `--api-key=${apiKey}`];
 }
 
 // What starting a server needs, known only after the MODEL argument is resolved (which may download it): the key,
@@ -138,7 +138,8 @@ export async function terminate(pid: number, timeoutMs = STOP_TIMEOUT_MS): Promi
 // Starts a server for the spec and waits for it; while it loads, Ctrl-C stops it again instead of leaving a
 // half-started server behind.
 async function start(spec: StartSpec, lock: string): Promise<ServerState> {
-  const state = spawnServer(spec, await freePort(), randomBytes(24).toString("base64url"));
+  // Hex: a base64url key may begin with "-", which argument parsers take for an option (one in 32 launches failed so).
+  const state = spawnServer(spec, await freePort(), randomBytes(24).toString("hex"));
   writeState(state);
   const label = `starting the ${spec.model} server`;
   const progress = new Progress(`${label} (log: ${state.log})`);

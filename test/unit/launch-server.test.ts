@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { CliError } from "../../src/cli/_command.ts";
 import { withLock } from "../../src/launch/lock.ts";
 import { pidAlive } from "../../src/launch/process.ts";
-import { ensureServer, liveness, servedModel, stopServer, terminate, type StartSpec } from "../../src/launch/server.ts";
+import { ensureServer, liveness, servedModel, serveCommand, stopServer, terminate, type StartSpec } from "../../src/launch/server.ts";
 import { allStates, lockPath, readState, removeState, serverUrl, slug, statePath, writeState, type ServerState } from "../../src/launch/state.ts";
 
 const SCRIPTED = join(import.meta.dir, "..", "fixtures", "launch", "scripted-serve.ts");
@@ -104,6 +104,9 @@ describe("ensureServer", () => {
     expect(await servedModel(first)).toEqual({ id: "scripted-tiny", contextLength: 65536, maxOutputTokens: 8192 });
     // The API key it was started with is required.
     expect((await fetch(`${serverUrl(first)}/v1/models`)).status).toBe(401);
+    // … and never begins with "-", which the server's argument parser would take for an option
+    expect(first.apiKey).toMatch(/^[0-9a-f]{48}$/);
+    expect(serveCommand(undefined, 1, "-k").at(-1)).toBe("--api-key=-k");
     const again = await ensure(spec);
     expect(again.pid).toBe(first.pid);
     expect(spec.starts).toBe(1);
