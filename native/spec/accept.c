@@ -1,6 +1,8 @@
 /* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
 #include "spec/accept.h"
 
+#include "core/rank.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -67,59 +69,6 @@ int32_t sp_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t V
 
 uint64_t sp_spec_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
 
-/* a ranks before b: larger value, then lower id */
-static inline int before(const float *w, int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); }
-
-static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
-    for (;;) {
-        int64_t c = 2 * root + 1;
-        if (c >= n) return;
-        if (c + 1 < n && before(w, idx[c], idx[c + 1])) c++;
-        if (!before(w, idx[root], idx[c])) return;
-        int32_t t = idx[root];
-        idx[root] = idx[c];
-        idx[c] = t;
-        root = c;
-    }
-}
-
-/* heapsort idx[0..n) best-first */
-static void sort_best_first(int32_t *idx, int64_t n, const float *w) {
-    for (int64_t i = n / 2 - 1; i >= 0; i--) sift(idx, i, n, w);
-    for (int64_t end = n - 1; end > 0; end--) {
-        int32_t t = idx[0];
-        idx[0] = idx[end];
-        idx[end] = t;
-        sift(idx, 0, end, w);
-    }
-    for (int64_t i = 0, j = n - 1; i < j; i++, j--) {
-        int32_t t = idx[i];
-        idx[i] = idx[j];
-        idx[j] = t;
-    }
-}
-
-/* the k best of idx[0..n) to the front (quickselect) */
-static void select_best(int32_t *idx, int64_t n, int64_t k, const float *w) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        int32_t pivot = idx[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (before(w, idx[i], pivot)) i++;
-            while (before(w, pivot, idx[j])) j--;
-            if (i <= j) {
-                int32_t t = idx[i];
-                idx[i++] = idx[j];
-                idx[j--] = t;
-            }
-        }
-        if (k - 1 <= j) hi = j;
-        else if (k - 1 >= i) lo = i;
-        else return;
-    }
-}
-
 static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) {
     const splash_sampling *s = r->params;
     int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
@@ -169,9 +118,9 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
     }
     int sorted = 0;
     if (s->top_k > 0 && s->top_k < c) {
-        select_best(idx, c, s->top_k, w);
+        sp_rank_select(idx, c, s->top_k, w);
         c = s->top_k;
-        sort_best_first(idx, c, w);
+        sp_rank_sort(idx, c, w);
         sorted = 1;
     }
     if (s->top_p > 0 && s->top_p < 1) {
@@ -193,7 +142,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
                 if (mass >= s->top_p * total || thr == 0) break;
                 thr = thr < 1e-30f ? 0 : thr / 16;
             }
-            sort_best_first(idx, m, w);
+            sp_rank_sort(idx, m, w);
             c = m;
         }
         double cum = 0;
@@ -216,9 +165,9 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
     int32_t have = 0;
     for (int32_t t = 0; t < V && n > 0; t++) {
-        if (have == n && !before(z, t, ids[n - 1])) continue;
+        if (have == n && !sp_rank_before(z, t, ids[n - 1])) continue;
         int32_t i = have < n ? have++ : n - 1;
-        while (i > 0 && before(z, t, ids[i - 1])) {
+        while (i > 0 && sp_rank_before(z, t, ids[i - 1])) {
             ids[i] = ids[i - 1];
             i--;
         }

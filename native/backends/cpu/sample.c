@@ -17,6 +17,7 @@
 #include "ops.h"
 
 #include "core/error.h"
+#include "core/rank.h"
 #include "core/threadpool.h"
 
 #include <string.h>
@@ -38,60 +39,6 @@ static double uniform01(uint64_t seed, uint64_t position) {
         z ^= z >> 31;
     }
     return (double)(z >> 11) * 0x1.0p-53;
-}
-
-/* a ranks before b: larger value, then lower id. */
-static inline int before(const float *w, int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); }
-
-static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
-    for (;;) {
-        int64_t c = 2 * root + 1;
-        if (c >= n) return;
-        /* a heap whose root ranks last, so popping roots to the end leaves the array best-first */
-        if (c + 1 < n && before(w, idx[c], idx[c + 1])) c++;
-        if (!before(w, idx[root], idx[c])) return;
-        int32_t t = idx[root];
-        idx[root] = idx[c];
-        idx[c] = t;
-        root = c;
-    }
-}
-
-/* Heapsort idx[0..n) best-first (deterministic, in place). */
-static void sort_best_first(int32_t *idx, int64_t n, const float *w) {
-    for (int64_t i = n / 2 - 1; i >= 0; i--) sift(idx, i, n, w);
-    for (int64_t end = n - 1; end > 0; end--) {
-        int32_t t = idx[0];
-        idx[0] = idx[end];
-        idx[end] = t;
-        sift(idx, 0, end, w);
-    }
-    for (int64_t i = 0, j = n - 1; i < j; i++, j--) {
-        int32_t t = idx[i];
-        idx[i] = idx[j];
-        idx[j] = t;
-    }
-}
-
-/* Moves the k best of idx[0..n) to the front (unordered), by quickselect. */
-static void select_best(int32_t *idx, int64_t n, int64_t k, const float *w) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        int32_t pivot = idx[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (before(w, idx[i], pivot)) i++;
-            while (before(w, pivot, idx[j])) j--;
-            if (i <= j) {
-                int32_t t = idx[i];
-                idx[i++] = idx[j];
-                idx[j--] = t;
-            }
-        }
-        if (k - 1 <= j) hi = j;
-        else if (k - 1 >= i) lo = i;
-        else return;
-    }
 }
 
 /* Bin of a weight in (0, 1]: its exponent and top 3 mantissa bits, 0 for the largest weights. */
@@ -124,7 +71,7 @@ static int64_t nucleus(int32_t *idx, int64_t c, const float *w, double need, dou
             idx[in_cut++] = idx[i];
             idx[i] = t;
         }
-    sort_best_first(idx + above, in_cut - above, w);
+    sp_rank_sort(idx + above, in_cut - above, w);
     int64_t keep = above;
     while (keep < in_cut && cum < need) cum += w[idx[keep++]];
     return keep > 0 ? keep : 1;
@@ -205,14 +152,14 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
                 int32_t k = s->top_k, have = 0;
                 for (int64_t i = 0; i < c; i++) {
                     int32_t t = idx[i];
-                    if (have == k && !before(w, t, idx[k - 1])) continue;
+                    if (have == k && !sp_rank_before(w, t, idx[k - 1])) continue;
                     int32_t at = have < k ? have++ : k - 1;
-                    while (at > 0 && before(w, t, idx[at - 1])) idx[at] = idx[at - 1], at--;
+                    while (at > 0 && sp_rank_before(w, t, idx[at - 1])) idx[at] = idx[at - 1], at--;
                     idx[at] = t;
                 }
             } else {
-                select_best(idx, c, s->top_k, w);
-                sort_best_first(idx, s->top_k, w);
+                sp_rank_select(idx, c, s->top_k, w);
+                sp_rank_sort(idx, s->top_k, w);
             }
             c = s->top_k;
             sorted = 1;
@@ -254,9 +201,9 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     /* top-N by z: keep a best-first list of N while scanning */
     int32_t n = job->n_top, have = 0;
     for (int32_t t = 0; t < V && n > 0; t++) {
-        if (have == n && !before(z, t, job->top_ids[n - 1])) continue;
+        if (have == n && !sp_rank_before(z, t, job->top_ids[n - 1])) continue;
         int32_t i = have < n ? have++ : n - 1;
-        while (i > 0 && before(z, t, job->top_ids[i - 1])) {
+        while (i > 0 && sp_rank_before(z, t, job->top_ids[i - 1])) {
             job->top_ids[i] = job->top_ids[i - 1];
             i--;
         }

@@ -1,0 +1,45 @@
+/* rank.c — see rank.h. */
+#include "core/rank.h"
+
+static inline void swap(int32_t *idx, int64_t i, int64_t j) {
+    int32_t t = idx[i];
+    idx[i] = idx[j];
+    idx[j] = t;
+}
+
+/* A heap whose root ranks last, so popping roots to the end leaves the array worst-first (then reversed). */
+static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
+    for (;;) {
+        int64_t c = 2 * root + 1;
+        if (c >= n) return;
+        if (c + 1 < n && sp_rank_before(w, idx[c], idx[c + 1])) c++;
+        if (!sp_rank_before(w, idx[root], idx[c])) return;
+        swap(idx, root, c);
+        root = c;
+    }
+}
+
+void sp_rank_sort(int32_t *idx, int64_t n, const float *w) {
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sift(idx, i, n, w);
+    for (int64_t end = n - 1; end > 0; end--) {
+        swap(idx, 0, end);
+        sift(idx, 0, end, w);
+    }
+    for (int64_t i = 0, j = n - 1; i < j; i++, j--) swap(idx, i, j);
+}
+
+void sp_rank_select(int32_t *idx, int64_t n, int64_t k, const float *w) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int32_t pivot = idx[lo + (hi - lo) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (sp_rank_before(w, idx[i], pivot)) i++;
+            while (sp_rank_before(w, pivot, idx[j])) j--;
+            if (i <= j) swap(idx, i++, j--);
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else return;
+    }
+}
