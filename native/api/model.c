@@ -8,6 +8,7 @@
 #include "core/threadpool.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #ifdef SPLASH_HAVE_VULKAN
@@ -75,9 +76,13 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
         splash_model_free(m);
         return st;
     }
+    if (m->be.device) snprintf(m->backend, sizeof m->backend, "%s: %s", m->be.name, m->be.device);
+    else snprintf(m->backend, sizeof m->backend, "%s", m->be.name);
     *out = m;
     return SPLASH_OK;
 }
+
+const char *splash_model_backend(const splash_model *m) { return m ? m->backend : ""; }
 
 void splash_model_free(splash_model *m) {
     if (!m) return;

@@ -16,6 +16,7 @@ struct splash_model {
     sp_speculator *spec;   /* the attached drafter, or NULL */
     sp_qwen35_vision *vision; /* the checkpoint's vision tower, or NULL */
     int32_t n_caches;      /* caches alive: a drafter attaches only before the first */
+    char backend[160];     /* splash_model_backend's text */
 };
 
 struct splash_cache {

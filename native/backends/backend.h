@@ -82,6 +82,7 @@ uint64_t sp_sample_scratch_bytes(int32_t vocab);
 
 struct sp_backend {
     const char *name;
+    const char *device;   /* GPU backends: the device's name; the CPU backend: NULL */
     sp_threadpool *pool;  /* CPU: the workers every op splits over */
     int n_threads;
     /* First failure inside an op (an allocation in a kernel; the message is already set), kept until the caller reads

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 7
+#define SPLASH_ABI_VERSION 8
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -105,6 +105,9 @@ typedef struct splash_model_info {
 SPLASH_API splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out);
 SPLASH_API void splash_model_free(splash_model *m);
 SPLASH_API splash_status splash_model_get_info(const splash_model *m, splash_model_info *out);
+/* The backend the model runs on ("auto" resolved) and its device: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4".
+ * The text lives as long as the model. */
+SPLASH_API const char *splash_model_backend(const splash_model *m);
 
 /* Sequence-state memory, sized by the caller's memory plan: n_pages KV pages of page_tokens positions each (every
  * full-attention layer's K and V), n_slots GDN state slots (recurrent S fp32 + conv tail of every GDN layer). Ids

@@ -114,7 +114,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize })),
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    log.info(`loaded ${resolved.id} in ${seconds} s: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
+    log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
     return {
       chat,
       model,

@@ -78,6 +78,7 @@ export type ModelInfo = {
   kvBytesPerToken: number; // all full-attention layers, K + V
   stateBytes: number; // one GDN state slot
   decodeBytesPerToken: number; // weight bytes a single-token decode reads (MoE: top-k experts)
+  backend: string; // what it runs on, auto resolved: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4"
 };
 
 // The checkpoint's vision tower (splash_vision_info).
@@ -248,6 +249,7 @@ export class Model {
       kvBytesPerToken: f("kv_bytes_per_token"),
       stateBytes: f("state_bytes"),
       decodeBytesPerToken: f("decode_bytes_per_token"),
+      backend: String(lib.splash_model_backend(handle)),
     };
     const vbytes = new Uint8Array(VISION_INFO.size);
     const vbuf = new DataView(vbytes.buffer);

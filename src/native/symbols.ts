@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 7;
+export const ABI_VERSION = 8;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -23,6 +23,7 @@ export const symbols = {
   splash_model_load: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_model_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  splash_model_backend: { args: [FFIType.ptr], returns: FFIType.cstring },
   splash_cache_create: { args: [FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
   splash_cache_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_cache_page_bytes: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.u64 },

@@ -187,3 +187,11 @@ afterAll(() => {
       `${r.fixture.padEnd(28)}${r.weights.padEnd(9)}${r.path.padEnd(w)}  ${r.maxOverStd.toExponential(2).padStart(9)}   ${r.argmax.padEnd(8)} ${r.note}`,
     );
 });
+
+test("a model reports the backend and device it runs on", async () => {
+  for (const [backend, want] of [["cpu", /^cpu$/], ["vulkan", /^vulkan: \S/]] as const) {
+    const model = await load("qwen35-dense-tiny", backend);
+    expect(model.info.backend).toMatch(want);
+    model.free();
+  }
+});

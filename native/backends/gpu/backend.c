@@ -9,7 +9,7 @@ splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_
     g->status = status;
     g->fresh = g->submission_barrier;
     g->attention_workgroups = g->measured ? SP_GPU_MEASURED_ATTENTION_WORKGROUPS : SP_GPU_DEFAULT_ATTENTION_WORKGROUPS;
-    *be = (sp_backend){.name = g->name, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
+    *be = (sp_backend){.name = g->name, .device = g->device_name, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
     splash_status st = sp_gpu_memory_init(g);
     if (!st) sp_gpu_ops_install(be);
     return st;
