@@ -10,28 +10,12 @@
  * A row takes exactly the steps it would take alone, so the result is the reference's whatever the tile holds. */
 #include "ops.h"
 
+#include "exp_avx2.h"
+
 #include <immintrin.h>
 #include <stdbool.h>
 
 enum { KB = SP_ATTN_KEY_BLOCK, MAX_ROWS = 64 };
-
-/* sp_exp_neg, eight lanes (the same polynomial as sample_avx2.c). */
-static inline __m256 exp8(__m256 in) {
-    __m256 x = _mm256_max_ps(in, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    return _mm256_and_ps(y, _mm256_cmp_ps(in, _mm256_set1_ps(-87.0f), _CMP_GE_OQ));
-}
 
 /* Lane k of a (k < 4): ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) of a_k's lanes; lanes 4..7 likewise of b_k. */
 static inline __m256 reduce_2x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 b0, __m256 b1, __m256 b2, __m256 b3) {
@@ -79,10 +63,10 @@ static inline void softmax_block(float *p, int32_t nb, float *m, float *l, float
     float bm = hmax8(mx8), mx = bm > *m ? bm : *m;
     __m256 vmx = _mm256_set1_ps(mx);
     for (int k = 0; k < 4; k++) {
-        s[k] = exp8(_mm256_sub_ps(s[k], vmx));
+        s[k] = sp_exp_neg8(_mm256_sub_ps(s[k], vmx));
         _mm256_store_ps(p + 8 * k, s[k]);
     }
-    float c = _mm256_cvtss_f32(exp8(_mm256_set1_ps(*m - mx)));
+    float c = _mm256_cvtss_f32(sp_exp_neg8(_mm256_set1_ps(*m - mx)));
     *l = *l * c + hsum8(_mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3])));
     *m = mx, *corr = c;
 }
