@@ -1,7 +1,7 @@
 // The NEON matmul kernels (native/backends/cpu/matmul_neon.c) on an emulated arm64: cross-compiles native/core, the
 // CPU matmul and its C test with aarch64-linux-gnu-gcc, then runs it under qemu-aarch64 (a CPU with dotprod: the
 // NEON kernels are checked; a Cortex-A72 without it: the scalar fallback is chosen). Skipped when the cross
-// compiler or qemu is not installed (apt: gcc-aarch64-linux-gnu qemu-user).
+// compiler or qemu is not installed (apt: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user).
 import { expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
