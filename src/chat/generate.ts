@@ -21,7 +21,7 @@ import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import type { VisionEncoder } from "../vision/encoder.ts";
 import { expandImagePads, promptImages } from "../vision/prompt.ts";
-import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, ImageSource, TokenLogprob } from "./ir.ts";
+import { offeredTools, type ChatEvent, type ChatModel, type Conversation, type FinishReason, type GenerationOptions, type ImageSource, type TokenLogprob } from "./ir.ts";
 import { OutputParser, type ParserEvent } from "./output-parser.ts";
 import type { ChatTemplate } from "./template.ts";
 import { templateVariables } from "./template-vars.ts";
@@ -171,7 +171,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
   const tok = model.tokenizer;
   const stopTokens = new Set(model.stopTokens);
   const detok = new IncrementalDetokenizer(tok);
-  const parser = new OutputParser({ tools: conversation.tools, startInReasoning: prompt.startInReasoning, ...(grammar ? { constrained: { calls: CALLS_IN[grammar.kind] } } : {}) });
+  const parser = new OutputParser({ tools: offeredTools(conversation), startInReasoning: prompt.startInReasoning, ...(grammar ? { constrained: { calls: CALLS_IN[grammar.kind] } } : {}) });
   const stop = new StopMatcher(options.stop);
   const usage = { promptTokens: prompt.ids.length, cachedPromptTokens: 0, completionTokens: 0, reasoningTokens: 0 };
   let pendingLogprobs: TokenLogprob[] = [];

@@ -49,6 +49,12 @@ export type Conversation = {
   responseFormat: ResponseFormat;
 };
 
+// The tools the model is shown and may call: the request's, none with tool_choice "none". Only these become tool
+// calls; any other call the model writes stays text.
+export function offeredTools(conversation: Pick<Conversation, "tools" | "toolChoice">): ToolDef[] {
+  return conversation.toolChoice === "none" ? [] : conversation.tools;
+}
+
 // The engine's sampling settings; a request without a seed gets a random one.
 export type SamplingOptions = Omit<Sampling, "seed"> & { seed?: number };
 

@@ -27,7 +27,7 @@ import type { ChatEvent, JsonSchema, ToolCall, ToolDef } from "./ir.ts";
 export type ParserEvent = Extract<ChatEvent, { type: "reasoning" | "content" | "tool_call_start" | "tool_call_delta" | "tool_call_end" }>;
 
 export type OutputParserOptions = {
-  tools: ToolDef[];
+  tools: ToolDef[]; // the tools offered (ir.ts offeredTools): a call to any other name stays text
   // The rendered prompt ended inside an open <think> block (thinking on, the Qwen3.5 generation prompt).
   startInReasoning: boolean;
   // Makes tool-call ids; the default is random ("call_" + 24 characters).
@@ -113,7 +113,7 @@ export class OutputParser {
     this.tools = new Map(options.tools.map((t) => [t.name, t]));
     this.newId = options.newToolCallId ?? randomId;
     this.constrained = options.constrained;
-    this.callsPossible = options.constrained?.calls !== "never";
+    this.callsPossible = this.tools.size > 0 && options.constrained?.calls !== "never";
     this.state = options.startInReasoning ? { kind: "reasoning", atStart: true } : { kind: "content", atStart: true, afterCall: false };
   }
 
@@ -276,6 +276,10 @@ export class OutputParser {
       return;
     }
     if (end < 0) return;
+    if (!this.tools.has(name)) {
+      this.notACall(st.raw, `a call to ${JSON.stringify(name)}, which is not among the request's tools`);
+      return;
+    }
     const call: Call = { index: this.nCalls++, id: this.newId(), name, args: {}, nParams: 0 };
     this.buf = rest.slice(end + 1);
     this.events.push({ type: "tool_call_start", index: call.index, id: call.id, name });

@@ -10,7 +10,7 @@
 //   - tool-call arguments are objects (a raw string a client sent is parsed when it is a JSON object);
 //   - tools become OpenAI function schemas {type: "function", function: {name, description, parameters}};
 //     with tool_choice "none" no tools are rendered, so the model has nothing to call.
-import type { ContentPart, Conversation, Message, ToolCall } from "./ir.ts";
+import { offeredTools, type ContentPart, type Conversation, type Message, type ToolCall } from "./ir.ts";
 import type { TemplateMessage, TemplatePart, TemplateToolCall, TemplateVariables } from "./template.ts";
 
 type Escape = (s: string) => string;
@@ -111,8 +111,9 @@ export function templateVariables(conversation: Conversation, escape: Escape, ad
     add_generation_prompt: addGenerationPrompt,
     enable_thinking: conversation.thinking.enabled,
   };
-  if (conversation.toolChoice !== "none" && conversation.tools.length) {
-    vars.tools = conversation.tools.map((t) => {
+  const tools = offeredTools(conversation);
+  if (tools.length) {
+    vars.tools = tools.map((t) => {
       // Key order is what tojson prints: name, description, parameters, as OpenAI clients send them.
       const parameters = escapeDeep(t.parameters, escape) as Record<string, unknown>;
       const fn = t.description === undefined ? { name: escape(t.name), parameters } : { name: escape(t.name), description: escape(t.description), parameters };

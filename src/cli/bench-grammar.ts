@@ -10,6 +10,7 @@
 // long a cold compile of the same schema (over the model's own vocabulary) holds up a stream the model is serving
 // (_grammar-stall.ts).
 import { z } from "zod";
+import { endOfTurnTokens } from "../chat/generate.ts";
 import { decodeTokens, StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import type { Sampling } from "../engine/types.ts";
 import { resolveModel } from "../models/resolve.ts";
@@ -126,7 +127,7 @@ export default command({
     const tokenizer = await Tokenizer.load(dir);
     const ids = tokenizer.vocabSize;
     const size = args.vocabSize === undefined ? Math.ceil(ids / 128) * 128 : parseOption(name, "vocab-size", z.coerce.number().int().min(ids), args.vocabSize);
-    const vocab = vocabularyFromTokenizer(tokenizer, { id: dir, size });
+    const vocab = vocabularyFromTokenizer(tokenizer, { id: dir, size, stopTokens: endOfTurnTokens(tokenizer) });
     tokenizer.free();
 
     let t = performance.now();

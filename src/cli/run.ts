@@ -1,5 +1,6 @@
 // `splash run [MODEL] PROMPT`: one answer, streamed to stdout. Reasoning goes to stderr (dimmed on a terminal), so
-// `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin.
+// `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin. No tools are offered, so
+// tool-call markup the model writes is answer text.
 import type { Conversation, GenerationOptions } from "../chat/ir.ts";
 import { DEFAULT_SAMPLING } from "../api/options.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
@@ -101,11 +102,6 @@ async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>):
           inReasoning = false;
         }
         process.stdout.write(ev.text);
-        wroteContent = true;
-        break;
-      case "tool_call_end":
-        clearProgress();
-        process.stdout.write(`\n[tool call] ${ev.call.name}(${JSON.stringify(ev.call.arguments)})\n`);
         wroteContent = true;
         break;
       case "done":

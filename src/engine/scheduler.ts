@@ -14,6 +14,9 @@
 // (plan.drafts), the engine drafts, attachDrafts() builds the block [last token, drafts…], and complete() advances
 // the sequence by the accepted drafts plus one. Draft tokens come out of the room prompts would use, but never below
 // one block of prompt while a prompt is waiting.
+//
+// A constraint call that throws (the grammar engine failing) ends only its sequence: it runs the step unconstrained
+// and ends with the error when the step completes; the sequences beside it, and the loop, go on.
 import type { KVCacheManager } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
@@ -134,7 +137,7 @@ export class Scheduler {
       if (!c.draft) return;
       const seq = c.seq;
       const proposed = drafts[d]!;
-      const { nDraft, masks } = prepareDrafts(proposed, seq.request.constraint, this.options.vocabSize);
+      const { nDraft, masks } = this.guard(seq, () => prepareDrafts(proposed, seq.request.constraint, this.options.vocabSize), { nDraft: 0, masks: null });
       seq.tokens.set(proposed.subarray(0, nDraft), seq.length);
       c.count = 1 + nDraft;
       c.verify = { nDraft, nProposed: proposed.length };
@@ -151,7 +154,8 @@ export class Scheduler {
       const r = results[i];
       if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
       /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
-      const emitted = c.verify ? applyVerified(r!, c.verify.nDraft, seq.request.constraint) : null;
+      const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, seq.request.constraint), null) : null;
+      if (seq.failed) return this.finish(seq, seq.failed);
       if (c.verify) this.policy!.record(seq.spec!, c.verify.nDraft, emitted!.length - 1);
       seq.computed = c.start + (emitted ? emitted.length : c.count);
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
@@ -197,9 +201,8 @@ export class Scheduler {
     let allowed: Uint32Array | null = null;
     const constraint = seq.request.constraint;
     if (c.sample && constraint && !c.draft) {
-      seq.mask ??= new Uint32Array(Math.ceil(this.options.vocabSize / 32));
-      constraint.fillMask(seq.mask);
-      allowed = seq.mask;
+      const mask = (seq.mask ??= new Uint32Array(Math.ceil(this.options.vocabSize / 32)));
+      allowed = this.guard(seq, () => (constraint.fillMask(mask), mask), null);
     }
     return {
       slot: h.slot,
@@ -222,8 +225,8 @@ export class Scheduler {
   private accept(seq: Sequence, r: TokenChoice, advance: boolean, current: boolean): boolean {
     if (seq.stopTokens.has(r.token)) return this.finish(seq, "stop"), false;
     const constraint = seq.request.constraint;
-    if (constraint && advance && !constraint.accept(r.token)) {
-      this.finish(seq, new Error(`token ${r.token} was sampled but the constraint does not allow it`));
+    if (constraint && advance && !this.guard(seq, () => constraint.accept(r.token), false)) {
+      this.finish(seq, seq.failed ?? new Error(`token ${r.token} was sampled but the constraint does not allow it`));
       return false;
     }
     seq.tokens[seq.length++] = r.token;
@@ -232,9 +235,22 @@ export class Scheduler {
     if (r.top) token.top = r.top;
     seq.sink.tokens([token]);
     if (seq.generated >= seq.maxTokens) this.finish(seq, "length");
-    else if (current && constraint?.isComplete()) this.finish(seq, "constraint_complete");
+    else if (current && constraint && this.guard(seq, () => constraint.isComplete(), false)) this.finish(seq, "constraint_complete");
+    else if (seq.failed) this.finish(seq, seq.failed);
     else return true;
     return false;
+  }
+
+  // A call to the sequence's constraint; if it throws, the sequence is marked failed and gets `fallback` (see the top
+  // of the file).
+  private guard<T>(seq: Sequence, call: () => T, fallback: T): T {
+    if (seq.failed) return fallback;
+    try {
+      return call();
+    } catch (e) {
+      seq.failed = e instanceof Error ? e : new Error(String(e));
+      return fallback;
+    }
   }
 
   // Draft lengths for the decoding chunks that speculate, within `room` tokens and the drafter's verify capacity;

@@ -28,6 +28,7 @@ export class Sequence {
   readonly extras: BlockExtras | undefined; // what else names its blocks (the prompt's images)
   cancelled = false;
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
+  failed: Error | undefined; // a call to its constraint threw: it ends with this error when the step completes
   spec: Speculation | undefined; // speculative decoding state, once the sequence drafts
   readonly stopTokens: Set<number>;
   readonly enqueuedAt = performance.now();

@@ -198,8 +198,9 @@ export function wantsDraft(req: Pick<GenerateRequest, "draft">, drafter: Drafter
 }
 
 // The verify block for `drafts` under a constraint: how many it allows (checkDraft, one draft at a time so the cut
-// also falls right after a draft that completes the value: nothing after it is ever emitted), and the allowed set at
-// each block position. checkDraft leaves the constraint advanced past the allowed drafts; applyVerified rolls back
+// also falls right after a draft that completes the value: nothing after it is ever emitted; a drafted stop token,
+// which no constraint accepts, ends the block before it, and the target's token there may be the stop), and the
+// allowed set at each block position. checkDraft leaves the constraint advanced past the allowed drafts; applyVerified rolls back
 // the ones the target rejects. Unconstrained drafts are all verified: a stop token among them is verified like any
 // token (cutting there would bias sampling) and ends the output when accepted.
 export function prepareDrafts(drafts: Int32Array, constraint: TokenConstraint | undefined, vocabSize: number): { nDraft: number; masks: Uint32Array | null } {

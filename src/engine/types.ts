@@ -16,9 +16,11 @@ export type Sampling = {
 // A token-level constraint (structured output): the engine asks it for the allowed tokens before each sampled
 // position and tells it which token was chosen. Implemented by src/engine/grammar/.
 export interface TokenConstraint {
-  // Writes the allowed-token bitmask for the next position (bit t of word t>>5 set = token t allowed).
+  // Writes the allowed-token bitmask for the next position (bit t of word t>>5 set = token t allowed); stop tokens
+  // are set where the output may end.
   fillMask(mask: Uint32Array): void;
-  // Advances past an accepted token; false if the token was not allowed (a bug, or a draft to reject).
+  // Advances past an accepted token; false if the token was not allowed (a bug, or a draft to reject). Stop tokens
+  // are never accepted: they end the output without being part of it (the engine ends the sequence on one).
   accept(token: number): boolean;
   // Undoes the last n accepted tokens (speculative decoding rejected them).
   rollback(n: number): void;

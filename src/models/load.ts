@@ -102,16 +102,17 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     const spec = resolved.spec;
     const vision = VisionEncoder.open(model, resolved.dir, options.vision);
     const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
+    const stopTokens = endOfTurnTokens(tokenizer); // the engine's and the grammar's: one set
     const chat = chatModel({
       id: resolved.id,
       tokenizer,
       template,
       engine,
-      stopTokens: endOfTurnTokens(tokenizer),
+      stopTokens,
       contextLength,
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
       ...(vision ? { vision } : {}),
-      structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize })),
+      structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens })),
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);

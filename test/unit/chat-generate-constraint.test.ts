@@ -58,7 +58,7 @@ function structuredOutput() {
   const counts = { vocabularies: 0, started: 0, released: 0 };
   const lazy = new LazyStructuredOutput(() => {
     counts.vocabularies++;
-    return vocabularyFromTokenizer(tok, { id: "fixture-1024", size: 1024 });
+    return vocabularyFromTokenizer(tok, { id: "fixture-1024", size: 1024, stopTokens: endOfTurnTokens(tok) });
   });
   const counted = new WeakSet<object>(); // grammars are cached: count each one's constraints once
   return {

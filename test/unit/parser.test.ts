@@ -152,6 +152,19 @@ describe("output parser", () => {
     expect(parseWhole(samples[12]!.text)).toEqual([{ type: "content", text: samples[12]!.text }]);
   });
 
+  test("only the offered tools become calls: another name, or any call with no tools, stays text", () => {
+    const undeclared = samples.find((s) => s.name === "unknown tool and parameter")!.text;
+    expect(parseWhole(undeclared)).toEqual([{ type: "content", text: undeclared }]);
+    // a declared call after an undeclared one is still a call
+    const ev = parseWhole(`${undeclared}\n${weatherCall}`);
+    expect(ev[0]).toEqual({ type: "content", text: undeclared });
+    expect(ev.filter((e) => e.type === "tool_call_end").map((e) => e.call.name)).toEqual(["get_weather"]);
+    // no tools: the markup is text, and nothing is held back waiting for a tag
+    const bare = new OutputParser({ tools: [], startInReasoning: false });
+    expect(bare.push("Sure.\n\n<tool_")).toEqual([{ type: "content", text: "Sure.\n\n<tool_" }]);
+    expect([...bare.push(weatherCall.slice(6)), ...bare.finish()]).toEqual([{ type: "content", text: weatherCall.slice(6) }]);
+  });
+
   test("truncated or unclosed calls close with what was read", () => {
     const t = parseWhole(samples[10]!.text);
     expect(t[0]).toEqual({ type: "content", text: "ok" });

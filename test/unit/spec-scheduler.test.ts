@@ -32,23 +32,32 @@ class Closing implements TokenConstraint {
   }
 }
 
-function setup(constraint?: TokenConstraint) {
+// One sequence per constraint given (undefined: unconstrained), prefilled together, each having sampled 4.
+function setupMany(constraints: (TokenConstraint | undefined)[]) {
   const pool = new BlockPool(64, 8);
   const cache = new KVCacheManager(pool, { copySlot: () => {}, clearSlot: () => {} }, { pageTokens: 4, pageBytes: 1, slotBytes: 1, root: rootHash("s"), prefixCache: true, snapshotInterval: 64 });
   const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs: 4 } });
-  const events: string[] = [];
-  const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint };
-  const seq = new Sequence(0, request, 20, {
-    admitted: () => {},
-    tokens: (t) => events.push(...t.map((x) => String(x.id))),
-    done: (r: FinishReason) => events.push(`done ${r}`),
-    error: (e) => events.push(`error ${e.message}`),
+  const runs = constraints.map((constraint, i) => {
+    const events: string[] = [];
+    const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint };
+    const seq = new Sequence(i, request, 20, {
+      admitted: () => {},
+      tokens: (t) => events.push(...t.map((x) => String(x.id))),
+      done: (r: FinishReason) => events.push(`done ${r}`),
+      error: (e) => events.push(`error ${e.message}`),
+    });
+    scheduler.enqueue(seq);
+    return { seq, events };
   });
-  scheduler.enqueue(seq);
   scheduler.admit();
   const prefill = scheduler.schedule()!;
-  scheduler.complete(prefill, [{ token: 4, logprob: 0, top: null }]);
-  return { scheduler, seq, events };
+  scheduler.complete(prefill, prefill.chunks.map(() => ({ token: 4, logprob: 0, top: null })));
+  return { scheduler, runs };
+}
+
+function setup(constraint?: TokenConstraint) {
+  const { scheduler, runs } = setupMany([constraint]);
+  return { scheduler, ...runs[0]! };
 }
 
 test("a decoding sequence drafts; the accepted drafts and the target's token advance it, the rest are dropped", () => {
@@ -85,4 +94,23 @@ test("a constraint keeps the drafts it allows, rolls back the rejected ones, and
   expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 2 });
   scheduler.complete(plan, [{ token: 0, logprob: 0, top: null, accepted: [{ token: 5, logprob: 0, top: null }, { token: 7, logprob: 0, top: null }] }]);
   expect(events).toEqual(["4", "6", "5", "7", "done constraint_complete"]);
+});
+
+test("a constraint that throws while drafts are checked ends only its sequence, at the end of the step", () => {
+  const failing = new Closing();
+  const { scheduler, runs } = setupMany([failing, new Closing()]);
+  failing.fillMask = () => {
+    throw new Error("grammar engine failed");
+  };
+  const plan = scheduler.schedule()!;
+  expect(plan.drafts).toHaveLength(2);
+  scheduler.attachDrafts(plan, plan.drafts.map((d) => Int32Array.from({ length: d.nDraft }, (_, j) => 8 + j)));
+  // the failing one verifies its anchor alone, unconstrained; the other keeps its drafts and masks
+  expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 0 });
+  expect(plan.batch[0]!.allowed).toBeNull();
+  expect(plan.batch[1]!.verify!.nDraft).toBeGreaterThan(0);
+  scheduler.complete(plan, [{ token: 5, logprob: 0, top: null }, { token: 6, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
+  expect(runs[0]!.events).toEqual(["4", "error grammar engine failed"]);
+  expect(runs[1]!.events).toEqual(["4", "8", "6"]);
+  expect(scheduler.running.map((s) => s.id)).toEqual([1]);
 });

@@ -47,8 +47,11 @@ export class GrammarConstraint implements TokenConstraint {
     mask.set(this.current());
   }
 
+  // A stop token is refused: it ends the output without being part of it (the engine ends the sequence on one
+  // before asking), and a matcher that took one is terminated, which xgrammar aborts on at the next mask. So a
+  // drafted stop token ends the drafts the constraint allows, and the target's own token there may be the stop.
   accept(token: number): boolean {
-    if (this.matcher.isTerminated() || this.policy.blocked.includes(token)) return false;
+    if (this.policy.stopTokens.includes(token) || this.policy.blocked.includes(token)) return false;
     const utf8 = this.policy.utf8.after(this.utf8State, token);
     if (utf8 < 0 || !this.matcher.accept(token)) return false;
     this.utf8States.push(utf8);
@@ -64,9 +67,8 @@ export class GrammarConstraint implements TokenConstraint {
     this.fresh = false;
   }
 
-  // Complete when a stop token was accepted, or when nothing but a stop token may follow.
+  // Complete when nothing but a stop token may follow.
   isComplete(): boolean {
-    if (this.matcher.isTerminated()) return true;
     const mask = this.current();
     for (let w = 0; w < mask.length; w++) {
       if ((mask[w]! & ~(this.stopWords.get(w) ?? 0)) !== 0) return false;

@@ -8,7 +8,7 @@
 //
 // Tool arguments are always constrained by their schemas once any grammar is active. Answers may start with up to
 // two newlines (a thinking model writes "\n\n" after </think>).
-import type { Conversation } from "../../chat/ir.ts";
+import { offeredTools, type Conversation } from "../../chat/ir.ts";
 import { Rules } from "./ebnf.ts";
 import { JsonWriter } from "./json-grammar.ts";
 import { compileSchema, SchemaError, type CompiledSchema } from "./schema.ts";
@@ -49,7 +49,7 @@ export function grammarKind(req: ConstraintRequest): GrammarKind | null {
 // The tools a grammar may call: all of them, the one tool_choice names, or none with tool_choice "none".
 function callableTools(req: ConstraintRequest): ConstraintRequest["tools"] {
   const forced = req.toolChoice === "required" || typeof req.toolChoice === "object";
-  const tools = req.toolChoice === "none" ? [] : req.tools;
+  const tools = offeredTools(req);
   if (forced && tools.length === 0) throw new ConstraintError("tool_choice requires a tool call, but the request has no tools", "toolChoice");
   if (typeof req.toolChoice !== "object") return tools;
   const name = req.toolChoice.name;

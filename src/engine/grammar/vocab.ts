@@ -13,11 +13,12 @@ export type Vocabulary = {
   stopTokens: number[];
 };
 
-// `size` is the model's logits size (default: the tokenizer's ids); `stopTokens` names the end-of-turn tokens
-// (default: <|im_end|> and <|endoftext|> where present).
+// `size` is the model's logits size (default: the tokenizer's ids); `stopTokens` are the ids the engine ends an output
+// on (src/chat/generate.ts endOfTurnTokens): a grammar allows them where its value may end, and the engine stops on
+// one before the constraint would see it, so the two sets must be the same.
 export function vocabularyFromTokenizer(
   tokenizer: Pick<Tokenizer, "vocabSize" | "added" | "tokenBytes">,
-  options: { id: string; size?: number; stopTokens?: string[] },
+  options: { id: string; size?: number; stopTokens: number[] },
 ): Vocabulary {
   const size = options.size ?? tokenizer.vocabSize;
   if (size < tokenizer.vocabSize) throw new Error(`vocabulary size ${size} is smaller than the tokenizer's ${tokenizer.vocabSize} ids`);
@@ -29,13 +30,8 @@ export function vocabularyFromTokenizer(
     added.set(a.content, a.id);
     if (a.special) special.add(a.id);
   }
-  const stopNames = options.stopTokens ?? ["<|im_end|>", "<|endoftext|>"].filter((s) => added.has(s));
-  const stopTokens = stopNames.map((s) => {
-    const id = added.get(s);
-    if (id === undefined) throw new Error(`stop token ${s} is not an added token of the tokenizer`);
-    return id;
-  });
-  return { id: options.id, size, tokens, special, added, stopTokens };
+  for (const id of options.stopTokens) if (!special.has(id)) throw new Error(`stop token ${id} is not a special added token of the tokenizer`);
+  return { id: options.id, size, tokens, special, added, stopTokens: options.stopTokens };
 }
 
 export function tokenBytes(vocab: Vocabulary, id: number): Uint8Array {

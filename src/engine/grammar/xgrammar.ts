@@ -28,7 +28,6 @@ type EmbindVector = { $$: { ptr: number }; size(): number; delete(): void };
 type EmbindMatcher = {
   AcceptToken(token: number, verbose: boolean): boolean;
   GetNextTokenBitmask(vocabSize: number): EmbindVector;
-  IsTerminated(): boolean;
   Rollback(n: number): void;
   delete(): void;
 };
@@ -128,10 +127,6 @@ export class Matcher {
 
   rollback(n: number): void {
     this.handle.Rollback(n);
-  }
-
-  isTerminated(): boolean {
-    return this.handle.IsTerminated();
   }
 
   // Copies the next-token bitmask (bit t of word t >> 5 = token t allowed) out of the module's memory.
