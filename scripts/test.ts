@@ -23,6 +23,8 @@ const APT_PACKAGES: string[] = [
   // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native-core-neon.test.ts)
   "gcc-aarch64-linux-gnu",
   "qemu-user",
+  // The built-in page runs in headless Chromium, driven by playwright-core (test/integration/web-page.test.ts)
+  "chromium",
 ];
 
 // Setup failures (packages, the native builds) still end with the closing line CI reads.

@@ -9,6 +9,7 @@ import type { ChatEvent, Conversation, GenerationOptions } from "../../src/chat/
 import { ChatTemplate } from "../../src/chat/template.ts";
 import { PromptTooLong, type Engine, type EngineEvent, type GenerateRequest } from "../../src/engine/types.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { SCRIPTED_RUNTIME } from "../helpers/scripted-model.ts";
 
 // Parsed tokenizers are cached under SPLASH_CACHE_DIR: a temporary one, not the user's.
 process.env.SPLASH_CACHE_DIR = mkdtempSync(join(tmpdir(), "splash-cache-"));
@@ -47,7 +48,7 @@ class FakeEngine implements Engine {
     yield { type: "done", reason };
   }
   stats() {
-    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0 };
+    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0, promptTokensComputed: 0, generatedTokens: 0 };
   }
   async close() {}
 }
@@ -61,6 +62,7 @@ function parts(engine: Engine, contextLength = 4096): ChatModelParts {
     stopTokens: endOfTurnTokens(tok),
     contextLength,
     maxOutputTokens: 1024,
+    runtime: SCRIPTED_RUNTIME,
   };
 }
 
