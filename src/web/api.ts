@@ -4,22 +4,13 @@
 
 const KEY_ITEM = "splash.apiKey";
 
-export class ApiFailure extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export function authHeaders(): Record<string, string> {
   const key = sessionStorage.getItem(KEY_ITEM);
   return key ? { authorization: `Bearer ${key}` } : {};
 }
 
 // The message of an error response in OpenAI's shape ({error: {message}}), or its status line.
-export async function failure(res: Response): Promise<ApiFailure> {
+export async function failure(res: Response): Promise<Error> {
   let message = `${res.status} ${res.statusText}`;
   try {
     const body = (await res.json()) as { error?: { message?: string } };
@@ -27,7 +18,7 @@ export async function failure(res: Response): Promise<ApiFailure> {
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiFailure(res.status, message);
+  return new Error(message);
 }
 
 // Resolves once the server would take this tab's requests: at once when it requires no key (`keyRequired`, from

@@ -2,7 +2,7 @@
 // The chat: a multi-turn conversation with the served model over POST /v1/chat/completions, streamed. Reasoning
 // is shown folded above the answer; Stop aborts the request, which cancels the generation on the server.
 import type { ChatRequest } from "../api/openai-chat/schema.ts";
-import { ApiFailure, authHeaders, failure, sseData } from "./api.ts";
+import { authHeaders, failure, sseData } from "./api.ts";
 import { renderMarkdown } from "./markdown.ts";
 
 export type ChatSettings = {
@@ -153,7 +153,7 @@ export class Chat {
       for await (const data of sseData(res.body!)) {
         if (data === "[DONE]") break;
         const chunk = JSON.parse(data) as StreamChunk;
-        if (chunk.error) throw new ApiFailure(0, chunk.error.message ?? "the stream failed");
+        if (chunk.error) throw new Error(chunk.error.message ?? "the stream failed");
         if (chunk.usage) usage = chunk.usage;
         const choice = chunk.choices?.[0];
         if (!choice) continue;

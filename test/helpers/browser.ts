@@ -1,10 +1,16 @@
-// Headless Chromium for tests of the built-in page: Debian's `chromium` (the test command installs it), driven by
-// playwright-core, which downloads no browser of its own. Every page records the console errors and uncaught
+// Headless Chromium for tests of the built-in page: Debian's `chromium` (the test command installs it; on a Mac,
+// Google Chrome or Chromium where they are), driven by playwright-core, which downloads no browser of its own. Every page records the console errors and uncaught
 // exceptions it sees, so a test can require there were none.
 import { existsSync } from "node:fs";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
-const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+const CANDIDATES = [
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+  "/usr/bin/google-chrome",
+  "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+  "/Applications/Chromium.app/Contents/MacOS/Chromium",
+];
 
 export function chromiumPath(): string {
   const path = process.env.CHROMIUM_PATH ?? CANDIDATES.find((p) => existsSync(p));
@@ -13,8 +19,8 @@ export function chromiumPath(): string {
 }
 
 export function launchBrowser(): Promise<Browser> {
-  // --no-sandbox: the suite runs as root, where Chromium's sandbox refuses to start
-  return chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox"] });
+  // --no-sandbox: as root (CI), Chromium's sandbox refuses to start
+  return chromium.launch({ executablePath: chromiumPath(), args: process.getuid?.() === 0 ? ["--no-sandbox"] : [] });
 }
 
 export type WatchedPage = { page: Page; context: BrowserContext; errors: string[] };

@@ -171,6 +171,27 @@ describe("the page against splash serve on the embedded model", () => {
     mkdirSync(join(repoRoot, "build"), { recursive: true });
     await page.screenshot({ path: join(repoRoot, "build", "web-page.png") });
   }, 90_000);
+
+  test("a schema box that is not JSON is caught before sending; a schema the server refuses shows its error", async () => {
+    const { page } = w;
+    const sent = (await status(server.url)).requests.reduce((n, r) => n + r.count, 0);
+    await page.check("#use-schema");
+    await page.fill("#schema", "{not json");
+    await page.fill("#prompt", "Give me a long string");
+    await page.click("#send");
+    expect(await page.locator("#schema-error").innerText()).toContain("not valid JSON");
+    expect(await page.locator("#prompt").inputValue()).toBe("Give me a long string"); // kept: nothing was sent
+    expect((await status(server.url)).requests.reduce((n, r) => n + r.count, 0)).toBe(sent);
+
+    await page.fill("#schema", JSON.stringify({ type: "string", minLength: 1000 }));
+    await page.click("#send");
+    await page.waitForSelector(".msg.assistant:not(.streaming) .error-text >> nth=-1", { timeout: 30_000 });
+    expect(await lastAnswer(page).locator(".error-text").innerText()).toContain("minLength above 32 is not supported");
+    expect(await page.locator("#schema-error").isHidden()).toBe(true);
+    expect(w.errors).toEqual([expect.stringContaining("status of 400")]); // the refused request, as Chromium logs it
+    w.errors.length = 0;
+    await page.uncheck("#use-schema");
+  }, 60_000);
 });
 
 const MARKDOWN = [
