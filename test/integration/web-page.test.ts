@@ -268,4 +268,32 @@ describe("the page against a server with an API key", () => {
     expect(model.lastCall.options.sampling.temperature).toBe(0.7);
     expect(w.errors).toEqual([]);
   }, 30_000);
+
+  test("multi-turn with the settings of the moment; New chat starts over", async () => {
+    const { page } = w;
+    await page.fill("#temperature", "1.3");
+    await page.fill("#max-tokens", "77");
+    await page.uncheck("#thinking");
+    await page.fill("#prompt", "And a subtractor?");
+    await page.click("#send");
+    await page.waitForSelector(".msg.assistant:not(.streaming) >> nth=1", { state: "attached" });
+    const { conversation, options } = model.lastCall;
+    const text = (m: (typeof conversation.messages)[number]) => m.content.map((p) => (p.type === "text" ? p.text : "")).join("");
+    expect(conversation.messages.map((m) => [m.role, text(m)])).toEqual([
+      ["user", "Write an adder"],
+      ["assistant", MARKDOWN], // the answer, without its reasoning
+      ["user", "And a subtractor?"],
+    ]);
+    expect(options.sampling.temperature).toBe(1.3);
+    expect(options.maxTokens).toBe(77);
+    expect(conversation.thinking.enabled).toBe(false);
+
+    await page.click("#clear");
+    expect(await page.locator(".msg").count()).toBe(0);
+    await page.fill("#prompt", "Hello again");
+    await page.click("#send");
+    await page.waitForSelector(".msg.assistant:not(.streaming)", { state: "attached" });
+    expect(model.lastCall.conversation.messages.map((m) => m.role)).toEqual(["user"]);
+    expect(w.errors).toEqual([]);
+  }, 30_000);
 });
