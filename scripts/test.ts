@@ -25,6 +25,8 @@ const APT_PACKAGES: string[] = [
   "gcc-aarch64-linux-gnu",
   "libc6-dev-arm64-cross",
   "qemu-user",
+  // The built-in page runs in headless Chromium, driven by playwright-core (test/integration/web-page.test.ts)
+  "chromium",
 ];
 
 // Setup failures (packages, the native builds) still end with the closing line CI reads.

@@ -21,7 +21,7 @@ import { IncrementalDetokenizer } from "../tokenizer/detokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import type { VisionEncoder } from "../vision/encoder.ts";
 import { expandImagePads, promptImages } from "../vision/prompt.ts";
-import { offeredTools, type ChatEvent, type ChatModel, type Conversation, type FinishReason, type GenerationOptions, type ImageSource, type TokenLogprob } from "./ir.ts";
+import { offeredTools, type ChatEvent, type ChatModel, type Conversation, type FinishReason, type GenerationOptions, type ImageSource, type ModelRuntime, type TokenLogprob } from "./ir.ts";
 import { OutputParser, type ParserEvent } from "./output-parser.ts";
 import type { ChatTemplate } from "./template.ts";
 import { templateVariables } from "./template-vars.ts";
@@ -35,6 +35,7 @@ export type ChatModelParts = {
   stopTokens: number[]; // end of turn: <|im_end|>, <|endoftext|>
   contextLength: number;
   maxOutputTokens: number;
+  runtime: ModelRuntime;
   vision?: VisionEncoder; // the image path of a vision checkpoint; without it image parts are refused
   // Compiles the grammar a conversation needs (null: none). Without it, a conversation that needs one is refused.
   structuredOutput?: { prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> };
@@ -279,6 +280,7 @@ export function chatModel(parts: ChatModelParts): ChatModel {
     contextLength: parts.contextLength,
     maxOutputTokens: parts.maxOutputTokens,
     vision: parts.vision !== undefined,
+    runtime: parts.runtime,
     generate: (conversation, options) => generateChat(parts, conversation, options),
     countTokens: (conversation) => countTokens(parts, conversation),
     stats: () => parts.engine.stats(),

@@ -2,7 +2,9 @@
 // OpenAI Chat, OpenAI Responses and Anthropic Messages each have a converter in src/api/; the chat template
 // renders this shape; the output parser produces ChatEvents. Nothing here knows about token ids.
 
+import type { MemoryPlan } from "../engine/memory-plan.ts";
 import type { EngineStats, Sampling } from "../engine/types.ts";
+import type { Quant } from "../models/spec.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -88,6 +90,14 @@ export type ChatEvent =
   | { type: "tool_call_end"; index: number; call: ToolCall }
   | { type: "done"; finishReason: FinishReason; usage: Usage };
 
+// What a served model runs on and how its memory is laid out (the server's page shows it).
+export type ModelRuntime = {
+  backend: string; // "cpu", "vulkan: <device>", "metal: <device>"
+  weights: Quant; // the level the weights run at
+  weightBytes: number;
+  memory: MemoryPlan;
+};
+
 // A served model as the server sees it: conversations in, ChatEvents out. Implemented over an Engine by
 // src/chat/generate.ts; the server never sees token ids.
 export interface ChatModel {
@@ -95,6 +105,7 @@ export interface ChatModel {
   readonly contextLength: number; // tokens, prompt + output
   readonly maxOutputTokens: number; // default and cap for one answer
   readonly vision: boolean; // accepts image parts
+  readonly runtime: ModelRuntime;
   generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;
   // Prompt tokens the conversation renders to (Anthropic count_tokens, context-length checks).
   countTokens(conversation: Conversation): number;

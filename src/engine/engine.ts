@@ -161,6 +161,8 @@ export class SplashEngine implements Engine {
       stateBytesInUse: this.cache.heldBytes + this.cache.cachedBytes,
       stateBytesBudget: this.plan.stateBytes,
       prefixCacheHitTokens: this.cache.hitTokens,
+      promptTokensComputed: this.scheduler.totals.promptTokens,
+      generatedTokens: this.scheduler.totals.generatedTokens,
       sequenceStateBytes: this.cache.heldBytes,
       peakSequenceStateBytes: this.cache.peakHeldBytes,
       ...(this.model.drafter ? { speculation: { drafter: this.model.drafter.kind, ...this.speculation, requestAcceptance: [...this.speculation.requestAcceptance] } } : {}),

@@ -48,6 +48,8 @@ export class Scheduler {
   readonly waiting: Sequence[] = [];
   readonly running: Sequence[] = [];
   readonly policy: SpeculationPolicy | undefined; // draft lengths, from the costs the engine reports (with a drafter)
+  // Since start: prompt tokens computed (prefix-cache hits excluded) and tokens handed to requests.
+  readonly totals = { promptTokens: 0, generatedTokens: 0 };
   // Called with each finished sequence (after its memory is released).
   onFinish: (seq: Sequence) => void = () => {};
 
@@ -149,6 +151,7 @@ export class Scheduler {
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,
   // and finishes sequences that are done.
   complete(plan: StepPlan, results: readonly (SampledToken | null)[]): void {
+    this.totals.promptTokens += plan.promptTokens;
     plan.chunks.forEach((c, i) => {
       const seq = c.seq;
       const r = results[i];
@@ -230,6 +233,7 @@ export class Scheduler {
       return false;
     }
     seq.tokens[seq.length++] = r.token;
+    this.totals.generatedTokens++;
     const token: GeneratedToken = { id: r.token };
     if (seq.request.topLogprobs !== undefined) token.logprob = r.logprob;
     if (r.top) token.top = r.top;

@@ -83,6 +83,8 @@ export type EngineStats = {
   stateBytesInUse: number; // KV pages + GDN state slots held by sequences and the prefix cache
   stateBytesBudget: number;
   prefixCacheHitTokens: number; // cumulative
+  promptTokensComputed: number; // cumulative: prompt tokens run through the model (prefix-cache hits excluded)
+  generatedTokens: number; // cumulative: tokens handed to requests, accepted drafts included, as they are made
   sequenceStateBytes?: number; // the part of stateBytesInUse held by running sequences (the rest is evictable cache)
   peakSequenceStateBytes?: number; // the most sequenceStateBytes has been since the engine started
   // With a drafter: cumulative counts, and how many finished requests had each mean acceptance length

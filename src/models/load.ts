@@ -111,6 +111,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       stopTokens,
       contextLength,
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
+      runtime: { backend: model.info.backend, weights: quant, weightBytes: model.info.weightBytes, memory: engine.plan },
       ...(vision ? { vision } : {}),
       structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens })),
     });

@@ -19,7 +19,7 @@ export const anthropicRoutes = (ctx: ServerContext) =>
         const { signal, abort } = requestAbort(request);
         const { conversation, options } = convertMessagesRequest(body, { model, sampling: ctx.sampling, signal });
         const meta = { id: newId("msg_"), model: model.id };
-        const timing = { metrics: ctx.metrics, shape: "anthropic" as const, arrivedAt: ctx.arrivedAt(request) };
+        const timing = { metrics: ctx.metrics, shape: "anthropic" as const, surface: "messages", arrivedAt: ctx.arrivedAt(request) };
         if (body.stream) {
           const generation = await startGeneration(model, conversation, options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("messages", 200);

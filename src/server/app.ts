@@ -12,6 +12,7 @@ import { Metrics } from "./metrics.ts";
 import { ModelRegistry } from "./models.ts";
 import { openaiChatRoutes } from "./openai-chat.ts";
 import { openaiResponsesRoutes } from "./openai-responses.ts";
+import { pageRoutes } from "./page-routes.ts";
 
 export type AppOptions = {
   models: readonly ChatModel[];
@@ -47,7 +48,6 @@ export function createApp(options: AppOptions) {
       return errorResponse(apiError, shape);
     })
     .head("/", () => new Response(null))
-    .get("/", () => "Splash is running\n")
     .get("/health", () => ({ status: "ok", models: models.all.map((m) => m.id) }))
     .get("/metrics", () => new Response(metrics.render(models.all), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }))
     .get("/v1/models", () => {
@@ -61,7 +61,8 @@ export function createApp(options: AppOptions) {
     })
     .use(openaiChatRoutes(ctx))
     .use(openaiResponsesRoutes(ctx, new ResponseStore(options.storedResponses ?? 100)))
-    .use(anthropicRoutes(ctx));
+    .use(anthropicRoutes(ctx))
+    .use(pageRoutes(ctx, options.apiKey !== undefined));
 }
 
 // Elysia's own failures (bad JSON, schema violations, no such route) and anything a handler threw, as an ApiError.

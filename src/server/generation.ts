@@ -11,13 +11,17 @@ import type { Metrics } from "./metrics.ts";
 
 export type Generation = AsyncIterable<ChatEvent>;
 
+// Where a generation's timings and outcome are recorded: the server's counters, under the API surface it came
+// through, timed from the request's arrival.
+export type GenerationContext = { metrics: Metrics; surface: string; arrivedAt: number };
+
 export async function startGeneration(
   model: ChatModel,
   conversation: Conversation,
   options: GenerationOptions,
-  ctx: { metrics: Metrics; shape: ErrorShape; arrivedAt: number; waitMs: number },
+  ctx: GenerationContext & { shape: ErrorShape; waitMs: number },
 ): Promise<Generation> {
-  const it = timed(model, conversation, options, ctx.metrics, ctx.arrivedAt)[Symbol.asyncIterator]();
+  const it = timed(model, conversation, options, ctx)[Symbol.asyncIterator]();
   const first = it.next();
   first.catch(() => {}); // observed below or by the stream; never an unhandled rejection
   const waited = Promise.withResolvers<undefined>();
@@ -39,10 +43,13 @@ export async function startGeneration(
   };
 }
 
-// The model's events, with the server's timings and token counts recorded as they pass.
-async function* timed(model: ChatModel, conversation: Conversation, options: GenerationOptions, metrics: Metrics, arrivedAt: number): AsyncGenerator<ChatEvent> {
+// The model's events, with the server's timings, token counts and outcome recorded as they pass.
+async function* timed(model: ChatModel, conversation: Conversation, options: GenerationOptions, ctx: GenerationContext): AsyncGenerator<ChatEvent> {
+  const { metrics, arrivedAt } = ctx;
   metrics.generationStarted(model.id);
   let firstAt: number | undefined;
+  let done: Extract<ChatEvent, { type: "done" }> | undefined;
+  let error: unknown;
   try {
     for await (const event of model.generate(conversation, options)) {
       if (firstAt === undefined && (event.type === "reasoning" || event.type === "content" || event.type === "tool_call_start")) {
@@ -50,6 +57,7 @@ async function* timed(model: ChatModel, conversation: Conversation, options: Gen
         metrics.firstToken(model.id, (firstAt - arrivedAt) / 1000);
       }
       if (event.type === "done") {
+        done = event;
         metrics.usage(model.id, event.usage);
         if (firstAt !== undefined && event.usage.completionTokens > 1) {
           metrics.perToken(model.id, (performance.now() - firstAt) / 1000 / (event.usage.completionTokens - 1));
@@ -57,7 +65,23 @@ async function* timed(model: ChatModel, conversation: Conversation, options: Gen
       }
       yield event;
     }
+  } catch (e) {
+    error = e;
+    throw e;
   } finally {
-    metrics.generationEnded(model.id);
+    const usage = done?.usage;
+    metrics.generationEnded({
+      at: Date.now(),
+      surface: ctx.surface,
+      model: model.id,
+      // neither done nor failed: the reader stopped early (the client went away)
+      outcome: done?.finishReason ?? (error === undefined ? "cancelled" : "error"),
+      ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
+      promptTokens: usage?.promptTokens ?? 0,
+      cachedPromptTokens: usage?.cachedPromptTokens ?? 0,
+      completionTokens: usage?.completionTokens ?? 0,
+      ttftMs: firstAt === undefined ? null : firstAt - arrivedAt,
+      durationMs: performance.now() - arrivedAt,
+    });
   }
 }

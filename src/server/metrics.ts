@@ -1,6 +1,8 @@
-// GET /metrics: Prometheus text exposition of what the server counted and what each model's engine reports.
+// What the server counts: GET /metrics renders it as Prometheus text with what each model's engine reports, and
+// GET /status (status.ts) reads the same counters for the page.
 import type { ChatModel, Usage } from "../chat/ir.ts";
 import { ACCEPTANCE_BUCKETS } from "../engine/types.ts";
+import { RecentGenerations, type FinishedGeneration } from "./recent-generations.ts";
 
 type Labels = Record<string, string>;
 
@@ -17,6 +19,12 @@ class Counter {
     const entry = this.values.get(key) ?? { labels, value: 0 };
     entry.value += n;
     this.values.set(key, entry);
+  }
+  value(labels: Labels): number {
+    return this.values.get(labelText(labels))?.value ?? 0;
+  }
+  entries(): { labels: Labels; value: number }[] {
+    return [...this.values.values()].map((e) => ({ labels: { ...e.labels }, value: e.value }));
   }
   lines(name: string): string[] {
     return [...this.values.values()].map((e) => `${name}${labelText(e.labels)} ${e.value}`);
@@ -61,6 +69,7 @@ export class Metrics {
   private ttft = new Histogram(TTFT_BUCKETS);
   private tpot = new Histogram(TPOT_BUCKETS);
   private active = new Map<string, number>();
+  readonly recent = new RecentGenerations(50);
 
   request(surface: string, status: number): void {
     this.requests.add({ surface, status: String(status) });
@@ -74,8 +83,9 @@ export class Metrics {
     this.active.set(model, (this.active.get(model) ?? 0) + 1);
   }
 
-  generationEnded(model: string): void {
-    this.active.set(model, (this.active.get(model) ?? 1) - 1);
+  generationEnded(g: FinishedGeneration): void {
+    this.active.set(g.model, (this.active.get(g.model) ?? 1) - 1);
+    this.recent.add(g);
   }
 
   firstToken(model: string, seconds: number): void {
@@ -94,6 +104,26 @@ export class Metrics {
     this.reasoningTokens.add({ model }, u.reasoningTokens);
   }
 
+  // Requests by API surface and status, as splash_requests_total counts them.
+  requestCounts(): { surface: string; status: number; count: number }[] {
+    return this.requests.entries().map((e) => ({ surface: e.labels.surface!, status: Number(e.labels.status), count: e.value }));
+  }
+
+  activeGenerations(model: string): number {
+    return this.active.get(model) ?? 0;
+  }
+
+  // Token counts of a model's finished generations.
+  tokens(model: string): Usage {
+    const labels = { model };
+    return {
+      promptTokens: this.promptTokens.value(labels),
+      cachedPromptTokens: this.cachedTokens.value(labels),
+      completionTokens: this.completionTokens.value(labels),
+      reasoningTokens: this.reasoningTokens.value(labels),
+    };
+  }
+
   render(models: readonly ChatModel[]): string {
     const out: string[] = [];
     const block = (name: string, type: string, help: string, lines: string[]) => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...lines);
@@ -107,7 +137,7 @@ export class Metrics {
     block("splash_time_per_output_token_seconds", "histogram", "Mean interval between output tokens, per generation.", this.tpot.lines("splash_time_per_output_token_seconds"));
     const perModel = (name: string, type: string, help: string, value: (m: ChatModel) => number) =>
       block(name, type, help, models.map((m) => `${name}${labelText({ model: m.id })} ${value(m)}`));
-    perModel("splash_generations_active", "gauge", "Generations this server is streaming or collecting.", (m) => this.active.get(m.id) ?? 0);
+    perModel("splash_generations_active", "gauge", "Generations this server is streaming or collecting.", (m) => this.activeGenerations(m.id));
     const stats = new Map(models.map((m) => [m.id, m.stats()]));
     perModel("splash_running_sequences", "gauge", "Sequences the engine is running.", (m) => stats.get(m.id)!.running);
     perModel("splash_queue_depth", "gauge", "Requests waiting for admission.", (m) => stats.get(m.id)!.queued);
@@ -115,6 +145,8 @@ export class Metrics {
     perModel("splash_state_memory_budget_bytes", "gauge", "Memory budget for sequence state.", (m) => stats.get(m.id)!.stateBytesBudget);
     const withSequenceBytes = models.filter((m) => stats.get(m.id)!.sequenceStateBytes !== undefined);
     block("splash_sequence_state_bytes", "gauge", "The part of state memory held by running sequences (the rest is evictable cache).", withSequenceBytes.map((m) => `splash_sequence_state_bytes${labelText({ model: m.id })} ${stats.get(m.id)!.sequenceStateBytes}`));
+    perModel("splash_prompt_tokens_computed_total", "counter", "Prompt tokens the engine ran through the model (prefix-cache hits left out), since start.", (m) => stats.get(m.id)!.promptTokensComputed);
+    perModel("splash_generated_tokens_total", "counter", "Tokens the engine handed to requests as they were made, since start.", (m) => stats.get(m.id)!.generatedTokens);
     perModel("splash_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache, since start.", (m) => stats.get(m.id)!.prefixCacheHitTokens);
     // Speculative decoding, for models with a drafter: mean acceptance length = (accepted + cycles) / cycles.
     const spec = models.flatMap((m) => {

@@ -17,7 +17,7 @@ export const openaiChatRoutes = (ctx: ServerContext) =>
       const { signal, abort } = requestAbort(request);
       const { conversation, options } = convertChatRequest(body, { model, sampling: ctx.sampling, signal });
       const meta = { id: newId("chatcmpl-"), created: unixSeconds(), model: model.id };
-      const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt: ctx.arrivedAt(request) };
+      const timing = { metrics: ctx.metrics, shape: "openai" as const, surface: "chat", arrivedAt: ctx.arrivedAt(request) };
       if (body.stream) {
         const generation = await startGeneration(model, conversation, options, { ...timing, waitMs: ctx.firstEventWaitMs });
         ctx.metrics.request("chat", 200);

@@ -37,7 +37,7 @@ export class ReplayEngine implements Engine {
   }
 
   stats() {
-    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0 };
+    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0, promptTokensComputed: 0, generatedTokens: 0 };
   }
 
   async close() {}

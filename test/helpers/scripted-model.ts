@@ -5,7 +5,7 @@
 // and at stop strings, ends with `done` and its usage, throws EngineOverloaded / PromptTooLong when admitted, and
 // stops at once when options.signal aborts. It records every call and what its stats() would show, so tests can
 // check what the server passed in and that a disconnect freed the sequence.
-import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
+import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, ModelRuntime, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
 import { EngineOverloaded, PromptTooLong, type EngineStats } from "../../src/engine/types.ts";
 
 export type ScriptStep = Exclude<ChatEvent, { type: "start" } | { type: "done" }> | { type: "wait"; ms: number } | { type: "fail"; error: Error } | { type: "finish"; reason: FinishReason };
@@ -21,11 +21,20 @@ export type ScriptedModelOptions = {
 
 const BYTES_PER_SEQUENCE = 1 << 20;
 
+// A CPU model whose state budget is 64 sequences' worth: half pages, half slots.
+export const SCRIPTED_RUNTIME: ModelRuntime = {
+  backend: "cpu",
+  weights: "bf16",
+  weightBytes: 50e6,
+  memory: { budget: 64 * BYTES_PER_SEQUENCE, budgetSource: "default", fixedBytes: 60e6, pageTokens: 64, pageBytes: BYTES_PER_SEQUENCE / 16, nPages: 512, slotBytes: BYTES_PER_SEQUENCE, nSlots: 32, maxSeqs: 16, stateBytes: 64 * BYTES_PER_SEQUENCE },
+};
+
 export class ScriptedModel implements ChatModel {
   readonly id: string;
   readonly vision: boolean;
   readonly contextLength: number;
   readonly maxOutputTokens: number;
+  readonly runtime = SCRIPTED_RUNTIME;
   script: Script;
   queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;
@@ -38,6 +47,8 @@ export class ScriptedModel implements ChatModel {
   cancelled = 0;
   completed = 0;
   private hitTokens = 0;
+  private promptTokensComputed = 0;
+  private generatedTokens = 0; // one per scripted text or arguments piece, as a token would be
 
   constructor(o: ScriptedModelOptions = {}) {
     this.id = o.id ?? "scripted";
@@ -59,7 +70,7 @@ export class ScriptedModel implements ChatModel {
   }
 
   stats(): EngineStats {
-    return { running: this.running, queued: this.queued, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens };
+    return { running: this.running, queued: this.queued, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens, promptTokensComputed: this.promptTokensComputed, generatedTokens: this.generatedTokens };
   }
 
   async *generate(conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
@@ -80,6 +91,7 @@ export class ScriptedModel implements ChatModel {
     let finish: FinishReason | undefined;
     try {
       this.hitTokens += this.cachedPromptTokens;
+      this.promptTokensComputed += Math.max(0, promptTokens - this.cachedPromptTokens);
       yield { type: "start", promptTokens, cachedPromptTokens: this.cachedPromptTokens };
       if (!(await sleep(this.prefillMs, signal))) return yield* this.end("cancelled", promptTokens, 0, 0);
       let content = "";
@@ -102,6 +114,7 @@ export class ScriptedModel implements ChatModel {
           }
           if (!(await sleep(this.tokenDelayMs, signal))) return yield* this.end("cancelled", promptTokens, completionTokens, reasoningTokens);
           completionTokens++;
+          this.generatedTokens++;
           if (step.type === "reasoning") reasoningTokens++;
         }
         if (step.type === "content") {

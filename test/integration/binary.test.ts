@@ -50,4 +50,30 @@ describe("dist/splash", () => {
     expect(models.filter((f) => f.startsWith("splash-tiny-") && !f.endsWith(".tmp"))).toHaveLength(1);
     expect(models.filter((f) => f.endsWith(".tmp"))).toEqual([]);
   }, 120_000);
+
+  test("serves the built-in page, bundled into it at build time", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const proc = run(["serve", "--port", "0"], home);
+    try {
+      const reader = proc.stdout.getReader();
+      let out = "";
+      while (!out.includes('"listening"')) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("splash serve exited before listening");
+        out += new TextDecoder().decode(value);
+      }
+      const { url } = JSON.parse(out.split("\n").find((l) => l.includes('"listening"'))!) as { url: string };
+      const res = await fetch(`${url}/`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-security-policy")).toMatch(/script-src 'sha256-[A-Za-z0-9+/]+={0,2}'/);
+      const html = await res.text();
+      expect(html).toContain('id="messages"');
+      const script = /<script type="module">([\s\S]*)<\/script>/.exec(html)?.[1] ?? "";
+      expect(script).toContain("MarkdownIt"); // the bundle, its markdown renderer included
+      expect((await (await fetch(`${url}/status`)).json()).models[0].id).toBe("splash-tiny");
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 120_000);
 });

@@ -13,6 +13,7 @@ import { ChatTemplate } from "../../src/chat/template.ts";
 import { createServer, type RunningServer } from "../../src/server/server.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { repoRoot, splash } from "../helpers/cli.ts";
+import { SCRIPTED_RUNTIME } from "../helpers/scripted-model.ts";
 import { ReplayEngine } from "../helpers/replay-engine.ts";
 
 const MODEL_DIR = join(repoRoot, "models/splash-tiny");
@@ -33,7 +34,7 @@ beforeAll(async () => {
   tok = await Tokenizer.load(MODEL_DIR);
   // Reasoning first when the prompt opened it, as the model does.
   const engine = new ReplayEngine(tok, (req) => ({ answer: (tok.decode(req.prompt).endsWith("<think>\n") ? "Let me see.\n</think>\n\n" : "") + answer }));
-  const chat = chatModel({ id: model, tokenizer: tok, template: ChatTemplate.load(MODEL_DIR), engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024 });
+  const chat = chatModel({ id: model, tokenizer: tok, template: ChatTemplate.load(MODEL_DIR), engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024, runtime: SCRIPTED_RUNTIME });
   server = createServer({ host: "127.0.0.1", port: 0, models: [chat] });
   openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
   anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused", maxRetries: 0 });

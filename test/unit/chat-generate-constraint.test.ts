@@ -12,6 +12,7 @@ import { ConstraintError, LazyStructuredOutput, vocabularyFromTokenizer, type Co
 import type { Engine, EngineEvent, GenerateRequest, TokenConstraint } from "../../src/engine/types.ts";
 import { native } from "../../src/native/library.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { SCRIPTED_RUNTIME } from "../helpers/scripted-model.ts";
 
 const dir = join(import.meta.dir, "../fixtures/tokenizers/fixture-1024");
 let tok: Tokenizer;
@@ -48,7 +49,7 @@ class ConstrainedEngine implements Engine {
     yield { type: "done", reason: (this.ended = "stop") };
   }
   stats() {
-    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0 };
+    return { running: 0, queued: 0, stateBytesInUse: 0, stateBytesBudget: 0, prefixCacheHitTokens: 0, promptTokensComputed: 0, generatedTokens: 0 };
   }
   async close() {}
 }
@@ -84,7 +85,7 @@ function structuredOutput() {
 }
 
 function parts(engine: Engine, so?: ChatModelParts["structuredOutput"]): ChatModelParts {
-  return { id: "test", tokenizer: tok, template, engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024, ...(so ? { structuredOutput: so } : {}) };
+  return { id: "test", tokenizer: tok, template, engine, stopTokens: endOfTurnTokens(tok), contextLength: 4096, maxOutputTokens: 1024, runtime: SCRIPTED_RUNTIME, ...(so ? { structuredOutput: so } : {}) };
 }
 
 const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };

@@ -10,6 +10,7 @@ import { ChatTemplate } from "../../src/chat/template.ts";
 import { PromptTooLong, type Engine } from "../../src/engine/types.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { ReplayEngine } from "../helpers/replay-engine.ts";
+import { SCRIPTED_RUNTIME } from "../helpers/scripted-model.ts";
 
 // Parsed tokenizers are cached under SPLASH_CACHE_DIR: a temporary one, not the user's.
 process.env.SPLASH_CACHE_DIR = mkdtempSync(join(tmpdir(), "splash-cache-"));
@@ -30,6 +31,7 @@ function parts(engine: Engine, contextLength = 4096): ChatModelParts {
     stopTokens: endOfTurnTokens(tok),
     contextLength,
     maxOutputTokens: 1024,
+    runtime: SCRIPTED_RUNTIME,
   };
 }
 

@@ -75,6 +75,18 @@ describe("engine loop on the toy model", () => {
     await cached.close();
   });
 
+  test("counts the prompt tokens it computed (cache hits left out) and the tokens it handed out", async () => {
+    const { e } = engine();
+    const first = await collect(e.generate(request(prompts[6]!, 12)));
+    expect(e.stats()).toMatchObject({ promptTokensComputed: 63, generatedTokens: 12 });
+    // The same prompt again: the cached blocks are not computed; the tokens are counted again as they are handed out.
+    const again = await collect(e.generate(request(prompts[6]!, 5)));
+    expect(again.cached).toBeGreaterThan(0);
+    expect(e.stats()).toMatchObject({ promptTokensComputed: 63 + 63 - again.cached, generatedTokens: 17 });
+    expect(first.tokens.length + again.tokens.length).toBe(17);
+    await e.close();
+  });
+
   test("many concurrent requests under a tight budget all complete; the queue drains", async () => {
     // 12 pages of 4 tokens; each request needs up to 30 + 10 − 1 = 39 positions = 10 pages: one at a time.
     const { e } = engine({ pages: 12, slots: 4, maxSeqs: 2, prefixCache: false });
