@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef SPLASH_HAVE_VULKAN
 #include "backends/vulkan/vulkan.h"
@@ -84,6 +85,25 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
 
 const char *splash_model_backend(const splash_model *m) { return m ? m->backend : ""; }
 
+uint32_t splash_model_kv_types(const splash_model *m) { return m ? m->be.kv_types : 0; }
+
+static const char *kv_type_name(int32_t t) { return t == SPLASH_KV_F16 ? "f16" : t == SPLASH_KV_INT8 ? "int8" : "f32"; }
+
+splash_status splash_model_set_kv_type(splash_model *m, int32_t kv_type) {
+    if (!m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_set_kv_type: model is NULL");
+    if (kv_type < SPLASH_KV_F32 || kv_type > SPLASH_KV_INT8)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "kv_type %d: expected 0 (f32), 1 (f16) or 2 (int8)", kv_type);
+    if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "set the KV type before creating a cache (page sizes change)");
+    if (!(m->be.kv_types & (1u << kv_type))) {
+        char have[32] = "";
+        for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++)
+            if (m->be.kv_types & (1u << t)) snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", *have ? ", " : "", kv_type_name(t));
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no %s KV cache (it has %s)", m->backend, kv_type_name(kv_type), have);
+    }
+    m->kv_type = kv_type;
+    return SPLASH_OK;
+}
+
 void splash_model_free(splash_model *m) {
     if (!m) return;
     sp_speculator_free(m->spec);
@@ -105,6 +125,8 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
     sp_qwen35_info(m->arch, out);
+    out->kv_type = m->kv_type;
+    out->kv_bytes_per_token = sp_qwen35_page_bytes(m->arch, 1, m->kv_type);
     out->has_vision = m->vision != NULL;
     if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
     return SPLASH_OK;

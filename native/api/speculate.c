@@ -65,8 +65,8 @@ struct sp_speculator {
 
 /* ---- sizes (the cache and the memory plan use these) ------------------------------------------------------------ */
 
-uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens) {
-    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens) : sp_dflash_page_bytes(s->dflash, page_tokens);
+uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type) {
+    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens, kv_type) : sp_dflash_page_bytes(s->dflash, page_tokens, kv_type);
 }
 
 uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->mtp ? sp_mtp_slot_bytes(s->mtp) : 0; }
@@ -190,7 +190,7 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     out->mask_token_id = s->dflash ? sp_dflash_mask_token(s->dflash) : -1;
     out->weight_bytes = s->weight_bytes;
     out->scratch_bytes = s->scratch_bytes;
-    out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1);
+    out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1, m->kv_type);
     out->state_bytes = sp_speculator_slot_bytes(s);
     return SPLASH_OK;
 }
@@ -228,7 +228,10 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const float *logits) {
     return token;
 }
 
-static sp_draft_memory draft_memory(const splash_cache *c) { return (sp_draft_memory){c->draft_kv, c->page_tokens, c->draft_state}; }
+static sp_draft_memory draft_memory(const splash_cache *c) {
+    return (sp_draft_memory){.kv = c->draft_kv, .page_bytes = (int64_t)c->draft_page_bytes, .page_tokens = c->page_tokens,
+                             .kv_type = c->kv_type, .state = c->draft_state};
+}
 
 splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
     if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
@@ -394,7 +397,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
     sp_qwen35_spec spec = {s->tap_layers, s->n_taps, s->dflash ? s->rows : NULL, s->mtp ? s->rows : NULL, is_verify};
-    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+    sp_qwen35_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
     for (int32_t i = 0; i < n; i++)
         if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
@@ -438,7 +441,7 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     }
     if (st) return st;
     if (!m->spec) {
-        sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+        sp_qwen35_memory mem = sp_cache_memory(c);
         return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
     }
     return sp_speculator_step(m, c, seqs, verify, n_seqs);

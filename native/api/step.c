@@ -110,6 +110,6 @@ splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, in
     splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
     if (st) return st;
     if (m->spec) return sp_speculator_step(m, c, seqs, NULL, n_seqs); /* the drafter ingests what the step commits */
-    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+    sp_qwen35_memory mem = sp_cache_memory(c);
     return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
 }

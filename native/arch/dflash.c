@@ -88,8 +88,7 @@ struct sp_dflash {
     int32_t quant;
 };
 
-/* Per page of P positions, per drafter layer i: K (Hkv, P, hd) then V (Hkv, P, hd). */
-static int64_t layer_page_floats(const dflash_config *c, int32_t P) { return 2 * (int64_t)c->num_key_value_heads * P * c->head_dim; }
+/* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
 static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
     uint64_t off = 0;
@@ -385,8 +384,9 @@ const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps) {
     *n_taps = d->cfg.n_taps;
     return d->cfg.target_layer_ids;
 }
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens) {
-    return sizeof(float) * (uint64_t)d->cfg.num_hidden_layers * (uint64_t)layer_page_floats(&d->cfg, page_tokens);
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type) {
+    const dflash_config *c = &d->cfg;
+    return (uint64_t)sp_kv_layers_bytes(kv_type, c->num_hidden_layers, c->num_key_value_heads, c->head_dim, page_tokens);
 }
 uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
 uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
@@ -394,9 +394,9 @@ uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 static sp_kv_view kv_view(const sp_dflash *d, const sp_draft_memory *mem, int32_t layer, const int32_t *pages) {
-    int64_t per_layer = layer_page_floats(&d->cfg, mem->page_tokens);
-    float *k = mem->kv + layer * per_layer;
-    return (sp_kv_view){k, k + per_layer / 2, per_layer * d->cfg.num_hidden_layers, pages, mem->page_tokens};
+    const dflash_config *c = &d->cfg;
+    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, layer, c->num_key_value_heads, c->head_dim,
+                            mem->page_tokens, pages);
 }
 
 /* k = rope(k_norm(k_proj(x))), v = v_proj(x) for drafter layer i over n rows of x at s->pos */

@@ -15,7 +15,7 @@ int32_t sp_dflash_block_size(const sp_dflash *d);     /* B: one pass drafts B âˆ
 int32_t sp_dflash_mask_token(const sp_dflash *d);
 /* The target layers whose residual output the drafter reads (config dflash_config.target_layer_ids, in order). */
 const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps);
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens); /* context K/V of every drafter layer */
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type); /* context K/V of every drafter layer */
 uint64_t sp_dflash_weight_bytes(const sp_dflash *d);
 uint64_t sp_dflash_scratch_bytes(const sp_dflash *d);
 

@@ -30,8 +30,10 @@ typedef struct sp_draft_target {
 
 /* The drafter's share of the cache: K/V pages (same ids and page_tokens as the target's) and per-slot state. */
 typedef struct sp_draft_memory {
-    float *kv;
+    void *kv;
+    int64_t page_bytes;         /* from one page to the next: the drafter's page bytes, padded */
     int32_t page_tokens;
+    int32_t kv_type;            /* SPLASH_KV_* of the pages, the target's */
     float *state;
 } sp_draft_memory;
 

@@ -101,11 +101,9 @@ typedef struct qwen35_weights {
 } qwen35_weights;
 
 /* ---- per-sequence state (lives in the cache; this is its size table) -------------------------------------------
- * KV page of P positions, per full-attention layer j:  K (Hkv, P, hd) then V (Hkv, P, hd)
+ * KV page of P positions, per full-attention layer j:  K rows (Hkv, P) then V rows (Hkv, P) in the KV type
+ *                                                      (sp_kv_layers_bytes, backends/backend.h)
  * GDN slot, per linear-attention layer j:              S (Hv, dk, dv) fp32, then conv tail (K−1, conv_dim) raw rows */
-static int64_t page_floats(const qwen35_config *c, int32_t P) {
-    return (int64_t)c->n_full * 2 * c->num_key_value_heads * P * c->head_dim;
-}
 static int64_t gdn_state_floats(const qwen35_config *c) {
     return (int64_t)c->linear_num_value_heads * c->linear_key_head_dim * c->linear_value_head_dim;
 }
@@ -337,7 +335,8 @@ static splash_status parse_config(const sp_checkpoint *ck, qwen35_config *c) {
 
     /* shapes the ops rely on (backends/backend.h states the limits) */
     const char *bad = NULL;
-    if (c->vocab_size < 1 || c->hidden_size < 1 || c->head_dim < 2 || c->head_dim % 2) bad = "vocab_size, hidden_size, head_dim";
+    if (c->vocab_size < 1 || c->hidden_size < 1 || c->head_dim < 2 || c->head_dim % 2 || c->head_dim > 1024)
+        bad = "vocab_size, hidden_size, head_dim (even, ≤ 1024)";
     else if (c->num_attention_heads < 1 || c->num_key_value_heads < 1 || c->num_attention_heads % c->num_key_value_heads ||
              c->num_attention_heads / c->num_key_value_heads > 64)
         bad = "num_attention_heads must be a multiple (≤ 64×) of num_key_value_heads";
@@ -702,9 +701,8 @@ typedef struct step_rows {
 
 static sp_kv_view kv_view(const sp_qwen35 *m, const sp_qwen35_memory *mem, const qwen35_layer *y, const splash_seq *s) {
     const qwen35_config *c = &m->cfg;
-    int64_t per_layer = 2 * (int64_t)c->num_key_value_heads * mem->page_tokens * c->head_dim;
-    float *k = mem->kv + y->index * per_layer;
-    return (sp_kv_view){k, k + per_layer / 2, page_floats(c, mem->page_tokens), s->pages, mem->page_tokens};
+    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, y->index, c->num_key_value_heads, c->head_dim,
+                            mem->page_tokens, s->pages);
 }
 
 /* Gated full attention (HF Qwen3_5Attention), xb → s->out:
@@ -1040,8 +1038,9 @@ void sp_qwen35_draft_target(const sp_qwen35 *m, sp_draft_target *out) {
 
 /* ---- sizes and info ----------------------------------------------------------------------------------------- */
 
-uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens) {
-    return sizeof(float) * (uint64_t)page_floats(&m->cfg, page_tokens);
+uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens, int32_t kv_type) {
+    const qwen35_config *c = &m->cfg;
+    return (uint64_t)sp_kv_layers_bytes(kv_type, c->n_full, c->num_key_value_heads, c->head_dim, page_tokens);
 }
 
 uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m) { return sizeof(float) * (uint64_t)slot_floats(&m->cfg); }
@@ -1085,7 +1084,7 @@ void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out) {
         .max_step_tokens = m->max_step_tokens,
         .weight_bytes = m->w.bytes,
         .scratch_bytes = m->scratch_bytes,
-        .kv_bytes_per_token = sp_qwen35_page_bytes(m, 1),
+        .kv_bytes_per_token = sp_qwen35_page_bytes(m, 1, SPLASH_KV_F32),
         .state_bytes = sp_qwen35_slot_bytes(m),
         .decode_bytes_per_token = decode_bytes(m),
     };

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 8
+#define SPLASH_ABI_VERSION 9
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -78,6 +78,10 @@ enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
 /* AUTO: the GPU when one is usable — Metal on macOS, Vulkan elsewhere (never a CPU implementation of Vulkan) —
  * else the CPU. METAL: the Mac's GPU or a failure saying why (macOS builds only). */
 enum { SPLASH_BACKEND_AUTO = 0, SPLASH_BACKEND_CPU = 1, SPLASH_BACKEND_VULKAN = 2, SPLASH_BACKEND_METAL = 3 };
+/* Element type of the KV cache (every attention layer's K and V, the drafter's too): f32; f16; int8 in groups of 32
+ * values with an f16 scale per group (8.5 bits a value). Attention accumulates in f32 whatever the type; the GDN
+ * recurrent state and conv tail stay f32. */
+enum { SPLASH_KV_F32 = 0, SPLASH_KV_F16 = 1, SPLASH_KV_INT8 = 2 };
 #define SPLASH_MAX_TOP_LOGPROBS 20
 
 typedef struct splash_load_options {
@@ -93,9 +97,10 @@ typedef struct splash_model_info {
     int32_t arch;                      /* SPLASH_ARCH_* */
     int32_t vocab_size, hidden_size, n_layers, n_full_attention_layers, n_linear_attention_layers;
     int32_t max_position_embeddings, has_mtp, has_vision, n_threads, max_step_tokens;
+    int32_t kv_type;                   /* SPLASH_KV_* of the caches created now (splash_model_set_kv_type) */
     uint64_t weight_bytes;             /* weights this model holds in memory (mapped or quantized) */
     uint64_t scratch_bytes;            /* activations and work buffers, sized for max_step_tokens */
-    uint64_t kv_bytes_per_token;       /* all full-attention layers, K + V */
+    uint64_t kv_bytes_per_token;       /* all full-attention layers, K + V, in kv_type */
     uint64_t state_bytes;              /* one GDN state slot: recurrent S (fp32) + conv tail, all GDN layers */
     uint64_t decode_bytes_per_token;   /* weight bytes one single-token decode step reads (MoE: top_k experts) */
 } splash_model_info;
@@ -108,6 +113,11 @@ SPLASH_API splash_status splash_model_get_info(const splash_model *m, splash_mod
 /* The backend the model runs on ("auto" resolved) and its device: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4".
  * The text lives as long as the model. */
 SPLASH_API const char *splash_model_backend(const splash_model *m);
+/* The KV types the model's backend runs: bit (1 << SPLASH_KV_*) set for each. */
+SPLASH_API uint32_t splash_model_kv_types(const splash_model *m);
+/* The KV type of the model's caches (SPLASH_KV_F32 after load). Set it before the first cache exists, as page sizes
+ * follow it; SPLASH_ERR_UNSUPPORTED, naming the backend and the types it has, when its backend lacks the type. */
+SPLASH_API splash_status splash_model_set_kv_type(splash_model *m, int32_t kv_type);
 
 /* Sequence-state memory, sized by the caller's memory plan: n_pages KV pages of page_tokens positions each (every
  * full-attention layer's K and V), n_slots GDN state slots (recurrent S fp32 + conv tail of every GDN layer). Ids
@@ -121,6 +131,13 @@ SPLASH_API uint64_t splash_cache_slot_bytes(const splash_model *m);
 SPLASH_API splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst); /* copy-on-write */
 SPLASH_API splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst); /* GDN snapshot save/restore */
 SPLASH_API splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot);             /* a fresh sequence */
+/* A page or a slot to and from host memory (a copy of the prefix cache kept on disk): `bytes` is exactly
+ * splash_cache_page_bytes / splash_cache_slot_bytes of the cache's model, the target's state and the drafter's
+ * together; nothing else is read or written. */
+SPLASH_API splash_status splash_cache_read_page(splash_cache *c, int32_t page, void *dst, uint64_t bytes);
+SPLASH_API splash_status splash_cache_write_page(splash_cache *c, int32_t page, const void *src, uint64_t bytes);
+SPLASH_API splash_status splash_cache_read_slot(splash_cache *c, int32_t slot, void *dst, uint64_t bytes);
+SPLASH_API splash_status splash_cache_write_slot(splash_cache *c, int32_t slot, const void *src, uint64_t bytes);
 
 typedef struct splash_sampling {
     float temperature;        /* 0 = greedy (argmax) */

@@ -33,6 +33,7 @@ int main(void) {
     FIELD(splash_model_info, has_vision);
     FIELD(splash_model_info, n_threads);
     FIELD(splash_model_info, max_step_tokens);
+    FIELD(splash_model_info, kv_type);
     FIELD(splash_model_info, weight_bytes);
     FIELD(splash_model_info, scratch_bytes);
     FIELD(splash_model_info, kv_bytes_per_token);

@@ -69,7 +69,7 @@ static void test_attention(const sp_backend *be) {
     int32_t pages[8] = {3, 7, 0, 5, 1, 6, 2, 4};
     int64_t page_stride = 2 * (int64_t)Hkv * P * hd;
     float *cache = calloc((size_t)(n_pages * page_stride), sizeof(float));
-    sp_kv_view kv = {cache, cache + page_stride / 2, page_stride, pages, P};
+    sp_kv_view kv = sp_kv_layer_view(cache, 4 * page_stride, SPLASH_KV_F32, 0, Hkv, hd, P, pages);
     float *k = randoms(len * Hkv * hd, -1, 1), *v = randoms(len * Hkv * hd, -1, 1), *q = randoms(n * Hq * hd, -2, 2);
     be->kv_write(be, &kv, k, v, 0, n_past, Hkv, hd);
     be->kv_write(be, &kv, k + n_past * Hkv * hd, v + n_past * Hkv * hd, n_past, n, Hkv, hd);
@@ -94,45 +94,111 @@ static void test_attention(const sp_backend *be) {
     free(cache), free(k), free(v), free(q), free(out), free(ref);
 }
 
+static const char *const KV_NAMES[] = {"f32", "f16", "int8"};
+
 /* The attention op gives each query row the same bits whatever shares its call: one call over all rows, chunks of
- * 1, 3 and 64, and rows one at a time (decode) all equal the reference form (attention.c) bit for bit. Shapes:
- * the embedded model's heads (4/2 × 64), the 27B's (24/4 × 256), an odd group (3/1 × 16) and a head size that is
- * not a multiple of 32 (2/2 × 24); pages of 64, 16, 5 and 7 positions in a shuffled table. */
+ * 1, 3 and 64, and rows one at a time (decode) all equal the reference form (attention.c) bit for bit, for every KV
+ * type. Shapes: the embedded model's heads (4/2 × 64), the 27B's (24/4 × 256), an odd group (3/1 × 16) and a head
+ * size that is not a multiple of 32 (2/2 × 24); pages of 64, 16, 5 and 7 positions in a shuffled table. An f16 or
+ * int8 cache also gives the bits of an f32 cache holding the values it stores (its rows converted back). */
 static void test_attention_invariance(const sp_backend *be) {
     static const int32_t shapes[][6] = {/* Hq, Hkv, hd, P, n_past, n */
                                         {4, 2, 64, 64, 37, 70}, {24, 4, 256, 16, 21, 12}, {3, 1, 16, 5, 0, 70}, {2, 2, 24, 7, 9, 40}};
-    for (int c = 0; c < 4; c++) {
-        int32_t Hq = shapes[c][0], Hkv = shapes[c][1], hd = shapes[c][2], P = shapes[c][3], n_past = shapes[c][4];
-        int32_t n = shapes[c][5], len = n_past + n, n_pages = (len + P - 1) / P;
-        int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
-        for (int32_t i = 0; i < n_pages; i++) pages[i] = i;
-        for (int32_t i = n_pages - 1; i > 0; i--) { /* shuffle */
-            int32_t j = (int32_t)(uniform(0, 1) * (float)(i + 1)) % (i + 1), t = pages[i];
-            pages[i] = pages[j], pages[j] = t;
-        }
-        int64_t stride = 2 * (int64_t)Hkv * P * hd, rows = (int64_t)n * Hq * hd;
-        float *cache = calloc((size_t)(n_pages * stride), sizeof(float));
-        sp_kv_view kv = {cache, cache + stride / 2, stride, pages, P};
-        float *k = randoms((int64_t)len * Hkv * hd, -1, 1), *v = randoms((int64_t)len * Hkv * hd, -1, 1);
-        float *q = randoms(rows, -2, 2), *ref = malloc(sizeof(float) * (size_t)rows), *out = malloc(sizeof(float) * (size_t)rows);
-        be->kv_write(be, &kv, k, v, 0, len, Hkv, hd);
-        float scale = 1.0f / sqrtf((float)hd);
-        sp_cpu_attention_ref(be, &(sp_attn_args){ref, q, &kv, n, n_past, Hq, Hkv, hd, scale});
-        double worst = 0;
-        int32_t chunks[] = {0, 1, 3, 64};
-        for (int t = 0; t < 4; t++) {
-            int32_t step = chunks[t] ? chunks[t] : n;
-            for (int32_t i0 = 0; i0 < n; i0 += step) {
-                int32_t m = n - i0 < step ? n - i0 : step;
-                be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, &kv, n_past + i0, m, Hq, Hkv, hd, scale);
+    for (int c = 0; c < 4; c++)
+        for (int32_t type = SPLASH_KV_F32; type <= SPLASH_KV_INT8; type++) {
+            int32_t Hq = shapes[c][0], Hkv = shapes[c][1], hd = shapes[c][2], P = shapes[c][3], n_past = shapes[c][4];
+            int32_t n = shapes[c][5], len = n_past + n, n_pages = (len + P - 1) / P;
+            int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+            for (int32_t i = 0; i < n_pages; i++) pages[i] = i;
+            for (int32_t i = n_pages - 1; i > 0; i--) { /* shuffle */
+                int32_t j = (int32_t)(uniform(0, 1) * (float)(i + 1)) % (i + 1), t = pages[i];
+                pages[i] = pages[j], pages[j] = t;
             }
-            worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
+            int64_t stride = sp_kv_layers_bytes(type, 1, Hkv, hd, P), rows = (int64_t)n * Hq * hd;
+            uint8_t *cache = calloc((size_t)(n_pages * stride), 1);
+            sp_kv_view kv = sp_kv_layer_view(cache, stride, type, 0, Hkv, hd, P, pages);
+            float *k = randoms((int64_t)len * Hkv * hd, -1, 1), *v = randoms((int64_t)len * Hkv * hd, -1, 1);
+            float *q = randoms(rows, -2, 2), *ref = malloc(sizeof(float) * (size_t)rows), *out = malloc(sizeof(float) * (size_t)rows);
+            be->kv_write(be, &kv, k, v, 0, len, Hkv, hd);
+            float scale = 1.0f / sqrtf((float)hd);
+            sp_cpu_attention_ref(be, &(sp_attn_args){ref, q, &kv, n, n_past, Hq, Hkv, hd, scale});
+            double worst = 0;
+            int32_t chunks[] = {0, 1, 3, 64};
+            for (int t = 0; t < 4; t++) {
+                int32_t step = chunks[t] ? chunks[t] : n;
+                for (int32_t i0 = 0; i0 < n; i0 += step) {
+                    int32_t m = n - i0 < step ? n - i0 : step;
+                    be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, &kv, n_past + i0, m, Hq, Hkv, hd, scale);
+                }
+                worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
+            }
+            char what[112];
+            snprintf(what, sizeof what, "attention %d/%d×%d %s, pages of %d: all chunkings = reference, bits", Hq, Hkv, hd,
+                     KV_NAMES[type], P);
+            check(what, worst, 0);
+            if (type != SPLASH_KV_F32) {
+                /* the values the cache stores, written to an f32 cache: the same attention, bit for bit */
+                float *kd = malloc(sizeof(float) * (size_t)len * Hkv * hd), *vd = malloc(sizeof(float) * (size_t)len * Hkv * hd);
+                for (int32_t p = 0; p < len; p++)
+                    for (int32_t g = 0; g < Hkv; g++) {
+                        sp_kv_to_f32(type, sp_kv_at(&kv, kv.k, p, g, hd), hd, kd + ((int64_t)p * Hkv + g) * hd);
+                        sp_kv_to_f32(type, sp_kv_at(&kv, kv.v, p, g, hd), hd, vd + ((int64_t)p * Hkv + g) * hd);
+                    }
+                int64_t fstride = sp_kv_layers_bytes(SPLASH_KV_F32, 1, Hkv, hd, P);
+                uint8_t *fcache = calloc((size_t)(n_pages * fstride), 1);
+                sp_kv_view fkv = sp_kv_layer_view(fcache, fstride, SPLASH_KV_F32, 0, Hkv, hd, P, pages);
+                be->kv_write(be, &fkv, kd, vd, 0, len, Hkv, hd);
+                be->attention(be, out, q, &fkv, n_past, n, Hq, Hkv, hd, scale);
+                snprintf(what, sizeof what, "attention %d/%d×%d %s = f32 cache of its values, bits", Hq, Hkv, hd, KV_NAMES[type]);
+                check(what, memcmp(out, ref, sizeof(float) * (size_t)rows) != 0, 0);
+                /* and close to the exact keys: int8 rows are within half a step (max|x| / 254 per group of 32) */
+                double err = max_diff(kd, k, (int64_t)len * Hkv * hd);
+                snprintf(what, sizeof what, "kv_write %s: stored values vs written", KV_NAMES[type]);
+                check(what, err, type == SPLASH_KV_F16 ? 1.0 / 2048 : 1.002 / 254); /* f16 scale: d within 2^-11 of max / 127 */
+                free(kd), free(vd), free(fcache);
+            }
+            free(pages), free(cache), free(k), free(v), free(q), free(ref), free(out);
+        }
+}
+
+/* attention_ext (the drafters' op) over an f16 / int8 cache gives the bits it gives over an f32 cache holding the
+ * values stored; checked with a block of the rows' own keys, causal among themselves, and a sliding window. */
+static void test_attention_ext_types(const sp_backend *be) {
+    int32_t Hq = 4, Hkv = 2, hd = 32, P = 8, past = 45, n = 5, n_pages = (past + P - 1) / P;
+    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+    for (int32_t i = 0; i < n_pages; i++) pages[i] = n_pages - 1 - i;
+    float *k = randoms((int64_t)past * Hkv * hd, -1, 1), *v = randoms((int64_t)past * Hkv * hd, -1, 1);
+    float *kb = randoms((int64_t)n * Hkv * hd, -1, 1), *vb = randoms((int64_t)n * Hkv * hd, -1, 1);
+    float *q = randoms((int64_t)n * Hq * hd, -2, 2);
+    float *want = malloc(sizeof(float) * (size_t)n * Hq * hd), *got = malloc(sizeof(float) * (size_t)n * Hq * hd);
+    for (int32_t type = SPLASH_KV_F16; type <= SPLASH_KV_INT8; type++) {
+        int64_t stride = sp_kv_layers_bytes(type, 1, Hkv, hd, P), fstride = sp_kv_layers_bytes(SPLASH_KV_F32, 1, Hkv, hd, P);
+        uint8_t *cache = calloc((size_t)(n_pages * stride), 1), *fcache = calloc((size_t)(n_pages * fstride), 1);
+        sp_kv_view kv = sp_kv_layer_view(cache, stride, type, 0, Hkv, hd, P, pages);
+        sp_kv_view fkv = sp_kv_layer_view(fcache, fstride, SPLASH_KV_F32, 0, Hkv, hd, P, pages);
+        be->kv_write(be, &kv, k, v, 0, past, Hkv, hd);
+        float *kd = malloc(sizeof(float) * (size_t)past * Hkv * hd), *vd = malloc(sizeof(float) * (size_t)past * Hkv * hd);
+        for (int32_t p = 0; p < past; p++)
+            for (int32_t g = 0; g < Hkv; g++) {
+                sp_kv_to_f32(type, sp_kv_at(&kv, kv.k, p, g, hd), hd, kd + ((int64_t)p * Hkv + g) * hd);
+                sp_kv_to_f32(type, sp_kv_at(&kv, kv.v, p, g, hd), hd, vd + ((int64_t)p * Hkv + g) * hd);
+            }
+        be->kv_write(be, &fkv, kd, vd, 0, past, Hkv, hd);
+        double worst = 0;
+        for (int32_t window = 0; window <= 20; window += 20) {
+            sp_attn_ext x = {.n_rows = n, .q_pos0 = past, .kv = &kv, .page_lo = 0, .page_hi = past, .window = window,
+                             .k_blk = kb, .v_blk = vb, .blk_causal = 1};
+            be->attention_ext(be, got, q, Hq, Hkv, hd, 0.2f, &x);
+            x.kv = &fkv;
+            be->attention_ext(be, want, q, Hq, Hkv, hd, 0.2f, &x);
+            worst += memcmp(got, want, sizeof(float) * (size_t)n * Hq * hd) != 0;
         }
         char what[96];
-        snprintf(what, sizeof what, "attention %d/%d×%d, pages of %d: all chunkings = reference, bits", Hq, Hkv, hd, P);
+        snprintf(what, sizeof what, "attention_ext %s = f32 cache of its values, bits", KV_NAMES[type]);
         check(what, worst, 0);
-        free(pages), free(cache), free(k), free(v), free(q), free(ref), free(out);
+        free(cache), free(fcache), free(kd), free(vd);
     }
+    free(pages), free(k), free(v), free(kb), free(vb), free(q), free(want), free(got);
 }
 
 /* The conv over a sequence in one call equals the same sequence fed in pieces with the tail carried. */
@@ -277,6 +343,7 @@ int main(void) {
     test_gdn(&be);
     test_attention(&be);
     test_attention_invariance(&be);
+    test_attention_ext_types(&be);
     test_conv(&be);
     test_rope(&be);
     test_route(&be);

@@ -244,7 +244,8 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, page_floats, pages, P}, dvw = {dkv, dkv + page_floats / 2, page_floats, pages, P};
+    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
+               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
     gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));

@@ -6,9 +6,9 @@ import { DEFAULT_SAMPLING } from "../api/options.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
 import { loadModel } from "../models/load.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
-import { BACKENDS } from "../native/model.ts";
 import { z } from "zod";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
@@ -22,7 +22,7 @@ export default command({
     temperature: { type: "string", description: "Sampling temperature; 0 = greedy (default: the model's recommendation)" },
     seed: { type: "string", description: "Sampling seed, for reproducible answers" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
-    backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
+    ...loadFlags,
     think: { type: "boolean", default: true, description: "Let the model reason before answering (--no-think to skip)" },
   },
   async run({ args }) {
@@ -35,10 +35,10 @@ export default command({
     const temperature = args.temperature === undefined ? undefined : parseOption("run", "temperature", floatOption(0, 2), args.temperature);
     const seed = args.seed === undefined ? undefined : parseOption("run", "seed", intOption(0, 2 ** 32 - 1), args.seed);
     const draft = parseOption("run", "draft", z.enum(DRAFT_CHOICES), args.draft);
-    const backend = args.backend === undefined ? undefined : parseOption("run", "backend", z.enum(BACKENDS), args.backend);
+    const load = parseLoadFlags("run", args);
 
     const resolved = await ensureModelFiles(modelArg, { interactive: process.stdin.isTTY === true && promptArg !== "-" });
-    const loaded = await loadModel(resolved, { draft, backend });
+    const loaded = await loadModel(resolved, { draft, ...load });
     const abort = new AbortController();
     const onInterrupt = () => abort.abort();
     process.once("SIGINT", onInterrupt);

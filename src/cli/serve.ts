@@ -5,9 +5,9 @@ import { loadModel } from "../models/load.ts";
 import { createServer } from "../server/server.ts";
 import { QUANTS } from "../models/spec.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
-import { BACKENDS } from "../native/model.ts";
 import { log } from "../log.ts";
 import { CliError, command, intOption, parseOption, sizeOption } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 
 export default command({
   meta: { name: "serve", description: "Serve a model over the OpenAI and Anthropic APIs (default: the embedded model)" },
@@ -19,19 +19,17 @@ export default command({
     kvBudget: { type: "string", description: "Cap on sequence-state memory, e.g. 8G (default: derived from this machine)" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
-    threads: { type: "string", description: "CPU threads (default: one per core)" },
-    backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
+    ...loadFlags,
     allowImageUrls: { type: "boolean", default: false, description: "Fetch http(s) image URLs in requests (default: refused; clients send images as base64)" },
   },
   async run({ args }) {
     const port = parseOption("serve", "port", intOption(0, 65535), args.port);
     const kvBudget = args.kvBudget === undefined ? undefined : parseOption("serve", "kv-budget", sizeOption, args.kvBudget);
-    const threads = args.threads === undefined ? undefined : parseOption("serve", "threads", intOption(1, 1024), args.threads);
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
-    const backend = args.backend === undefined ? undefined : parseOption("serve", "backend", z.enum(BACKENDS), args.backend);
+    const load = parseLoadFlags("serve", args);
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, threads, backend, draft, vision: { allowUrls: args.allowImageUrls } });
+    const loaded = await loadModel(resolved, { quant, kvBudget, ...load, draft, vision: { allowUrls: args.allowImageUrls } });
     let server;
     try {
       server = createServer({ models: [loaded.chat], host: args.host, port, apiKey: args.apiKey, sampling: loaded.sampling });

@@ -19,7 +19,8 @@ function levelFit(spec: HubModelSpec, level: Quant | Format, available: number):
   const f = plan.fixed[level];
   const draft = spec.draft.default ?? "none";
   const fixedBytes = (draft === "mtp" ? f.mtp : draft === "dflash" ? f.dflash : null) ?? f.none;
-  const perToken = plan.kvBytesPerToken + (draft === "mtp" && f.mtp !== null ? plan.mtpKvBytesPerToken : 0);
+  const kv = spec.cache.kv; // what --kv-type auto gives
+  const perToken = plan.kvBytesPerToken[kv] + (draft === "mtp" && f.mtp !== null ? plan.mtpKvBytesPerToken[kv] : 0);
   const left = available - fixedBytes - plan.stateBytesPerSequence;
   const tokensOfKv = Math.max(0, Math.floor(left / perToken));
   return { level, fixedBytes, fits: tokensOfKv >= FIT_CONTEXT, tokensOfKv };

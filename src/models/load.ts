@@ -21,6 +21,7 @@ import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
+import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import type { Quant } from "./spec.ts";
 
@@ -29,6 +30,7 @@ export type LoadModelOptions = {
   kvBudget?: number; // bytes of sequence state (default: derived from the machine)
   threads?: number; // 0 / undefined = one per core
   backend?: Backend; // default: SPLASH_BACKEND, else auto (the GPU when one is usable)
+  kvType?: KvChoice; // KV cache element type (default auto: src/models/kv-type.ts)
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
   vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
@@ -94,6 +96,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
         log.info(`speculative decoding off: ${e.detail}`);
       }
     }
+    applyKvType(model, options.kvType ?? "auto", resolved.spec?.cache?.kv);
     const template = ChatTemplate.load(resolved.dir);
     if (tokenizer.vocabSize > model.info.vocabSize) {
       throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
@@ -116,7 +119,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens })),
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
+    log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, ${model.info.kvType} KV cache, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
     return {
       chat,
       model,

@@ -45,6 +45,7 @@ export const MODEL_INFO = struct("splash_model_info", [
   ["has_vision", "i32"],
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
+  ["kv_type", "i32"],
   ["weight_bytes", "u64"],
   ["scratch_bytes", "u64"],
   ["kv_bytes_per_token", "u64"],

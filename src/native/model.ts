@@ -13,6 +13,7 @@ import { check } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
 import { metalInfo } from "./metal.ts";
+import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
@@ -75,7 +76,8 @@ export type ModelInfo = {
   maxStepTokens: number;
   weightBytes: number;
   scratchBytes: number;
-  kvBytesPerToken: number; // all full-attention layers, K + V
+  kvType: KvType; // of the caches created now (setKvType)
+  kvBytesPerToken: number; // all full-attention layers, K + V, in kvType
   stateBytes: number; // one GDN state slot
   decodeBytesPerToken: number; // weight bytes a single-token decode reads (MoE: top-k experts)
   backend: string; // what it runs on, auto resolved: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4"
@@ -246,6 +248,7 @@ export class Model {
       maxStepTokens: f("max_step_tokens"),
       weightBytes: f("weight_bytes"),
       scratchBytes: f("scratch_bytes"),
+      kvType: KV_TYPES[f("kv_type")]!,
       kvBytesPerToken: f("kv_bytes_per_token"),
       stateBytes: f("state_bytes"),
       decodeBytesPerToken: f("decode_bytes_per_token"),
@@ -336,6 +339,19 @@ export class Model {
     return this.#handle;
   }
 
+  // The KV types the model's backend runs.
+  get kvTypes(): KvType[] {
+    const mask = this.lib.splash_model_kv_types(this.handle);
+    return KV_TYPES.filter((_, code) => (mask >>> code) & 1);
+  }
+
+  // The KV type of the caches created from now on (before the first one); throws NativeError
+  // (SPLASH_ERR_UNSUPPORTED) when the backend lacks it.
+  setKvType(type: KvType): void {
+    check(this.lib, "splash_model_set_kv_type", this.lib.splash_model_set_kv_type(this.handle, KV_TYPES.indexOf(type)));
+    this.#read();
+  }
+
   // Bytes of one KV page of `pageTokens` positions and of one GDN state slot: the sizes the cache allocates.
   pageBytes(pageTokens: number): number {
     return Number(this.lib.splash_cache_page_bytes(this.handle, pageTokens));
@@ -383,6 +399,21 @@ export class Cache {
   }
   clearSlot(slot: number): void {
     check(this.model.lib, "splash_cache_clear_slot", this.model.lib.splash_cache_clear_slot(this.handle, slot));
+  }
+
+  // A page or a slot to or from host bytes (model.pageBytes(pageTokens) / model.slotBytes long): the prefix cache's
+  // disk copies.
+  readPage(page: number, dst: Uint8Array): void {
+    check(this.model.lib, "splash_cache_read_page", this.model.lib.splash_cache_read_page(this.handle, page, dst, dst.byteLength));
+  }
+  writePage(page: number, src: Uint8Array): void {
+    check(this.model.lib, "splash_cache_write_page", this.model.lib.splash_cache_write_page(this.handle, page, src, src.byteLength));
+  }
+  readSlot(slot: number, dst: Uint8Array): void {
+    check(this.model.lib, "splash_cache_read_slot", this.model.lib.splash_cache_read_slot(this.handle, slot, dst, dst.byteLength));
+  }
+  writeSlot(slot: number, src: Uint8Array): void {
+    check(this.model.lib, "splash_cache_write_slot", this.model.lib.splash_cache_write_slot(this.handle, slot, src, src.byteLength));
   }
 
   // Drafts for each sequence (one native call); the draft distributions stay native until the next draft() call,

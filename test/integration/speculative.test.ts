@@ -11,6 +11,7 @@ import { nativeStepModel } from "../../src/engine/native-runner.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import type { EngineEvent, Sampling, SpeculationCounts } from "../../src/engine/types.ts";
 import { Model, type DrafterOptions } from "../../src/native/model.ts";
+import type { KvType } from "../../src/models/kv-type.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
@@ -161,13 +162,16 @@ async function tinyPrompts(): Promise<Int32Array[]> {
   return prompts;
 }
 
-const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () => Promise<Int32Array[]> }[] = [
+// kv: the KV type of both models (default f32); an int8 cache holds the drafter's K/V in int8 too.
+const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () => Promise<Int32Array[]>; kv?: KvType }[] = [
   { name: "dense fixture, MTP", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 11 + i, 1016)) },
   { name: "MoE fixture, MTP", dir: join(FIXTURES, "qwen35-moe-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 21 + i, 504)) },
   { name: "dense fixture, DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 31 + i, 1016)) },
   { name: "dense fixture, sliding-window DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 41 + i, 1016)) },
   { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
+  { name: "splash-tiny, MTP, int8 KV", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts, kv: "int8" },
+  { name: "dense fixture, sliding-window DFlash, int8 KV", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)), kv: "int8" },
 ];
 
 for (const c of CASES) {
@@ -179,6 +183,8 @@ for (const c of CASES) {
     beforeAll(async () => {
       plain = await Model.load(c.dir, { threads: 2 });
       drafted = await Model.load(c.dir, { threads: 2, drafter: c.drafter });
+      plain.setKvType(c.kv ?? "f32");
+      drafted.setKvType(c.kv ?? "f32");
       prompts = await c.prompts();
       const engine = createEngine(nativeStepModel(plain), { ...base, prefixCache: false });
       for (const p of prompts) want.push(await generate(engine, p, OUTPUT));

@@ -138,6 +138,35 @@ describe("cache and step", () => {
     cache.free();
   });
 
+  test("pages and a slot read to host bytes and written into another cache continue exactly like the original, for every KV type", async () => {
+    for (const kv of ["f32", "f16", "int8"] as const) {
+      const m = await Model.load(DENSE, { maxStepTokens: 32, drafter: { kind: "mtp" } });
+      m.setKvType(kv);
+      const a = m.createCache({ pageTokens: 4, nPages: 3, nSlots: 1 });
+      const b = m.createCache({ pageTokens: 4, nPages: 6, nSlots: 2 });
+      const page = new Uint8Array(m.pageBytes(4));
+      const slot = new Uint8Array(m.slotBytes);
+      a.step([{ slot: 0, nPast: 0, tokens, pages: Int32Array.from([0, 1, 2]) }]);
+      for (let p = 0; p < 3; p++) {
+        a.readPage(p, page);
+        b.writePage(5 - p, page); // anywhere in the other cache
+      }
+      a.readSlot(0, slot);
+      b.writeSlot(1, slot);
+      const want = new Float32Array(m.info.vocabSize);
+      const got = new Float32Array(m.info.vocabSize);
+      a.step([{ slot: 0, nPast: tokens.length, tokens: Int32Array.from([3]), pages: Int32Array.from([0, 1, 2]), logits: want }]);
+      b.step([{ slot: 1, nPast: tokens.length, tokens: Int32Array.from([3]), pages: Int32Array.from([5, 4, 3]), logits: got }]);
+      expect(got).toEqual(want);
+      // the host copy is exactly a page (the drafter's K/V included): any other length is refused
+      expect((await nativeError(() => a.readPage(0, new Uint8Array(page.length - 4)))).detail).toContain(`a page of this cache is ${page.length} bytes`);
+      expect((await nativeError(() => b.writeSlot(2, slot))).statusName).toBe("SPLASH_ERR_CAPACITY");
+      a.free();
+      b.free();
+      m.free();
+    }
+  });
+
   test("position 0 starts from a zero state whatever the slot held; clearSlot empties it", () => {
     const cache = model.createCache({ pageTokens: 16, nPages: 2, nSlots: 1 });
     const first = prefill(cache, 0, pages, tokens);

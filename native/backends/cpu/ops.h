@@ -29,7 +29,8 @@ void sp_exp_weights_avx2(float *w, const float *z, int32_t n, float mx, float sc
 
 /* ---- attention (attention.c; attention_avx2.c) ----
  * The arithmetic every path follows, so that a query row's output depends only on its own inputs (batch and chunk
- * invariance: decode, prefill chunks of any size and verify blocks give the same bits): keys are taken in blocks of
+ * invariance: decode, prefill chunks of any size and verify blocks give the same bits): K and V rows are read as the
+ * f32 values the cache holds (sp_kv_to_f32: exact for f32 and f16, q · d for int8); keys are taken in blocks of
  * SP_ATTN_KEY_BLOCK counted from position 0; a score is Σ_d q·k as eight lane chains (lane l sums d ≡ l mod 8 with
  * fused multiply-adds, in order of d), added as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), times scale; per block the
  * running max m' = max(m, scores), corr = exp(m − m'), p = exp(score − m') (sp_exp_neg; 0 for keys the row does
@@ -46,9 +47,28 @@ typedef struct sp_attn_args {
     float scale;
 } sp_attn_args;
 
-static inline const float *sp_kv_row(const float *base, const sp_kv_view *kv, int64_t p, int32_t g, int32_t head_dim) {
+/* Where row p of kv head g of one half of the view (kv->k or kv->v) is stored. */
+static inline const void *sp_kv_at(const sp_kv_view *kv, const void *half, int64_t p, int32_t g, int32_t head_dim) {
     int64_t page = kv->pages[p / kv->page_tokens], row = p % kv->page_tokens;
-    return base + page * kv->page_stride + ((int64_t)g * kv->page_tokens + row) * head_dim;
+    return (const uint8_t *)half + page * kv->page_stride +
+           ((int64_t)g * kv->page_tokens + row) * sp_kv_row_bytes(kv->type, head_dim);
+}
+
+/* A stored K or V row of KV type `type` as head_dim floats in out (the scalar form; attention_avx2.c has the same
+ * conversion eight lanes at a time, giving the same bits: every value is exact or one product q · d). */
+void sp_kv_to_f32(int32_t type, const void *row, int32_t head_dim, float *out);
+void sp_kv_to_f32_avx2(int32_t type, const void *row, int32_t head_dim, float *out);
+/* f32 values in, one stored row out (f16: round to nearest even; int8: core/quant.h's Q8 quantizer). */
+void sp_kv_from_f32(const sp_backend *be, int32_t type, const float *x, int32_t head_dim, void *row);
+
+/* Row p of kv head g of one half of the view as head_dim floats: the cache itself when it holds f32, else converted
+ * into buf (head_dim floats). */
+static inline const float *sp_kv_row(const sp_kv_view *kv, const void *half, int64_t p, int32_t g, int32_t head_dim,
+                                     float *buf) {
+    const void *row = sp_kv_at(kv, half, p, g, head_dim);
+    if (kv->type == SPLASH_KV_F32) return row;
+    sp_kv_to_f32(kv->type, row, head_dim, buf);
+    return buf;
 }
 
 /* exp(x) for x ≤ 0 (Cephes expf polynomial, within 2 ulp; 0 below −87 and for −inf), written op for op as the
@@ -77,8 +97,9 @@ static inline float sp_attn_block_sum(const float *p) {
     return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
 }
 
-/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (needs head_dim % 8 == 0). */
-void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g);
+/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (needs head_dim % 8 == 0). rows: room for
+ * 2 · SP_ATTN_KEY_BLOCK rows of head_dim floats, where an f16 / int8 cache's block of K and V rows is converted. */
+void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
 /* The reference form over all of a's rows, whatever the CPU (for the lab and tests). */
 void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a);
 

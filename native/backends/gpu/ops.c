@@ -221,7 +221,8 @@ static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t
     if (!pa) return false;
     *pages = (sp_gpu_range){pa, pa + n_pages * 4};
     *p = (attn_push){.k = sp_gpu_addr(gpu, kv->k), .v = sp_gpu_addr(gpu, kv->v), .pages = pa, .n_past = (uint32_t)n_past,
-                     .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens, .page_stride = (uint32_t)kv->page_stride};
+                     .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens,
+                     .page_stride = (uint32_t)(kv->page_stride / sizeof(float))};
     return true;
 }
 
@@ -576,6 +577,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
+    be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
     be->gdn_chunked = gpu_gdn;
