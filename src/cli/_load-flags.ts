@@ -13,7 +13,7 @@ export const loadFlags = {
     type: "enum",
     options: [...KV_CHOICES],
     default: "auto",
-    description: "KV cache element type: auto (the model's measured choice, int8 for the Qwen models, where the backend has it), f32, f16 or int8",
+    description: "KV cache element type: auto (the most compact type measured to hold the model's parity bound: int8 for splash-tiny and Qwen3.8-27B, else f32; narrowed to what the backend has), f32, f16 or int8",
   },
 } as const satisfies ArgsDef;
 
