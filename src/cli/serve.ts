@@ -5,7 +5,10 @@ import { loadModel } from "../models/load.ts";
 import { createServer } from "../server/server.ts";
 import { QUANTS } from "../models/spec.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
+import { join } from "node:path";
+import { defaultDiskBudget } from "../engine/disk-cache.ts";
 import { log } from "../log.ts";
+import { cacheDir } from "../paths.ts";
 import { CliError, command, intOption, parseOption, sizeOption } from "./_command.ts";
 import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 
@@ -17,6 +20,7 @@ export default command({
     port: { type: "string", default: "8080", description: "Port to listen on" },
     apiKey: { type: "string", description: "Require this key (Authorization: Bearer or x-api-key)" },
     kvBudget: { type: "string", description: "Cap on sequence-state memory, e.g. 8G (default: derived from this machine)" },
+    diskCache: { type: "string", description: "Prefix cache kept on disk (survives restarts), e.g. 20G; 0 turns it off (default: 10% of the free disk space in the cache directory)" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
     ...loadFlags,
@@ -25,11 +29,12 @@ export default command({
   async run({ args }) {
     const port = parseOption("serve", "port", intOption(0, 65535), args.port);
     const kvBudget = args.kvBudget === undefined ? undefined : parseOption("serve", "kv-budget", sizeOption, args.kvBudget);
+    const diskCache = args.diskCache === undefined ? defaultDiskBudget(join(cacheDir(), "prefix")) : parseOption("serve", "disk-cache", sizeOption, args.diskCache);
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
     const load = parseLoadFlags("serve", args);
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, ...load, draft, vision: { allowUrls: args.allowImageUrls } });
+    const loaded = await loadModel(resolved, { quant, kvBudget, diskCache, ...load, draft, vision: { allowUrls: args.allowImageUrls } });
     let server;
     try {
       server = createServer({ models: [loaded.chat], host: args.host, port, apiKey: args.apiKey, sampling: loaded.sampling });

@@ -19,12 +19,16 @@ export function nativeStepModel(model: Model): StepModel {
     pageBytes: (pageTokens) => model.pageBytes(pageTokens),
     slotBytes: model.slotBytes,
     ...(model.drafter ? { drafter: { kind: model.drafter.kind, maxDraft: model.drafter.maxDraft, maxSeqs: model.drafter.maxSeqs } } : {}),
-    createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry)),
+    createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry), model.pageBytes(geometry.pageTokens), model.slotBytes),
   };
 }
 
 class NativeRunner implements StepRunner {
-  constructor(private readonly cache: Cache) {}
+  constructor(
+    private readonly cache: Cache,
+    private readonly pageBytes: number,
+    private readonly slotBytes: number,
+  ) {}
 
   // One synchronous native call; the engine loop yields to the event loop between steps.
   async step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]> {
@@ -52,6 +56,26 @@ class NativeRunner implements StepRunner {
 
   clearSlot(slot: number): void {
     this.cache.clearSlot(slot);
+  }
+
+  readPage(page: number): Uint8Array {
+    const out = new Uint8Array(this.pageBytes);
+    this.cache.readPage(page, out);
+    return out;
+  }
+
+  writePage(page: number, data: Uint8Array): void {
+    this.cache.writePage(page, data);
+  }
+
+  readSlot(slot: number): Uint8Array {
+    const out = new Uint8Array(this.slotBytes);
+    this.cache.readSlot(slot, out);
+    return out;
+  }
+
+  writeSlot(slot: number, data: Uint8Array): void {
+    this.cache.writeSlot(slot, data);
   }
 
   close(): void {

@@ -1,6 +1,7 @@
 // What the engine needs from a model, and nothing more: the narrow seam between the scheduler and libsplash
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
+import type { HostCopies } from "./cache-manager.ts";
 import type { Sampling } from "./types.ts";
 
 // A model before its sequence-state cache exists: enough to plan memory and then create the cache.
@@ -63,7 +64,8 @@ export type TokenChoice = { token: number; logprob: number; top: { id: number; l
 // The token sampled after a sequence's last position; after a verify block, `accepted` holds the drafts kept before it.
 export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
-export interface StepRunner {
+// Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
+export interface StepRunner extends HostCopies {
   // One forward pass over the batch; an entry per sequence (null where it did not sample). The sample of a
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
   step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]>;

@@ -17,7 +17,7 @@
 //
 // A constraint call that throws (the grammar engine failing) ends only its sequence: it runs the step unconstrained
 // and ends with the error when the step completes; the sequences beside it, and the loop, go on.
-import type { KVCacheManager } from "./cache-manager.ts";
+import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
@@ -99,26 +99,38 @@ export class Scheduler {
       seq.computed = h.resume;
       seq.admittedAt = performance.now();
       this.running.push(seq);
-      seq.sink.admitted(seq.promptLength, h.resume);
+      if (!h.load) seq.sink.admitted(seq.promptLength, h.resume); // else once its disk part is loaded
       n++;
     }
     return n;
+  }
+
+  // The disk read of a sequence admitted with part of its prefix on disk completed (data) or failed (undefined): the
+  // sequence resumes after what was loaded, or where memory left it, and runs from the next step.
+  loaded(seq: Sequence, data: LoadedState | undefined): void {
+    const h = seq.cache;
+    if (!h?.load) return; // it ended meanwhile
+    if (data) this.cache.applyLoad(h, data);
+    else this.cache.abandonLoad(h, seq.promptLength);
+    seq.computed = h.resume;
+    seq.sink.admitted(seq.promptLength, h.resume);
   }
 
   // The next step, or undefined when no sequence has anything to compute. `promptLimit` caps the prompt tokens of
   // a step that also carries decode tokens.
   schedule(promptLimit = Infinity): StepPlan | undefined {
     const chunks: StepChunk[] = [];
-    for (const seq of this.running) {
+    const ready = this.running.filter((s) => !s.cache!.load); // a sequence waits for its disk part
+    for (const seq of ready) {
       if (seq.length - seq.computed === 1) chunks.push({ seq, start: seq.computed, count: 1, sample: true });
     }
     const decoding = chunks.length;
-    const prompting = this.running.some((s) => s.length - s.computed > 1);
+    const prompting = ready.some((s) => s.length - s.computed > 1);
     const draftTokens = this.planDrafts(chunks, this.options.maxStepTokens - decoding - (prompting ? this.cache.options.pageTokens : 0));
     const decodeTokens = decoding + draftTokens;
     let room = this.options.maxStepTokens - decodeTokens;
     if (decodeTokens > 0) room = Math.min(room, Math.max(promptLimit, this.cache.options.pageTokens));
-    for (const seq of this.running) {
+    for (const seq of ready) {
       if (seq.length - seq.computed <= 1 || room === 0) continue;
       const count = this.chunkLength(seq, room);
       if (count === 0) continue;
@@ -211,7 +223,8 @@ export class Scheduler {
       slot: h.slot,
       nPast: c.start,
       tokens: seq.tokens.subarray(c.start, c.start + c.count),
-      pages: h.pages.subarray(0, h.nPages),
+      // the pages covering the chunk (a sequence may hold more: pages meant for an abandoned disk read)
+      pages: h.pages.subarray(0, Math.ceil((c.start + c.count) / this.cache.options.pageTokens)),
       sample: c.sample,
       sampling: seq.request.sampling,
       penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),

@@ -1,3 +1,5 @@
+import type { DiskTierStats } from "./disk-cache.ts";
+
 // The engine's interface: token ids in, token ids out. One Engine per loaded model runs one loop that batches all
 // of its requests (src/engine/scheduler.ts). The chat layer (src/chat/generate.ts) renders and tokenizes a
 // conversation, calls generate(), and detokenizes and parses what comes back; the engine never sees text.
@@ -82,7 +84,10 @@ export type EngineStats = {
   queued: number;
   stateBytesInUse: number; // KV pages + GDN state slots held by sequences and the prefix cache
   stateBytesBudget: number;
-  prefixCacheHitTokens: number; // cumulative
+  prefixCacheHitTokens: number; // cumulative, every tier
+  // The prefix cache by tier: prompt tokens served since start, and bytes held now (memory: its evictable pages and
+  // snapshots; disk: its files, with the budget and activity), when the engine has the tier.
+  prefixCacheTiers?: { memory: { hitTokens: number; bytes: number }; disk?: { hitTokens: number } & DiskTierStats };
   promptTokensComputed: number; // cumulative: prompt tokens run through the model (prefix-cache hits excluded)
   generatedTokens: number; // cumulative: tokens handed to requests, accepted drafts included, as they are made
   sequenceStateBytes?: number; // the part of stateBytesInUse held by running sequences (the rest is evictable cache)

@@ -5,7 +5,8 @@
 //                   Tokenizer.load + ChatTemplate.load (the checkpoint's own files) ─▶ chatModel(parts)
 // Structured output is prepared for the model's vocabulary on the first request that needs it (seconds for a 150K
 // vocabulary), not at load: most requests never need it.
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
@@ -20,6 +21,7 @@ import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
+import { cacheDir } from "../paths.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
@@ -31,6 +33,7 @@ export type LoadModelOptions = {
   threads?: number; // 0 / undefined = one per core
   backend?: Backend; // default: SPLASH_BACKEND, else auto (the GPU when one is usable)
   kvType?: KvChoice; // KV cache element type (default auto: src/models/kv-type.ts)
+  diskCache?: number; // bytes of the prefix cache's disk tier under <cache>/prefix/ (default 0: none)
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
   vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
@@ -78,6 +81,32 @@ function recommendedSampling(dir: string): Partial<SamplingOptions> {
 
 const NATIVE_QUANT: Record<Quant, NativeQuant> = { bf16: "none", q8: "q8", q4: "q4" };
 
+// The weight files of a checkpoint directory, by name, size and modification time: a new download or import is a
+// different checkpoint (hashing gigabytes of weights at every start would cost more than the cache saves).
+function weightsFingerprint(dir: string): string {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".safetensors") || f.endsWith(".splash")).sort();
+  return files.map((f) => {
+    const st = statSync(join(dir, f));
+    return `${f}:${st.size}:${Math.floor(st.mtimeMs)}`;
+  }).join(",");
+}
+
+// What produced a model's sequence state, in the prefix cache's hashes (and so its disk directory): the same
+// tokens give the same state only for the same weights, quantization, KV type, drafter (its K/V rides in the
+// pages), backend and library.
+function stateSalt(resolved: ResolvedModel, quant: Quant, model: Model, drafterDir: string | undefined): string {
+  const info = model.info;
+  return JSON.stringify({
+    model: resolved.id,
+    weights: weightsFingerprint(resolved.dir),
+    quant,
+    kv: info.kvType,
+    drafter: model.drafter ? `${model.drafter.kind}${drafterDir ? `:${weightsFingerprint(drafterDir)}` : ""}` : "none",
+    backend: info.backend,
+    library: String(model.lib.splash_version()),
+  });
+}
+
 export async function loadModel(resolved: ResolvedModel, options: LoadModelOptions = {}): Promise<LoadedModel> {
   // An imported (packed) model's weights are already at their level: the file decides, nothing is quantized at load.
   const quant: Quant = resolved.packed ?? options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
@@ -101,7 +130,11 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     if (tokenizer.vocabSize > model.info.vocabSize) {
       throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
     }
-    const engine = createEngine(nativeStepModel(model), { kvBudget: options.kvBudget, cacheSalt: `${resolved.id}:${quant}` });
+    const engine = createEngine(nativeStepModel(model), {
+      kvBudget: options.kvBudget,
+      cacheSalt: stateSalt(resolved, quant, model, drafter?.dir),
+      ...(options.diskCache ? { diskCache: { dir: join(cacheDir(), "prefix"), budget: options.diskCache } } : {}),
+    });
     const spec = resolved.spec;
     const vision = VisionEncoder.open(model, resolved.dir, options.vision);
     const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
