@@ -100,9 +100,10 @@ export class KVCacheManager {
     return this.outstanding;
   }
 
-  // Tokens of `prompt` that admission would serve from the cache now (memory or disk).
-  cachedPrefix(prompt: Int32Array, extras?: BlockExtras): number {
-    const { resume, diskTo } = this.lookup(prompt, [], extras);
+  // Tokens of `prompt` that admission would serve from the cache now (memory or disk). `hashes`: its block chain as
+  // far as known (extended here).
+  cachedPrefix(prompt: Int32Array, extras?: BlockExtras, hashes: BlockHash[] = []): number {
+    const { resume, diskTo } = this.lookup(prompt, hashes, extras);
     return Math.max(resume, diskTo);
   }
 
@@ -219,6 +220,19 @@ export class KVCacheManager {
     for (let j = h.onDisk; j < blocks; j++) if (!tier.has("page", h.hashes[j]!)) tier.write("page", h.hashes[j]!, copies.readPage(h.pages[j]!));
     if (!tier.has("state", h.hashes[blocks - 1]!)) tier.write("state", h.hashes[blocks - 1]!, copies.readSlot(h.slot));
     h.onDisk = blocks;
+  }
+
+  // Extends `hashes` over every full block of the prompt (what admission looks up).
+  hashPrompt(prompt: Int32Array, hashes: BlockHash[], extras?: BlockExtras): void {
+    extendChain(this.options.root, hashes, prompt, prompt.length, this.options.pageTokens, extras);
+  }
+
+  // Makes a running sequence keep its state at block boundary `point` (not computed yet): another sequence whose
+  // prompt shares the prefix up to there resumes from it.
+  addSnapshotPoint(h: Holdings, point: number): void {
+    if (!this.options.prefixCache || h.snapshotPoints.includes(point)) return;
+    h.snapshotPoints.push(point);
+    h.snapshotPoints.sort((a, b) => a - b);
   }
 
   // The first snapshot point after `from`, where the current prefill chunk must end.

@@ -87,14 +87,21 @@ export class Scheduler {
   }
 
   // Admits waiting sequences in order while the head fits (strictly FIFO: a large request is not overtaken
-  // forever by small ones). Returns how many were admitted.
+  // forever by small ones). A sequence whose prompt shares more with a running sequence's unfinished prefill than the
+  // cache can serve now stays waiting, and is passed over, until that prefill has computed the shared part (see
+  // awaitsPrefix): requests that arrive together with one cold prefix compute it once. Returns how many were
+  // admitted.
   admit(): number {
     let n = 0;
-    while (this.waiting.length > 0 && this.running.length < this.options.maxRunning) {
-      const seq = this.waiting[0]!;
+    for (let i = 0; i < this.waiting.length && this.running.length < this.options.maxRunning; ) {
+      const seq = this.waiting[i]!;
+      if (this.awaitsPrefix(seq)) {
+        i++;
+        continue;
+      }
       const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt, seq.hashes, seq.extras);
       if (!h) break;
-      this.waiting.shift();
+      this.waiting.splice(i, 1);
       seq.cache = h;
       seq.computed = h.resume;
       seq.admittedAt = performance.now();
@@ -103,6 +110,30 @@ export class Scheduler {
       n++;
     }
     return n;
+  }
+
+  // True when a running sequence is still prefilling a longer prefix of `seq`'s prompt than the cache holds now (in
+  // memory or on disk); that sequence is then made to keep its state where the two prompts part (the last block
+  // boundary they share, before seq's last token), so seq resumes there once it is computed.
+  private awaitsPrefix(seq: Sequence): boolean {
+    const B = this.cache.options.pageTokens;
+    if (!this.cache.options.prefixCache) return false;
+    this.cache.hashPrompt(seq.request.prompt, seq.hashes, seq.extras);
+    const last = Math.floor((seq.promptLength - 1) / B);
+    let cached: number | undefined;
+    for (const other of this.running) {
+      const h = other.cache!;
+      if (other.computed >= other.promptLength) continue; // its prompt is done: what it shares is cached already
+      let shared = 0;
+      while (shared < last && shared < h.hashes.length && h.hashes[shared] === seq.hashes[shared]) shared++;
+      const point = shared * B;
+      if (point <= other.computed) continue;
+      cached ??= this.cache.cachedPrefix(seq.request.prompt, seq.extras, seq.hashes);
+      if (point <= cached) continue;
+      this.cache.addSnapshotPoint(h, point);
+      return true;
+    }
+    return false;
   }
 
   // The disk read of a sequence admitted with part of its prefix on disk completed (data) or failed (undefined): the
