@@ -13,7 +13,7 @@
 // files exceed the budget the least recently used go, under a lock file (one evictor at a time across processes).
 // Everything here is best effort: a failed write or read costs a prefill, never a request.
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statfsSync, statSync, utimesSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { withLock } from "../launch/lock.ts";
 import { pidAlive } from "../launch/process.ts";
 import { log } from "../log.ts";
@@ -28,6 +28,9 @@ const KIND_CODE: Record<EntryKind, number> = { page: 1, state: 2 };
 export const DEFAULT_DISK_SHARE = 0.1;
 // Writes queued but not yet on disk, at most: past it new entries are dropped (the tier must not hold memory).
 const MAX_PENDING_BYTES = 1 << 30;
+// How long the list of entries on disk is trusted before the directory is listed again (another server's writes
+// and evictions become visible then).
+const LIST_TTL_MS = 2000;
 
 export type DiskTierStats = { bytes: number; budget: number; files: number; hits: number; misses: number; reads: number; readBytes: number; writes: number; writtenBytes: number; refused: number; evicted: number };
 
@@ -48,7 +51,7 @@ export function defaultDiskBudget(dir: string): number {
   }
 }
 
-function header(kind: EntryKind, hash: BlockHash, payload: Uint8Array): Uint8Array {
+function header(kind: EntryKind, hash: BlockHash, payload: Uint8Array): Uint8Array<ArrayBuffer> {
   const h = new Uint8Array(HEADER);
   const view = new DataView(h.buffer);
   h.set(new TextEncoder().encode(MAGIC), 0);
@@ -62,6 +65,8 @@ function header(kind: EntryKind, hash: BlockHash, payload: Uint8Array): Uint8Arr
 export class DiskPrefixCache {
   private bytes = 0;
   private files = 0;
+  private names = new Set<string>(); // entry files on disk, as last listed plus this process's changes
+  private listedAt = 0;
   private pendingBytes = 0;
   private evicting = false;
   private readonly counts = { hits: 0, misses: 0, reads: 0, readBytes: 0, writes: 0, writtenBytes: 0, refused: 0, evicted: 0 };
@@ -75,9 +80,10 @@ export class DiskPrefixCache {
     return join(this.options.dir, `${hash}.${kind}`);
   }
 
-  // Whether an entry is there now (another server's count too).
+  // Whether an entry is on disk (another server's count too, once listed: lookups ask this for every block).
   has(kind: EntryKind, hash: BlockHash): boolean {
-    return existsSync(this.path(kind, hash));
+    if (performance.now() - this.listedAt > LIST_TTL_MS) this.rescan();
+    return this.names.has(`${hash}.${kind}`);
   }
 
   // The entry's payload, checked; undefined when it is missing or does not check out (then it is deleted).
@@ -87,6 +93,7 @@ export class DiskPrefixCache {
     try {
       data = new Uint8Array(await Bun.file(path).arrayBuffer());
     } catch {
+      this.names.delete(`${hash}.${kind}`); // evicted by another server
       this.counts.misses++;
       return undefined;
     }
@@ -110,20 +117,21 @@ export class DiskPrefixCache {
     return payload;
   }
 
-  // Stores an entry unless it is there already. The payload is copied now; the file is written in the background.
+  // Stores an entry unless it is there already, in the background: the payload is the caller's no more (a fresh host
+  // copy of a page or slot).
   write(kind: EntryKind, hash: BlockHash, payload: Uint8Array): void {
     if (payload.byteLength !== this.options.entryBytes[kind]) throw new Error(`prefix cache: a ${kind} entry is ${this.options.entryBytes[kind]} bytes, not ${payload.byteLength}`);
     const path = this.path(kind, hash);
+    const name = `${hash}.${kind}`;
     const size = HEADER + payload.byteLength;
     if (this.options.budget < size || this.pendingBytes + size > MAX_PENDING_BYTES || existsSync(path)) return;
     this.pendingBytes += size;
-    const file = new Uint8Array(size);
-    file.set(header(kind, hash, payload), 0);
-    file.set(payload, HEADER);
+    const file = new Blob([header(kind, hash, payload), new Uint8Array(payload.buffer as ArrayBuffer, payload.byteOffset, payload.byteLength)]);
     const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     Bun.write(tmp, file)
       .then(() => {
         renameSync(tmp, path);
+        this.names.add(name);
         this.bytes += size;
         this.files++;
         this.counts.writes++;
@@ -163,8 +171,9 @@ export class DiskPrefixCache {
     return out.sort((a, b) => a.mtime - b.mtime);
   }
 
+  // Lists the directory: the entries, their bytes; temporary files of writers that died before renaming them
+  // (<entry>.<pid>.<random>.tmp) are removed.
   private rescan(): void {
-    // temporary files of writers that died before renaming them (<entry>.<pid>.<random>.tmp)
     for (const name of readdirSync(this.options.dir)) {
       const pid = /\.(\d+)\.\w+\.tmp$/.exec(name)?.[1];
       if (pid && !pidAlive(Number(pid))) rmSync(join(this.options.dir, name), { force: true });
@@ -172,9 +181,12 @@ export class DiskPrefixCache {
     const all = this.entries();
     this.bytes = all.reduce((n, e) => n + e.size, 0);
     this.files = all.length;
+    this.names = new Set(all.map((e) => basename(e.path)));
+    this.listedAt = performance.now();
   }
 
   private remove(path: string, size: number): void {
+    this.names.delete(basename(path));
     try {
       rmSync(path);
       this.bytes -= size;

@@ -138,9 +138,9 @@ describe("cache and step", () => {
     cache.free();
   });
 
-  test("pages and a slot read to host bytes and written into another cache continue exactly like the original, for every KV type", async () => {
-    for (const kv of ["f32", "f16", "int8"] as const) {
-      const m = await Model.load(DENSE, { maxStepTokens: 32, drafter: { kind: "mtp" } });
+  test("pages and a slot read to host bytes and written into another cache continue exactly like the original, for every KV type (CPU) and on Vulkan", async () => {
+    for (const [backend, kv] of [["cpu", "f32"], ["cpu", "f16"], ["cpu", "int8"], ["vulkan", "f32"]] as const) {
+      const m = await Model.load(DENSE, { maxStepTokens: 32, backend, ...(backend === "cpu" ? { drafter: { kind: "mtp" } } : {}) });
       m.setKvType(kv);
       const a = m.createCache({ pageTokens: 4, nPages: 3, nSlots: 1 });
       const b = m.createCache({ pageTokens: 4, nPages: 6, nSlots: 2 });
