@@ -76,7 +76,6 @@ export type Holdings = {
   committedBlocks: number; // blocks already offered to the cache
   snapshotPoints: number[]; // positions still to snapshot, ascending
   load?: DiskLoad; // pending: the sequence runs once it is applied or abandoned
-  onDisk: number; // leading blocks known to be on disk (write-through starts after them)
 };
 
 // Prompt tokens served from each tier since start.
@@ -138,7 +137,7 @@ export class KVCacheManager {
     this.outstanding += worstPages - to;
     this.hits.memory += resume;
     this.notePeak();
-    const h: Holdings = { pages, nPages: to, slot, worstPages, resume, hashes, extras, hints: snapshotAt, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, to * B, snapshotAt), onDisk: 0 };
+    const h: Holdings = { pages, nPages: to, slot, worstPages, resume, hashes, extras, hints: snapshotAt, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, to * B, snapshotAt) };
     if (to > k) h.load = { from: k, to, snapshot: hashes[to - 1]! };
     return h;
   }
@@ -166,7 +165,6 @@ export class KVCacheManager {
     const snap = this.pool.addSnapshot(load.snapshot);
     if (snap !== undefined) this.ops.copySlot(h.slot, snap);
     h.committedBlocks = load.to;
-    h.onDisk = load.to;
     this.hits.disk += (load.to - load.from) * B;
     h.resume = load.to * B;
     h.load = undefined;
@@ -212,14 +210,13 @@ export class KVCacheManager {
     }
   }
 
-  // The snapshot just taken after block `blocks` − 1, and the pages before it not yet there, to the disk tier (the
+  // The snapshot just taken after block `blocks` − 1, and the pages before it not on disk yet, to the disk tier (the
   // snapshot is the sequence's slot right now; pages named for the cache are final).
   private writeThrough(h: Holdings, blocks: number): void {
     if (!this.options.disk) return;
     const { tier, copies } = this.options.disk;
-    for (let j = h.onDisk; j < blocks; j++) if (!tier.has("page", h.hashes[j]!)) tier.write("page", h.hashes[j]!, copies.readPage(h.pages[j]!));
-    if (!tier.has("state", h.hashes[blocks - 1]!)) tier.write("state", h.hashes[blocks - 1]!, copies.readSlot(h.slot));
-    h.onDisk = blocks;
+    for (let j = 0; j < blocks; j++) if (!tier.holds("page", h.hashes[j]!)) tier.write("page", h.hashes[j]!, copies.readPage(h.pages[j]!));
+    if (!tier.holds("state", h.hashes[blocks - 1]!)) tier.write("state", h.hashes[blocks - 1]!, copies.readSlot(h.slot));
   }
 
   // Extends `hashes` over every full block of the prompt (what admission looks up).

@@ -66,6 +66,7 @@ export class DiskPrefixCache {
   private bytes = 0;
   private files = 0;
   private names = new Set<string>(); // entry files on disk, as last listed plus this process's changes
+  private readonly writing = new Set<string>(); // entries this process is writing
   private listedAt = 0;
   private pendingBytes = 0;
   private evicting = false;
@@ -84,6 +85,11 @@ export class DiskPrefixCache {
   has(kind: EntryKind, hash: BlockHash): boolean {
     if (performance.now() - this.listedAt > LIST_TTL_MS) this.rescan();
     return this.names.has(`${hash}.${kind}`);
+  }
+
+  // Whether an entry is on disk or being written: what need not be written again.
+  holds(kind: EntryKind, hash: BlockHash): boolean {
+    return this.has(kind, hash) || this.writing.has(`${hash}.${kind}`);
   }
 
   // The entry's payload, checked; undefined when it is missing or does not check out (then it is deleted).
@@ -124,8 +130,9 @@ export class DiskPrefixCache {
     const path = this.path(kind, hash);
     const name = `${hash}.${kind}`;
     const size = HEADER + payload.byteLength;
-    if (this.options.budget < size || this.pendingBytes + size > MAX_PENDING_BYTES || existsSync(path)) return;
+    if (this.options.budget < size || this.pendingBytes + size > MAX_PENDING_BYTES || this.writing.has(name) || existsSync(path)) return;
     this.pendingBytes += size;
+    this.writing.add(name);
     const file = new Blob([header(kind, hash, payload), new Uint8Array(payload.buffer as ArrayBuffer, payload.byteOffset, payload.byteLength)]);
     const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     Bun.write(tmp, file)
@@ -142,7 +149,10 @@ export class DiskPrefixCache {
         rmSync(tmp, { force: true });
         log.warn(`prefix cache: could not write ${path}: ${e instanceof Error ? e.message : String(e)}`);
       })
-      .finally(() => (this.pendingBytes -= size));
+      .finally(() => {
+        this.pendingBytes -= size;
+        this.writing.delete(name);
+      });
   }
 
   stats(): DiskTierStats {
