@@ -14,6 +14,7 @@ import { z } from "zod";
 import { CliError } from "../cli/_command.ts";
 import { log } from "../log.ts";
 import pkg from "../../package.json" with { type: "json" };
+import { DEFAULT_DRAIN_MS, END_GRACE_MS } from "../server/shutdown.ts";
 import { LockTimeout, withLock } from "./lock.ts";
 import { commandLine, freePort, lastLine, pidAlive, sleep, waitExit } from "./process.ts";
 import { Progress } from "./progress.ts";
@@ -21,7 +22,8 @@ import { lockPath, logPath, readState, removeState, serversDir, serverUrl, write
 
 // Loading a large checkpoint from a slow disk and quantizing it at load takes minutes; past this it is stuck.
 export const READY_TIMEOUT_MS = 15 * 60_000;
-const STOP_TIMEOUT_MS = 10_000;
+// A stopped server first lets its running requests finish (it drains on SIGTERM); only one stuck past that is killed.
+const STOP_TIMEOUT_MS = DEFAULT_DRAIN_MS + END_GRACE_MS + 3000;
 const BUSY_WAIT_MS = 5 * 60_000;
 
 const Health = z.object({ status: z.literal("ok"), models: z.array(z.string()) });
