@@ -109,7 +109,7 @@ export default command({
     process.on("SIGINT", again);
     process.on("SIGTERM", again);
     const running = server.running();
-    log.info(running === 0 ? `stopping (${signal})` : `stopping (${signal}): ${running} running request${running === 1 ? "" : "s"} get up to ${drainSeconds} s to finish (signal again to end them now)`);
+    log.info(running === 0 ? `stopping (${signal})` : `stopping (${signal}): ${running === 1 ? "1 running request gets" : `${running} running requests get`} up to ${drainSeconds} s to finish (signal again to end them now)`);
     const { ended } = await server.drain(drainSeconds * 1000, hurry.signal);
     if (ended > 0) log.warn(`ended ${ended} request${ended === 1 ? "" : "s"} that had not finished; their clients were told the server is shutting down`);
     await loaded.close();
