@@ -3,8 +3,9 @@
 //
 // - DNS rebinding: a page on attacker.example re-points its name to 127.0.0.1 and then talks to a local server as
 //   its own origin. The browser still sends `Host: attacker.example`, so only names this server answers to are
-//   let in: the address it is bound to, localhost, 127.0.0.1 and [::1]; bound to all interfaces, also any IP
-//   address (a page cannot rebind a literal address) and this machine's host name; and what `--allow-host` adds.
+//   let in: the address it is bound to, localhost, 127.0.0.1 and [::1]; bound beyond loopback, also any IP address
+//   (a page cannot rebind a literal address: NAT and port forwards reach it under others) and this machine's host
+//   name; and what `--allow-host` adds.
 // - Cross-site requests: any page may POST `text/plain` to localhost without a preflight, and a server without a key
 //   would run it. Browsers name the page in `Origin`: a request from the server's own page (same host and port) or
 //   from an origin `--allow-origin` lists is served, any other is refused. Requests without Origin are not from a
@@ -21,6 +22,10 @@ export type AccessOptions = {
 };
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"];
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/i;
+
+// An address only this machine can reach.
+export const isLoopback = (host: string) => LOOPBACK.test(host);
 const WILDCARD_BINDS = new Set(["0.0.0.0", "::", ""]);
 
 // The name of a Host header without its port, lowercased, IPv6 without brackets ("[::1]:8080" → "::1").
@@ -51,8 +56,8 @@ export class AccessPolicy {
   constructor(options: AccessOptions = {}) {
     for (const name of LOOPBACK_NAMES) this.exact.add(name);
     const bound = options.host === undefined ? undefined : plainName(options.host);
-    this.anyIp = bound !== undefined && WILDCARD_BINDS.has(bound);
-    if (bound !== undefined && !this.anyIp) this.exact.add(bound);
+    if (bound !== undefined && !WILDCARD_BINDS.has(bound)) this.exact.add(bound);
+    this.anyIp = bound !== undefined && !isLoopback(bound);
     if (this.anyIp) {
       const machine = hostname().toLowerCase();
       this.exact.add(machine);

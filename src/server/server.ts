@@ -1,7 +1,7 @@
 // Listening: the app on a host and port, with the warnings a user should see when binding, the request log, and
 // the drain on shutdown.
 import { createApp, type AppOptions } from "./app.ts";
-import { isLoopback } from "./auth.ts";
+import { isLoopback } from "./access.ts";
 import { RequestLog, type LogFormat } from "./request-log.ts";
 import { END_GRACE_MS, Shutdown } from "./shutdown.ts";
 import { log } from "../log.ts";

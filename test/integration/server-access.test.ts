@@ -69,7 +69,7 @@ describe("Host: a loopback server answers only to its own names", () => {
   });
 });
 
-describe("Host: bound to all interfaces", () => {
+describe("Host: bound beyond loopback (here to all interfaces)", () => {
   test("any IP address and this machine's name are answered, other names are not", async () => {
     const server = startServer({ host: "0.0.0.0", apiKey: "k" });
     try {
