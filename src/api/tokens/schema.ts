@@ -21,7 +21,8 @@ export const DetokenizeRequest = z.object({
 });
 
 // A Chat Completions request (what it would run is what is shown), with `enable_thinking` as a chat template takes it.
-export const ApplyTemplateRequest = ChatRequest.extend({ model: Model, enable_thinking: z.boolean().nullish() });
+// Built from its fields: zod refuses to extend an object schema that has refinements.
+export const ApplyTemplateRequest = z.object({ ...ChatRequest.shape, model: Model, enable_thinking: z.boolean().nullish() });
 
 export type TokenizeRequest = z.infer<typeof TokenizeRequest>;
 export type DetokenizeRequest = z.infer<typeof DetokenizeRequest>;
