@@ -82,3 +82,37 @@ describe("the API key", () => {
     }
   }, 60_000);
 });
+
+describe("access and limit options", () => {
+  test("bad values are usage errors, before the model loads", async () => {
+    for (const [args, message] of [
+      [["--allow-origin", "localhost:5173"], "expected origins such as http://localhost:5173"],
+      [["--allow-origin", "http://localhost:5173/app"], "no path"],
+      [["--allow-host", "a,,b"], "expected names separated by commas"],
+      [["--max-body", "100"], "expected at least 1K"],
+      [["--max-body", "lots"], "expected a size such as 512M"],
+      [["--drain-timeout", "-1"], "--drain-timeout"],
+      [["--log-format", "xml"], "Expected one of: text, json"],
+    ] as const) {
+      const r = await splash(["serve", ...args]);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toContain(message);
+    }
+  });
+
+  test("--allow-host, --allow-origin and --max-body reach the server", async () => {
+    const server = await splashServe(["--draft", "none", "--allow-host", "llm.example,.corp.example", "--allow-origin", "http://localhost:5173", "--max-body", "2K"]);
+    try {
+      const body = { model: "splash-tiny", max_tokens: 1, messages: [{ role: "user", content: "Hi" }] };
+      expect((await post(`${server.url}/v1/messages`, body, { host: "llm.example" })).status).toBe(200);
+      expect((await post(`${server.url}/v1/messages`, body, { host: "gpu.corp.example:8080" })).status).toBe(200);
+      expect((await post(`${server.url}/v1/messages`, body, { host: "other.example" })).status).toBe(403);
+      const cors = await post(`${server.url}/v1/messages`, body, { origin: "http://localhost:5173" });
+      expect(cors.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
+      expect((await post(`${server.url}/v1/messages`, body, { origin: "http://localhost:5174" })).status).toBe(403);
+      expect((await post(`${server.url}/v1/messages`, { ...body, pad: "x".repeat(3000) })).status).toBe(413);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});
