@@ -97,10 +97,20 @@ function numbered(e: unknown, k: number, n: number): unknown {
 }
 
 export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision">, conversation: Conversation): number {
-  const ids = renderPrompt(model, conversation).ids;
+  return promptTokens(model, conversation, renderPrompt(model, conversation).ids);
+}
+
+// The rendered prompt's tokens with each image's placeholder counted at the image's size.
+function promptTokens(model: Pick<ChatModelParts, "vision">, conversation: Conversation, ids: Int32Array): number {
   const sources = conversationImages(conversation);
   if (sources.length === 0 || !model.vision) return ids.length;
   return ids.length - sources.length + sources.reduce((n, s) => n + model.vision!.tokensFor(s), 0);
+}
+
+// The prompt as text (escape()'s marks removed: what a client reading it expects) and its token count.
+export function promptOf(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision">, conversation: Conversation): { text: string; tokens: number } {
+  const rendered = renderPrompt(model, conversation);
+  return { text: model.tokenizer.unescape(rendered.text), tokens: promptTokens(model, conversation, rendered.ids) };
 }
 
 // Holds back visible text that may be the start of a stop string; reports the first complete match.
@@ -283,6 +293,8 @@ export function chatModel(parts: ChatModelParts): ChatModel {
     runtime: parts.runtime,
     generate: (conversation, options) => generateChat(parts, conversation, options),
     countTokens: (conversation) => countTokens(parts, conversation),
+    prompt: (conversation) => promptOf(parts, conversation),
+    tokenizer: parts.tokenizer,
     stats: () => parts.engine.stats(),
   };
 }

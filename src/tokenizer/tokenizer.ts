@@ -111,6 +111,17 @@ export class Tokenizer {
     return out;
   }
 
+  // Ids of any text with its added-token strings read as those tokens, as Hugging Face tokenizers read text
+  // (POST /tokenize with add_special_tokens); a U+FDD0 in it is text, as escape() keeps it.
+  encodeWithAddedTokens(text: string): Int32Array {
+    return this.encodeTemplate(text.replaceAll(MARK, MARK + MARK));
+  }
+
+  // The text a rendered prompt stands for: what encodeTemplate reads once escape()'s marks are gone.
+  unescape(rendered: string): string {
+    return unescapeText(rendered);
+  }
+
   // Marks client text so that encodeTemplate keeps any added-token strings in it as text (see the file comment).
   escape(text: string): string {
     return text.replace(this.escapeStarts, (c) => (c === MARK ? MARK + MARK : c + MARK));
