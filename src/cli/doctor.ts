@@ -44,7 +44,7 @@ export default command({
   meta: { name: "doctor", description: "Show what this machine is and which models it can run" },
   args: { json: { type: "boolean", description: "Print the report as JSON" } },
   async run({ args }) {
-    const lib = await native();
+    const lib = native();
     const m = machine();
     if (m.os === "darwin") recordMetal(metalInfo(lib)); // GPU family and working set, through the Metal backend
     const report = doctorReport(m, {

@@ -295,7 +295,7 @@ export class Model {
 
   // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
   static async load(dir: string, options: LoadOptions = {}, lib?: NativeLibrary): Promise<Model> {
-    const l = lib ?? (await native());
+    const l = lib ?? native();
     if (process.platform === "darwin") recordMetal(metalInfo(l)); // the memory plan keeps to the GPU's working set
     const bytes = new Uint8Array(LOAD_OPTIONS.size);
     const opts = new DataView(bytes.buffer);
