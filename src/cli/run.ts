@@ -1,5 +1,5 @@
-// `splash run [MODEL] PROMPT`: one answer, streamed to stdout. Reasoning goes to stderr (dimmed on a terminal), so
-// `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin.
+// `splash run [MODEL] PROMPT`: one answer, streamed to stdout. Reasoning goes to stderr (dimmed on a terminal that
+// takes colour), so `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin.
 import type { Conversation, GenerationOptions } from "../chat/ir.ts";
 import { DEFAULT_SAMPLING } from "../api/options.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
@@ -8,6 +8,7 @@ import { DRAFT_CHOICES } from "../models/drafter.ts";
 import { BACKENDS } from "../native/model.ts";
 import { z } from "zod";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
+import { wantsColor } from "./usage.ts";
 
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
@@ -63,6 +64,7 @@ export default command({
 // Writes the events: answer to stdout, reasoning to stderr, and a progress line while a long prompt is processed.
 async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>): Promise<void> {
   const tty = process.stderr.isTTY === true;
+  const dim = wantsColor(process.stderr);
   let progress: ReturnType<typeof setTimeout> | undefined;
   let progressShown = false;
   const clearProgress = () => {
@@ -90,14 +92,14 @@ async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>):
       }
       case "reasoning":
         clearProgress();
-        if (!inReasoning && tty) process.stderr.write(DIM);
+        if (!inReasoning && dim) process.stderr.write(DIM);
         inReasoning = true;
         process.stderr.write(ev.text);
         break;
       case "content":
         clearProgress();
         if (inReasoning) {
-          process.stderr.write(tty ? `${RESET}\n` : "\n");
+          process.stderr.write(dim ? `${RESET}\n` : "\n");
           inReasoning = false;
         }
         process.stdout.write(ev.text);
@@ -110,7 +112,7 @@ async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>):
         break;
       case "done":
         clearProgress();
-        if (inReasoning && tty) process.stderr.write(RESET);
+        if (inReasoning && dim) process.stderr.write(RESET);
         if (wroteContent) process.stdout.write("\n");
         if (ev.finishReason === "length") process.stderr.write("(stopped at the output limit; raise --max-tokens for more)\n");
         if (ev.finishReason === "cancelled") throw new CliError("interrupted");

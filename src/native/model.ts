@@ -31,6 +31,20 @@ function defaultBackend(): Backend {
 }
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
+// What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
+// runsOn is what Model.info.backend would say ("cpu", "vulkan: NVIDIA H200"), or null where the load would fail;
+// why says why auto passed over each GPU, or why the load would fail.
+export type BackendProbe = { asked: Backend; runsOn: string | null; why: string };
+
+export function probeBackend(backend: Backend = defaultBackend(), lib: NativeLibrary = native()): BackendProbe {
+  const name = Buffer.alloc(256);
+  const why = Buffer.alloc(1024);
+  const text = (b: Buffer) => b.toString("utf8", 0, b.indexOf(0));
+  if (lib.splash_backend_probe(BACKEND_CODES[backend], name, name.length, why, why.length) !== 0)
+    return { asked: backend, runsOn: null, why: String(lib.splash_last_error()).replace(/^[\w.]+:\d+: /, "") };
+  return { asked: backend, runsOn: text(name), why: text(why) };
+}
+
 export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   threads?: number; // default: every core
