@@ -23,7 +23,7 @@ export default command({
     seed: { type: "string", description: "Sampling seed, for reproducible answers" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
-    think: { type: "boolean", default: true, description: "Let the model reason before answering (--no-think to skip)" },
+    think: { type: "boolean", default: true, description: "Let the model reason before answering", negativeDescription: "Answer without reasoning first" },
   },
   async run({ args }) {
     // [MODEL] PROMPT: with one positional it is the prompt.

@@ -36,10 +36,14 @@ function optionRows(args: ArgsDef): [string, string][] {
     if (def.type === "positional") continue;
     const flags = [...aliases(def).map((a) => (a.length === 1 ? `-${a}` : `--${a}`)), `--${kebab(name)}`].join(", ");
     const value = def.type === "boolean" ? "" : def.type === "enum" ? ` <${(def.options ?? []).join("|")}>` : ` <${def.valueHint ?? kebab(name)}>`;
+    // A flag that is on unless turned off is shown as the way to turn it off.
+    if (def.type === "boolean" && def.default === true) {
+      rows.push([`--no-${kebab(name)}`, def.negativeDescription ?? `Turn off: ${def.description ?? name}`]);
+      continue;
+    }
     const shown = def.default !== undefined && def.type !== "boolean" && !/\(default/i.test(def.description ?? "");
     const text = [def.description ?? "", def.required ? "(required)" : "", shown ? `(default: ${String(def.default)})` : ""].filter(Boolean).join(" ");
-    // A flag that is on unless turned off is shown as the way to turn it off.
-    rows.push(def.type === "boolean" && def.default === true ? [`--no-${kebab(name)}`, text] : [flags + value, text]);
+    rows.push([flags + value, text]);
   }
   return rows;
 }
