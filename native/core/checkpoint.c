@@ -30,7 +30,6 @@ struct sp_checkpoint {
     size_t n_slots;
 };
 
-
 static char *join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     char *p = malloc(a + b + 2);
@@ -75,9 +74,12 @@ static bool hub_blob(const char *real) {
  * another file of this machine. `tensor`: the weight_map entry that names the file, for the message, or NULL. */
 static splash_status checkpoint_path(const sp_checkpoint *ck, const char *name, const char *tensor, char **out) {
     *out = NULL;
-    if (!name[0] || strchr(name, '/') || strchr(name, '\\') || name[0] == '.')
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/%s: the weight_map entry for tensor %s names \"%s\", not a plain file name in the directory",
-                       ck->dir, index_name, tensor ? tensor : "?", name);
+    if (!name[0] || strchr(name, '/') || strchr(name, '\\') || name[0] == '.') {
+        if (tensor)
+            return SP_FAIL(SPLASH_ERR_FORMAT, "%s/%s: the weight_map entry for tensor %s names \"%s\", not a plain file name in the directory",
+                           ck->dir, index_name, tensor, name);
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s: \"%s\" is not a plain file name in the directory", ck->dir, name);
+    }
     char *path = join(ck->dir, name);
     if (!path) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     char real[PATH_MAX];
@@ -95,6 +97,7 @@ static splash_status checkpoint_path(const sp_checkpoint *ck, const char *name, 
     return st;
 }
 
+/* Reads a whole (small) file into a malloc'd buffer. */
 static splash_status read_file(const char *path, char **out, size_t *len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return SP_FAIL(SPLASH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
