@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 8
+#define SPLASH_ABI_VERSION 9
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -67,6 +67,22 @@ SPLASH_API void splash_tokenizer_free(splash_tokenizer *t);
 /* Encodes UTF-8 text (already normalized, no added tokens) into ids; max_ids must be >= n_bytes. */
 SPLASH_API splash_status splash_tokenizer_encode(splash_tokenizer *t, const uint8_t *text, int64_t n_bytes, int32_t *ids,
                                                  int64_t max_ids, int64_t *n_ids);
+
+/* ---- checkpoint files (src/models/files.ts) ------------------------------------------------------------------ */
+/* The files of a checkpoint directory as splash_model_load finds them (model.splash; else the index and the shards
+ * its weight_map names; else model.safetensors; else every *.safetensors), checked without reading tensor data:
+ * each file a plain name in the directory whose target after symlinks is inside it (or a Hugging Face cache blob),
+ * every header valid and inside its file, index and headers in agreement. A refusal names the file and, where
+ * there is one, the index entry. splash_model_load makes the same checks and also samples the values. */
+
+typedef struct splash_checkpoint splash_checkpoint;
+SPLASH_API splash_status splash_checkpoint_open(const char *dir, splash_checkpoint **out);
+SPLASH_API void splash_checkpoint_close(splash_checkpoint *ck);
+/* Tensors in all files. */
+SPLASH_API int64_t splash_checkpoint_tensor_count(const splash_checkpoint *ck);
+/* File i (0-based) as the checkpoint names it, relative to the directory, and its size in *bytes; NULL past the
+ * last. The text lives as long as ck. */
+SPLASH_API const char *splash_checkpoint_file(const splash_checkpoint *ck, int32_t i, uint64_t *bytes);
 
 /* ---- model (issue 3, native/arch/ + native/api/) ---------------------------------------------------------- */
 
@@ -108,6 +124,11 @@ SPLASH_API splash_status splash_model_get_info(const splash_model *m, splash_mod
 /* The backend the model runs on ("auto" resolved) and its device: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4".
  * The text lives as long as the model. */
 SPLASH_API const char *splash_model_backend(const splash_model *m);
+/* The backend a load would run on for `backend` (SPLASH_BACKEND_*), found by creating it and letting it go, without
+ * a model: `name` gets what splash_model_backend would say; when AUTO settles for the CPU, `why` (may be NULL) gets
+ * why each GPU backend was passed over ("" when one was taken). Texts are truncated to their capacity. Fails as the
+ * load would where an explicit VULKAN or METAL cannot be had. */
+SPLASH_API splash_status splash_backend_probe(int32_t backend, char *name, int32_t name_cap, char *why, int32_t why_cap);
 
 /* Sequence-state memory, sized by the caller's memory plan: n_pages KV pages of page_tokens positions each (every
  * full-attention layer's K and V), n_slots GDN state slots (recurrent S fp32 + conv tail of every GDN layer). Ids

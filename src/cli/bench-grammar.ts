@@ -123,7 +123,7 @@ export default command({
       const ms = parseOption(name, "step-ms", floatOption(0.001, 1e6), args.stepMs);
       step = { p50: ms, mean: ms };
     }
-    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER, name);
+    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER);
     const tokenizer = await Tokenizer.load(dir);
     const ids = tokenizer.vocabSize;
     const size = args.vocabSize === undefined ? Math.ceil(ids / 128) * 128 : parseOption(name, "vocab-size", z.coerce.number().int().min(ids), args.vocabSize);

@@ -31,6 +31,20 @@ function defaultBackend(): Backend {
 }
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
+// What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
+// runsOn is what Model.info.backend would say ("cpu", "vulkan: NVIDIA H200"), or null where the load would fail;
+// why says why auto passed over each GPU, or why the load would fail.
+export type BackendProbe = { asked: Backend; runsOn: string | null; why: string };
+
+export function probeBackend(backend: Backend = defaultBackend(), lib: NativeLibrary = native()): BackendProbe {
+  const name = Buffer.alloc(256);
+  const why = Buffer.alloc(1024);
+  const text = (b: Buffer) => b.toString("utf8", 0, b.indexOf(0));
+  if (lib.splash_backend_probe(BACKEND_CODES[backend], name, name.length, why, why.length) !== 0)
+    return { asked: backend, runsOn: null, why: String(lib.splash_last_error()).replace(/^[\w.]+:\d+: /, "") };
+  return { asked: backend, runsOn: text(name), why: text(why) };
+}
+
 export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   threads?: number; // default: every core
@@ -295,7 +309,7 @@ export class Model {
 
   // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
   static async load(dir: string, options: LoadOptions = {}, lib?: NativeLibrary): Promise<Model> {
-    const l = lib ?? (await native());
+    const l = lib ?? native();
     if (process.platform === "darwin") recordMetal(metalInfo(l)); // the memory plan keeps to the GPU's working set
     const bytes = new Uint8Array(LOAD_OPTIONS.size);
     const opts = new DataView(bytes.buffer);

@@ -73,7 +73,7 @@ export class Tokenizer {
       const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "the file does not exist" : (e as Error).message;
       throw new Error(`cannot load ${path}: ${why}`);
     }
-    return Tokenizer.fromSpec(spec, await native());
+    return Tokenizer.fromSpec(spec, native());
   }
 
   // Ids of plain text; added-token strings in it are ordinary text.

@@ -49,6 +49,18 @@ describe("dist/splash", () => {
     const models = readdirSync(join(home, ".cache", "splash", "models"));
     expect(models.filter((f) => f.startsWith("splash-tiny-") && !f.endsWith(".tmp"))).toHaveLength(1);
     expect(models.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    // what `models` reports and `tokenize` reads is that extracted copy, not a path inside the binary
+    const extracted = join(home, ".cache", "splash", "models", models.find((f) => f.startsWith("splash-tiny-"))!);
+    const list = run(["models", "--json"], home);
+    const listed = JSON.parse(await new Response(list.stdout).text()) as { id: string; loadsFrom: string; files: { installed: { dir: string; complete: boolean } }[] }[];
+    expect(await list.exited).toBe(0);
+    const tiny = listed.find((m) => m.id === "splash-tiny")!;
+    expect(tiny.loadsFrom).toBe(extracted);
+    expect(tiny.files[0]!.installed).toMatchObject({ dir: extracted, complete: true });
+    const tok = Bun.spawn([join(dir, "splash"), "tokenize"], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: home }, stdin: new Blob(["def add(a, b):"]), stdout: "pipe" });
+    const ids = JSON.parse(await new Response(tok.stdout).text()) as number[];
+    expect(await tok.exited).toBe(0);
+    expect(ids.length).toBeGreaterThan(0);
   }, 120_000);
 
   test("serves the built-in page, bundled into it at build time", async () => {

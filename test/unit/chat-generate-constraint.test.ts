@@ -18,7 +18,7 @@ const dir = join(import.meta.dir, "../fixtures/tokenizers/fixture-1024");
 let tok: Tokenizer;
 let template: ChatTemplate;
 beforeAll(async () => {
-  tok = Tokenizer.fromJson(readFileSync(join(dir, "tokenizer.json"), "utf8"), await native());
+  tok = Tokenizer.fromJson(readFileSync(join(dir, "tokenizer.json"), "utf8"), native());
   template = ChatTemplate.fromSource(readFileSync(join(dir, "chat_template.jinja"), "utf8"), "chat_template.jinja");
 });
 afterAll(() => tok.free());

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Sampling } from "../../src/engine/types.ts";
 import { NativeError } from "../../src/native/errors.ts";
 import { Model, type StepInput } from "../../src/native/model.ts";
+import { readSafetensorsHeader } from "../../src/models/safetensors.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
 const DENSE = join(FIXTURES, "qwen35-dense-tiny");
@@ -85,6 +86,29 @@ describe("loading", () => {
     writeFileSync(join(dir, "config.json"), JSON.stringify(tc));
     const e = await nativeError(Model.load(dir));
     expect(e.message).toContain("model.language_model.layers.8.input_layernorm.weight");
+  });
+
+  test("weights holding NaN are refused at load, naming the tensor, at every quantization", async () => {
+    const dir = withConfig(DENSE, () => {});
+    const file = join(dir, "model.safetensors");
+    const tensor = "model.language_model.layers.3.mlp.up_proj.weight";
+    const t = readSafetensorsHeader(file);
+    const at = 8 + t.headerLength + t.tensors.get(tensor)!.begin;
+    const data = readFileSync(file);
+    data.fill(0xff, at, 8 + t.headerLength + t.tensors.get(tensor)!.end); // all-ones: NaN in BF16, F16 and F32
+    writeFileSync(file, data);
+    for (const quant of ["none", "q8", "q4"] as const) {
+      const e = await nativeError(Model.load(dir, { quant }));
+      expect(e.statusName).toBe("SPLASH_ERR_FORMAT");
+      expect(e.detail).toContain(`tensor ${tensor} in ${file}: element 0 is not a finite number`);
+    }
+    const inf = withConfig(DENSE, () => {});
+    const bytes = readFileSync(join(inf, "model.safetensors"));
+    const norm = t.tensors.get("model.language_model.norm.weight")!;
+    expect(norm.dtype).toBe("BF16");
+    bytes.writeUInt16LE(0x7f80, 8 + t.headerLength + norm.begin + 2); // +inf at element 1
+    writeFileSync(join(inf, "model.safetensors"), bytes);
+    expect((await nativeError(Model.load(inf))).detail).toContain("tensor model.language_model.norm.weight in ");
   });
 
   test("another architecture is refused as unsupported", async () => {

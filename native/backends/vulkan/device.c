@@ -101,7 +101,7 @@ static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
         if (type_rank(p.deviceType) > best_rank) best = (int)i, best_rank = type_rank(p.deviceType), vk->queue_family = family;
     }
     if (best < 0)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no usable device%s%s", n ? " (" : " found", n ? why : "");
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no usable device%s%s%s", n ? " (" : " found", n ? why : "", n ? ")" : "");
     vk->phys = devs[best];
     a->vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
     VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
