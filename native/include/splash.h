@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 8
+#define SPLASH_ABI_VERSION 9
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -86,6 +86,13 @@ typedef struct splash_load_options {
     int32_t n_threads;       /* 0 = every core */
     int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
     int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
+    /* The rows of the output head that are tokens. Checkpoints pad the head beyond the tokenizer (Qwen3.5: 248,320
+     * rows); a row that is no token is never sampled, drafted, accepted or listed among the top log-probabilities,
+     * and is left out of the distribution `logprob` is taken from. n_tokens: the tokenizer's ids are 0 … n_tokens − 1,
+     * at most vocab_size (0 = every row is a token); tokens: NULL (each of those ids is a token) or a bitmask
+     * [ceil(n_tokens / 32)], bit t set = id t is a token (tokenizers with unused ids). Copied at load. */
+    int32_t n_tokens;
+    const uint32_t *tokens;
 } splash_load_options;
 
 typedef struct splash_model_info {
@@ -124,7 +131,7 @@ SPLASH_API splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot);
 
 typedef struct splash_sampling {
     float temperature;        /* 0 = greedy (argmax) */
-    float top_p;              /* 1 = off */
+    float top_p;              /* 1 = off; 0 keeps the most likely token alone */
     int32_t top_k;            /* 0 = off */
     float min_p;              /* 0 = off; relative to the most likely token */
     float presence_penalty;   /* 0 = off; subtracted once from every token in penalty_tokens */
@@ -162,11 +169,18 @@ typedef struct splash_seq {
     int32_t n_embeds;                 /* the number of image-pad tokens in tokens[] when embeds is set */
     const int32_t *positions;         /* NULL (row j at position n_past + j) or [n_tokens][3]: M-RoPE (t, h, w)
                                          positions, as transformers' get_rope_index gives them (text: three equal) */
+    const char *error;                /* out: NULL, or why this sequence alone was refused (its sampling settings,
+                                         penalty or top-logprob buffers, or an allowed mask that leaves no token): it
+                                         was not sampled (token −1) and a verify block accepted nothing; the step
+                                         still computed its positions. The text lives in the cache until its next
+                                         step. */
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
- * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
- * one model must not overlap (they share its scratch); the call returns when the step is done. */
+ * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written: what
+ * concerns the whole step (slots, pages, tokens, sizes) fails the call; what concerns one sequence's sample refuses
+ * that sequence alone (splash_seq.error) while the others are sampled. Steps on one model must not overlap (they
+ * share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
 /* ---- vision (issue 14, native/arch/qwen3_5_vision.c, native/api/vision.c) -------------------------------------

@@ -19,6 +19,8 @@ int main(void) {
     FIELD(splash_load_options, n_threads);
     FIELD(splash_load_options, max_step_tokens);
     FIELD(splash_load_options, backend);
+    FIELD(splash_load_options, n_tokens);
+    FIELD(splash_load_options, tokens);
     END();
     BEGIN(splash_model_info);
     FIELD(splash_model_info, struct_size);
@@ -80,6 +82,7 @@ int main(void) {
     FIELD(splash_seq, embeds);
     FIELD(splash_seq, n_embeds);
     FIELD(splash_seq, positions);
+    FIELD(splash_seq, error);
     END();
     BEGIN(splash_drafter_options);
     FIELD(splash_drafter_options, struct_size);

@@ -363,7 +363,7 @@ static void test_sample(int32_t V) {
     for (int j = 0; j < ROWS; j++) {
         const splash_sampling *s = j < 2 ? &greedy : &hot;
         g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
-                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0};
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, NULL};
         c[j] = g[j];
         c[j].logits = logits + (int64_t)j * V;
         c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];

@@ -258,7 +258,7 @@ static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_to
 static figures measure(const bench *b, const char *dir, int layers) {
     figures f = {.layers = layers};
     enum { PAGE = 64 };
-    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN};
+    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN, 0, NULL};
     double t0 = now();
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);

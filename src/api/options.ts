@@ -1,6 +1,7 @@
 // What every surface shares when it turns a request into GenerationOptions: sampling settings over the server's
 // defaults, the output cap, stop strings and the abort signal.
 import type { ChatModel, GenerationOptions, ReasoningEffort, SamplingOptions } from "../chat/ir.ts";
+import { invalidRequest } from "./errors.ts";
 
 // Qwen3.5-family recommendations for thinking-mode coding; `createServer({ sampling })` overrides them.
 export const DEFAULT_SAMPLING: SamplingOptions = {
@@ -31,13 +32,16 @@ export type OptionsInput = {
   logprobs?: number;
 };
 
+// top_k as the engine takes it: −1, which llama.cpp and vLLM clients send for "off", is the engine's 0.
+export const topKOrOff = (k: number) => Math.max(0, k);
+
 export function generationOptions(model: ChatModel, input: OptionsInput, defaults: SamplingOptions, signal: AbortSignal): GenerationOptions {
   const s = input.sampling;
+  if (s.topK != null && s.topK > model.vocabSize) throw invalidRequest(`${s.topK} is more than the model's vocabulary of ${model.vocabSize} tokens`, "top_k");
   const sampling: SamplingOptions = {
     temperature: s.temperature ?? defaults.temperature,
     topP: s.topP ?? defaults.topP,
-    // Some clients send -1 for "off", as llama.cpp accepts.
-    topK: s.topK === undefined || s.topK === null ? defaults.topK : Math.max(0, s.topK),
+    topK: s.topK == null ? defaults.topK : topKOrOff(s.topK),
     minP: s.minP ?? defaults.minP,
     presencePenalty: s.presencePenalty ?? defaults.presencePenalty,
     frequencyPenalty: s.frequencyPenalty ?? defaults.frequencyPenalty,

@@ -88,6 +88,7 @@ export interface ChatModel {
   readonly id: string;
   readonly contextLength: number; // tokens, prompt + output
   readonly maxOutputTokens: number; // default and cap for one answer
+  readonly vocabSize: number; // the tokenizer's ids, 0 … vocabSize − 1 (the bound of top_k)
   readonly vision: boolean; // accepts image parts
   generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;
   // Prompt tokens the conversation renders to (Anthropic count_tokens, context-length checks).

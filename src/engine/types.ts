@@ -103,12 +103,14 @@ export class EngineOverloaded extends Error {
   }
 }
 
+// `atLeast`: promptTokens is a lower bound (the prompt was refused before it was tokenized whole).
 export class PromptTooLong extends Error {
   override name = "PromptTooLong";
   constructor(
     readonly promptTokens: number,
     readonly contextTokens: number,
+    readonly atLeast = false,
   ) {
-    super(`the prompt is ${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
+    super(`the prompt is ${atLeast ? "at least " : ""}${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
   }
 }

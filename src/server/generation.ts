@@ -15,7 +15,7 @@ export async function startGeneration(
   model: ChatModel,
   conversation: Conversation,
   options: GenerationOptions,
-  ctx: { metrics: Metrics; shape: ErrorShape; arrivedAt: number; waitMs: number },
+  ctx: { metrics: Metrics; shape: ErrorShape; arrivedAt: number; waitMs: number; conversation?: string },
 ): Promise<Generation> {
   const it = timed(model, conversation, options, ctx.metrics, ctx.arrivedAt)[Symbol.asyncIterator]();
   const first = it.next();
@@ -24,7 +24,7 @@ export async function startGeneration(
   const timer = setTimeout(() => waited.resolve(undefined), ctx.waitMs);
   const early = await Promise.race([first.then(() => undefined, (e: unknown) => ({ error: e })), waited.promise]);
   clearTimeout(timer);
-  if (early) throw toApiError(early.error, ctx.shape);
+  if (early) throw toApiError(early.error, ctx.shape, ctx.conversation);
   return {
     async *[Symbol.asyncIterator]() {
       try {

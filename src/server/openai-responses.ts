@@ -27,7 +27,7 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
         const remember = (response: object, turn: Turn) => {
           if (body.store !== false) store.put(meta.id, { response, history: [...(previous?.history ?? []), ...converted.input, turn.assistantMessage()] });
         };
-        const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt: ctx.arrivedAt(request) };
+        const timing = { metrics: ctx.metrics, shape: "openai" as const, arrivedAt: ctx.arrivedAt(request), conversation: "input" };
         if (body.stream) {
           const generation = await startGeneration(model, converted.conversation, converted.options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("responses", 200);

@@ -26,6 +26,7 @@ export class ScriptedModel implements ChatModel {
   readonly vision: boolean;
   readonly contextLength: number;
   readonly maxOutputTokens: number;
+  readonly vocabSize = 1024;
   script: Script;
   queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;
