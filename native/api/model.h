@@ -38,7 +38,8 @@ struct splash_cache {
 
 /* Checks a step's sequences against the model and cache (step.c); nothing is written. */
 splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs);
-splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s);
+/* A sequence's sampling settings, its logit bias among them (ids that are tokens of the model). */
+splash_status sp_api_check_sampling(const splash_model *m, int32_t i, const splash_sampling *s);
 /* The per-sequence checks of what a step samples (settings, buffers, masks; a verify block's masks when verify is
  * not NULL): a sequence that fails them is refused alone — seqs[i].error says why, refused[i] = 1, and its sample
  * flag is cleared so the step only computes its positions. sp_api_end_refusals restores the flags and writes token

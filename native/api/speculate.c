@@ -214,8 +214,14 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const float *logits) {
     splash_draft_seq *d = &c->drafts[i];
     int32_t token = -1;
     if (!(d->sampling.temperature > 0)) {
+        const float *z = logits;
+        if (d->sampling.n_bias > 0) { /* the argmax the target's greedy sampler takes: biased */
+            memcpy(s->z, logits, sizeof(float) * (size_t)s->n_tokens);
+            for (int32_t k = 0; k < d->sampling.n_bias; k++) s->z[d->sampling.bias_ids[k]] += d->sampling.bias[k];
+            z = s->z;
+        }
         for (int32_t t = 0; t < s->n_tokens; t++)
-            if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || logits[t] > logits[token])) token = t;
+            if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
         memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
         memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
@@ -256,7 +262,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
         for (int64_t p = 0; p < need; p++)
             if (d->pages[p] < 0 || d->pages[p] >= c->n_pages)
                 return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].pages[%lld] = %d is outside the cache", i, (long long)p, d->pages[p]);
-        splash_status st = sp_api_check_sampling(i, &d->sampling);
+        splash_status st = sp_api_check_sampling(m, i, &d->sampling);
         if (st) return st;
         for (int32_t j = 0; j < i; j++)
             if (drafts[j].slot == d->slot) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d] and [%d] both use slot %d", j, i, d->slot);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s) {
+splash_status sp_api_check_sampling(const splash_model *m, int32_t i, const splash_sampling *s) {
     if (!(s->temperature >= 0 && isfinite(s->temperature)))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.temperature %g: expected a finite value ≥ 0", i, s->temperature);
     if (!(s->top_p >= 0 && s->top_p <= 1))
@@ -24,6 +24,18 @@ splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s) {
                        s->repetition_penalty);
     if (!isfinite(s->presence_penalty) || !isfinite(s->frequency_penalty))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling: presence and frequency penalties must be finite", i);
+    if (s->n_bias < 0 || (s->n_bias > 0 && (!s->bias_ids || !s->bias)))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.n_bias %d: expected ≥ 0 with bias_ids and bias", i, s->n_bias);
+    int32_t n_tokens;
+    const uint32_t *tokens;
+    sp_qwen35_tokens(m->arch, &n_tokens, &tokens);
+    for (int32_t k = 0; k < s->n_bias; k++) {
+        int32_t t = s->bias_ids[k];
+        if (t < 0 || t >= n_tokens || (tokens && !((tokens[t >> 5] >> (t & 31)) & 1)))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.bias_ids[%d] = %d is not a token of the model", i, k, t);
+        if (!isfinite(s->bias[k]))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.bias[%d] %g: expected a finite value", i, k, s->bias[k]);
+    }
     return SPLASH_OK;
 }
 
@@ -56,7 +68,7 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
 
 /* What sequence i's sample needs; a failure refuses this sequence alone (sp_api_refuse). */
 static splash_status check_sample(const splash_model *m, int32_t i, const splash_seq *q, const splash_verify *v) {
-    splash_status st = sp_api_check_sampling(i, &q->sampling);
+    splash_status st = sp_api_check_sampling(m, i, &q->sampling);
     if (st) return st;
     if (q->n_penalty_tokens < 0 || (q->n_penalty_tokens > 0 && !q->penalty_tokens))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_penalty_tokens %d without penalty_tokens", i, q->n_penalty_tokens);

@@ -137,8 +137,10 @@ typedef struct splash_sampling {
     float presence_penalty;   /* 0 = off; subtracted once from every token in penalty_tokens */
     float frequency_penalty;  /* 0 = off; subtracted once per occurrence in penalty_tokens */
     float repetition_penalty; /* 1 = off; HF rule: logit > 0 ? logit / r : logit · r, once per distinct token */
-    uint32_t _pad;
+    int32_t n_bias;           /* logit bias (OpenAI's logit_bias): bias[k] is added to the logit of token bias_ids[k] */
     uint64_t seed;
+    const int32_t *bias_ids;  /* [n_bias] ids that are tokens (splash_load_options.tokens) */
+    const float *bias;        /* [n_bias] finite values, added after the penalties */
 } splash_sampling;
 
 /* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, K-token verify

@@ -94,6 +94,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
     uint32_t *seen = (uint32_t *)(idx + V);
     memcpy(z, r->logits, sizeof(float) * (size_t)V);
     penalize(z, r, seen, V);
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
     sp_mask_row(z, V, r->allowed, r->tokens);
     float mx = -INFINITY;
     int32_t arg = -1;

@@ -49,8 +49,10 @@ int main(void) {
     FIELD(splash_sampling, presence_penalty);
     FIELD(splash_sampling, frequency_penalty);
     FIELD(splash_sampling, repetition_penalty);
-    FIELD(splash_sampling, _pad);
+    FIELD(splash_sampling, n_bias);
     FIELD(splash_sampling, seed);
+    FIELD(splash_sampling, bias_ids);
+    FIELD(splash_sampling, bias);
     END();
     BEGIN(splash_seq);
     FIELD(splash_seq, slot);
@@ -68,8 +70,10 @@ int main(void) {
     FIELD(splash_seq, sampling.presence_penalty);
     FIELD(splash_seq, sampling.frequency_penalty);
     FIELD(splash_seq, sampling.repetition_penalty);
-    FIELD(splash_seq, sampling._pad);
+    FIELD(splash_seq, sampling.n_bias);
     FIELD(splash_seq, sampling.seed);
+    FIELD(splash_seq, sampling.bias_ids);
+    FIELD(splash_seq, sampling.bias);
     FIELD(splash_seq, penalty_tokens);
     FIELD(splash_seq, n_penalty_tokens);
     FIELD(splash_seq, n_top_logprobs);
@@ -119,8 +123,10 @@ int main(void) {
     FIELD(splash_draft_seq, sampling.presence_penalty);
     FIELD(splash_draft_seq, sampling.frequency_penalty);
     FIELD(splash_draft_seq, sampling.repetition_penalty);
-    FIELD(splash_draft_seq, sampling._pad);
+    FIELD(splash_draft_seq, sampling.n_bias);
     FIELD(splash_draft_seq, sampling.seed);
+    FIELD(splash_draft_seq, sampling.bias_ids);
+    FIELD(splash_draft_seq, sampling.bias);
     FIELD(splash_draft_seq, tokens);
     FIELD(splash_draft_seq, logits);
     END();

@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
     struct { const char *name; splash_sampling s; } cases[] = {
         {"greedy, top 5 logprobs", {.top_p = 1, .repetition_penalty = 1}},
         {"T 0.7, top_p 0.9", {.temperature = 0.7f, .top_p = 0.9f, .repetition_penalty = 1, .seed = 1}},
-        {"T 1, top_k 20, top_p 0.95, presence 1.5", {1.0f, 0.95f, 20, 0, 1.5f, 0, 1, 0, 2}},
+        {"T 1, top_k 20, top_p 0.95, presence 1.5", {.temperature = 1.0f, .top_p = 0.95f, .top_k = 20, .presence_penalty = 1.5f, .repetition_penalty = 1, .seed = 2}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double best = 1e9, best_cpu = 1e9;

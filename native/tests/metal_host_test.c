@@ -332,7 +332,7 @@ static void test_sample(int32_t V) {
     logits[V + 7] = 30;
     logits[5] = logits[9] = 40; /* a tie in row 0: the lowest id wins */
     float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
-    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42};
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
     int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];

@@ -238,7 +238,7 @@ typedef struct bench {
     bool profile;
 } bench;
 
-static const splash_sampling GREEDY = {0, 1, 0, 0, 0, 0, 1, 0, 0};
+static const splash_sampling GREEDY = {.top_p = 1, .repetition_penalty = 1};
 
 /* One step over n sequences, each with n_tokens from position n_past (slots 0..n−1, pages laid out per slot). */
 static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_tokens, int page_tokens, int pages_per_seq,

@@ -18,6 +18,8 @@ export const TopK = z.number().int().min(-1).max(2 ** 31 - 1).nullish();
 export const Seed = z.number().int().nullish(); // any safe integer: the engine's seed is it modulo 2^64
 export const MaxTokens = z.number().int().min(1).nullish();
 export const TopLogprobs = z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullish();
+// OpenAI's range; its keys are token ids, checked against the model in options.ts.
+export const LogitBiasMap = z.record(z.string(), z.number().min(-100).max(100));
 // Every stop string is matched against the output at each token: a bound on their number bounds that work.
 export const StopSequences = z.array(z.string()).max(64);
 

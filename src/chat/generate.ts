@@ -291,6 +291,7 @@ export function chatModel(parts: ChatModelParts): ChatModel {
     contextLength: parts.contextLength,
     maxOutputTokens: parts.maxOutputTokens,
     vocabSize: parts.tokenizer.vocabSize,
+    hasToken: (id) => parts.tokenizer.hasToken(id),
     vision: parts.vision !== undefined,
     generate: (conversation, options) => generateChat(parts, conversation, options),
     countTokens: (conversation) => countTokens(parts, conversation),

@@ -89,6 +89,7 @@ export interface ChatModel {
   readonly contextLength: number; // tokens, prompt + output
   readonly maxOutputTokens: number; // default and cap for one answer
   readonly vocabSize: number; // the tokenizer's ids, 0 … vocabSize − 1 (the bound of top_k)
+  hasToken(id: number): boolean; // whether a client's token id (logit_bias) names a token of the tokenizer
   readonly vision: boolean; // accepts image parts
   generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;
   // Prompt tokens the conversation renders to (Anthropic count_tokens, context-length checks).

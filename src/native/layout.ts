@@ -62,8 +62,10 @@ export const SAMPLING = struct("splash_sampling", [
   ["presence_penalty", "f32"],
   ["frequency_penalty", "f32"],
   ["repetition_penalty", "f32"],
-  ["_pad", "u32"],
+  ["n_bias", "i32"],
   ["seed", "u64"],
+  ["bias_ids", "ptr"],
+  ["bias", "ptr"],
 ]);
 
 export const SEQ = struct("splash_seq", [

@@ -177,6 +177,7 @@ function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): nu
 }
 
 function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sampling): void {
+  if (p.logitBias && p.logitBias.ids.length !== p.logitBias.values.length) throw new RangeError(`logitBias: ${p.logitBias.ids.length} ids, ${p.logitBias.values.length} values`);
   const set = (field: string, v: number | bigint) => setField(view, layout, `sampling.${field}`, v, base);
   set("temperature", p.temperature);
   set("top_p", p.topP);
@@ -186,6 +187,9 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
   set("frequency_penalty", p.frequencyPenalty);
   set("repetition_penalty", p.repetitionPenalty);
   set("seed", u64(p.seed));
+  set("n_bias", p.logitBias?.ids.length ?? 0);
+  set("bias_ids", addr(p.logitBias?.ids));
+  set("bias", addr(p.logitBias?.values));
 }
 
 // The acceptance rule alone on given distributions (spec/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,

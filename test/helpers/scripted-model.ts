@@ -27,6 +27,9 @@ export class ScriptedModel implements ChatModel {
   readonly contextLength: number;
   readonly maxOutputTokens: number;
   readonly vocabSize = 1024;
+  hasToken(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize;
+  }
   script: Script;
   queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;

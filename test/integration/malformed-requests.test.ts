@@ -87,6 +87,7 @@ const fields: [string, Surface[], unknown[]][] = [
   ["thinking", ["messages", "count_tokens"], ["x", { type: "sometimes" }, { type: "enabled", budget_tokens: 1.5 }]],
   ["system", ["messages", "count_tokens"], [5, [{ type: "text" }], [{ type: "text", text: 5 }]]],
   ["chat_template_kwargs", ["chat"], ["x", { enable_thinking: "no" }]],
+  ["logit_bias", ["chat"], ["x", [5], { abc: 1 }, { "1.5": 1 }, { "-1": 1 }, { [VOCAB]: 1 }, { 99999999999: 1 }, { 5: 101 }, { 5: -101 }, { 5: "x" }, { 5: null }]],
 ];
 const INF_FIELD_TEXT = (surface: Surface, field: string) => JSON.stringify(withField(surface, field, 12345.678)).replace("12345.678", "1e309");
 for (const [field, surfaces, values] of fields) {

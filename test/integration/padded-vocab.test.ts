@@ -78,6 +78,14 @@ describe.each(cases)("$backend, drafter $draft", ({ backend, draft }) => {
     if (draft !== "none") expect(loaded.engine.stats().speculation!.cycles).toBeGreaterThan(0);
   }, 120_000); // lavapipe
 
+  test("a logit_bias naming a padded row is a 400 naming it; one naming a token is served", async () => {
+    const padded = await send("/v1/chat/completions", { model: M, messages: user(1), max_tokens: 4, logit_bias: { [TOKENS + 6]: 5 } });
+    expect(padded.status).toBe(400);
+    expect((JSON.parse(padded.text) as { error: { param: string } }).error.param).toBe(`logit_bias.${TOKENS + 6}`);
+    const token = await send("/v1/chat/completions", { model: M, messages: user(1), max_tokens: 4, temperature: 2, logit_bias: { 7: 5 } });
+    expect(token.status).toBe(200);
+  }, 120_000);
+
   test("top_logprobs 20 on Chat Completions and Responses, streaming and not: 20 alternatives of real tokens each", async () => {
     for (const stream of [false, true]) {
       const chat = await send("/v1/chat/completions", { model: M, messages: user(9), max_tokens: 16, temperature: 2, seed: 3, logprobs: true, top_logprobs: 20, reasoning_effort: "none", stream });

@@ -192,6 +192,8 @@ describe("cache and step", () => {
       ["sampling.min_p nan", { sampling: { ...greedy, minP: NaN } }],
       ["penalties must be finite", { sampling: { ...greedy, presencePenalty: Infinity } }],
       ["allowed allows none of the model's tokens", { sampling: greedy, allowed: new Uint32Array(32) }],
+      ["bias_ids[1] = 1024 is not a token", { sampling: { ...greedy, logitBias: { ids: Int32Array.from([5, 1024]), values: Float32Array.from([1, 1]) } } }],
+      ["bias[0] nan: expected a finite value", { sampling: { ...greedy, logitBias: { ids: Int32Array.from([5]), values: Float32Array.from([NaN]) } } }],
     ];
     for (const [text, sample] of bad) {
       let err: unknown;
@@ -207,6 +209,24 @@ describe("cache and step", () => {
       expect((refused as Error).message).toContain(text);
       expect(first).toEqual(alone[0]!);
       expect(last).toEqual(alone[1]!);
+    }
+    cache.free();
+  });
+
+  test("a logit bias moves the choice and the log-probabilities it reports, greedy and sampled", () => {
+    const cache = model.createCache({ pageTokens: 16, nPages: 2, nSlots: 1 });
+    const logits = new Float32Array(V());
+    const [plain] = cache.step([{ slot: 0, nPast: 0, tokens, pages, logits, sample: { sampling: greedy } }]);
+    const target = (plain!.token + 1) % V();
+    const logitBias = { ids: Int32Array.from([target, plain!.token]), values: Float32Array.from([30, -30]) };
+    const [biased] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, logitBias }, topLogprobs: 2 } }]);
+    expect(biased!.token).toBe(target);
+    const z = Float32Array.from(logits, (x, t) => x + (t === target ? 30 : t === plain!.token ? -30 : 0));
+    const lse = Math.log(z.reduce((s, x) => s + Math.exp(x), 0));
+    expect(biased!.logprob).toBeCloseTo(z[target]! - lse, 3);
+    for (let seed = 0; seed < 8; seed++) {
+      const [out] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, temperature: 1, seed, logitBias: { ids: Int32Array.from([target]), values: Float32Array.from([100]) } } } }]);
+      expect(out!.token).toBe(target);
     }
     cache.free();
   });

@@ -107,6 +107,18 @@ describe.each(["cpu", "vulkan"] as Backend[])("on %s", (backend) => {
         expect(err).toBeInstanceOf(StepRefusals);
         expect((err as StepRefusals).message).toContain("allows none of the model's tokens");
       });
+
+      test("a logit bias naming a row that is no token refuses that sequence", () => {
+        const t = byLogit(raw[0]!).find((x) => !isToken(ids(), x))!;
+        let err: unknown;
+        try {
+          step(prompts[0]!, { sampling: { ...greedy, logitBias: { ids: Int32Array.from([t]), values: Float32Array.from([-5]) } } });
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(StepRefusals);
+        expect((err as StepRefusals).message).toContain(`bias_ids[0] = ${t} is not a token of the model`);
+      });
     });
   }
 });

@@ -3,8 +3,8 @@
  *
  * Order (each step sees the previous one's output):
  *   z = logits; repetition penalty (HF: z>0 ? z/r : z·r, once per distinct token); presence (−p once per distinct
- *   token) and frequency (−f per occurrence) penalties (OpenAI); ids outside the allowed mask or the model's token
- *   mask (unused tokenizer ids) → −inf.
+ *   token) and frequency (−f per occurrence) penalties (OpenAI); the logit bias (OpenAI) added; ids outside the
+ *   allowed mask or the model's token mask (unused tokenizer ids) → −inf.
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
  *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
@@ -123,6 +123,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     double *bins = (double *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
     memcpy(z, job->logits, sizeof(float) * (size_t)V);
     apply_penalties(z, job, seen, V);
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
     sp_mask_row(z, V, job->allowed, job->tokens);
     int32_t arg = 0;
     float mx = z[0];

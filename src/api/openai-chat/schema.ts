@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: the request as OpenAI documents it, and what Splash reads of it.
 import { z } from "zod";
 import { EFFORTS } from "../options.ts";
-import { JsonObject, MaxTokens, Penalty, Probability, RepetitionPenalty, Seed, StopSequences, Temperature, TopK, TopLogprobs } from "../schema-common.ts";
+import { JsonObject, LogitBiasMap, MaxTokens, Penalty, Probability, RepetitionPenalty, Seed, StopSequences, Temperature, TopK, TopLogprobs } from "../schema-common.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
 const ImageUrlPart = z.object({
@@ -80,6 +80,7 @@ export const ChatRequest = z.object({
   presence_penalty: Penalty,
   frequency_penalty: Penalty,
   repetition_penalty: RepetitionPenalty,
+  logit_bias: LogitBiasMap.nullish(),
   seed: Seed,
   logprobs: z.boolean().nullish(),
   top_logprobs: TopLogprobs,
