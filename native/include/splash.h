@@ -161,9 +161,11 @@ typedef struct splash_seq {
     const uint32_t *allowed;          /* NULL or bitmask [ceil(vocab/32)] for the sampled position */
     float *logits;                    /* NULL or out [n_logits][vocab]: raw logits, before penalties */
     int32_t token;                    /* out: the sampled token */
-    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties and the
-                                         allowed mask), before temperature and top-k/top-p/min-p */
-    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob` */
+    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties, the bias,
+                                         the allowed mask and the model's tokens), before temperature and
+                                         top-k/top-p/min-p */
+    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob`; ids
+                                         that could not be chosen are not listed: −1 fills what they leave */
     float *top_logprobs;              /* out [n_top_logprobs] */
     /* images (splash_vision_encode); NULL for text */
     const float *embeds;              /* NULL or [n_embeds][hidden_size]: the input rows of this step's image-pad tokens

@@ -148,8 +148,8 @@ export type StepInput = {
   positions?: Int32Array;
 };
 
-// Log-probabilities are log_softmax of the logits after penalties and the allowed mask, before temperature and
-// top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
+// Log-probabilities are log_softmax of the logits after penalties, the bias and the masks (allowed, the model's
+// tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
 // mask leaves fewer).
 export type SampledToken = {
   token: number;
