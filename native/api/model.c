@@ -81,7 +81,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     if (!out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: out is NULL");
     *out = NULL;
     if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: dir is NULL");
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO};
+    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO, 0, NULL};
     if (opts) {
         if (opts->struct_size < sizeof o)
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_load_options.struct_size %u < %zu: rebuild the binding",
@@ -104,6 +104,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     splash_status st = sp_threadpool_create(n, &m->pool);
     if (!st) st = make_backend(&m->be, m->pool, n, &m->op_status, o.backend, NULL, 0);
     if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
+    if (!st) st = sp_qwen35_set_tokens(m->arch, o.n_tokens, o.tokens);
     if (!st) st = sp_qwen35_vision_load(dir, m->pool, n, &m->vision);
     if (st) {
         splash_model_free(m);

@@ -75,6 +75,8 @@ typedef struct sp_sample_job {
     float *top_logprobs;            /* out [n_top] */
     int32_t token;                  /* out */
     float logprob;                  /* out: log-probability of `token` (see splash_seq) */
+    const uint32_t *tokens;         /* NULL or bitmask: the ids below `vocab` that are tokens (the rest are never
+                                       chosen nor listed) */
 } sp_sample_job;
 
 /* Scratch sample() needs per worker thread, in bytes. */
@@ -186,8 +188,9 @@ struct sp_backend {
     void (*add_rows)(const sp_backend *be, float *y, const float *b, int64_t n, int64_t d);
 
     /* ---- sampling ---- */
-    /* Samples every job (in parallel over jobs). scratch: n_threads regions of sp_sample_scratch_bytes each.
-     * Fails only when a job's allowed mask excludes every token. */
+    /* Samples every job (in parallel over jobs) from the first `vocab` entries of its row: the rows past them are
+     * the output head's padding. scratch: n_threads regions of sp_sample_scratch_bytes each. Fails only when a job's
+     * masks exclude every token. */
     splash_status (*sample)(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread);
 };

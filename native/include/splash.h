@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 9
+#define SPLASH_ABI_VERSION 10
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -102,6 +102,13 @@ typedef struct splash_load_options {
     int32_t n_threads;       /* 0 = every core */
     int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
     int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
+    /* The rows of the output head that are tokens. Checkpoints pad the head beyond the tokenizer (Qwen3.5: 248,320
+     * rows); a row that is no token is never sampled, drafted, accepted or listed among the top log-probabilities,
+     * and is left out of the distribution `logprob` is taken from. n_tokens: the tokenizer's ids are 0 … n_tokens − 1,
+     * at most vocab_size (0 = every row is a token); tokens: NULL (each of those ids is a token) or a bitmask
+     * [ceil(n_tokens / 32)], bit t set = id t is a token (tokenizers with unused ids). Copied at load. */
+    int32_t n_tokens;
+    const uint32_t *tokens;
 } splash_load_options;
 
 typedef struct splash_model_info {
@@ -145,14 +152,16 @@ SPLASH_API splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot);
 
 typedef struct splash_sampling {
     float temperature;        /* 0 = greedy (argmax) */
-    float top_p;              /* 1 = off */
+    float top_p;              /* 1 = off; 0 keeps the most likely token alone */
     int32_t top_k;            /* 0 = off */
     float min_p;              /* 0 = off; relative to the most likely token */
     float presence_penalty;   /* 0 = off; subtracted once from every token in penalty_tokens */
     float frequency_penalty;  /* 0 = off; subtracted once per occurrence in penalty_tokens */
     float repetition_penalty; /* 1 = off; HF rule: logit > 0 ? logit / r : logit · r, once per distinct token */
-    uint32_t _pad;
+    int32_t n_bias;           /* logit bias (OpenAI's logit_bias): bias[k] is added to the logit of token bias_ids[k] */
     uint64_t seed;
+    const int32_t *bias_ids;  /* [n_bias] ids that are tokens (splash_load_options.tokens) */
+    const float *bias;        /* [n_bias] finite values, added after the penalties */
 } splash_sampling;
 
 /* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, K-token verify
@@ -173,9 +182,11 @@ typedef struct splash_seq {
     const uint32_t *allowed;          /* NULL or bitmask [ceil(vocab/32)] for the sampled position */
     float *logits;                    /* NULL or out [n_logits][vocab]: raw logits, before penalties */
     int32_t token;                    /* out: the sampled token */
-    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties and the
-                                         allowed mask), before temperature and top-k/top-p/min-p */
-    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob` */
+    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties, the bias,
+                                         the allowed mask and the model's tokens), before temperature and
+                                         top-k/top-p/min-p */
+    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob`; ids
+                                         that could not be chosen are not listed: −1 fills what they leave */
     float *top_logprobs;              /* out [n_top_logprobs] */
     /* images (splash_vision_encode); NULL for text */
     const float *embeds;              /* NULL or [n_embeds][hidden_size]: the input rows of this step's image-pad tokens
@@ -183,11 +194,18 @@ typedef struct splash_seq {
     int32_t n_embeds;                 /* the number of image-pad tokens in tokens[] when embeds is set */
     const int32_t *positions;         /* NULL (row j at position n_past + j) or [n_tokens][3]: M-RoPE (t, h, w)
                                          positions, as transformers' get_rope_index gives them (text: three equal) */
+    const char *error;                /* out: NULL, or why this sequence alone was refused (its sampling settings,
+                                         penalty or top-logprob buffers, or an allowed mask that leaves no token): it
+                                         was not sampled (token −1) and a verify block accepted nothing; the step
+                                         still computed its positions. The text lives in the cache until its next
+                                         step. */
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
- * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
- * one model must not overlap (they share its scratch); the call returns when the step is done. */
+ * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written: what
+ * concerns the whole step (slots, pages, tokens, sizes) fails the call; what concerns one sequence's sample refuses
+ * that sequence alone (splash_seq.error) while the others are sampled. Steps on one model must not overlap (they
+ * share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
 /* ---- vision (issue 14, native/arch/qwen3_5_vision.c, native/api/vision.c) -------------------------------------

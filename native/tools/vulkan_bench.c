@@ -238,7 +238,7 @@ typedef struct bench {
     bool profile;
 } bench;
 
-static const splash_sampling GREEDY = {0, 1, 0, 0, 0, 0, 1, 0, 0};
+static const splash_sampling GREEDY = {.top_p = 1, .repetition_penalty = 1};
 
 /* One step over n sequences, each with n_tokens from position n_past (slots 0..n−1, pages laid out per slot). */
 static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_tokens, int page_tokens, int pages_per_seq,
@@ -258,7 +258,7 @@ static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_to
 static figures measure(const bench *b, const char *dir, int layers) {
     figures f = {.layers = layers};
     enum { PAGE = 64 };
-    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN};
+    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN, 0, NULL};
     double t0 = now();
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);

@@ -20,6 +20,8 @@ import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
+import { topKOrOff } from "../api/options.ts";
+import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../api/schema-common.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import type { Quant } from "./spec.ts";
@@ -45,14 +47,15 @@ export type LoadedModel = {
   close(): Promise<void>;
 };
 
-// The sampling fields of generation_config.json that map onto ours; anything else in the file is ignored.
+// The sampling fields of generation_config.json that map onto ours, within the bounds a request's own are held to
+// (they become every request's defaults); anything else in the file is ignored.
 const GenerationConfig = z.object({
-  temperature: z.number().min(0).optional(),
-  top_p: z.number().gt(0).max(1).optional(),
-  top_k: z.number().int().min(0).optional(),
-  min_p: z.number().min(0).max(1).optional(),
-  repetition_penalty: z.number().gt(0).optional(),
-  presence_penalty: z.number().optional(),
+  temperature: Temperature(2),
+  top_p: Probability,
+  top_k: TopK,
+  min_p: Probability,
+  repetition_penalty: RepetitionPenalty,
+  presence_penalty: Penalty,
 });
 
 function recommendedSampling(dir: string): Partial<SamplingOptions> {
@@ -65,12 +68,12 @@ function recommendedSampling(dir: string): Partial<SamplingOptions> {
   }
   const g = parsed.data;
   const out: Partial<SamplingOptions> = {};
-  if (g.temperature !== undefined) out.temperature = g.temperature;
-  if (g.top_p !== undefined) out.topP = g.top_p;
-  if (g.top_k !== undefined) out.topK = g.top_k;
-  if (g.min_p !== undefined) out.minP = g.min_p;
-  if (g.repetition_penalty !== undefined) out.repetitionPenalty = g.repetition_penalty;
-  if (g.presence_penalty !== undefined) out.presencePenalty = g.presence_penalty;
+  if (g.temperature != null) out.temperature = g.temperature;
+  if (g.top_p != null) out.topP = g.top_p;
+  if (g.top_k != null) out.topK = topKOrOff(g.top_k);
+  if (g.min_p != null) out.minP = g.min_p;
+  if (g.repetition_penalty != null) out.repetitionPenalty = g.repetition_penalty;
+  if (g.presence_penalty != null) out.presencePenalty = g.presence_penalty;
   return out;
 }
 
@@ -81,7 +84,15 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   const quant: Quant = resolved.packed ?? options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
   const started = performance.now();
   log.info(`loading ${resolved.id} from ${resolved.dir}${resolved.packed ? ` (imported at ${quant})` : quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
-  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, ...(options.backend ? { backend: options.backend } : {}) })]);
+  // The tokenizer first: the model samples only ids that are tokens (checkpoints pad the output head).
+  const tokenizer = await Tokenizer.load(resolved.dir);
+  let model: Model;
+  try {
+    model = await Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, tokens: tokenizer.tokenIds(), ...(options.backend ? { backend: options.backend } : {}) });
+  } catch (e) {
+    tokenizer.free();
+    throw e;
+  }
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
@@ -95,9 +106,6 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       }
     }
     const template = ChatTemplate.load(resolved.dir);
-    if (tokenizer.vocabSize > model.info.vocabSize) {
-      throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
-    }
     const engine = createEngine(nativeStepModel(model), { kvBudget: options.kvBudget, cacheSalt: `${resolved.id}:${quant}` });
     const spec = resolved.spec;
     const vision = VisionEncoder.open(model, resolved.dir, options.vision);

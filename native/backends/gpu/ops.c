@@ -473,12 +473,13 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
 
 /* ---- sampling ---- */
 
-/* Greedy rows without penalties, mask or top logprobs need only (argmax, max, Σ exp) — computed on the device, so
- * 12 bytes come back instead of the row. Every other row is read back and sampled by the CPU backend's sampler. */
+/* Greedy rows without penalties, a bias, masks or top logprobs need only (argmax, max, Σ exp) over the first `vocab` entries
+ * — computed on the device, so 12 bytes come back instead of the row. Every other row is read back and sampled by
+ * the CPU backend's sampler. */
 static bool greedy_plain(const sp_sample_job *j) {
     const splash_sampling *s = j->params;
     return s->temperature == 0 && s->repetition_penalty == 1.0f && s->presence_penalty == 0 && s->frequency_penalty == 0 &&
-           !j->allowed && j->n_top == 0;
+           s->n_bias == 0 && !j->allowed && !j->tokens && j->n_top == 0;
 }
 
 static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
