@@ -148,9 +148,9 @@ int main(int argc, char **argv) {
                 if (n <= 4) {
                     uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
                     for (int a = 0; a < 3; a++)
-                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_gpu_mm_launch){wgs[a], rows[b], 0};
+                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_gpu_mm_launch){wgs[a], rows[b], 0, false};
                 } else {
-                    for (int k = 0; k < SP_GPU_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){0, 0, k};
+                    for (int k = 0; k < SP_GPU_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){0, 0, k, false};
                 }
                 double best = 1e30;
                 int best_l = 0;

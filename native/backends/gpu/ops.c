@@ -13,6 +13,9 @@
 #include <string.h>
 
 enum { GEMV_MAX_N = 4, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, GDN_COLS = 32, MOE_TILE = GEMV_MAX_N };
+/* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
+ * (decode and verify blocks keep the split scalar kernel) */
+enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
 
 static bool fail(sp_gpu *gpu, splash_status st, const char *msg) { return sp_gpu_fail(gpu, st, "%s", msg); }
 
@@ -74,16 +77,57 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
                         &write, 1, NULL);
         return;
     }
-    int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
-    const sp_gpu_tile *t = &sp_gpu_tiles[tile];
     struct {
         uint64_t w, x, y;
         uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
     } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows};
-    uint32_t groups[3] = {div_up((uint64_t)W->rows, (uint64_t)t->bm), div_up((uint64_t)n, (uint64_t)t->bn), 1};
-    uint32_t wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
-    sp_gpu_dispatch(gpu, "gemm", (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile), (uint32_t[4]){wg, 0, 0, 0}, &p,
-                    sizeof p, groups, reads, 2, &write, 1, NULL);
+    /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
+    bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
+    if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "no cooperative-matrix GEMM for these weights on this device");
+        return;
+    }
+    uint32_t groups[3] = {0, 0, 1}, wg;
+    sp_gpu_kernel_id k;
+    if (coop) {
+        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
+        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
+        if (bytes16 > gpu->x16_bytes) {
+            sp_gpu_sync(gpu);
+            if (gpu->x16) sp_gpu_free(be, gpu->x16);
+            gpu->x16_bytes = bytes16 * 2;
+            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
+            if (!gpu->x16) {
+                gpu->x16_bytes = 0;
+                fail(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
+                return;
+            }
+        }
+        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+        p.y = r16.lo;
+        p.y_stride = (uint32_t)stride16;
+        uint32_t hg[3];
+        sp_gpu_grid(div_up(bytes16 / 16, 256), hg);
+        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
+                        &r16, 1, NULL);
+        p.x = r16.lo;
+        p.y = ya;
+        p.x_stride = (uint32_t)stride16;
+        p.y_stride = (uint32_t)W->rows;
+        reads[1] = r16;
+        int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
+        const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
+        groups[0] = div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
+    } else {
+        int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
+        const sp_gpu_tile *t = &sp_gpu_tiles[tile];
+        groups[0] = div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
+    }
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &write, 1, NULL);
 }
 
 static void gpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
@@ -253,6 +297,10 @@ static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) 
     return gpu->part;
 }
 
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t head_dim, int64_t n) {
+    return !g->no_coopmat && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+}
+
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
                           int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
     sp_gpu *gpu = sp_gpu_of(be);
@@ -260,6 +308,15 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     sp_gpu_range pages;
     if (!attn_base(gpu, kv, n_past, n, head_dim, &p, &pages)) return;
     uint32_t G = (uint32_t)(n_heads / n_kv_heads);
+    uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    if (sp_gpu_flash_attention(gpu, head_dim, n)) {
+        sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages}, w = sp_gpu_span(gpu, out, qbytes);
+        p.src = r[0].lo, p.dst = w.lo, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads, p.scale = scale;
+        sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, 0, 0, 0},
+                        &p, sizeof p, (uint32_t[3]){(uint32_t)n_kv_heads, div_up((uint64_t)n * G, FLASH_VECTORS), 1}, r, 3, &w, 1,
+                        NULL);
+        return;
+    }
     p.hb = G <= ATTN_QV ? G : ATTN_QV;
     p.rt = G <= ATTN_QV ? ATTN_QV / G : 1;
     p.heads = (uint32_t)n_heads;
@@ -278,7 +335,6 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         splits = div_up(keys, len);
     }
     p.n_splits = splits;
-    uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
     sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages};
     sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
     p.src = r[0].lo;
@@ -579,7 +635,6 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->attention = gpu_attention;
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
-    be->gdn_chunked = gpu_gdn;
     be->moe_route = gpu_moe_route;
     be->moe_experts = gpu_moe_experts;
     be->sample = gpu_sample;

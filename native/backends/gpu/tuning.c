@@ -71,3 +71,15 @@ int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
     }
     return n <= 16 ? 1 : 0;
 }
+
+/* Measured for this shape if tuned, else the largest tile that n rows fill: 128 rows of x per workgroup from 128 up
+ * (prefill chunks), 64 below, and 64 weight rows per workgroup for matrices of few rows, which would otherwise leave
+ * most of the GPU idle (the index order of kernels/generate.ts' DEFAULT_COOP_TILES). */
+int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
+    for (int i = 0; g->measured && i < sp_gpu_gemm_coop_tuning_count; i++) {
+        const sp_gpu_gemm_tuning *t = &sp_gpu_gemm_coop_tunings[i];
+        if (same_shape(t->type, t->rows, t->cols, W) && t->tile >= 0) return t->tile;
+    }
+    if (W->rows < 1024) return 3;
+    return n >= 128 ? 0 : 2;
+}
