@@ -56,7 +56,11 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
 // The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
 const COOP_TYPES: readonly WeightType[] = WEIGHT_TYPES.filter((t) => t !== "f32");
-export const DEFAULT_GEMV = { workgroup: 64, rowsPerWorkgroup: 2 };
+// GEMV launches by batch bucket (x rows: 1, ≤ 4, ≤ 16 — matmul.comp's NMAX variants); a tuning entry overrides.
+export const GEMV_BATCHES = [1, 4, 16] as const;
+// matmul.comp's MAX_ROWS per bucket (dense): the accumulators one invocation carries.
+export const GEMV_MAX_ROWS = [8, 4, 2] as const;
+export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2] };
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
 
 export const Tuning = z
@@ -70,10 +74,18 @@ export const Tuning = z
             type: z.enum(WEIGHT_TYPES),
             rows: z.number().int().positive(),
             cols: z.number().int().positive(),
+            // the batch bucket it was measured for (NMAX of matmul.comp: 1, 4 or 16 x rows)
+            batch: z.union([z.literal(1), z.literal(4), z.literal(16)]).default(1),
             workgroup: z.union([z.literal(32), z.literal(64), z.literal(128)]),
-            rowsPerWorkgroup: z.number().int().min(1).max(4),
+            // row groups per workgroup (each of workgroup / groups ≥ 32 invocations) and rows per group
+            groups: z.union([z.literal(1), z.literal(2), z.literal(4)]).default(1),
+            rowsPerGroup: z.number().int().min(1).max(8),
           })
-          .strict(),
+          .strict()
+          .refine((g) => g.rowsPerGroup <= GEMV_MAX_ROWS[GEMV_BATCHES.indexOf(g.batch)]!, {
+            message: "rowsPerGroup above matmul.comp's MAX_ROWS for the batch (8, 4, 2 for 1, 4, 16 rows)",
+          })
+          .refine((g) => g.workgroup / g.groups >= 32, { message: "row groups of fewer than 32 invocations" }),
       )
       .default([]),
     gemm: z.array(z.object({ type: z.enum(WEIGHT_TYPES), rows: z.number().int(), cols: z.number().int(), tile: Tile }).strict()).default([]),
@@ -107,9 +119,10 @@ export function tunings(): Map<string, Tuning> {
 function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   const v: Variant[] = [];
   WEIGHT_TYPES.forEach((t, wt) => {
-    for (const nmax of [1, 4]) {
+    for (const nmax of GEMV_BATCHES) {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
     }
@@ -248,7 +261,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "",
     "/* Launch parameters measured per (weight type, rows, cols) on Vulkan GPUs (models/<id>/vulkan.json); anything else",
     " * uses the defaults. */",
-    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int workgroup, rows_per_workgroup; } sp_gpu_gemv_tuning;",
+    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int batch, workgroup, groups, rows_per_group; } sp_gpu_gemv_tuning;",
     "typedef struct sp_gpu_gemm_tuning { int type; int64_t rows, cols; int tile; } sp_gpu_gemm_tuning;",
     "extern const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[];",
     "extern const int sp_gpu_gemv_tuning_count;",
@@ -256,8 +269,10 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const int sp_gpu_gemm_tuning_count;",
     "extern const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[]; /* tile: index into sp_gpu_coop_tiles */",
     "extern const int sp_gpu_gemm_coop_tuning_count;",
-    `#define SP_GPU_DEFAULT_GEMV_WORKGROUP ${DEFAULT_GEMV.workgroup}`,
-    `#define SP_GPU_DEFAULT_GEMV_ROWS ${DEFAULT_GEMV.rowsPerWorkgroup}`,
+    `#define SP_GPU_GEMV_BATCHES ${GEMV_BATCHES.length}`,
+    "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
+    "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
+    "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3]; /* workgroup, groups, rows per group */",
     `#define SP_GPU_DEFAULT_ATTENTION_WORKGROUPS ${DEFAULT_ATTENTION_WORKGROUPS}`,
     "/* ATTEND workgroups a split decode aims for on a measured GPU: the largest any model's tuning measured. */",
     `#define SP_GPU_MEASURED_ATTENTION_WORKGROUPS ${Math.max(DEFAULT_ATTENTION_WORKGROUPS, ...[...all.values()].map((t) => t.attentionWorkgroups))}`,
@@ -276,6 +291,11 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
     "",
   );
+  c.push(`const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES] = {${GEMV_BATCHES.join(", ")}};`);
+  c.push(
+    `const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3] = {${GEMV_BATCHES.map((_, i) => `{${DEFAULT_GEMV.workgroup[i]}, ${DEFAULT_GEMV.groups[i]}, ${DEFAULT_GEMV.rowsPerGroup[i]}}`).join(", ")}};`,
+    "",
+  );
   const gemv: string[] = [];
   const gemm: string[] = [];
   const gemmCoop: string[] = [];
@@ -283,12 +303,12 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     for (const g of t.gemmCoopmat)
       gemmCoop.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${coop.findIndex((x) => coopName(x) === coopName(g.tile))}}, /* ${id} */`);
     for (const g of t.gemv)
-      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.workgroup}, ${g.rowsPerWorkgroup}}, /* ${id} */`);
+      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.batch}, ${g.workgroup}, ${g.groups}, ${g.rowsPerGroup}}, /* ${id} */`);
     for (const g of t.gemm)
       gemm.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${tiles.findIndex((x) => tileName(x) === tileName(g.tile))}}, /* ${id} */`);
   }
   // C forbids empty initializers: a zero row that no shape matches keeps each table valid
-  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0},", "};");
+  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemv_tuning_count = ${gemv.length};`);
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`);

@@ -170,7 +170,7 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
     for (int tile = 0; tile < SP_GPU_COOP_TILE_COUNT; tile++) {
         gpu.clear(&gpu, dy, sizeof(float) * (uint64_t)(n * rows));
         double t0 = now();
-        sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &(sp_gpu_mm_launch){0, 0, tile, true});
+        sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &(sp_gpu_mm_launch){.tile = tile, .coopmat = true});
         float *got = from_gpu(dy, n * rows);
         double ms = (now() - t0) * 1e3;
         if (tile == 0) /* the reference, once: exact over the dequantized weights, in double */

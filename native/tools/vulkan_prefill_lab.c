@@ -152,8 +152,8 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
             sp_gpu_mm_launch launches[SP_GPU_COOP_TILE_COUNT + 1];
             int nl = 0;
             if (!g->no_coopmat)
-                for (int k = 0; k < SP_GPU_COOP_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){0, 0, k, true};
-            launches[nl++] = (sp_gpu_mm_launch){0, 0, sp_gpu_gemm_tile(g, &W, n), false};
+                for (int k = 0; k < SP_GPU_COOP_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k, .coopmat = true};
+            launches[nl++] = (sp_gpu_mm_launch){.tile = sp_gpu_gemm_tile(g, &W, n)};
             double flops = 2.0 * (double)m->rows * (double)m->cols * (double)n, best = 1e30;
             int best_l = -1;
             for (int l = 0; l < nl; l++) {

@@ -259,10 +259,21 @@ void sp_gpu_pipelines_free(sp_gpu *g);
 void sp_gpu_grid(uint64_t n, uint32_t groups[3]);
 
 /* ---- tuning.c ---- */
+/* A matmul launch: the GEMV (n ≤ 16) as `groups` row groups of `workgroup` / `groups` invocations with `rows` rows
+ * each, or, with workgroup 0, the GEMM tile: an index into sp_gpu_coop_tiles when coopmat, else into sp_gpu_tiles. */
+typedef struct sp_gpu_mm_launch {
+    uint32_t workgroup, groups, rows;
+    int tile;
+    bool coopmat;
+} sp_gpu_mm_launch;
+/* The GEMV launch for W in a batch bucket: the tuning file's entry, else a measured one, else the defaults. */
+sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket);
 /* Reads the tuning file the environment variable `env` names, when set (the defaults apply either way). */
 splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env);
-/* GEMV workgroup size and rows per workgroup for W: the file's entry, else a measured one, else the defaults. */
-void sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, uint32_t *wg, uint32_t *rows);
+/* The GEMV batch bucket (index into sp_gpu_gemv_batch: matmul.comp's NMAX variants) of n x rows (n ≤ 16). */
+int sp_gpu_gemv_bucket(int64_t n);
+/* The most rows per row group the bucket's kernel carries with `mats` matrices (2: MoE gate and up together). */
+int sp_gpu_gemv_max_rows(int bucket, int mats);
 /* The GEMM tile (index into sp_gpu_tiles) for n rows of x. */
 int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
 /* The cooperative-matrix GEMM tile (index into sp_gpu_coop_tiles) for n rows of x. */
@@ -270,14 +281,7 @@ int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
 
 /* ---- ops.c ---- */
 void sp_gpu_ops_install(sp_backend *be);
-/* matmul with a chosen launch (the lab measures each): GEMV workgroup size and rows per workgroup (n ≤ 4), or the
- * GEMM tile: an index into sp_gpu_coop_tiles when coopmat, else into sp_gpu_tiles. NULL: the tuned or default choice,
- * as the op makes it. */
-typedef struct sp_gpu_mm_launch {
-    uint32_t workgroup, rows;
-    int tile;
-    bool coopmat;
-} sp_gpu_mm_launch;
+/* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
 /* Whether attention of n rows with this head dim runs on the matrix units (flash_attention_coopmat.comp, f16

@@ -114,6 +114,7 @@ typedef struct sp_vk {
     int32_t cur;             /* command buffer being recorded, −1 = none */
     int32_t next;
     VkPipeline bound;
+    bool indirect_stale;          /* a barrier since the last one that reached the indirect-argument stage */
 
     /* profiling (SPLASH_VULKAN_PROFILE=1: table at exit; 2: also after every finish) */
     int profile;
