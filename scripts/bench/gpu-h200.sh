@@ -26,36 +26,9 @@ BUDGET=${SPLASH_GPU_BUDGET:-470}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
-stage "Vulkan loader"
-if [ -d .gl ] && ls .gl/*.deb >/dev/null 2>&1 && [ "$SMOKE" != 1 ]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
-if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && \
-   ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export VK_ICD_FILENAMES=$VK_DRIVER_FILES
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-fi
-ldconfig -p | grep -m1 libvulkan.so.1 || echo "no libvulkan.so.1 (carry .gl)"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null
-
-stage "build (gcc, $(nproc) cores)"
-if [ ! -f build/gen/vulkan_kernels.c ]; then echo "build/gen/vulkan_kernels.c missing: run bun scripts/build/native.ts here and carry build/gen"; exit 1; fi
-rm -rf "$B"; mkdir -p "$B/obj"
-CC=${CC:-cc}
-CFLAGS="-std=c11 -O3 -DNDEBUG -fPIC -pthread -fvisibility=hidden -w -D_GNU_SOURCE -DSPLASH_BUILD -DSPLASH_HAVE_VULKAN \
- -DSPLASH_VERSION_STRING=\"gpu-bench\" -Inative/include -Inative -Ibuild/gen"
-export CC CFLAGS B
-{ find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
-    -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
-  xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
-      *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
-      $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
-for p in tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench; do
-  $CC $CFLAGS -o "$B/$(basename $p)" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"
-done
-ls "$B"/vulkan_* || exit 1
+. scripts/bench/gpu-common.sh
+gpu_loader
+gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench
 
 if [ "$SMOKE" = 1 ]; then
   RUNS="tiny:q4 tiny-moe:q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"

@@ -24,28 +24,9 @@ STAGES=" ${SPLASH_PREFILL_STAGES:-ops torch lab bench} "
 want() { [[ "$STAGES" == *" $1 "* ]]; }
 stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
-stage "Vulkan loader"
-if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json VK_ICD_FILENAMES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null
-
-stage "build (gcc, $(nproc) cores)"
-[ -f build/gen/vulkan_kernels.c ] || { echo "build/gen missing: run bun scripts/build/native.ts here and carry build/gen"; exit 1; }
-rm -rf "$B"; mkdir -p "$B/obj"
-CC=${CC:-cc}
-CFLAGS="-std=c11 -O3 -DNDEBUG -fPIC -pthread -fvisibility=hidden -w -D_GNU_SOURCE -DSPLASH_BUILD -DSPLASH_HAVE_VULKAN \
- -DSPLASH_VERSION_STRING=\"gpu-bench\" -Inative/include -Inative -Ibuild/gen"
-export CC CFLAGS B
-{ find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
-    -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
-  xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
-      *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
-      $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
-for p in tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench; do
-  $CC $CFLAGS -o "$B/$(basename $p)" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"
-done
-ls "$B"/vulkan_* || exit 1
+. scripts/bench/gpu-common.sh
+gpu_loader
+gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench
 
 if [ "$SMOKE" = 1 ]; then
   OPS="--quick"; MODELS="tiny"; LAB="--n 40 --context 200 --reps 2"; BENCH="--shape tiny --context 128,256 --chunk 32 --steps 2"
