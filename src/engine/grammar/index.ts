@@ -9,6 +9,7 @@
 // Grammars are compiled once per (vocabulary, grammar text) and cached; the grammar text is the canonical form of
 // the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
 import type { TokenConstraint } from "../types.ts";
+import { Bounds, BoundsTable, type BoundsPlan } from "./bounds.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
 import { ThinkText } from "./think-text.ts";
 import { grammarKind, planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
@@ -28,9 +29,10 @@ const TOOL_TAGS = ["<tool_call>", "</tool_call>"];
 export type SequenceConstraint = TokenConstraint & { release(): void };
 
 export class StructuredOutput {
-  private readonly cache = new Map<string, Promise<PreparedGrammar>>();
+  private readonly cache = new Map<string, Promise<CompiledGrammar>>();
   private readonly plans = new Map<string, GrammarPlan | null>();
   private thinkText: ThinkText | undefined;
+  private boundsTable: BoundsTable | undefined;
 
   private constructor(
     private readonly xg: XgrammarVocab,
@@ -58,20 +60,23 @@ export class StructuredOutput {
       if (this.plans.size > CACHE_ENTRIES) this.plans.delete(this.plans.keys().next().value!);
     }
     if (!plan) return null;
+    // Requests that differ only in their counts share the compiled grammar.
     const key = `${this.xg.vocab.id}\n${plan.ebnf}`;
     let entry = this.cache.get(key);
     if (entry) this.cache.delete(key);
     else {
-      entry = this.xg.compile(plan.ebnf).then((compiled) => new PreparedGrammar(this.xg, compiled, plan.kind, plan.ebnf, this.policy(plan.kind)));
+      entry = this.xg.compile(plan.ebnf);
       entry.catch(() => this.cache.delete(key));
     }
     this.cache.set(key, entry);
     while (this.cache.size > CACHE_ENTRIES) {
       const [oldest, evicted] = this.cache.entries().next().value!;
       this.cache.delete(oldest);
+      // Matchers made from it keep what they need (xgrammar shares it with them).
       evicted.then((g) => g.dispose(), () => {});
     }
-    return entry;
+    const bounds = plan.bounds && { plan: plan.bounds, table: (this.boundsTable ??= new BoundsTable(this.utf8.bytes)) };
+    return new PreparedGrammar(this.xg, await entry, plan.kind, plan.ebnf, this.policy(plan.kind), bounds);
   }
 
   private policy(kind: GrammarKind): MaskPolicy {
@@ -108,21 +113,19 @@ export class LazyStructuredOutput {
 export class PreparedGrammar {
   constructor(
     private readonly xg: XgrammarVocab,
-    private readonly compiled: CompiledGrammar,
+    readonly compiled: CompiledGrammar, // shared by every request with the same grammar text
     readonly kind: GrammarKind,
     readonly ebnf: string,
     private readonly policy: MaskPolicy,
+    private readonly bounds: { plan: BoundsPlan; table: BoundsTable } | null,
   ) {}
 
   // A fresh constraint for one sequence. With `thinking` (the prompt ends inside <think>), the reasoning up to the
   // </think> token is free (constraint.ts ThinkingConstraint) and the grammar applies after it.
   async start(options: { thinking: boolean }): Promise<SequenceConstraint> {
     const text = options.thinking ? this.policy.thinkText() : undefined;
-    const inner = new GrammarConstraint(await this.xg.matcher(this.compiled), this.policy);
+    const bounds = this.bounds && new Bounds(this.bounds.plan, this.bounds.table);
+    const inner = new GrammarConstraint(await this.xg.matcher(this.compiled), this.policy, bounds);
     return text ? new ThinkingConstraint(inner, this.xg.vocab.added.get("</think>")!, this.policy, text) : inner;
-  }
-
-  dispose(): void {
-    this.compiled.dispose();
   }
 }

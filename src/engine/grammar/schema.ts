@@ -7,7 +7,7 @@
 // without `items` gets no further items; a pattern is matched whole. Every output still validates.
 import { FORMATS } from "./formats.ts";
 import { integerEbnf, numberEbnf, Unsatisfiable, type Bound } from "./numbers.ts";
-import { MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
+import { parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
 import { Rules } from "./ebnf.ts";
 
 export type Property = { name: string; node: Node; required: boolean };
@@ -21,7 +21,7 @@ export type Node =
   | { kind: "string"; minLength: number; maxLength?: number; regex?: Regex; pattern?: string }
   | { kind: "array"; prefix: Node[]; items: Node | null; minItems: number; maxItems?: number }
   | { kind: "object"; properties: Property[]; additional: Node | null }
-  | { kind: "union"; options: Node[] }
+  | { kind: "union"; options: Node[]; path: string; keyword: string } // where the schema says anyOf/oneOf/type
   | { kind: "ref"; id: string };
 
 export type CompiledSchema = { root: Node; defs: Map<string, Node> };
@@ -65,7 +65,6 @@ const NUMBER_FORMATS: Record<string, { integer?: true; min?: Bound; max?: Bound 
   float: {},
   double: {},
 };
-const MAX_ITEMS = 256;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -159,7 +158,7 @@ class Compiler {
         }
       }
     }
-    return options.length === 1 ? options[0]! : { kind: "union", options };
+    return options.length === 1 ? options[0]! : { kind: "union", options, path: at(path, keyword), keyword };
   }
 
   private typed(s: Obj, path: string, depth: number): Node {
@@ -181,7 +180,7 @@ class Compiler {
       if (types.includes("number")) types = types.filter((t) => t !== "integer");
     }
     const nodes = [...new Set(types)].map((t) => this.build(t, s, path, depth));
-    return nodes.length === 1 ? nodes[0]! : { kind: "union", options: nodes };
+    return nodes.length === 1 ? nodes[0]! : { kind: "union", options: nodes, path: at(path, "type"), keyword: "type" };
   }
 
   private build(type: TypeName | "any", s: Obj, path: string, depth: number): Node {
@@ -221,20 +220,16 @@ class Compiler {
   private string(s: Obj, path: string): Node {
     const minLength = this.count(s, path, "minLength") ?? 0;
     const maxLength = this.count(s, path, "maxLength");
-    for (const k of ["minLength", "maxLength"] as const) {
-      const v = k === "minLength" ? minLength : maxLength;
-      if (v !== undefined && v > MAX_REPEAT) throw new SchemaError(`${k} above ${MAX_REPEAT} is not supported (the grammar's compile time grows with it)`, at(path, k), k);
-    }
     if (maxLength !== undefined && minLength > maxLength) throw new SchemaError("minLength is greater than maxLength", path, "minLength");
     if (s.pattern !== undefined && s.format !== undefined) throw new SchemaError('"pattern" together with "format" is not supported', path, "format");
     let pattern: string | undefined;
     let keyword = "pattern";
     if (s.format !== undefined) {
       keyword = "format";
-      if (typeof s.format !== "string" || !FORMATS[s.format]) {
+      if (typeof s.format !== "string" || !Object.hasOwn(FORMATS, s.format)) {
         throw new SchemaError(`format ${JSON.stringify(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(", ")})`, at(path, "format"), "format");
       }
-      pattern = FORMATS[s.format];
+      pattern = FORMATS[s.format] ?? undefined;
     } else if (s.pattern !== undefined) {
       if (typeof s.pattern !== "string") throw new SchemaError('"pattern" must be a string', at(path, "pattern"), "pattern");
       pattern = s.pattern;
@@ -264,9 +259,6 @@ class Compiler {
     const minItems = this.count(s, path, "minItems") ?? 0;
     const maxItems = this.count(s, path, "maxItems");
     if (maxItems !== undefined && minItems > maxItems) throw new SchemaError("minItems is greater than maxItems", path, "minItems");
-    for (const [k, v] of [["minItems", minItems], ["maxItems", maxItems]] as const) {
-      if (v !== undefined && v > MAX_ITEMS) throw new SchemaError(`${k} above ${MAX_ITEMS} is not supported`, at(path, k), k);
-    }
     if (items === null && minItems > prefix.length) throw new SchemaError("minItems is more than the items the schema allows", path, "minItems");
     return { kind: "array", prefix, items, minItems, ...(maxItems !== undefined && { maxItems }) };
   }

@@ -45,7 +45,7 @@ export function run(state: Utf8State, bytes: Uint8Array): Utf8State {
 // Per vocabulary: which tokens may follow a character boundary, and the few that start with continuation bytes.
 export class Utf8Table {
   readonly atBoundary: Uint32Array; // bitmask of tokens valid from BOUNDARY
-  private readonly bytes: Uint8Array[];
+  readonly bytes: Uint8Array[]; // per token (empty for special tokens and padding)
   private readonly continuing: number[]; // tokens whose first byte is a continuation byte
 
   constructor(vocab: Vocabulary) {

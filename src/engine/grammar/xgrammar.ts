@@ -14,8 +14,10 @@
 //   through as garbage ("1\u00005"), and puts unescaped quotes and control characters into pattern strings. Every
 //   error it meets aborts the WASM call. schema.ts validates and json-grammar.ts writes EBNF instead.
 // - Its EBNF has traps the writers avoid: character-class members above U+007F match single bytes (ebnf.ts charSet),
-//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~80 ms of
-//   compile per position over this vocabulary (caps in schema.ts and regex.ts).
+//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~70 ms of
+//   compile per position over this vocabulary, also past 128 where it repeats natively (it still writes out 128
+//   positions on each side): regex.ts caps them, and string lengths and item counts are counted beside the grammar
+//   instead (bounds.ts).
 // - The package only offers an async getNextTokenBitmask() (it awaits its lazy init on every call). The engine loop
 //   needs the mask synchronously, so the binding's WebAssembly memory is captured when the module instantiates and
 //   the mask vector is copied straight out of it; a self-check at load compares that copy with the package's own
