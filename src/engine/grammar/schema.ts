@@ -41,7 +41,7 @@ const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$sc
 const SUPPORTED = new Set([
   "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
   "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf",
-  "allOf", "$ref",
+  "allOf", "$ref", "propertyNames",
 ]);
 const HINTS: Record<string, string> = {
   nullable: ' (OpenAPI); use "type": [..., "null"]',
@@ -53,7 +53,7 @@ const HINTS: Record<string, string> = {
 };
 const TYPES = ["null", "boolean", "object", "array", "number", "string", "integer"] as const;
 type TypeName = (typeof TYPES)[number];
-const OBJECT_KEYS = ["properties", "required", "additionalProperties"];
+const OBJECT_KEYS = ["properties", "required", "additionalProperties", "propertyNames"];
 const ARRAY_KEYS = ["items", "prefixItems", "minItems", "maxItems"];
 const STRING_KEYS = ["minLength", "maxLength", "pattern", "format"];
 const NUMBER_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
@@ -268,6 +268,11 @@ class Compiler {
     if (!isObj(props)) throw new SchemaError('"properties" must be an object', at(path, "properties"), "properties");
     const required = s.required === undefined ? [] : this.array(s.required, at(path, "required"), "required");
     for (const r of required) if (typeof r !== "string") throw new SchemaError('"required" must list strings', at(path, "required"), "required");
+    // Keys are strings already: a propertyNames that accepts every string (what zod writes for records) says nothing.
+    const names = s.propertyNames;
+    if (names !== undefined && names !== true && !(isObj(names) && Object.keys(names).every((k) => ANNOTATIONS.has(k) || (k === "type" && names.type === "string")))) {
+      throw new SchemaError('"propertyNames" is supported only when it accepts every string', at(path, "propertyNames"), "propertyNames");
+    }
     const ap = s.additionalProperties;
     let additional: Node | null;
     if (ap === undefined) additional = Object.keys(props).length ? null : { kind: "any" };
@@ -279,7 +284,7 @@ class Compiler {
       required: required.includes(name),
     }));
     for (const name of new Set(required as string[])) {
-      if (name in props) continue;
+      if (Object.hasOwn(props, name)) continue;
       if (ap === false) throw new SchemaError(`required property "${name}" is not in "properties" and additionalProperties is false`, at(path, "required"), "required");
       properties.push({ name, node: additional ?? { kind: "any" }, required: true });
     }
@@ -383,19 +388,19 @@ function merge(a: Obj | boolean, b: Obj | boolean, path: string): Obj | boolean 
     }
   }
   if (a.properties !== undefined || b.properties !== undefined) {
-    const props: Obj = {};
+    const props: Obj = Object.create(null) as Obj; // no prototype: a property may be named "__proto__"
     const only = (p: unknown, otherAp: unknown): unknown => (otherAp === undefined || otherAp === true ? p : otherAp === false ? undefined : { allOf: [p, otherAp] });
     for (const [name, p] of Object.entries(aProps)) {
-      const v = name in bProps ? { allOf: [p, bProps[name]] } : only(p, b.properties !== undefined || b.additionalProperties !== undefined ? b.additionalProperties : true);
+      const v = Object.hasOwn(bProps, name) ? { allOf: [p, bProps[name]] } : only(p, b.properties !== undefined || b.additionalProperties !== undefined ? b.additionalProperties : true);
       if (v !== undefined) props[name] = v;
     }
     for (const [name, p] of Object.entries(bProps)) {
-      if (name in aProps) continue;
+      if (Object.hasOwn(aProps, name)) continue;
       const v = only(p, a.additionalProperties);
       if (v !== undefined) props[name] = v;
     }
     for (const r of (out.required as string[] | undefined) ?? []) {
-      if (!(r in props) && (a.additionalProperties === false || b.additionalProperties === false)) {
+      if (!Object.hasOwn(props, r) && (a.additionalProperties === false || b.additionalProperties === false)) {
         throw new SchemaError(`allOf requires property "${r}" that another member's additionalProperties: false forbids`, path, "allOf");
       }
     }
@@ -440,7 +445,7 @@ export function satisfies(node: Node, v: unknown, defs: Map<string, Node>, depth
     case "object": {
       if (!isObj(v)) return false;
       for (const p of node.properties) {
-        if (p.name in v ? !satisfies(p.node, v[p.name], defs, depth + 1) : p.required) return false;
+        if (Object.hasOwn(v, p.name) ? !satisfies(p.node, v[p.name], defs, depth + 1) : p.required) return false;
       }
       const declared = new Set(node.properties.map((p) => p.name));
       return Object.entries(v).every(([k, x]) => declared.has(k) || (node.additional !== null && satisfies(node.additional, x, defs, depth + 1)));
