@@ -4,7 +4,7 @@ import type { TokenConstraint } from "../types.ts";
 import type { Bounds } from "./bounds.ts";
 import type { ThinkText } from "./think-text.ts";
 import { BOUNDARY, type Utf8Table } from "./utf8.ts";
-import type { Matcher } from "./xgrammar.ts";
+import type { TokenMatcher } from "./grammar-pool.ts";
 
 // What a compiled grammar shares with all of its sequences.
 export type MaskPolicy = {
@@ -28,7 +28,7 @@ export class GrammarConstraint implements TokenConstraint {
   private released = false;
 
   constructor(
-    private readonly matcher: Matcher,
+    private readonly matcher: TokenMatcher,
     private readonly policy: MaskPolicy,
     private readonly bounds: Bounds | null, // the counts the grammar leaves open (bounds.ts)
   ) {

@@ -27,11 +27,11 @@ export class ThinkText {
 
   constructor(
     private readonly vocab: Vocabulary,
-    thinkEnd: number,
+    readonly end: number, // the </think> token
   ) {
     this.completing = END.map(() => new Uint32Array(Math.ceil(vocab.size / 32)));
     for (let id = 0; id < vocab.size; id++) {
-      if (id === thinkEnd || vocab.special.has(id) || !vocab.tokens[id]) continue;
+      if (id === end || vocab.special.has(id) || !vocab.tokens[id]) continue;
       const bytes = tokenBytes(vocab, id);
       for (let s = 0; s < END.length; s++) if (advance(s, bytes) === END.length) this.completing[s]![id >>> 5]! |= 1 << (id & 31);
     }
