@@ -159,31 +159,39 @@ export function toolBounds(schema: CompiledSchema, properties: { name: string; n
 
 // ----- the token tables (once per vocabulary) -----
 
-export class BoundsTable {
-  readonly chars: Uint16Array; // code points a token starts (its bytes that are not UTF-8 continuations)
-  readonly plainString: Uint32Array; // tokens without ", \ or control bytes: inside a JSON string they only add characters
-  readonly plainRaw: Uint32Array; // tokens without a newline: inside raw text they only add characters
-  readonly byCharsDesc: Int32Array; // token ids by chars, most first
+export type BoundsData = {
+  chars: Uint16Array; // code points a token starts (its bytes that are not UTF-8 continuations)
+  plainString: Uint32Array; // tokens without ", \\ or control bytes: inside a JSON string they only add characters
+  plainRaw: Uint32Array; // tokens without a newline: inside raw text they only add characters
+  byCharsDesc: Int32Array; // token ids by chars, most first
+};
 
-  constructor(readonly bytes: readonly Uint8Array[]) {
+export class BoundsTable {
+  constructor(
+    readonly bytes: readonly Uint8Array[],
+    readonly data: BoundsData,
+  ) {}
+
+  static data(bytes: readonly Uint8Array[]): BoundsData {
     const words = Math.ceil(bytes.length / 32);
-    this.chars = new Uint16Array(bytes.length);
-    this.plainString = new Uint32Array(words);
-    this.plainRaw = new Uint32Array(words);
+    const chars = new Uint16Array(bytes.length);
+    const plainString = new Uint32Array(words);
+    const plainRaw = new Uint32Array(words);
     bytes.forEach((b, id) => {
-      let chars = 0;
+      let n = 0;
       let str = true;
       let raw = true;
       for (const x of b) {
-        if ((x & 0xc0) !== 0x80) chars++;
+        if ((x & 0xc0) !== 0x80) n++;
         if (x === 0x22 || x === 0x5c || x < 0x20) str = false;
         if (x === 0x0a) raw = false;
       }
-      this.chars[id] = Math.min(chars, 0xffff);
-      if (str) this.plainString[id >>> 5]! |= 1 << (id & 31);
-      if (raw) this.plainRaw[id >>> 5]! |= 1 << (id & 31);
+      chars[id] = Math.min(n, 0xffff);
+      if (str) plainString[id >>> 5]! |= 1 << (id & 31);
+      if (raw) plainRaw[id >>> 5]! |= 1 << (id & 31);
     });
-    this.byCharsDesc = Int32Array.from({ length: bytes.length }, (_, i) => i).sort((a, b) => this.chars[b]! - this.chars[a]!);
+    const byCharsDesc = Int32Array.from({ length: bytes.length }, (_, i) => i).sort((a, b) => chars[b]! - chars[a]!);
+    return { chars, plainString, plainRaw, byCharsDesc };
   }
 }
 
@@ -268,14 +276,14 @@ export class Bounds {
     let plain: Uint32Array | null = null;
     let room = Infinity;
     if (top?.k === "string" && top.esc === 0) {
-      plain = this.table.plainString;
+      plain = this.table.data.plainString;
       room = top.max - top.n;
     } else if (top?.k === "raw" && top.match === 0) {
-      plain = this.table.plainRaw;
+      plain = this.table.data.plainRaw;
       room = top.max - top.n;
     }
     if (plain && room !== Infinity) {
-      const { byCharsDesc, chars } = this.table;
+      const { byCharsDesc, chars } = this.table.data;
       for (let i = 0; i < byCharsDesc.length; i++) {
         const t = byCharsDesc[i]!;
         if (chars[t]! <= room) break;

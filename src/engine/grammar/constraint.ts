@@ -15,7 +15,7 @@ export type MaskPolicy = {
   // ordinary tokens.
   blocked: number[];
   utf8: Utf8Table;
-  thinkText: () => ThinkText; // made on first use: only constraints after open reasoning need it
+  thinkText: () => ThinkText; // throws for a vocabulary without a </think> token
 };
 
 const bit = (mask: Uint32Array, t: number): boolean => ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;

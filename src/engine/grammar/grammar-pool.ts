@@ -10,6 +10,7 @@
 import { CHANNEL, channelBytes, channelViews, OP } from "./grammar-channel.ts";
 import type { FromWorker, ToWorker } from "./grammar-worker.ts";
 import type { Vocabulary } from "./vocab.ts";
+import type { VocabTableData } from "./vocab-tables.ts";
 
 const MAX_WORKERS = 4;
 // Inside the compiled binary (Bun.main in its /$bunfs/ file system) the worker is the entry point that
@@ -39,6 +40,8 @@ class GrammarWorker {
   private readonly error: Uint8Array;
   private readonly pending = new Map<number, Pending>(); // by compile id or matcher request
   private nextRequest = 1;
+  private awaited = 0; // answers awaited from the worker
+  private tablesPending: { resolve: (d: VocabTableData) => void; reject: (e: Error) => void } | null = null;
   private failure: Error | null = null;
 
   constructor(
@@ -48,12 +51,18 @@ class GrammarWorker {
     const buffer = new SharedArrayBuffer(channelBytes(vocab.size));
     ({ ctrl: this.ctrl, mask: this.mask, error: this.error } = channelViews(buffer, vocab.size));
     this.worker = new Worker(WORKER_URL);
-    this.worker.unref(); // an idle pool does not keep the process alive
-    this.ready = new Promise<void>((resolve, reject) => {
+    this.ready = this.hold(new Promise<void>((resolve, reject) => {
       this.worker.onmessage = (e: MessageEvent<FromWorker>) => {
         const m = e.data;
         if (m.type === "ready") return resolve();
         if (m.type === "failed") return reject(new Error(`grammar worker: ${m.message}`));
+        if (m.type === "tables" || m.type === "tables_failed") {
+          const p = this.tablesPending;
+          this.tablesPending = null;
+          if (m.type === "tables") p?.resolve(m.data);
+          else p?.reject(new Error(`grammar worker: ${m.message}`));
+          return;
+        }
         const key = m.type === "compiled" || m.type === "compile_failed" ? m.id : m.request;
         const p = this.pending.get(key);
         this.pending.delete(key);
@@ -66,8 +75,10 @@ class GrammarWorker {
         reject(this.failure);
         for (const p of this.pending.values()) p.reject(this.failure);
         this.pending.clear();
+        this.tablesPending?.reject(this.failure);
+        this.tablesPending = null;
       };
-    });
+    }));
     this.ready.catch(() => {});
     this.send({ type: "init", vocab, channel: buffer });
   }
@@ -79,10 +90,12 @@ class GrammarWorker {
   compile(id: number, ebnf: string): Promise<void> {
     const done = (async () => {
       await this.ready;
-      await new Promise<number>((resolve, reject) => {
-        this.pending.set(id, { resolve, reject });
-        this.send({ type: "compile", id, ebnf });
-      });
+      await this.hold(
+        new Promise<number>((resolve, reject) => {
+          this.pending.set(id, { resolve, reject });
+          this.send({ type: "compile", id, ebnf });
+        }),
+      );
       this.grammars++;
     })();
     this.compiling = done.then(
@@ -101,15 +114,27 @@ class GrammarWorker {
     try {
       while (this.compiling) await this.compiling;
       const request = this.nextRequest++;
-      const id = await new Promise<number>((resolve, reject) => {
-        this.pending.set(-request, { resolve, reject });
-        this.send({ type: "matcher", request: -request, grammar });
-      });
+      const id = await this.hold(
+        new Promise<number>((resolve, reject) => {
+          this.pending.set(-request, { resolve, reject });
+          this.send({ type: "matcher", request: -request, grammar });
+        }),
+      );
       return new RemoteMatcher(this, id);
     } catch (e) {
       this.released();
       throw e;
     }
+  }
+
+  // Builds the vocabulary's tables (vocab-tables.ts) and keeps them at `path`.
+  tables(path: string): Promise<VocabTableData> {
+    return this.hold(
+      new Promise<VocabTableData>((resolve, reject) => {
+        this.tablesPending = { resolve, reject };
+        this.send({ type: "tables", path });
+      }),
+    );
   }
 
   dispose(grammar: number): void {
@@ -148,6 +173,16 @@ class GrammarWorker {
 
   terminate(): void {
     this.worker.terminate();
+  }
+
+  // The worker keeps the process alive only while an answer is awaited: an idle pool lets it exit.
+  private hold<T>(answer: Promise<T>): Promise<T> {
+    if (this.awaited++ === 0) this.worker.ref();
+    const release = () => {
+      if (--this.awaited === 0) this.worker.unref();
+    };
+    answer.then(release, release);
+    return answer;
   }
 
   private send(m: ToWorker): void {
@@ -211,6 +246,11 @@ export class GrammarPool {
   // The first worker has prepared the vocabulary.
   ready(): Promise<void> {
     return this.workers[0]!.ready;
+  }
+
+  // The vocabulary's tables, built by the first worker and kept at `path`.
+  tables(path: string): Promise<VocabTableData> {
+    return this.workers[0]!.tables(path);
   }
 
   // Compiles in an idle worker (picked and marked busy without yielding, so two compiles never share one).

@@ -4,6 +4,7 @@
 // shared-memory channel, which the engine thread calls synchronously and this thread answers between messages.
 import { CHANNEL, channelViews, OP } from "./grammar-channel.ts";
 import type { Vocabulary } from "./vocab.ts";
+import { buildTables, tableBuffers, writeTables, type VocabTableData } from "./vocab-tables.ts";
 import { XgrammarVocab, type Matcher } from "./xgrammar.ts";
 
 declare const self: Worker;
@@ -12,6 +13,7 @@ export type ToWorker =
   | { type: "init"; vocab: Vocabulary; channel: SharedArrayBuffer }
   | { type: "compile"; id: number; ebnf: string }
   | { type: "matcher"; request: number; grammar: number }
+  | { type: "tables"; path: string }
   | { type: "dispose"; id: number };
 export type FromWorker =
   | { type: "ready" }
@@ -19,8 +21,11 @@ export type FromWorker =
   | { type: "compiled"; id: number }
   | { type: "compile_failed"; id: number; message: string }
   | { type: "matcher"; request: number; id: number }
-  | { type: "matcher_failed"; request: number; message: string };
+  | { type: "matcher_failed"; request: number; message: string }
+  | { type: "tables"; data: VocabTableData }
+  | { type: "tables_failed"; message: string };
 
+let vocab: Vocabulary | undefined;
 let xg: XgrammarVocab | undefined;
 const grammars = new Map<number, Awaited<ReturnType<XgrammarVocab["compile"]>>>();
 const matchers = new Map<number, Matcher>();
@@ -31,6 +36,7 @@ const post = (m: FromWorker) => postMessage(m);
 self.onmessage = async (e: MessageEvent<ToWorker>) => {
   const m = e.data;
   if (m.type === "init") {
+    vocab = m.vocab;
     try {
       xg = await XgrammarVocab.create(m.vocab);
     } catch (err) {
@@ -44,6 +50,18 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
       post({ type: "compiled", id: m.id });
     } catch (err) {
       post({ type: "compile_failed", id: m.id, message: (err as Error).message });
+    }
+  } else if (m.type === "tables") {
+    try {
+      const data = buildTables(vocab!);
+      try {
+        writeTables(m.path, data);
+      } catch {
+        // a read-only cache directory: the tables are rebuilt at the next load
+      }
+      postMessage({ type: "tables", data } satisfies FromWorker, tableBuffers(data));
+    } catch (err) {
+      post({ type: "tables_failed", message: (err as Error).message });
     }
   } else if (m.type === "matcher") {
     try {

@@ -11,11 +11,10 @@
 // grammar text is the canonical form of the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it
 // deterministically).
 import type { TokenConstraint } from "../types.ts";
-import { Bounds, BoundsTable, type BoundsPlan } from "./bounds.ts";
+import { Bounds, type BoundsPlan, type BoundsTable } from "./bounds.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
-import { ThinkText } from "./think-text.ts";
 import { grammarKind, planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
-import { Utf8Table } from "./utf8.ts";
+import { readTables, tablesPath, useTables, type VocabTables } from "./vocab-tables.ts";
 import type { Vocabulary } from "./vocab.ts";
 import { GrammarPool, type RemoteGrammar } from "./grammar-pool.ts";
 
@@ -33,21 +32,23 @@ export class StructuredOutput {
   private readonly cache = new Map<string, Promise<RemoteGrammar>>();
   private readonly plans = new Map<string, GrammarPlan | null>();
   private readonly pool: GrammarPool;
-  private readonly utf8: Utf8Table;
-  private thinkText: ThinkText | undefined;
-  private boundsTable: BoundsTable | undefined;
+  private readonly tables: Promise<VocabTables>;
 
   // Starts the first grammar worker, which prepares the vocabulary for xgrammar in the background (≈1 s for 151K
-  // tokens); a request that needs a grammar before then waits for it, no other request does.
+  // tokens), and builds the vocabulary's tables there unless they are on disk already (vocab-tables.ts); a request
+  // that needs a grammar before then waits for them, no other request does.
   constructor(readonly vocabulary: Vocabulary) {
     this.pool = new GrammarPool(vocabulary);
-    this.utf8 = new Utf8Table(vocabulary);
+    const path = tablesPath(vocabulary);
+    const kept = readTables(path, vocabulary);
+    this.tables = kept ? Promise.resolve(useTables(kept)) : this.pool.tables(path).then(useTables);
+    this.tables.catch(() => {}); // reported by the requests that wait for them
   }
 
-  // A StructuredOutput whose first worker is ready.
+  // A StructuredOutput whose first worker and tables are ready.
   static async create(vocab: Vocabulary): Promise<StructuredOutput> {
     const so = new StructuredOutput(vocab);
-    await so.pool.ready();
+    await Promise.all([so.pool.ready(), so.tables]);
     return so;
   }
 
@@ -83,20 +84,20 @@ export class StructuredOutput {
       // Matchers made from it keep what they need (xgrammar shares it with them).
       evicted.then((g) => g.dispose(), () => {});
     }
-    const bounds = plan.bounds && { plan: plan.bounds, table: (this.boundsTable ??= new BoundsTable(this.utf8.bytes)) };
-    return new PreparedGrammar(await entry, plan.kind, plan.ebnf, this.policy(plan.kind), bounds);
+    const tables = await this.tables;
+    const bounds = plan.bounds && { plan: plan.bounds, table: tables.bounds };
+    return new PreparedGrammar(await entry, plan.kind, plan.ebnf, this.policy(plan.kind, tables), bounds);
   }
 
-  private policy(kind: GrammarKind): MaskPolicy {
+  private policy(kind: GrammarKind, tables: VocabTables): MaskPolicy {
     const v = this.vocabulary;
     const allowed = new Set(kind === "json" ? [] : TOOL_TAGS);
     const blocked = [...v.added].filter(([text, id]) => !v.special.has(id) && !allowed.has(text)).map(([, id]) => id);
     const thinkText = () => {
-      const end = v.added.get("</think>");
-      if (end === undefined) throw new Error("thinking constraint: the vocabulary has no </think> token");
-      return (this.thinkText ??= new ThinkText(v, end));
+      if (!tables.think) throw new Error("thinking constraint: the vocabulary has no </think> token");
+      return tables.think;
     };
-    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: this.utf8, thinkText };
+    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: tables.utf8, thinkText };
   }
 }
 
