@@ -163,6 +163,7 @@ export type BoundsData = {
   chars: Uint16Array; // code points a token starts (its bytes that are not UTF-8 continuations)
   plainString: Uint32Array; // tokens without ", \\ or control bytes: inside a JSON string they only add characters
   plainRaw: Uint32Array; // tokens without a newline: inside raw text they only add characters
+  plainText: Uint32Array; // tokens without "<": in free text before a tool call they change nothing
   byCharsDesc: Int32Array; // token ids by chars, most first
 };
 
@@ -177,21 +178,25 @@ export class BoundsTable {
     const chars = new Uint16Array(bytes.length);
     const plainString = new Uint32Array(words);
     const plainRaw = new Uint32Array(words);
+    const plainText = new Uint32Array(words);
     bytes.forEach((b, id) => {
       let n = 0;
       let str = true;
       let raw = true;
+      let text = true;
       for (const x of b) {
         if ((x & 0xc0) !== 0x80) n++;
         if (x === 0x22 || x === 0x5c || x < 0x20) str = false;
         if (x === 0x0a) raw = false;
+        if (x === 0x3c) text = false;
       }
       chars[id] = Math.min(n, 0xffff);
       if (str) plainString[id >>> 5]! |= 1 << (id & 31);
       if (raw) plainRaw[id >>> 5]! |= 1 << (id & 31);
+      if (text) plainText[id >>> 5]! |= 1 << (id & 31);
     });
     const byCharsDesc = Int32Array.from({ length: bytes.length }, (_, i) => i).sort((a, b) => chars[b]! - chars[a]!);
-    return { chars, plainString, plainRaw, byCharsDesc };
+    return { chars, plainString, plainRaw, plainText, byCharsDesc };
   }
 }
 
@@ -270,7 +275,8 @@ export class Bounds {
 
   // Clears from `mask` every token whose bytes would break a bound. Inside a string (or raw value) at a character
   // boundary, tokens of plain characters only add to the count: they are checked against the room left, from a
-  // table; every other allowed token is followed byte by byte.
+  // table; in free text before a tool call, tokens without "<" change nothing; every other allowed token is followed
+  // byte by byte.
   restrict(mask: Uint32Array): void {
     const top = this.stack?.f;
     let plain: Uint32Array | null = null;
@@ -281,6 +287,8 @@ export class Bounds {
     } else if (top?.k === "raw" && top.match === 0) {
       plain = this.table.data.plainRaw;
       room = top.max - top.n;
+    } else if (top?.k === "envelope" && top.mode === "text" && top.match === 0) {
+      plain = this.table.data.plainText; // "<tool_call>" can start only at a "<"
     }
     if (plain && room !== Infinity) {
       const { byCharsDesc, chars } = this.table.data;

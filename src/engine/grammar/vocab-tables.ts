@@ -4,9 +4,9 @@
 // tokenizer and they are kept under <cache>/grammar/<sha256 of the vocabulary>.bin; a later load reads them in
 // milliseconds.
 //
-// Layout: "SPLGRM01", u32 header length, header JSON {size, nBytes, nContinuing, thinkEnd}, padding to 4 bytes, then
+// Layout: "SPLGRM02", u32 header length, header JSON {size, nBytes, nContinuing, thinkEnd}, padding to 4 bytes, then
 // u32 offsets [size + 1], u32 atBoundary [words], i32 continuing [nContinuing], u32 plainString [words], u32 plainRaw
-// [words], i32 byCharsDesc [size], u32 completing [8 words, or 0 without a </think> token], u16 chars [size],
+// [words], u32 plainText [words], i32 byCharsDesc [size], u32 completing [8 words, or 0 without a </think> token], u16 chars [size],
 // token bytes [nBytes]. A file that does not match is ignored and rewritten. MAGIC names the layout and what the
 // tables mean: a change to either (to what utf8.ts, bounds.ts or think-text.ts compute) changes it.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -17,7 +17,7 @@ import { ThinkText } from "./think-text.ts";
 import { Utf8Table, type Utf8Data } from "./utf8.ts";
 import { tokenBytes, type Vocabulary } from "./vocab.ts";
 
-const MAGIC = "SPLGRM01";
+const MAGIC = "SPLGRM02";
 const THINK_END = "</think>";
 
 export type VocabTableData = { offsets: Uint32Array; bytes: Uint8Array; utf8: Utf8Data; bounds: BoundsData; thinkEnd: number; completing: Uint32Array };
@@ -52,7 +52,7 @@ type Header = { size: number; nBytes: number; nContinuing: number; thinkEnd: num
 
 function sections(d: VocabTableData): ArrayBufferView[] {
   const b = d.bounds;
-  return [d.offsets, d.utf8.atBoundary, d.utf8.continuing, b.plainString, b.plainRaw, b.byCharsDesc, d.completing, b.chars, d.bytes];
+  return [d.offsets, d.utf8.atBoundary, d.utf8.continuing, b.plainString, b.plainRaw, b.plainText, b.byCharsDesc, d.completing, b.chars, d.bytes];
 }
 
 export function writeTables(path: string, d: VocabTableData): void {
@@ -105,14 +105,15 @@ export function readTables(path: string, vocab: Vocabulary): VocabTableData | nu
   const continuing = take((o, n) => new Int32Array(buf, o, n), h.nContinuing, h.nContinuing * 4);
   const plainString = take((o, n) => new Uint32Array(buf, o, n), words, words * 4);
   const plainRaw = take((o, n) => new Uint32Array(buf, o, n), words, words * 4);
+  const plainText = take((o, n) => new Uint32Array(buf, o, n), words, words * 4);
   const byCharsDesc = take((o, n) => new Int32Array(buf, o, n), h.size, h.size * 4);
   const nCompleting = h.thinkEnd < 0 ? 0 : 8 * words;
   const completing = take((o, n) => new Uint32Array(buf, o, n), nCompleting, nCompleting * 4);
   const chars = take((o, n) => new Uint16Array(buf, o, n), h.size, h.size * 2);
   const bytes = take((o, n) => new Uint8Array(buf, o, n), h.nBytes, h.nBytes);
-  if (!offsets || !atBoundary || !continuing || !plainString || !plainRaw || !byCharsDesc || !completing || !chars || !bytes) return null;
+  if (!offsets || !atBoundary || !continuing || !plainString || !plainRaw || !plainText || !byCharsDesc || !completing || !chars || !bytes) return null;
   if (offsets[h.size] !== h.nBytes) return null;
-  return { offsets, bytes, utf8: { atBoundary, continuing }, bounds: { chars, plainString, plainRaw, byCharsDesc }, thinkEnd: h.thinkEnd, completing };
+  return { offsets, bytes, utf8: { atBoundary, continuing }, bounds: { chars, plainString, plainRaw, plainText, byCharsDesc }, thinkEnd: h.thinkEnd, completing };
 }
 
 // The buffers of the tables, to transfer them between threads.
