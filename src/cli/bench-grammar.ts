@@ -9,6 +9,7 @@
 // `--step-ms` gives a step time measured elsewhere instead. With `--model`, it also measures the compile stall: how
 // long a cold compile of the same schema (over the model's own vocabulary) holds up a stream the model is serving
 // (_grammar-stall.ts).
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { endOfTurnTokens } from "../chat/generate.ts";
 import { decodeTokens, StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
@@ -109,11 +110,22 @@ export default command({
     threads: { type: "string", description: "Threads for --model (default: one per core)" },
     stepMs: { type: "string", description: "One decode step measured elsewhere, in ms, instead of --model" },
     seed: { type: "string", description: "Random seed (default 1)" },
+    schema: { type: "string", description: "JSON Schema file to walk instead of the built-in nested one" },
+    closeAfter: { type: "string", description: "Tokens of each output before the walk starts leaning toward closing tokens (default 0)" },
   },
   async run({ args }) {
     const name = "bench grammar";
     const target = parseOption(name, "tokens", intOption(1, 1_000_000), args.tokens ?? 3000);
     const seed = parseOption(name, "seed", intOption(0), args.seed ?? 1);
+    const closeAfter = parseOption(name, "close-after", intOption(0, 1_000_000), args.closeAfter ?? 0);
+    let schema: Record<string, unknown> = SCHEMA;
+    if (args.schema !== undefined) {
+      try {
+        schema = JSON.parse(readFileSync(args.schema, "utf8")) as Record<string, unknown>;
+      } catch (e) {
+        throw new UsageError(`--schema ${args.schema}: ${(e as Error).message}`, name);
+      }
+    }
     if (args.model !== undefined && args.stepMs !== undefined) throw new UsageError("give --model or --step-ms, not both", name);
     const steps = parseOption(name, "steps", intOption(1, 100_000), args.steps ?? 200);
     const threads = args.threads === undefined ? undefined : parseOption(name, "threads", intOption(1, 1024), args.threads);
@@ -133,7 +145,7 @@ export default command({
     let t = performance.now();
     const so = await StructuredOutput.create(vocab);
     const prepareMs = performance.now() - t;
-    const request = { responseFormat: { type: "json_schema" as const, schema: SCHEMA }, tools: [], toolChoice: "auto" as const, parallelToolCalls: false };
+    const request = { responseFormat: { type: "json_schema" as const, schema }, tools: [], toolChoice: "auto" as const, parallelToolCalls: false };
     t = performance.now();
     const grammar = (await so.prepare(request))!;
     const compileMs = performance.now() - t;
@@ -170,7 +182,7 @@ export default command({
         maskCpuMs.push((used.user + used.system) / 1000);
         if (complete) break;
         // Pick the k-th allowed token without building a list: allocation here would time the GC, not the mask.
-        const lean = random() < Math.min(0.9, step / 200);
+        const lean = random() < Math.min(0.9, Math.max(0, step - closeAfter) / 200);
         let n = 0;
         if (lean) for (let w = 0; w < words; w++) n += popcount((pool[w] = mask[w]! & closers[w]!));
         if (n === 0) for (let w = 0; w < words; w++) n += popcount((pool[w] = mask[w]!));
@@ -188,7 +200,7 @@ export default command({
     const mean = maskMs.reduce((a, b) => a + b, 0) / maskMs.length;
     const p50 = quantile(sorted, 0.5);
     const acceptSorted = [...acceptMs].sort((a, b) => a - b);
-    const stall: StallFigures | null = args.model === undefined ? null : await compileStall(resolveModel(args.model), SCHEMA, threads);
+    const stall: StallFigures | null = args.model === undefined ? null : await compileStall(resolveModel(args.model), schema, threads);
     const figures = {
       bench: "grammar",
       tokenizer: dir,

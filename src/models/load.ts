@@ -12,7 +12,7 @@ import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
 import { chatModel, endOfTurnTokens } from "../chat/generate.ts";
 import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
-import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
+import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { NativeError } from "../native/errors.ts";
 import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
@@ -111,6 +111,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     const vision = VisionEncoder.open(model, resolved.dir, options.vision);
     const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
     const stopTokens = endOfTurnTokens(tokenizer); // the engine's and the grammar's: one set
+    const structuredOutput = new StructuredOutput(vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens }));
     const chat = chatModel({
       id: resolved.id,
       tokenizer,
@@ -121,7 +122,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
       runtime: { backend: model.info.backend, weights: quant, weightBytes: model.info.weightBytes, memory: engine.plan },
       ...(vision ? { vision } : {}),
-      structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens })),
+      structuredOutput,
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
@@ -134,6 +135,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       sampling: recommendedSampling(resolved.dir),
       async close() {
         await engine.close();
+        structuredOutput.close();
         model.free();
         tokenizer.free();
       },

@@ -88,4 +88,33 @@ describe("dist/splash", () => {
       await proc.exited;
     }
   }, 120_000);
+
+  test("serves structured output: the grammar worker is bundled inside", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const server = run(["serve", "--port", "0"], home);
+    try {
+      const reader = server.stdout.getReader();
+      let text = "";
+      while (!text.includes('"listening"')) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`serve ended: ${text}`);
+        text += new TextDecoder().decode(value);
+      }
+      const url = (JSON.parse(text.split("\n").find((l) => l.includes('"listening"'))!) as { url: string }).url;
+      const schema = { type: "object", properties: { name: { type: "string", maxLength: 3 }, tags: { type: "array", items: { type: "integer" }, minItems: 1, maxItems: 2 } }, required: ["name", "tags"] };
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "splash-tiny", max_tokens: 60, messages: [{ role: "user", content: "JSON please" }], response_format: { type: "json_schema", json_schema: { name: "x", schema } } }),
+      });
+      expect(res.status).toBe(200);
+      const value = JSON.parse(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content) as { name: string; tags: number[] };
+      expect([...value.name].length).toBeLessThanOrEqual(3);
+      expect(value.tags.length).toBeGreaterThanOrEqual(1);
+      expect(value.tags.length).toBeLessThanOrEqual(2);
+    } finally {
+      server.kill();
+      await server.exited;
+    }
+  }, 120_000);
 });
