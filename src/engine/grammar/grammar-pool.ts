@@ -177,9 +177,12 @@ class GrammarWorker {
 
   // The worker keeps the process alive only while an answer is awaited: an idle pool lets it exit.
   private hold<T>(answer: Promise<T>): Promise<T> {
-    if (this.awaited++ === 0) this.worker.ref();
+    // Bun's Worker has ref/unref; the global type is the DOM's wherever the program references the DOM lib (the
+    // page's code does).
+    const worker = this.worker as unknown as { ref(): void; unref(): void };
+    if (this.awaited++ === 0) worker.ref();
     const release = () => {
-      if (--this.awaited === 0) this.worker.unref();
+      if (--this.awaited === 0) worker.unref();
     };
     answer.then(release, release);
     return answer;
