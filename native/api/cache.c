@@ -63,6 +63,7 @@ void splash_cache_free(splash_cache *c) {
     c->m->be.free(&c->m->be, c->draft_kv);
     c->m->be.free(&c->m->be, c->draft_state);
     c->m->n_caches--;
+    free(c->refusals);
     free(c);
 }
 

@@ -23,6 +23,8 @@ typedef struct sp_draft_target {
     const sp_matrix *embed;         /* (vocab, H) */
     const sp_matrix *lm_head;       /* (vocab, H) */
     int32_t vocab_size, hidden_size, num_hidden_layers;
+    int32_t n_tokens;               /* rows a draft may be: ids below n_tokens ... */
+    const uint32_t *token_mask;     /* ... set here, or all of them when NULL (sp_qwen35_set_tokens) */
     float rms_norm_eps;
     int32_t quant;                  /* SPLASH_QUANT_*: the drafter's matrices follow the target's */
     int32_t max_step_tokens;        /* rows one step carries: ingest is sized for it */

@@ -168,6 +168,10 @@ struct sp_qwen35 {
      * whether the current step's positions are three M-RoPE streams */
     int32_t image_token_id;
     bool mrope_step;
+    /* the rows a sample may choose (splash_load_options.n_tokens / tokens): ids below n_tokens, and of those only
+     * the ones set in token_mask when the tokenizer has unused ids (NULL: all of them) */
+    int32_t n_tokens;
+    uint32_t *token_mask;
 };
 
 #ifdef NDEBUG
@@ -655,6 +659,7 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
     m->image_token_id = (int32_t)image_token;
     if (!st) st = load_weights(&L);
     if (!st) st = upload_vectors(m);
+    m->n_tokens = m->cfg.vocab_size;
     if (!st) {
         m->scratch_bytes = scratch_layout(&m->cfg, m->max_step_tokens, be->n_threads, NULL, &m->s);
         m->scratch_mem = be->alloc(be, m->scratch_bytes);
@@ -683,6 +688,7 @@ void sp_qwen35_free(sp_qwen35 *m) {
     if (m->scratch_mem) m->be->free(m->be, m->scratch_mem);
     free(m->s.sample);
     free(m->s.jobs);
+    free(m->token_mask);
     if (m->kept) m->be->free(m->be, m->kept);
     if (m->state_copy) m->be->free(m->be, m->state_copy);
     sp_checkpoint_close(m->ck);
@@ -868,12 +874,13 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
                 job_seq[n_jobs] = q;
                 s->jobs[n_jobs++] = (sp_sample_job){row, &q->sampling, q->penalty_tokens, q->n_penalty_tokens,
                                                     q->allowed, (uint64_t)q->n_past + (uint64_t)q->n_tokens,
-                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0};
+                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0, m->token_mask};
             }
             seq++, within = 0;
         }
         if (!n_jobs) continue;
-        splash_status st = be->sample(be, s->jobs, n_jobs, (int32_t)V, s->sample, sp_sample_scratch_bytes((int32_t)V));
+        /* rows past the last token are padding: the sampler sees only the tokenizer's ids */
+        splash_status st = be->sample(be, s->jobs, n_jobs, m->n_tokens, s->sample, sp_sample_scratch_bytes(m->n_tokens));
         if (st) return st;
         for (int32_t j = 0; j < n_jobs; j++) {
             job_seq[j]->token = s->jobs[j].token;
@@ -1028,12 +1035,46 @@ void sp_qwen35_draft_target(const sp_qwen35 *m, sp_draft_target *out) {
         .embed = &m->w.embed,
         .lm_head = &m->w.lm_head,
         .vocab_size = m->cfg.vocab_size,
+        .n_tokens = m->n_tokens,
+        .token_mask = m->token_mask,
         .hidden_size = m->cfg.hidden_size,
         .num_hidden_layers = m->cfg.num_hidden_layers,
         .rms_norm_eps = m->cfg.rms_norm_eps,
         .quant = m->quant,
         .max_step_tokens = m->max_step_tokens,
     };
+}
+
+splash_status sp_qwen35_set_tokens(sp_qwen35 *m, int32_t n_tokens, const uint32_t *tokens) {
+    int32_t V = m->cfg.vocab_size;
+    if (n_tokens < 0 || n_tokens > V)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_tokens %d: the tokenizer has more ids than the model's %d output rows",
+                       n_tokens, V);
+    int32_t n = n_tokens ? n_tokens : V, words = (n + 31) / 32;
+    uint32_t *mask = NULL;
+    if (tokens) {
+        int any = 0, holes = 0;
+        for (int32_t t = 0; t < n; t++) {
+            int set = (tokens[t >> 5] >> (t & 31)) & 1;
+            any |= set, holes |= !set;
+        }
+        if (!any) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "tokens: the mask names no token among ids 0..%d", n - 1);
+        if (holes) {
+            mask = malloc(sizeof(uint32_t) * (size_t)words);
+            if (!mask) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+            memcpy(mask, tokens, sizeof(uint32_t) * (size_t)words);
+            if (n % 32) mask[words - 1] &= (1u << (n % 32)) - 1;
+        }
+    }
+    free(m->token_mask);
+    m->token_mask = mask;
+    m->n_tokens = n;
+    return SPLASH_OK;
+}
+
+void sp_qwen35_tokens(const sp_qwen35 *m, int32_t *n_tokens, const uint32_t **mask) {
+    *n_tokens = m->n_tokens;
+    *mask = m->token_mask;
 }
 
 /* ---- sizes and info ----------------------------------------------------------------------------------------- */

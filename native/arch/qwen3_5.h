@@ -20,6 +20,10 @@ typedef struct sp_qwen35_memory {
 splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
                              sp_qwen35 **out);
 void sp_qwen35_free(sp_qwen35 *m);
+/* The rows a sample may choose (splash_load_options.n_tokens and tokens; n_tokens 0 = every row): set once, at load.
+ * tokens_of reports them: n_tokens, and the mask of ids below it that are tokens, NULL when all of them are. */
+splash_status sp_qwen35_set_tokens(sp_qwen35 *m, int32_t n_tokens, const uint32_t *tokens);
+void sp_qwen35_tokens(const sp_qwen35 *m, int32_t *n_tokens, const uint32_t **mask);
 void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out); /* with an f32 KV cache */
 
 /* The one size table of sequence state: bytes of a KV page (in KV type SPLASH_KV_*) and of a GDN state slot. */

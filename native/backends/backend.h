@@ -103,6 +103,8 @@ typedef struct sp_sample_job {
     float *top_logprobs;            /* out [n_top] */
     int32_t token;                  /* out */
     float logprob;                  /* out: log-probability of `token` (see splash_seq) */
+    const uint32_t *tokens;         /* NULL or bitmask: the ids below `vocab` that are tokens (the rest are never
+                                       chosen nor listed) */
 } sp_sample_job;
 
 /* Scratch sample() needs per worker thread, in bytes. */
@@ -193,7 +195,9 @@ struct sp_backend {
      *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
-    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: what a GPU runs. */
+    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: the reference for a
+     * chunked kernel. The CPU has it; the GPU backends run the token loop in prefill too (its share of a chunk's
+     * time is small: BENCHMARKS.md, GPU prefill) and leave this NULL. */
     void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n);
 
@@ -216,8 +220,9 @@ struct sp_backend {
     void (*add_rows)(const sp_backend *be, float *y, const float *b, int64_t n, int64_t d);
 
     /* ---- sampling ---- */
-    /* Samples every job (in parallel over jobs). scratch: n_threads regions of sp_sample_scratch_bytes each.
-     * Fails only when a job's allowed mask excludes every token. */
+    /* Samples every job (in parallel over jobs) from the first `vocab` entries of its row: the rows past them are
+     * the output head's padding. scratch: n_threads regions of sp_sample_scratch_bytes each. Fails only when a job's
+     * masks exclude every token. */
     splash_status (*sample)(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread);
 };

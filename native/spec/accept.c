@@ -1,6 +1,7 @@
 /* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
 #include "spec/accept.h"
 
+#include "core/mask.h"
 #include "core/rank.h"
 
 #include <math.h>
@@ -93,12 +94,12 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
     uint32_t *seen = (uint32_t *)(idx + V);
     memcpy(z, r->logits, sizeof(float) * (size_t)V);
     penalize(z, r, seen, V);
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
+    sp_mask_row(z, V, r->allowed, r->tokens);
     float mx = -INFINITY;
     int32_t arg = -1;
-    for (int32_t t = 0; t < V; t++) {
-        if (r->allowed && !((r->allowed[t >> 5] >> (t & 31)) & 1)) z[t] = -INFINITY;
-        else if (arg < 0 || z[t] > mx) mx = z[t], arg = t;
-    }
+    for (int32_t t = 0; t < V; t++)
+        if (z[t] != -INFINITY && (arg < 0 || z[t] > mx)) mx = z[t], arg = t;
     *argmax = arg;
     if (arg < 0) return NAN;
     double sum = 0;
@@ -123,7 +124,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
         sp_rank_sort(idx, c, w);
         sorted = 1;
     }
-    if (s->top_p > 0 && s->top_p < 1) {
+    if (s->top_p < 1) { /* top_p = 0 keeps the most likely token alone */
         double total = 0;
         for (int64_t i = 0; i < c; i++) total += w[idx[i]];
         if (!sorted) { /* sort only tokens above a threshold whose mass already reaches top_p */
@@ -165,7 +166,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
     int32_t have = 0;
     for (int32_t t = 0; t < V && n > 0; t++) {
-        if (have == n && !sp_rank_before(z, t, ids[n - 1])) continue;
+        if (z[t] == -INFINITY || (have == n && !sp_rank_before(z, t, ids[n - 1]))) continue;
         int32_t i = have < n ? have++ : n - 1;
         while (i > 0 && sp_rank_before(z, t, ids[i - 1])) {
             ids[i] = ids[i - 1];
@@ -174,4 +175,5 @@ void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, 
         ids[i] = t;
     }
     for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
+    for (int32_t i = have; i < n; i++) ids[i] = -1, logprobs[i] = -INFINITY;
 }

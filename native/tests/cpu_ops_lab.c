@@ -113,12 +113,12 @@ int main(int argc, char **argv) {
     struct { const char *name; splash_sampling s; } cases[] = {
         {"greedy, top 5 logprobs", {.top_p = 1, .repetition_penalty = 1}},
         {"T 0.7, top_p 0.9", {.temperature = 0.7f, .top_p = 0.9f, .repetition_penalty = 1, .seed = 1}},
-        {"T 1, top_k 20, top_p 0.95, presence 1.5", {1.0f, 0.95f, 20, 0, 1.5f, 0, 1, 0, 2}},
+        {"T 1, top_k 20, top_p 0.95, presence 1.5", {.temperature = 1.0f, .top_p = 0.95f, .top_k = 20, .presence_penalty = 1.5f, .repetition_penalty = 1, .seed = 2}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double best = 1e9, best_cpu = 1e9;
         for (int r = 0; r < 20; r++) {
-            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0};
+            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0, NULL};
             double w0 = now(), c0 = cpu_now();
             be1.sample(&be1, &j, 1, V, scratch, per);
             best = fmin(best, now() - w0), best_cpu = fmin(best_cpu, cpu_now() - c0);

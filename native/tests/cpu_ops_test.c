@@ -256,7 +256,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     hot.temperature = 0.8f, hot.top_k = 50, hot.top_p = 0.9f, hot.seed = 42;
     int32_t top_ids[3];
     float top_lp[3];
-    sp_sample_job job = {logits, &greedy, NULL, 0, NULL, 5, 3, top_ids, top_lp, -1, 0};
+    sp_sample_job job = {logits, &greedy, NULL, 0, NULL, 5, 3, top_ids, top_lp, -1, 0, NULL};
     be->sample(be, &job, 1, V, scratch, per);
     double lse = 0;
     for (int32_t t = 0; t < V; t++) lse += exp(logits[t]);
@@ -271,7 +271,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     check("sample: allowed mask restricts the choice", job.token != 98, 0);
     /* the same (seed, position) draws the same token alone or in a batch of four with other rows */
     sp_sample_job jobs[4];
-    for (int i = 0; i < 4; i++) jobs[i] = (sp_sample_job){logits, &hot, NULL, 0, NULL, (uint64_t)(100 + i), 0, NULL, NULL, -1, 0};
+    for (int i = 0; i < 4; i++) jobs[i] = (sp_sample_job){logits, &hot, NULL, 0, NULL, (uint64_t)(100 + i), 0, NULL, NULL, -1, 0, NULL};
     be->sample(be, jobs, 4, V, scratch, per);
     int same = 1;
     for (int i = 0; i < 4; i++) {
@@ -286,7 +286,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     splash_sampling t1 = {.temperature = 1, .top_p = 1, .repetition_penalty = 1, .seed = 7};
     int counts[4] = {0};
     for (int i = 0; i < 20000; i++) {
-        sp_sample_job j = {small, &t1, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0};
+        sp_sample_job j = {small, &t1, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL};
         be->sample(be, &j, 1, 4, scratch, per);
         counts[j.token]++;
     }
@@ -308,7 +308,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     for (int pass = 0; pass < 2; pass++) {
         int got[4] = {0}, other = 0;
         for (int i = 0; i < 8000; i++) {
-            sp_sample_job j = {big, pass ? &kmin : &nuc, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0};
+            sp_sample_job j = {big, pass ? &kmin : &nuc, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL};
             be->sample(be, &j, 1, Vb, scratch2, sp_sample_scratch_bytes(Vb));
             int k = 0;
             while (k < 4 && where[k] != j.token) k++;
@@ -324,11 +324,11 @@ static void test_sample(const sp_backend *be, int n_threads) {
     /* top_k = 1 is greedy whatever the temperature; presence penalty moves the argmax away */
     t1.top_k = 1;
     int32_t pen[2] = {2, 2};
-    sp_sample_job j = {small, &t1, NULL, 0, NULL, 1, 0, NULL, NULL, -1, 0};
+    sp_sample_job j = {small, &t1, NULL, 0, NULL, 1, 0, NULL, NULL, -1, 0, NULL};
     be->sample(be, &j, 1, 4, scratch, per);
     int topk_ok = j.token == 2;
     t1.presence_penalty = 1.5f;
-    j = (sp_sample_job){small, &t1, pen, 2, NULL, 1, 0, NULL, NULL, -1, 0};
+    j = (sp_sample_job){small, &t1, pen, 2, NULL, 1, 0, NULL, NULL, -1, 0, NULL};
     be->sample(be, &j, 1, 4, scratch, per);
     check("sample: top_k 1 = greedy; presence penalty shifts it", !(topk_ok && j.token == 1), 0);
     free(logits), free(scratch);

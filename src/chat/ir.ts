@@ -1,10 +1,12 @@
 // The conversation IR: the one internal shape every API surface converts to (requests) and from (events).
 // OpenAI Chat, OpenAI Responses and Anthropic Messages each have a converter in src/api/; the chat template
-// renders this shape; the output parser produces ChatEvents. Nothing here knows about token ids.
+// renders this shape; the output parser produces ChatEvents. Token ids appear only where a client asks for them
+// (ChatModel.tokenizer).
 
 import type { MemoryPlan } from "../engine/memory-plan.ts";
 import type { EngineStats, Sampling } from "../engine/types.ts";
 import type { Quant } from "../models/spec.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -97,17 +99,25 @@ export type ModelRuntime = {
   weightBytes: number;
   memory: MemoryPlan;
 };
+// The served tokenizer as clients may use it (POST /tokenize, /detokenize).
+export type ServedTokenizer = Pick<Tokenizer, "vocabSize" | "encode" | "encodeWithAddedTokens" | "decode" | "tokenBytes">;
 
 // A served model as the server sees it: conversations in, ChatEvents out. Implemented over an Engine by
-// src/chat/generate.ts; the server never sees token ids.
+// src/chat/generate.ts; generation never hands the server token ids.
 export interface ChatModel {
   readonly id: string;
   readonly contextLength: number; // tokens, prompt + output
   readonly maxOutputTokens: number; // default and cap for one answer
+  readonly vocabSize: number; // the tokenizer's ids, 0 … vocabSize − 1 (the bound of top_k)
+  hasToken(id: number): boolean; // whether a client's token id (logit_bias) names a token of the tokenizer
   readonly vision: boolean; // accepts image parts
   readonly runtime: ModelRuntime;
   generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;
   // Prompt tokens the conversation renders to (Anthropic count_tokens, context-length checks).
   countTokens(conversation: Conversation): number;
+  // The prompt text the conversation renders to, exactly as the engine's prompt is tokenized from it, and its
+  // countTokens (POST /apply-template).
+  prompt(conversation: Conversation): { text: string; tokens: number };
+  readonly tokenizer: ServedTokenizer;
   stats(): EngineStats;
 }

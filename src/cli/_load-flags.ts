@@ -1,5 +1,6 @@
 // The flags that say how a model is loaded, declared once for every command that loads one (serve, run, logits,
-// bench serve): where it runs, with how many threads, and the element type of its KV cache.
+// bench serve and grammar; bench kv and memory take the first two, as they compare KV types): where it runs, with
+// how many threads, and the element type of its KV cache.
 import type { ArgsDef } from "citty";
 import { z } from "zod";
 import { KV_CHOICES, type KvChoice } from "../models/kv-type.ts";

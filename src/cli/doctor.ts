@@ -2,6 +2,7 @@
 // context fit beside the model's weights, drafter and runtime reserve, on this machine or in `--memory`.
 import { z } from "zod";
 import { native } from "../native/library.ts";
+import { type BackendProbe, probeBackend } from "../native/model.ts";
 import { type Machine, machine, macRequirements, recordMetal } from "../machine.ts";
 import { metalInfo } from "../native/metal.ts";
 import { CliError, command, parseOption, sizeOption, UsageError } from "./_command.ts";
@@ -14,7 +15,7 @@ import { KV_CHOICES } from "../models/kv-type.ts";
 import { findSpec, hubSpecs } from "../models/registry.ts";
 import { FORMATS, isHubSpec, QUANTS } from "../models/spec.ts";
 
-type Library = { version: string; abi: number; cpuFeatures: string };
+type Library = { version: string; abi: number; cpuFeatures: string; backend: BackendProbe };
 
 // The report from the machine's facts and the library's: a function of them only, so tests can inject a Mac.
 export function doctorReport(m: Machine, lib: Library) {
@@ -29,9 +30,18 @@ export function doctorReport(m: Machine, lib: Library) {
     memoryForModels: memoryForModels(m),
     models: modelFit(m),
     library: { version: lib.version, abi: lib.abi },
+    backend: lib.backend,
     mac: m.mac ? { ...m.mac, requirements: macRequirements(m) } : undefined,
     metal: m.metal,
   };
+}
+
+// Which backend `serve` and `run` would take, and why not a GPU when they would not.
+function describeBackend(b: BackendProbe): string {
+  const asked = process.env.SPLASH_BACKEND ? `SPLASH_BACKEND=${b.asked}` : `--backend ${b.asked}`;
+  if (!b.runsOn) return `none: ${b.why} (${asked})`;
+  if (b.runsOn !== "cpu") return `${b.runsOn} (${asked})`;
+  return b.why ? `cpu, no GPU: ${b.why} (${asked})` : `cpu (${asked})`;
 }
 
 export function doctorLines(m: Machine, report: ReturnType<typeof doctorReport>): string[] {
@@ -43,6 +53,7 @@ export function doctorLines(m: Machine, report: ReturnType<typeof doctorReport>)
     `library    libsplash ${report.library.version} (ABI ${report.library.abi})`,
   ];
   for (const r of report.mac?.requirements ?? []) lines.push(`${r.what.padEnd(10)} ${r.ok ? "ok  " : "FAIL"} ${r.detail}`);
+  lines.push(`backend    ${describeBackend(report.backend)}`);
   lines.push(...describeModelFit(report.models));
   return lines;
 }
@@ -105,12 +116,13 @@ export default command({
       console.log(args.json ? JSON.stringify({ ...plan, sequencesWithF32Kv: f32 }, null, 2) : describeSequencePlan(plan, memorySource, f32).join("\n"));
       return;
     }
-    const lib = await native();
+    const lib = native();
     if (m.os === "darwin") recordMetal(metalInfo(lib)); // GPU family and working set, through the Metal backend
     const report = doctorReport(m, {
       version: String(lib.splash_version()),
       abi: lib.splash_abi_version(),
       cpuFeatures: String(lib.splash_cpu_features()),
+      backend: probeBackend(undefined, lib),
     });
     console.log(args.json ? JSON.stringify(report, null, 2) : doctorLines(m, report).join("\n"));
   },

@@ -259,7 +259,7 @@ export class SplashEngine implements Engine {
         if (policy && plan.promptTokens === 0) {
           const stepMs = cpuMs(cpu);
           policy.observeStep(plan.decodeTokens, stepMs);
-          const emitted = results.reduce((n, r) => n + (r ? 1 + (r.accepted?.length ?? 0) : 0), 0);
+          const emitted = results.reduce((n, r) => n + (r && !(r instanceof Error) ? 1 + (r.accepted?.length ?? 0) : 0), 0);
           policy.observeDecode(emitted, stepMs + draftMs, plan.drafts.length > 0);
         }
         this.scheduler.complete(plan, results);

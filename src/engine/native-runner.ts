@@ -6,6 +6,7 @@
 //   …
 //   await engine.close(); // frees the cache
 //   model.free();
+import { StepRefusals } from "../native/errors.ts";
 import type { Cache, Model } from "../native/model.ts";
 import type { CacheGeometry, DraftSequence, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
 
@@ -30,20 +31,25 @@ class NativeRunner implements StepRunner {
     private readonly slotBytes: number,
   ) {}
 
-  // One synchronous native call; the engine loop yields to the event loop between steps.
-  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]> {
-    return this.cache.step(
-      seqs.map((s) => ({
-        slot: s.slot,
-        nPast: s.nPast,
-        tokens: s.tokens,
-        pages: s.pages,
-        sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
-        verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
-        embeds: s.embeds,
-        positions: s.positions,
-      })),
-    );
+  // One synchronous native call; the engine loop yields to the event loop between steps. Sequences libsplash
+  // refused alone come back as their errors.
+  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]> {
+    const inputs = seqs.map((s) => ({
+      slot: s.slot,
+      nPast: s.nPast,
+      tokens: s.tokens,
+      pages: s.pages,
+      sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
+      verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
+      embeds: s.embeds,
+      positions: s.positions,
+    }));
+    try {
+      return this.cache.step(inputs);
+    } catch (e) {
+      if (e instanceof StepRefusals) return e.results;
+      throw e;
+    }
   }
 
   async draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {

@@ -66,9 +66,10 @@ export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 // Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
 export interface StepRunner extends HostCopies {
-  // One forward pass over the batch; an entry per sequence (null where it did not sample). The sample of a
+  // One forward pass over the batch; an entry per sequence: its sample, null where it did not sample, or an Error
+  // when the sample of that sequence alone could not be taken (the others are unaffected). The sample of a
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
-  step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]>;
+  step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]>;
   // Proposes drafts for each sequence (only when the model has a drafter); the step right after verifies them.
   draft?(seqs: readonly DraftSequence[]): Promise<Int32Array[]>;
   copySlot(src: number, dst: number): void; // GDN snapshot save and restore

@@ -192,12 +192,13 @@ export class Scheduler {
   }
 
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,
-  // and finishes sequences that are done.
-  complete(plan: StepPlan, results: readonly (SampledToken | null)[]): void {
+  // and finishes sequences that are done. A sequence the step refused ends with its error; the others go on.
+  complete(plan: StepPlan, results: readonly (SampledToken | Error | null)[]): void {
     this.totals.promptTokens += plan.promptTokens;
     plan.chunks.forEach((c, i) => {
       const seq = c.seq;
       const r = results[i];
+      if (r instanceof Error) return this.finish(seq, r);
       if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
       /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
       const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, seq.request.constraint), null) : null;

@@ -13,7 +13,11 @@ export type Sampling = {
   frequencyPenalty: number;
   repetitionPenalty: number; // 1 = off
   seed: number; // sampling is reproducible for a given seed, whatever the batch
+  logitBias?: LogitBias;
 };
+
+// Added to the logits of the named tokens before sampling (OpenAI's logit_bias): ids that are tokens of the model.
+export type LogitBias = { ids: Int32Array; values: Float32Array };
 
 // A token-level constraint (structured output): the engine asks it for the allowed tokens before each sampled
 // position and tells it which token was chosen. Implemented by src/engine/grammar/.
@@ -112,12 +116,14 @@ export class EngineOverloaded extends Error {
   }
 }
 
+// `atLeast`: promptTokens is a lower bound (the prompt was refused before it was tokenized whole).
 export class PromptTooLong extends Error {
   override name = "PromptTooLong";
   constructor(
     readonly promptTokens: number,
     readonly contextTokens: number,
+    readonly atLeast = false,
   ) {
-    super(`the prompt is ${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
+    super(`the prompt is ${atLeast ? "at least " : ""}${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
   }
 }

@@ -9,6 +9,7 @@ export const claude: Tool = {
   title: "Claude Code",
   binary: "claude",
   api: "Anthropic Messages",
+  endpoint: "/v1/messages",
   install: "npm install -g @anthropic-ai/claude-code",
   otherLocations: (home) => [join(home, ".local", "bin", "claude"), join(home, ".claude", "local", "claude")],
   plan(ctx: ToolContext): LaunchPlan {

@@ -55,6 +55,7 @@ export const codex: Tool = {
   title: "Codex CLI",
   binary: "codex",
   api: "OpenAI Responses",
+  endpoint: "/v1/responses",
   install: "npm install -g @openai/codex",
   plan(ctx: ToolContext): LaunchPlan {
     const catalogPath = join(ctx.home, "splash-models.json");

@@ -28,6 +28,7 @@ export const hermes: Tool = {
   title: "Hermes Agent",
   binary: "hermes",
   api: "OpenAI Chat Completions",
+  endpoint: "/v1/chat/completions",
   install: "pip install hermes-agent (or its installer: curl -fsSL https://hermes-agent.nousresearch.com/install.sh | bash)",
   otherLocations: (home) => [join(home, ".local", "bin", "hermes"), join(home, ".hermes", "hermes-agent", "venv", "bin", "hermes")],
   plan(ctx: ToolContext): LaunchPlan {

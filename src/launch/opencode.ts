@@ -7,6 +7,7 @@ export const opencode: Tool = {
   title: "OpenCode",
   binary: "opencode",
   api: "OpenAI Chat Completions",
+  endpoint: "/v1/chat/completions",
   install: "npm install -g opencode-ai",
   otherLocations: (home) => [`${home}/.opencode/bin/opencode`],
   plan(ctx: ToolContext): LaunchPlan {

@@ -9,6 +9,7 @@ export const qwen: Tool = {
   title: "Qwen Code",
   binary: "qwen",
   api: "OpenAI Chat Completions",
+  endpoint: "/v1/chat/completions",
   install: "npm install -g @qwen-code/qwen-code",
   plan(ctx: ToolContext): LaunchPlan {
     const settingsPath = join(ctx.home, "settings.json");

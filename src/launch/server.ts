@@ -14,6 +14,8 @@ import { z } from "zod";
 import { CliError } from "../cli/_command.ts";
 import { log } from "../log.ts";
 import pkg from "../../package.json" with { type: "json" };
+import { checkListen, ListenError } from "../server/server.ts";
+import { DEFAULT_DRAIN_MS, END_GRACE_MS } from "../server/shutdown.ts";
 import { LockTimeout, withLock } from "./lock.ts";
 import { commandLine, freePort, lastLine, pidAlive, sleep, waitExit } from "./process.ts";
 import { Progress } from "./progress.ts";
@@ -21,7 +23,8 @@ import { lockPath, logPath, readState, removeState, serversDir, serverUrl, write
 
 // Loading a large checkpoint from a slow disk and quantizing it at load takes minutes; past this it is stuck.
 export const READY_TIMEOUT_MS = 15 * 60_000;
-const STOP_TIMEOUT_MS = 10_000;
+// A stopped server first lets its running requests finish (it drains on SIGTERM); only one stuck past that is killed.
+const STOP_TIMEOUT_MS = DEFAULT_DRAIN_MS + END_GRACE_MS + 3000;
 const BUSY_WAIT_MS = 5 * 60_000;
 
 const Health = z.object({ status: z.literal("ok"), models: z.array(z.string()) });
@@ -137,9 +140,10 @@ export async function terminate(pid: number, timeoutMs = STOP_TIMEOUT_MS): Promi
 
 // Starts a server for the spec and waits for it; while it loads, Ctrl-C stops it again instead of leaving a
 // half-started server behind.
-async function start(spec: StartSpec, lock: string): Promise<ServerState> {
+async function start(spec: StartSpec, lock: string, port: number | undefined): Promise<ServerState> {
   // Hex: a base64url key may begin with "-", which argument parsers take for an option (one in 32 launches failed so).
-  const state = spawnServer(spec, await freePort(), randomBytes(24).toString("hex"));
+  if (port !== undefined) await checkListen("127.0.0.1", port).catch((e: unknown) => Promise.reject(e instanceof ListenError ? new CliError(e.message, e.hint) : e));
+  const state = spawnServer(spec, port ?? (await freePort()), randomBytes(24).toString("hex"));
   writeState(state);
   const label = `starting the ${spec.model} server`;
   const progress = new Progress(`${label} (log: ${state.log})`);
@@ -166,7 +170,10 @@ async function start(spec: StartSpec, lock: string): Promise<ServerState> {
   }
 }
 
-function reuse(state: ServerState): ServerState {
+function reuse(state: ServerState, port: number | undefined): ServerState {
+  if (port !== undefined && port !== state.port) {
+    log.warn(`the running ${state.model} server listens on port ${state.port}, not ${port}: run \`splash stop ${state.key}\` first to start it on --port ${port}`);
+  }
   if (state.version !== pkg.version) {
     log.warn(`the running ${state.model} server is Splash ${state.version}, this is ${pkg.version}: run \`splash stop ${state.key}\` to restart it on the next launch`);
   }
@@ -174,10 +181,11 @@ function reuse(state: ServerState): ServerState {
   return state;
 }
 
-// The running server for `key`, started if needed. `prepare` resolves the model and is called only to start one.
-export async function ensureServer(key: string, prepare: () => Promise<StartSpec>): Promise<ServerState> {
+// The running server for `key`, started if needed (on `port`, else a free one). `prepare` resolves the model and is
+// called only to start one.
+export async function ensureServer(key: string, prepare: () => Promise<StartSpec>, port?: number): Promise<ServerState> {
   const known = readState(key);
-  if (known && (await liveness(known)) === "live") return reuse(known);
+  if (known && (await liveness(known)) === "live") return reuse(known, port);
   const lock = lockPath(key);
   try {
     return await withLock(
@@ -186,7 +194,7 @@ export async function ensureServer(key: string, prepare: () => Promise<StartSpec
         const current = readState(key);
         if (current) {
           const status = await liveness(current);
-          if (status === "live") return reuse(current);
+          if (status === "live") return reuse(current, port);
           if (status === "starting") {
             // Loading (started by a launch that is gone: it held the lock while waiting) or busy: wait for it rather
             // than start a second.
@@ -202,7 +210,7 @@ export async function ensureServer(key: string, prepare: () => Promise<StartSpec
           if (pidAlive(current.pid)) log.warn(`pid ${current.pid} is not answering as the ${current.model} server any more; forgetting it (end it yourself if it is stuck)`);
           removeState(key);
         }
-        return start(await prepare(), lock);
+        return start(await prepare(), lock, port);
       },
       { timeoutMs: READY_TIMEOUT_MS + 60_000, onWait: (pid) => log.info(`another launch (pid ${pid ?? "?"}) is starting the server; waiting for it`) },
     );

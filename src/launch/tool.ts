@@ -7,7 +7,7 @@ import { CliError } from "../cli/_command.ts";
 
 // Where the server is and what it serves, plus the tool's own directory and the user's arguments (after `--`).
 export type ToolContext = {
-  baseUrl: string; // http://127.0.0.1:PORT, no trailing slash, no /v1
+  baseUrl: string; // http://127.0.0.1:PORT (or a --url server's), no trailing slash, no /v1
   apiKey: string;
   model: string; // the id the server serves
   contextLength: number;
@@ -31,6 +31,7 @@ export type Tool = {
   title: string;
   binary: string;
   api: string; // the wire API it speaks to Splash
+  endpoint: "/v1/messages" | "/v1/responses" | "/v1/chat/completions"; // where that API is served
   install: string; // how to install it
   otherLocations?: (home: string) => string[]; // where its installer puts it when that is not on PATH
   plan(ctx: ToolContext): LaunchPlan;

@@ -5,7 +5,6 @@
 //                   Tokenizer.load + ChatTemplate.load (the checkpoint's own files) ─▶ chatModel(parts)
 // Structured output is prepared for the model's vocabulary on the first request that needs it (seconds for a 150K
 // vocabulary), not at load: most requests never need it.
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -13,7 +12,7 @@ import type { ChatModel, SamplingOptions } from "../chat/ir.ts";
 import { chatModel, endOfTurnTokens } from "../chat/generate.ts";
 import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
-import { LazyStructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
+import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { NativeError } from "../native/errors.ts";
 import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
@@ -22,6 +21,8 @@ import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
 import { formatBytes } from "../format.ts";
 import { cacheDir } from "../paths.ts";
+import { topKOrOff } from "../api/options.ts";
+import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../api/schema-common.ts";
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
@@ -50,14 +51,15 @@ export type LoadedModel = {
   close(): Promise<void>;
 };
 
-// The sampling fields of generation_config.json that map onto ours; anything else in the file is ignored.
+// The sampling fields of generation_config.json that map onto ours, within the bounds a request's own are held to
+// (they become every request's defaults); anything else in the file is ignored.
 const GenerationConfig = z.object({
-  temperature: z.number().min(0).optional(),
-  top_p: z.number().gt(0).max(1).optional(),
-  top_k: z.number().int().min(0).optional(),
-  min_p: z.number().min(0).max(1).optional(),
-  repetition_penalty: z.number().gt(0).optional(),
-  presence_penalty: z.number().optional(),
+  temperature: Temperature(2),
+  top_p: Probability,
+  top_k: TopK,
+  min_p: Probability,
+  repetition_penalty: RepetitionPenalty,
+  presence_penalty: Penalty,
 });
 
 function recommendedSampling(dir: string): Partial<SamplingOptions> {
@@ -70,12 +72,12 @@ function recommendedSampling(dir: string): Partial<SamplingOptions> {
   }
   const g = parsed.data;
   const out: Partial<SamplingOptions> = {};
-  if (g.temperature !== undefined) out.temperature = g.temperature;
-  if (g.top_p !== undefined) out.topP = g.top_p;
-  if (g.top_k !== undefined) out.topK = g.top_k;
-  if (g.min_p !== undefined) out.minP = g.min_p;
-  if (g.repetition_penalty !== undefined) out.repetitionPenalty = g.repetition_penalty;
-  if (g.presence_penalty !== undefined) out.presencePenalty = g.presence_penalty;
+  if (g.temperature != null) out.temperature = g.temperature;
+  if (g.top_p != null) out.topP = g.top_p;
+  if (g.top_k != null) out.topK = topKOrOff(g.top_k);
+  if (g.min_p != null) out.minP = g.min_p;
+  if (g.repetition_penalty != null) out.repetitionPenalty = g.repetition_penalty;
+  if (g.presence_penalty != null) out.presencePenalty = g.presence_penalty;
   return out;
 }
 
@@ -112,7 +114,15 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   const quant: Quant = resolved.packed ?? options.quant ?? (resolved.kind === "hub" ? resolved.spec.quantization.default : "bf16");
   const started = performance.now();
   log.info(`loading ${resolved.id} from ${resolved.dir}${resolved.packed ? ` (imported at ${quant})` : quant === "bf16" ? "" : ` (quantizing to ${quant})`}`);
-  const [tokenizer, model] = await Promise.all([Tokenizer.load(resolved.dir), Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, ...(options.backend ? { backend: options.backend } : {}) })]);
+  // The tokenizer first: the model samples only ids that are tokens (checkpoints pad the output head).
+  const tokenizer = await Tokenizer.load(resolved.dir);
+  let model: Model;
+  try {
+    model = await Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, tokens: tokenizer.tokenIds(), ...(options.backend ? { backend: options.backend } : {}) });
+  } catch (e) {
+    tokenizer.free();
+    throw e;
+  }
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
@@ -127,9 +137,6 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     }
     applyKvType(model, options.kvType ?? "auto", resolved.spec?.cache?.kv);
     const template = ChatTemplate.load(resolved.dir);
-    if (tokenizer.vocabSize > model.info.vocabSize) {
-      throw new Error(`${resolved.dir}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's embedding only ${model.info.vocabSize}`);
-    }
     const engine = createEngine(nativeStepModel(model), {
       kvBudget: options.kvBudget,
       cacheSalt: stateSalt(resolved, quant, model, drafter?.dir),
@@ -139,6 +146,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     const vision = VisionEncoder.open(model, resolved.dir, options.vision);
     const contextLength = Math.min(spec?.contextLength ?? model.info.maxPositionEmbeddings, engine.contextTokens);
     const stopTokens = endOfTurnTokens(tokenizer); // the engine's and the grammar's: one set
+    const structuredOutput = new StructuredOutput(vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens }));
     const chat = chatModel({
       id: resolved.id,
       tokenizer,
@@ -149,7 +157,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       maxOutputTokens: Math.min(spec?.maxOutputTokens ?? 32768, contextLength),
       runtime: { backend: model.info.backend, weights: quant, weightBytes: model.info.weightBytes, memory: engine.plan },
       ...(vision ? { vision } : {}),
-      structuredOutput: new LazyStructuredOutput(() => vocabularyFromTokenizer(tokenizer, { id: `${resolved.id}:${resolved.dir}`, size: model.info.vocabSize, stopTokens })),
+      structuredOutput,
     });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     log.info(`loaded ${resolved.id} in ${seconds} s on ${model.info.backend}: ${formatBytes(model.info.weightBytes)} of weights, ${model.info.kvType} KV cache, context ${contextLength} tokens${vision ? `, images (${formatBytes(vision.info.weightBytes)} vision tower)` : ""}`);
@@ -162,6 +170,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       sampling: recommendedSampling(resolved.dir),
       async close() {
         await engine.close();
+        structuredOutput.close();
         model.free();
         tokenizer.free();
       },

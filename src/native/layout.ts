@@ -30,6 +30,8 @@ export const LOAD_OPTIONS = struct("splash_load_options", [
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
   ["backend", "i32"],
+  ["n_tokens", "i32"],
+  ["tokens", "ptr"],
 ]);
 
 export const MODEL_INFO = struct("splash_model_info", [
@@ -61,8 +63,10 @@ export const SAMPLING = struct("splash_sampling", [
   ["presence_penalty", "f32"],
   ["frequency_penalty", "f32"],
   ["repetition_penalty", "f32"],
-  ["_pad", "u32"],
+  ["n_bias", "i32"],
   ["seed", "u64"],
+  ["bias_ids", "ptr"],
+  ["bias", "ptr"],
 ]);
 
 export const SEQ = struct("splash_seq", [
@@ -87,6 +91,7 @@ export const SEQ = struct("splash_seq", [
   ["embeds", "ptr"],
   ["n_embeds", "i32"],
   ["positions", "ptr"],
+  ["error", "ptr"],
 ]);
 
 export const DRAFTER_OPTIONS = struct("splash_drafter_options", [

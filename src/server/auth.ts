@@ -16,7 +16,3 @@ function sameKey(a: string, b: string): boolean {
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
-
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/i;
-
-export const isLoopback = (host: string) => LOOPBACK.test(host);

@@ -5,37 +5,43 @@
 // Retry-After, and Claude Code compacts on "prompt is too long") than with an error event after a 200. So the first
 // event is awaited for a short while before the stream is opened; a generation that is merely slow (a queue wait,
 // a long prefill) gets its 200 and pings after that, and any later failure becomes an error event.
+//
+// A generation the server's shutdown cut short ends with the shutdown's error rather than as a short answer.
 import type { ChatEvent, ChatModel, Conversation, GenerationOptions } from "../chat/ir.ts";
-import { toApiError, type ErrorShape } from "../api/errors.ts";
+import { toApiError } from "../api/errors.ts";
+import { surfaceOf, type GenerationContext } from "./context.ts";
 import type { Metrics } from "./metrics.ts";
+import type { RequestRecord } from "./request-log.ts";
+import { shuttingDown } from "./shutdown.ts";
 
 export type Generation = AsyncIterable<ChatEvent>;
-
-// Where a generation's timings and outcome are recorded: the server's counters, under the API surface it came
-// through, timed from the request's arrival.
-export type GenerationContext = { metrics: Metrics; surface: string; arrivedAt: number };
 
 export async function startGeneration(
   model: ChatModel,
   conversation: Conversation,
   options: GenerationOptions,
-  ctx: GenerationContext & { shape: ErrorShape; waitMs: number },
+  ctx: GenerationContext & { waitMs: number; conversation?: string }, // conversation: the request field a template refusal names
 ): Promise<Generation> {
-  const it = timed(model, conversation, options, ctx)[Symbol.asyncIterator]();
+  ctx.record.model = model.id;
+  const it = timed(model, conversation, options, ctx.metrics, ctx.record)[Symbol.asyncIterator]();
   const first = it.next();
   first.catch(() => {}); // observed below or by the stream; never an unhandled rejection
   const waited = Promise.withResolvers<undefined>();
   const timer = setTimeout(() => waited.resolve(undefined), ctx.waitMs);
   const early = await Promise.race([first.then(() => undefined, (e: unknown) => ({ error: e })), waited.promise]);
   clearTimeout(timer);
-  if (early) throw toApiError(early.error, ctx.shape);
+  if (early) throw toApiError(early.error, ctx.shape, ctx.conversation);
+  const passOn = (event: ChatEvent): ChatEvent => {
+    if (event.type === "done" && event.finishReason === "cancelled" && ctx.shutdown.ended.aborted) throw shuttingDown();
+    return event;
+  };
   return {
     async *[Symbol.asyncIterator]() {
       try {
         const r = await first;
         if (r.done) return;
-        yield r.value;
-        for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+        yield passOn(r.value);
+        for (let n = await it.next(); !n.done; n = await it.next()) yield passOn(n.value);
       } finally {
         await it.return?.(undefined);
       }
@@ -43,24 +49,23 @@ export async function startGeneration(
   };
 }
 
-// The model's events, with the server's timings, token counts and outcome recorded as they pass.
-async function* timed(model: ChatModel, conversation: Conversation, options: GenerationOptions, ctx: GenerationContext): AsyncGenerator<ChatEvent> {
-  const { metrics, arrivedAt } = ctx;
+// The model's events, with the server's timings, token counts and outcome recorded as they pass (in /metrics, in
+// the request's log record and in the list of recent generations the page shows).
+async function* timed(model: ChatModel, conversation: Conversation, options: GenerationOptions, metrics: Metrics, record: RequestRecord): AsyncGenerator<ChatEvent> {
   metrics.generationStarted(model.id);
-  let firstAt: number | undefined;
-  let done: Extract<ChatEvent, { type: "done" }> | undefined;
   let error: unknown;
   try {
     for await (const event of model.generate(conversation, options)) {
-      if (firstAt === undefined && (event.type === "reasoning" || event.type === "content" || event.type === "tool_call_start")) {
-        firstAt = performance.now();
-        metrics.firstToken(model.id, (firstAt - arrivedAt) / 1000);
+      if (record.firstTokenAt === undefined && (event.type === "reasoning" || event.type === "content" || event.type === "tool_call_start")) {
+        record.firstTokenAt = performance.now();
+        metrics.firstToken(model.id, (record.firstTokenAt - record.arrivedAt) / 1000);
       }
       if (event.type === "done") {
-        done = event;
+        record.usage = event.usage;
+        record.finish = event.finishReason;
         metrics.usage(model.id, event.usage);
-        if (firstAt !== undefined && event.usage.completionTokens > 1) {
-          metrics.perToken(model.id, (performance.now() - firstAt) / 1000 / (event.usage.completionTokens - 1));
+        if (record.firstTokenAt !== undefined && event.usage.completionTokens > 1) {
+          metrics.perToken(model.id, (performance.now() - record.firstTokenAt) / 1000 / (event.usage.completionTokens - 1));
         }
       }
       yield event;
@@ -69,19 +74,19 @@ async function* timed(model: ChatModel, conversation: Conversation, options: Gen
     error = e;
     throw e;
   } finally {
-    const usage = done?.usage;
+    const usage = record.usage;
     metrics.generationEnded({
       at: Date.now(),
-      surface: ctx.surface,
+      surface: surfaceOf(record.path).surface,
       model: model.id,
       // neither done nor failed: the reader stopped early (the client went away)
-      outcome: done?.finishReason ?? (error === undefined ? "cancelled" : "error"),
+      outcome: record.finish ?? (error === undefined ? "cancelled" : "error"),
       ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
       promptTokens: usage?.promptTokens ?? 0,
       cachedPromptTokens: usage?.cachedPromptTokens ?? 0,
       completionTokens: usage?.completionTokens ?? 0,
-      ttftMs: firstAt === undefined ? null : firstAt - arrivedAt,
-      durationMs: performance.now() - arrivedAt,
+      ttftMs: record.firstTokenAt === undefined ? null : record.firstTokenAt - record.arrivedAt,
+      durationMs: performance.now() - record.arrivedAt,
     });
   }
 }

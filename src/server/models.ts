@@ -18,6 +18,13 @@ export class ModelRegistry {
     throw new ApiError(404, `model '${id}' not found; this server serves: ${served}`, { param: "model", code: "model_not_found" });
   }
 
+  // For requests where `model` may be left out (the token endpoints): the only model a server serves.
+  getOrOnly(id: string | null | undefined): ChatModel {
+    if (id != null) return this.get(id);
+    if (this.all.length === 1) return this.all[0]!;
+    throw new ApiError(400, `model: required field is missing (this server serves ${this.all.map((m) => m.id).join(", ")})`, { param: "model" });
+  }
+
   // One entry shape that both OpenAI's list (`object`, `owned_by`, `created`) and Anthropic's (`type`,
   // `display_name`, `created_at`) clients read, plus the context length launchers configure agents with.
   entry(m: ChatModel) {

@@ -7,7 +7,8 @@ import { finalStatus, ResponsesStreamEncoder, responseObject, type ResponseMeta 
 import { ResponsesRequest } from "../api/openai-responses/schema.ts";
 import { ResponseStore } from "../api/openai-responses/store.ts";
 import { Turn } from "../api/turn.ts";
-import { requestAbort, type ServerContext } from "./context.ts";
+import { generationContext, requestAbort, type ServerContext } from "./context.ts";
+import { jsonBody } from "./body.ts";
 import { startGeneration } from "./generation.ts";
 import { sseResponse } from "./sse.ts";
 
@@ -21,17 +22,17 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
         const model = ctx.models.get(body.model);
         const previous = body.previous_response_id ? store.get(body.previous_response_id) : undefined;
         if (body.previous_response_id && !previous) throw notFound(body.previous_response_id, "previous_response_id");
-        const { signal, abort } = requestAbort(request);
+        const { signal, abort } = requestAbort(request, ctx.shutdown);
         const converted = convertResponsesRequest(body, { model, sampling: ctx.sampling, signal, history: previous?.history ?? [] });
         const meta: ResponseMeta = { id: newId("resp_"), createdAt: unixSeconds(), model: model.id, request: body, customTools: converted.customTools };
         const remember = (response: object, turn: Turn) => {
           if (body.store !== false) store.put(meta.id, { response, history: [...(previous?.history ?? []), ...converted.input, turn.assistantMessage()] });
         };
-        const timing = { metrics: ctx.metrics, shape: "openai" as const, surface: "responses", arrivedAt: ctx.arrivedAt(request) };
+        const timing = { ...generationContext(ctx, request, "openai"), conversation: "input" };
         if (body.stream) {
           const generation = await startGeneration(model, converted.conversation, converted.options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("responses", 200);
-          return sseResponse(new ResponsesStreamEncoder(meta, remember), generation, { pingIntervalMs: ctx.pingIntervalMs, shape: "openai", abort, onError: () => ctx.metrics.streamError("responses") });
+          return sseResponse(new ResponsesStreamEncoder(meta, remember), generation, { pingIntervalMs: ctx.pingIntervalMs, shape: "openai", abort, onError: () => ctx.metrics.streamError("responses"), requests: ctx.requests, record: timing.record });
         }
         const turn = new Turn();
         for await (const event of await startGeneration(model, converted.conversation, converted.options, { ...timing, waitMs: 0 })) turn.add(event);
@@ -40,7 +41,7 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
         ctx.metrics.request("responses", 200);
         return Response.json(response);
       },
-      { body: ResponsesRequest, parse: "json" },
+      { body: ResponsesRequest, parse: jsonBody(ctx) },
     )
     .get("/v1/responses/:id", ({ params }) => {
       const entry = store.get(params.id);

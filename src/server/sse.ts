@@ -7,17 +7,28 @@
 // - An error after the stream began is written as the surface's error event, and the stream ends.
 // - When the client goes away, `abort` cancels the generation at once: a generator blocked in an await would
 //   otherwise notice only when its next event arrives.
+// - The request's log line is written when the stream ends, however it ends.
 import { toApiError, type ErrorShape } from "../api/errors.ts";
 import { encodeFrame, type SseFrame, type StreamEncoder } from "../api/frames.ts";
 import type { Generation } from "./generation.ts";
+import type { RequestLog, RequestRecord } from "./request-log.ts";
 import { log } from "../log.ts";
 
-export type SseOptions = { pingIntervalMs: number; shape: ErrorShape; abort: () => void; onError: () => void };
+export type SseOptions = {
+  pingIntervalMs: number;
+  shape: ErrorShape;
+  abort: () => void;
+  onError: () => void;
+  requests: RequestLog;
+  record: RequestRecord;
+};
 
 export function sseResponse(encoder: StreamEncoder, generation: Generation, opts: SseOptions): Response {
   const encoder8 = new TextEncoder();
   const it = generation[Symbol.asyncIterator]();
   let closed = false;
+  opts.record.streaming = true;
+  const ended = () => opts.requests.end(opts.record, 200);
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
       const write = (frames: SseFrame[]) => {
@@ -41,6 +52,7 @@ export function sseResponse(encoder: StreamEncoder, generation: Generation, opts
         if (!closed) {
           const error = toApiError(e, opts.shape);
           if (error.status === 500) log.error(e);
+          opts.record.error = error.message;
           opts.onError();
           write(encoder.fail(error));
         }
@@ -49,12 +61,15 @@ export function sseResponse(encoder: StreamEncoder, generation: Generation, opts
           closed = true;
           controller.close();
         }
+        ended();
       }
     },
     cancel() {
       closed = true;
+      opts.record.finish ??= "cancelled";
       opts.abort();
       it.return?.(undefined).catch(() => {});
+      ended();
     },
   });
   return new Response(stream, {

@@ -5,7 +5,7 @@
 // and at stop strings, ends with `done` and its usage, throws EngineOverloaded / PromptTooLong when admitted, and
 // stops at once when options.signal aborts. It records every call and what its stats() would show, so tests can
 // check what the server passed in and that a disconnect freed the sequence.
-import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, ModelRuntime, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
+import type { ChatEvent, ChatModel, Conversation, FinishReason, GenerationOptions, ModelRuntime, ServedTokenizer, TokenLogprob, ToolCall } from "../../src/chat/ir.ts";
 import { EngineOverloaded, PromptTooLong, type EngineStats } from "../../src/engine/types.ts";
 
 export type ScriptStep = Exclude<ChatEvent, { type: "start" } | { type: "done" }> | { type: "wait"; ms: number } | { type: "fail"; error: Error } | { type: "finish"; reason: FinishReason };
@@ -35,6 +35,10 @@ export class ScriptedModel implements ChatModel {
   readonly contextLength: number;
   readonly maxOutputTokens: number;
   readonly runtime = SCRIPTED_RUNTIME;
+  readonly vocabSize = 1024;
+  hasToken(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize;
+  }
   script: Script;
   queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;
@@ -68,6 +72,13 @@ export class ScriptedModel implements ChatModel {
   countTokens(conversation: Conversation): number {
     return Math.ceil(JSON.stringify(conversation).length / 4);
   }
+
+  // Its "prompt" is the conversation as JSON.
+  prompt(conversation: Conversation): { text: string; tokens: number } {
+    return { text: JSON.stringify(conversation), tokens: this.countTokens(conversation) };
+  }
+
+  readonly tokenizer = byteTokenizer;
 
   stats(): EngineStats {
     return { running: this.running, queued: this.queued, stateBytesInUse: this.running * BYTES_PER_SEQUENCE, stateBytesBudget: 64 * BYTES_PER_SEQUENCE, prefixCacheHitTokens: this.hitTokens, promptTokensComputed: this.promptTokensComputed, generatedTokens: this.generatedTokens };
@@ -146,6 +157,16 @@ export class ScriptedModel implements ChatModel {
     yield { type: "done", finishReason: reason, usage: { promptTokens, cachedPromptTokens: this.cachedPromptTokens, completionTokens, reasoningTokens } };
   }
 }
+
+// One token per UTF-8 byte, for the token endpoints' plumbing (their behaviour on a real tokenizer is tested against
+// the embedded model).
+const byteTokenizer: ServedTokenizer = {
+  vocabSize: 256,
+  encode: (text) => Int32Array.from(new TextEncoder().encode(text)),
+  encodeWithAddedTokens: (text) => Int32Array.from(new TextEncoder().encode(text)),
+  decode: (ids) => new TextDecoder().decode(Uint8Array.from(Array.from(ids))),
+  tokenBytes: (id) => Uint8Array.of(id),
+};
 
 // Index in `text` where the earliest stop string begins.
 function firstStop(text: string, stops: string[]): number | undefined {

@@ -1,6 +1,7 @@
 // The launcher's own server: `splash codex` with no server running starts the real `splash serve` of the embedded
 // model in the background, waits for it, runs the real Codex CLI against it (which must exit 0 with an answer),
-// leaves the server running for the next launch, and `splash stop` ends it; the same from the compiled executable.
+// leaves the server running for the next launch (its log shows the agent's requests), and `splash stop` ends it;
+// the same from the compiled executable.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { $ } from "bun";
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -33,7 +34,10 @@ test("the first launch starts splash serve for the embedded model and Codex gets
   expect(first.stderr).toMatch(/splash-tiny is ready at http:\/\/127\.0\.0\.1:\d+/);
   expect(first.code).toBe(0);
   expect(first.stdout.trim().length).toBeGreaterThan(0);
-  expect(readFileSync(state.log, "utf8")).toContain('"event":"listening"');
+  const log = readFileSync(state.log, "utf8");
+  expect(log).toContain('"event":"listening"');
+  // The server's request log shows what the agent sent and got.
+  expect(log).toMatch(/ POST \/v1\/responses 200 model=splash-tiny prompt=\d+ cached=\d+ completion=\d+ ttft=\d+ms total=\d+ms finish=\w+ client=127\.0\.0\.1 agent="?codex_exec\//);
   const metrics = await scrapeMetrics(`http://127.0.0.1:${state.port}`);
   expect(metrics.get('splash_requests_total{surface="responses",status="200"}') ?? 0).toBeGreaterThan(0);
 });
