@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 typedef struct sp_cpu {
-    bool avx2, fma, f16c, avx512f, avx512bw, avx512vnni, avxvnni; /* x86-64 */
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avxvnni; /* x86-64 */
     bool neon, dotprod, i8mm;                                     /* arm64 */
     int n_cores;                                                  /* online logical cores */
 } sp_cpu;

@@ -29,7 +29,7 @@
 
 #include <stdbool.h>
 
-typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
+typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_AVX512, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
 
 const char *sp_isa_name(sp_isa isa);
 /* Whether this build has kernels for `isa` and the CPU can run them. */

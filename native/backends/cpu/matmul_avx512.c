@@ -1,0 +1,327 @@
+/* matmul_avx512.c — AVX-512 (F, BW, VL) + VNNI kernels for Q8 and Q4 weights (compiled with those flags; chosen at
+ * run time, matmul.c). The other types run AVX2's kernels (`base`).
+ *
+ * Vector lanes are weight rows: a panel of 16 rows fills a vector, and one (row, x row) pair's arithmetic is
+ *
+ *     acc = 0;  for each group b in order:  acc = fma(float(dot_b), d_w[b]·d_x[b], acc)
+ *                                           Q4 then:  acc = fma(m_w[b], s_x[b], acc)
+ *
+ * with dot_b the group's exact integer dot product — one lane's chain, whatever the path, so results do not depend
+ * on n, on the panel a row falls in, or on the thread (batch invariance, matmul.h):
+ *  - GEMM (n ≥ 2): each panel is first repacked into lane order — per group eight 64-byte vectors, vector k holding
+ *    bytes 4k..4k+3 of the 16 rows, and the 16 rows' scales as f32 — and then meets the x rows eight at a time:
+ *    a group is eight vpdpbusd per x row (x's 4 bytes broadcast), the panel's vectors held in registers for all eight.
+ *  - GEMV (n = 1): repacking would cost as much as the product, so each row's pair of groups meets x in one vpdpbusd
+ *    (lanes 0-7 group b, 8-15 group b+1) and a transpose-and-add of the 16 rows' vectors gives the exact group sums.
+ * vpdpbusd multiplies unsigned by signed bytes: x stays signed; Q8 weights enter as w + 128 (w ^ 0x80) and the
+ * integer dot product is corrected by −128·Σq_x (sp_act.sum), so it stays exact; Q4 nibbles are unsigned already.
+ * |dot_b| ≤ 32·255·127 fits int32 and, after the correction (≤ 32·127·127), converts to float exactly.
+ */
+#include "matmul_kernels.h"
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    LANES = 16,               /* weight rows per panel */
+    GROUP_BYTES = 8 * 64,     /* one group of a repacked panel: eight vectors of 16 rows × 4 bytes */
+    X_TILE = 8,               /* x rows per GEMM tile */
+    GEMM_MIN_N = 2,           /* fewer x rows take the GEMV path */
+};
+
+/* An unaligned int32 that may alias the int8 x quants (4 of them, broadcast to every lane). */
+typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
+
+INLINE const uint8_t *row_ptr(const sp_matrix *W, int64_t r) { return (const uint8_t *)W->data + r * W->row_bytes; }
+
+/* Where a row's f16 scales start; Q4's f16 mins follow them, nb halves later (quant.h). */
+INLINE int64_t scales_at(bool q4, int64_t nb) { return q4 ? (nb + 1) / 2 * SP_QK : nb * SP_QK; }
+
+/* Byte offsets of a panel's 16 rows from its first; lanes past the v valid rows repeat the last one (their results
+ * are computed and dropped, and nothing past the matrix is read). */
+INLINE __m512i lane_offsets(const sp_matrix *W, int v) {
+    __m512i l = _mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(v - 1));
+    return _mm512_mullo_epi32(l, _mm512_set1_epi32((int32_t)W->row_bytes));
+}
+
+/* The f16 values of groups b and b+1 at `base` (+ each lane's row offset) as f32, one gather for both; when b is the
+ * row's last group (b + 1 == nb) the dword read is the one ending with it, which stays inside the row. */
+INLINE void gather_halves(const uint8_t *base, __m512i offsets, int64_t b, int64_t nb, __m512 *h0, __m512 *h1) {
+    if (b + 1 < nb) {
+        __m512i g = _mm512_i32gather_epi32(offsets, base + 2 * b, 1);
+        *h0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+        *h1 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
+    } else {
+        __m512i g = _mm512_i32gather_epi32(offsets, base + 2 * b - 2, 1);
+        *h0 = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16)));
+        *h1 = _mm512_setzero_ps();
+    }
+}
+
+/* ---- GEMM: repacked panels --------------------------------------------------------------------------------------- */
+
+typedef struct panel {
+    uint8_t *q; /* [nb][8][16 rows × 4 bytes]: Q8 w + 128, Q4 nibbles */
+    float *d;   /* [nb][16] scales */
+    float *m;   /* [nb][16] Q4 mins */
+} panel;
+
+/* out[k] = dword k of the 32 bytes at `off` of each of the 16 rows: a 16 × 8 dword transpose. Rows a and a + 4 share
+ * a vector, 4×4 transposes within 128-bit lanes gather four rows' dword k, and lane shuffles put the 16 in order. */
+INLINE void transpose_16x8(const uint8_t *const row[LANES], int64_t off, __m512i out[8]) {
+    __m512i z[8], o[2][4];
+    for (int l = 0; l < 8; l++) {
+        int a = l < 4 ? l : l + 4; /* rows 0-3 with 4-7, 8-11 with 12-15 */
+        z[l] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(row[a] + off))),
+                                  _mm256_loadu_si256((const __m256i *)(row[a + 4] + off)), 1);
+    }
+    for (int h = 0; h < 2; h++) {
+        const __m512i *s = z + 4 * h;
+        __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]), t1 = _mm512_unpackhi_epi32(s[0], s[1]);
+        __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]), t3 = _mm512_unpackhi_epi32(s[2], s[3]);
+        o[h][0] = _mm512_unpacklo_epi64(t0, t2), o[h][1] = _mm512_unpackhi_epi64(t0, t2);
+        o[h][2] = _mm512_unpacklo_epi64(t1, t3), o[h][3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    /* o[h][k] holds, per 128-bit lane: rows 8h..8h+3 dword k, the same rows dword k+4, rows 8h+4..8h+7 dword k, k+4 */
+    for (int k = 0; k < 4; k++) {
+        out[k] = _mm512_shuffle_i32x4(o[0][k], o[1][k], _MM_SHUFFLE(2, 0, 2, 0));
+        out[k + 4] = _mm512_shuffle_i32x4(o[0][k], o[1][k], _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* Rows [r, r + v) of W (v ≤ 16) into P's lane order. */
+INLINE void pack_panel(bool q4, const sp_matrix *W, int64_t r, int v, int64_t nb, const panel *P) {
+    const uint8_t *row[LANES];
+    for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
+    const __m512i flip = _mm512_set1_epi8((char)0x80), low = _mm512_set1_epi8(15);
+    __m512i out[8];
+    if (q4) {
+        for (int64_t p = 0; p < (nb + 1) / 2; p++) { /* chunk p: group 2p in the low nibbles, 2p + 1 in the high */
+            transpose_16x8(row, p * SP_QK, out);
+            __m512i *lo = (__m512i *)(P->q + 2 * p * GROUP_BYTES), *hi = lo + 8;
+            for (int k = 0; k < 8; k++) _mm512_store_si512(lo + k, _mm512_and_si512(out[k], low));
+            if (2 * p + 1 < nb)
+                for (int k = 0; k < 8; k++) _mm512_store_si512(hi + k, _mm512_and_si512(_mm512_srli_epi16(out[k], 4), low));
+        }
+    } else {
+        for (int64_t b = 0; b < nb; b++) {
+            transpose_16x8(row, b * SP_QK, out);
+            __m512i *q = (__m512i *)(P->q + b * GROUP_BYTES);
+            for (int k = 0; k < 8; k++) _mm512_store_si512(q + k, _mm512_xor_si512(out[k], flip));
+        }
+    }
+    const __m512i offsets = lane_offsets(W, v);
+    const uint8_t *sc = row[0] + scales_at(q4, nb);
+    for (int64_t b = 0; b < nb; b += 2) {
+        __m512 h0, h1;
+        gather_halves(sc, offsets, b, nb, &h0, &h1);
+        _mm512_store_ps(P->d + b * LANES, h0);
+        if (b + 1 < nb) _mm512_store_ps(P->d + (b + 1) * LANES, h1);
+        if (q4) {
+            gather_halves(sc + 2 * nb, offsets, b, nb, &h0, &h1);
+            _mm512_store_ps(P->m + b * LANES, h0);
+            if (b + 1 < nb) _mm512_store_ps(P->m + (b + 1) * LANES, h1);
+        }
+    }
+}
+
+/* x rows in tiles of X_TILE, each group of a tile together: the tile's quants (32 bytes per row), then per row d_x,
+ * the Q8 correction −128·Σq_x and s_x, so that a GEMM tile reads one stream at constant offsets. */
+typedef struct xgroup {
+    int8_t q[X_TILE][SP_QK];
+    float d[X_TILE];
+    int32_t corr[X_TILE];
+    float s[X_TILE];
+} xgroup;
+
+/* Rows [c, c + C) of x into tile t (nb groups); rows past C are left as they are (never read). */
+static void pack_x(const sp_act *x, int64_t c, int C, xgroup *t) {
+    const int64_t nb = x->nb;
+    for (int j = 0; j < C; j++) {
+        const int8_t *q = x->q + (c + j) * nb * SP_QK;
+        const float *d = x->d + (c + j) * nb, *s = x->s + (c + j) * nb;
+        const int32_t *sum = x->sum + (c + j) * nb;
+        for (int64_t b = 0; b < nb; b++) {
+            _mm256_store_si256((__m256i *)t[b].q[j], _mm256_loadu_si256((const __m256i *)(q + b * SP_QK)));
+            t[b].d[j] = d[b], t[b].corr[j] = -128 * sum[b], t[b].s[j] = s[b];
+        }
+    }
+}
+
+/* A packed x tile of C rows against a packed panel; lane l of x row j goes to y[j·stride + l] where `keep` has l. */
+INLINE void gemm_tile(bool q4, const panel *P, const xgroup *xt, int64_t nb, const int C, float *y, int64_t stride,
+                      __mmask16 keep) {
+    __m512 acc[X_TILE];
+    for (int j = 0; j < C; j++) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const xgroup *g = xt + b;
+        const __m512i *wq = (const __m512i *)(P->q + b * GROUP_BYTES);
+        __m512i w[8], s[X_TILE];
+        for (int k = 0; k < 8; k++) w[k] = _mm512_load_si512(wq + k);
+        for (int j = 0; j < C; j++) s[j] = q4 ? _mm512_setzero_si512() : _mm512_set1_epi32(g->corr[j]);
+        for (int k = 0; k < 8; k++) /* the x rows' chains interleaved, in program order too */
+            for (int j = 0; j < C; j++)
+                s[j] = _mm512_dpbusd_epi32(s[j], w[k], _mm512_set1_epi32(*(const i32_unaligned *)(g->q[j] + 4 * k)));
+        __m512 dw = _mm512_load_ps(P->d + b * LANES), m = q4 ? _mm512_load_ps(P->m + b * LANES) : _mm512_setzero_ps();
+        for (int j = 0; j < C; j++) {
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(g->d[j])), acc[j]);
+            if (q4) acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(g->s[j]), acc[j]);
+        }
+    }
+    for (int j = 0; j < C; j++) _mm512_mask_storeu_ps(y + j * stride, keep, acc[j]);
+}
+
+/* ---- GEMV: rows as they are stored ------------------------------------------------------------------------------- */
+
+/* p[l] holds row l's partial sums of two groups, lanes 0-7 the first, 8-15 the second. Returns the first group's
+ * sums of the 16 rows in row order, *second the second's: pairs of rows are interleaved and added (32-bit, then
+ * 64-bit units within 128-bit lanes), then 128-bit lanes of the same group are added. Integer sums: exact. */
+INLINE __m512i reduce_16x2(const __m512i p[LANES], __m512i *second) {
+    __m512i t[8], u[4], v[2];
+    for (int i = 0; i < 8; i++)
+        t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+    for (int i = 0; i < 4; i++) /* per 128-bit lane: rows 4i..4i+3 */
+        u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+    for (int i = 0; i < 2; i++) /* lanes: first group rows 8i..8i+3, second group the same, then rows 8i+4..8i+7 */
+        v[i] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    *second = _mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0));
+}
+
+/* Without it the hardware prefetcher retrains on 16 new streams at every panel (matmul_avx2.c measured the same). */
+INLINE void prefetch_next_panel(const uint8_t *const row[LANES], int64_t panel_bytes, int64_t off) {
+    for (int l = 0; l < LANES; l++) _mm_prefetch((const char *)row[l] + panel_bytes + off, _MM_HINT_T0);
+}
+
+/* The pair (rows [r, r + v), one x row) for every row of the panel: y[l] for l < v. */
+static void gemv_panel_q8(const sp_matrix *W, const int8_t *xq, const float *xd, const int32_t *xsum, float *y,
+                          int64_t r, int v, int64_t nb) {
+    const uint8_t *row[LANES];
+    for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
+    const __m512i flip = _mm512_set1_epi8((char)0x80), offsets = lane_offsets(W, v);
+    const uint8_t *sc = row[0] + scales_at(false, nb);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2) {
+        const bool two = b + 1 < nb;
+        const __mmask64 bytes = two ? ~0ull : 0xffffffffull;
+        prefetch_next_panel(row, LANES * W->row_bytes, b * SP_QK);
+        __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + b * SP_QK), p[LANES];
+        for (int l = 0; l < LANES; l++)
+            p[l] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, row[l] + b * SP_QK), flip), xv);
+        __m512i g1, g0 = reduce_16x2(p, &g1);
+        __m512 d0, d1;
+        gather_halves(sc, offsets, b, nb, &d0, &d1);
+        g0 = _mm512_sub_epi32(g0, _mm512_set1_epi32(128 * xsum[b]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g0), _mm512_mul_ps(d0, _mm512_set1_ps(xd[b])), acc);
+        if (two) {
+            g1 = _mm512_sub_epi32(g1, _mm512_set1_epi32(128 * xsum[b + 1]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g1), _mm512_mul_ps(d1, _mm512_set1_ps(xd[b + 1])), acc);
+        }
+    }
+    _mm512_mask_storeu_ps(y + r, (__mmask16)((1u << v) - 1), acc);
+}
+
+/* Q4: one 64-byte load per row covers chunks p and p + 1, i.e. groups b..b+3 (b = 2p): low nibbles are groups b and
+ * b + 2 (lanes 0-7, 8-15), high nibbles b + 1 and b + 3; x's groups are paired the same way. */
+static void gemv_panel_q4(const sp_matrix *W, const int8_t *xq, const float *xd, const float *xs, float *y, int64_t r,
+                          int v, int64_t nb) {
+    const uint8_t *row[LANES];
+    for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
+    const __m512i low = _mm512_set1_epi8(15), offsets = lane_offsets(W, v);
+    const uint8_t *sc = row[0] + scales_at(true, nb);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 4) {
+        const int g = nb - b < 4 ? (int)(nb - b) : 4; /* groups in this step */
+        const __mmask64 wbytes = g > 2 ? ~0ull : 0xffffffffull;
+        const __mmask64 x0 = g > 1 ? ~0ull : 0xffffffffull, x1 = g > 3 ? ~0ull : g > 2 ? 0xffffffffull : 0;
+        prefetch_next_panel(row, LANES * W->row_bytes, b / 2 * SP_QK);
+        __m512i X0 = _mm512_maskz_loadu_epi8(x0, xq + b * SP_QK), X1 = _mm512_maskz_loadu_epi8(x1, xq + (b + 2) * SP_QK);
+        __m512i xa = _mm512_shuffle_i64x2(X0, X1, _MM_SHUFFLE(1, 0, 1, 0)); /* groups b, b + 2 */
+        __m512i xb = _mm512_shuffle_i64x2(X0, X1, _MM_SHUFFLE(3, 2, 3, 2)); /* groups b + 1, b + 3 */
+        __m512i pa[LANES], pb[LANES];
+        for (int l = 0; l < LANES; l++) {
+            __m512i w = _mm512_maskz_loadu_epi8(wbytes, row[l] + b / 2 * SP_QK);
+            pa[l] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(w, low), xa);
+            pb[l] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(w, 4), low), xb);
+        }
+        __m512i dot[4];
+        dot[0] = reduce_16x2(pa, &dot[2]);
+        dot[1] = reduce_16x2(pb, &dot[3]);
+        __m512 d[4] = {_mm512_setzero_ps()}, m[4] = {_mm512_setzero_ps()};
+        gather_halves(sc, offsets, b, nb, &d[0], &d[1]);
+        gather_halves(sc + 2 * nb, offsets, b, nb, &m[0], &m[1]);
+        if (g > 2) {
+            gather_halves(sc, offsets, b + 2, nb, &d[2], &d[3]);
+            gather_halves(sc + 2 * nb, offsets, b + 2, nb, &m[2], &m[3]);
+        }
+        for (int k = 0; k < g; k++) {
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[k]), _mm512_mul_ps(d[k], _mm512_set1_ps(xd[b + k])), acc);
+            acc = _mm512_fmadd_ps(m[k], _mm512_set1_ps(xs[b + k]), acc);
+        }
+    }
+    _mm512_mask_storeu_ps(y + r, (__mmask16)((1u << v) - 1), acc);
+}
+
+/* ---- rows ---------------------------------------------------------------------------------------------------------- */
+
+static void gemv_rows(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    const int64_t nb = x->nb;
+    for (int64_t c = 0; c < x->n; c++) {
+        const int8_t *xq = x->q + c * nb * SP_QK;
+        const float *xd = x->d + c * nb, *xs = x->s + c * nb;
+        for (int64_t r = r0; r < r1; r += LANES) {
+            int v = r1 - r < LANES ? (int)(r1 - r) : LANES;
+            if (q4) gemv_panel_q4(W, xq, xd, xs, y + c * W->rows, r, v, nb);
+            else gemv_panel_q8(W, xq, xd, x->sum + c * nb, y + c * W->rows, r, v, nb);
+        }
+    }
+}
+
+INLINE void rows_quant(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    const int64_t nb = x->nb, tiles = (x->n + X_TILE - 1) / X_TILE;
+    const size_t panel_bytes = (size_t)nb * (GROUP_BYTES + 2 * LANES * sizeof(float));
+    const size_t bytes = (panel_bytes + (size_t)(tiles * nb) * sizeof(xgroup) + 63) & ~(size_t)63;
+    uint8_t *buf = x->n >= GEMM_MIN_N ? aligned_alloc(64, bytes) : NULL;
+    if (!buf) { /* one x row, or no memory for the packed copies: the same bits the slower way */
+        gemv_rows(q4, W, x, y, r0, r1);
+        return;
+    }
+    const panel P = {.q = buf, .d = (float *)(buf + nb * GROUP_BYTES), .m = (float *)(buf + nb * GROUP_BYTES) + nb * LANES};
+    xgroup *xp = (xgroup *)(buf + panel_bytes);
+    for (int64_t t = 0; t < tiles; t++) {
+        int C = x->n - t * X_TILE < X_TILE ? (int)(x->n - t * X_TILE) : X_TILE;
+        pack_x(x, t * X_TILE, C, xp + t * nb);
+    }
+    for (int64_t r = r0; r < r1; r += LANES) {
+        int v = r1 - r < LANES ? (int)(r1 - r) : LANES;
+        const __mmask16 keep = (__mmask16)((1u << v) - 1);
+        pack_panel(q4, W, r, v, nb, &P);
+        for (int64_t t = 0; t < tiles; t++) {
+            float *yt = y + t * X_TILE * W->rows + r;
+            switch (x->n - t * X_TILE < X_TILE ? x->n - t * X_TILE : X_TILE) { /* constant widths: acc in registers */
+            case 8: gemm_tile(q4, &P, xp + t * nb, nb, 8, yt, W->rows, keep); break;
+            case 7: gemm_tile(q4, &P, xp + t * nb, nb, 7, yt, W->rows, keep); break;
+            case 6: gemm_tile(q4, &P, xp + t * nb, nb, 6, yt, W->rows, keep); break;
+            case 5: gemm_tile(q4, &P, xp + t * nb, nb, 5, yt, W->rows, keep); break;
+            case 4: gemm_tile(q4, &P, xp + t * nb, nb, 4, yt, W->rows, keep); break;
+            case 3: gemm_tile(q4, &P, xp + t * nb, nb, 3, yt, W->rows, keep); break;
+            case 2: gemm_tile(q4, &P, xp + t * nb, nb, 2, yt, W->rows, keep); break;
+            default: gemm_tile(q4, &P, xp + t * nb, nb, 1, yt, W->rows, keep); break;
+            }
+        }
+    }
+    free(buf);
+}
+
+static void rows_q8(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(false, W, x, y, r0, r1); }
+static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(true, W, x, y, r0, r1); }
+
+const sp_matmul_kernels sp_matmul_kernels_avx512 = {
+    .rows = {[SP_MAT_Q8] = rows_q8, [SP_MAT_Q4] = rows_q4},
+    .base = &sp_matmul_kernels_avx2,
+    .row_unit = LANES,
+};
