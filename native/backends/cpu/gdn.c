@@ -6,8 +6,6 @@
  * On this CPU the arch file uses whichever measured faster (see qwen3_5.c). */
 #include "ops.h"
 
-#include "core/threadpool.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,8 +91,7 @@ void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, co
                           const sp_gdn_shape *shape, float *S, int64_t n) {
     token_fn token = sp_gdn_token_scalar;
 #if defined(__x86_64__)
-    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma && shape->v_dim % 8 == 0)
-        token = sp_gdn_token_avx2;
+    if (sp_cpu_avx2(be) && shape->v_dim % 8 == 0) token = sp_gdn_token_avx2;
 #endif
     gdn_args args = {out, qkv, a, b, shape, S, n, token};
     sp_cpu_for(be, shape->n_v_heads, recurrent_heads, &args);
