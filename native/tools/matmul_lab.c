@@ -11,7 +11,8 @@
  *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately);
  *   5. measures quantizing a bf16 tensor at load (q8, q4): the scalar reference vs sp_matrix_from_tensor.
  * --shape ROWS COLS N,N,... instead measures every ISA × type on one matrix of that shape (small ones stay in cache:
- * the kernels' own rate, as prefill of a small model sees it): best CPU time per call of many, and GMAC/s.
+ * the kernels' own rate, as prefill of a small model sees it): best CPU time per call of many, GMAC/s and GB/s of
+ * weights; with --cold, on copies rotated through >= 256 MiB, so the weights come from DRAM as decode reads them.
  * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out. Each figure
  * is also given from CPU time (process CPU seconds / threads, "cpu" columns): what the kernels achieve while they
  * hold the cores, which is the honest figure on a machine shared with other work (the load average and the CPU
@@ -216,17 +217,29 @@ static quant_timing measure_quantize(sp_threadpool *pool, sp_quant q, int64_t ro
 
 /* ---- --shape: every ISA × type at one shape ------------------------------------------------------------------------ */
 
-static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, int64_t cols, const int64_t *ns, int n_ns) {
+static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, int64_t cols, const int64_t *ns, int n_ns,
+                          bool cold) {
     int64_t nmax = 0;
     for (int k = 0; k < n_ns; k++) nmax = ns[k] > nmax ? ns[k] : nmax;
     float *x = xalloc((size_t)(nmax * cols) * 4), *y = xalloc((size_t)(nmax * rows) * 4);
     for (int64_t i = 0; i < nmax * cols; i++) x[i] = gauss();
-    printf("%lld x %lld, %d threads: best CPU time per call (us) and GMAC/s per core\n", (long long)rows, (long long)cols,
-           sp_threadpool_size(pool));
+    printf("%lld x %lld, %d threads, %s: best CPU time per call (us), GMAC/s and GB/s of weights per core\n",
+           (long long)rows, (long long)cols, sp_threadpool_size(pool),
+           cold ? "copies rotated through >= 256 MiB (weights from DRAM)" : "one matrix (weights from cache)");
     for (int ti = 0; ti < N_TYPES; ti++) {
-        sp_matrix W = make_matrix(pool, types[ti], rows, cols);
+        sp_matrix base = make_matrix(pool, types[ti], rows, cols);
+        size_t one = (size_t)(rows * base.row_bytes);
+        int count = cold ? (int)((256ull << 20) / one) + 1 : 1;
+        uint8_t *all = xalloc(one * (size_t)count);
+        sp_matrix *mats = malloc((size_t)count * sizeof *mats);
+        for (int i = 0; i < count; i++) {
+            memcpy(all + one * (size_t)i, base.data, one);
+            mats[i] = base;
+            mats[i].data = all + one * (size_t)i;
+        }
+        free((void *)base.data);
         for (int isa = 0; isa < SP_ISA_COUNT; isa++) {
-            if (!sp_isa_supported((sp_isa)isa, cpu)) continue;
+            if (!sp_isa_supported((sp_isa)isa, cpu) || (cold && isa == SP_ISA_SCALAR)) continue;
             printf("  %-5s %-7s", sp_mtype_name(types[ti]), sp_isa_name((sp_isa)isa));
             for (int k = 0; k < n_ns; k++) {
                 /* enough calls for ~20 ms of work at 50 GMAC/s, at least 20 */
@@ -235,14 +248,14 @@ static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, 
                 double best = 1e30;
                 for (int r = 0; r < reps; r++) {
                     double c0 = process_cpu();
-                    sp_matmul_isa(pool, (sp_isa)isa, y, &W, x, ns[k]);
+                    sp_matmul_isa(pool, (sp_isa)isa, y, &mats[r % count], x, ns[k]);
                     best = fmin(best, (process_cpu() - c0) / sp_threadpool_size(pool));
                 }
-                printf(" | n=%-4lld %9.1f us %6.1f", (long long)ns[k], best * 1e6, macs / best / 1e9);
+                printf(" | n=%-4lld %9.1f us %6.1f %6.1f", (long long)ns[k], best * 1e6, macs / best / 1e9, (double)one / best / 1e9);
             }
             printf("\n");
         }
-        free((void *)W.data);
+        free(all), free(mats);
     }
     free(x), free(y);
 }
@@ -259,19 +272,20 @@ static double cpu_share(int threads) {
 int main(int argc, char **argv) {
     int threads = 0, n_ns = 0;
     int64_t shape[2] = {0, 0}, shape_ns[16];
-    bool check_only = false, no_check = false, quick = false, quantize_only = false;
+    bool check_only = false, no_check = false, quick = false, quantize_only = false, cold = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc) {
             shape[0] = atoll(argv[++i]), shape[1] = atoll(argv[++i]);
             for (char *p = argv[++i]; *p && n_ns < 16; p += *p == ',') shape_ns[n_ns++] = strtoll(p, &p, 10);
         }
+        else if (strcmp(argv[i], "--cold") == 0) cold = true;
         else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
         else if (strcmp(argv[i], "--no-check") == 0) no_check = true;
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (strcmp(argv[i], "--quantize-only") == 0) quantize_only = no_check = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only | --shape ROWS COLS N,N,...] "
+            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only | --shape ROWS COLS N,N,... [--cold]] "
                             "[--quick]\n", argv[0]);
             return 2;
         }
@@ -283,7 +297,7 @@ int main(int argc, char **argv) {
     printf("matmul_lab: %d threads, cpu features \"%s\", best ISA %s\n", sp_threadpool_size(pool), splash_cpu_features(),
            sp_isa_name(isa));
     if (shape[0] > 0 && shape[1] > 0 && n_ns > 0) {
-        measure_shape(pool, cpu, shape[0], shape[1], shape_ns, n_ns);
+        measure_shape(pool, cpu, shape[0], shape[1], shape_ns, n_ns, cold);
         sp_threadpool_free(pool);
         return 0;
     }

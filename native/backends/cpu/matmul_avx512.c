@@ -61,6 +61,15 @@ INLINE void gather_halves(const uint8_t *base, __m512i offsets, int64_t b, int64
     }
 }
 
+/* A panel's rows are one contiguous block of memory, which the kernels read 16 strided streams at a time: the
+ * hardware prefetcher does not follow, so step s of S prefetches the s-th S-th of the block PREFETCH_PANELS ahead. */
+enum { PREFETCH_PANELS = 2 };
+INLINE void prefetch_ahead(const sp_matrix *W, int64_t r, int64_t s, int64_t S) {
+    const int64_t bytes = LANES * W->row_bytes;
+    const char *next = (const char *)row_ptr(W, r) + PREFETCH_PANELS * bytes;
+    for (int64_t o = (s * bytes / S) & ~(int64_t)63; o < (s + 1) * bytes / S; o += 64) _mm_prefetch(next + o, _MM_HINT_T0);
+}
+
 /* ---- GEMM: repacked panels --------------------------------------------------------------------------------------- */
 
 typedef struct panel {
@@ -100,6 +109,7 @@ INLINE void pack_panel(bool q4, const sp_matrix *W, int64_t r, int v, int64_t nb
     __m512i out[8];
     if (q4) {
         for (int64_t p = 0; p < (nb + 1) / 2; p++) { /* chunk p: group 2p in the low nibbles, 2p + 1 in the high */
+            prefetch_ahead(W, r, p, (nb + 1) / 2);
             transpose_16x8(row, p * SP_QK, out);
             __m512i *lo = (__m512i *)(P->q + 2 * p * GROUP_BYTES), *hi = lo + 8;
             for (int k = 0; k < 8; k++) _mm512_store_si512(lo + k, _mm512_and_si512(out[k], low));
@@ -108,6 +118,7 @@ INLINE void pack_panel(bool q4, const sp_matrix *W, int64_t r, int v, int64_t nb
         }
     } else {
         for (int64_t b = 0; b < nb; b++) {
+            prefetch_ahead(W, r, b, nb);
             transpose_16x8(row, b * SP_QK, out);
             __m512i *q = (__m512i *)(P->q + b * GROUP_BYTES);
             for (int k = 0; k < 8; k++) _mm512_store_si512(q + k, _mm512_xor_si512(out[k], flip));
@@ -192,11 +203,6 @@ INLINE __m512i reduce_16x2(const __m512i p[LANES], __m512i *second) {
     return _mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0));
 }
 
-/* Without it the hardware prefetcher retrains on 16 new streams at every panel (matmul_avx2.c measured the same). */
-INLINE void prefetch_next_panel(const uint8_t *const row[LANES], int64_t panel_bytes, int64_t off) {
-    for (int l = 0; l < LANES; l++) _mm_prefetch((const char *)row[l] + panel_bytes + off, _MM_HINT_T0);
-}
-
 /* The pair (rows [r, r + v), one x row) for every row of the panel: y[l] for l < v. */
 static void gemv_panel_q8(const sp_matrix *W, const int8_t *xq, const float *xd, const int32_t *xsum, float *y,
                           int64_t r, int v, int64_t nb) {
@@ -208,7 +214,7 @@ static void gemv_panel_q8(const sp_matrix *W, const int8_t *xq, const float *xd,
     for (int64_t b = 0; b < nb; b += 2) {
         const bool two = b + 1 < nb;
         const __mmask64 bytes = two ? ~0ull : 0xffffffffull;
-        prefetch_next_panel(row, LANES * W->row_bytes, b * SP_QK);
+        prefetch_ahead(W, r, b / 2, (nb + 1) / 2);
         __m512i xv = _mm512_maskz_loadu_epi8(bytes, xq + b * SP_QK), p[LANES];
         for (int l = 0; l < LANES; l++)
             p[l] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, row[l] + b * SP_QK), flip), xv);
@@ -238,7 +244,7 @@ static void gemv_panel_q4(const sp_matrix *W, const int8_t *xq, const float *xd,
         const int g = nb - b < 4 ? (int)(nb - b) : 4; /* groups in this step */
         const __mmask64 wbytes = g > 2 ? ~0ull : 0xffffffffull;
         const __mmask64 x0 = g > 1 ? ~0ull : 0xffffffffull, x1 = g > 3 ? ~0ull : g > 2 ? 0xffffffffull : 0;
-        prefetch_next_panel(row, LANES * W->row_bytes, b / 2 * SP_QK);
+        prefetch_ahead(W, r, b / 4, (nb + 3) / 4);
         __m512i X0 = _mm512_maskz_loadu_epi8(x0, xq + b * SP_QK), X1 = _mm512_maskz_loadu_epi8(x1, xq + (b + 2) * SP_QK);
         __m512i xa = _mm512_shuffle_i64x2(X0, X1, _MM_SHUFFLE(1, 0, 1, 0)); /* groups b, b + 2 */
         __m512i xb = _mm512_shuffle_i64x2(X0, X1, _MM_SHUFFLE(3, 2, 3, 2)); /* groups b + 1, b + 3 */
