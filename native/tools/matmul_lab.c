@@ -12,7 +12,8 @@
  *   5. measures quantizing a bf16 tensor at load (q8, q4): the scalar reference vs sp_matrix_from_tensor.
  * --shape ROWS COLS N,N,... instead measures every ISA × type on one matrix of that shape (small ones stay in cache:
  * the kernels' own rate, as prefill of a small model sees it): best CPU time per call of many, GMAC/s and GB/s of
- * weights; with --cold, on copies rotated through >= 256 MiB, so the weights come from DRAM as decode reads them.
+ * weights; with --cold, on copies rotated through >= 256 MiB, so the weights come from DRAM as decode reads them;
+ * --isa NAME measures that ISA's kernels only.
  * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out. Each figure
  * is also given from CPU time (process CPU seconds / threads, "cpu" columns): what the kernels achieve while they
  * hold the cores, which is the honest figure on a machine shared with other work (the load average and the CPU
@@ -218,7 +219,7 @@ static quant_timing measure_quantize(sp_threadpool *pool, sp_quant q, int64_t ro
 /* ---- --shape: every ISA × type at one shape ------------------------------------------------------------------------ */
 
 static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, int64_t cols, const int64_t *ns, int n_ns,
-                          bool cold) {
+                          bool cold, const char *only) {
     int64_t nmax = 0;
     for (int k = 0; k < n_ns; k++) nmax = ns[k] > nmax ? ns[k] : nmax;
     float *x = xalloc((size_t)(nmax * cols) * 4), *y = xalloc((size_t)(nmax * rows) * 4);
@@ -240,6 +241,7 @@ static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, 
         free((void *)base.data);
         for (int isa = 0; isa < SP_ISA_COUNT; isa++) {
             if (!sp_isa_supported((sp_isa)isa, cpu) || (cold && isa == SP_ISA_SCALAR)) continue;
+            if (only && strcmp(only, sp_isa_name((sp_isa)isa)) != 0) continue;
             printf("  %-5s %-7s", sp_mtype_name(types[ti]), sp_isa_name((sp_isa)isa));
             for (int k = 0; k < n_ns; k++) {
                 /* enough calls for ~20 ms of work at 50 GMAC/s, at least 20 */
@@ -273,6 +275,7 @@ int main(int argc, char **argv) {
     int threads = 0, n_ns = 0;
     int64_t shape[2] = {0, 0}, shape_ns[16];
     bool check_only = false, no_check = false, quick = false, quantize_only = false, cold = false;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc) {
@@ -280,12 +283,13 @@ int main(int argc, char **argv) {
             for (char *p = argv[++i]; *p && n_ns < 16; p += *p == ',') shape_ns[n_ns++] = strtoll(p, &p, 10);
         }
         else if (strcmp(argv[i], "--cold") == 0) cold = true;
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
         else if (strcmp(argv[i], "--no-check") == 0) no_check = true;
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (strcmp(argv[i], "--quantize-only") == 0) quantize_only = no_check = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only | --shape ROWS COLS N,N,... [--cold]] "
+            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only | --shape ROWS COLS N,N,... [--cold] [--isa NAME]] "
                             "[--quick]\n", argv[0]);
             return 2;
         }
@@ -297,7 +301,7 @@ int main(int argc, char **argv) {
     printf("matmul_lab: %d threads, cpu features \"%s\", best ISA %s\n", sp_threadpool_size(pool), splash_cpu_features(),
            sp_isa_name(isa));
     if (shape[0] > 0 && shape[1] > 0 && n_ns > 0) {
-        measure_shape(pool, cpu, shape[0], shape[1], shape_ns, n_ns, cold);
+        measure_shape(pool, cpu, shape[0], shape[1], shape_ns, n_ns, cold, only);
         sp_threadpool_free(pool);
         return 0;
     }

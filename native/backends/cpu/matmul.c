@@ -194,8 +194,10 @@ sp_isa sp_isa_best(const sp_cpu *cpu) {
 }
 
 /* Rows go to threads in units of the kernels' tile height, so they see whole tiles except at the matrix's end; x rows
- * are taken in blocks of 64 so a block of quantized x stays in L2 while a thread's weight rows stream past it. */
-enum { X_BLOCK = 64 };
+ * are taken in blocks of about X_BLOCK_BYTES (at least 64 rows) so a block of x stays in L2 while a thread's weight
+ * rows stream past it: a small model's whole prefill chunk is one block, and kernels that repack their weights
+ * (AVX-512) do it once per block. */
+enum { X_BLOCK_BYTES = 320 << 10, X_BLOCK_MIN = 64 };
 
 typedef struct matmul_job {
     sp_matmul_rows_fn fn;
@@ -209,8 +211,10 @@ static void run_rows(void *ctx, int64_t u0, int64_t u1, int thread) {
     const matmul_job *j = ctx;
     int64_t r0 = u0 * j->unit, r1 = u1 * j->unit < j->W->rows ? u1 * j->unit : j->W->rows;
     const sp_act *x = j->x;
-    for (int64_t c0 = 0; c0 < x->n; c0 += X_BLOCK) {
-        int64_t nc = x->n - c0 < X_BLOCK ? x->n - c0 : X_BLOCK;
+    const int64_t row_bytes = x->q ? x->nb * x->group : x->cols * (int64_t)sizeof(float);
+    const int64_t block = X_BLOCK_BYTES / row_bytes > X_BLOCK_MIN ? X_BLOCK_BYTES / row_bytes : X_BLOCK_MIN;
+    for (int64_t c0 = 0; c0 < x->n; c0 += block) {
+        int64_t nc = x->n - c0 < block ? x->n - c0 : block;
         sp_act blk = {.n = nc, .cols = x->cols, .nb = x->nb, .group = x->group, .f = x->f ? x->f + c0 * x->cols : NULL};
         if (x->q) {
             blk.q = x->q + c0 * x->nb * x->group;

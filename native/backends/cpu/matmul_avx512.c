@@ -1,5 +1,5 @@
 /* matmul_avx512.c — AVX-512 (F, BW, VL) + VNNI kernels for Q8 and Q4 weights (compiled with those flags; chosen at
- * run time, matmul.c). The other types run AVX2's kernels (`base`).
+ * run time, matmul.c), and the x quantizer in 16 lanes. The other types run AVX2's kernels (`base`).
  *
  * Vector lanes are weight rows: a panel of 16 rows fills a vector, and one (row, x row) pair's arithmetic is
  *
@@ -326,8 +326,48 @@ INLINE void rows_quant(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
 static void rows_q8(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(false, W, x, y, r0, r1); }
 static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(true, W, x, y, r0, r1); }
 
+/* ---- quantizing x ----------------------------------------------------------------------------------------------- */
+
+/* Bit-identical to sp_quantize_act_ref, a group in two vectors and sixteen groups' divisions in one: max and min keep
+ * fmaxf's answer for NaN (the second operand comes back), the quotients, products and clamp are the reference's,
+ * cvtps rounds to nearest even as lrintf does. */
+static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s, int32_t *sum) {
+    const int64_t nb = (cols + SP_QK - 1) / SP_QK, whole = cols / SP_QK;
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), k127 = _mm512_set1_ps(127.0f);
+    for (int64_t b0 = 0; b0 < whole; b0 += 16) {
+        const int g = whole - b0 < 16 ? (int)(whole - b0) : 16;
+        float amax[16] __attribute__((aligned(64))) = {0}, inv[16] __attribute__((aligned(64)));
+        for (int i = 0; i < g; i++) {
+            const float *xg = x + (b0 + i) * SP_QK;
+            __m512 m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xg)), _mm512_setzero_ps());
+            amax[i] = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xg + 16)), m));
+        }
+        __m512 a = _mm512_load_ps(amax);
+        _mm512_store_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ), k127, a));
+        __m512 dv = _mm512_div_ps(a, k127);
+        int32_t sums[16] __attribute__((aligned(64))) = {0};
+        for (int i = 0; i < g; i++) {
+            const float *xg = x + (b0 + i) * SP_QK;
+            __m512 vi = _mm512_set1_ps(inv[i]);
+            __m512i i0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(xg), vi), lo), hi));
+            __m512i i1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(xg + 16), vi), lo), hi));
+            _mm_storeu_si128((__m128i *)(q + (b0 + i) * SP_QK), _mm512_cvtsepi32_epi8(i0));
+            _mm_storeu_si128((__m128i *)(q + (b0 + i) * SP_QK + 16), _mm512_cvtsepi32_epi8(i1));
+            sums[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        }
+        const __mmask16 k = (__mmask16)((1u << g) - 1);
+        __m512i si = _mm512_load_si512(sums);
+        _mm512_mask_storeu_ps(d + b0, k, dv);
+        _mm512_mask_storeu_epi32(sum + b0, k, si);
+        _mm512_mask_storeu_ps(s + b0, k, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(si)));
+    }
+    if (whole < nb) /* the zero-padded last group */
+        sp_quantize_act_ref(x + whole * SP_QK, cols - whole * SP_QK, q + whole * SP_QK, d + whole, s + whole, sum + whole);
+}
+
 const sp_matmul_kernels sp_matmul_kernels_avx512 = {
     .rows = {[SP_MAT_Q8] = rows_q8, [SP_MAT_Q4] = rows_q4},
+    .quantize_act = quantize_act,
     .base = &sp_matmul_kernels_avx2,
     .row_unit = LANES,
 };
