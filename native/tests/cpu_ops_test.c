@@ -154,6 +154,27 @@ static void test_conv(const sp_backend *be) {
     free(x), free(w), free(t1), free(t2), free(y1), free(y2);
 }
 
+/* The GDN token step's AVX-512 form gives the AVX2 form's bits (a lane per column, the same operations), over a
+ * width that leaves a partial block of columns, token after token on the same state. */
+static void test_gdn_forms(const sp_backend *be) {
+#if defined(__x86_64__)
+    if (!sp_backend_avx512(be)) return;
+    enum { DK = 40, DV = 144, T = 5 };
+    float *S1 = randoms(DK * DV, -1, 1), *S2 = malloc(sizeof(float) * DK * DV), o1[DV], o2[DV];
+    memcpy(S2, S1, sizeof(float) * DK * DV);
+    double err = 0;
+    for (int t = 0; t < T; t++) {
+        float *q = randoms(DK, -1, 1), *k = randoms(DK, -1, 1), *v = randoms(DV, -1, 1);
+        sp_gdn_token_avx2(S1, q, k, v, 0.9f, 0.3f, o1, DK, DV);
+        sp_gdn_token_avx512(S2, q, k, v, 0.9f, 0.3f, o2, DK, DV);
+        err = fmax(err, fmax(max_diff(o1, o2, DV), max_diff(S1, S2, DK * DV)));
+        free(q), free(k), free(v);
+    }
+    check("gdn token: AVX-512 form = AVX2 form, bits", err, 0);
+    free(S1), free(S2);
+#endif
+}
+
 /* The gates, the conv and the norms on this CPU's fast forms (a backend with a pool: AVX2 where the CPU has it)
  * against the plain loops (a backend without one): the same bits, except the norms' sum of squares, added in
  * another order (within an ulp). And sigmoid / SiLU against the double-precision definition, over [−100, 100]. */
@@ -331,6 +352,7 @@ int main(void) {
     splash_status op_status = SPLASH_OK;
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &op_status);
     test_gdn(&be);
+    test_gdn_forms(&be);
     test_attention(&be);
     test_attention_invariance(&be);
     test_conv(&be);

@@ -87,7 +87,7 @@ void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp
                       int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
     sp_attn_args a = {out, q, kv, n, n_past, n_heads, n_kv_heads, head_dim, scale};
 #if defined(__x86_64__)
-    if (sp_cpu_avx2(be) && head_dim % 8 == 0) {
+    if (sp_backend_avx2(be) && head_dim % 8 == 0) {
         /* about 64 (query row, head) pairs per tile: K and V blocks stay in L1/L2 while every pair uses them */
         int32_t G = n_heads / n_kv_heads;
         tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1};

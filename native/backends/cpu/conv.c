@@ -47,7 +47,7 @@ static void conv_channels(void *ctx, int64_t c0, int64_t c1, int thread) {
 
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
                       int32_t kernel, float *tail) {
-    conv_args a = {y, x, w, n, channels, kernel, tail, sp_cpu_avx2(be)};
+    conv_args a = {y, x, w, n, channels, kernel, tail, sp_backend_avx2(be)};
     if (n * channels < (1 << 14)) conv_channels(&a, 0, channels, 0);
     else sp_cpu_for(be, channels, conv_channels, &a);
 }

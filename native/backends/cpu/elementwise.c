@@ -59,12 +59,12 @@ void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n) {
 }
 
 void sp_cpu_silu_mul(const sp_backend *be, float *y, const float *g, const float *u, int64_t n) {
-    ew_args a = {.y = y, .x = u, .g = g, .avx2 = sp_cpu_avx2(be)};
+    ew_args a = {.y = y, .x = u, .g = g, .avx2 = sp_backend_avx2(be)};
     run_blocks(be, n, silu_mul_range, &a);
 }
 
 void sp_cpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n) {
-    ew_args a = {.y = y, .g = g, .avx2 = sp_cpu_avx2(be)};
+    ew_args a = {.y = y, .g = g, .avx2 = sp_backend_avx2(be)};
     run_blocks(be, n, sigmoid_mul_range, &a);
 }
 

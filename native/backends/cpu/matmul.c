@@ -178,9 +178,8 @@ bool sp_isa_supported(sp_isa isa, const sp_cpu *cpu) {
     if (!kernels(isa)) return false;
     switch (isa) {
     case SP_ISA_SCALAR: return true;
-    case SP_ISA_AVX2: return cpu->avx2 && cpu->fma && cpu->f16c;
-    case SP_ISA_AVX512:
-        return sp_isa_supported(SP_ISA_AVX2, cpu) && cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni;
+    case SP_ISA_AVX2: return sp_cpu_avx2(cpu);
+    case SP_ISA_AVX512: return sp_cpu_avx512(cpu);
     case SP_ISA_NEON: return cpu->neon && cpu->dotprod;
     default: return false;
     }

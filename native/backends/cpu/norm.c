@@ -59,12 +59,12 @@ static void run_rows(const sp_backend *be, int64_t n, int64_t d, sp_range_fn fn,
 }
 
 void sp_cpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps) {
-    norm_args a = {.y = y, .x = x, .w = w, .d = d, .eps = eps, .avx2 = sp_cpu_avx2(be)};
+    norm_args a = {.y = y, .x = x, .w = w, .d = d, .eps = eps, .avx2 = sp_backend_avx2(be)};
     run_rows(be, n, d, rmsnorm_rows, &a);
 }
 
 void sp_cpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps) {
-    norm_args a = {.y = y, .x = x, .z = z, .w = w, .d = d, .eps = eps, .avx2 = sp_cpu_avx2(be)};
+    norm_args a = {.y = y, .x = x, .z = z, .w = w, .d = d, .eps = eps, .avx2 = sp_backend_avx2(be)};
     run_rows(be, n, d, rmsnorm_gated_rows, &a);
 }

@@ -4,10 +4,10 @@
 
 #include "exp_avx2.h"
 
-static float inv_rms(const float *x, int64_t d, float eps) {
+double sp_sum_squares_avx2(const float *x, int64_t n) {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     int64_t j = 0;
-    for (; j + 8 <= d; j += 8) {
+    for (; j + 8 <= n; j += 8) {
         __m256 v = _mm256_loadu_ps(x + j);
         __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
         s0 = _mm256_fmadd_pd(lo, lo, s0); /* a float's square is exact in double: fused or not, one rounding */
@@ -16,8 +16,12 @@ static float inv_rms(const float *x, int64_t d, float eps) {
     __m256d s = _mm256_add_pd(s0, s1);
     __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
     double ss = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-    for (; j < d; j++) ss += (double)x[j] * x[j];
-    float var = (float)(ss / (double)d); /* torch: rsqrt(mean(x²) + eps) in fp32 */
+    for (; j < n; j++) ss += (double)x[j] * x[j];
+    return ss;
+}
+
+static float inv_rms(const float *x, int64_t d, float eps) {
+    float var = (float)(sp_sum_squares_avx2(x, d) / (double)d); /* torch: rsqrt(mean(x²) + eps) in fp32 */
     return 1.0f / sqrtf(var + eps);
 }
 

@@ -14,10 +14,18 @@
 typedef void (*sp_range_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 void sp_cpu_for(const sp_backend *be, int64_t n, sp_range_fn fn, void *ctx);
 
-/* Whether the backend's CPU runs the *_avx2.c kernels (AVX2 + FMA). */
-static inline bool sp_cpu_avx2(const sp_backend *be) {
+/* Whether the backend's CPU runs the *_avx2.c / *_avx512.c kernels (core/cpu.h); a backend without a pool runs the
+ * plain C forms. */
+static inline bool sp_backend_avx2(const sp_backend *be) {
 #if defined(__x86_64__)
-    return be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma;
+    return be->pool && sp_cpu_avx2(sp_threadpool_cpu(be->pool));
+#else
+    return false;
+#endif
+}
+static inline bool sp_backend_avx512(const sp_backend *be) {
+#if defined(__x86_64__)
+    return be->pool && sp_cpu_avx512(sp_threadpool_cpu(be->pool));
 #else
     return false;
 #endif
@@ -31,6 +39,9 @@ void sp_gdn_token_scalar(float *S, const float *q, const float *k, const float *
                          int32_t dk, int32_t dv);
 void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
                        int32_t dk, int32_t dv);
+/* The AVX2 form's bits in sixteen lanes (needs dv % 16 == 0). */
+void sp_gdn_token_avx512(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                         int32_t dk, int32_t dv);
 
 /* Eight-lane forms of elementwise.c's gates (elementwise_avx2.c), giving its bits: y = silu(g)·u, y = y·sigmoid(g). */
 void sp_silu_mul_avx2(float *y, const float *g, const float *u, int64_t n);
@@ -42,6 +53,8 @@ void sp_conv_silu_avx2(float *y, const float *x, int64_t n, int64_t channels, co
 /* norm.c's rows in eight lanes (norm_avx2.c): y = x̂·w, and with z: y = w·x̂·silu(z). The sum of squares is in double
  * as there, in another order, so the bits may differ from norm.c's by an ulp (not from one row to another). */
 void sp_rmsnorm_rows_avx2(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
+/* Σ x² in double (norm_avx2.c): four lanes in two chains, then the tail in order. */
+double sp_sum_squares_avx2(const float *x, int64_t n);
 
 /* Sampling's exp passes over a logits row (sample_avx2.c): Σ exp((z − mx)·scale), and w = exp((z − mx)·scale). */
 double sp_sum_exp_avx2(const float *z, int32_t n, float mx, float scale);
