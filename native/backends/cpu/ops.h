@@ -119,8 +119,10 @@ static inline float sp_attn_block_sum(const float *p) {
     return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
 }
 
-/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (needs head_dim % 8 == 0). */
+/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (attention_tile.h; AVX2 needs
+ * head_dim % 8 == 0, AVX-512 head_dim % 16 == 0; the same bits). */
 void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g);
+void sp_attention_tile_avx512(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g);
 /* The reference form over all of a's rows, whatever the CPU (for the lab and tests). */
 void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a);
 
