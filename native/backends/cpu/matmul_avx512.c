@@ -1,5 +1,6 @@
 /* matmul_avx512.c — AVX-512 (F, BW, VL) + VNNI kernels for Q8 and Q4 weights (compiled with those flags; chosen at
- * run time, matmul.c), and the x quantizer in 16 lanes. The other types run AVX2's kernels (`base`).
+ * run time, matmul.c), the x quantizer in 16 lanes, and the float types' GEMM (AVX2's arithmetic in wider vectors,
+ * at the section's head). MLX4/MLX8 and small float batches run AVX2's kernels (`base`).
  *
  * Vector lanes are weight rows: a panel of 16 rows fills a vector, and one (row, x row) pair's arithmetic is
  *
@@ -326,6 +327,114 @@ INLINE void rows_quant(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
 static void rows_q8(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(false, W, x, y, r0, r1); }
 static void rows_q4(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_quant(true, W, x, y, r0, r1); }
 
+/* ---- F32 / BF16 / F16 ------------------------------------------------------------------------------------------- */
+
+/* AVX2's arithmetic (matmul_avx2.c: per (row, x row) eight lane sums, lane l over k ≡ l mod 8 with fused
+ * multiply-adds, then its horizontal sum and the tail in order), so the bits are AVX2's and its GEMV and small-n
+ * kernels serve here too. What changes is the width: one vector holds two x rows' eight lanes, [x_j | x_j+1], against
+ * the weight row's eight repeated in both halves, so a 4-row block of widened weights meets six x rows with twelve
+ * accumulators. */
+
+/* x's rows in pairs, eight columns at a time: pair p, chunk c = [x_2p[8c..8c+8) | x_2p+1[8c..8c+8)] (an odd last row
+ * pairs with itself; its copy is computed and dropped). */
+static void pack_x_pairs(const sp_act *x, float *xp) {
+    const int64_t chunks = x->cols / 8, pairs = (x->n + 1) / 2;
+    for (int64_t p = 0; p < pairs; p++) {
+        const float *a = x->f + 2 * p * x->cols, *b = 2 * p + 1 < x->n ? a + x->cols : a;
+        for (int64_t c = 0; c < chunks; c++)
+            _mm512_storeu_ps(xp + (p * chunks + c) * 16,
+                             _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(a + 8 * c))),
+                                                                 _mm256_castps_pd(_mm256_loadu_ps(b + 8 * c)), 1)));
+    }
+}
+
+/* matmul_avx2.c's hsum: the same adds in the same order. */
+INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Rows r..r+3 (widened, wf + i·stride) against x pairs [p, p + P). */
+INLINE void float_tile(const float *wf, int64_t stride, const float *xp, const sp_act *x, float *y, int64_t rows,
+                       int64_t r, int64_t p, const int P) {
+    const int64_t cols = x->cols, chunks = cols / 8;
+    __m512 acc[4][3];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < P; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < chunks; c++) {
+        __m512 xv[3];
+        for (int j = 0; j < P; j++) xv[j] = _mm512_loadu_ps(xp + ((p + j) * chunks + c) * 16);
+        for (int i = 0; i < 4; i++) {
+            __m512 wv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(wf + i * stride + 8 * c))));
+            for (int j = 0; j < P; j++) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+        }
+    }
+    for (int j = 0; j < P; j++)
+        for (int h = 0; h < 2 && 2 * (p + j) + h < x->n; h++) {
+            const int64_t xr = 2 * (p + j) + h;
+            const float *xf = x->f + xr * cols;
+            for (int i = 0; i < 4; i++) {
+                __m256 half = h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][j]), 1))
+                                : _mm512_castps512_ps256(acc[i][j]);
+                float s = hsum8(half);
+                for (int64_t k = chunks * 8; k < cols; k++) s += wf[i * stride + k] * xf[k];
+                y[xr * rows + r + i] = s;
+            }
+        }
+}
+
+/* AVX2 takes small batches (its kernels read the weights as stored, which is cheaper there) and the last rows. */
+INLINE void rows_float(sp_mtype t, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
+    const sp_matmul_rows_fn base = sp_matmul_rows_of(&sp_matmul_kernels_avx2, t);
+    const int64_t cols = W->cols, pairs = (x->n + 1) / 2;
+    const bool wide = x->n >= 32 || (x->n >= 4 && cols <= 2048); /* AVX2's choice, measured there */
+    const size_t wbytes = t == SP_MAT_F32 ? 0 : (size_t)(4 * cols) * sizeof(float);
+    const size_t bytes = (wbytes + (size_t)(pairs * (cols / 8) * 16) * sizeof(float) + 63) & ~(size_t)63;
+    float *buf = wide && r1 - r0 >= 4 ? aligned_alloc(64, bytes) : NULL;
+    if (!buf) { /* (without the buffer, the same bits the AVX2 way) */
+        base(W, x, y, r0, r1);
+        return;
+    }
+    float *xp = buf + wbytes / sizeof(float);
+    pack_x_pairs(x, xp);
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const float *wf = (const float *)row_ptr(W, r);
+        int64_t stride = W->row_bytes / 4;
+        if (t != SP_MAT_F32) {
+            for (int i = 0; i < 4; i++) {
+                const uint8_t *row = row_ptr(W, r + i), *next = row + 4 * W->row_bytes;
+                if (r + 8 <= r1) /* the next block's row, in flight while this block's arithmetic runs */
+                    for (int64_t o = 0; o < cols * 2; o += 64) _mm_prefetch((const char *)next + o, _MM_HINT_T0);
+                int64_t k = 0;
+                for (; k + 16 <= cols; k += 16) {
+                    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)row + k));
+                    __m512 v = t == SP_MAT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                                                : _mm512_cvtph_ps(h);
+                    _mm512_storeu_ps(buf + i * cols + k, v);
+                }
+                for (; k < cols; k++) {
+                    uint16_t h = ((const uint16_t *)row)[k];
+                    buf[i * cols + k] = t == SP_MAT_BF16 ? sp_bf16_to_f32(h) : _cvtsh_ss(h);
+                }
+            }
+            wf = buf, stride = cols;
+        }
+        int64_t p = 0;
+        for (; p + 3 <= pairs; p += 3) float_tile(wf, stride, xp, x, y, W->rows, r, p, 3);
+        if (pairs - p == 2) float_tile(wf, stride, xp, x, y, W->rows, r, p, 2);
+        else if (pairs - p == 1) float_tile(wf, stride, xp, x, y, W->rows, r, p, 1);
+    }
+    if (r < r1) base(W, x, y, r, r1);
+    free(buf);
+}
+
+static void rows_f32(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_F32, W, x, y, r0, r1); }
+static void rows_bf16(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_BF16, W, x, y, r0, r1); }
+static void rows_f16(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) { rows_float(SP_MAT_F16, W, x, y, r0, r1); }
+
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 
 /* Bit-identical to sp_quantize_act_ref, a group in two vectors and sixteen groups' divisions in one: max and min keep
@@ -366,7 +475,8 @@ static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, floa
 }
 
 const sp_matmul_kernels sp_matmul_kernels_avx512 = {
-    .rows = {[SP_MAT_Q8] = rows_q8, [SP_MAT_Q4] = rows_q4},
+    .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
+             [SP_MAT_Q4] = rows_q4},
     .quantize_act = quantize_act,
     .base = &sp_matmul_kernels_avx2,
     .row_unit = LANES,
