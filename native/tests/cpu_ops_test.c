@@ -242,6 +242,32 @@ static void test_fast_forms(const sp_backend *be) {
     plain.rmsnorm_gated(&plain, r2, xr, z, nw, rows, d, 1e-6f);
     for (int64_t i = 0; i < rows * d; i++) rel = fmax(rel, fabs(r1[i] - r2[i]) / (fabs(r2[i]) + 1e-30));
     check("rmsnorm, gated: fast form vs plain loop (relative)", rel, 3e-7);
+#if defined(__x86_64__)
+    if (sp_backend_avx512(be)) { /* the op ran the AVX-512 forms: the AVX2 ones must give their bits too */
+        float *y3 = malloc(sizeof(float) * N), *r3 = malloc(sizeof(float) * (size_t)(rows * d));
+        be->silu_mul(be, y1, g, u, N);
+        sp_silu_mul_avx2(y3, g, u, N);
+        double diff = max_diff(y1, y3, N);
+        memcpy(y1, u, sizeof(float) * N), memcpy(y3, u, sizeof(float) * N);
+        be->sigmoid_mul(be, y1, g, N);
+        sp_sigmoid_mul_avx2(y3, g, N);
+        diff = fmax(diff, max_diff(y1, y3, N));
+        float *ta = randoms((K - 1) * C, -1, 1), *tb = malloc(sizeof(float) * (size_t)((K - 1) * C));
+        memcpy(tb, ta, sizeof(float) * (size_t)((K - 1) * C));
+        sp_conv_silu_avx512(y1, x, n, C, w, K, ta, 0, 32);
+        sp_conv_silu_avx2(y3, x, n, C, w, K, tb, 0, 32);
+        for (int64_t t = 0; t < n; t++) diff = fmax(diff, max_diff(y1 + t * C, y3 + t * C, 32));
+        for (int32_t j = 0; j < K - 1; j++) diff = fmax(diff, max_diff(ta + j * C, tb + j * C, 32));
+        sp_rmsnorm_rows_avx512(r1, xr, z, nw, rows, d, 1e-6f);
+        sp_rmsnorm_rows_avx2(r3, xr, z, nw, rows, d, 1e-6f);
+        diff = fmax(diff, max_diff(r1, r3, rows * d));
+        sp_rmsnorm_rows_avx512(r1, xr, NULL, nw, rows, d, 1e-6f);
+        sp_rmsnorm_rows_avx2(r3, xr, NULL, nw, rows, d, 1e-6f);
+        diff = fmax(diff, max_diff(r1, r3, rows * d));
+        check("gates, conv, norms: AVX2 forms = AVX-512 forms, bits", diff, 0);
+        free(y3), free(r3), free(ta), free(tb);
+    }
+#endif
     free(g), free(u), free(y1), free(y2), free(x), free(w), free(t1), free(t2), free(xr), free(z), free(nw), free(r1), free(r2);
 }
 

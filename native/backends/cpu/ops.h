@@ -43,16 +43,27 @@ void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v,
 void sp_gdn_token_avx512(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
                          int32_t dk, int32_t dv);
 
-/* Eight-lane forms of elementwise.c's gates (elementwise_avx2.c), giving its bits: y = silu(g)·u, y = y·sigmoid(g). */
+/* Eight- and sixteen-lane forms of elementwise.c's gates (elementwise_avx2.c, elementwise_avx512.c), giving its bits:
+ * y = silu(g)·u, y = y·sigmoid(g). */
 void sp_silu_mul_avx2(float *y, const float *g, const float *u, int64_t n);
 void sp_sigmoid_mul_avx2(float *y, const float *g, int64_t n);
-/* conv.c's channels [c0, c1) (conv_avx2.c, same bits; c1 − c0 a multiple of 8, kernel ≤ SP_CONV_MAX_KERNEL). */
+void sp_silu_mul_avx512(float *y, const float *g, const float *u, int64_t n);
+void sp_sigmoid_mul_avx512(float *y, const float *g, int64_t n);
+/* conv.c's channels [c0, c1) (conv_avx2.c / conv_avx512.c, same bits; c1 − c0 a multiple of 8 / 16, kernel ≤
+ * SP_CONV_MAX_KERNEL). */
 enum { SP_CONV_MAX_KERNEL = 8 };
+typedef void (*sp_conv_fn)(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel,
+                           float *tail, int64_t c0, int64_t c1);
 void sp_conv_silu_avx2(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel, float *tail,
                        int64_t c0, int64_t c1);
-/* norm.c's rows in eight lanes (norm_avx2.c): y = x̂·w, and with z: y = w·x̂·silu(z). The sum of squares is in double
- * as there, in another order, so the bits may differ from norm.c's by an ulp (not from one row to another). */
+void sp_conv_silu_avx512(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel,
+                         float *tail, int64_t c0, int64_t c1);
+/* norm.c's rows in vector lanes (norm_avx2.c, norm_avx512.c: the same bits as each other): y = x̂·w, and with z:
+ * y = w·x̂·silu(z). The sum of squares is in double as in norm.c, in another order, so the bits may differ from
+ * norm.c's by an ulp (not from one row to another). */
+typedef void (*sp_norm_rows_fn)(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
 void sp_rmsnorm_rows_avx2(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
+void sp_rmsnorm_rows_avx512(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
 /* Σ x² in double (norm_avx2.c): four lanes in two chains, then the tail in order. */
 double sp_sum_squares_avx2(const float *x, int64_t n);
 
