@@ -173,6 +173,7 @@ static const sp_matmul_kernels *kernels_of(sp_isa isa) {
     switch (isa) {
 #if defined(__x86_64__)
     case SP_ISA_AVX2: return &sp_matmul_kernels_avx2;
+    case SP_ISA_AVXVNNI: return &sp_matmul_kernels_avxvnni;
     case SP_ISA_AVX512: return &sp_matmul_kernels_avx512;
 #endif
 #if defined(__aarch64__)
@@ -393,6 +394,24 @@ static void quant_error(sp_threadpool *pool, sp_isa isa) {
     free(w), free(x), free(yf), free(yq), free(F.buf);
 }
 
+/* AVX-VNNI and AVX-512 run one per-lane arithmetic for Q8/Q4 (matmul_avxvnni.c), so they agree bit for bit. */
+static void avxvnni_vs_avx512(sp_threadpool *pool, const sp_cpu *cpu) {
+    if (!sp_isa_supported(SP_ISA_AVXVNNI, cpu) || !sp_isa_supported(SP_ISA_AVX512, cpu)) return;
+    const int64_t rows = 37, cols = 300, ns[] = {1, 5, 20};
+    bool ok = true;
+    for (int t = 0; t < 2; t++) {
+        float *w = malloc(rows * cols * 4), *x = malloc(20 * cols * 4), *y1 = malloc(20 * rows * 4), *y2 = malloc(20 * rows * 4);
+        for (int64_t i = 0; i < rows * cols; i++) w[i] = gauss() * 0.05f;
+        for (int64_t i = 0; i < 20 * cols; i++) x[i] = gauss();
+        mat W = make(t ? SP_MAT_Q4 : SP_MAT_Q8, w, rows, cols);
+        for (int k = 0; k < 3; k++)
+            ok &= sp_matmul_isa(pool, SP_ISA_AVXVNNI, y1, &W.m, x, ns[k]) == SPLASH_OK &&
+                  sp_matmul_isa(pool, SP_ISA_AVX512, y2, &W.m, x, ns[k]) == SPLASH_OK && memcmp(y1, y2, (size_t)(ns[k] * rows) * 4) == 0;
+        free(w), free(x), free(y1), free(y2), free(W.buf);
+    }
+    CHECK(ok, "avxvnni and avx512: q8 and q4 bit-identical (n = 1, 5, 20)");
+}
+
 static void from_tensor(sp_threadpool *pool) {
     /* A [2, 3, 40] bf16 tensor, as a fused MoE weight would be: 6 rows of 40. */
     uint16_t data[240];
@@ -457,6 +476,7 @@ int main(int argc, char **argv) {
         invariance(isa, pools, 3);
         quant_error(pools[1], isa);
     }
+    if (!only) avxvnni_vs_avx512(pools[1], &cpu);
     for (int i = 0; i < 3; i++) sp_threadpool_free(pools[i]);
     return check_done("matmul_test");
 }

@@ -1,6 +1,5 @@
 /* elementwise_avx2.c — the SiLU and sigmoid gates of elementwise.c eight lanes at a time (exp_avx2.h), with its bits:
- * the lanes compute sp_silu / sp_sigmoid op for op, and the tail uses them. Prefill spent a sixth of its time in
- * libm's expf for these gates before. */
+ * the lanes compute sp_silu / sp_sigmoid op for op, and the tail uses them. */
 #include "ops.h"
 
 #include "exp_avx2.h"

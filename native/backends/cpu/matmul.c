@@ -156,7 +156,7 @@ const sp_matmul_kernels sp_matmul_kernels_scalar = {
 /* ---- driver --------------------------------------------------------------------------------------------------- */
 
 const char *sp_isa_name(sp_isa isa) {
-    static const char *const names[SP_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon"};
+    static const char *const names[SP_ISA_COUNT] = {"scalar", "avx2", "avxvnni", "avx512", "neon"};
     return (unsigned)isa < SP_ISA_COUNT ? names[isa] : "?";
 }
 
@@ -165,6 +165,7 @@ static const sp_matmul_kernels *kernels(sp_isa isa) {
     case SP_ISA_SCALAR: return &sp_matmul_kernels_scalar;
 #if defined(__x86_64__)
     case SP_ISA_AVX2: return &sp_matmul_kernels_avx2;
+    case SP_ISA_AVXVNNI: return &sp_matmul_kernels_avxvnni;
     case SP_ISA_AVX512: return &sp_matmul_kernels_avx512;
 #endif
 #if defined(__aarch64__)
@@ -179,6 +180,7 @@ bool sp_isa_supported(sp_isa isa, const sp_cpu *cpu) {
     switch (isa) {
     case SP_ISA_SCALAR: return true;
     case SP_ISA_AVX2: return sp_cpu_avx2(cpu);
+    case SP_ISA_AVXVNNI: return sp_cpu_avxvnni(cpu);
     case SP_ISA_AVX512: return sp_cpu_avx512(cpu);
     case SP_ISA_NEON: return cpu->neon && cpu->dotprod;
     default: return false;
@@ -187,16 +189,17 @@ bool sp_isa_supported(sp_isa isa, const sp_cpu *cpu) {
 
 sp_isa sp_isa_best(const sp_cpu *cpu) {
     if (sp_isa_supported(SP_ISA_AVX512, cpu)) return SP_ISA_AVX512;
+    if (sp_isa_supported(SP_ISA_AVXVNNI, cpu)) return SP_ISA_AVXVNNI;
     if (sp_isa_supported(SP_ISA_AVX2, cpu)) return SP_ISA_AVX2;
     if (sp_isa_supported(SP_ISA_NEON, cpu)) return SP_ISA_NEON;
     return SP_ISA_SCALAR;
 }
 
 /* Rows go to threads in units of the kernels' tile height, so they see whole tiles except at the matrix's end; x rows
- * are taken in blocks of about X_BLOCK_BYTES (at least 64 rows) so a block of x stays in L2 while a thread's weight
- * rows stream past it: a small model's whole prefill chunk is one block, and kernels that repack their weights
- * (AVX-512) do it once per block. */
-enum { X_BLOCK_BYTES = 320 << 10, X_BLOCK_MIN = 64 };
+ * are taken in blocks of about X_BLOCK_BYTES (at least 64 rows) while a thread's weight rows stream past them. Kernels
+ * that repack their weights (AVX-VNNI, AVX-512) do it once per block, so blocks beyond L2 pay (measured: the CPU
+ * section of BENCHMARKS.md); a small model's whole prefill chunk is one block. */
+enum { X_BLOCK_BYTES = 1280 << 10, X_BLOCK_MIN = 64 };
 
 typedef struct matmul_job {
     sp_matmul_rows_fn fn;

@@ -48,6 +48,7 @@ static inline sp_quantize_act_fn sp_matmul_quantizer_of(const sp_matmul_kernels 
 extern const sp_matmul_kernels sp_matmul_kernels_scalar;
 #if defined(__x86_64__)
 extern const sp_matmul_kernels sp_matmul_kernels_avx2;
+extern const sp_matmul_kernels sp_matmul_kernels_avxvnni;
 extern const sp_matmul_kernels sp_matmul_kernels_avx512;
 #endif
 #if defined(__aarch64__)
