@@ -64,6 +64,11 @@ int main(int argc, char **argv) {
         for (int j = 0; j < D; j++) md = fmax(md, fabs(o1[j] - o2[j]));
         printf(", avx2 %.2f µs (%.1f×), max |Δo| %.2g", avx2 * 1e6, scalar / avx2, md);
     }
+    if (sp_cpu_avx512(sp_threadpool_cpu(pool))) {
+        t0 = cpu_now();
+        for (int r = 0; r < 2000; r++) sp_gdn_token_avx512(S2, q, k, v, 0.99f, 0.5f, o2, D, D);
+        printf(", avx512 %.2f µs", (cpu_now() - t0) / 2000 * 1e6);
+    }
 #endif
     printf("\n");
 

@@ -220,6 +220,109 @@ static void test_conv(const sp_backend *be) {
     free(x), free(w), free(t1), free(t2), free(y1), free(y2);
 }
 
+/* The GDN token step's AVX-512 form gives the AVX2 form's bits (a lane per column, the same operations), over a
+ * width that leaves a partial block of columns, token after token on the same state. */
+static void test_gdn_forms(const sp_backend *be) {
+#if defined(__x86_64__)
+    if (!sp_backend_avx512(be)) return;
+    enum { DK = 40, DV = 144, T = 5 };
+    float *S1 = randoms(DK * DV, -1, 1), *S2 = malloc(sizeof(float) * DK * DV), o1[DV], o2[DV];
+    memcpy(S2, S1, sizeof(float) * DK * DV);
+    double err = 0;
+    for (int t = 0; t < T; t++) {
+        float *q = randoms(DK, -1, 1), *k = randoms(DK, -1, 1), *v = randoms(DV, -1, 1);
+        sp_gdn_token_avx2(S1, q, k, v, 0.9f, 0.3f, o1, DK, DV);
+        sp_gdn_token_avx512(S2, q, k, v, 0.9f, 0.3f, o2, DK, DV);
+        err = fmax(err, fmax(max_diff(o1, o2, DV), max_diff(S1, S2, DK * DV)));
+        free(q), free(k), free(v);
+    }
+    check("gdn token: AVX-512 form = AVX2 form, bits", err, 0);
+    free(S1), free(S2);
+#endif
+}
+
+/* The gates, the conv and the norms on this CPU's fast forms (a backend with a pool: AVX2 where the CPU has it)
+ * against the plain loops (a backend without one): the same bits, except the norms' sum of squares, added in
+ * another order (within an ulp). And sigmoid / SiLU against the double-precision definition, over [−100, 100]. */
+static void test_fast_forms(const sp_backend *be) {
+    sp_backend plain;
+    splash_status st = SPLASH_OK;
+    sp_cpu_backend_init(&plain, NULL, 1, &st);
+    enum { N = 4099 }; /* not a multiple of 8: the tail goes through the scalar form */
+    float *g = randoms(N, -100, 100), *u = randoms(N, -2, 2), *y1 = malloc(sizeof(float) * N), *y2 = malloc(sizeof(float) * N);
+    const float special[] = {0.0f, -0.0f, 20.0f, -20.0f, 87.5f, -87.5f, 88.0f, -88.0f, 1e-30f, -1e-30f};
+    for (int i = 0; i < 10; i++) g[100 + i] = special[i];
+    for (int i = 0; i < 200; i++) g[200 + i] = uniform(-4, 4); /* where the gates bend */
+    be->silu_mul(be, y1, g, u, N);
+    plain.silu_mul(&plain, y2, g, u, N);
+    check("silu_mul: fast form = plain loop, bits", max_diff(y1, y2, N), 0);
+    double err = 0;
+    for (int i = 0; i < N; i++) {
+        double ref = (double)g[i] / (1 + exp(-(double)g[i])) * u[i];
+        err = fmax(err, fabs(y1[i] - ref) / (fabs(ref) + 1e-20)); /* below e^−87 the gate is 0 */
+    }
+    check("silu_mul vs double definition (relative)", err, 5e-7);
+    memcpy(y1, u, sizeof(float) * N), memcpy(y2, u, sizeof(float) * N);
+    be->sigmoid_mul(be, y1, g, N);
+    plain.sigmoid_mul(&plain, y2, g, N);
+    check("sigmoid_mul: fast form = plain loop, bits", max_diff(y1, y2, N), 0);
+    err = 0;
+    for (int i = 0; i < N; i++) err = fmax(err, fabs(y1[i] - u[i] / (1 + exp(-(double)g[i]))));
+    check("sigmoid_mul vs double definition (absolute, |u| < 2)", err, 5e-7);
+
+    int64_t C = 43, n = 13; /* 5 blocks of 8 channels and 3 left */
+    int32_t K = 4;
+    float *x = randoms(n * C, -3, 3), *w = randoms(C * K, -1, 1), *t1 = randoms((K - 1) * C, -1, 1);
+    float *t2 = malloc(sizeof(float) * (size_t)((K - 1) * C));
+    memcpy(t2, t1, sizeof(float) * (size_t)((K - 1) * C));
+    be->conv_silu(be, y1, x, n, C, w, K, t1);
+    plain.conv_silu(&plain, y2, x, n, C, w, K, t2);
+    check("conv: fast form = plain loop, outputs, bits", max_diff(y1, y2, n * C), 0);
+    check("conv: fast form = plain loop, tail, bits", max_diff(t1, t2, (K - 1) * C), 0);
+    be->conv_silu(be, y1, x, 2, C, w, K, t1); /* fewer rows than the tail holds */
+    plain.conv_silu(&plain, y2, x, 2, C, w, K, t2);
+    check("conv: 2 rows after 13, fast = plain, outputs and tail", fmax(max_diff(y1, y2, 2 * C), max_diff(t1, t2, (K - 1) * C)), 0);
+
+    int64_t rows = 7, d = 260;
+    float *xr = randoms(rows * d, -3, 3), *z = randoms(rows * d, -8, 8), *nw = randoms(d, 0.5f, 1.5f);
+    float *r1 = malloc(sizeof(float) * (size_t)(rows * d)), *r2 = malloc(sizeof(float) * (size_t)(rows * d));
+    double rel = 0;
+    be->rmsnorm(be, r1, xr, nw, rows, d, 1e-6f);
+    plain.rmsnorm(&plain, r2, xr, nw, rows, d, 1e-6f);
+    for (int64_t i = 0; i < rows * d; i++) rel = fmax(rel, fabs(r1[i] - r2[i]) / (fabs(r2[i]) + 1e-30));
+    be->rmsnorm_gated(be, r1, xr, z, nw, rows, d, 1e-6f);
+    plain.rmsnorm_gated(&plain, r2, xr, z, nw, rows, d, 1e-6f);
+    for (int64_t i = 0; i < rows * d; i++) rel = fmax(rel, fabs(r1[i] - r2[i]) / (fabs(r2[i]) + 1e-30));
+    check("rmsnorm, gated: fast form vs plain loop (relative)", rel, 3e-7);
+#if defined(__x86_64__)
+    if (sp_backend_avx512(be)) { /* the op ran the AVX-512 forms: the AVX2 ones must give their bits too */
+        float *y3 = malloc(sizeof(float) * N), *r3 = malloc(sizeof(float) * (size_t)(rows * d));
+        be->silu_mul(be, y1, g, u, N);
+        sp_silu_mul_avx2(y3, g, u, N);
+        double diff = max_diff(y1, y3, N);
+        memcpy(y1, u, sizeof(float) * N), memcpy(y3, u, sizeof(float) * N);
+        be->sigmoid_mul(be, y1, g, N);
+        sp_sigmoid_mul_avx2(y3, g, N);
+        diff = fmax(diff, max_diff(y1, y3, N));
+        float *ta = randoms((K - 1) * C, -1, 1), *tb = malloc(sizeof(float) * (size_t)((K - 1) * C));
+        memcpy(tb, ta, sizeof(float) * (size_t)((K - 1) * C));
+        sp_conv_silu_avx512(y1, x, n, C, w, K, ta, 0, 32);
+        sp_conv_silu_avx2(y3, x, n, C, w, K, tb, 0, 32);
+        for (int64_t t = 0; t < n; t++) diff = fmax(diff, max_diff(y1 + t * C, y3 + t * C, 32));
+        for (int32_t j = 0; j < K - 1; j++) diff = fmax(diff, max_diff(ta + j * C, tb + j * C, 32));
+        sp_rmsnorm_rows_avx512(r1, xr, z, nw, rows, d, 1e-6f);
+        sp_rmsnorm_rows_avx2(r3, xr, z, nw, rows, d, 1e-6f);
+        diff = fmax(diff, max_diff(r1, r3, rows * d));
+        sp_rmsnorm_rows_avx512(r1, xr, NULL, nw, rows, d, 1e-6f);
+        sp_rmsnorm_rows_avx2(r3, xr, NULL, nw, rows, d, 1e-6f);
+        diff = fmax(diff, max_diff(r1, r3, rows * d));
+        check("gates, conv, norms: AVX2 forms = AVX-512 forms, bits", diff, 0);
+        free(y3), free(r3), free(ta), free(tb);
+    }
+#endif
+    free(g), free(u), free(y1), free(y2), free(x), free(w), free(t1), free(t2), free(xr), free(z), free(nw), free(r1), free(r2);
+}
+
 /* With three equal position streams, interleaved MRoPE is plain 1-D RoPE. */
 static void test_rope(const sp_backend *be) {
     int32_t n = 5, H = 3, hd = 32, rot = 16;
@@ -341,10 +444,12 @@ int main(void) {
     splash_status op_status = SPLASH_OK;
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &op_status);
     test_gdn(&be);
+    test_gdn_forms(&be);
     test_attention(&be);
     test_attention_invariance(&be);
     test_attention_ext_types(&be);
     test_conv(&be);
+    test_fast_forms(&be);
     test_rope(&be);
     test_route(&be);
     test_sample(&be, sp_threadpool_size(pool));

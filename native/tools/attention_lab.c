@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &status);
     const sp_cpu *cpu = sp_threadpool_cpu(pool);
     printf("attention lab: %d threads, tiled form %s\n", sp_threadpool_size(pool),
-           cpu->avx2 && cpu->fma ? "AVX2+FMA" : "not available on this CPU (the op runs the reference)");
+           sp_cpu_avx2(cpu) ? "AVX2+FMA" : "not available on this CPU (the op runs the reference)");
     int bad = check(&be);
     int reps = quick ? 1 : 2;
     int32_t T = quick ? 2048 : 8192;

@@ -1,5 +1,6 @@
 /* exp_avx2.h — exp(x) for x ≤ 0, eight lanes: the scalar sp_exp_neg's polynomial (Cephes expf, within 2 ulp), so the
- * vector and scalar paths give the same bits. 0 below −87. For *_avx2.c files only (needs -mavx2 -mfma). */
+ * vector and scalar paths give the same bits. 0 below −87. Sigmoid and SiLU on it, as ops.h's sp_sigmoid and sp_silu.
+ * For *_avx2.c files only (needs -mavx2 -mfma). */
 #ifndef SP_CPU_EXP_AVX2_H
 #define SP_CPU_EXP_AVX2_H
 
@@ -21,5 +22,13 @@ static inline __m256 sp_exp_neg8(__m256 in) {
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
     return _mm256_and_ps(y, _mm256_cmp_ps(in, _mm256_set1_ps(-87.0f), _CMP_GE_OQ));
 }
+
+static inline __m256 sp_sigmoid8(__m256 x) {
+    __m256 t = sp_exp_neg8(_mm256_or_ps(x, _mm256_set1_ps(-0.0f))); /* e^−|x| */
+    __m256 num = _mm256_blendv_ps(t, _mm256_set1_ps(1.0f), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+    return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+}
+
+static inline __m256 sp_silu8(__m256 x) { return _mm256_mul_ps(x, sp_sigmoid8(x)); }
 
 #endif

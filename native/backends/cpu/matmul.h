@@ -17,7 +17,8 @@
  *    and whatever the thread count: every (weight row, x row) pair goes through the same sequence of operations.
  *    Different ISAs agree to rounding (the tests bound the difference), not bit for bit.
  *
- * ISAs: scalar C (the reference, and the path for an x86-64 without AVX2), AVX2+FMA+F16C, NEON with dotprod.
+ * ISAs: scalar C (the reference, and the path for an x86-64 without AVX2), AVX2+FMA+F16C, AVX-VNNI (AVX2's with
+ * VEX vpdpbusd for Q8/Q4), AVX-512 F/BW/VL + VNNI, NEON with dotprod.
  * sp_matmul picks the best the pool's CPU has (sp_threadpool_cpu); sp_matmul_isa forces one (tests, lab).
  */
 #ifndef SP_CPU_MATMUL_H
@@ -29,7 +30,7 @@
 
 #include <stdbool.h>
 
-typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
+typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_AVXVNNI, SP_ISA_AVX512, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
 
 const char *sp_isa_name(sp_isa isa);
 /* Whether this build has kernels for `isa` and the CPU can run them. */

@@ -4,16 +4,33 @@
 #define SP_CPU_OPS_H
 
 #include "backends/backend.h"
+#include "core/threadpool.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Runs fn over [0, n) split across the backend's workers; fn gets a sub-range and the worker's index. */
 typedef void (*sp_range_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 void sp_cpu_for(const sp_backend *be, int64_t n, sp_range_fn fn, void *ctx);
 
-static inline float sp_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline float sp_silu(float x) { return x / (1.0f + expf(-x)); }
+/* Whether the backend's CPU runs the *_avx2.c / *_avx512.c kernels (core/cpu.h); a backend without a pool runs the
+ * plain C forms. */
+static inline bool sp_backend_avx2(const sp_backend *be) {
+#if defined(__x86_64__)
+    return be->pool && sp_cpu_avx2(sp_threadpool_cpu(be->pool));
+#else
+    return false;
+#endif
+}
+static inline bool sp_backend_avx512(const sp_backend *be) {
+#if defined(__x86_64__)
+    return be->pool && sp_cpu_avx512(sp_threadpool_cpu(be->pool));
+#else
+    return false;
+#endif
+}
+
 /* torch.nn.functional.softplus with its default threshold: linear above 20. */
 static inline float sp_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
@@ -22,6 +39,33 @@ void sp_gdn_token_scalar(float *S, const float *q, const float *k, const float *
                          int32_t dk, int32_t dv);
 void sp_gdn_token_avx2(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
                        int32_t dk, int32_t dv);
+/* The AVX2 form's bits in sixteen lanes (needs dv % 16 == 0). */
+void sp_gdn_token_avx512(float *S, const float *q, const float *k, const float *v, float decay, float beta, float *o,
+                         int32_t dk, int32_t dv);
+
+/* Eight- and sixteen-lane forms of elementwise.c's gates (elementwise_avx2.c, elementwise_avx512.c), giving its bits:
+ * y = silu(g)·u, y = y·sigmoid(g). */
+void sp_silu_mul_avx2(float *y, const float *g, const float *u, int64_t n);
+void sp_sigmoid_mul_avx2(float *y, const float *g, int64_t n);
+void sp_silu_mul_avx512(float *y, const float *g, const float *u, int64_t n);
+void sp_sigmoid_mul_avx512(float *y, const float *g, int64_t n);
+/* conv.c's channels [c0, c1) (conv_avx2.c / conv_avx512.c, same bits; c1 − c0 a multiple of 8 / 16, kernel ≤
+ * SP_CONV_MAX_KERNEL). */
+enum { SP_CONV_MAX_KERNEL = 8 };
+typedef void (*sp_conv_fn)(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel,
+                           float *tail, int64_t c0, int64_t c1);
+void sp_conv_silu_avx2(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel, float *tail,
+                       int64_t c0, int64_t c1);
+void sp_conv_silu_avx512(float *y, const float *x, int64_t n, int64_t channels, const float *w, int32_t kernel,
+                         float *tail, int64_t c0, int64_t c1);
+/* norm.c's rows in vector lanes (norm_avx2.c, norm_avx512.c: the same bits as each other): y = x̂·w, and with z:
+ * y = w·x̂·silu(z). The sum of squares is in double as in norm.c, in another order, so the bits may differ from
+ * norm.c's by an ulp (not from one row to another). */
+typedef void (*sp_norm_rows_fn)(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
+void sp_rmsnorm_rows_avx2(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
+void sp_rmsnorm_rows_avx512(float *y, const float *x, const float *z, const float *w, int64_t n, int64_t d, float eps);
+/* Σ x² in double (norm_avx2.c): four lanes in two chains, then the tail in order. */
+double sp_sum_squares_avx2(const float *x, int64_t n);
 
 /* Sampling's exp passes over a logits row (sample_avx2.c): Σ exp((z − mx)·scale), and w = exp((z − mx)·scale). */
 double sp_sum_exp_avx2(const float *z, int32_t n, float mx, float scale);
@@ -88,6 +132,15 @@ static inline float sp_exp_neg(float in) {
     union { uint32_t u; float f; } e = {.u = (uint32_t)((int32_t)n + 127) << 23};
     return in >= -87.0f ? y * e.f : 0.0f;
 }
+
+/* sigmoid(x) = 1 / (1 + e^−x) from t = e^−|x| ≤ 1, so no exp overflows: 1 / (1 + t) for x ≥ 0, t / (1 + t) below;
+ * silu(x) = x · sigmoid(x). Written op for op as the vector forms (exp_avx2.h) compute each lane, so every path of
+ * an op gives the same bits. */
+static inline float sp_sigmoid(float x) {
+    float t = sp_exp_neg(-fabsf(x));
+    return (x >= 0 ? 1.0f : t) / (1.0f + t);
+}
+static inline float sp_silu(float x) { return x * sp_sigmoid(x); }
 
 /* The sum of a block's SP_ATTN_KEY_BLOCK weights in the order the AVX2 form adds them: four vectors of eight
  * ((v0+v1)+(v2+v3)), then the eight lanes as ((w0+w4)+(w2+w6))+((w1+w5)+(w3+w7)). */

@@ -21,7 +21,6 @@
 #include "core/error.h"
 #include "core/mask.h"
 #include "core/rank.h"
-#include "core/threadpool.h"
 
 #include <string.h>
 
@@ -235,8 +234,7 @@ splash_status sp_cpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n
                             uint64_t scratch_bytes_per_thread) {
     sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, {sum_exp_scalar, exp_weights_scalar}, 0};
 #if defined(__x86_64__)
-    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma)
-        a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
+    if (sp_backend_avx2(be)) a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
 #endif
     if (n_jobs == 1) sample_jobs(&a, 0, 1, 0);
     else sp_cpu_for(be, n_jobs, sample_jobs, &a);
