@@ -3,7 +3,7 @@
  *
  *   build/tests/cpu_ops_lab [T...]     default T = 1 64 256
  *
- * 1. one GDN token of one head: the scalar kernel vs AVX2 (when the CPU has it), same inputs, max difference;
+ * 1. one GDN token of one head: the scalar kernel vs AVX2 and AVX-512 (when the CPU has them), max difference;
  * 2. GDN prefill of T tokens through all 48 heads: token loop (the path the arch file uses) vs the chunked form,
  *    µs per token and the max difference of their outputs, best of 3 runs each;
  * 3. sampling one 248,320-logit row (one thread): greedy, temperature + top_p, and the recommended Qwen settings

@@ -1,7 +1,7 @@
 /* matmul_lab — the lab harness for the CPU matmul kernels (STYLE.md §2).
  *
- * Versions: one kernel set per ISA (matmul.h): scalar (reference), avx2 (x86-64), neon (arm64 + dotprod), each with
- * f32, bf16, f16, q8 and q4 weights. This program
+ * Versions: one kernel set per ISA (matmul.h): scalar (reference), avx2, avxvnni, avx512 (x86-64), neon (arm64 +
+ * dotprod), each with f32, bf16, f16, q8 and q4 weights. This program
  *   1. checks every available ISA × type against the scalar reference at odd shapes and at the real shapes of
  *      Qwen3.8-27B (hidden 5120; GDN qkv 10240, z 6144; MLP 17408; the 248320-row head at small cols);
  *   2. measures this machine's memory read bandwidth (core/bandwidth.h: all threads streaming over 1 GiB, best of 5);

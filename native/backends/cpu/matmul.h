@@ -40,7 +40,7 @@ sp_isa sp_isa_best(const sp_cpu *cpu);
 
 /* y = x · Wᵀ as above. pool may be NULL (one thread; the CPU is then detected on each call, so pass a pool on hot
  * paths). y must not alias x. Errors: SPLASH_ERR_INVALID_ARGUMENT (bad type, negative n), SPLASH_ERR_OUT_OF_MEMORY
- * (the quantized copy of x for quantized weights, about n·(cols + 8·cols/32) bytes, is allocated per call). */
+ * (the quantized copy of x for quantized weights, about n·(cols + 12·cols/32) bytes, is allocated per call). */
 splash_status sp_matmul(sp_threadpool *pool, float *y, const sp_matrix *W, const float *x, int64_t n);
 /* The same with a chosen ISA; SPLASH_ERR_UNSUPPORTED when this build or CPU lacks it. */
 splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_matrix *W, const float *x, int64_t n);

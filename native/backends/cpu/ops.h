@@ -133,14 +133,33 @@ static inline float sp_exp_neg(float in) {
     return in >= -87.0f ? y * e.f : 0.0f;
 }
 
-/* sigmoid(x) = 1 / (1 + e^−x) from t = e^−|x| ≤ 1, so no exp overflows: 1 / (1 + t) for x ≥ 0, t / (1 + t) below;
- * silu(x) = x · sigmoid(x). Written op for op as the vector forms (exp_avx2.h) compute each lane, so every path of
- * an op gives the same bits. */
-static inline float sp_sigmoid(float x) {
-    float t = sp_exp_neg(-fabsf(x));
-    return (x >= 0 ? 1.0f : t) / (1.0f + t);
+/* e^x rounded to float, evaluated in double (e^x = 2^k · e^r, |r| ≤ ln2/2, e^r by its Taylor series to degree 9,
+ * within 1e-11 before rounding): correctly rounded but for inputs that close to a rounding boundary, as libm's expf
+ * nearly always is; written op for op as the vector forms (exp_avx2.h, exp_avx512.h) compute each lane. The gates use
+ * it rather than sp_exp_neg: their outputs compound through every layer, and an exp one ulp off moved quantized
+ * models' argmax at a few marginal positions. */
+static inline float sp_exp_accurate(float x) {
+    if (x != x) return x;
+    double xd = x < -104.0f ? -104.0 : x > 89.0f ? 89.0 : (double)x; /* beyond: 0 and ∞ after rounding */
+    double k = nearbyint(xd * 1.4426950408889634);
+    double r = fma(-k, 0.6931471805599453, xd);
+    double p = 2.7557319223985893e-6;
+    p = fma(p, r, 2.48015873015873e-5);
+    p = fma(p, r, 1.984126984126984e-4);
+    p = fma(p, r, 1.388888888888889e-3);
+    p = fma(p, r, 8.333333333333333e-3);
+    p = fma(p, r, 4.1666666666666664e-2);
+    p = fma(p, r, 0.16666666666666666);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
+    union { uint64_t u; double d; } s = {.u = (uint64_t)((int64_t)k + 1023) << 52};
+    return (float)(p * s.d);
 }
-static inline float sp_silu(float x) { return x * sp_sigmoid(x); }
+
+/* torch's sigmoid and SiLU: 1 / (1 + e^−x) and x / (1 + e^−x), as the vector forms compute each lane. */
+static inline float sp_sigmoid(float x) { return 1.0f / (1.0f + sp_exp_accurate(-x)); }
+static inline float sp_silu(float x) { return x / (1.0f + sp_exp_accurate(-x)); }
 
 /* The sum of a block's SP_ATTN_KEY_BLOCK weights in the order the AVX2 form adds them: four vectors of eight
  * ((v0+v1)+(v2+v3)), then the eight lanes as ((w0+w4)+(w2+w6))+((w1+w5)+(w3+w7)). */
