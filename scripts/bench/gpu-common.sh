@@ -3,7 +3,15 @@
 # prebuilt in build/gen, made by `bun scripts/build/native.ts` and carried).
 #   gpu_loader                 unpacks the carried .gl packages and points the loader at NVIDIA's driver
 #   gpu_build PROGRAM...       builds the library objects into $B/obj and links each native/PROGRAM.c into $B
-# Needs: OUT (logs), B (build folder), SMOKE (1: lavapipe here, nothing unpacked), stage().
+# The ISA flags per file suffix are scripts/build/native.ts's (isaFlags).
+# Sets T0 (the start), OUT (logs: $OUT on the device machine, else /tmp/splash-gpu-out), B (the build folder) and
+# stage(). gpu_loader needs SMOKE (1: lavapipe here, nothing unpacked).
+
+T0=$(date +%s)
+OUT=${OUT:-/tmp/splash-gpu-out}
+mkdir -p "$OUT"
+B=/tmp/splash-gpu-build
+stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
 gpu_loader() {
   stage "Vulkan loader"
@@ -32,7 +40,7 @@ gpu_build() {
   { find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
       -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
     xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
-        *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
+        *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avxvnni.c) x="-mavx2 -mfma -mf16c -mavxvnni";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
         $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
   for p in "$@"; do
     $CC $CFLAGS -o "$B/$(basename "$p")" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"

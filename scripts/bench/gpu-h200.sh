@@ -16,17 +16,12 @@
 # Locally (lavapipe, tiny shapes, to try the script itself): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-h200.sh
 set -u
 cd "$(dirname "$0")/../.."
-T0=$(date +%s)
-OUT=${OUT:-/tmp/splash-gpu-out}
-mkdir -p "$OUT"
-B=/tmp/splash-gpu-build
+. scripts/bench/gpu-common.sh
 SMOKE=${SMOKE:-${SPLASH_GPU_SMOKE:-0}}
 # seconds left of the budget (the caller's limit is 540; SPLASH_GPU_BUDGET for a shorter one)
 BUDGET=${SPLASH_GPU_BUDGET:-470}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
-stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
-. scripts/bench/gpu-common.sh
 gpu_loader
 gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench
 

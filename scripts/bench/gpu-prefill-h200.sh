@@ -15,16 +15,11 @@
 # Locally (lavapipe, tiny shapes): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-prefill-h200.sh
 set -u
 cd "$(dirname "$0")/../.."
-T0=$(date +%s)
-OUT=${OUT:-/tmp/splash-gpu-out}
-mkdir -p "$OUT"
-B=/tmp/splash-gpu-build
+. scripts/bench/gpu-common.sh
 SMOKE=${SPLASH_GPU_SMOKE:-0}
 STAGES=" ${SPLASH_PREFILL_STAGES:-ops torch lab bench} "
 want() { [[ "$STAGES" == *" $1 "* ]]; }
-stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
-. scripts/bench/gpu-common.sh
 gpu_loader
 gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench
 
