@@ -143,6 +143,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
+  v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });

@@ -22,6 +22,7 @@
 #include "arch/dflash.h"
 #include "arch/draft.h"
 #include "arch/mtp.h"
+#include "backends/cpu/ops.h"
 #include "core/error.h"
 #include "spec/accept.h"
 
@@ -31,7 +32,13 @@
 
 /* Speculation pays less the more sequences share a step (their rows already amortize the weight reads), so by
  * default at most 8 verify per step: the verify buffers are sized for it (Qwen3.8-27B: ~0.5 GB with 16-token blocks). */
-enum { DEFAULT_MTP_DRAFT = 3, DEFAULT_MAX_SEQS = 8 };
+enum { DEFAULT_MAX_SEQS = 8 };
+
+/* The drafters by splash_drafter_options.kind. */
+static const struct {
+    int32_t kind;
+    sp_drafter_load load;
+} DRAFTERS[] = {{SPLASH_DRAFT_MTP, sp_mtp_load}, {SPLASH_DRAFT_DFLASH, sp_dflash_load}};
 
 /* What the last splash_draft proposed for its sequence i. */
 typedef struct drafted {
@@ -44,15 +51,12 @@ struct sp_speculator {
     int32_t vocab;              /* the output head's rows: the stride of every logits row here */
     int32_t n_tokens;           /* the ids a draft or an accepted token may be (the rest of a row is padding) … */
     const uint32_t *tokens;     /* … of which those set here (NULL: all): the target's sp_qwen35_tokens */
-    sp_mtp *mtp;
-    sp_dflash *dflash;
-    const int32_t *tap_layers;  /* DFlash */
-    int32_t n_taps;
-    int64_t row_width;          /* floats per step row handed to the drafter: taps (DFlash) or normed hidden (MTP) */
+    sp_drafter *d;
+    int64_t row_width;          /* floats per step row handed to the drafter: its taps, or the normed hidden */
     const sp_backend *be;
-    /* buffers */
+    /* buffers: rows in backend memory, the rest host memory (acceptance runs on the host) */
     float *rows;                /* (max_step_tokens, row_width) */
-    float *logits;              /* (verify_rows, vocab): verify blocks' logits */
+    float *logits;              /* (verify_rows, vocab): verify blocks' logits, read back by the step */
     float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
     float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
     void *dist_scratch;
@@ -69,10 +73,10 @@ struct sp_speculator {
 /* ---- sizes (the cache and the memory plan use these) ------------------------------------------------------------ */
 
 uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type) {
-    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens, kv_type) : sp_dflash_page_bytes(s->dflash, page_tokens, kv_type);
+    return s->d->ops->page_bytes(s->d, page_tokens, kv_type);
 }
 
-uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->mtp ? sp_mtp_slot_bytes(s->mtp) : 0; }
+uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->d->ops->slot_bytes(s->d); }
 
 void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info) {
     info->weight_bytes += s->weight_bytes;
@@ -81,11 +85,10 @@ void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info) {
 
 void sp_speculator_free(sp_speculator *s) {
     if (!s) return;
-    sp_mtp_free(s->mtp);
-    sp_dflash_free(s->dflash);
-    s->be->free(s->be, s->rows);
-    s->be->free(s->be, s->logits);
-    s->be->free(s->be, s->q);
+    if (s->d) s->d->ops->free(s->d);
+    if (s->rows) s->be->free(s->be, s->rows);
+    free(s->logits);
+    free(s->q);
     free(s->z);
     free(s->p);
     free(s->dist_scratch);
@@ -107,8 +110,8 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     uint64_t logits = sizeof(float) * (uint64_t)s->verify_rows * V;
     uint64_t q = sizeof(float) * (uint64_t)s->max_seqs * (uint64_t)s->max_draft * V;
     s->rows = be->alloc(be, rows);
-    s->logits = be->alloc(be, logits);
-    s->q = be->alloc(be, q);
+    s->logits = malloc(logits);
+    s->q = malloc(q);
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
     s->dist_scratch = malloc(sp_spec_dist_scratch(s->vocab));
@@ -131,14 +134,14 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (opts->struct_size < sizeof *opts)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_options.struct_size %u < %zu: rebuild the binding",
                        opts->struct_size, sizeof *opts);
-    if (opts->kind != SPLASH_DRAFT_MTP && opts->kind != SPLASH_DRAFT_DFLASH)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp) or 2 (dflash)", opts->kind);
+    sp_drafter_load load = NULL;
+    for (size_t i = 0; i < sizeof DRAFTERS / sizeof *DRAFTERS; i++)
+        if (DRAFTERS[i].kind == opts->kind) load = DRAFTERS[i].load;
+    if (!load) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp) or 2 (dflash)", opts->kind);
     if (m->spec) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
     if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
     if (!m->be.attention_ext)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no attention_ext op: drafters cannot run on it", m->be.name);
-    if (opts->kind == SPLASH_DRAFT_DFLASH && !opts->dir)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     if (opts->max_draft < 0 || opts->max_draft > 64 || opts->max_seqs < 0 || opts->max_seqs > 1024)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d (0..64), max_seqs %d (0..1024)", opts->max_draft, opts->max_seqs);
     sp_draft_target t;
@@ -147,23 +150,11 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (!s) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *s = (sp_speculator){.kind = opts->kind, .max_seqs = opts->max_seqs ? opts->max_seqs : DEFAULT_MAX_SEQS,
                          .vocab = t.vocab_size, .n_tokens = t.n_tokens, .tokens = t.token_mask, .be = &m->be};
-    splash_status st;
-    if (opts->kind == SPLASH_DRAFT_MTP) {
-        s->max_draft = opts->max_draft ? opts->max_draft : DEFAULT_MTP_DRAFT;
-        s->row_width = t.hidden_size;
-        st = sp_mtp_load(&t, s->max_draft, s->max_seqs, &s->mtp);
-        if (!st) s->weight_bytes = sp_mtp_weight_bytes(s->mtp), s->scratch_bytes = sp_mtp_scratch_bytes(s->mtp);
-    } else {
-        st = sp_dflash_load(opts->dir, &t, s->max_seqs, &s->dflash);
-        if (!st) {
-            int32_t B = sp_dflash_block_size(s->dflash);
-            s->max_draft = opts->max_draft ? opts->max_draft : B - 1;
-            if (s->max_draft > B - 1)
-                st = SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d: a block of %d drafts at most %d", s->max_draft, B, B - 1);
-            s->tap_layers = sp_dflash_taps(s->dflash, &s->n_taps);
-            s->row_width = (int64_t)s->n_taps * t.hidden_size;
-            s->weight_bytes = sp_dflash_weight_bytes(s->dflash), s->scratch_bytes = sp_dflash_scratch_bytes(s->dflash);
-        }
+    splash_status st = load(&t, opts->dir, opts->max_draft, s->max_seqs, &s->d);
+    if (!st) {
+        s->max_draft = s->d->max_draft;
+        s->row_width = (int64_t)(s->d->n_taps ? s->d->n_taps : 1) * t.hidden_size;
+        s->weight_bytes = s->d->weight_bytes, s->scratch_bytes = s->d->scratch_bytes;
     }
     uint64_t kept = 0;
     s->verify_rows = s->max_seqs * (s->max_draft + 1);
@@ -189,8 +180,8 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     out->kind = s->kind;
     out->max_draft = s->max_draft;
     out->max_seqs = s->max_seqs;
-    out->block_size = s->dflash ? sp_dflash_block_size(s->dflash) : 0;
-    out->mask_token_id = s->dflash ? sp_dflash_mask_token(s->dflash) : -1;
+    out->block_size = s->d->block_size;
+    out->mask_token_id = s->d->mask_token_id;
     out->weight_bytes = s->weight_bytes;
     out->scratch_bytes = s->scratch_bytes;
     out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1, m->kv_type);
@@ -281,7 +272,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     }
     m->op_status = SPLASH_OK;
     sp_draft_memory mem = draft_memory(c);
-    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, pick, &ctx);
+    splash_status st = s->d->ops->draft(s->d, &mem, seqs, n, pick, &ctx);
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
     if (!st) s->n_last = n;
@@ -328,8 +319,9 @@ static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs
 }
 
 /* Accepts or rejects sequence q's drafts against its block logits; returns the accepted count, q->token set. */
-/* Greedy: each block row goes through the backend's own sampler (the argmax, its log-probability and alternatives,
- * bit for bit what decoding without a drafter reports), all rows at once; drafts are kept while they are the argmax. */
+/* Greedy: each block row goes through the sampler (the argmax, its log-probability and alternatives, what decoding
+ * without a drafter reports), all rows at once; drafts are kept while they are the argmax. The rows are host memory
+ * here, so it is the CPU backend's sampler, which GPU backends also run on rows they read back. */
 static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, const int32_t *penalty) {
     const sp_backend *be = s->be;
     int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
@@ -339,7 +331,7 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verif
         s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                                      v->allowed ? v->allowed + (int64_t)r * words : NULL, (uint64_t)q->n_past + 1 + r, n_top,
                                      top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens};
-    splash_status st = be->sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
+    splash_status st = sp_cpu_sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
     if (st) return st;
     int32_t r = 0;
     while (r < k && s->jobs[r].token == q->tokens[1 + r]) r++;
@@ -406,7 +398,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
         n_verify++;
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
-    sp_qwen35_spec spec = {s->tap_layers, s->n_taps, s->dflash ? s->rows : NULL, s->mtp ? s->rows : NULL, is_verify};
+    sp_qwen35_spec spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows, is_verify};
     sp_qwen35_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
     for (int32_t i = 0; i < n; i++)
@@ -438,8 +430,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     }
     sp_draft_memory dm = draft_memory(c);
     m->op_status = SPLASH_OK;
-    if (s->mtp) sp_mtp_ingest(s->mtp, &dm, rows, n);
-    else sp_dflash_ingest(s->dflash, &dm, rows, n);
+    s->d->ops->ingest(s->d, &dm, rows, n);
     return m->op_status;
 }
 

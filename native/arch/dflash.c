@@ -11,7 +11,8 @@
  *   logits = lm_head_target(norm(h)) on block rows 1 … B − 1: row j proposes the token at position s + j
  * Norms are Qwen3 RMSNorm with a plain weight; RoPE is 1-D NeoX over the whole head (YaRN when the config asks);
  * no attention output gate. full_attention layers are bidirectional inside the block, sliding_attention layers causal
- * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. */
+ * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. Everything runs as backend
+ * ops on backend memory; only the token ids and positions go up and the drafted rows' logits come back. */
 #include "dflash.h"
 
 #include "backends/backend.h"
@@ -37,7 +38,7 @@ typedef struct dflash_config {
     bool sliding[MAX_LAYERS];     /* layer_types[i] == "sliding_attention" */
     bool causal[MAX_LAYERS];      /* in-block causality: sliding layers, unless is_causal says otherwise */
     int32_t sliding_window;
-    float input_embedding_scale;  /* 1 for Qwen */
+    float input_embedding_scale;  /* 1 for Qwen (the only value taken) */
     float output_multiplier;      /* 1 for Qwen */
     float final_logit_softcapping; /* 0 = none */
     float attention_factor;       /* YaRN: cos and sin are scaled by it, so q·k by its square */
@@ -74,7 +75,8 @@ typedef struct dflash_scratch {
     float *logits;                           /* (LOGIT_ROWS, vocab) */
 } dflash_scratch;
 
-struct sp_dflash {
+typedef struct sp_dflash {
+    sp_drafter base;                         /* first: the drafter's table and sizes */
     dflash_config cfg;
     dflash_weights w;
     dflash_scratch s;
@@ -86,7 +88,9 @@ struct sp_dflash {
     const sp_backend *be;
     sp_checkpoint *ck;
     int32_t quant;
-};
+    int32_t *host_ints;                      /* (2N): tokens and positions, written to s.tokens and s.pos */
+    float *host_logits;                      /* (LOGIT_ROWS, vocab): the rows pick reads */
+} sp_dflash;
 
 /* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
@@ -258,6 +262,9 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
     c->input_embedding_scale = (float)number_or(sp_json_get(dc, "input_embedding_scale"), 1.0);
     c->output_multiplier = (float)number_or(sp_json_get(root, "output_multiplier"), number_or(sp_json_get(dc, "output_multiplier"), 1.0));
     c->final_logit_softcapping = (float)number_or(sp_json_get(root, "final_logit_softcapping"), 0.0);
+    if (c->input_embedding_scale != 1.0f)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: dflash_config.input_embedding_scale %g: Splash's targets "
+                       "(Qwen) take drafters that embed with scale 1", dir, (double)c->input_embedding_scale);
     if (c->hidden_size != t->hidden_size)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: hidden_size %d differs from the target's %d (the drafter embeds "
                        "and decodes with the target's tables)", dir, c->hidden_size, t->hidden_size);
@@ -341,11 +348,15 @@ static splash_status load_weights(sp_dflash *d) {
     return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
 }
 
-splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t max_seqs, sp_dflash **out) {
+static const sp_drafter_ops DFLASH_OPS;
+static void dflash_free(sp_drafter *base);
+
+splash_status sp_dflash_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
     *out = NULL;
+    if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     sp_dflash *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
+    *d = (sp_dflash){.base = {.ops = &DFLASH_OPS}, .max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
                      .be = t->be, .quant = t->quant};
     splash_status st = refuse_dflash2(dir);
     if (!st) st = sp_checkpoint_open(dir, &d->ck);
@@ -356,19 +367,35 @@ splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t 
         d->rows = t->max_step_tokens > block_rows ? t->max_step_tokens : block_rows;
         d->scratch_bytes = scratch_layout(&d->cfg, d->rows, d->vocab_size, NULL, &d->s);
         d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
-        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the DFlash drafter's scratch");
+        d->host_ints = malloc(sizeof(int32_t) * 2 * (size_t)d->rows);
+        d->host_logits = malloc(sizeof(float) * LOGIT_ROWS * (size_t)d->vocab_size);
+        if (!d->scratch_mem || !d->host_ints || !d->host_logits)
+            st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the DFlash drafter's scratch");
         else scratch_layout(&d->cfg, d->rows, d->vocab_size, d->scratch_mem, &d->s);
     }
+    int32_t B = st ? 0 : d->cfg.block_size;
+    if (!st && (max_draft < 0 || max_draft > B - 1))
+        st = SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d: a block of %d drafts at most %d", max_draft, B, B - 1);
     if (st) {
-        sp_dflash_free(d);
+        dflash_free(&d->base);
         return st;
     }
-    *out = d;
+    d->base.max_draft = max_draft ? max_draft : B - 1;
+    d->base.block_size = B;
+    d->base.mask_token_id = d->cfg.mask_token_id;
+    d->base.tap_layers = d->cfg.target_layer_ids;
+    d->base.n_taps = d->cfg.n_taps;
+    d->base.weight_bytes = d->w.bytes;
+    d->base.scratch_bytes = d->scratch_bytes;
+    *out = &d->base;
     return SPLASH_OK;
 }
 
-void sp_dflash_free(sp_dflash *d) {
+static void dflash_free(sp_drafter *base) {
+    sp_dflash *d = (sp_dflash *)base;
     if (!d) return;
+    free(d->host_ints);
+    free(d->host_logits);
     for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
     free(d->w.owned);
     free(d->w.layers);
@@ -378,18 +405,14 @@ void sp_dflash_free(sp_dflash *d) {
     free(d);
 }
 
-int32_t sp_dflash_block_size(const sp_dflash *d) { return d->cfg.block_size; }
-int32_t sp_dflash_mask_token(const sp_dflash *d) { return d->cfg.mask_token_id; }
-const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps) {
-    *n_taps = d->cfg.n_taps;
-    return d->cfg.target_layer_ids;
-}
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type) {
-    const dflash_config *c = &d->cfg;
+static uint64_t dflash_page_bytes(const sp_drafter *base, int32_t page_tokens, int32_t kv_type) {
+    const dflash_config *c = &((const sp_dflash *)base)->cfg;
     return (uint64_t)sp_kv_layers_bytes(kv_type, c->num_hidden_layers, c->num_key_value_heads, c->head_dim, page_tokens);
 }
-uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
-uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
+static uint64_t dflash_slot_bytes(const sp_drafter *base) {
+    (void)base;
+    return 0;
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
@@ -410,17 +433,24 @@ static void keys_values(sp_dflash *d, const dflash_layer *y, const float *x, int
     be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->head_dim, s->pos, NULL, d->w.inv_freq);
 }
 
-void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+/* s->tokens, s->pos ← the first n of host_ints' tokens and positions (tokens only when drafting) */
+static void upload_rows(sp_dflash *d, int64_t n, bool tokens) {
+    if (tokens) d->be->write(d->be, d->s.tokens, d->host_ints, sizeof(int32_t) * (uint64_t)n);
+    d->be->write(d->be, d->s.pos, d->host_ints + d->rows, sizeof(int32_t) * (uint64_t)n);
+}
+
+static void dflash_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
     int64_t H = c->hidden_size, W = (int64_t)c->n_taps * H, Hkv = c->num_key_value_heads, hd = c->head_dim, n = 0;
-    for (int32_t i = 0; i < n_seqs; i++)
-        for (int32_t j = 0; j < seqs[i].n; j++, n++) {
-            s->pos[n] = seqs[i].pos0 + j;
-            memcpy(s->xb + n * W, seqs[i].rows + j * seqs[i].stride, sizeof(float) * (size_t)W);
-        }
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (seqs[i].n > 0) be->copy_rows(be, s->xb + n * W, W, seqs[i].rows, seqs[i].stride, seqs[i].n, W);
+        for (int32_t j = 0; j < seqs[i].n; j++, n++) d->host_ints[d->rows + n] = seqs[i].pos0 + j;
+    }
     if (n == 0) return;
+    upload_rows(d, n, false);
     /* ctx = hidden_norm(fc(taps)) */
     be->matmul(be, s->h, &d->w.fc, s->xb, n);
     be->rmsnorm(be, s->h, s->h, d->w.hidden_norm, n, H, c->rms_norm_eps);
@@ -435,8 +465,9 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
     }
 }
 
-splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_pick pick, void *ctx) {
+static splash_status dflash_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                                  sp_draft_pick pick, void *ctx) {
+    sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
@@ -452,13 +483,12 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
         len[i] = seqs[i].n_draft + 1 < c->block_size ? seqs[i].n_draft + 1 : c->block_size;
         row0[i] = n;
         for (int32_t j = 0; j < len[i]; j++, n++) {
-            s->tokens[n] = j == 0 ? seqs[i].anchor : c->mask_token_id;
-            s->pos[n] = seqs[i].n_past + j;
+            d->host_ints[n] = j == 0 ? seqs[i].anchor : c->mask_token_id;
+            d->host_ints[d->rows + n] = seqs[i].n_past + j;
         }
     }
+    upload_rows(d, n, true);
     be->embed(be, s->h, d->embed, s->tokens, n);
-    if (c->input_embedding_scale != 1.0f)
-        for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
     float scale = c->attention_factor * c->attention_factor / sqrtf((float)hd);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const dflash_layer *y = &d->w.layers[l];
@@ -496,9 +526,10 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     for (int64_t b0 = 0; b0 < R; b0 += LOGIT_ROWS) {
         int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
         be->matmul(be, s->logits, d->lm_head, s->xb + b0 * H, nb);
+        be->read(be, d->host_logits, s->logits, sizeof(float) * (uint64_t)(nb * V));
         if (*be->status) return *be->status;
         for (int64_t k = 0; k < nb; k++) {
-            float *row = s->logits + k * V;
+            float *row = d->host_logits + k * V;
             if (c->output_multiplier != 1.0f)
                 for (int64_t t = 0; t < V; t++) row[t] *= c->output_multiplier;
             if (c->final_logit_softcapping > 0)
@@ -508,3 +539,5 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     }
     return SPLASH_OK;
 }
+
+static const sp_drafter_ops DFLASH_OPS = {"dflash", dflash_free, dflash_page_bytes, dflash_slot_bytes, dflash_ingest, dflash_draft};

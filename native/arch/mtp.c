@@ -15,7 +15,8 @@
  * needs from before a step (hidden_{pos0−1}) is the slot state: the last committed row's final-normed hidden.
  *
  * Ingest needs only K and V of each committed pair (fc, input norm, k/v projections, k_norm, RoPE); drafting runs
- * the whole layer, norm and lm_head, one row per sequence per chained step. */
+ * the whole layer, norm and lm_head, one row per sequence per chained step. Everything runs as backend ops on backend
+ * memory; only the token ids and positions go up and the logits rows come back. */
 #include "mtp.h"
 
 #include "backends/backend.h"
@@ -28,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { DEFAULT_DRAFT = 3 }; /* chained steps per draft unless asked (each is a full layer and the lm_head) */
 
 /* ---- config (the target's text_config; HF names) -------------------------------------------------------------- */
 
@@ -82,7 +85,8 @@ typedef struct mtp_scratch {
     float *logits;                         /* (max_seqs, vocab) */
 } mtp_scratch;
 
-struct sp_mtp {
+typedef struct sp_mtp {
+    sp_drafter base;                       /* first: the drafter's table and sizes */
     mtp_config cfg;
     mtp_weights w;
     mtp_scratch s;
@@ -94,7 +98,9 @@ struct sp_mtp {
     const sp_backend *be;
     sp_checkpoint *ck;
     int32_t quant;
-};
+    int32_t *host_ints;                    /* (2N): tokens and positions, written to s.tokens and s.pos */
+    float *host_logits;                    /* (vocab): the row pick reads */
+} sp_mtp;
 
 
 static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_t *base, mtp_scratch *s) {
@@ -308,14 +314,19 @@ static splash_status load_weights(sp_mtp *d) {
     return SPLASH_OK;
 }
 
-splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t max_seqs, sp_mtp **out) {
+static const sp_drafter_ops MTP_OPS;
+static void mtp_free(sp_drafter *base);
+
+splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    (void)dir;
     *out = NULL;
     if (!sp_checkpoint_find(t->ck, "mtp.fc.weight"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has no MTP layer (mtp.* tensors): draft with dflash or none",
                        sp_checkpoint_dir(t->ck));
     sp_mtp *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    *d = (sp_mtp){.max_draft = max_draft, .max_seqs = max_seqs, .embed = t->embed, .lm_head = t->lm_head, .be = t->be,
+    if (max_draft == 0) max_draft = DEFAULT_DRAFT;
+    *d = (sp_mtp){.base = {.ops = &MTP_OPS, .max_draft = max_draft, .mask_token_id = -1}, .max_draft = max_draft, .max_seqs = max_seqs, .embed = t->embed, .lm_head = t->lm_head, .be = t->be,
                   .ck = t->ck, .quant = t->quant};
     d->rows = t->max_step_tokens > max_seqs ? t->max_step_tokens : max_seqs;
     splash_status st = parse_config(t, &d->cfg);
@@ -323,19 +334,27 @@ splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t m
     if (!st) {
         d->scratch_bytes = scratch_layout(&d->cfg, d->rows, max_seqs, NULL, &d->s);
         d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
-        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
+        d->host_ints = malloc(sizeof(int32_t) * 2 * (size_t)d->rows);
+        d->host_logits = malloc(sizeof(float) * (size_t)d->cfg.vocab_size);
+        if (!d->scratch_mem || !d->host_ints || !d->host_logits)
+            st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
         else scratch_layout(&d->cfg, d->rows, max_seqs, d->scratch_mem, &d->s);
     }
     if (st) {
-        sp_mtp_free(d);
+        mtp_free(&d->base);
         return st;
     }
-    *out = d;
+    d->base.weight_bytes = d->w.bytes;
+    d->base.scratch_bytes = d->scratch_bytes;
+    *out = &d->base;
     return SPLASH_OK;
 }
 
-void sp_mtp_free(sp_mtp *d) {
+static void mtp_free(sp_drafter *base) {
+    sp_mtp *d = (sp_mtp *)base;
     if (!d) return;
+    free(d->host_ints);
+    free(d->host_logits);
     for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
     free(d->w.owned);
     free(d->w.expert_views);
@@ -344,18 +363,23 @@ void sp_mtp_free(sp_mtp *d) {
     free(d);
 }
 
-uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens, int32_t kv_type) {
+static uint64_t mtp_page_bytes(const sp_drafter *base, int32_t page_tokens, int32_t kv_type) {
+    const sp_mtp *d = (const sp_mtp *)base;
     return (uint64_t)sp_kv_layers_bytes(kv_type, 1, d->cfg.num_key_value_heads, d->cfg.head_dim, page_tokens);
 }
-uint64_t sp_mtp_slot_bytes(const sp_mtp *d) { return sizeof(float) * (uint64_t)d->cfg.hidden_size; }
-uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.bytes; }
-uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
+static uint64_t mtp_slot_bytes(const sp_drafter *base) { return sizeof(float) * (uint64_t)((const sp_mtp *)base)->cfg.hidden_size; }
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 static sp_kv_view kv_view(const sp_mtp *d, const sp_draft_memory *mem, const int32_t *pages) {
     return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, 0, d->cfg.num_key_value_heads, d->cfg.head_dim,
                             mem->page_tokens, pages);
+}
+
+/* s->tokens, s->pos ← the first n of host_ints' tokens and positions */
+static void upload_rows(sp_mtp *d, int64_t n) {
+    d->be->write(d->be, d->s.tokens, d->host_ints, sizeof(int32_t) * (uint64_t)n);
+    d->be->write(d->be, d->s.pos, d->host_ints + d->rows, sizeof(int32_t) * (uint64_t)n);
 }
 
 /* x = fc([pre_fc_norm_embedding(embed(tokens)) ; pre_fc_norm_hidden(h)]) over n rows (s->tokens, s->h raw) */
@@ -367,10 +391,8 @@ static void fuse_inputs(sp_mtp *d, int64_t n) {
     be->embed(be, s->e, d->embed, s->tokens, n);
     be->rmsnorm(be, s->e, s->e, d->w.norm_embedding, n, H, eps);
     be->rmsnorm(be, s->h, s->h, d->w.norm_hidden, n, H, eps);
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(s->cat + i * 2 * H, s->e + i * H, sizeof(float) * (size_t)H);
-        memcpy(s->cat + i * 2 * H + H, s->h + i * H, sizeof(float) * (size_t)H);
-    }
+    be->copy_rows(be, s->cat, 2 * H, s->e, H, n, H);
+    be->copy_rows(be, s->cat + H, 2 * H, s->h, H, n, H);
     be->matmul(be, s->x, &d->w.fc, s->cat, n);
 }
 
@@ -385,7 +407,8 @@ static void keys_values(sp_mtp *d, int64_t n) {
     be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
 }
 
-void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+static void mtp_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
     mtp_scratch *s = &d->s;
@@ -394,16 +417,20 @@ void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *s
     int64_t n = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         const sp_draft_rows *q = &seqs[i];
-        const float *last = mem->state + (int64_t)q->slot * H;
-        for (int32_t j = 0; j < q->n; j++) {
-            if (q->pos0 + j == 0) continue;
-            s->tokens[n] = q->tokens[j];
-            s->pos[n] = q->pos0 + j - 1;
-            memcpy(s->h + n * H, j == 0 ? last : q->rows + (j - 1) * q->stride, sizeof(float) * (size_t)H);
-            n++;
+        int32_t j0 = q->pos0 == 0; /* position 0 has no pair */
+        if (j0 >= q->n) continue;
+        for (int32_t j = j0; j < q->n; j++) {
+            d->host_ints[n + j - j0] = q->tokens[j];
+            d->host_ints[d->rows + n + j - j0] = q->pos0 + j - 1;
         }
+        /* hidden_{pos0 − 1} is the slot's; the rest are this step's rows 0 … n − 2 */
+        if (j0 == 0) be->copy_rows(be, s->h + n * H, H, mem->state + (int64_t)q->slot * H, H, 1, H);
+        int32_t from = j0 == 0 ? 1 : j0;
+        if (from < q->n) be->copy_rows(be, s->h + (n + from - j0) * H, H, q->rows + (from - 1) * q->stride, q->stride, q->n - from, H);
+        n += q->n - j0;
     }
     if (n > 0) {
+        upload_rows(d, n);
         fuse_inputs(d, n);
         be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, c->rms_norm_eps);
         keys_values(d, n);
@@ -417,7 +444,7 @@ void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *s
             be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
             r += m;
         }
-        if (q->n > 0) memcpy(mem->state + (int64_t)q->slot * H, q->rows + (q->n - 1) * q->stride, sizeof(float) * (size_t)H);
+        if (q->n > 0) be->copy_rows(be, mem->state + (int64_t)q->slot * H, H, q->rows + (q->n - 1) * q->stride, q->stride, 1, H);
     }
 }
 
@@ -431,15 +458,13 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, eps);
     be->matmul(be, s->qg, &d->w.q_proj, s->xb, n);
     keys_values(d, n);
-    for (int64_t i = 0; i < n * Hq; i++) {
-        memcpy(s->q + i * hd, s->qg + i * 2 * hd, sizeof(float) * (size_t)hd);
-        memcpy(s->gate + i * hd, s->qg + i * 2 * hd + hd, sizeof(float) * (size_t)hd);
-    }
+    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, n * Hq, hd);
+    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, n * Hq, hd);
     be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
     be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
     for (int64_t i = 0; i < n; i++) {
         sp_kv_view kv = kv_view(d, mem, seqs[i].pages);
-        int32_t at = s->pos[i] + 1; /* storage position of this pair */
+        int32_t at = d->host_ints[d->rows + i] + 1; /* storage position of this pair */
         be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
         sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
         be->attention_ext(be, s->att + i * Hq * hd, s->q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
@@ -468,8 +493,9 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->h, s->x, w->norm, n, H, eps);
 }
 
-splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                           sp_draft_pick pick, void *ctx) {
+static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                               sp_draft_pick pick, void *ctx) {
+    sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     mtp_scratch *s = &d->s;
     int64_t H = d->cfg.hidden_size, V = d->cfg.vocab_size;
@@ -489,20 +515,25 @@ splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft
             if (seqs[i].n_draft <= j) continue;
             rows[n] = seqs[i];
             row_seq[n] = i;
-            s->tokens[n] = last[i];
-            s->pos[n] = seqs[i].n_past - 1 + j;
-            memcpy(s->h + n * H, j == 0 ? mem->state + (int64_t)seqs[i].slot * H : s->chain + (int64_t)i * H, sizeof(float) * (size_t)H);
+            d->host_ints[n] = last[i];
+            d->host_ints[d->rows + n] = seqs[i].n_past - 1 + j;
+            be->copy_rows(be, s->h + n * H, H, j == 0 ? mem->state + (int64_t)seqs[i].slot * H : s->chain + (int64_t)i * H, H, 1, H);
             n++;
         }
+        upload_rows(d, n);
         fuse_inputs(d, n);
         layer(d, mem, rows, n);
         be->matmul(be, s->logits, d->lm_head, s->h, n);
         if (*be->status) return *be->status;
         for (int64_t r = 0; r < n; r++) {
             int32_t i = row_seq[r];
-            memcpy(s->chain + (int64_t)i * H, s->h + r * H, sizeof(float) * (size_t)H);
-            last[i] = pick(ctx, i, j, s->logits + r * V);
+            be->copy_rows(be, s->chain + (int64_t)i * H, H, s->h + r * H, H, 1, H);
+            be->read(be, d->host_logits, s->logits + r * V, sizeof(float) * (uint64_t)V);
+            last[i] = pick(ctx, i, j, d->host_logits);
         }
+        if (*be->status) return *be->status;
     }
     return SPLASH_OK;
 }
+
+static const sp_drafter_ops MTP_OPS = {"mtp", mtp_free, mtp_page_bytes, mtp_slot_bytes, mtp_ingest, mtp_draft};

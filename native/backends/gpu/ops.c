@@ -375,6 +375,51 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, &pr, 1, &w, 1, NULL);
 }
 
+/* Drafters' attention (kernels/attention_ext.comp): one workgroup per (row, query head). */
+static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
+                              int32_t head_dim, float scale, const sp_attn_ext *x) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    if (head_dim > ATTN_HD_MAX || head_dim % 4) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext needs head_dim ≤ 256, a multiple of 4");
+        return;
+    }
+    struct {
+        uint64_t dst, q, k, v, pages, k_blk, v_blk;
+        uint32_t n_rows, heads, kv_heads, page_tokens, page_stride;
+        uint32_t q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
+        float scale;
+    } p = {0};
+    uint64_t qbytes = (uint64_t)x->n_rows * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    uint64_t blk = (uint64_t)x->n_rows * (uint64_t)n_kv_heads * (uint64_t)head_dim * 4;
+    sp_gpu_range r[5];
+    int nr = 0;
+    r[nr++] = sp_gpu_span(gpu, q, qbytes);
+    /* pages cover every position a row may see: page_hi + (n_rows − 1) when causal */
+    int64_t last = (int64_t)x->page_hi + (x->page_causal ? x->n_rows - 1 : 0);
+    if (x->kv && last > x->page_lo) {
+        uint64_t n_pages = (uint64_t)(last + x->kv->page_tokens - 1) / (uint64_t)x->kv->page_tokens;
+        uint64_t pa = sp_gpu_stage(gpu, x->kv->pages, n_pages * 4);
+        if (!pa) return;
+        r[nr++] = (sp_gpu_range){pa, pa + n_pages * 4};
+        r[nr++] = kv_range(gpu, x->kv);
+        p.pages = pa, p.k = sp_gpu_addr(gpu, x->kv->k), p.v = sp_gpu_addr(gpu, x->kv->v);
+        p.page_tokens = (uint32_t)x->kv->page_tokens, p.page_stride = (uint32_t)(x->kv->page_stride / sizeof(float));
+        p.page_lo = (uint32_t)x->page_lo, p.page_hi = (uint32_t)x->page_hi, p.page_causal = (uint32_t)x->page_causal;
+    }
+    if (x->k_blk) {
+        r[nr++] = sp_gpu_span(gpu, x->k_blk, blk);
+        r[nr++] = sp_gpu_span(gpu, x->v_blk, blk);
+        p.k_blk = r[nr - 2].lo, p.v_blk = r[nr - 1].lo, p.blk_causal = (uint32_t)x->blk_causal;
+    }
+    sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
+    p.dst = w.lo, p.q = r[0].lo, p.n_rows = (uint32_t)x->n_rows, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads;
+    p.q_pos0 = (uint32_t)x->q_pos0, p.window = (uint32_t)x->window, p.scale = scale;
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)x->n_rows * (uint64_t)n_heads, groups);
+    sp_gpu_dispatch(gpu, "attention_ext", SP_GPU_ATTENTION_EXT, (uint32_t[4]){128, (uint32_t)head_dim, 0, 0}, &p, sizeof p,
+                    groups, r, nr, &w, 1, NULL);
+}
+
 /* ---- Gated DeltaNet ---- */
 
 static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
@@ -653,6 +698,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
+    be->attention_ext = gpu_attention_ext;
     be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
