@@ -289,14 +289,24 @@ static const char *lname(loader *L, int32_t i, const char *suffix) {
     return L->name;
 }
 
+/* Keeps a loaded matrix as the target keeps its own (qwen3_5.c hold): the device copy on a GPU backend, else the
+ * host rows; counts its bytes. */
 static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
     const sp_tensor *t;
     void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, (sp_quant)L->d->quant, out, &owned);
+    sp_dflash *d = L->d;
+    splash_status st = sp_checkpoint_require(d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
+    if (!st) st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, out, &owned);
     if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
+    if (d->be->upload) {
+        const void *dev = d->be->upload(d->be, out->data, out->rows, out->row_bytes);
+        free(owned);
+        owned = NULL;
+        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", name, splash_last_error());
+        out->data = dev;
+    }
+    if (owned) d->w.owned[d->w.n_owned++] = owned;
+    d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
     return SPLASH_OK;
 }
 
@@ -345,7 +355,19 @@ static splash_status load_weights(sp_dflash *d) {
             return st;
     }
     w->inv_freq = L.next_vector;
-    return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
+    if ((st = rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq))) return st;
+    /* on a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along */
+    if (!d->be->upload) return SPLASH_OK;
+    const float *base = w->vectors, *dev = d->be->upload(d->be, base, 1, sizeof(float) * (uint64_t)nv);
+    if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for the DFlash norms (%s)", splash_last_error());
+#define MOVE(p) ((p) = (void *)(dev + ((p) - base)))
+    MOVE(w->hidden_norm), MOVE(w->norm), MOVE(w->inv_freq);
+    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
+        dflash_layer *y = &w->layers[i];
+        MOVE(y->input_norm), MOVE(y->post_norm), MOVE(y->q_norm), MOVE(y->k_norm);
+    }
+#undef MOVE
+    return SPLASH_OK;
 }
 
 static const sp_drafter_ops DFLASH_OPS;

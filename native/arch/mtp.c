@@ -198,15 +198,27 @@ typedef struct loader {
     char name[256];
 } loader;
 
+/* Keeps a loaded matrix as the target keeps its own (qwen3_5.c hold): the device copy on a GPU backend, else the host
+ * rows; counts its bytes. */
+static splash_status hold(sp_mtp *d, const char *name, sp_matrix *out, void *owned) {
+    if (d->be->upload) {
+        const void *dev = d->be->upload(d->be, out->data, out->rows, out->row_bytes);
+        free(owned);
+        owned = NULL;
+        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", name, splash_last_error());
+        out->data = dev;
+    }
+    if (owned) d->w.owned[d->w.n_owned++] = owned;
+    d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
+    return SPLASH_OK;
+}
+
 static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
     const sp_tensor *t;
     void *owned = NULL;
     splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
     if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, quantizable ? (sp_quant)L->d->quant : SP_QUANT_NONE, out, &owned);
-    if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
+    return st ? st : hold(L->d, name, out, owned);
 }
 
 /* A (1 + w) norm weight of n floats. */
@@ -241,14 +253,13 @@ static splash_status experts(loader *L) {
         sp_matrix gate_up, down;
         void *owned = NULL;
         if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, 2 * Im, H}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &gate_up, &owned)))
+            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &gate_up, &owned)) ||
+            (st = hold(d, t->name, &gate_up, owned)))
             return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned, owned = NULL;
+        owned = NULL;
         if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.down_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, H, Im}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &down, &owned)))
+            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &down, &owned)) || (st = hold(d, t->name, &down, owned)))
             return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned;
-        d->w.bytes += (uint64_t)gate_up.rows * (uint64_t)gate_up.row_bytes + (uint64_t)down.rows * (uint64_t)down.row_bytes;
         for (int32_t e = 0; e < E; e++) {
             views[e] = sp_matrix_rows(&gate_up, e * 2 * Im, Im);
             views[E + e] = sp_matrix_rows(&gate_up, e * 2 * Im + Im, Im);
@@ -311,6 +322,14 @@ static splash_status load_weights(sp_mtp *d) {
 #undef P
     w->inv_freq = L.next_vector;
     for (int32_t i = 0; i < c->rot_dim / 2; i++) w->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rot_dim);
+    /* on a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along */
+    if (!d->be->upload) return SPLASH_OK;
+    const float *base = w->vectors, *dev = d->be->upload(d->be, base, 1, sizeof(float) * (uint64_t)nv);
+    if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for the MTP norms (%s)", splash_last_error());
+#define MOVE(p) ((p) = (void *)(dev + ((p) - base)))
+    MOVE(w->norm_embedding), MOVE(w->norm_hidden), MOVE(w->norm), MOVE(w->input_norm), MOVE(w->post_norm);
+    MOVE(w->q_norm), MOVE(w->k_norm), MOVE(w->inv_freq);
+#undef MOVE
     return SPLASH_OK;
 }
 

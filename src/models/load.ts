@@ -14,7 +14,6 @@ import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
-import { NativeError } from "../native/errors.ts";
 import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
@@ -126,14 +125,8 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   try {
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
-      try {
-        model.attachDrafter(drafter);
-        log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
-      } catch (e) {
-        // draft auto on a GPU backend without the drafters' ops (Vulkan): run without speculation rather than not at all
-        if ((options.draft ?? "auto") !== "auto" || !(e instanceof NativeError) || e.statusName !== "SPLASH_ERR_UNSUPPORTED") throw e;
-        log.info(`speculative decoding off: ${e.detail}`);
-      }
+      model.attachDrafter(drafter);
+      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
     }
     applyKvType(model, options.kvType ?? "auto", resolved.spec?.cache?.kv);
     const template = ChatTemplate.load(resolved.dir);
