@@ -30,7 +30,7 @@ export type SchedulerOptions = {
   maxQueue: number;
   vocabSize: number;
   drafter?: DrafterSpec;
-  draftLength?: number; // fixed drafts per cycle instead of the adaptive policy's
+  draftLength?: number; // fixed drafts per cycle (at most the drafter's maximum) instead of the adaptive policy's
 };
 
 // A chunk that drafts asks for `draft` tokens; once attached, `verify` says how many are verified of how many
@@ -314,7 +314,7 @@ export class Scheduler {
     const policy = this.policy!;
     const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0)));
     const fixed = this.options.draftLength;
-    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => fixed);
+    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => Math.min(fixed, drafter.maxDraft));
     for (const [i, c] of speculating.entries()) {
       const seq = c.seq;
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */

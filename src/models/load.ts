@@ -36,6 +36,7 @@ export type LoadModelOptions = {
   diskCache?: number; // bytes of the prefix cache's disk tier under <cache>/prefix/ (default 0: none)
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
+  draftLength?: number; // drafts per cycle, fixed (benchmarks, tests); default: the adaptive policy (engine/speculation.ts)
   vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
 };
 
@@ -133,6 +134,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     const engine = createEngine(nativeStepModel(model), {
       kvBudget: options.kvBudget,
       cacheSalt: stateSalt(resolved, quant, model, drafter?.dir),
+      ...(options.draftLength !== undefined ? { draftLength: options.draftLength } : {}),
       ...(options.diskCache ? { diskCache: { dir: join(cacheDir(), "prefix"), budget: options.diskCache } } : {}),
     });
     const spec = resolved.spec;
