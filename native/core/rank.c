@@ -43,3 +43,17 @@ void sp_rank_select(int32_t *idx, int64_t n, int64_t k, const float *w) {
         else return;
     }
 }
+
+int32_t sp_rank_top(const float *w, int64_t n, int32_t k, int32_t *ids) {
+    int32_t have = 0;
+    for (int64_t t = 0; t < n && k > 0; t++) {
+        if (have == k && !sp_rank_before(w, (int32_t)t, ids[k - 1])) continue;
+        int32_t i = have < k ? have++ : k - 1;
+        while (i > 0 && sp_rank_before(w, (int32_t)t, ids[i - 1])) {
+            ids[i] = ids[i - 1];
+            i--;
+        }
+        ids[i] = (int32_t)t;
+    }
+    return have;
+}

@@ -163,15 +163,6 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
 }
 
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
-    int32_t have = 0;
-    for (int32_t t = 0; t < V && n > 0; t++) {
-        if (have == n && !sp_rank_before(z, t, ids[n - 1])) continue;
-        int32_t i = have < n ? have++ : n - 1;
-        while (i > 0 && sp_rank_before(z, t, ids[i - 1])) {
-            ids[i] = ids[i - 1];
-            i--;
-        }
-        ids[i] = t;
-    }
+    int32_t have = sp_rank_top(z, V, n, ids);
     for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
 }

@@ -18,7 +18,7 @@ function levelFit(spec: HubModelSpec, level: Quant | Format, available: number):
   if (!plan) return undefined;
   const f = plan.fixed[level];
   const draft = spec.draft.default ?? "none";
-  const fixedBytes = (draft === "mtp" ? f.mtp : draft === "dflash" ? f.dflash : null) ?? f.none;
+  const fixedBytes = (draft === "none" ? null : f[draft]) ?? f.none;
   const perToken = plan.kvBytesPerToken + (draft === "mtp" && f.mtp !== null ? plan.mtpKvBytesPerToken : 0);
   const left = available - fixedBytes - plan.stateBytesPerSequence;
   const tokensOfKv = Math.max(0, Math.floor(left / perToken));

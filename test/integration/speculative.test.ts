@@ -1,5 +1,5 @@
-// Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash
-// drafters) and on the embedded splash-tiny pair (trained MTP and DFlash drafter), greedy output with a drafter is
+// Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash and
+// DFlash2 drafters) and on the embedded splash-tiny pair (trained MTP and DFlash drafter), greedy output with a drafter is
 // the output without one, token for token and log-probability for log-probability, alone, batched and resumed from
 // the prefix cache. The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at
 // every possible position leave exactly the state token-by-token decoding leaves (the GDN rollback).
@@ -86,13 +86,6 @@ describe("drafters against the fixtures' goldens", () => {
       model.free();
     });
   }
-
-  test("a DFlash2 drafter is refused with a message that says what to use instead", async () => {
-    const model = await Model.load(join(FIXTURES, "qwen35-dense-tiny"), { threads: 1 });
-    const dir = join(import.meta.dir, "../fixtures/speculative/dflash2-config");
-    expect(() => model.attachDrafter({ kind: "dflash", dir })).toThrow(/DFlash2.*--draft mtp/);
-    model.free();
-  });
 });
 
 describe("verify blocks wrong at every position leave the token-by-token state", () => {
@@ -166,6 +159,7 @@ const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () =
   { name: "MoE fixture, MTP", dir: join(FIXTURES, "qwen35-moe-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 21 + i, 504)) },
   { name: "dense fixture, DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 31 + i, 1016)) },
   { name: "dense fixture, sliding-window DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 41 + i, 1016)) },
+  { name: "dense fixture, DFlash2", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash2", dir: join(FIXTURES, "qwen35-dense-tiny-dflash2") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)) },
   { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
 ];
