@@ -33,7 +33,8 @@ def write_spec(model_dir, config, ids, metrics):
         "vision": False,
         "files": {"config": "config.json", "tokenizer": "tokenizer.json", "tokenizerConfig": "tokenizer_config.json",
                   "chatTemplate": "chat_template.jinja", "generationConfig": "generation_config.json"},
-        "draft": {"mtp": True, "dflash": "dflash", "maskTokenId": ids["<|MASK|>"]},
+        "draft": {"mtp": True, "dflash": "dflash", **({"dflash2": "dflash2"} if (model_dir / "dflash2").is_dir() else {}),
+                  "maskTokenId": ids["<|MASK|>"]},
         "measuredAcceptance": {
             "source": "PyTorch reference evaluation (scripts/train/evaluate.py), greedy, held-out coding prompts",
             "mtpK3": round(tau["mtp_k3"], 3),

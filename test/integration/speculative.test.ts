@@ -1,5 +1,5 @@
 // Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash and
-// DFlash2 drafters) and on the embedded splash-tiny pair (trained MTP and DFlash drafter), greedy output with a drafter is
+// DFlash2 drafters) and on the embedded splash-tiny (trained MTP, DFlash and DFlash2 drafters), greedy output with a drafter is
 // the output without one, token for token and log-probability for log-probability, alone, batched and resumed from
 // the prefix cache. The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at
 // every possible position leave exactly the state token-by-token decoding leaves (the GDN rollback).
@@ -148,7 +148,12 @@ const base: EngineOptions = { kvBudget: 48 << 20, pageTokens: 16, snapshotInterv
 
 async function tinyPrompts(): Promise<Int32Array[]> {
   const tokenizer = await Tokenizer.load(TINY);
-  const asks = ["Write a Python function that returns the n-th Fibonacci number.", "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists.\"\"\"", "Write a Python function that counts the vowels in a string."];
+  const asks = [
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists.\"\"\"",
+    "Write a Python function that counts the vowels in a string.",
+    "Write a Python function that reverses the words of a sentence.",
+  ]; // all at once: 4 streams
   const prompts = asks.map((a) => tokenizer.encodeTemplate(`<|im_start|>user\n${a}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n`));
   tokenizer.free();
   return prompts;
@@ -162,6 +167,7 @@ const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () =
   { name: "dense fixture, DFlash2", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash2", dir: join(FIXTURES, "qwen35-dense-tiny-dflash2") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)) },
   { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
+  { name: "splash-tiny, DFlash2", dir: TINY, drafter: { kind: "dflash2", dir: join(TINY, "dflash2") }, prompts: tinyPrompts },
 ];
 
 for (const c of CASES) {
