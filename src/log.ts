@@ -1,12 +1,13 @@
-// The process-wide logger. consola/core with a console.error reporter: the full `consola` import costs ≈60 ms at
-// start under Bun (bun-stack.md), and stdout stays free for command output (`splash run` streams the answer there).
+// The process-wide logger. consola/core with a reporter writing plain lines to stderr: the full `consola` import
+// costs ≈60 ms at start under Bun (bun-stack.md), stdout stays free for command output (`splash run` streams the
+// answer there), and Bun's console.error would colour every line red on a terminal, information included.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 
 const reporter: ConsolaReporter = {
   log(entry: LogObject) {
     const text = entry.args.map((a) => (a instanceof Error ? (a.stack ?? a.message) : String(a))).join(" ");
     const tag = entry.level <= 0 ? "error" : entry.level === 1 ? "warn" : "";
-    console.error(tag ? `splash ${tag}: ${text}` : text);
+    process.stderr.write(`${tag ? `splash ${tag}: ${text}` : text}\n`);
   },
 };
 

@@ -45,12 +45,18 @@ struct spvUnsafeArray
 };
 
 struct Uints;
+struct Uvec4s;
 struct Vec4s;
 struct Floats;
 
 struct Uints
 {
     uint v[1];
+};
+
+struct Uvec4s
+{
+    uint4 v[1];
 };
 
 struct P
@@ -76,9 +82,16 @@ struct Floats
     float v[1];
 };
 
-constant uint _880_tmp [[function_constant(0)]];
-constant uint _880 = is_function_constant_defined(_880_tmp) ? _880_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_880, 1u, 1u);
+constant uint _922_tmp [[function_constant(0)]];
+constant uint _922 = is_function_constant_defined(_922_tmp) ? _922_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_922, 1u, 1u);
+
+static inline __attribute__((always_inline))
+uint4 load8(thread const ulong& row, thread const uint& col0, thread const uint& cols)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    return (reinterpret_cast<device Uvec4s*>(row + (ulong(col0) * 2ul)))->v[0];
+}
 
 static inline __attribute__((always_inline))
 float bf16_lo(thread const uint& w)
@@ -93,36 +106,48 @@ float bf16_hi(thread const uint& w)
 }
 
 static inline __attribute__((always_inline))
+void unpack8(thread const uint4& r, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
+{
+    for (uint i = 0u; i < 4u; i++)
+    {
+        uint param = r[i];
+        w[2u * i] = bf16_lo(param);
+        uint param_1 = r[i];
+        w[(2u * i) + 1u] = bf16_hi(param_1);
+    }
+}
+
+static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _61;
+    uint _77;
     if (half_index == 0u)
     {
-        _61 = w;
+        _77 = w;
     }
     else
     {
-        _61 = w >> uint(16);
+        _77 = w >> uint(16);
     }
-    return float2(as_type<half2>(_61)).x;
+    return float2(as_type<half2>(_77)).x;
 }
 
 static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _92;
+    float _108;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _92 = bf16_lo(param);
+        _108 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _92 = bf16_hi(param_1);
+        _108 = bf16_hi(param_1);
     }
-    return _92;
+    return _108;
 }
 
 static inline __attribute__((always_inline))
@@ -136,54 +161,54 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _136;
+        float _152;
         if (wt == 1u)
         {
-            float _142;
+            float _158;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _142 = bf16_lo(param);
+                _158 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _142 = bf16_hi(param_1);
+                _158 = bf16_hi(param_1);
             }
-            _136 = _142;
+            _152 = _158;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _136 = f16_at(param_2, param_3);
+            _152 = f16_at(param_2, param_3);
         }
-        return _136;
+        return _152;
     }
     if ((wt == 5u) || (wt == 6u))
     {
         uint nb = cols / 64u;
         uint g = col / 64u;
-        uint _181;
+        uint _197;
         if (wt == 5u)
         {
-            _181 = cols / 2u;
+            _197 = cols / 2u;
         }
         else
         {
-            _181 = cols;
+            _197 = cols;
         }
-        uint qbytes = _181;
-        uint _192;
+        uint qbytes = _197;
+        uint _208;
         if (wt == 5u)
         {
-            _192 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+            _208 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
         }
         else
         {
-            _192 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+            _208 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
         }
-        uint q = _192;
+        uint q = _208;
         ulong param_4 = row;
         uint param_5 = qbytes + (g * 2u);
         ulong param_6 = row;
@@ -214,38 +239,38 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeArray<float, 8>& w, constant P& p)
+void decode8(thread const ulong& row, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((col0 + 8u) <= p.cols)
+    if ((col0 + 8u) <= cols)
     {
-        for (uint i = 0u; i < 4u; i++)
-        {
-            uint v = u->v[(col0 >> uint(1)) + i];
-            uint param = v;
-            w[2u * i] = bf16_lo(param);
-            uint param_1 = v;
-            w[(2u * i) + 1u] = bf16_hi(param_1);
-        }
+        ulong param = row;
+        uint param_1 = col0;
+        uint param_2 = cols;
+        uint4 param_3 = load8(param, param_1, param_2);
+        uint param_4 = col0;
+        uint param_5 = cols;
+        spvUnsafeArray<float, 8> param_6;
+        unpack8(param_3, param_4, param_5, param_6);
+        w = param_6;
     }
     else
     {
-        float _426;
-        for (uint i_1 = 0u; i_1 < 8u; i_1++)
+        float _461;
+        for (uint i = 0u; i < 8u; i++)
         {
-            if ((col0 + i_1) < p.cols)
+            if ((col0 + i) < cols)
             {
-                uint param_2 = 1u;
-                ulong param_3 = row;
-                uint param_4 = col0 + i_1;
-                uint param_5 = p.cols;
-                _426 = weight_at(param_2, param_3, param_4, param_5);
+                uint param_7 = 1u;
+                ulong param_8 = row;
+                uint param_9 = col0 + i;
+                uint param_10 = cols;
+                _461 = weight_at(param_7, param_8, param_9, param_10);
             }
             else
             {
-                _426 = 0.0;
+                _461 = 0.0;
             }
-            w[i_1] = _426;
+            w[i] = _461;
         }
     }
 }
@@ -270,7 +295,7 @@ kernel void splash_gemm_bf16_128x16x32_8x1(constant P& p [[buffer(0)]], uint3 gl
         }
     }
     spvUnsafeArray<float, 8> w;
-    spvUnsafeArray<float, 8> param_2;
+    spvUnsafeArray<float, 8> param_3;
     spvUnsafeArray<float, 8> a;
     spvUnsafeArray<float, 1> b;
     for (uint k0 = 0u; k0 < p.cols; k0 += 32u)
@@ -279,22 +304,23 @@ kernel void splash_gemm_bf16_128x16x32_8x1(constant P& p [[buffer(0)]], uint3 gl
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _529 = (m0 + m) < p.rows;
-            bool _538;
-            if (_529)
+            bool _568 = (m0 + m) < p.rows;
+            bool _577;
+            if (_568)
             {
-                _538 = (k0 + kk) < p.cols;
+                _577 = (k0 + kk) < p.cols;
             }
             else
             {
-                _538 = _529;
+                _577 = _568;
             }
-            if (_538)
+            if (_577)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
-                decode8(param, param_1, param_2, p);
-                w = param_2;
+                uint param_2 = p.cols;
+                decode8(param, param_1, param_2, param_3);
+                w = param_3;
             }
             else
             {
@@ -313,17 +339,17 @@ kernel void splash_gemm_bf16_128x16x32_8x1(constant P& p [[buffer(0)]], uint3 gl
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _630 = (n0 + j_1) < p.n;
-            bool _639;
-            if (_630)
+            bool _672 = (n0 + j_1) < p.n;
+            bool _681;
+            if (_672)
             {
-                _639 = (k0 + kk_1) < p.cols;
+                _681 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _639 = _630;
+                _681 = _672;
             }
-            if (_639)
+            if (_681)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -364,17 +390,17 @@ kernel void splash_gemm_bf16_128x16x32_8x1(constant P& p [[buffer(0)]], uint3 gl
         {
             uint r = (m0 + (tm * 8u)) + i_6;
             uint c = (n0 + (tn * 1u)) + j_4;
-            bool _847 = r < p.rows;
-            bool _854;
-            if (_847)
+            bool _889 = r < p.rows;
+            bool _896;
+            if (_889)
             {
-                _854 = c < p.n;
+                _896 = c < p.n;
             }
             else
             {
-                _854 = _847;
+                _896 = _889;
             }
-            if (_854)
+            if (_896)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

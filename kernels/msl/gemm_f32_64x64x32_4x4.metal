@@ -76,9 +76,9 @@ struct Floats
     float v[1];
 };
 
-constant uint _864_tmp [[function_constant(0)]];
-constant uint _864 = is_function_constant_defined(_864_tmp) ? _864_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_864, 1u, 1u);
+constant uint _865_tmp [[function_constant(0)]];
+constant uint _865 = is_function_constant_defined(_865_tmp) ? _865_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_865, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float bf16_lo(thread const uint& w)
@@ -95,34 +95,34 @@ float bf16_hi(thread const uint& w)
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _61;
+    uint _62;
     if (half_index == 0u)
     {
-        _61 = w;
+        _62 = w;
     }
     else
     {
-        _61 = w >> uint(16);
+        _62 = w >> uint(16);
     }
-    return float2(as_type<half2>(_61)).x;
+    return float2(as_type<half2>(_62)).x;
 }
 
 static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _92;
+    float _93;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _92 = bf16_lo(param);
+        _93 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _92 = bf16_hi(param_1);
+        _93 = bf16_hi(param_1);
     }
-    return _92;
+    return _93;
 }
 
 static inline __attribute__((always_inline))
@@ -136,54 +136,54 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _136;
+        float _137;
         if (wt == 1u)
         {
-            float _142;
+            float _143;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _142 = bf16_lo(param);
+                _143 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _142 = bf16_hi(param_1);
+                _143 = bf16_hi(param_1);
             }
-            _136 = _142;
+            _137 = _143;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _136 = f16_at(param_2, param_3);
+            _137 = f16_at(param_2, param_3);
         }
-        return _136;
+        return _137;
     }
     if ((wt == 5u) || (wt == 6u))
     {
         uint nb = cols / 64u;
         uint g = col / 64u;
-        uint _181;
+        uint _182;
         if (wt == 5u)
         {
-            _181 = cols / 2u;
+            _182 = cols / 2u;
         }
         else
         {
-            _181 = cols;
+            _182 = cols;
         }
-        uint qbytes = _181;
-        uint _192;
+        uint qbytes = _182;
+        uint _193;
         if (wt == 5u)
         {
-            _192 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+            _193 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
         }
         else
         {
-            _192 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+            _193 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
         }
-        uint q = _192;
+        uint q = _193;
         ulong param_4 = row;
         uint param_5 = qbytes + (g * 2u);
         ulong param_6 = row;
@@ -214,11 +214,11 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeArray<float, 8>& w, constant P& p)
+void decode8(thread const ulong& row, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((col0 + 8u) <= p.cols)
+    if ((col0 + 8u) <= cols)
     {
+        device Uints* u = reinterpret_cast<device Uints*>(row);
         for (uint i = 0u; i < 8u; i++)
         {
             w[i] = as_type<float>(u->v[col0 + i]);
@@ -226,22 +226,22 @@ void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeA
     }
     else
     {
-        float _414;
+        float _408;
         for (uint i_1 = 0u; i_1 < 8u; i_1++)
         {
-            if ((col0 + i_1) < p.cols)
+            if ((col0 + i_1) < cols)
             {
                 uint param = 0u;
                 ulong param_1 = row;
                 uint param_2 = col0 + i_1;
-                uint param_3 = p.cols;
-                _414 = weight_at(param, param_1, param_2, param_3);
+                uint param_3 = cols;
+                _408 = weight_at(param, param_1, param_2, param_3);
             }
             else
             {
-                _414 = 0.0;
+                _408 = 0.0;
             }
-            w[i_1] = _414;
+            w[i_1] = _408;
         }
     }
 }
@@ -266,7 +266,7 @@ kernel void splash_gemm_f32_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
         }
     }
     spvUnsafeArray<float, 8> w;
-    spvUnsafeArray<float, 8> param_2;
+    spvUnsafeArray<float, 8> param_3;
     spvUnsafeArray<float, 4> a;
     spvUnsafeArray<float, 4> b;
     for (uint k0 = 0u; k0 < p.cols; k0 += 32u)
@@ -275,22 +275,23 @@ kernel void splash_gemm_f32_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _516 = (m0 + m) < p.rows;
-            bool _525;
-            if (_516)
+            bool _514 = (m0 + m) < p.rows;
+            bool _523;
+            if (_514)
             {
-                _525 = (k0 + kk) < p.cols;
+                _523 = (k0 + kk) < p.cols;
             }
             else
             {
-                _525 = _516;
+                _523 = _514;
             }
-            if (_525)
+            if (_523)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
-                decode8(param, param_1, param_2, p);
-                w = param_2;
+                uint param_2 = p.cols;
+                decode8(param, param_1, param_2, param_3);
+                w = param_3;
             }
             else
             {
@@ -309,17 +310,17 @@ kernel void splash_gemm_f32_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _617 = (n0 + j_1) < p.n;
-            bool _626;
-            if (_617)
+            bool _618 = (n0 + j_1) < p.n;
+            bool _627;
+            if (_618)
             {
-                _626 = (k0 + kk_1) < p.cols;
+                _627 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _626 = _617;
+                _627 = _618;
             }
-            if (_626)
+            if (_627)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -360,17 +361,17 @@ kernel void splash_gemm_f32_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_L
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _831 = r < p.rows;
-            bool _838;
-            if (_831)
+            bool _832 = r < p.rows;
+            bool _839;
+            if (_832)
             {
-                _838 = c < p.n;
+                _839 = c < p.n;
             }
             else
             {
-                _838 = _831;
+                _839 = _832;
             }
-            if (_838)
+            if (_839)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

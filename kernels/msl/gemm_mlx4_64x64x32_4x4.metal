@@ -76,9 +76,30 @@ struct Floats
     float v[1];
 };
 
-constant uint _936_tmp [[function_constant(0)]];
-constant uint _936 = is_function_constant_defined(_936_tmp) ? _936_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_936, 1u, 1u);
+constant uint _1032_tmp [[function_constant(0)]];
+constant uint _1032 = is_function_constant_defined(_1032_tmp) ? _1032_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1032, 1u, 1u);
+
+static inline __attribute__((always_inline))
+uint4 load8(thread const ulong& row, thread const uint& col0, thread const uint& cols)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    uint groups = cols / 64u;
+    uint g = col0 / 64u;
+    uint _391;
+    if (true)
+    {
+        _391 = cols / 2u;
+    }
+    else
+    {
+        _391 = cols;
+    }
+    uint qbytes = _391;
+    uint sb = qbytes + (g * 2u);
+    uint bb = (qbytes + (groups * 2u)) + (g * 2u);
+    return uint4(u->v[col0 >> uint(3)], 0u, u->v[sb >> uint(2)], u->v[bb >> uint(2)]);
+}
 
 static inline __attribute__((always_inline))
 float bf16_lo(thread const uint& w)
@@ -93,36 +114,86 @@ float bf16_hi(thread const uint& w)
 }
 
 static inline __attribute__((always_inline))
-float bf16_at(thread const ulong& row, thread const uint& byte)
+void unpack8(thread const uint4& r, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _92;
-    if ((byte & 2u) == 0u)
+    uint groups = cols / 64u;
+    uint g = col0 / 64u;
+    uint _437;
+    if (true)
     {
-        uint param = w;
-        _92 = bf16_lo(param);
+        _437 = cols / 2u;
     }
     else
     {
-        uint param_1 = w;
-        _92 = bf16_hi(param_1);
+        _437 = cols;
     }
-    return _92;
+    uint qbytes = _437;
+    uint sb = qbytes + (g * 2u);
+    uint bb = (qbytes + (groups * 2u)) + (g * 2u);
+    float _462;
+    if ((sb & 2u) == 0u)
+    {
+        uint param = r.z;
+        _462 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = r.z;
+        _462 = bf16_hi(param_1);
+    }
+    float s = _462 * 255.0;
+    float _481;
+    if ((bb & 2u) == 0u)
+    {
+        uint param_2 = r.w;
+        _481 = bf16_lo(param_2);
+    }
+    else
+    {
+        uint param_3 = r.w;
+        _481 = bf16_hi(param_3);
+    }
+    float b = _481;
+    float4 even = (unpack_unorm4x8_to_float(r.x & 252645135u) * s) + float4(b);
+    float4 odd = (unpack_unorm4x8_to_float((r.x >> uint(4)) & 252645135u) * s) + float4(b);
+    for (uint i = 0u; i < 4u; i++)
+    {
+        w[2u * i] = even[i];
+        w[(2u * i) + 1u] = odd[i];
+    }
 }
 
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _61;
+    uint _77;
     if (half_index == 0u)
     {
-        _61 = w;
+        _77 = w;
     }
     else
     {
-        _61 = w >> uint(16);
+        _77 = w >> uint(16);
     }
-    return float2(as_type<half2>(_61)).x;
+    return float2(as_type<half2>(_77)).x;
+}
+
+static inline __attribute__((always_inline))
+float bf16_at(thread const ulong& row, thread const uint& byte)
+{
+    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
+    float _108;
+    if ((byte & 2u) == 0u)
+    {
+        uint param = w;
+        _108 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = w;
+        _108 = bf16_hi(param_1);
+    }
+    return _108;
 }
 
 static inline __attribute__((always_inline))
@@ -136,54 +207,54 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _136;
+        float _152;
         if (wt == 1u)
         {
-            float _142;
+            float _158;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _142 = bf16_lo(param);
+                _158 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _142 = bf16_hi(param_1);
+                _158 = bf16_hi(param_1);
             }
-            _136 = _142;
+            _152 = _158;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _136 = f16_at(param_2, param_3);
+            _152 = f16_at(param_2, param_3);
         }
-        return _136;
+        return _152;
     }
     if ((wt == 5u) || (wt == 6u))
     {
         uint nb = cols / 64u;
         uint g = col / 64u;
-        uint _181;
+        uint _197;
         if (wt == 5u)
         {
-            _181 = cols / 2u;
+            _197 = cols / 2u;
         }
         else
         {
-            _181 = cols;
+            _197 = cols;
         }
-        uint qbytes = _181;
-        uint _192;
+        uint qbytes = _197;
+        uint _208;
         if (wt == 5u)
         {
-            _192 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+            _208 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
         }
         else
         {
-            _192 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+            _208 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
         }
-        uint q = _192;
+        uint q = _208;
         ulong param_4 = row;
         uint param_5 = qbytes + (g * 2u);
         ulong param_6 = row;
@@ -214,56 +285,38 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeArray<float, 8>& w, constant P& p)
+void decode8(thread const ulong& row, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((col0 + 8u) <= p.cols)
+    if ((col0 + 8u) <= cols)
     {
-        uint groups = p.cols / 64u;
-        uint g = col0 / 64u;
-        uint _388;
-        if (true)
-        {
-            _388 = p.cols / 2u;
-        }
-        else
-        {
-            _388 = p.cols;
-        }
-        uint qbytes = _388;
         ulong param = row;
-        uint param_1 = qbytes + (g * 2u);
-        float s = bf16_at(param, param_1) * 255.0;
-        ulong param_2 = row;
-        uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
-        float b = bf16_at(param_2, param_3);
-        uint v = u->v[col0 >> uint(3)];
-        float4 even = (unpack_unorm4x8_to_float(v & 252645135u) * s) + float4(b);
-        float4 odd = (unpack_unorm4x8_to_float((v >> uint(4)) & 252645135u) * s) + float4(b);
-        for (uint i = 0u; i < 4u; i++)
-        {
-            w[2u * i] = even[i];
-            w[(2u * i) + 1u] = odd[i];
-        }
+        uint param_1 = col0;
+        uint param_2 = cols;
+        uint4 param_3 = load8(param, param_1, param_2);
+        uint param_4 = col0;
+        uint param_5 = cols;
+        spvUnsafeArray<float, 8> param_6;
+        unpack8(param_3, param_4, param_5, param_6);
+        w = param_6;
     }
     else
     {
-        float _488;
-        for (uint i_1 = 0u; i_1 < 8u; i_1++)
+        float _577;
+        for (uint i = 0u; i < 8u; i++)
         {
-            if ((col0 + i_1) < p.cols)
+            if ((col0 + i) < cols)
             {
-                uint param_4 = 5u;
-                ulong param_5 = row;
-                uint param_6 = col0 + i_1;
-                uint param_7 = p.cols;
-                _488 = weight_at(param_4, param_5, param_6, param_7);
+                uint param_7 = 5u;
+                ulong param_8 = row;
+                uint param_9 = col0 + i;
+                uint param_10 = cols;
+                _577 = weight_at(param_7, param_8, param_9, param_10);
             }
             else
             {
-                _488 = 0.0;
+                _577 = 0.0;
             }
-            w[i_1] = _488;
+            w[i] = _577;
         }
     }
 }
@@ -288,7 +341,7 @@ kernel void splash_gemm_mlx4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_
         }
     }
     spvUnsafeArray<float, 8> w;
-    spvUnsafeArray<float, 8> param_2;
+    spvUnsafeArray<float, 8> param_3;
     spvUnsafeArray<float, 4> a;
     spvUnsafeArray<float, 4> b;
     for (uint k0 = 0u; k0 < p.cols; k0 += 32u)
@@ -297,22 +350,23 @@ kernel void splash_gemm_mlx4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _590 = (m0 + m) < p.rows;
-            bool _599;
-            if (_590)
+            bool _683 = (m0 + m) < p.rows;
+            bool _692;
+            if (_683)
             {
-                _599 = (k0 + kk) < p.cols;
+                _692 = (k0 + kk) < p.cols;
             }
             else
             {
-                _599 = _590;
+                _692 = _683;
             }
-            if (_599)
+            if (_692)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
-                decode8(param, param_1, param_2, p);
-                w = param_2;
+                uint param_2 = p.cols;
+                decode8(param, param_1, param_2, param_3);
+                w = param_3;
             }
             else
             {
@@ -331,17 +385,17 @@ kernel void splash_gemm_mlx4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _689 = (n0 + j_1) < p.n;
-            bool _698;
-            if (_689)
+            bool _785 = (n0 + j_1) < p.n;
+            bool _794;
+            if (_785)
             {
-                _698 = (k0 + kk_1) < p.cols;
+                _794 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _698 = _689;
+                _794 = _785;
             }
-            if (_698)
+            if (_794)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -382,17 +436,17 @@ kernel void splash_gemm_mlx4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _903 = r < p.rows;
-            bool _910;
-            if (_903)
+            bool _999 = r < p.rows;
+            bool _1006;
+            if (_999)
             {
-                _910 = c < p.n;
+                _1006 = c < p.n;
             }
             else
             {
-                _910 = _903;
+                _1006 = _999;
             }
-            if (_910)
+            if (_1006)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

@@ -76,19 +76,60 @@ struct Floats
     float v[1];
 };
 
-constant uint _982_tmp [[function_constant(0)]];
-constant uint _982 = is_function_constant_defined(_982_tmp) ? _982_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_982, 1u, 1u);
+constant uint _1028_tmp [[function_constant(0)]];
+constant uint _1028 = is_function_constant_defined(_1028_tmp) ? _1028_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1028, 1u, 1u);
 
 static inline __attribute__((always_inline))
-float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+uint4 load8(thread const ulong& row, thread const uint& col0, thread const uint& cols)
 {
     device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((byte & 2u) == 0u)
+    uint nb = ((cols + 32u) - 1u) / 32u;
+    uint g = col0 / 32u;
+    uint qbytes = ((nb + 1u) / 2u) * 32u;
+    uint byte0 = ((g >> uint(1)) * 32u) + (col0 % 32u);
+    uint db = qbytes + (g * 2u);
+    uint mb = (qbytes + (nb * 2u)) + (g * 2u);
+    return uint4(u->v[byte0 >> uint(2)], u->v[(byte0 >> uint(2)) + 1u], u->v[db >> uint(2)], u->v[mb >> uint(2)]);
+}
+
+static inline __attribute__((always_inline))
+float f16_at(thread const uint& w, thread const uint& half_index)
+{
+    uint _77;
+    if (half_index == 0u)
     {
-        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+        _77 = w;
     }
-    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+    else
+    {
+        _77 = w >> uint(16);
+    }
+    return float2(as_type<half2>(_77)).x;
+}
+
+static inline __attribute__((always_inline))
+void unpack8(thread const uint4& r, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
+{
+    uint nb = ((cols + 32u) - 1u) / 32u;
+    uint g = col0 / 32u;
+    uint qbytes = ((nb + 1u) / 2u) * 32u;
+    uint db = qbytes + (g * 2u);
+    uint mb = (qbytes + (nb * 2u)) + (g * 2u);
+    uint param = r.z;
+    uint param_1 = (db >> uint(1)) & 1u;
+    float d = f16_at(param, param_1) * 255.0;
+    uint param_2 = r.w;
+    uint param_3 = (mb >> uint(1)) & 1u;
+    float m = f16_at(param_2, param_3);
+    for (uint i = 0u; i < 2u; i++)
+    {
+        float4 s = (unpack_unorm4x8_to_float((r[i] >> ((g & 1u) * 4u)) & 252645135u) * d) + float4(m);
+        w[4u * i] = s.x;
+        w[(4u * i) + 1u] = s.y;
+        w[(4u * i) + 2u] = s.z;
+        w[(4u * i) + 3u] = s.w;
+    }
 }
 
 static inline __attribute__((always_inline))
@@ -104,36 +145,21 @@ float bf16_hi(thread const uint& w)
 }
 
 static inline __attribute__((always_inline))
-float f16_at(thread const uint& w, thread const uint& half_index)
-{
-    uint _67;
-    if (half_index == 0u)
-    {
-        _67 = w;
-    }
-    else
-    {
-        _67 = w >> uint(16);
-    }
-    return float2(as_type<half2>(_67)).x;
-}
-
-static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _132;
+    float _108;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _132 = bf16_lo(param);
+        _108 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _132 = bf16_hi(param_1);
+        _108 = bf16_hi(param_1);
     }
-    return _132;
+    return _108;
 }
 
 static inline __attribute__((always_inline))
@@ -147,54 +173,54 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _174;
+        float _152;
         if (wt == 1u)
         {
-            float _180;
+            float _158;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _180 = bf16_lo(param);
+                _158 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _180 = bf16_hi(param_1);
+                _158 = bf16_hi(param_1);
             }
-            _174 = _180;
+            _152 = _158;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _174 = f16_at(param_2, param_3);
+            _152 = f16_at(param_2, param_3);
         }
-        return _174;
+        return _152;
     }
     if ((wt == 5u) || (wt == 6u))
     {
         uint nb = cols / 64u;
         uint g = col / 64u;
-        uint _219;
+        uint _197;
         if (wt == 5u)
         {
-            _219 = cols / 2u;
+            _197 = cols / 2u;
         }
         else
         {
-            _219 = cols;
+            _197 = cols;
         }
-        uint qbytes = _219;
-        uint _230;
+        uint qbytes = _197;
+        uint _208;
         if (wt == 5u)
         {
-            _230 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+            _208 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
         }
         else
         {
-            _230 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+            _208 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
         }
-        uint q = _230;
+        uint q = _208;
         ulong param_4 = row;
         uint param_5 = qbytes + (g * 2u);
         ulong param_6 = row;
@@ -225,48 +251,38 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeArray<float, 8>& w, constant P& p)
+void decode8(thread const ulong& row, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((col0 + 8u) <= p.cols)
+    if ((col0 + 8u) <= cols)
     {
-        uint nb = ((p.cols + 32u) - 1u) / 32u;
-        uint g = col0 / 32u;
-        uint qbytes = ((nb + 1u) / 2u) * 32u;
-        uint byte0 = ((g >> uint(1)) * 32u) + (col0 % 32u);
         ulong param = row;
-        uint param_1 = qbytes + (g * 2u);
-        float d = f16x2_at(param, param_1).x * 255.0;
-        ulong param_2 = row;
-        uint param_3 = (qbytes + (nb * 2u)) + (g * 2u);
-        float m = f16x2_at(param_2, param_3).x;
-        for (uint i = 0u; i < 2u; i++)
-        {
-            float4 s = (unpack_unorm4x8_to_float((u->v[(byte0 >> uint(2)) + i] >> ((g & 1u) * 4u)) & 252645135u) * d) + float4(m);
-            w[4u * i] = s.x;
-            w[(4u * i) + 1u] = s.y;
-            w[(4u * i) + 2u] = s.z;
-            w[(4u * i) + 3u] = s.w;
-        }
+        uint param_1 = col0;
+        uint param_2 = cols;
+        uint4 param_3 = load8(param, param_1, param_2);
+        uint param_4 = col0;
+        uint param_5 = cols;
+        spvUnsafeArray<float, 8> param_6;
+        unpack8(param_3, param_4, param_5, param_6);
+        w = param_6;
     }
     else
     {
-        float _534;
-        for (uint i_1 = 0u; i_1 < 8u; i_1++)
+        float _573;
+        for (uint i = 0u; i < 8u; i++)
         {
-            if ((col0 + i_1) < p.cols)
+            if ((col0 + i) < cols)
             {
-                uint param_4 = 4u;
-                ulong param_5 = row;
-                uint param_6 = col0 + i_1;
-                uint param_7 = p.cols;
-                _534 = weight_at(param_4, param_5, param_6, param_7);
+                uint param_7 = 4u;
+                ulong param_8 = row;
+                uint param_9 = col0 + i;
+                uint param_10 = cols;
+                _573 = weight_at(param_7, param_8, param_9, param_10);
             }
             else
             {
-                _534 = 0.0;
+                _573 = 0.0;
             }
-            w[i_1] = _534;
+            w[i] = _573;
         }
     }
 }
@@ -291,7 +307,7 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         }
     }
     spvUnsafeArray<float, 8> w;
-    spvUnsafeArray<float, 8> param_2;
+    spvUnsafeArray<float, 8> param_3;
     spvUnsafeArray<float, 4> a;
     spvUnsafeArray<float, 4> b;
     for (uint k0 = 0u; k0 < p.cols; k0 += 32u)
@@ -300,22 +316,23 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _636 = (m0 + m) < p.rows;
-            bool _645;
-            if (_636)
+            bool _679 = (m0 + m) < p.rows;
+            bool _688;
+            if (_679)
             {
-                _645 = (k0 + kk) < p.cols;
+                _688 = (k0 + kk) < p.cols;
             }
             else
             {
-                _645 = _636;
+                _688 = _679;
             }
-            if (_645)
+            if (_688)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
-                decode8(param, param_1, param_2, p);
-                w = param_2;
+                uint param_2 = p.cols;
+                decode8(param, param_1, param_2, param_3);
+                w = param_3;
             }
             else
             {
@@ -334,17 +351,17 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _735 = (n0 + j_1) < p.n;
-            bool _744;
-            if (_735)
+            bool _781 = (n0 + j_1) < p.n;
+            bool _790;
+            if (_781)
             {
-                _744 = (k0 + kk_1) < p.cols;
+                _790 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _744 = _735;
+                _790 = _781;
             }
-            if (_744)
+            if (_790)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -385,17 +402,17 @@ kernel void splash_gemm_q4_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _949 = r < p.rows;
-            bool _956;
-            if (_949)
+            bool _995 = r < p.rows;
+            bool _1002;
+            if (_995)
             {
-                _956 = c < p.n;
+                _1002 = c < p.n;
             }
             else
             {
-                _956 = _949;
+                _1002 = _995;
             }
-            if (_956)
+            if (_1002)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

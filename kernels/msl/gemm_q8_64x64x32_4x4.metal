@@ -76,23 +76,50 @@ struct Floats
     float v[1];
 };
 
-constant uint _916_tmp [[function_constant(0)]];
-constant uint _916 = is_function_constant_defined(_916_tmp) ? _916_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_916, 1u, 1u);
+constant uint _970_tmp [[function_constant(0)]];
+constant uint _970 = is_function_constant_defined(_970_tmp) ? _970_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_970, 1u, 1u);
+
+static inline __attribute__((always_inline))
+uint4 load8(thread const ulong& row, thread const uint& col0, thread const uint& cols)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    uint nb = ((cols + 32u) - 1u) / 32u;
+    uint db = (nb * 32u) + ((col0 / 32u) * 2u);
+    return uint4(u->v[col0 >> uint(2)], u->v[(col0 >> uint(2)) + 1u], u->v[db >> uint(2)], 0u);
+}
 
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _61;
+    uint _77;
     if (half_index == 0u)
     {
-        _61 = w;
+        _77 = w;
     }
     else
     {
-        _61 = w >> uint(16);
+        _77 = w >> uint(16);
     }
-    return float2(as_type<half2>(_61)).x;
+    return float2(as_type<half2>(_77)).x;
+}
+
+static inline __attribute__((always_inline))
+void unpack8(thread const uint4& r, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
+{
+    uint nb = ((cols + 32u) - 1u) / 32u;
+    uint db = (nb * 32u) + ((col0 / 32u) * 2u);
+    uint param = r.z;
+    uint param_1 = (db >> uint(1)) & 1u;
+    float d = f16_at(param, param_1) * 127.0;
+    for (uint i = 0u; i < 2u; i++)
+    {
+        float4 s = unpack_snorm4x8_to_float(r[i]) * d;
+        w[4u * i] = s.x;
+        w[(4u * i) + 1u] = s.y;
+        w[(4u * i) + 2u] = s.z;
+        w[(4u * i) + 3u] = s.w;
+    }
 }
 
 static inline __attribute__((always_inline))
@@ -111,18 +138,18 @@ static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _92;
+    float _108;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _92 = bf16_lo(param);
+        _108 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _92 = bf16_hi(param_1);
+        _108 = bf16_hi(param_1);
     }
-    return _92;
+    return _108;
 }
 
 static inline __attribute__((always_inline))
@@ -136,54 +163,54 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
     if ((wt == 1u) || (wt == 2u))
     {
         uint w = u->v[col >> uint(1)];
-        float _136;
+        float _152;
         if (wt == 1u)
         {
-            float _142;
+            float _158;
             if ((col & 1u) == 0u)
             {
                 uint param = w;
-                _142 = bf16_lo(param);
+                _158 = bf16_lo(param);
             }
             else
             {
                 uint param_1 = w;
-                _142 = bf16_hi(param_1);
+                _158 = bf16_hi(param_1);
             }
-            _136 = _142;
+            _152 = _158;
         }
         else
         {
             uint param_2 = w;
             uint param_3 = col & 1u;
-            _136 = f16_at(param_2, param_3);
+            _152 = f16_at(param_2, param_3);
         }
-        return _136;
+        return _152;
     }
     if ((wt == 5u) || (wt == 6u))
     {
         uint nb = cols / 64u;
         uint g = col / 64u;
-        uint _181;
+        uint _197;
         if (wt == 5u)
         {
-            _181 = cols / 2u;
+            _197 = cols / 2u;
         }
         else
         {
-            _181 = cols;
+            _197 = cols;
         }
-        uint qbytes = _181;
-        uint _192;
+        uint qbytes = _197;
+        uint _208;
         if (wt == 5u)
         {
-            _192 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
+            _208 = extract_bits(u->v[col >> uint(3)], uint(int((col & 7u) * 4u)), uint(4));
         }
         else
         {
-            _192 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
+            _208 = extract_bits(u->v[col >> uint(2)], uint(int((col & 3u) * 8u)), uint(8));
         }
-        uint q = _192;
+        uint q = _208;
         ulong param_4 = row;
         uint param_5 = qbytes + (g * 2u);
         ulong param_6 = row;
@@ -214,43 +241,38 @@ float weight_at(thread const uint& wt, thread const ulong& row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-void decode8(thread const ulong& row, thread const uint& col0, thread spvUnsafeArray<float, 8>& w, constant P& p)
+void decode8(thread const ulong& row, thread const uint& col0, thread const uint& cols, thread spvUnsafeArray<float, 8>& w)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((col0 + 8u) <= p.cols)
+    if ((col0 + 8u) <= cols)
     {
-        uint nb = ((p.cols + 32u) - 1u) / 32u;
-        uint db = (nb * 32u) + ((col0 / 32u) * 2u);
-        uint param = u->v[db >> uint(2)];
-        uint param_1 = (db >> uint(1)) & 1u;
-        float d = f16_at(param, param_1) * 127.0;
-        for (uint i = 0u; i < 2u; i++)
-        {
-            float4 s = unpack_snorm4x8_to_float(u->v[(col0 >> uint(2)) + i]) * d;
-            w[4u * i] = s.x;
-            w[(4u * i) + 1u] = s.y;
-            w[(4u * i) + 2u] = s.z;
-            w[(4u * i) + 3u] = s.w;
-        }
+        ulong param = row;
+        uint param_1 = col0;
+        uint param_2 = cols;
+        uint4 param_3 = load8(param, param_1, param_2);
+        uint param_4 = col0;
+        uint param_5 = cols;
+        spvUnsafeArray<float, 8> param_6;
+        unpack8(param_3, param_4, param_5, param_6);
+        w = param_6;
     }
     else
     {
-        float _468;
-        for (uint i_1 = 0u; i_1 < 8u; i_1++)
+        float _515;
+        for (uint i = 0u; i < 8u; i++)
         {
-            if ((col0 + i_1) < p.cols)
+            if ((col0 + i) < cols)
             {
-                uint param_2 = 3u;
-                ulong param_3 = row;
-                uint param_4 = col0 + i_1;
-                uint param_5 = p.cols;
-                _468 = weight_at(param_2, param_3, param_4, param_5);
+                uint param_7 = 3u;
+                ulong param_8 = row;
+                uint param_9 = col0 + i;
+                uint param_10 = cols;
+                _515 = weight_at(param_7, param_8, param_9, param_10);
             }
             else
             {
-                _468 = 0.0;
+                _515 = 0.0;
             }
-            w[i_1] = _468;
+            w[i] = _515;
         }
     }
 }
@@ -275,7 +297,7 @@ kernel void splash_gemm_q8_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         }
     }
     spvUnsafeArray<float, 8> w;
-    spvUnsafeArray<float, 8> param_2;
+    spvUnsafeArray<float, 8> param_3;
     spvUnsafeArray<float, 4> a;
     spvUnsafeArray<float, 4> b;
     for (uint k0 = 0u; k0 < p.cols; k0 += 32u)
@@ -284,22 +306,23 @@ kernel void splash_gemm_q8_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint m = t / 4u;
             uint kk = (t % 4u) * 8u;
-            bool _570 = (m0 + m) < p.rows;
-            bool _579;
-            if (_570)
+            bool _621 = (m0 + m) < p.rows;
+            bool _630;
+            if (_621)
             {
-                _579 = (k0 + kk) < p.cols;
+                _630 = (k0 + kk) < p.cols;
             }
             else
             {
-                _579 = _570;
+                _630 = _621;
             }
-            if (_579)
+            if (_630)
             {
                 ulong param = p.w + (ulong(m0 + m) * ulong(p.row_bytes));
                 uint param_1 = k0 + kk;
-                decode8(param, param_1, param_2, p);
-                w = param_2;
+                uint param_2 = p.cols;
+                decode8(param, param_1, param_2, param_3);
+                w = param_3;
             }
             else
             {
@@ -318,17 +341,17 @@ kernel void splash_gemm_q8_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
             uint j_1 = t_1 / 8u;
             uint kk_1 = (t_1 % 8u) * 4u;
             float4 v = float4(0.0);
-            bool _669 = (n0 + j_1) < p.n;
-            bool _678;
-            if (_669)
+            bool _723 = (n0 + j_1) < p.n;
+            bool _732;
+            if (_723)
             {
-                _678 = (k0 + kk_1) < p.cols;
+                _732 = (k0 + kk_1) < p.cols;
             }
             else
             {
-                _678 = _669;
+                _732 = _723;
             }
-            if (_678)
+            if (_732)
             {
                 v = (reinterpret_cast<device Vec4s*>(p.x + (ulong((((n0 + j_1) * p.x_stride) + k0) + kk_1) * 4ul)))->v[0];
             }
@@ -369,17 +392,17 @@ kernel void splash_gemm_q8_64x64x32_4x4(constant P& p [[buffer(0)]], uint3 gl_Lo
         {
             uint r = (m0 + (tm * 4u)) + i_6;
             uint c = (n0 + (tn * 4u)) + j_4;
-            bool _883 = r < p.rows;
-            bool _890;
-            if (_883)
+            bool _937 = r < p.rows;
+            bool _944;
+            if (_937)
             {
-                _890 = c < p.n;
+                _944 = c < p.n;
             }
             else
             {
-                _890 = _883;
+                _944 = _937;
             }
-            if (_890)
+            if (_944)
             {
                 y->v[(c * p.y_stride) + r] = acc[i_6][j_4];
             }

@@ -45,9 +45,15 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -70,30 +76,32 @@ struct P
     uint order_at;
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _161 = (CHECK == 0u);
-
 struct Uvec4s
 {
     uint4 v[1];
 };
 
-constant uint _459_tmp [[function_constant(0)]];
-constant uint _459 = is_function_constant_defined(_459_tmp) ? _459_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_459, 1u, 1u);
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint _307_tmp [[function_constant(0)]];
+constant uint _307 = is_function_constant_defined(_307_tmp) ? _307_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_307, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+constant uint _750 = (GROUPS * ROWS);
 
 struct Floats
 {
     float v[1];
 };
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -104,61 +112,13 @@ uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return p.cols / 32u;
+    return ((p.cols + 32u) - 1u) / 32u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
     return c * 32u;
-}
-
-static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _171;
-    for (uint k = 0u; k < 8u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _169;
-        if (!_161)
-        {
-            _169 = col < p.cols;
-        }
-        else
-        {
-            _169 = _161;
-        }
-        if (_169)
-        {
-            _171 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _171 = float4(0.0);
-        }
-        xs[k] = _171;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 8> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        a += indexable[i];
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        b += indexable_1[4u + i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -192,21 +152,22 @@ float bf16_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint g = (c * 32u) / 64u;
-    uint _213;
+    uint _158;
     if (true)
     {
-        _213 = p.cols / 2u;
+        _158 = p.cols / 2u;
     }
     else
     {
-        _213 = p.cols;
+        _158 = p.cols;
     }
-    uint qbytes = _213;
+    uint qbytes = _158;
     uint groups = p.cols / 64u;
     ulong param = row;
     uint param_1 = qbytes + (g * 2u);
@@ -214,100 +175,52 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
     float bias0 = bf16_at(param_2, param_3);
-    float f = 0.0;
-    uint _261;
-    uint _277;
-    uint _291;
-    uint _305;
-    uint _328;
-    uint _343;
-    uint _356;
-    uint _370;
-    for (uint i = 0u; i < 4u; i++)
+    float4 _193;
+    if (true)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _261 = w << uint(19);
-        }
-        else
-        {
-            _261 = w >> uint(-19);
-        }
-        if (true)
-        {
-            _277 = w << uint(15);
-        }
-        else
-        {
-            _277 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _291 = w << uint(11);
-        }
-        else
-        {
-            _291 = w >> uint(-11);
-        }
-        if (true)
-        {
-            _305 = w << uint(7);
-        }
-        else
-        {
-            _305 = w >> uint(-7);
-        }
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_261 & 7864320u) | 1065353216u), as_type<float>((_277 & 7864320u) | 1065353216u), as_type<float>((_291 & 7864320u) | 1065353216u), as_type<float>((_305 & 7864320u) | 1065353216u)), indexable[2u * i]);
-        if (true)
-        {
-            _328 = w << uint(3);
-        }
-        else
-        {
-            _328 = w >> uint(-3);
-        }
-        if (false)
-        {
-            _343 = w << uint(-1);
-        }
-        else
-        {
-            _343 = w >> uint(1);
-        }
-        if (false)
-        {
-            _356 = w << uint(-5);
-        }
-        else
-        {
-            _356 = w >> uint(5);
-        }
-        if (false)
-        {
-            _370 = w << uint(-9);
-        }
-        else
-        {
-            _370 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        f += dot(float4(as_type<float>((_328 & 7864320u) | 1065353216u), as_type<float>((_343 & 7864320u) | 1065353216u), as_type<float>((_356 & 7864320u) | 1065353216u), as_type<float>((_370 & 7864320u) | 1065353216u)), indexable_1[(2u * i) + 1u]);
+        _193 = float4(scale, scale, bias0, bias0);
     }
-    return ((scale * 16.0) * (f - sx.x)) + (bias0 * sx.x);
+    else
+    {
+        _193 = float4(scale, bias0, 0.0, 0.0);
+    }
+    k.s = _193;
+    return k;
 }
 
-kernel void splash_matmul4_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
 {
-    threadgroup float partial[16][64];
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    float4 u = xv->v[(col0 >> uint(2)) + (2u * i)];
+    float4 v = xv->v[((col0 >> uint(2)) + (2u * i)) + 1u];
+    a = float4(u.x, u.z, v.x, v.z);
+    b = float4(u.y, u.w, v.y, v.w);
+}
+
+kernel void splash_matmul4_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+{
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
-    uint r0 = flat_group(gl_WorkGroupID, gl_NumWorkGroups) * ROWS;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint rg0 = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     uint n = p.n;
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = p.w;
@@ -316,94 +229,139 @@ kernel void splash_matmul4_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
     {
         xrows[j] = p.x + (ulong(j * p.x_stride) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 4u; r++)
+        {
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 8> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _453;
+    if (r0 < p.rows)
+    {
+        _453 = n_chunks(p);
+    }
+    else
+    {
+        _453 = 0u;
+    }
+    uint chunks = _453;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _569 = r_1 >= ROWS;
-                bool _579;
-                if (!_569)
+                if (r_1 < ROWS)
                 {
-                    _579 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    _579 = _569;
-                }
-                if (_579)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 8> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _613 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_613][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _670 = simd_is_first();
-            if (_670)
+            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_750 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((j_4 * p.y_stride) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

@@ -45,9 +45,15 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -70,6 +76,11 @@ struct P
     uint order_at;
 };
 
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -77,18 +88,16 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _165 = (CHECK == 0u);
-
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
-constant uint _488_tmp [[function_constant(0)]];
-constant uint _488 = is_function_constant_defined(_488_tmp) ? _488_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_488, 1u, 1u);
+constant bool _241 = (CHECK == 0u);
+constant bool _261 = (CHECK == 0u);
+constant uint _329_tmp [[function_constant(0)]];
+constant uint _329 = is_function_constant_defined(_329_tmp) ? _329_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_329, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+constant uint _772 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -115,52 +124,6 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _175;
-    for (uint k = 0u; k < 8u; k++)
-    {
-        uint col = (col0 + (4u * k)) + ((k >= 4u) ? 16u : 0u);
-        bool _173;
-        if (!_165)
-        {
-            _173 = col < p.cols;
-        }
-        else
-        {
-            _173 = _165;
-        }
-        if (_173)
-        {
-            _175 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _175 = float4(0.0);
-        }
-        xs[k] = _175;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 8> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        a += indexable[i];
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        b += indexable_1[4u + i];
-    }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
-}
-
-static inline __attribute__((always_inline))
 float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 {
     device Uints* u = reinterpret_cast<device Uints*>(row);
@@ -172,9 +135,11 @@ float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
@@ -184,111 +149,98 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
     float2 m = f16x2_at(param_2, param_3);
-    float fa = 0.0;
-    float fb = 0.0;
-    uint _254;
-    uint _270;
-    uint _284;
-    uint _299;
-    uint _321;
-    uint _335;
-    uint _349;
-    uint _362;
-    for (uint i = 0u; i < 4u; i++)
+    bool two = ((2u * pair) + 1u) < nb;
+    float _203;
+    if (two)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _254 = w << uint(19);
-        }
-        else
-        {
-            _254 = w >> uint(-19);
-        }
-        if (true)
-        {
-            _270 = w << uint(11);
-        }
-        else
-        {
-            _270 = w >> uint(-11);
-        }
-        if (true)
-        {
-            _284 = w << uint(3);
-        }
-        else
-        {
-            _284 = w >> uint(-3);
-        }
-        if (false)
-        {
-            _299 = w << uint(-5);
-        }
-        else
-        {
-            _299 = w >> uint(5);
-        }
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        fa += dot(float4(as_type<float>((_254 & 7864320u) | 1065353216u), as_type<float>((_270 & 7864320u) | 1065353216u), as_type<float>((_284 & 7864320u) | 1065353216u), as_type<float>((_299 & 7864320u) | 1065353216u)), indexable[i]);
-        if (true)
-        {
-            _321 = w << uint(15);
-        }
-        else
-        {
-            _321 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _335 = w << uint(7);
-        }
-        else
-        {
-            _335 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _349 = w << uint(-1);
-        }
-        else
-        {
-            _349 = w >> uint(1);
-        }
-        if (false)
-        {
-            _362 = w << uint(-9);
-        }
-        else
-        {
-            _362 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        fb += dot(float4(as_type<float>((_321 & 7864320u) | 1065353216u), as_type<float>((_335 & 7864320u) | 1065353216u), as_type<float>((_349 & 7864320u) | 1065353216u), as_type<float>((_362 & 7864320u) | 1065353216u)), indexable_1[4u + i]);
-    }
-    float s = ((16.0 * d.x) * (fa - sx.x)) + (m.x * sx.x);
-    float _408;
-    if (((2u * pair) + 1u) < nb)
-    {
-        _408 = (s + ((16.0 * d.y) * (fb - sx.y))) + (m.y * sx.y);
+        _203 = d.y;
     }
     else
     {
-        _408 = s;
+        _203 = 0.0;
     }
-    return _408;
+    float _213;
+    if (two)
+    {
+        _213 = m.y;
+    }
+    else
+    {
+        _213 = 0.0;
+    }
+    k.s = float4(d.x, _203, m.x, _213);
+    return k;
 }
 
-kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
 {
-    threadgroup float partial[16][64];
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    uint cb = ca + 32u;
+    bool _249;
+    if (!_241)
+    {
+        _249 = ca < p.cols;
+    }
+    else
+    {
+        _249 = _241;
+    }
+    float4 _250;
+    if (_249)
+    {
+        _250 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _250 = float4(0.0);
+    }
+    a = _250;
+    bool _269;
+    if (!_261)
+    {
+        _269 = cb < p.cols;
+    }
+    else
+    {
+        _269 = _261;
+    }
+    float4 _270;
+    if (_269)
+    {
+        _270 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _270 = float4(0.0);
+    }
+    b = _270;
+}
+
+kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+{
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
-    uint r0 = flat_group(gl_WorkGroupID, gl_NumWorkGroups) * ROWS;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint rg0 = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     uint n = p.n;
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = p.w;
@@ -297,94 +249,139 @@ kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
     {
         xrows[j] = p.x + (ulong(j * p.x_stride) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 4u; r++)
+        {
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 8> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _474;
+    if (r0 < p.rows)
+    {
+        _474 = n_chunks(p);
+    }
+    else
+    {
+        _474 = 0u;
+    }
+    uint chunks = _474;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _598 = r_1 >= ROWS;
-                bool _608;
-                if (!_598)
+                if (r_1 < ROWS)
                 {
-                    _608 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    _608 = _598;
-                }
-                if (_608)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 8> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _642 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_642][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _699 = simd_is_first();
-            if (_699)
+            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_772 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((j_4 * p.y_stride) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

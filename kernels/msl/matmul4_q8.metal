@@ -44,10 +44,16 @@ struct spvUnsafeArray
     }
 };
 
-struct Vec4s;
 struct Uvec4s;
 struct Uints;
+struct Vec4s;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct P
 {
@@ -65,15 +71,6 @@ struct P
     uint order_at;
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _126 = (CHECK == 0u);
-
 struct Uvec4s
 {
     uint4 v[1];
@@ -84,11 +81,22 @@ struct Uints
     uint v[1];
 };
 
-constant uint _338_tmp [[function_constant(0)]];
-constant uint _338 = is_function_constant_defined(_338_tmp) ? _338_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_338, 1u, 1u);
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _167 = (CHECK == 0u);
+constant uint _257_tmp [[function_constant(0)]];
+constant uint _257 = is_function_constant_defined(_257_tmp) ? _257_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_257, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+constant uint _665 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -104,8 +112,7 @@ uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return nb * 2u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -115,128 +122,116 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _136;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _134;
-        if (!_126)
-        {
-            _134 = col < p.cols;
-        }
-        else
-        {
-            _134 = _126;
-        }
-        if (_134)
-        {
-            _136 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _136 = float4(0.0);
-        }
-        xs[k] = _136;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 4> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        a += indexable[i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
-}
-
-static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _52;
+    uint _50;
     if (half_index == 0u)
     {
-        _52 = w;
+        _50 = w;
     }
     else
     {
-        _52 = w >> uint(16);
+        _50 = w >> uint(16);
     }
-    return float2(as_type<half2>(_52)).x;
+    return float2(as_type<half2>(_50)).x;
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
     uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
     uint param_1 = (db >> uint(1)) & 1u;
-    float d = f16_at(param, param_1);
-    float f = 0.0;
-    uint _214;
-    uint _230;
-    uint _245;
-    uint _258;
-    for (uint i = 0u; i < 4u; i++)
-    {
-        uint w = q[i] ^ 2155905152u;
-        if (true)
-        {
-            _214 = w << uint(15);
-        }
-        else
-        {
-            _214 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _230 = w << uint(7);
-        }
-        else
-        {
-            _230 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _245 = w << uint(-1);
-        }
-        else
-        {
-            _245 = w >> uint(1);
-        }
-        if (false)
-        {
-            _258 = w << uint(-9);
-        }
-        else
-        {
-            _258 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_214 & 8355840u) | 1065353216u), as_type<float>((_230 & 8355840u) | 1065353216u), as_type<float>((_245 & 8355840u) | 1065353216u), as_type<float>((_258 & 8355840u) | 1065353216u)), indexable[i]);
-    }
-    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
+    k.s = float4(f16_at(param, param_1), 0.0, 0.0, 0.0);
+    return k;
 }
 
-kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+float4 bytes4(thread uint& w)
 {
-    threadgroup float partial[16][64];
+    w ^= 2155905152u;
+    uint _191;
+    if (true)
+    {
+        _191 = w << uint(15);
+    }
+    else
+    {
+        _191 = w >> uint(-15);
+    }
+    uint _207;
+    if (true)
+    {
+        _207 = w << uint(7);
+    }
+    else
+    {
+        _207 = w >> uint(-7);
+    }
+    uint _222;
+    if (false)
+    {
+        _222 = w << uint(-1);
+    }
+    else
+    {
+        _222 = w >> uint(1);
+    }
+    uint _235;
+    if (false)
+    {
+        _235 = w << uint(-9);
+    }
+    else
+    {
+        _235 = w >> uint(9);
+    }
+    return float4(as_type<float>((_191 & 8355840u) | 1065353216u), as_type<float>((_207 & 8355840u) | 1065353216u), as_type<float>((_222 & 8355840u) | 1065353216u), as_type<float>((_235 & 8355840u) | 1065353216u));
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _175;
+    if (!_167)
+    {
+        _175 = ca < p.cols;
+    }
+    else
+    {
+        _175 = _167;
+    }
+    float4 _176;
+    if (_175)
+    {
+        _176 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _176 = float4(0.0);
+    }
+    a = _176;
+    b = float4(0.0);
+}
+
+kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+{
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
-    uint r0 = flat_group(gl_WorkGroupID, gl_NumWorkGroups) * ROWS;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint rg0 = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     uint n = p.n;
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = p.w;
@@ -245,94 +240,135 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
     {
         xrows[j] = p.x + (ulong(j * p.x_stride) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 4u; r++)
+        {
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 4> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _402;
+    if (r0 < p.rows)
+    {
+        _402 = n_chunks(p);
+    }
+    else
+    {
+        _402 = 0u;
+    }
+    uint chunks = _402;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_7;
+    float4 param_8;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _449 = r_1 >= ROWS;
-                bool _459;
-                if (!_449)
+                if (r_1 < ROWS)
                 {
-                    _459 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    _459 = _449;
-                }
-                if (_459)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 4> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _493 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_493][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    float4 _511 = bytes4(param_3);
+                    wa[s_1] = (_511 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _550 = simd_is_first();
-            if (_550)
+            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_665 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((j_4 * p.y_stride) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

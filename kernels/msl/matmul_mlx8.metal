@@ -45,9 +45,15 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -70,6 +76,11 @@ struct P
     uint order_at;
 };
 
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -77,18 +88,15 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _161 = (CHECK == 0u);
-
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
-constant uint _385_tmp [[function_constant(0)]];
-constant uint _385 = is_function_constant_defined(_385_tmp) ? _385_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_385, 1u, 1u);
+constant bool _222 = (CHECK == 0u);
+constant uint _308_tmp [[function_constant(0)]];
+constant uint _308 = is_function_constant_defined(_308_tmp) ? _308_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_308, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+constant uint _730 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -104,58 +112,13 @@ uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return p.cols / 16u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
     return c * 16u;
-}
-
-static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _171;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _169;
-        if (!_161)
-        {
-            _169 = col < p.cols;
-        }
-        else
-        {
-            _169 = _161;
-        }
-        if (_169)
-        {
-            _171 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _171 = float4(0.0);
-        }
-        xs[k] = _171;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 4> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        a += indexable[i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -174,36 +137,37 @@ static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _88;
+    float _86;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _88 = bf16_lo(param);
+        _86 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _88 = bf16_hi(param_1);
+        _86 = bf16_hi(param_1);
     }
-    return _88;
+    return _86;
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint g = (c * 16u) / 64u;
-    uint _213;
+    uint _156;
     if (false)
     {
-        _213 = p.cols / 2u;
+        _156 = p.cols / 2u;
     }
     else
     {
-        _213 = p.cols;
+        _156 = p.cols;
     }
-    uint qbytes = _213;
+    uint qbytes = _156;
     uint groups = p.cols / 64u;
     ulong param = row;
     uint param_1 = qbytes + (g * 2u);
@@ -211,61 +175,100 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
     float bias0 = bf16_at(param_2, param_3);
-    float f = 0.0;
-    uint _262;
-    uint _278;
-    uint _292;
-    uint _305;
-    for (uint i = 0u; i < 4u; i++)
+    float4 _191;
+    if (false)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _262 = w << uint(15);
-        }
-        else
-        {
-            _262 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _278 = w << uint(7);
-        }
-        else
-        {
-            _278 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _292 = w << uint(-1);
-        }
-        else
-        {
-            _292 = w >> uint(1);
-        }
-        if (false)
-        {
-            _305 = w << uint(-9);
-        }
-        else
-        {
-            _305 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_262 & 8355840u) | 1065353216u), as_type<float>((_278 & 8355840u) | 1065353216u), as_type<float>((_292 & 8355840u) | 1065353216u), as_type<float>((_305 & 8355840u) | 1065353216u)), indexable[i]);
+        _191 = float4(scale, scale, bias0, bias0);
     }
-    return ((scale * 256.0) * (f - sx.x)) + (bias0 * sx.x);
+    else
+    {
+        _191 = float4(scale, bias0, 0.0, 0.0);
+    }
+    k.s = _191;
+    return k;
 }
 
-kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
-    threadgroup float partial[4][64];
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _230;
+    if (!_222)
+    {
+        _230 = ca < p.cols;
+    }
+    else
+    {
+        _230 = _222;
+    }
+    float4 _231;
+    if (_230)
+    {
+        _231 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _231 = float4(0.0);
+    }
+    a = _231;
+    b = float4(0.0);
+}
+
+static inline __attribute__((always_inline))
+float4 bytes4(thread const uint& w)
+{
+    uint _243;
+    if (true)
+    {
+        _243 = w << uint(15);
+    }
+    else
+    {
+        _243 = w >> uint(-15);
+    }
+    uint _259;
+    if (true)
+    {
+        _259 = w << uint(7);
+    }
+    else
+    {
+        _259 = w >> uint(-7);
+    }
+    uint _273;
+    if (false)
+    {
+        _273 = w << uint(-1);
+    }
+    else
+    {
+        _273 = w >> uint(1);
+    }
+    uint _286;
+    if (false)
+    {
+        _286 = w << uint(-9);
+    }
+    else
+    {
+        _286 = w >> uint(9);
+    }
+    return float4(as_type<float>((_243 & 8355840u) | 1065353216u), as_type<float>((_259 & 8355840u) | 1065353216u), as_type<float>((_273 & 8355840u) | 1065353216u), as_type<float>((_286 & 8355840u) | 1065353216u));
+}
+
+kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+{
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
-    uint r0 = flat_group(gl_WorkGroupID, gl_NumWorkGroups) * ROWS;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint rg0 = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     uint n = p.n;
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = p.w;
@@ -274,94 +277,135 @@ kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
     {
         xrows[j] = p.x + (ulong(j * p.x_stride) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 4> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _453;
+    if (r0 < p.rows)
+    {
+        _453 = n_chunks(p);
+    }
+    else
+    {
+        _453 = 0u;
+    }
+    uint chunks = _453;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float2, 8> t;
+    float4 param_6;
+    float4 param_7;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 4> xs;
-        xs = param_3;
-        float2 sx = x_sums(xs);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _506 = r_1 >= ROWS;
-                bool _516;
-                if (!_506)
+                if (r_1 < ROWS)
                 {
-                    _516 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
+        {
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _516 = _506;
-                }
-                if (_516)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _537 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_537][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    t[s_2].x += dot(bytes4(param_8), xa);
                 }
             }
         }
-    }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-    {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _594 = simd_is_first();
-            if (_594)
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
             }
+        }
+    }
+    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    {
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        {
+            if (((s_4 % 8u) >= ROWS) || (j_2 >= n))
+            {
+                break;
+            }
+            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_730 * n); o += wg)
     {
-        uint r_3 = o / n;
-        uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
+        uint j_3 = o % n;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((j_4 * p.y_stride) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_3 * p.y_stride) + row] = v[0];
     }
 }
 

@@ -45,11 +45,17 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -72,6 +78,11 @@ struct P
     uint order_at;
 };
 
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -79,16 +90,12 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _144 = (CHECK == 0u);
-
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
-constant uint _371_tmp [[function_constant(0)]];
-constant uint _371 = is_function_constant_defined(_371_tmp) ? _371_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_371, 1u, 1u);
+constant bool _205 = (CHECK == 0u);
+constant uint _294_tmp [[function_constant(0)]];
+constant uint _294 = is_function_constant_defined(_294_tmp) ? _294_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_294, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -103,6 +110,8 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _777 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
@@ -111,58 +120,13 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return p.cols / 16u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
     return c * 16u;
-}
-
-static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _154;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _152;
-        if (!_144)
-        {
-            _152 = col < p.cols;
-        }
-        else
-        {
-            _152 = _144;
-        }
-        if (_152)
-        {
-            _154 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _154 = float4(0.0);
-        }
-        xs[k] = _154;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 4> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        a += indexable[i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -181,36 +145,37 @@ static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _86;
+    float _84;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _86 = bf16_lo(param);
+        _84 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _86 = bf16_hi(param_1);
+        _84 = bf16_hi(param_1);
     }
-    return _86;
+    return _84;
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint g = (c * 16u) / 64u;
-    uint _196;
+    uint _139;
     if (false)
     {
-        _196 = p.cols / 2u;
+        _139 = p.cols / 2u;
     }
     else
     {
-        _196 = p.cols;
+        _139 = p.cols;
     }
-    uint qbytes = _196;
+    uint qbytes = _139;
     uint groups = p.cols / 64u;
     ulong param = row;
     uint param_1 = qbytes + (g * 2u);
@@ -218,173 +183,252 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
     float bias0 = bf16_at(param_2, param_3);
-    float f = 0.0;
-    uint _245;
-    uint _261;
-    uint _275;
-    uint _288;
-    for (uint i = 0u; i < 4u; i++)
+    float4 _174;
+    if (false)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _245 = w << uint(15);
-        }
-        else
-        {
-            _245 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _261 = w << uint(7);
-        }
-        else
-        {
-            _261 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _275 = w << uint(-1);
-        }
-        else
-        {
-            _275 = w >> uint(1);
-        }
-        if (false)
-        {
-            _288 = w << uint(-9);
-        }
-        else
-        {
-            _288 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_245 & 8355840u) | 1065353216u), as_type<float>((_261 & 8355840u) | 1065353216u), as_type<float>((_275 & 8355840u) | 1065353216u), as_type<float>((_288 & 8355840u) | 1065353216u)), indexable[i]);
+        _174 = float4(scale, scale, bias0, bias0);
     }
-    return ((scale * 256.0) * (f - sx.x)) + (bias0 * sx.x);
+    else
+    {
+        _174 = float4(scale, bias0, 0.0, 0.0);
+    }
+    k.s = _174;
+    return k;
 }
 
-kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+float4 bytes4(thread const uint& w)
 {
-    threadgroup float partial[16][64];
+    uint _226;
+    if (true)
+    {
+        _226 = w << uint(15);
+    }
+    else
+    {
+        _226 = w >> uint(-15);
+    }
+    uint _242;
+    if (true)
+    {
+        _242 = w << uint(7);
+    }
+    else
+    {
+        _242 = w >> uint(-7);
+    }
+    uint _256;
+    if (false)
+    {
+        _256 = w << uint(-1);
+    }
+    else
+    {
+        _256 = w >> uint(1);
+    }
+    uint _269;
+    if (false)
+    {
+        _269 = w << uint(-9);
+    }
+    else
+    {
+        _269 = w >> uint(9);
+    }
+    return float4(as_type<float>((_226 & 8355840u) | 1065353216u), as_type<float>((_242 & 8355840u) | 1065353216u), as_type<float>((_256 & 8355840u) | 1065353216u), as_type<float>((_269 & 8355840u) | 1065353216u));
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _213;
+    if (!_205)
+    {
+        _213 = ca < p.cols;
+    }
+    else
+    {
+        _213 = _205;
+    }
+    float4 _214;
+    if (_213)
+    {
+        _214 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _214 = float4(0.0);
+    }
+    a = _214;
+    b = float4(0.0);
+}
+
+kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _451;
+    uint _393;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _451 = uint(plan->v[(p.order_at + start) + j]);
+            _393 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _451 = 0u;
+            _393 = 0u;
         }
-        pairs[j] = _451;
+        pairs[j] = _393;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 4u; r++)
+        {
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 4> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _512;
+    if (r0 < p.rows)
+    {
+        _512 = n_chunks(p);
+    }
+    else
+    {
+        _512 = 0u;
+    }
+    uint chunks = _512;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_7;
+    float4 param_8;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                bool _555 = r_1 >= ROWS;
-                bool _565;
-                if (!_555)
+                if (r_1 < ROWS)
                 {
-                    _565 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    _565 = _555;
-                }
-                if (_565)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 4> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _599 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_599][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    wa[s_1] = (bytes4(param_3) * (256.0 * sc.x)) + float4(sc.y - (256.0 * sc.x));
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _656 = simd_is_first();
-            if (_656)
+            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_777 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
     }
 }
 

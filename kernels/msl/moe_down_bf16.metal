@@ -50,6 +50,12 @@ struct Ints;
 struct Addrs;
 struct Floats;
 
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
+
 struct P
 {
     ulong w;
@@ -78,10 +84,13 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _153 = (CHECK == 0u);
-constant uint _234_tmp [[function_constant(0)]];
-constant uint _234 = is_function_constant_defined(_234_tmp) ? _234_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_234, 1u, 1u);
+constant bool _119 = (CHECK == 0u);
+constant bool _140 = (CHECK == 0u);
+constant uint _203_tmp [[function_constant(0)]];
+constant uint _203 = is_function_constant_defined(_203_tmp) ? _203_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_203, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -96,6 +105,8 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _682 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
@@ -104,8 +115,7 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return (p.cols + 7u) / 8u;
+    return ((p.cols + 8u) - 1u) / 8u;
 }
 
 static inline __attribute__((always_inline))
@@ -115,32 +125,12 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 2>& xs, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _163;
-    for (uint k = 0u; k < 2u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _161;
-        if (!_153)
-        {
-            _161 = col < p.cols;
-        }
-        else
-        {
-            _161 = _153;
-        }
-        if (_161)
-        {
-            _163 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _163 = float4(0.0);
-        }
-        xs[k] = _163;
-    }
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
+    return k;
 }
 
 static inline __attribute__((always_inline))
@@ -156,161 +146,233 @@ float bf16_hi(thread const uint& w)
 }
 
 static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 8>& wv)
+void floats(thread const uint4& q, thread float4& a, thread float4& b)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    for (uint i = 0u; i < 4u; i++)
-    {
-        uint param = q[i];
-        wv[2u * i] = bf16_lo(param);
-        uint param_1 = q[i];
-        wv[(2u * i) + 1u] = bf16_hi(param_1);
-    }
+    uint param = q.x;
+    uint param_1 = q.x;
+    uint param_2 = q.y;
+    uint param_3 = q.y;
+    a = float4(bf16_lo(param), bf16_hi(param_1), bf16_lo(param_2), bf16_hi(param_3));
+    uint param_4 = q.z;
+    uint param_5 = q.z;
+    uint param_6 = q.w;
+    uint param_7 = q.w;
+    b = float4(bf16_lo(param_4), bf16_hi(param_5), bf16_lo(param_6), bf16_hi(param_7));
 }
 
 static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 8> wv, spvUnsafeArray<float4, 2> xs)
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
-    float s = 0.0;
-    for (uint k = 0u; k < 2u; k++)
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (8u * i);
+    uint cb = ca + 4u;
+    bool _127;
+    if (!_119)
     {
-        spvUnsafeArray<float, 8> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 8> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 8> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 8> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 2> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
+        _127 = ca < p.cols;
     }
-    return s;
+    else
+    {
+        _127 = _119;
+    }
+    float4 _128;
+    if (_127)
+    {
+        _128 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _128 = float4(0.0);
+    }
+    a = _128;
+    bool _148;
+    if (!_140)
+    {
+        _148 = cb < p.cols;
+    }
+    else
+    {
+        _148 = _140;
+    }
+    float4 _149;
+    if (_148)
+    {
+        _149 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _149 = float4(0.0);
+    }
+    b = _149;
 }
 
-kernel void splash_moe_down_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void splash_moe_down_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[4][64];
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _314;
+    uint _301;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _314 = uint(plan->v[(p.order_at + start) + j]);
+            _301 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _314 = 0u;
+            _301 = 0u;
         }
-        pairs[j] = _314;
+        pairs[j] = _301;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 2> param_3;
-    spvUnsafeArray<float, 8> param_6;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _421;
+    if (r0 < p.rows)
+    {
+        _421 = n_chunks(p);
+    }
+    else
+    {
+        _421 = 0u;
+    }
+    uint chunks = _421;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float4, 8> wa;
+    spvUnsafeArray<float4, 8> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 2> xs;
-        xs = param_3;
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _425 = r_1 >= ROWS;
-                bool _435;
-                if (!_425)
+                if (r_1 < ROWS)
                 {
-                    _435 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 1u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _435 = _425;
-                }
-                if (_435)
-                {
-                    break;
-                }
-                ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_5 = c;
-                decode(param_4, param_5, param_6);
-                spvUnsafeArray<float, 8> wv;
-                wv = param_6;
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _476 = (m * 4u) + r_1;
-                    acc[_476][j_2] += chunk_dot(wv, xs);
+                    uint s_1 = (m_2 * 8u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 8u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 8u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 8u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _516 = simd_is_first();
-            if (_516)
+            if (((s_3 % 8u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_682 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
     }
 }
 

@@ -50,6 +50,12 @@ struct Ints;
 struct Addrs;
 struct Floats;
 
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
+
 struct P
 {
     ulong w;
@@ -78,10 +84,13 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _135 = (CHECK == 0u);
-constant uint _216_tmp [[function_constant(0)]];
-constant uint _216 = is_function_constant_defined(_216_tmp) ? _216_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_216, 1u, 1u);
+constant bool _100 = (CHECK == 0u);
+constant bool _121 = (CHECK == 0u);
+constant uint _173_tmp [[function_constant(0)]];
+constant uint _173 = is_function_constant_defined(_173_tmp) ? _173_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_173, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -96,6 +105,8 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _652 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
@@ -104,8 +115,7 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return (p.cols + 7u) / 8u;
+    return ((p.cols + 8u) - 1u) / 8u;
 }
 
 static inline __attribute__((always_inline))
@@ -115,189 +125,234 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 2>& xs, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c)
+{
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
+    return k;
+}
+
+static inline __attribute__((always_inline))
+void floats(thread const uint4& q, thread float4& a, thread float4& b)
+{
+    a = float4(float2(as_type<half2>(q.x)), float2(as_type<half2>(q.y)));
+    b = float4(float2(as_type<half2>(q.z)), float2(as_type<half2>(q.w)));
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _145;
-    for (uint k = 0u; k < 2u; k++)
+    uint ca = col0 + (8u * i);
+    uint cb = ca + 4u;
+    bool _108;
+    if (!_100)
     {
-        uint col = col0 + (4u * k);
-        bool _143;
-        if (!_135)
-        {
-            _143 = col < p.cols;
-        }
-        else
-        {
-            _143 = _135;
-        }
-        if (_143)
-        {
-            _145 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _145 = float4(0.0);
-        }
-        xs[k] = _145;
+        _108 = ca < p.cols;
     }
+    else
+    {
+        _108 = _100;
+    }
+    float4 _109;
+    if (_108)
+    {
+        _109 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _109 = float4(0.0);
+    }
+    a = _109;
+    bool _129;
+    if (!_121)
+    {
+        _129 = cb < p.cols;
+    }
+    else
+    {
+        _129 = _121;
+    }
+    float4 _130;
+    if (_129)
+    {
+        _130 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _130 = float4(0.0);
+    }
+    b = _130;
 }
 
-static inline __attribute__((always_inline))
-void decode(thread const ulong& row, thread const uint& c, thread spvUnsafeArray<float, 8>& wv)
+kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    for (uint i = 0u; i < 4u; i++)
-    {
-        float2 h = float2(as_type<half2>(q[i]));
-        wv[2u * i] = h.x;
-        wv[(2u * i) + 1u] = h.y;
-    }
-}
-
-static inline __attribute__((always_inline))
-float chunk_dot(spvUnsafeArray<float, 8> wv, spvUnsafeArray<float4, 2> xs)
-{
-    float s = 0.0;
-    for (uint k = 0u; k < 2u; k++)
-    {
-        spvUnsafeArray<float, 8> indexable;
-        indexable = wv;
-        spvUnsafeArray<float, 8> indexable_1;
-        indexable_1 = wv;
-        spvUnsafeArray<float, 8> indexable_2;
-        indexable_2 = wv;
-        spvUnsafeArray<float, 8> indexable_3;
-        indexable_3 = wv;
-        spvUnsafeArray<float4, 2> indexable_4;
-        indexable_4 = xs;
-        s += dot(float4(indexable[4u * k], indexable_1[(4u * k) + 1u], indexable_2[(4u * k) + 2u], indexable_3[(4u * k) + 3u]), indexable_4[k]);
-    }
-    return s;
-}
-
-kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
-{
-    threadgroup float partial[4][64];
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _296;
+    uint _271;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _296 = uint(plan->v[(p.order_at + start) + j]);
+            _271 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _296 = 0u;
+            _271 = 0u;
         }
-        pairs[j] = _296;
+        pairs[j] = _271;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 2> param_3;
-    spvUnsafeArray<float, 8> param_6;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _391;
+    if (r0 < p.rows)
+    {
+        _391 = n_chunks(p);
+    }
+    else
+    {
+        _391 = 0u;
+    }
+    uint chunks = _391;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float4, 8> wa;
+    spvUnsafeArray<float4, 8> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 2> xs;
-        xs = param_3;
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _407 = r_1 >= ROWS;
-                bool _417;
-                if (!_407)
+                if (r_1 < ROWS)
                 {
-                    _417 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 1u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _417 = _407;
-                }
-                if (_417)
-                {
-                    break;
-                }
-                ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                uint param_5 = c;
-                decode(param_4, param_5, param_6);
-                spvUnsafeArray<float, 8> wv;
-                wv = param_6;
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _458 = (m * 4u) + r_1;
-                    acc[_458][j_2] += chunk_dot(wv, xs);
+                    uint s_1 = (m_2 * 8u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 8u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 8u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 8u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 1u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _498 = simd_is_first();
-            if (_498)
+            if (((s_3 % 8u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_652 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
     }
 }
 

@@ -45,11 +45,17 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -72,23 +78,21 @@ struct P
     uint order_at;
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _144 = (CHECK == 0u);
-
 struct Uvec4s
 {
     uint4 v[1];
 };
 
-constant uint _445_tmp [[function_constant(0)]];
-constant uint _445 = is_function_constant_defined(_445_tmp) ? _445_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_445, 1u, 1u);
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint _293_tmp [[function_constant(0)]];
+constant uint _293 = is_function_constant_defined(_293_tmp) ? _293_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_293, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -103,69 +107,26 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _813 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
 };
 
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return p.cols / 32u;
+    return ((p.cols + 32u) - 1u) / 32u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
     return c * 32u;
-}
-
-static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _154;
-    for (uint k = 0u; k < 8u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _152;
-        if (!_144)
-        {
-            _152 = col < p.cols;
-        }
-        else
-        {
-            _152 = _144;
-        }
-        if (_152)
-        {
-            _154 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _154 = float4(0.0);
-        }
-        xs[k] = _154;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 8> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        a += indexable[i];
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        b += indexable_1[4u + i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -199,21 +160,22 @@ float bf16_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint g = (c * 32u) / 64u;
-    uint _196;
+    uint _141;
     if (true)
     {
-        _196 = p.cols / 2u;
+        _141 = p.cols / 2u;
     }
     else
     {
-        _196 = p.cols;
+        _141 = p.cols;
     }
-    uint qbytes = _196;
+    uint qbytes = _141;
     uint groups = p.cols / 64u;
     ulong param = row;
     uint param_1 = qbytes + (g * 2u);
@@ -221,212 +183,210 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
     float bias0 = bf16_at(param_2, param_3);
-    float f = 0.0;
-    uint _244;
-    uint _260;
-    uint _274;
-    uint _288;
-    uint _311;
-    uint _326;
-    uint _339;
-    uint _353;
-    for (uint i = 0u; i < 4u; i++)
+    float4 _176;
+    if (true)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _244 = w << uint(19);
-        }
-        else
-        {
-            _244 = w >> uint(-19);
-        }
-        if (true)
-        {
-            _260 = w << uint(15);
-        }
-        else
-        {
-            _260 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _274 = w << uint(11);
-        }
-        else
-        {
-            _274 = w >> uint(-11);
-        }
-        if (true)
-        {
-            _288 = w << uint(7);
-        }
-        else
-        {
-            _288 = w >> uint(-7);
-        }
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_244 & 7864320u) | 1065353216u), as_type<float>((_260 & 7864320u) | 1065353216u), as_type<float>((_274 & 7864320u) | 1065353216u), as_type<float>((_288 & 7864320u) | 1065353216u)), indexable[2u * i]);
-        if (true)
-        {
-            _311 = w << uint(3);
-        }
-        else
-        {
-            _311 = w >> uint(-3);
-        }
-        if (false)
-        {
-            _326 = w << uint(-1);
-        }
-        else
-        {
-            _326 = w >> uint(1);
-        }
-        if (false)
-        {
-            _339 = w << uint(-5);
-        }
-        else
-        {
-            _339 = w >> uint(5);
-        }
-        if (false)
-        {
-            _353 = w << uint(-9);
-        }
-        else
-        {
-            _353 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        f += dot(float4(as_type<float>((_311 & 7864320u) | 1065353216u), as_type<float>((_326 & 7864320u) | 1065353216u), as_type<float>((_339 & 7864320u) | 1065353216u), as_type<float>((_353 & 7864320u) | 1065353216u)), indexable_1[(2u * i) + 1u]);
+        _176 = float4(scale, scale, bias0, bias0);
     }
-    return ((scale * 16.0) * (f - sx.x)) + (bias0 * sx.x);
+    else
+    {
+        _176 = float4(scale, bias0, 0.0, 0.0);
+    }
+    k.s = _176;
+    return k;
 }
 
-kernel void splash_moe_down_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b)
 {
-    threadgroup float partial[4][64];
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    float4 u = xv->v[(col0 >> uint(2)) + (2u * i)];
+    float4 v = xv->v[((col0 >> uint(2)) + (2u * i)) + 1u];
+    a = float4(u.x, u.z, v.x, v.z);
+    b = float4(u.y, u.w, v.y, v.w);
+}
+
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
+{
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+kernel void splash_moe_down_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _524;
+    uint _391;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _524 = uint(plan->v[(p.order_at + start) + j]);
+            _391 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _524 = 0u;
+            _391 = 0u;
         }
-        pairs[j] = _524;
+        pairs[j] = _391;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 8> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _511;
+    if (r0 < p.rows)
+    {
+        _511 = n_chunks(p);
+    }
+    else
+    {
+        _511 = 0u;
+    }
+    uint chunks = _511;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float2, 8> t;
+    float4 param_6;
+    float4 param_7;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 8> xs;
-        xs = param_3;
-        float2 sx = x_sums(xs);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _636 = r_1 >= ROWS;
-                bool _646;
-                if (!_636)
+                if (r_1 < ROWS)
                 {
-                    _646 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
+        {
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _646 = _636;
-                }
-                if (_646)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _667 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_667][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    nibbles(param_8, param_9, param_10);
+                    float4 fa = param_9;
+                    float4 fb = param_10;
+                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
             }
         }
-    }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-    {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _724 = simd_is_first();
-            if (_724)
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
             }
+        }
+    }
+    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    {
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        {
+            if (((s_4 % 8u) >= ROWS) || (j_2 >= n))
+            {
+                break;
+            }
+            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_813 * n); o += wg)
     {
-        uint r_3 = o / n;
-        uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
+        uint j_3 = o % n;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = v[0];
     }
 }
 

@@ -45,11 +45,17 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -72,6 +78,11 @@ struct P
     uint order_at;
 };
 
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -79,16 +90,13 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _148 = (CHECK == 0u);
-
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
-constant uint _474_tmp [[function_constant(0)]];
-constant uint _474 = is_function_constant_defined(_474_tmp) ? _474_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_474, 1u, 1u);
+constant bool _224 = (CHECK == 0u);
+constant bool _244 = (CHECK == 0u);
+constant uint _315_tmp [[function_constant(0)]];
+constant uint _315 = is_function_constant_defined(_315_tmp) ? _315_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_315, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -102,6 +110,8 @@ struct Addrs
 {
     ulong v[1];
 };
+
+constant uint _835 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -122,52 +132,6 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _158;
-    for (uint k = 0u; k < 8u; k++)
-    {
-        uint col = (col0 + (4u * k)) + ((k >= 4u) ? 16u : 0u);
-        bool _156;
-        if (!_148)
-        {
-            _156 = col < p.cols;
-        }
-        else
-        {
-            _156 = _148;
-        }
-        if (_156)
-        {
-            _158 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _158 = float4(0.0);
-        }
-        xs[k] = _158;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 8> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        a += indexable[i];
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        b += indexable_1[4u + i];
-    }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
-}
-
-static inline __attribute__((always_inline))
 float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 {
     device Uints* u = reinterpret_cast<device Uints*>(row);
@@ -179,9 +143,11 @@ float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
@@ -191,223 +157,256 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
     float2 m = f16x2_at(param_2, param_3);
-    float fa = 0.0;
-    float fb = 0.0;
-    uint _237;
-    uint _253;
-    uint _267;
-    uint _282;
-    uint _304;
-    uint _318;
-    uint _332;
-    uint _345;
-    for (uint i = 0u; i < 4u; i++)
+    bool two = ((2u * pair) + 1u) < nb;
+    float _186;
+    if (two)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _237 = w << uint(19);
-        }
-        else
-        {
-            _237 = w >> uint(-19);
-        }
-        if (true)
-        {
-            _253 = w << uint(11);
-        }
-        else
-        {
-            _253 = w >> uint(-11);
-        }
-        if (true)
-        {
-            _267 = w << uint(3);
-        }
-        else
-        {
-            _267 = w >> uint(-3);
-        }
-        if (false)
-        {
-            _282 = w << uint(-5);
-        }
-        else
-        {
-            _282 = w >> uint(5);
-        }
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        fa += dot(float4(as_type<float>((_237 & 7864320u) | 1065353216u), as_type<float>((_253 & 7864320u) | 1065353216u), as_type<float>((_267 & 7864320u) | 1065353216u), as_type<float>((_282 & 7864320u) | 1065353216u)), indexable[i]);
-        if (true)
-        {
-            _304 = w << uint(15);
-        }
-        else
-        {
-            _304 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _318 = w << uint(7);
-        }
-        else
-        {
-            _318 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _332 = w << uint(-1);
-        }
-        else
-        {
-            _332 = w >> uint(1);
-        }
-        if (false)
-        {
-            _345 = w << uint(-9);
-        }
-        else
-        {
-            _345 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        fb += dot(float4(as_type<float>((_304 & 7864320u) | 1065353216u), as_type<float>((_318 & 7864320u) | 1065353216u), as_type<float>((_332 & 7864320u) | 1065353216u), as_type<float>((_345 & 7864320u) | 1065353216u)), indexable_1[4u + i]);
-    }
-    float s = ((16.0 * d.x) * (fa - sx.x)) + (m.x * sx.x);
-    float _391;
-    if (((2u * pair) + 1u) < nb)
-    {
-        _391 = (s + ((16.0 * d.y) * (fb - sx.y))) + (m.y * sx.y);
+        _186 = d.y;
     }
     else
     {
-        _391 = s;
+        _186 = 0.0;
     }
-    return _391;
+    float _196;
+    if (two)
+    {
+        _196 = m.y;
+    }
+    else
+    {
+        _196 = 0.0;
+    }
+    k.s = float4(d.x, _186, m.x, _196);
+    return k;
 }
 
-kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
-    threadgroup float partial[4][64];
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    uint cb = ca + 32u;
+    bool _232;
+    if (!_224)
+    {
+        _232 = ca < p.cols;
+    }
+    else
+    {
+        _232 = _224;
+    }
+    float4 _233;
+    if (_232)
+    {
+        _233 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _233 = float4(0.0);
+    }
+    a = _233;
+    bool _252;
+    if (!_244)
+    {
+        _252 = cb < p.cols;
+    }
+    else
+    {
+        _252 = _244;
+    }
+    float4 _253;
+    if (_252)
+    {
+        _253 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _253 = float4(0.0);
+    }
+    b = _253;
+}
+
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
+{
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _553;
+    uint _414;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _553 = uint(plan->v[(p.order_at + start) + j]);
+            _414 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _553 = 0u;
+            _414 = 0u;
         }
-        pairs[j] = _553;
+        pairs[j] = _414;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 8> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _534;
+    if (r0 < p.rows)
+    {
+        _534 = n_chunks(p);
+    }
+    else
+    {
+        _534 = 0u;
+    }
+    uint chunks = _534;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float2, 8> t;
+    float4 param_6;
+    float4 param_7;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 8> xs;
-        xs = param_3;
-        float2 sx = x_sums(xs);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _665 = r_1 >= ROWS;
-                bool _675;
-                if (!_665)
+                if (r_1 < ROWS)
                 {
-                    _675 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
+        {
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _675 = _665;
-                }
-                if (_675)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _696 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_696][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    nibbles(param_8, param_9, param_10);
+                    float4 fa = param_9;
+                    float4 fb = param_10;
+                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
             }
         }
-    }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-    {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _753 = simd_is_first();
-            if (_753)
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
             }
+        }
+    }
+    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    {
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        {
+            if (((s_4 % 8u) >= ROWS) || (j_2 >= n))
+            {
+                break;
+            }
+            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_835 * n); o += wg)
     {
-        uint r_3 = o / n;
-        uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
+        uint j_3 = o % n;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = v[0];
     }
 }
 

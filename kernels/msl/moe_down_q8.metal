@@ -44,12 +44,18 @@ struct spvUnsafeArray
     }
 };
 
-struct Vec4s;
 struct Uvec4s;
 struct Uints;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct P
 {
@@ -67,15 +73,6 @@ struct P
     uint order_at;
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _109 = (CHECK == 0u);
-
 struct Uvec4s
 {
     uint4 v[1];
@@ -86,9 +83,19 @@ struct Uints
     uint v[1];
 };
 
-constant uint _324_tmp [[function_constant(0)]];
-constant uint _324 = is_function_constant_defined(_324_tmp) ? _324_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_324, 1u, 1u);
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _150 = (CHECK == 0u);
+constant uint _243_tmp [[function_constant(0)]];
+constant uint _243 = is_function_constant_defined(_243_tmp) ? _243_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_243, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -103,6 +110,8 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _738 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
@@ -111,8 +120,7 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return nb * 2u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -122,240 +130,270 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _119;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _117;
-        if (!_109)
-        {
-            _117 = col < p.cols;
-        }
-        else
-        {
-            _117 = _109;
-        }
-        if (_117)
-        {
-            _119 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _119 = float4(0.0);
-        }
-        xs[k] = _119;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 4> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        a += indexable[i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
-}
-
-static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _50;
+    uint _48;
     if (half_index == 0u)
     {
-        _50 = w;
+        _48 = w;
     }
     else
     {
-        _50 = w >> uint(16);
+        _48 = w >> uint(16);
     }
-    return float2(as_type<half2>(_50)).x;
+    return float2(as_type<half2>(_48)).x;
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
     uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
     uint param_1 = (db >> uint(1)) & 1u;
-    float d = f16_at(param, param_1);
-    float f = 0.0;
-    uint _197;
-    uint _213;
-    uint _228;
-    uint _241;
-    for (uint i = 0u; i < 4u; i++)
-    {
-        uint w = q[i] ^ 2155905152u;
-        if (true)
-        {
-            _197 = w << uint(15);
-        }
-        else
-        {
-            _197 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _213 = w << uint(7);
-        }
-        else
-        {
-            _213 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _228 = w << uint(-1);
-        }
-        else
-        {
-            _228 = w >> uint(1);
-        }
-        if (false)
-        {
-            _241 = w << uint(-9);
-        }
-        else
-        {
-            _241 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_197 & 8355840u) | 1065353216u), as_type<float>((_213 & 8355840u) | 1065353216u), as_type<float>((_228 & 8355840u) | 1065353216u), as_type<float>((_241 & 8355840u) | 1065353216u)), indexable[i]);
-    }
-    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
+    k.s = float4(f16_at(param, param_1), 0.0, 0.0, 0.0);
+    return k;
 }
 
-kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
-    threadgroup float partial[4][64];
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _158;
+    if (!_150)
+    {
+        _158 = ca < p.cols;
+    }
+    else
+    {
+        _158 = _150;
+    }
+    float4 _159;
+    if (_158)
+    {
+        _159 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _159 = float4(0.0);
+    }
+    a = _159;
+    b = float4(0.0);
+}
+
+static inline __attribute__((always_inline))
+float4 bytes4(thread uint& w)
+{
+    w ^= 2155905152u;
+    uint _174;
+    if (true)
+    {
+        _174 = w << uint(15);
+    }
+    else
+    {
+        _174 = w >> uint(-15);
+    }
+    uint _190;
+    if (true)
+    {
+        _190 = w << uint(7);
+    }
+    else
+    {
+        _190 = w >> uint(-7);
+    }
+    uint _205;
+    if (false)
+    {
+        _205 = w << uint(-1);
+    }
+    else
+    {
+        _205 = w >> uint(1);
+    }
+    uint _218;
+    if (false)
+    {
+        _218 = w << uint(-9);
+    }
+    else
+    {
+        _218 = w >> uint(9);
+    }
+    return float4(as_type<float>((_174 & 8355840u) | 1065353216u), as_type<float>((_190 & 8355840u) | 1065353216u), as_type<float>((_205 & 8355840u) | 1065353216u), as_type<float>((_218 & 8355840u) | 1065353216u));
+}
+
+kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float partial[1032];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _404;
+    uint _342;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _404 = uint(plan->v[(p.order_at + start) + j]);
+            _342 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _404 = 0u;
+            _342 = 0u;
         }
-        pairs[j] = _404;
+        pairs[j] = _342;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 1>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    spvUnsafeArray<ulong, 8> rowaddr;
+    for (uint m = 0u; m < 1u; m++)
+    {
+        for (uint r = 0u; r < 8u; r++)
+        {
+            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
+    for (uint s = 0u; s < 8u; s++)
     {
         for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 4> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _463;
+    if (r0 < p.rows)
+    {
+        _463 = n_chunks(p);
+    }
+    else
+    {
+        _463 = 0u;
+    }
+    uint chunks = _463;
+    spvUnsafeArray<Chunk, 8> k;
+    spvUnsafeArray<float2, 8> t;
+    float4 param_6;
+    float4 param_7;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        ulong param_1 = xrows[0];
-        uint param_2 = col0;
-        load_x(param_1, param_2, param_3, p);
-        spvUnsafeArray<float4, 4> xs;
-        xs = param_3;
-        float2 sx = x_sums(xs);
-        for (uint m = 0u; m < 1u; m++)
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                bool _518 = r_1 >= ROWS;
-                bool _528;
-                if (!_518)
+                if (r_1 < ROWS)
                 {
-                    _528 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
+        {
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    _528 = _518;
-                }
-                if (_528)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint _549 = (m * 4u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_549][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    float4 _604 = bytes4(param_8);
+                    t[s_2].x += dot(_604, xa);
                 }
             }
         }
-    }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-    {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _606 = simd_is_first();
-            if (_606)
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
             {
-                partial[(r_2 * 1u) + j_3][gl_SubgroupID] = s;
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (sc.x * ((256.0 * (t[s_3].x - sxa)) - (128.0 * sxa)));
             }
+        }
+    }
+    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    {
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        {
+            if (((s_4 % 8u) >= ROWS) || (j_2 >= n))
+            {
+                break;
+            }
+            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 1> v;
+    for (uint o = tid; o < (_738 * n); o += wg)
     {
-        uint r_3 = o / n;
-        uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
+        uint j_3 = o % n;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 4u) + r_3) * 1u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = s_1[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = v[0];
     }
 }
 

@@ -45,11 +45,17 @@ struct spvUnsafeArray
 };
 
 struct Uints;
-struct Vec4s;
 struct Uvec4s;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct Uints
 {
@@ -72,6 +78,11 @@ struct P
     uint order_at;
 };
 
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -79,16 +90,13 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _162 = (CHECK == 0u);
-
-struct Uvec4s
-{
-    uint4 v[1];
-};
-
-constant uint _487_tmp [[function_constant(0)]];
-constant uint _487 = is_function_constant_defined(_487_tmp) ? _487_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_487, 1u, 1u);
+constant bool _237 = (CHECK == 0u);
+constant bool _257 = (CHECK == 0u);
+constant uint _328_tmp [[function_constant(0)]];
+constant uint _328 = is_function_constant_defined(_328_tmp) ? _328_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_328, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -102,6 +110,8 @@ struct Addrs
 {
     ulong v[1];
 };
+
+constant uint _853 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -122,52 +132,6 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 8>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _172;
-    for (uint k = 0u; k < 8u; k++)
-    {
-        uint col = (col0 + (4u * k)) + ((k >= 4u) ? 16u : 0u);
-        bool _170;
-        if (!_162)
-        {
-            _170 = col < p.cols;
-        }
-        else
-        {
-            _170 = _162;
-        }
-        if (_170)
-        {
-            _172 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _172 = float4(0.0);
-        }
-        xs[k] = _172;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 8> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        a += indexable[i];
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        b += indexable_1[4u + i];
-    }
-    return float2(((a.x + a.y) + a.z) + a.w, ((b.x + b.y) + b.z) + b.w);
-}
-
-static inline __attribute__((always_inline))
 float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 {
     device Uints* u = reinterpret_cast<device Uints*>(row);
@@ -179,9 +143,11 @@ float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 8> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
@@ -191,101 +157,84 @@ float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<fl
     ulong param_2 = row;
     uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
     float2 m = f16x2_at(param_2, param_3);
-    float fa = 0.0;
-    float fb = 0.0;
-    uint _250;
-    uint _266;
-    uint _280;
-    uint _295;
-    uint _317;
-    uint _331;
-    uint _345;
-    uint _358;
-    for (uint i = 0u; i < 4u; i++)
+    bool two = ((2u * pair) + 1u) < nb;
+    float _199;
+    if (two)
     {
-        uint w = q[i];
-        if (true)
-        {
-            _250 = w << uint(19);
-        }
-        else
-        {
-            _250 = w >> uint(-19);
-        }
-        if (true)
-        {
-            _266 = w << uint(11);
-        }
-        else
-        {
-            _266 = w >> uint(-11);
-        }
-        if (true)
-        {
-            _280 = w << uint(3);
-        }
-        else
-        {
-            _280 = w >> uint(-3);
-        }
-        if (false)
-        {
-            _295 = w << uint(-5);
-        }
-        else
-        {
-            _295 = w >> uint(5);
-        }
-        spvUnsafeArray<float4, 8> indexable;
-        indexable = xs;
-        fa += dot(float4(as_type<float>((_250 & 7864320u) | 1065353216u), as_type<float>((_266 & 7864320u) | 1065353216u), as_type<float>((_280 & 7864320u) | 1065353216u), as_type<float>((_295 & 7864320u) | 1065353216u)), indexable[i]);
-        if (true)
-        {
-            _317 = w << uint(15);
-        }
-        else
-        {
-            _317 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _331 = w << uint(7);
-        }
-        else
-        {
-            _331 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _345 = w << uint(-1);
-        }
-        else
-        {
-            _345 = w >> uint(1);
-        }
-        if (false)
-        {
-            _358 = w << uint(-9);
-        }
-        else
-        {
-            _358 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 8> indexable_1;
-        indexable_1 = xs;
-        fb += dot(float4(as_type<float>((_317 & 7864320u) | 1065353216u), as_type<float>((_331 & 7864320u) | 1065353216u), as_type<float>((_345 & 7864320u) | 1065353216u), as_type<float>((_358 & 7864320u) | 1065353216u)), indexable_1[4u + i]);
-    }
-    float s = ((16.0 * d.x) * (fa - sx.x)) + (m.x * sx.x);
-    float _404;
-    if (((2u * pair) + 1u) < nb)
-    {
-        _404 = (s + ((16.0 * d.y) * (fb - sx.y))) + (m.y * sx.y);
+        _199 = d.y;
     }
     else
     {
-        _404 = s;
+        _199 = 0.0;
     }
-    return _404;
+    float _209;
+    if (two)
+    {
+        _209 = m.y;
+    }
+    else
+    {
+        _209 = 0.0;
+    }
+    k.s = float4(d.x, _199, m.x, _209);
+    return k;
+}
+
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
+{
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    uint cb = ca + 32u;
+    bool _245;
+    if (!_237)
+    {
+        _245 = ca < p.cols;
+    }
+    else
+    {
+        _245 = _237;
+    }
+    float4 _246;
+    if (_245)
+    {
+        _246 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _246 = float4(0.0);
+    }
+    a = _246;
+    bool _265;
+    if (!_257)
+    {
+        _265 = cb < p.cols;
+    }
+    else
+    {
+        _265 = _257;
+    }
+    float4 _266;
+    if (_265)
+    {
+        _266 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _266 = float4(0.0);
+    }
+    b = _266;
 }
 
 static inline __attribute__((always_inline))
@@ -294,128 +243,177 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[16][64];
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _572;
+    uint _433;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _572 = uint(plan->v[(p.order_at + start) + j]);
+            _433 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _572 = 0u;
+            _433 = 0u;
         }
-        pairs[j] = _572;
+        pairs[j] = _433;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 2u; m++)
+    {
+        for (uint r = 0u; r < 2u; r++)
+        {
+            rowaddr[(m * 2u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 8> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _556;
+    if (r0 < p.rows)
+    {
+        _556 = n_chunks(p);
+    }
+    else
+    {
+        _556 = 0u;
+    }
+    uint chunks = _556;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 2u; m++)
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                bool _678 = r_1 >= ROWS;
-                bool _688;
-                if (!_678)
+                if (r_1 < ROWS)
                 {
-                    _688 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    _688 = _678;
-                }
-                if (_688)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 8> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _722 = (m * 2u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_722][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _779 = simd_is_first();
-            if (_779)
+            if (((s_3 % 2u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 2> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 2> v;
+    for (uint o = tid; o < (_853 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 2u; m_1++)
+        for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 2u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        float param_7 = s_1[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = silu(param_7) * s_1[1];
+        float param_11 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

@@ -44,12 +44,18 @@ struct spvUnsafeArray
     }
 };
 
-struct Vec4s;
 struct Uvec4s;
 struct Uints;
+struct Vec4s;
 struct Ints;
 struct Addrs;
 struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
 
 struct P
 {
@@ -67,15 +73,6 @@ struct P
     uint order_at;
 };
 
-struct Vec4s
-{
-    float4 v[1];
-};
-
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _123 = (CHECK == 0u);
-
 struct Uvec4s
 {
     uint4 v[1];
@@ -86,9 +83,19 @@ struct Uints
     uint v[1];
 };
 
-constant uint _337_tmp [[function_constant(0)]];
-constant uint _337 = is_function_constant_defined(_337_tmp) ? _337_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_337, 1u, 1u);
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _164 = (CHECK == 0u);
+constant uint _257_tmp [[function_constant(0)]];
+constant uint _257 = is_function_constant_defined(_257_tmp) ? _257_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_257, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
 struct Ints
 {
@@ -103,6 +110,8 @@ struct Addrs
     ulong v[1];
 };
 
+constant uint _748 = (GROUPS * ROWS);
+
 struct Floats
 {
     float v[1];
@@ -111,8 +120,7 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return nb * 2u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -122,118 +130,102 @@ uint chunk_col(thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread spvUnsafeArray<float4, 4>& xs, constant P& p)
-{
-    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 _133;
-    for (uint k = 0u; k < 4u; k++)
-    {
-        uint col = col0 + (4u * k);
-        bool _131;
-        if (!_123)
-        {
-            _131 = col < p.cols;
-        }
-        else
-        {
-            _131 = _123;
-        }
-        if (_131)
-        {
-            _133 = xv->v[col >> uint(2)];
-        }
-        else
-        {
-            _133 = float4(0.0);
-        }
-        xs[k] = _133;
-    }
-}
-
-static inline __attribute__((always_inline))
-float2 x_sums(spvUnsafeArray<float4, 4> xs)
-{
-    float4 a = float4(0.0);
-    float4 b = float4(0.0);
-    for (uint i = 0u; i < 4u; i++)
-    {
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        a += indexable[i];
-    }
-    a += b;
-    return float2(((a.x + a.y) + a.z) + a.w, 0.0);
-}
-
-static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _55;
+    uint _53;
     if (half_index == 0u)
     {
-        _55 = w;
+        _53 = w;
     }
     else
     {
-        _55 = w >> uint(16);
+        _53 = w >> uint(16);
     }
-    return float2(as_type<half2>(_55)).x;
+    return float2(as_type<half2>(_53)).x;
 }
 
 static inline __attribute__((always_inline))
-float quant_dot(thread const ulong& row, thread const uint& c, spvUnsafeArray<float4, 4> xs, thread const float2& sx, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
-    uint4 q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
     uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
     uint param_1 = (db >> uint(1)) & 1u;
-    float d = f16_at(param, param_1);
-    float f = 0.0;
-    uint _210;
-    uint _226;
-    uint _241;
-    uint _254;
-    for (uint i = 0u; i < 4u; i++)
+    k.s = float4(f16_at(param, param_1), 0.0, 0.0, 0.0);
+    return k;
+}
+
+static inline __attribute__((always_inline))
+float4 bytes4(thread uint& w)
+{
+    w ^= 2155905152u;
+    uint _188;
+    if (true)
     {
-        uint w = q[i] ^ 2155905152u;
-        if (true)
-        {
-            _210 = w << uint(15);
-        }
-        else
-        {
-            _210 = w >> uint(-15);
-        }
-        if (true)
-        {
-            _226 = w << uint(7);
-        }
-        else
-        {
-            _226 = w >> uint(-7);
-        }
-        if (false)
-        {
-            _241 = w << uint(-1);
-        }
-        else
-        {
-            _241 = w >> uint(1);
-        }
-        if (false)
-        {
-            _254 = w << uint(-9);
-        }
-        else
-        {
-            _254 = w >> uint(9);
-        }
-        spvUnsafeArray<float4, 4> indexable;
-        indexable = xs;
-        f += dot(float4(as_type<float>((_210 & 8355840u) | 1065353216u), as_type<float>((_226 & 8355840u) | 1065353216u), as_type<float>((_241 & 8355840u) | 1065353216u), as_type<float>((_254 & 8355840u) | 1065353216u)), indexable[i]);
+        _188 = w << uint(15);
     }
-    return d * ((256.0 * (f - sx.x)) - (128.0 * sx.x));
+    else
+    {
+        _188 = w >> uint(-15);
+    }
+    uint _204;
+    if (true)
+    {
+        _204 = w << uint(7);
+    }
+    else
+    {
+        _204 = w >> uint(-7);
+    }
+    uint _219;
+    if (false)
+    {
+        _219 = w << uint(-1);
+    }
+    else
+    {
+        _219 = w >> uint(1);
+    }
+    uint _232;
+    if (false)
+    {
+        _232 = w << uint(-9);
+    }
+    else
+    {
+        _232 = w >> uint(9);
+    }
+    return float4(as_type<float>((_188 & 8355840u) | 1065353216u), as_type<float>((_204 & 8355840u) | 1065353216u), as_type<float>((_219 & 8355840u) | 1065353216u), as_type<float>((_232 & 8355840u) | 1065353216u));
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _172;
+    if (!_164)
+    {
+        _172 = ca < p.cols;
+    }
+    else
+    {
+        _172 = _164;
+    }
+    float4 _173;
+    if (_172)
+    {
+        _173 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _173 = float4(0.0);
+    }
+    a = _173;
+    b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -242,128 +234,173 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[16][64];
+    threadgroup float partial[2064];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
     uint e = uint(plan->v[3u * tile]);
     uint start = uint(plan->v[(3u * tile) + 1u]);
     uint n = uint(plan->v[(3u * tile) + 2u]);
-    uint r0 = gl_WorkGroupID.y * ROWS;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _423;
+    uint _362;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _423 = uint(plan->v[(p.order_at + start) + j]);
+            _362 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _423 = 0u;
+            _362 = 0u;
         }
-        pairs[j] = _423;
+        pairs[j] = _362;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
-    if (r0 >= p.rows)
+    if (rg0 >= p.rows)
     {
         return;
     }
+    spvUnsafeArray<ulong, 4> rowaddr;
+    for (uint m = 0u; m < 2u; m++)
+    {
+        for (uint r = 0u; r < 2u; r++)
+        {
+            rowaddr[(m * 2u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
     spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    for (uint r = 0u; r < 4u; r++)
+    for (uint s = 0u; s < 4u; s++)
     {
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
-            acc[r][j_1] = 0.0;
+            acc[s][j_1] = 0.0;
         }
     }
-    uint chunks = n_chunks(p);
-    spvUnsafeArray<float4, 4> param_3;
-    for (uint c = tid; c < chunks; c += wg)
+    uint _485;
+    if (r0 < p.rows)
+    {
+        _485 = n_chunks(p);
+    }
+    else
+    {
+        _485 = 0u;
+    }
+    uint chunks = _485;
+    spvUnsafeArray<Chunk, 4> k;
+    spvUnsafeArray<float4, 4> wa;
+    spvUnsafeArray<float4, 4> wb;
+    float4 param_7;
+    float4 param_8;
+    for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m = 0u; m < 2u; m++)
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                bool _531 = r_1 >= ROWS;
-                bool _541;
-                if (!_531)
+                if (r_1 < ROWS)
                 {
-                    _541 = (r0 + r_1) >= p.rows;
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
-                else
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    _541 = _531;
-                }
-                if (_541)
-                {
-                    break;
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_1 = xrows[j_2];
-                    uint param_2 = col0;
-                    load_x(param_1, param_2, param_3, p);
-                    spvUnsafeArray<float4, 4> xs;
-                    xs = param_3;
-                    float2 sx = x_sums(xs);
-                    uint _575 = (m * 2u) + r_1;
-                    ulong param_4 = wbase[m] + (ulong(r0 + r_1) * ulong(p.row_bytes));
-                    uint param_5 = c;
-                    float2 param_6 = sx;
-                    acc[_575][j_2] += quant_dot(param_4, param_5, xs, param_6, p);
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    float4 _594 = bytes4(param_3);
+                    wa[s_1] = (_594 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
+                    }
                 }
             }
         }
     }
-    for (uint r_2 = 0u; r_2 < 4u; r_2++)
+    for (uint s_3 = 0u; s_3 < 4u; s_3++)
     {
         for (uint j_3 = 0u; j_3 < 4u; j_3++)
         {
-            float s = simd_sum(acc[r_2][j_3]);
-            bool _632 = simd_is_first();
-            if (_632)
+            if (((s_3 % 2u) >= ROWS) || (j_3 >= n))
             {
-                partial[(r_2 * 4u) + j_3][gl_SubgroupID] = s;
+                break;
             }
+            partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 2> s_1;
-    for (uint o = tid; o < (ROWS * n); o += wg)
+    spvUnsafeArray<float, 2> v;
+    for (uint o = tid; o < (_748 * n); o += wg)
     {
-        uint r_3 = o / n;
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
         uint j_4 = o % n;
-        if ((r0 + r_3) >= p.rows)
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_1 = 0u; m_1 < 2u; m_1++)
+        for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            s_1[m_1] = 0.0;
-            for (uint i = 0u; i < gl_NumSubgroups; i++)
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
-                s_1[m_1] += partial[(((m_1 * 2u) + r_3) * 4u) + j_4][i];
+                v[m_4] += partial[at + i_1];
             }
         }
-        float param_7 = s_1[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[((pairs[j_4] * p.rows) + r0) + r_3] = silu(param_7) * s_1[1];
+        float param_9 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_9) * v[1];
     }
 }
 

@@ -6,14 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A page's K/V rounded up to 64 bytes: every page starts aligned, and copies move whole floats. */
+static uint64_t padded(uint64_t bytes) { return (bytes + 63) & ~(uint64_t)63; }
+
 /* A page and a slot hold the target's state and, when a drafter is attached, the drafter's (speculate.c). */
 uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens) {
     if (!m || page_tokens < 1) return 0;
-    return sp_qwen35_page_bytes(m->arch, page_tokens) + (m->spec ? sp_speculator_page_bytes(m->spec, page_tokens) : 0);
+    return padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)) +
+           (m->spec ? padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)) : 0);
 }
 
 uint64_t splash_cache_slot_bytes(const splash_model *m) {
     return m ? sp_qwen35_slot_bytes(m->arch) + (m->spec ? sp_speculator_slot_bytes(m->spec) : 0) : 0;
+}
+
+sp_qwen35_memory sp_cache_memory(const splash_cache *c) {
+    return (sp_qwen35_memory){.kv = c->kv, .page_bytes = (int64_t)c->page_bytes, .page_tokens = c->page_tokens,
+                              .kv_type = c->kv_type, .state = c->state};
 }
 
 splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t n_pages, int32_t n_slots,
@@ -25,9 +34,12 @@ splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t 
                        page_tokens, n_pages, n_slots);
     splash_cache *c = calloc(1, sizeof *c);
     if (!c) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots,
-                        .page_bytes = sp_qwen35_page_bytes(m->arch, page_tokens), .slot_bytes = sp_qwen35_slot_bytes(m->arch)};
-    if (m->spec) c->draft_page_bytes = sp_speculator_page_bytes(m->spec, page_tokens), c->draft_slot_bytes = sp_speculator_slot_bytes(m->spec);
+    *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots, .kv_type = m->kv_type,
+                        .page_bytes = padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)),
+                        .slot_bytes = sp_qwen35_slot_bytes(m->arch)};
+    if (m->spec)
+        c->draft_page_bytes = padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)),
+        c->draft_slot_bytes = sp_speculator_slot_bytes(m->spec);
     uint64_t kv = c->page_bytes * (uint64_t)n_pages, st = c->slot_bytes * (uint64_t)n_slots;
     uint64_t dkv = c->draft_page_bytes * (uint64_t)n_pages, dst = c->draft_slot_bytes * (uint64_t)n_slots;
     c->kv = m->be.alloc(&m->be, kv ? kv : 64);
@@ -51,14 +63,16 @@ void splash_cache_free(splash_cache *c) {
     c->m->be.free(&c->m->be, c->draft_kv);
     c->m->be.free(&c->m->be, c->draft_state);
     c->m->n_caches--;
+    free(c->refusals);
     free(c);
 }
 
 /* Unit dst ← unit src of `bytes` each (pages, slots) in backend memory: a device copy on a GPU backend. */
-static void copy_bytes(splash_model *m, float *base, int32_t dst, int32_t src, uint64_t bytes) {
+static void copy_bytes(splash_model *m, void *base, int32_t dst, int32_t src, uint64_t bytes) {
     if (!bytes) return;
     int64_t floats = (int64_t)(bytes / sizeof(float));
-    m->be.copy_rows(&m->be, base + dst * floats, floats, base + src * floats, floats, 1, floats);
+    float *f = base;
+    m->be.copy_rows(&m->be, f + dst * floats, floats, f + src * floats, floats, 1, floats);
 }
 
 static splash_status check_id(const char *what, int32_t id, int32_t n) {
@@ -93,4 +107,46 @@ splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot) {
     if (c->slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->state + slot * c->slot_bytes, c->slot_bytes);
     if (c->draft_slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->draft_state + slot * c->draft_slot_bytes, c->draft_slot_bytes);
     return SPLASH_OK;
+}
+
+/* One unit (a page or a slot) of the target's and the drafter's memory, to or from host bytes laid out as the
+ * target's part then the drafter's. */
+static splash_status transfer(splash_cache *c, const char *what, int32_t id, int32_t n, void *target, uint64_t target_bytes,
+                              void *draft, uint64_t draft_bytes, void *host, uint64_t bytes, int to_host) {
+    if (!c || !host) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_%s_%s: NULL argument", to_host ? "read" : "write", what);
+    splash_status st = check_id(what, id, n);
+    if (st) return st;
+    if (bytes != target_bytes + draft_bytes)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a %s of this cache is %llu bytes, not %llu", what,
+                       (unsigned long long)(target_bytes + draft_bytes), (unsigned long long)bytes);
+    const sp_backend *be = &c->m->be;
+    uint8_t *t = (uint8_t *)target + (uint64_t)id * target_bytes, *d = (uint8_t *)draft + (uint64_t)id * draft_bytes, *h = host;
+    if (to_host) {
+        be->read(be, h, t, target_bytes);
+        if (draft_bytes) be->read(be, h + target_bytes, d, draft_bytes);
+    } else {
+        be->write(be, t, h, target_bytes);
+        if (draft_bytes) be->write(be, d, h + target_bytes, draft_bytes);
+    }
+    return SPLASH_OK;
+}
+
+splash_status splash_cache_read_page(splash_cache *c, int32_t page, void *dst, uint64_t bytes) {
+    return transfer(c, "page", page, c ? c->n_pages : 0, c ? c->kv : NULL, c ? c->page_bytes : 0, c ? c->draft_kv : NULL,
+                    c ? c->draft_page_bytes : 0, dst, bytes, 1);
+}
+
+splash_status splash_cache_write_page(splash_cache *c, int32_t page, const void *src, uint64_t bytes) {
+    return transfer(c, "page", page, c ? c->n_pages : 0, c ? c->kv : NULL, c ? c->page_bytes : 0, c ? c->draft_kv : NULL,
+                    c ? c->draft_page_bytes : 0, (void *)src, bytes, 0);
+}
+
+splash_status splash_cache_read_slot(splash_cache *c, int32_t slot, void *dst, uint64_t bytes) {
+    return transfer(c, "slot", slot, c ? c->n_slots : 0, c ? c->state : NULL, c ? c->slot_bytes : 0, c ? c->draft_state : NULL,
+                    c ? c->draft_slot_bytes : 0, dst, bytes, 1);
+}
+
+splash_status splash_cache_write_slot(splash_cache *c, int32_t slot, const void *src, uint64_t bytes) {
+    return transfer(c, "slot", slot, c ? c->n_slots : 0, c ? c->state : NULL, c ? c->slot_bytes : 0, c ? c->draft_state : NULL,
+                    c ? c->draft_slot_bytes : 0, (void *)src, bytes, 0);
 }

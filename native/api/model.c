@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef SPLASH_HAVE_VULKAN
 #include "backends/vulkan/vulkan.h"
@@ -18,13 +19,27 @@
 #include "backends/metal/metal.h"
 #endif
 
-/* The backend asked for: AUTO tries a GPU (never lavapipe) and settles for the CPU; VULKAN accepts any device. */
-static splash_status make_backend(splash_model *m, int32_t backend, int n_threads) {
+/* Appends why a GPU backend AUTO tried was passed over (the message it failed with, less its file:line) to `why`. */
+static void passed_over(char *why, size_t cap) {
+    const char *msg = splash_last_error(), *colon = strstr(msg, ": ");
+    if (colon && colon < msg + 64) msg = colon + 2;
+    size_t n = strlen(why);
+    if (n + 1 < cap) snprintf(why + n, cap - n, "%s%s", n ? "; " : "", msg);
+    sp_clear_error();
+}
+
+/* The backend asked for: AUTO tries a GPU (never lavapipe) and settles for the CPU, noting in `why` (cap bytes, may
+ * be NULL) why each GPU was passed over; VULKAN accepts any device. */
+static splash_status make_backend(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *op_status,
+                                  int32_t backend, char *why, size_t cap) {
+    char none[1] = "";
+    if (!why || !cap) why = none, cap = 1;
+    why[0] = 0;
 #ifdef SPLASH_HAVE_METAL
     if (backend == SPLASH_BACKEND_AUTO || backend == SPLASH_BACKEND_METAL) {
-        splash_status st = sp_metal_backend_create(&m->be, m->pool, n_threads, &m->op_status);
+        splash_status st = sp_metal_backend_create(be, pool, n_threads, op_status);
         if (!st || backend == SPLASH_BACKEND_METAL) return st;
-        sp_clear_error();
+        passed_over(why, cap);
     }
 #else
     if (backend == SPLASH_BACKEND_METAL)
@@ -32,23 +47,41 @@ static splash_status make_backend(splash_model *m, int32_t backend, int n_thread
 #endif
 #ifdef SPLASH_HAVE_VULKAN
     if (backend != SPLASH_BACKEND_CPU) {
-        splash_status st = sp_vulkan_backend_create(&m->be, m->pool, n_threads, &m->op_status, backend == SPLASH_BACKEND_VULKAN);
+        splash_status st = sp_vulkan_backend_create(be, pool, n_threads, op_status, backend == SPLASH_BACKEND_VULKAN);
         if (!st || backend == SPLASH_BACKEND_VULKAN) return st;
-        sp_clear_error();
+        passed_over(why, cap);
     }
 #else
     if (backend == SPLASH_BACKEND_VULKAN)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "this libsplash was built without the Vulkan backend (no glslang or Vulkan headers)");
+    if (backend == SPLASH_BACKEND_AUTO)
+        snprintf(why + strlen(why), cap - strlen(why), "%sthis libsplash was built without the Vulkan backend", why[0] ? "; " : "");
 #endif
-    sp_cpu_backend_init(&m->be, m->pool, n_threads, &m->op_status);
+    sp_cpu_backend_init(be, pool, n_threads, op_status);
     return SPLASH_OK;
+}
+
+static void destroy_backend(sp_backend *be) {
+#ifdef SPLASH_HAVE_VULKAN
+    if (be->impl && !strcmp(be->name, "vulkan")) sp_vulkan_backend_destroy(be);
+#endif
+#ifdef SPLASH_HAVE_METAL
+    if (be->impl && !strcmp(be->name, "metal")) sp_metal_backend_destroy(be);
+#endif
+    (void)be;
+}
+
+/* What splash_model_backend says: the backend's name and its device. */
+static void describe_backend(const sp_backend *be, char *out, size_t cap) {
+    if (be->device) snprintf(out, cap, "%s: %s", be->name, be->device);
+    else snprintf(out, cap, "%s", be->name);
 }
 
 splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out) {
     if (!out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: out is NULL");
     *out = NULL;
     if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: dir is NULL");
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO};
+    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO, 0, NULL};
     if (opts) {
         if (opts->struct_size < sizeof o)
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_load_options.struct_size %u < %zu: rebuild the binding",
@@ -69,32 +102,63 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     splash_model *m = calloc(1, sizeof *m);
     if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     splash_status st = sp_threadpool_create(n, &m->pool);
-    if (!st) st = make_backend(m, o.backend, n);
+    if (!st) st = make_backend(&m->be, m->pool, n, &m->op_status, o.backend, NULL, 0);
     if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
+    if (!st) st = sp_qwen35_set_tokens(m->arch, o.n_tokens, o.tokens);
     if (!st) st = sp_qwen35_vision_load(dir, m->pool, n, &m->vision);
     if (st) {
         splash_model_free(m);
         return st;
     }
-    if (m->be.device) snprintf(m->backend, sizeof m->backend, "%s: %s", m->be.name, m->be.device);
-    else snprintf(m->backend, sizeof m->backend, "%s", m->be.name);
+    describe_backend(&m->be, m->backend, sizeof m->backend);
     *out = m;
     return SPLASH_OK;
 }
 
 const char *splash_model_backend(const splash_model *m) { return m ? m->backend : ""; }
 
+uint32_t splash_model_kv_types(const splash_model *m) { return m ? m->be.kv_types : 0; }
+
+static const char *kv_type_name(int32_t t) { return t == SPLASH_KV_F16 ? "f16" : t == SPLASH_KV_INT8 ? "int8" : "f32"; }
+
+splash_status splash_model_set_kv_type(splash_model *m, int32_t kv_type) {
+    if (!m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_set_kv_type: model is NULL");
+    if (kv_type < SPLASH_KV_F32 || kv_type > SPLASH_KV_INT8)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "kv_type %d: expected 0 (f32), 1 (f16) or 2 (int8)", kv_type);
+    if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "set the KV type before creating a cache (page sizes change)");
+    if (!(m->be.kv_types & (1u << kv_type))) {
+        char have[32] = "";
+        for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++)
+            if (m->be.kv_types & (1u << t)) snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", *have ? ", " : "", kv_type_name(t));
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no %s KV cache (it has %s)", m->backend, kv_type_name(kv_type), have);
+    }
+    m->kv_type = kv_type;
+    return SPLASH_OK;
+}
+
+splash_status splash_backend_probe(int32_t backend, char *name, int32_t name_cap, char *why, int32_t why_cap) {
+    if (!name || name_cap < 1 || (why && why_cap < 1))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_backend_probe: name and why need room for their texts");
+    if (backend < SPLASH_BACKEND_AUTO || backend > SPLASH_BACKEND_METAL)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "backend %d: expected 0 (auto), 1 (cpu), 2 (vulkan) or 3 (metal)", backend);
+    name[0] = 0;
+    sp_threadpool *pool;
+    splash_status op_status = SPLASH_OK, st = sp_threadpool_create(1, &pool);
+    if (st) return st;
+    sp_backend be = {0};
+    st = make_backend(&be, pool, 1, &op_status, backend, why, why ? (size_t)why_cap : 0);
+    if (!st) describe_backend(&be, name, (size_t)name_cap);
+    if (!st) destroy_backend(&be);
+    sp_threadpool_free(pool);
+    return st;
+}
+
 void splash_model_free(splash_model *m) {
     if (!m) return;
     sp_speculator_free(m->spec);
     sp_qwen35_vision_free(m->vision);
     sp_qwen35_free(m->arch);
-#ifdef SPLASH_HAVE_VULKAN
-    if (m->be.impl) sp_vulkan_backend_destroy(&m->be);
-#endif
-#ifdef SPLASH_HAVE_METAL
-    if (m->be.impl) sp_metal_backend_destroy(&m->be);
-#endif
+    destroy_backend(&m->be);
     sp_threadpool_free(m->pool);
     free(m);
 }
@@ -105,6 +169,8 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
     sp_qwen35_info(m->arch, out);
+    out->kv_type = m->kv_type;
+    out->kv_bytes_per_token = sp_qwen35_page_bytes(m->arch, 1, m->kv_type);
     out->has_vision = m->vision != NULL;
     if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
     return SPLASH_OK;

@@ -15,28 +15,46 @@ struct splash_model {
     splash_status op_status; /* be.status points here */
     sp_speculator *spec;   /* the attached drafter, or NULL */
     sp_qwen35_vision *vision; /* the checkpoint's vision tower, or NULL */
-    int32_t n_caches;      /* caches alive: a drafter attaches only before the first */
+    int32_t n_caches;      /* caches alive: a drafter attaches, and the KV type changes, only before the first */
+    int32_t kv_type;       /* SPLASH_KV_* of the caches */
     char backend[160];     /* splash_model_backend's text */
 };
 
+enum { SP_REFUSAL_BYTES = 256 };
+
 struct splash_cache {
     splash_model *m;
-    int32_t page_tokens, n_pages, n_slots;
+    int32_t page_tokens, n_pages, n_slots, kv_type;
     uint64_t page_bytes, slot_bytes;
-    float *kv;             /* n_pages × page_bytes */
+    void *kv;              /* n_pages × page_bytes */
     float *state;          /* n_slots × slot_bytes */
     /* the drafter's share, when one is attached: its K/V per page and its state per slot (splash_cache_page_bytes
      * and splash_cache_slot_bytes report the sums) */
     uint64_t draft_page_bytes, draft_slot_bytes;
-    float *draft_kv, *draft_state;
+    void *draft_kv;
+    float *draft_state;
+    /* why each sequence of the last step was refused (splash_seq.error points here), grown to the largest step */
+    char (*refusals)[SP_REFUSAL_BYTES];
+    int32_t n_refusals;
 };
+
+/* Where a step on this cache finds the target's sequence state. */
+sp_qwen35_memory sp_cache_memory(const splash_cache *c);
 
 /* Checks a step's sequences against the model and cache (step.c); nothing is written. */
 splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs);
-splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s);
+/* A sequence's sampling settings, its logit bias among them (ids that are tokens of the model). */
+splash_status sp_api_check_sampling(const splash_model *m, int32_t i, const splash_sampling *s);
+/* The per-sequence checks of what a step samples (settings, buffers, masks; a verify block's masks when verify is
+ * not NULL): a sequence that fails them is refused alone — seqs[i].error says why, refused[i] = 1, and its sample
+ * flag is cleared so the step only computes its positions. sp_api_end_refusals restores the flags and writes token
+ * −1 for each refused sequence after the step. */
+splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, const splash_verify *verify, int32_t n_seqs,
+                            uint8_t *refused);
+void sp_api_end_refusals(splash_seq *seqs, int32_t n_seqs, const uint8_t *refused);
 
 /* The attached drafter's share of a page and a slot (speculate.c), its fixed bytes, and its release. */
-uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens);
+uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type);
 uint64_t sp_speculator_slot_bytes(const sp_speculator *s);
 void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info);
 void sp_speculator_free(sp_speculator *s);

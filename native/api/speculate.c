@@ -41,7 +41,10 @@ typedef struct drafted {
 } drafted;
 
 struct sp_speculator {
-    int32_t kind, max_draft, max_seqs, verify_rows, vocab;
+    int32_t kind, max_draft, max_seqs, verify_rows;
+    int32_t vocab;              /* the output head's rows: the stride of every logits row here */
+    int32_t n_tokens;           /* the ids a draft or an accepted token may be (the rest of a row is padding) … */
+    const uint32_t *tokens;     /* … of which those set here (NULL: all): the target's sp_qwen35_tokens */
     sp_mtp *mtp;
     sp_dflash *dflash;
     const int32_t *tap_layers;  /* DFlash */
@@ -66,8 +69,8 @@ struct sp_speculator {
 
 /* ---- sizes (the cache and the memory plan use these) ------------------------------------------------------------ */
 
-uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens) {
-    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens) : sp_dflash_page_bytes(s->dflash, page_tokens);
+uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type) {
+    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens, kv_type) : sp_dflash_page_bytes(s->dflash, page_tokens, kv_type);
 }
 
 uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->mtp ? sp_mtp_slot_bytes(s->mtp) : 0; }
@@ -144,7 +147,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     sp_speculator *s = calloc(1, sizeof *s);
     if (!s) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *s = (sp_speculator){.kind = opts->kind, .max_seqs = opts->max_seqs ? opts->max_seqs : DEFAULT_MAX_SEQS,
-                         .vocab = t.vocab_size, .be = &m->be};
+                         .vocab = t.vocab_size, .n_tokens = t.n_tokens, .tokens = t.token_mask, .be = &m->be};
     splash_status st;
     if (opts->kind == SPLASH_DRAFT_MTP) {
         s->max_draft = opts->max_draft ? opts->max_draft : DEFAULT_MTP_DRAFT;
@@ -191,7 +194,7 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     out->mask_token_id = s->dflash ? sp_dflash_mask_token(s->dflash) : -1;
     out->weight_bytes = s->weight_bytes;
     out->scratch_bytes = s->scratch_bytes;
-    out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1);
+    out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1, m->kv_type);
     out->state_bytes = sp_speculator_slot_bytes(s);
     return SPLASH_OK;
 }
@@ -204,15 +207,34 @@ typedef struct pick_ctx {
     int32_t *penalty;           /* room for the longest penalty list + max_draft */
 } pick_ctx;
 
-/* Draft j of sequence i, kept for the acceptance with the q it was drawn from. Without candidates: the argmax, or a
- * draw from q = the sampler's distribution of the drafter's row (penalties over the generated tokens and the earlier
- * drafts). With a selector's candidates (z-lab CandidateSelector.select): the best-scored one, or a draw from
- * q = softmax(scores / T) over them (zero elsewhere), the temperature alone shaping it as in the reference. */
+/* The penalty list of draft j of sequence i: the generated tokens, then the earlier drafts. */
+static int32_t penalty_list(pick_ctx *c, const splash_draft_seq *d, int32_t j) {
+    memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
+    memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
+    return d->n_penalty_tokens + j;
+}
+
+/* sp_draft_shape: the row after the sampler's penalties, bias and the model's tokens, −inf past them to the row's end. */
+static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) {
+    pick_ctx *c = ctx;
+    sp_speculator *s = c->s;
+    const splash_draft_seq *d = &c->drafts[i];
+    sp_spec_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+    sp_spec_logits(&row, s->n_tokens, s->z, s->dist_scratch);
+    for (int32_t t = s->n_tokens; t < s->vocab; t++) s->z[t] = -INFINITY;
+    return s->z;
+}
+
+/* Draft j of sequence i, kept for the acceptance with the q it was drawn from. Without candidates: the argmax of the
+ * biased row over the model's tokens, or a draw from q = the sampler's distribution of the drafter's row (penalties
+ * over the generated tokens and the earlier drafts). With a selector's candidates (z-lab CandidateSelector.select):
+ * the best-scored one, or a draw from q = softmax(scores / T) over them (zero elsewhere), the temperature alone
+ * shaping it as in the reference. */
 static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) {
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
     splash_draft_seq *d = &c->drafts[i];
-    int32_t V = s->vocab, token = 0;
+    int32_t V = s->vocab, N = s->n_tokens, token = -1;
     int sampled = d->sampling.temperature > 0;
     float *q = s->q + ((int64_t)i * s->max_draft + j) * V;
     if (ch->n_cand > 0 && !sampled) {
@@ -229,16 +251,21 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
         for (int32_t k = 0; k < ch->n_cand; k++)
             q[ch->cand[k]] = (float)(exp(((double)ch->scores[k] - mx) / d->sampling.temperature) / total);
     } else if (!sampled) {
-        for (int32_t t = 1; t < V; t++)
-            if (ch->logits[t] > ch->logits[token]) token = t;
+        const float *z = ch->logits;
+        if (d->sampling.n_bias > 0) { /* the argmax the target's greedy sampler takes: biased */
+            memcpy(s->z, ch->logits, sizeof(float) * (size_t)N);
+            for (int32_t k = 0; k < d->sampling.n_bias; k++) s->z[d->sampling.bias_ids[k]] += d->sampling.bias[k];
+            z = s->z;
+        }
+        for (int32_t t = 0; t < N; t++)
+            if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
-        memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
-        memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
-        sp_spec_row row = {ch->logits, &d->sampling, c->penalty, d->n_penalty_tokens + j, NULL};
+        sp_spec_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
         int32_t arg;
-        sp_spec_dist(&row, V, s->z, q, &arg, s->dist_scratch);
+        sp_spec_dist(&row, N, s->z, q, &arg, s->dist_scratch);
+        for (int32_t t = N; t < V; t++) q[t] = 0;
     }
-    if (sampled) token = sp_spec_draw(q, V, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+    if (sampled) token = sp_spec_draw(q, N, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
     d->tokens[j] = token;
     s->last_tokens[i * s->max_draft + j] = token;
     if (d->logits) memcpy(d->logits + (int64_t)j * V, ch->logits, sizeof(float) * (size_t)V);
@@ -250,7 +277,10 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
     return token;
 }
 
-static sp_draft_memory draft_memory(const splash_cache *c) { return (sp_draft_memory){c->draft_kv, c->page_tokens, c->draft_state}; }
+static sp_draft_memory draft_memory(const splash_cache *c) {
+    return (sp_draft_memory){.kv = c->draft_kv, .page_bytes = (int64_t)c->draft_page_bytes, .page_tokens = c->page_tokens,
+                             .kv_type = c->kv_type, .state = c->draft_state};
+}
 
 splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
     if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
@@ -275,7 +305,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
         for (int64_t p = 0; p < need; p++)
             if (d->pages[p] < 0 || d->pages[p] >= c->n_pages)
                 return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].pages[%lld] = %d is outside the cache", i, (long long)p, d->pages[p]);
-        splash_status st = sp_api_check_sampling(i, &d->sampling);
+        splash_status st = sp_api_check_sampling(m, i, &d->sampling);
         if (st) return st;
         for (int32_t j = 0; j < i; j++)
             if (drafts[j].slot == d->slot) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d] and [%d] both use slot %d", j, i, d->slot);
@@ -291,7 +321,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     }
     m->op_status = SPLASH_OK;
     sp_draft_memory mem = draft_memory(c);
-    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, pick, &ctx);
+    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, shape, pick, &ctx);
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
     if (!st) s->n_last = n;
@@ -348,8 +378,8 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verif
     for (int32_t r = 0; r <= k; r++)
         s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                                      v->allowed ? v->allowed + (int64_t)r * words : NULL, (uint64_t)q->n_past + 1 + r, n_top,
-                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0};
-    splash_status st = be->sample(be, s->jobs, k + 1, V, s->sample_scratch, sp_sample_scratch_bytes(V));
+                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens};
+    splash_status st = be->sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
     if (st) return st;
     int32_t r = 0;
     while (r < k && s->jobs[r].token == q->tokens[1 + r]) r++;
@@ -365,7 +395,7 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verif
 }
 
 static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, int32_t *penalty) {
-    int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32;
+    int32_t V = s->vocab, N = s->n_tokens, k = v->n_draft, words = (V + 31) / 32;
     const int32_t *draft = q->tokens + 1;
     int greedy = !(q->sampling.temperature > 0);
     const float *qrows = greedy ? NULL : s->q + (int64_t)v->draft_index * s->max_draft * V;
@@ -375,23 +405,23 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     if (greedy) return accept_greedy(s, q, v, logits, penalty);
     for (int32_t r = 0; r <= k; r++) {
         sp_spec_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
-                           v->allowed ? v->allowed + (int64_t)r * words : NULL};
+                           v->allowed ? v->allowed + (int64_t)r * words : NULL, s->tokens};
         int32_t arg, token;
-        float lse = sp_spec_dist(&row, V, s->z, s->p, &arg, s->dist_scratch);
-        if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify: the allowed mask of block position %d allows no token", r);
+        float lse = sp_spec_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
+        if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: the masks of block position %d allow no token", r);
         int kept = 0;
-        if (r < k) kept = sp_spec_accept_row(s->p, qrows + (int64_t)r * V, V, draft[r], q->sampling.seed, pos0 + r, &token);
-        else token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, V, q->sampling.seed, pos0 + k);
+        if (r < k) kept = sp_spec_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
+        else token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
         if (kept) token = draft[r];
         if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
         if (q->n_top_logprobs > 0 && v->top_ids)
-            sp_spec_top(s->z, V, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
+            sp_spec_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
                         v->top_logprobs + (int64_t)r * q->n_top_logprobs);
         if (kept) continue;
         v->n_accepted = r;
         q->token = token;
         q->logprob = s->z[token] - lse;
-        if (q->n_top_logprobs > 0 && q->top_ids) sp_spec_top(s->z, V, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
+        if (q->n_top_logprobs > 0 && q->top_ids) sp_spec_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
         return SPLASH_OK;
     }
     return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
@@ -406,7 +436,8 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     int64_t off = 0;
     for (int32_t i = 0; i < n; i++) {
         splash_seq *q = &seqs[i];
-        is_verify[i] = verify && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
+        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows */
+        is_verify[i] = verify && q->sample && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
         if (!is_verify[i]) continue;
         /* the block's logits come here, not to the caller; acceptance samples instead of the step */
         saved_logits[i] = q->n_logits, saved_sample[i] = q->sample, saved_out[i] = q->logits;
@@ -416,7 +447,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
     sp_qwen35_spec spec = {s->tap_layers, s->n_taps, s->dflash ? s->rows : NULL, s->mtp ? s->rows : NULL, is_verify};
-    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
+    sp_qwen35_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
     for (int32_t i = 0; i < n; i++)
         if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
@@ -459,11 +490,12 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
         st = check_verify(m->spec, seqs, verify, n_seqs, 0);
     }
     if (st) return st;
-    if (!m->spec) {
-        sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
-        return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
-    }
-    return sp_speculator_step(m, c, seqs, verify, n_seqs);
+    uint8_t refused[n_seqs];
+    if ((st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) return st;
+    sp_qwen35_memory mem = sp_cache_memory(c);
+    st = m->spec ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+    sp_api_end_refusals(seqs, n_seqs, refused);
+    return st;
 }
 
 int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,

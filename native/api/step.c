@@ -1,16 +1,21 @@
 /* step.c — splash_step: checks everything a step names (slots, pages, tokens, sampling settings, output buffers)
- * before the forward pass writes anything, then runs it. */
+ * before the forward pass writes anything, then runs it. A sequence whose sample cannot be taken (its settings, its
+ * buffers, a mask that leaves no token) is refused alone: one bad request never fails the others of its batch. */
 #include "model.h"
 
 #include "core/error.h"
+#include "core/mask.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s) {
+splash_status sp_api_check_sampling(const splash_model *m, int32_t i, const splash_sampling *s) {
     if (!(s->temperature >= 0 && isfinite(s->temperature)))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.temperature %g: expected a finite value ≥ 0", i, s->temperature);
-    if (!(s->top_p > 0 && s->top_p <= 1))
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.top_p %g: expected (0, 1]", i, s->top_p);
+    if (!(s->top_p >= 0 && s->top_p <= 1))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.top_p %g: expected [0, 1]", i, s->top_p);
     if (s->top_k < 0) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.top_k %d: expected ≥ 0", i, s->top_k);
     if (!(s->min_p >= 0 && s->min_p <= 1))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.min_p %g: expected [0, 1]", i, s->min_p);
@@ -19,6 +24,18 @@ splash_status sp_api_check_sampling(int32_t i, const splash_sampling *s) {
                        s->repetition_penalty);
     if (!isfinite(s->presence_penalty) || !isfinite(s->frequency_penalty))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling: presence and frequency penalties must be finite", i);
+    if (s->n_bias < 0 || (s->n_bias > 0 && (!s->bias_ids || !s->bias)))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.n_bias %d: expected ≥ 0 with bias_ids and bias", i, s->n_bias);
+    int32_t n_tokens;
+    const uint32_t *tokens;
+    sp_qwen35_tokens(m->arch, &n_tokens, &tokens);
+    for (int32_t k = 0; k < s->n_bias; k++) {
+        int32_t t = s->bias_ids[k];
+        if (t < 0 || t >= n_tokens || (tokens && !((tokens[t >> 5] >> (t & 31)) & 1)))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.bias_ids[%d] = %d is not a token of the model", i, k, t);
+        if (!isfinite(s->bias[k]))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].sampling.bias[%d] %g: expected a finite value", i, k, s->bias[k]);
+    }
     return SPLASH_OK;
 }
 
@@ -46,8 +63,12 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
                 return SP_FAIL(SPLASH_ERR_CAPACITY, "seqs[%d].pages[%lld] = %d is outside the cache (0..%d)", i, (long long)p,
                                q->pages[p], c->n_pages - 1);
     }
-    if (!q->sample) return SPLASH_OK;
-    splash_status st = sp_api_check_sampling(i, &q->sampling);
+    return SPLASH_OK;
+}
+
+/* What sequence i's sample needs; a failure refuses this sequence alone (sp_api_refuse). */
+static splash_status check_sample(const splash_model *m, int32_t i, const splash_seq *q, const splash_verify *v) {
+    splash_status st = sp_api_check_sampling(m, i, &q->sampling);
     if (st) return st;
     if (q->n_penalty_tokens < 0 || (q->n_penalty_tokens > 0 && !q->penalty_tokens))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: n_penalty_tokens %d without penalty_tokens", i, q->n_penalty_tokens);
@@ -55,13 +76,44 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
         (q->n_top_logprobs > 0 && (!q->top_ids || !q->top_logprobs)))
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].n_top_logprobs %d: expected 0..%d with top_ids and top_logprobs",
                        i, q->n_top_logprobs, SPLASH_MAX_TOP_LOGPROBS);
-    if (q->allowed) {
-        int any = 0;
-        for (int32_t w = 0; w < vocab / 32 && !any; w++) any = q->allowed[w] != 0;
-        if (!any && vocab % 32) any = (q->allowed[vocab / 32] & ((1u << (vocab % 32)) - 1)) != 0;
-        if (!any) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].allowed allows no token", i);
+    int32_t n_tokens;
+    const uint32_t *tokens;
+    sp_qwen35_tokens(m->arch, &n_tokens, &tokens);
+    if (q->allowed && !sp_mask_any(n_tokens, q->allowed, tokens))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].allowed allows none of the model's tokens", i);
+    if (v && v->allowed) {
+        splash_model_info info = {.struct_size = sizeof info};
+        sp_qwen35_info(m->arch, &info);
+        int64_t words = (info.vocab_size + 31) / 32;
+        for (int32_t r = 0; r <= v->n_draft; r++)
+            if (!sp_mask_any(n_tokens, v->allowed + r * words, tokens))
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].allowed[%d] allows none of the model's tokens", i, r);
     }
     return SPLASH_OK;
+}
+
+splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, const splash_verify *verify, int32_t n_seqs,
+                            uint8_t *refused) {
+    if (c->n_refusals < n_seqs) {
+        char (*more)[SP_REFUSAL_BYTES] = realloc(c->refusals, sizeof *more * (size_t)n_seqs);
+        if (!more) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+        c->refusals = more, c->n_refusals = n_seqs;
+    }
+    for (int32_t i = 0; i < n_seqs; i++) {
+        splash_seq *q = &seqs[i];
+        q->error = NULL;
+        refused[i] = q->sample && check_sample(m, i, q, verify ? &verify[i] : NULL) != SPLASH_OK;
+        if (!refused[i]) continue;
+        snprintf(c->refusals[i], SP_REFUSAL_BYTES, "%s", splash_last_error());
+        q->error = c->refusals[i];
+        q->sample = 0;
+    }
+    return SPLASH_OK;
+}
+
+void sp_api_end_refusals(splash_seq *seqs, int32_t n_seqs, const uint8_t *refused) {
+    for (int32_t i = 0; i < n_seqs; i++)
+        if (refused[i]) seqs[i].sample = 1, seqs[i].token = -1, seqs[i].logprob = NAN;
 }
 
 /* Image rows: embeds replace exactly the image-pad tokens of the step (the tower's image_token_id); positions are
@@ -109,7 +161,11 @@ splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_s
 splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
     splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
     if (st) return st;
-    if (m->spec) return sp_speculator_step(m, c, seqs, NULL, n_seqs); /* the drafter ingests what the step commits */
-    sp_qwen35_memory mem = {c->kv, c->page_tokens, c->state};
-    return sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+    uint8_t refused[n_seqs];
+    if ((st = sp_api_refuse(m, c, seqs, NULL, n_seqs, refused))) return st;
+    sp_qwen35_memory mem = sp_cache_memory(c);
+    /* with a drafter, it ingests what the step commits */
+    st = m->spec ? sp_speculator_step(m, c, seqs, NULL, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+    sp_api_end_refusals(seqs, n_seqs, refused);
+    return st;
 }

@@ -118,8 +118,7 @@ struct sp_dflash {
     int32_t quant;
 };
 
-/* Per page of P positions, per drafter layer i: K (Hkv, P, hd) then V (Hkv, P, hd). */
-static int64_t layer_page_floats(const dflash_config *c, int32_t P) { return 2 * (int64_t)c->num_key_value_heads * P * c->head_dim; }
+/* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
 static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
     uint64_t off = 0;
@@ -452,8 +451,9 @@ const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps) {
     *n_taps = d->cfg.n_taps;
     return d->cfg.target_layer_ids;
 }
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens) {
-    return sizeof(float) * (uint64_t)d->cfg.num_hidden_layers * (uint64_t)layer_page_floats(&d->cfg, page_tokens);
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type) {
+    const dflash_config *c = &d->cfg;
+    return (uint64_t)sp_kv_layers_bytes(kv_type, c->num_hidden_layers, c->num_key_value_heads, c->head_dim, page_tokens);
 }
 uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
 uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
@@ -461,9 +461,9 @@ uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 static sp_kv_view kv_view(const sp_dflash *d, const sp_draft_memory *mem, int32_t layer, const int32_t *pages) {
-    int64_t per_layer = layer_page_floats(&d->cfg, mem->page_tokens);
-    float *k = mem->kv + layer * per_layer;
-    return (sp_kv_view){k, k + per_layer / 2, per_layer * d->cfg.num_hidden_layers, pages, mem->page_tokens};
+    const dflash_config *c = &d->cfg;
+    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, layer, c->num_key_value_heads, c->head_dim,
+                            mem->page_tokens, pages);
 }
 
 /* k = rope(k_norm(k_proj(x))), v = v_proj(x) for drafter layer i over n rows of x at s->pos */
@@ -502,13 +502,14 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
     }
 }
 
-/* The selector's candidates for one drafted row: the top_k tokens of its logits, scored against the previous draft. */
-static void select_candidates(sp_dflash *d, const float *logits, const float *proj, int32_t prev, sp_draft_choice *out) {
+/* The selector's candidates for one drafted row: the top_k tokens of z (the row shaped as the target samples it),
+ * scored z + the bilinear term against the previous draft. */
+static void select_candidates(sp_dflash *d, const float *z, const float *proj, int32_t prev, sp_draft_choice *out) {
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
     int64_t R = c->selector_rank;
-    int32_t k = sp_rank_top(logits, d->vocab_size, c->selector_top_k, s->cand);
+    int32_t k = sp_rank_top(z, d->vocab_size, c->selector_top_k, s->cand);
     be->embed(be, s->pred, &d->w.sel_pred, &prev, 1);
     be->embed(be, s->succ, &d->w.sel_succ, s->cand, k);
     for (int64_t r = 0; r < R; r++) s->pred[r] *= proj[r];
@@ -516,9 +517,9 @@ static void select_candidates(sp_dflash *d, const float *logits, const float *pr
         const float *succ = s->succ + j * R;
         float dot = 0;
         for (int64_t r = 0; r < R; r++) dot += s->pred[r] * succ[r];
-        s->scores[j] = logits[s->cand[j]] + dot;
+        s->scores[j] = z[s->cand[j]] + dot;
     }
-    *out = (sp_draft_choice){.logits = logits, .n_cand = k, .cand = s->cand, .scores = s->scores};
+    out->n_cand = k, out->cand = s->cand, out->scores = s->scores;
 }
 
 /* x[r] = conv(x, dyn side `side`, base[side]) over each block's rows (row0[i] … + len[i] − 1), in place: rows run last
@@ -540,7 +541,7 @@ static void conv_blocks(const dflash_config *c, float *x, const float *dyn, cons
 }
 
 splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_pick pick, void *ctx) {
+                              sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
@@ -623,7 +624,7 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
                 for (int64_t t = 0; t < V; t++) row[t] = c->final_logit_softcapping * tanhf(row[t] / c->final_logit_softcapping);
             int32_t i = row_seq[b0 + k];
             sp_draft_choice choice = {.logits = row};
-            if (v2) select_candidates(d, row, s->proj + k * c->selector_rank, prev[i], &choice);
+            if (v2) select_candidates(d, shape(ctx, i, row_j[b0 + k], row), s->proj + k * c->selector_rank, prev[i], &choice);
             prev[i] = pick(ctx, i, row_j[b0 + k], &choice);
         }
     }

@@ -16,7 +16,7 @@ int32_t sp_dflash_block_size(const sp_dflash *d);     /* B: one pass drafts B �
 int32_t sp_dflash_mask_token(const sp_dflash *d);
 /* The target layers whose residual output the drafter reads (config dflash_config.target_layer_ids, in order). */
 const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps);
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens); /* context K/V of every drafter layer */
+uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type); /* context K/V of every drafter layer */
 uint64_t sp_dflash_weight_bytes(const sp_dflash *d);
 uint64_t sp_dflash_scratch_bytes(const sp_dflash *d);
 
@@ -25,6 +25,6 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
 /* One block per sequence, [anchor, mask × n_draft] at n_past … (n_draft ≤ B − 1); picks the tokens of rows 1 … in
  * order (DFlash2: among each row's selector candidates, scored against the previous pick). */
 splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_pick pick, void *ctx);
+                              sp_draft_shape shape, sp_draft_pick pick, void *ctx);
 
 #endif

@@ -23,6 +23,8 @@ typedef struct sp_draft_target {
     const sp_matrix *embed;         /* (vocab, H) */
     const sp_matrix *lm_head;       /* (vocab, H) */
     int32_t vocab_size, hidden_size, num_hidden_layers;
+    int32_t n_tokens;               /* rows a draft may be: ids below n_tokens ... */
+    const uint32_t *token_mask;     /* ... set here, or all of them when NULL (sp_qwen35_set_tokens) */
     float rms_norm_eps;
     int32_t quant;                  /* SPLASH_QUANT_*: the drafter's matrices follow the target's */
     int32_t max_step_tokens;        /* rows one step carries: ingest is sized for it */
@@ -30,8 +32,10 @@ typedef struct sp_draft_target {
 
 /* The drafter's share of the cache: K/V pages (same ids and page_tokens as the target's) and per-slot state. */
 typedef struct sp_draft_memory {
-    float *kv;
+    void *kv;
+    int64_t page_bytes;         /* from one page to the next: the drafter's page bytes, padded */
     int32_t page_tokens;
+    int32_t kv_type;            /* SPLASH_KV_* of the pages, the target's */
     float *state;
 } sp_draft_memory;
 
@@ -52,10 +56,10 @@ typedef struct sp_draft_seq {
 } sp_draft_seq;
 
 /* What draft j of a sequence is chosen from: the drafter's logits row and, for a drafter with a candidate selector
- * (DFlash2), the few candidates the draft must be one of, with their scores: greedy takes the best-scored (the first
+ * (DFlash2), the few candidates the draft must be one of (from the shaped row), with their scores: greedy takes the best-scored (the first
  * on ties), sampling draws from softmax(scores / T) over them; without candidates, the logits row is the choice. */
 typedef struct sp_draft_choice {
-    const float *logits;        /* [vocab] */
+    const float *logits;        /* [vocab], raw */
     int32_t n_cand;             /* 0: any token */
     const int32_t *cand;        /* [n_cand] token ids, best unary logit first */
     const float *scores;        /* [n_cand] */
@@ -63,5 +67,10 @@ typedef struct sp_draft_choice {
 
 /* Picks draft token j (0-based) of sequence i (greedy or sampled; the caller keeps q) and returns it. */
 typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const sp_draft_choice *choice);
+
+/* The drafter's row for draft j of sequence i as the target's sampler sees it (penalties, logit bias, −inf at ids a
+ * draft may not be), valid until the next call: a candidate selector takes its candidates and their unary scores
+ * from it, so its drafts follow the distribution they are judged against. */
+typedef const float *(*sp_draft_shape)(void *ctx, int32_t i, int32_t j, const float *logits);
 
 #endif

@@ -96,7 +96,6 @@ struct sp_mtp {
     int32_t quant;
 };
 
-static int64_t page_floats(const mtp_config *c, int32_t P) { return 2 * (int64_t)c->num_key_value_heads * P * c->head_dim; }
 
 static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_t *base, mtp_scratch *s) {
     uint64_t off = 0;
@@ -345,7 +344,9 @@ void sp_mtp_free(sp_mtp *d) {
     free(d);
 }
 
-uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens) { return sizeof(float) * (uint64_t)page_floats(&d->cfg, page_tokens); }
+uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens, int32_t kv_type) {
+    return (uint64_t)sp_kv_layers_bytes(kv_type, 1, d->cfg.num_key_value_heads, d->cfg.head_dim, page_tokens);
+}
 uint64_t sp_mtp_slot_bytes(const sp_mtp *d) { return sizeof(float) * (uint64_t)d->cfg.hidden_size; }
 uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.bytes; }
 uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
@@ -353,8 +354,8 @@ uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 static sp_kv_view kv_view(const sp_mtp *d, const sp_draft_memory *mem, const int32_t *pages) {
-    int64_t half = page_floats(&d->cfg, mem->page_tokens) / 2;
-    return (sp_kv_view){mem->kv, mem->kv + half, 2 * half, pages, mem->page_tokens};
+    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, 0, d->cfg.num_key_value_heads, d->cfg.head_dim,
+                            mem->page_tokens, pages);
 }
 
 /* x = fc([pre_fc_norm_embedding(embed(tokens)) ; pre_fc_norm_hidden(h)]) over n rows (s->tokens, s->h raw) */

@@ -10,7 +10,7 @@ typedef struct sp_mtp sp_mtp;
 splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t max_seqs, sp_mtp **out);
 void sp_mtp_free(sp_mtp *d);
 
-uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens); /* its K/V of page_tokens positions */
+uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens, int32_t kv_type); /* its K/V of page_tokens positions */
 uint64_t sp_mtp_slot_bytes(const sp_mtp *d);                      /* the last committed hidden of a sequence */
 uint64_t sp_mtp_weight_bytes(const sp_mtp *d);
 uint64_t sp_mtp_scratch_bytes(const sp_mtp *d);

@@ -101,11 +101,9 @@ typedef struct qwen35_weights {
 } qwen35_weights;
 
 /* ---- per-sequence state (lives in the cache; this is its size table) -------------------------------------------
- * KV page of P positions, per full-attention layer j:  K (Hkv, P, hd) then V (Hkv, P, hd)
+ * KV page of P positions, per full-attention layer j:  K rows (Hkv, P) then V rows (Hkv, P) in the KV type
+ *                                                      (sp_kv_layers_bytes, backends/backend.h)
  * GDN slot, per linear-attention layer j:              S (Hv, dk, dv) fp32, then conv tail (K−1, conv_dim) raw rows */
-static int64_t page_floats(const qwen35_config *c, int32_t P) {
-    return (int64_t)c->n_full * 2 * c->num_key_value_heads * P * c->head_dim;
-}
 static int64_t gdn_state_floats(const qwen35_config *c) {
     return (int64_t)c->linear_num_value_heads * c->linear_key_head_dim * c->linear_value_head_dim;
 }
@@ -170,6 +168,10 @@ struct sp_qwen35 {
      * whether the current step's positions are three M-RoPE streams */
     int32_t image_token_id;
     bool mrope_step;
+    /* the rows a sample may choose (splash_load_options.n_tokens / tokens): ids below n_tokens, and of those only
+     * the ones set in token_mask when the tokenizer has unused ids (NULL: all of them) */
+    int32_t n_tokens;
+    uint32_t *token_mask;
 };
 
 #ifdef NDEBUG
@@ -337,7 +339,8 @@ static splash_status parse_config(const sp_checkpoint *ck, qwen35_config *c) {
 
     /* shapes the ops rely on (backends/backend.h states the limits) */
     const char *bad = NULL;
-    if (c->vocab_size < 1 || c->hidden_size < 1 || c->head_dim < 2 || c->head_dim % 2) bad = "vocab_size, hidden_size, head_dim";
+    if (c->vocab_size < 1 || c->hidden_size < 1 || c->head_dim < 2 || c->head_dim % 2 || c->head_dim > 1024)
+        bad = "vocab_size, hidden_size, head_dim (even, ≤ 1024)";
     else if (c->num_attention_heads < 1 || c->num_key_value_heads < 1 || c->num_attention_heads % c->num_key_value_heads ||
              c->num_attention_heads / c->num_key_value_heads > 64)
         bad = "num_attention_heads must be a multiple (≤ 64×) of num_key_value_heads";
@@ -656,6 +659,7 @@ splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quan
     m->image_token_id = (int32_t)image_token;
     if (!st) st = load_weights(&L);
     if (!st) st = upload_vectors(m);
+    m->n_tokens = m->cfg.vocab_size;
     if (!st) {
         m->scratch_bytes = scratch_layout(&m->cfg, m->max_step_tokens, be->n_threads, NULL, &m->s);
         m->scratch_mem = be->alloc(be, m->scratch_bytes);
@@ -684,6 +688,7 @@ void sp_qwen35_free(sp_qwen35 *m) {
     if (m->scratch_mem) m->be->free(m->be, m->scratch_mem);
     free(m->s.sample);
     free(m->s.jobs);
+    free(m->token_mask);
     if (m->kept) m->be->free(m->be, m->kept);
     if (m->state_copy) m->be->free(m->be, m->state_copy);
     sp_checkpoint_close(m->ck);
@@ -702,9 +707,8 @@ typedef struct step_rows {
 
 static sp_kv_view kv_view(const sp_qwen35 *m, const sp_qwen35_memory *mem, const qwen35_layer *y, const splash_seq *s) {
     const qwen35_config *c = &m->cfg;
-    int64_t per_layer = 2 * (int64_t)c->num_key_value_heads * mem->page_tokens * c->head_dim;
-    float *k = mem->kv + y->index * per_layer;
-    return (sp_kv_view){k, k + per_layer / 2, page_floats(c, mem->page_tokens), s->pages, mem->page_tokens};
+    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, y->index, c->num_key_value_heads, c->head_dim,
+                            mem->page_tokens, s->pages);
 }
 
 /* Gated full attention (HF Qwen3_5Attention), xb → s->out:
@@ -870,12 +874,13 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
                 job_seq[n_jobs] = q;
                 s->jobs[n_jobs++] = (sp_sample_job){row, &q->sampling, q->penalty_tokens, q->n_penalty_tokens,
                                                     q->allowed, (uint64_t)q->n_past + (uint64_t)q->n_tokens,
-                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0};
+                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0, m->token_mask};
             }
             seq++, within = 0;
         }
         if (!n_jobs) continue;
-        splash_status st = be->sample(be, s->jobs, n_jobs, (int32_t)V, s->sample, sp_sample_scratch_bytes((int32_t)V));
+        /* rows past the last token are padding: the sampler sees only the tokenizer's ids */
+        splash_status st = be->sample(be, s->jobs, n_jobs, m->n_tokens, s->sample, sp_sample_scratch_bytes(m->n_tokens));
         if (st) return st;
         for (int32_t j = 0; j < n_jobs; j++) {
             job_seq[j]->token = s->jobs[j].token;
@@ -1030,6 +1035,8 @@ void sp_qwen35_draft_target(const sp_qwen35 *m, sp_draft_target *out) {
         .embed = &m->w.embed,
         .lm_head = &m->w.lm_head,
         .vocab_size = m->cfg.vocab_size,
+        .n_tokens = m->n_tokens,
+        .token_mask = m->token_mask,
         .hidden_size = m->cfg.hidden_size,
         .num_hidden_layers = m->cfg.num_hidden_layers,
         .rms_norm_eps = m->cfg.rms_norm_eps,
@@ -1038,10 +1045,43 @@ void sp_qwen35_draft_target(const sp_qwen35 *m, sp_draft_target *out) {
     };
 }
 
+splash_status sp_qwen35_set_tokens(sp_qwen35 *m, int32_t n_tokens, const uint32_t *tokens) {
+    int32_t V = m->cfg.vocab_size;
+    if (n_tokens < 0 || n_tokens > V)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_tokens %d: the tokenizer has more ids than the model's %d output rows",
+                       n_tokens, V);
+    int32_t n = n_tokens ? n_tokens : V, words = (n + 31) / 32;
+    uint32_t *mask = NULL;
+    if (tokens) {
+        int any = 0, holes = 0;
+        for (int32_t t = 0; t < n; t++) {
+            int set = (tokens[t >> 5] >> (t & 31)) & 1;
+            any |= set, holes |= !set;
+        }
+        if (!any) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "tokens: the mask names no token among ids 0..%d", n - 1);
+        if (holes) {
+            mask = malloc(sizeof(uint32_t) * (size_t)words);
+            if (!mask) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+            memcpy(mask, tokens, sizeof(uint32_t) * (size_t)words);
+            if (n % 32) mask[words - 1] &= (1u << (n % 32)) - 1;
+        }
+    }
+    free(m->token_mask);
+    m->token_mask = mask;
+    m->n_tokens = n;
+    return SPLASH_OK;
+}
+
+void sp_qwen35_tokens(const sp_qwen35 *m, int32_t *n_tokens, const uint32_t **mask) {
+    *n_tokens = m->n_tokens;
+    *mask = m->token_mask;
+}
+
 /* ---- sizes and info ----------------------------------------------------------------------------------------- */
 
-uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens) {
-    return sizeof(float) * (uint64_t)page_floats(&m->cfg, page_tokens);
+uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens, int32_t kv_type) {
+    const qwen35_config *c = &m->cfg;
+    return (uint64_t)sp_kv_layers_bytes(kv_type, c->n_full, c->num_key_value_heads, c->head_dim, page_tokens);
 }
 
 uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m) { return sizeof(float) * (uint64_t)slot_floats(&m->cfg); }
@@ -1085,7 +1125,7 @@ void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out) {
         .max_step_tokens = m->max_step_tokens,
         .weight_bytes = m->w.bytes,
         .scratch_bytes = m->scratch_bytes,
-        .kv_bytes_per_token = sp_qwen35_page_bytes(m, 1),
+        .kv_bytes_per_token = sp_qwen35_page_bytes(m, 1, SPLASH_KV_F32),
         .state_bytes = sp_qwen35_slot_bytes(m),
         .decode_bytes_per_token = decode_bytes(m),
     };

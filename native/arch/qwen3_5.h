@@ -9,8 +9,10 @@ typedef struct sp_qwen35 sp_qwen35;
 
 /* Where a step finds sequence state: the cache's pages and slots (sizes from sp_qwen35_page/slot_bytes). */
 typedef struct sp_qwen35_memory {
-    float *kv;            /* n_pages pages */
+    void *kv;             /* n_pages pages */
+    int64_t page_bytes;   /* from one page to the next: sp_qwen35_page_bytes, padded */
     int32_t page_tokens;
+    int32_t kv_type;      /* SPLASH_KV_* of the pages */
     float *state;         /* n_slots slots */
 } sp_qwen35_memory;
 
@@ -18,10 +20,14 @@ typedef struct sp_qwen35_memory {
 splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
                              sp_qwen35 **out);
 void sp_qwen35_free(sp_qwen35 *m);
-void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out);
+/* The rows a sample may choose (splash_load_options.n_tokens and tokens; n_tokens 0 = every row): set once, at load.
+ * tokens_of reports them: n_tokens, and the mask of ids below it that are tokens, NULL when all of them are. */
+splash_status sp_qwen35_set_tokens(sp_qwen35 *m, int32_t n_tokens, const uint32_t *tokens);
+void sp_qwen35_tokens(const sp_qwen35 *m, int32_t *n_tokens, const uint32_t **mask);
+void sp_qwen35_info(const sp_qwen35 *m, splash_model_info *out); /* with an f32 KV cache */
 
-/* The one size table of sequence state: bytes of a KV page and of a GDN state slot. */
-uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens);
+/* The one size table of sequence state: bytes of a KV page (in KV type SPLASH_KV_*) and of a GDN state slot. */
+uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens, int32_t kv_type);
 uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m);
 
 /* Runs one step over already validated sequences (native/api/step.c checks them). */

@@ -299,7 +299,8 @@ splash_status sp_qwen35_vision_load(const char *dir, sp_threadpool *pool, int n_
     *out = NULL;
     sp_qwen35_vision *v = calloc(1, sizeof *v);
     if (!v) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    splash_status st = sp_checkpoint_open(dir, &v->ck);
+    /* the model's own load has opened this directory and sampled its values: the headers are enough here */
+    splash_status st = sp_checkpoint_open_headers(dir, &v->ck);
     const sp_json *vc = st ? NULL : sp_json_get(sp_checkpoint_config(v->ck), "vision_config");
     /* no tower: a text-only checkpoint, or one whose converter dropped model.visual.* (mlx-lm) */
     if (!st && (!vc || !sp_checkpoint_find(v->ck, "model.visual.patch_embed.proj.weight"))) {

@@ -14,23 +14,51 @@
 #ifndef SP_BACKEND_H
 #define SP_BACKEND_H
 
+#include "core/quant.h"
 #include "splash.h"
 
 #include <stdint.h>
 
 typedef struct sp_backend sp_backend;
-typedef struct sp_matrix sp_matrix;         /* core/quant.h */
 typedef struct sp_threadpool sp_threadpool; /* core/threadpool.h */
 
-/* One sequence's view of one full-attention layer in the paged KV cache. A page holds page_tokens positions; inside
- * it this layer's keys are [n_kv_heads][page_tokens][head_dim] and its values the same. Position p of the sequence
- * lives in page pages[p / page_tokens], row p % page_tokens. */
+/* ---- the paged KV cache ----
+ * A K or V row is head_dim values in the cache's KV type (SPLASH_KV_*), stored as a row of the matrix type below
+ * (core/quant.h layouts): f32, f16, or int8 in groups of 32 with an f16 scale per group (Q8: value = q · d, d =
+ * max|x| / 127 of the group). Attention reads every row as the f32 values it stores and accumulates in f32. */
+static inline sp_mtype sp_kv_mtype(int32_t kv_type) {
+    return kv_type == SPLASH_KV_F16 ? SP_MAT_F16 : kv_type == SPLASH_KV_INT8 ? SP_MAT_Q8 : SP_MAT_F32;
+}
+static inline int64_t sp_kv_row_bytes(int32_t kv_type, int32_t head_dim) {
+    return sp_mtype_row_bytes(sp_kv_mtype(kv_type), head_dim);
+}
+
+/* One sequence's view of one attention layer in the paged KV cache. A page holds page_tokens positions; inside it
+ * this layer's keys are rows [n_kv_heads][page_tokens] and its values the same. Position p of the sequence lives in
+ * page pages[p / page_tokens], row p % page_tokens. */
 typedef struct sp_kv_view {
-    float *k, *v;          /* this layer's K and V inside page 0 of the cache */
-    int64_t page_stride;   /* floats from one page to the next */
+    void *k, *v;           /* this layer's K and V inside page 0 of the cache */
+    int64_t page_stride;   /* bytes from one page to the next */
     const int32_t *pages;  /* the sequence's page table */
     int32_t page_tokens;
+    int32_t type;          /* SPLASH_KV_* of every row */
 } sp_kv_view;
+
+/* Bytes of the K and V of n_layers attention layers at page_tokens positions: a page of the cache holds, per layer,
+ * K rows [n_kv_heads][page_tokens] then V rows alike (the cache may pad a page; views take its stride). */
+static inline int64_t sp_kv_layers_bytes(int32_t kv_type, int32_t n_layers, int32_t n_kv_heads, int32_t head_dim,
+                                         int32_t page_tokens) {
+    return (int64_t)n_layers * 2 * n_kv_heads * page_tokens * sp_kv_row_bytes(kv_type, head_dim);
+}
+
+/* Layer `layer`'s view in such pages: the cache at base, page_stride bytes from one page to the next. */
+static inline sp_kv_view sp_kv_layer_view(void *base, int64_t page_stride, int32_t kv_type, int32_t layer,
+                                          int32_t n_kv_heads, int32_t head_dim, int32_t page_tokens,
+                                          const int32_t *pages) {
+    int64_t half = (int64_t)n_kv_heads * page_tokens * sp_kv_row_bytes(kv_type, head_dim);
+    uint8_t *k = (uint8_t *)base + 2 * half * layer;
+    return (sp_kv_view){k, k + half, page_stride, pages, page_tokens, kv_type};
+}
 
 /* What a query row of attention_ext sees (drafters: the MTP layer over its own KV, a DFlash block over context
  * K/V in pages plus its own rows). Row i sits at position q_pos0 + i; block row j (when k_blk is set) at q_pos0 + j. */
@@ -75,6 +103,8 @@ typedef struct sp_sample_job {
     float *top_logprobs;            /* out [n_top] */
     int32_t token;                  /* out */
     float logprob;                  /* out: log-probability of `token` (see splash_seq) */
+    const uint32_t *tokens;         /* NULL or bitmask: the ids below `vocab` that are tokens (the rest are never
+                                       chosen nor listed) */
 } sp_sample_job;
 
 /* Scratch sample() needs per worker thread, in bytes. */
@@ -89,6 +119,7 @@ struct sp_backend {
      * and clears it: ops stay void so a forward pass reads as a list of ops, and checks once per step. */
     splash_status *status;
     void *impl;           /* GPU backends: their device state */
+    uint32_t kv_types;    /* the KV types (bit 1 << SPLASH_KV_*) kv_write, attention and attention_ext take */
 
     /* ---- memory ---- */
     /* Zeroed, 64-byte aligned; NULL when out of memory. On a GPU backend this is device memory the host must not
@@ -138,7 +169,8 @@ struct sp_backend {
                  const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
 
     /* ---- attention ---- */
-    /* Writes k, v ([n][n_kv_heads][head_dim]) of positions n_past .. n_past+n−1 into the sequence's pages. */
+    /* Writes k, v ([n][n_kv_heads][head_dim]) of positions n_past .. n_past+n−1 into the sequence's pages, converted to
+     * the view's KV type. */
     void (*kv_write)(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
     /* Causal GQA over the pages for one sequence: row i (position n_past+i) of q [n][n_heads][head_dim] attends to
@@ -163,7 +195,9 @@ struct sp_backend {
      *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
-    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: what a GPU runs. */
+    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: the reference for a
+     * chunked kernel. The CPU has it; the GPU backends run the token loop in prefill too (its share of a chunk's
+     * time is small: BENCHMARKS.md, GPU prefill) and leave this NULL. */
     void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n);
 
@@ -186,8 +220,9 @@ struct sp_backend {
     void (*add_rows)(const sp_backend *be, float *y, const float *b, int64_t n, int64_t d);
 
     /* ---- sampling ---- */
-    /* Samples every job (in parallel over jobs). scratch: n_threads regions of sp_sample_scratch_bytes each.
-     * Fails only when a job's allowed mask excludes every token. */
+    /* Samples every job (in parallel over jobs) from the first `vocab` entries of its row: the rows past them are
+     * the output head's padding. scratch: n_threads regions of sp_sample_scratch_bytes each. Fails only when a job's
+     * masks exclude every token. */
     splash_status (*sample)(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread);
 };

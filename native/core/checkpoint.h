@@ -6,6 +6,13 @@
  * else every `*.safetensors` in the directory in name order (a drafter directory). config.json is optional (a
  * drafter may not have one) but must be valid JSON when present. Tensor names must be unique across files.
  *
+ * Every file is a plain name in the directory whose target, after symlinks, is inside the directory or a Hugging
+ * Face cache blob (<cache>/models--org--name/blobs/<hash>, where hub snapshots link): an index or a link from
+ * wherever the model came from never makes the loader open another file of the machine.
+ *
+ * Opening also samples every float tensor's values (and every packed row's scales) and refuses a NaN or an infinity
+ * naming the tensor: a few pages per tensor, so damaged weights fail the load instead of answering nothing.
+ *
  * Tensors are zero-copy views of the read-only maps (see safetensors.h) and stay valid until sp_checkpoint_close.
  * Lookups by name are O(1) and allocate nothing.
  *
@@ -24,10 +31,17 @@
 typedef struct sp_checkpoint sp_checkpoint;
 
 /* Opens `dir`. Errors: SPLASH_ERR_IO (missing dir/file, unreadable), SPLASH_ERR_FORMAT (bad JSON, bad header,
- * truncated data, index and shards disagree, duplicate names), SPLASH_ERR_UNSUPPORTED (dtype, rank); the message
- * names the file and, where there is one, the tensor. */
+ * truncated data, index and shards disagree, duplicate names, a file outside the directory, a non-finite value),
+ * SPLASH_ERR_UNSUPPORTED (dtype, rank); the message names the file and, where there is one, the tensor. */
 splash_status sp_checkpoint_open(const char *dir, sp_checkpoint **out);
+/* The same checks without the value samples: reads headers, never tensor data (a listing, a download's check). */
+splash_status sp_checkpoint_open_headers(const char *dir, sp_checkpoint **out);
 void sp_checkpoint_close(sp_checkpoint *ck);
+
+/* The weight files, in the order their tensors are: name relative to the directory (as the index names it), size. */
+size_t sp_checkpoint_file_count(const sp_checkpoint *ck);
+const char *sp_checkpoint_file_name(const sp_checkpoint *ck, size_t i);
+uint64_t sp_checkpoint_file_bytes(const sp_checkpoint *ck, size_t i);
 
 /* The directory as given. */
 const char *sp_checkpoint_dir(const sp_checkpoint *ck);

@@ -20,6 +20,7 @@ void sp_cpu_detect(sp_cpu *cpu) {
     cpu->f16c = __builtin_cpu_supports("f16c");
     cpu->avx512f = __builtin_cpu_supports("avx512f");
     cpu->avx512bw = __builtin_cpu_supports("avx512bw");
+    cpu->avx512vl = __builtin_cpu_supports("avx512vl");
     cpu->avx512vnni = __builtin_cpu_supports("avx512vnni");
     cpu->avxvnni = __builtin_cpu_supports("avxvnni");
 #elif defined(__aarch64__)
@@ -44,8 +45,8 @@ const char *splash_cpu_features(void) {
     buf[0] = 0;
     const struct { bool on; const char *name; } f[] = {
         {c.avx2, "avx2"}, {c.fma, "fma"}, {c.f16c, "f16c"}, {c.avx512f, "avx512f"}, {c.avx512bw, "avx512bw"},
-        {c.avx512vnni, "avx512vnni"}, {c.avxvnni, "avxvnni"}, {c.neon, "neon"}, {c.dotprod, "dotprod"},
-        {c.i8mm, "i8mm"},
+        {c.avx512vl, "avx512vl"}, {c.avx512vnni, "avx512vnni"}, {c.avxvnni, "avxvnni"}, {c.neon, "neon"},
+        {c.dotprod, "dotprod"}, {c.i8mm, "i8mm"},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (!f[i].on) continue;

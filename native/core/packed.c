@@ -34,6 +34,7 @@ void sp_xxh64_init(sp_xxh64_state *h) {
 }
 
 void sp_xxh64_update(sp_xxh64_state *h, const void *data, size_t len) {
+    if (!len) return; /* data may be NULL then, and memcpy must not see it */
     const uint8_t *p = data, *end = p + len;
     h->total += len;
     if (h->n + len < 32) {

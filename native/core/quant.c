@@ -245,7 +245,7 @@ splash_status sp_matrix_from_tensor(sp_threadpool *pool, const sp_tensor *t, sp_
     sp_cpu cpu;
     if (pool) cpu = *sp_threadpool_cpu(pool);
     else sp_cpu_detect(&cpu);
-    quantize_job job = {.t = t, .m = m, .dst = dst, .avx2 = cpu.avx2 && cpu.f16c};
+    quantize_job job = {.t = t, .m = m, .dst = dst, .avx2 = sp_cpu_avx2(&cpu)};
     sp_parallel_for(pool, m->rows, quantize_rows, &job);
     if (atomic_load(&job.oom)) {
         free(dst);

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 9
+#define SPLASH_ABI_VERSION 12
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -68,6 +68,22 @@ SPLASH_API void splash_tokenizer_free(splash_tokenizer *t);
 SPLASH_API splash_status splash_tokenizer_encode(splash_tokenizer *t, const uint8_t *text, int64_t n_bytes, int32_t *ids,
                                                  int64_t max_ids, int64_t *n_ids);
 
+/* ---- checkpoint files (src/models/files.ts) ------------------------------------------------------------------ */
+/* The files of a checkpoint directory as splash_model_load finds them (model.splash; else the index and the shards
+ * its weight_map names; else model.safetensors; else every *.safetensors), checked without reading tensor data:
+ * each file a plain name in the directory whose target after symlinks is inside it (or a Hugging Face cache blob),
+ * every header valid and inside its file, index and headers in agreement. A refusal names the file and, where
+ * there is one, the index entry. splash_model_load makes the same checks and also samples the values. */
+
+typedef struct splash_checkpoint splash_checkpoint;
+SPLASH_API splash_status splash_checkpoint_open(const char *dir, splash_checkpoint **out);
+SPLASH_API void splash_checkpoint_close(splash_checkpoint *ck);
+/* Tensors in all files. */
+SPLASH_API int64_t splash_checkpoint_tensor_count(const splash_checkpoint *ck);
+/* File i (0-based) as the checkpoint names it, relative to the directory, and its size in *bytes; NULL past the
+ * last. The text lives as long as ck. */
+SPLASH_API const char *splash_checkpoint_file(const splash_checkpoint *ck, int32_t i, uint64_t *bytes);
+
 /* ---- model (issue 3, native/arch/ + native/api/) ---------------------------------------------------------- */
 
 typedef struct splash_model splash_model;
@@ -78,6 +94,10 @@ enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
 /* AUTO: the GPU when one is usable — Metal on macOS, Vulkan elsewhere (never a CPU implementation of Vulkan) —
  * else the CPU. METAL: the Mac's GPU or a failure saying why (macOS builds only). */
 enum { SPLASH_BACKEND_AUTO = 0, SPLASH_BACKEND_CPU = 1, SPLASH_BACKEND_VULKAN = 2, SPLASH_BACKEND_METAL = 3 };
+/* Element type of the KV cache (every attention layer's K and V, the drafter's too): f32; f16; int8 in groups of 32
+ * values with an f16 scale per group (8.5 bits a value). Attention accumulates in f32 whatever the type; the GDN
+ * recurrent state and conv tail stay f32. */
+enum { SPLASH_KV_F32 = 0, SPLASH_KV_F16 = 1, SPLASH_KV_INT8 = 2 };
 #define SPLASH_MAX_TOP_LOGPROBS 20
 
 typedef struct splash_load_options {
@@ -86,6 +106,13 @@ typedef struct splash_load_options {
     int32_t n_threads;       /* 0 = every core */
     int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
     int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
+    /* The rows of the output head that are tokens. Checkpoints pad the head beyond the tokenizer (Qwen3.5: 248,320
+     * rows); a row that is no token is never sampled, drafted, accepted or listed among the top log-probabilities,
+     * and is left out of the distribution `logprob` is taken from. n_tokens: the tokenizer's ids are 0 … n_tokens − 1,
+     * at most vocab_size (0 = every row is a token); tokens: NULL (each of those ids is a token) or a bitmask
+     * [ceil(n_tokens / 32)], bit t set = id t is a token (tokenizers with unused ids). Copied at load. */
+    int32_t n_tokens;
+    const uint32_t *tokens;
 } splash_load_options;
 
 typedef struct splash_model_info {
@@ -93,9 +120,10 @@ typedef struct splash_model_info {
     int32_t arch;                      /* SPLASH_ARCH_* */
     int32_t vocab_size, hidden_size, n_layers, n_full_attention_layers, n_linear_attention_layers;
     int32_t max_position_embeddings, has_mtp, has_vision, n_threads, max_step_tokens;
+    int32_t kv_type;                   /* SPLASH_KV_* of the caches created now (splash_model_set_kv_type) */
     uint64_t weight_bytes;             /* weights this model holds in memory (mapped or quantized) */
     uint64_t scratch_bytes;            /* activations and work buffers, sized for max_step_tokens */
-    uint64_t kv_bytes_per_token;       /* all full-attention layers, K + V */
+    uint64_t kv_bytes_per_token;       /* all full-attention layers, K + V, in kv_type */
     uint64_t state_bytes;              /* one GDN state slot: recurrent S (fp32) + conv tail, all GDN layers */
     uint64_t decode_bytes_per_token;   /* weight bytes one single-token decode step reads (MoE: top_k experts) */
 } splash_model_info;
@@ -108,6 +136,16 @@ SPLASH_API splash_status splash_model_get_info(const splash_model *m, splash_mod
 /* The backend the model runs on ("auto" resolved) and its device: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4".
  * The text lives as long as the model. */
 SPLASH_API const char *splash_model_backend(const splash_model *m);
+/* The KV types the model's backend runs: bit (1 << SPLASH_KV_*) set for each. */
+SPLASH_API uint32_t splash_model_kv_types(const splash_model *m);
+/* The KV type of the model's caches (SPLASH_KV_F32 after load). Set it before the first cache exists, as page sizes
+ * follow it; SPLASH_ERR_UNSUPPORTED, naming the backend and the types it has, when its backend lacks the type. */
+SPLASH_API splash_status splash_model_set_kv_type(splash_model *m, int32_t kv_type);
+/* The backend a load would run on for `backend` (SPLASH_BACKEND_*), found by creating it and letting it go, without
+ * a model: `name` gets what splash_model_backend would say; when AUTO settles for the CPU, `why` (may be NULL) gets
+ * why each GPU backend was passed over ("" when one was taken). Texts are truncated to their capacity. Fails as the
+ * load would where an explicit VULKAN or METAL cannot be had. */
+SPLASH_API splash_status splash_backend_probe(int32_t backend, char *name, int32_t name_cap, char *why, int32_t why_cap);
 
 /* Sequence-state memory, sized by the caller's memory plan: n_pages KV pages of page_tokens positions each (every
  * full-attention layer's K and V), n_slots GDN state slots (recurrent S fp32 + conv tail of every GDN layer). Ids
@@ -121,17 +159,26 @@ SPLASH_API uint64_t splash_cache_slot_bytes(const splash_model *m);
 SPLASH_API splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst); /* copy-on-write */
 SPLASH_API splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst); /* GDN snapshot save/restore */
 SPLASH_API splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot);             /* a fresh sequence */
+/* A page or a slot to and from host memory (a copy of the prefix cache kept on disk): `bytes` is exactly
+ * splash_cache_page_bytes / splash_cache_slot_bytes of the cache's model, the target's state and the drafter's
+ * together; nothing else is read or written. */
+SPLASH_API splash_status splash_cache_read_page(splash_cache *c, int32_t page, void *dst, uint64_t bytes);
+SPLASH_API splash_status splash_cache_write_page(splash_cache *c, int32_t page, const void *src, uint64_t bytes);
+SPLASH_API splash_status splash_cache_read_slot(splash_cache *c, int32_t slot, void *dst, uint64_t bytes);
+SPLASH_API splash_status splash_cache_write_slot(splash_cache *c, int32_t slot, const void *src, uint64_t bytes);
 
 typedef struct splash_sampling {
     float temperature;        /* 0 = greedy (argmax) */
-    float top_p;              /* 1 = off */
+    float top_p;              /* 1 = off; 0 keeps the most likely token alone */
     int32_t top_k;            /* 0 = off */
     float min_p;              /* 0 = off; relative to the most likely token */
     float presence_penalty;   /* 0 = off; subtracted once from every token in penalty_tokens */
     float frequency_penalty;  /* 0 = off; subtracted once per occurrence in penalty_tokens */
     float repetition_penalty; /* 1 = off; HF rule: logit > 0 ? logit / r : logit · r, once per distinct token */
-    uint32_t _pad;
+    int32_t n_bias;           /* logit bias (OpenAI's logit_bias): bias[k] is added to the logit of token bias_ids[k] */
     uint64_t seed;
+    const int32_t *bias_ids;  /* [n_bias] ids that are tokens (splash_load_options.tokens) */
+    const float *bias;        /* [n_bias] finite values, added after the penalties */
 } splash_sampling;
 
 /* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, K-token verify
@@ -152,9 +199,11 @@ typedef struct splash_seq {
     const uint32_t *allowed;          /* NULL or bitmask [ceil(vocab/32)] for the sampled position */
     float *logits;                    /* NULL or out [n_logits][vocab]: raw logits, before penalties */
     int32_t token;                    /* out: the sampled token */
-    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties and the
-                                         allowed mask), before temperature and top-k/top-p/min-p */
-    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob` */
+    float logprob;                    /* out: its log-probability under log_softmax(logits after penalties, the bias,
+                                         the allowed mask and the model's tokens), before temperature and
+                                         top-k/top-p/min-p */
+    int32_t *top_ids;                 /* out [n_top_logprobs], most likely first, same distribution as `logprob`; ids
+                                         that could not be chosen are not listed: −1 fills what they leave */
     float *top_logprobs;              /* out [n_top_logprobs] */
     /* images (splash_vision_encode); NULL for text */
     const float *embeds;              /* NULL or [n_embeds][hidden_size]: the input rows of this step's image-pad tokens
@@ -162,11 +211,18 @@ typedef struct splash_seq {
     int32_t n_embeds;                 /* the number of image-pad tokens in tokens[] when embeds is set */
     const int32_t *positions;         /* NULL (row j at position n_past + j) or [n_tokens][3]: M-RoPE (t, h, w)
                                          positions, as transformers' get_rope_index gives them (text: three equal) */
+    const char *error;                /* out: NULL, or why this sequence alone was refused (its sampling settings,
+                                         penalty or top-logprob buffers, or an allowed mask that leaves no token): it
+                                         was not sampled (token −1) and a verify block accepted nothing; the step
+                                         still computed its positions. The text lives in the cache until its next
+                                         step. */
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
- * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written. Steps on
- * one model must not overlap (they share its scratch); the call returns when the step is done. */
+ * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written: what
+ * concerns the whole step (slots, pages, tokens, sizes) fails the call; what concerns one sequence's sample refuses
+ * that sequence alone (splash_seq.error) while the others are sampled. Steps on one model must not overlap (they
+ * share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
 /* ---- vision (issue 14, native/arch/qwen3_5_vision.c, native/api/vision.c) -------------------------------------

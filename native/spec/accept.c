@@ -1,6 +1,7 @@
 /* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
 #include "spec/accept.h"
 
+#include "core/mask.h"
 #include "core/rank.h"
 
 #include <math.h>
@@ -86,19 +87,23 @@ static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) 
     }
 }
 
+void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch) {
+    const splash_sampling *s = r->params;
+    memcpy(z, r->logits, sizeof(float) * (size_t)V);
+    penalize(z, r, (uint32_t *)((int32_t *)((float *)scratch + V) + V), V);
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
+    sp_mask_row(z, V, r->allowed, r->tokens);
+}
+
 float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
     const splash_sampling *s = r->params;
     float *w = scratch;
     int32_t *idx = (int32_t *)(w + V);
-    uint32_t *seen = (uint32_t *)(idx + V);
-    memcpy(z, r->logits, sizeof(float) * (size_t)V);
-    penalize(z, r, seen, V);
+    sp_spec_logits(r, V, z, scratch);
     float mx = -INFINITY;
     int32_t arg = -1;
-    for (int32_t t = 0; t < V; t++) {
-        if (r->allowed && !((r->allowed[t >> 5] >> (t & 31)) & 1)) z[t] = -INFINITY;
-        else if (arg < 0 || z[t] > mx) mx = z[t], arg = t;
-    }
+    for (int32_t t = 0; t < V; t++)
+        if (z[t] != -INFINITY && (arg < 0 || z[t] > mx)) mx = z[t], arg = t;
     *argmax = arg;
     if (arg < 0) return NAN;
     double sum = 0;
@@ -123,7 +128,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
         sp_rank_sort(idx, c, w);
         sorted = 1;
     }
-    if (s->top_p > 0 && s->top_p < 1) {
+    if (s->top_p < 1) { /* top_p = 0 keeps the most likely token alone */
         double total = 0;
         for (int64_t i = 0; i < c; i++) total += w[idx[i]];
         if (!sorted) { /* sort only tokens above a threshold whose mass already reaches top_p */
@@ -165,4 +170,5 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
     int32_t have = sp_rank_top(z, V, n, ids);
     for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
+    for (int32_t i = have; i < n; i++) ids[i] = -1, logprobs[i] = -INFINITY;
 }

@@ -42,18 +42,24 @@ typedef struct sp_spec_row {
     const int32_t *penalty;         /* tokens the penalties count */
     int32_t n_penalty;
     const uint32_t *allowed;        /* NULL or bitmask */
+    const uint32_t *tokens;         /* NULL or bitmask: the model's tokens (ids of the tokenizer) */
 } sp_spec_row;
 
 /* Scratch for sp_spec_dist, in bytes. */
 uint64_t sp_spec_dist_scratch(int32_t V);
 
-/* z[V] = the row after penalties and the mask (−inf where not allowed); probs[V] (may be NULL) = the distribution the
+/* z[V] = the row after penalties, bias and the masks (−inf where not allowed): what sp_spec_dist starts from. */
+void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch);
+
+/* V is the number of ids a sample may be (rows past it are the output head's padding).
+ * z[V] = the row after penalties and the masks (−inf where not allowed); probs[V] (may be NULL) = the distribution the
  * sampler draws from: one-hot at argmax z for temperature 0, else softmax(z / T) cut by top-k, top-p, min-p and
  * renormalized. Returns log Σ exp z (logprob of t = z[t] − it), NAN when the mask allows nothing; *argmax = the
  * most likely allowed token (lowest id on ties). */
 float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch);
 
-/* The n most likely tokens of z (best first, lowest id on ties) and their log-probabilities z − lse. */
+/* The n most likely tokens of z (best first, lowest id on ties) and their log-probabilities z − lse; ids at −inf are
+ * no alternative (id −1 fills what they leave). */
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs);
 
 #endif

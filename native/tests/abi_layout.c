@@ -19,6 +19,8 @@ int main(void) {
     FIELD(splash_load_options, n_threads);
     FIELD(splash_load_options, max_step_tokens);
     FIELD(splash_load_options, backend);
+    FIELD(splash_load_options, n_tokens);
+    FIELD(splash_load_options, tokens);
     END();
     BEGIN(splash_model_info);
     FIELD(splash_model_info, struct_size);
@@ -33,6 +35,7 @@ int main(void) {
     FIELD(splash_model_info, has_vision);
     FIELD(splash_model_info, n_threads);
     FIELD(splash_model_info, max_step_tokens);
+    FIELD(splash_model_info, kv_type);
     FIELD(splash_model_info, weight_bytes);
     FIELD(splash_model_info, scratch_bytes);
     FIELD(splash_model_info, kv_bytes_per_token);
@@ -47,8 +50,10 @@ int main(void) {
     FIELD(splash_sampling, presence_penalty);
     FIELD(splash_sampling, frequency_penalty);
     FIELD(splash_sampling, repetition_penalty);
-    FIELD(splash_sampling, _pad);
+    FIELD(splash_sampling, n_bias);
     FIELD(splash_sampling, seed);
+    FIELD(splash_sampling, bias_ids);
+    FIELD(splash_sampling, bias);
     END();
     BEGIN(splash_seq);
     FIELD(splash_seq, slot);
@@ -66,8 +71,10 @@ int main(void) {
     FIELD(splash_seq, sampling.presence_penalty);
     FIELD(splash_seq, sampling.frequency_penalty);
     FIELD(splash_seq, sampling.repetition_penalty);
-    FIELD(splash_seq, sampling._pad);
+    FIELD(splash_seq, sampling.n_bias);
     FIELD(splash_seq, sampling.seed);
+    FIELD(splash_seq, sampling.bias_ids);
+    FIELD(splash_seq, sampling.bias);
     FIELD(splash_seq, penalty_tokens);
     FIELD(splash_seq, n_penalty_tokens);
     FIELD(splash_seq, n_top_logprobs);
@@ -80,6 +87,7 @@ int main(void) {
     FIELD(splash_seq, embeds);
     FIELD(splash_seq, n_embeds);
     FIELD(splash_seq, positions);
+    FIELD(splash_seq, error);
     END();
     BEGIN(splash_drafter_options);
     FIELD(splash_drafter_options, struct_size);
@@ -116,8 +124,10 @@ int main(void) {
     FIELD(splash_draft_seq, sampling.presence_penalty);
     FIELD(splash_draft_seq, sampling.frequency_penalty);
     FIELD(splash_draft_seq, sampling.repetition_penalty);
-    FIELD(splash_draft_seq, sampling._pad);
+    FIELD(splash_draft_seq, sampling.n_bias);
     FIELD(splash_draft_seq, sampling.seed);
+    FIELD(splash_draft_seq, sampling.bias_ids);
+    FIELD(splash_draft_seq, sampling.bias);
     FIELD(splash_draft_seq, tokens);
     FIELD(splash_draft_seq, logits);
     FIELD(splash_draft_seq, probs);

@@ -3,7 +3,7 @@
  *
  *   build/tests/cpu_ops_lab [T...]     default T = 1 64 256
  *
- * 1. one GDN token of one head: the scalar kernel vs AVX2 (when the CPU has it), same inputs, max difference;
+ * 1. one GDN token of one head: the scalar kernel vs AVX2 and AVX-512 (when the CPU has them), max difference;
  * 2. GDN prefill of T tokens through all 48 heads: token loop (the path the arch file uses) vs the chunked form,
  *    µs per token and the max difference of their outputs, best of 3 runs each;
  * 3. sampling one 248,320-logit row (one thread): greedy, temperature + top_p, and the recommended Qwen settings
@@ -64,6 +64,11 @@ int main(int argc, char **argv) {
         for (int j = 0; j < D; j++) md = fmax(md, fabs(o1[j] - o2[j]));
         printf(", avx2 %.2f µs (%.1f×), max |Δo| %.2g", avx2 * 1e6, scalar / avx2, md);
     }
+    if (sp_cpu_avx512(sp_threadpool_cpu(pool))) {
+        t0 = cpu_now();
+        for (int r = 0; r < 2000; r++) sp_gdn_token_avx512(S2, q, k, v, 0.99f, 0.5f, o2, D, D);
+        printf(", avx512 %.2f µs", (cpu_now() - t0) / 2000 * 1e6);
+    }
 #endif
     printf("\n");
 
@@ -113,12 +118,12 @@ int main(int argc, char **argv) {
     struct { const char *name; splash_sampling s; } cases[] = {
         {"greedy, top 5 logprobs", {.top_p = 1, .repetition_penalty = 1}},
         {"T 0.7, top_p 0.9", {.temperature = 0.7f, .top_p = 0.9f, .repetition_penalty = 1, .seed = 1}},
-        {"T 1, top_k 20, top_p 0.95, presence 1.5", {1.0f, 0.95f, 20, 0, 1.5f, 0, 1, 0, 2}},
+        {"T 1, top_k 20, top_p 0.95, presence 1.5", {.temperature = 1.0f, .top_p = 0.95f, .top_k = 20, .presence_penalty = 1.5f, .repetition_penalty = 1, .seed = 2}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double best = 1e9, best_cpu = 1e9;
         for (int r = 0; r < 20; r++) {
-            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0};
+            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0, NULL};
             double w0 = now(), c0 = cpu_now();
             be1.sample(&be1, &j, 1, V, scratch, per);
             best = fmin(best, now() - w0), best_cpu = fmin(best_cpu, cpu_now() - c0);

@@ -173,6 +173,8 @@ static const sp_matmul_kernels *kernels_of(sp_isa isa) {
     switch (isa) {
 #if defined(__x86_64__)
     case SP_ISA_AVX2: return &sp_matmul_kernels_avx2;
+    case SP_ISA_AVXVNNI: return &sp_matmul_kernels_avxvnni;
+    case SP_ISA_AVX512: return &sp_matmul_kernels_avx512;
 #endif
 #if defined(__aarch64__)
     case SP_ISA_NEON: return &sp_matmul_kernels_neon;
@@ -188,6 +190,7 @@ static void act_quantizer(sp_isa isa) {
         int64_t cols = sizes[i], nb = (cols + 31) / 32;
         float *x = malloc((size_t)cols * 4), *d1 = malloc((size_t)nb * 4), *d2 = malloc((size_t)nb * 4),
               *s1 = malloc((size_t)nb * 4), *s2 = malloc((size_t)nb * 4);
+        int32_t *u1 = malloc((size_t)nb * 4), *u2 = malloc((size_t)nb * 4);
         int8_t *q1 = malloc((size_t)nb * 32), *q2 = malloc((size_t)nb * 32);
         for (int64_t k = 0; k < cols; k++) x[k] = gauss() * (k % 7 == 0 ? 10.0f : 1.0f);
         if (cols > 64) {
@@ -195,12 +198,18 @@ static void act_quantizer(sp_isa isa) {
             x[70] = NAN;                           /* garbage must stay defined, and identical */
             x[71] = INFINITY;
         }
-        sp_quantize_act_ref(x, cols, q1, d1, s1);
-        kernels_of(isa)->quantize_act(x, cols, q2, d2, s2);
-        ok &= memcmp(q1, q2, (size_t)nb * 32) == 0 && memcmp(d1, d2, (size_t)nb * 4) == 0 && memcmp(s1, s2, (size_t)nb * 4) == 0;
-        free(x), free(d1), free(d2), free(s1), free(s2), free(q1), free(q2);
+        sp_quantize_act_ref(x, cols, q1, d1, s1, u1);
+        sp_matmul_quantizer_of(kernels_of(isa))(x, cols, q2, d2, s2, u2);
+        ok &= memcmp(q1, q2, (size_t)nb * 32) == 0 && memcmp(d1, d2, (size_t)nb * 4) == 0 &&
+              memcmp(s1, s2, (size_t)nb * 4) == 0 && memcmp(u1, u2, (size_t)nb * 4) == 0;
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t t = 0;
+            for (int k = 0; k < 32; k++) t += q1[b * 32 + k];
+            ok &= u1[b] == t;
+        }
+        free(x), free(d1), free(d2), free(s1), free(s2), free(u1), free(u2), free(q1), free(q2);
     }
-    CHECK(ok, "%s: x quantizer bit-identical to the reference (tails, zero groups, NaN/Inf)", sp_isa_name(isa));
+    CHECK(ok, "%s: x quantizer bit-identical to the reference (tails, zero groups, NaN/Inf), group sums exact", sp_isa_name(isa));
 }
 
 /* ---- matmul ----------------------------------------------------------------------------------------------------- */
@@ -237,12 +246,13 @@ static void reference(const sp_matrix *W, const float *x, int64_t n, double *y, 
     float *w = malloc((size_t)cols * 4), *xe = malloc((size_t)cols * 4);
     int8_t *q = malloc((size_t)nb * 32);
     float *d = malloc((size_t)nb * 4), *s = malloc((size_t)nb * 4);
+    int32_t *sum = malloc((size_t)nb * 4);
     for (int64_t c = 0; c < n; c++) {
         if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4) {
-            sp_quantize_act_ref(x + c * cols, cols, q, d, s);
+            sp_quantize_act_ref(x + c * cols, cols, q, d, s, sum);
             for (int64_t k = 0; k < cols; k++) xe[k] = (float)q[k] * d[k / 32];
         } else if (sp_mtype_is_mlx(W->type)) { /* groups of 64, element order (no split) */
-            sp_quantize_act_mlx(x + c * cols, cols, false, q, d, s);
+            sp_quantize_act_mlx(x + c * cols, cols, false, q, d, s, sum);
             for (int64_t k = 0; k < cols; k++) xe[k] = (float)q[k] * d[k / 64];
         } else {
             memcpy(xe, x + c * cols, (size_t)cols * 4);
@@ -255,7 +265,7 @@ static void reference(const sp_matrix *W, const float *x, int64_t n, double *y, 
             mag[c * W->rows + r] = a;
         }
     }
-    free(w), free(xe), free(q), free(d), free(s);
+    free(w), free(xe), free(q), free(d), free(s), free(sum);
 }
 
 static const sp_mtype types[] = {SP_MAT_F32, SP_MAT_BF16, SP_MAT_F16, SP_MAT_Q8, SP_MAT_Q4, SP_MAT_MLX4, SP_MAT_MLX8};
@@ -340,6 +350,11 @@ static void invariance(sp_isa isa, sp_threadpool *pools[], int n_pools) {
             ok &= sp_matmul_isa(pools[0], isa, y1, &W.m, x + c * cols, 1) == SPLASH_OK;
             ok &= memcmp(y1, y + c * rows, rows * 4) == 0;
         }
+        float *ys = malloc(17 * rows * 4);
+        for (int64_t k = 2; k <= 17 && ok; k++) /* every small batch, as verify blocks and a few streams make */
+            ok &= sp_matmul_isa(pools[0], isa, ys, &W.m, x + (n - k) * cols, k) == SPLASH_OK &&
+                  memcmp(ys, y + (n - k) * rows, (size_t)(k * rows) * 4) == 0;
+        free(ys);
         bool threads = true;
         for (int p = 1; p < n_pools; p++) {
             float *yp = malloc(n * rows * 4);
@@ -350,7 +365,7 @@ static void invariance(sp_isa isa, sp_threadpool *pools[], int n_pools) {
         float *yv = malloc(3 * 29 * 4);
         bool views = sp_matmul_isa(pools[0], isa, yv, &view, x, 3) == SPLASH_OK;
         for (int64_t c = 0; c < 3; c++) views &= memcmp(yv + c * 29, y + c * rows + 13, 29 * 4) == 0;
-        CHECK(ok && threads && views, "%s %-4s bit-identical alone vs batched (n=%lld), on 1/2/3 threads, and through a row view",
+        CHECK(ok && threads && views, "%s %-4s bit-identical alone vs batched (n=%lld, and n=2..17), on 1/2/3 threads, and through a row view",
               sp_isa_name(isa), sp_mtype_name(t), (long long)n);
         free(w), free(x), free(y), free(y1), free(yv), free(W.buf);
     }
@@ -377,6 +392,24 @@ static void quant_error(sp_threadpool *pool, sp_isa isa) {
         free(Q.buf);
     }
     free(w), free(x), free(yf), free(yq), free(F.buf);
+}
+
+/* AVX-VNNI and AVX-512 run one per-lane arithmetic for Q8/Q4 (matmul_avxvnni.c), so they agree bit for bit. */
+static void avxvnni_vs_avx512(sp_threadpool *pool, const sp_cpu *cpu) {
+    if (!sp_isa_supported(SP_ISA_AVXVNNI, cpu) || !sp_isa_supported(SP_ISA_AVX512, cpu)) return;
+    const int64_t rows = 37, cols = 300, ns[] = {1, 5, 20};
+    bool ok = true;
+    for (int t = 0; t < 2; t++) {
+        float *w = malloc(rows * cols * 4), *x = malloc(20 * cols * 4), *y1 = malloc(20 * rows * 4), *y2 = malloc(20 * rows * 4);
+        for (int64_t i = 0; i < rows * cols; i++) w[i] = gauss() * 0.05f;
+        for (int64_t i = 0; i < 20 * cols; i++) x[i] = gauss();
+        mat W = make(t ? SP_MAT_Q4 : SP_MAT_Q8, w, rows, cols);
+        for (int k = 0; k < 3; k++)
+            ok &= sp_matmul_isa(pool, SP_ISA_AVXVNNI, y1, &W.m, x, ns[k]) == SPLASH_OK &&
+                  sp_matmul_isa(pool, SP_ISA_AVX512, y2, &W.m, x, ns[k]) == SPLASH_OK && memcmp(y1, y2, (size_t)(ns[k] * rows) * 4) == 0;
+        free(w), free(x), free(y1), free(y2), free(W.buf);
+    }
+    CHECK(ok, "avxvnni and avx512: q8 and q4 bit-identical (n = 1, 5, 20)");
 }
 
 static void from_tensor(sp_threadpool *pool) {
@@ -443,6 +476,7 @@ int main(int argc, char **argv) {
         invariance(isa, pools, 3);
         quant_error(pools[1], isa);
     }
+    if (!only) avxvnni_vs_avx512(pools[1], &cpu);
     for (int i = 0; i < 3; i++) sp_threadpool_free(pools[i]);
     return check_done("matmul_test");
 }

@@ -244,7 +244,8 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, page_floats, pages, P}, dvw = {dkv, dkv + page_floats / 2, page_floats, pages, P};
+    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
+               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
     gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
@@ -332,14 +333,14 @@ static void test_sample(int32_t V) {
     logits[V + 7] = 30;
     logits[5] = logits[9] = 40; /* a tie in row 0: the lowest id wins */
     float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
-    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42};
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
     int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];
     for (int j = 0; j < ROWS; j++) {
         const splash_sampling *s = j < 2 ? &greedy : &hot;
         g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
-                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0};
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, NULL};
         c[j] = g[j];
         c[j].logits = logits + (int64_t)j * V;
         c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];

@@ -1,9 +1,13 @@
 /* safetensors_test — checkpoint directories made by hand, good and bad: single file, sharded with an index, a bare
- * drafter directory; every refusal must carry the right status and name the tensor and the file.
+ * drafter directory, files behind symlinks, weights that are not finite; every refusal must carry the right status
+ * and name the tensor and the file.
  * Run: build/debug/tests/safetensors_test */
 #include "check.h"
 #include "core/checkpoint.h"
+#include "core/packed.h"
+#include "core/quant.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +185,15 @@ static void sharded(void) {
         {"index: names a missing shard",
          "{\"weight_map\": {\"x.w\": \"model-00001-of-00002.safetensors\", \"x.v\": \"model-00001-of-00002.safetensors\","
          " \"y.w\": \"model-00003-of-00003.safetensors\"}}",
-         SPLASH_ERR_IO, "model-00003-of-00003.safetensors", "cannot open"},
+         SPLASH_ERR_IO, "model-00003-of-00003.safetensors is missing", "the weight_map entry for tensor y.w names it"},
         {"index: a path outside the directory",
          "{\"weight_map\": {\"x.w\": \"../model-00001-of-00002.safetensors\"}}", SPLASH_ERR_FORMAT, "tensor x.w",
          "not a plain file name"},
+        {"index: a path to /etc/passwd",
+         "{\"weight_map\": {\"x.w\": \"model-00001-of-00002.safetensors\", \"x.v\": \"../../../etc/passwd\"}}",
+         SPLASH_ERR_FORMAT, "weight_map entry for tensor x.v names \"../../../etc/passwd\"", "not a plain file name"},
+        {"index: an absolute path", "{\"weight_map\": {\"x.w\": \"/etc/passwd\"}}", SPLASH_ERR_FORMAT, "tensor x.w",
+         "\"/etc/passwd\", not a plain file name"},
         {"index: lists a tensor twice",
          "{\"weight_map\": {\"x.w\": \"model-00001-of-00002.safetensors\", \"x.w\": \"model-00001-of-00002.safetensors\","
          " \"y.w\": \"model-00002-of-00002.safetensors\"}}",
@@ -230,6 +239,153 @@ static void bare(void) {
     write_raw(dir, "config.json", "{\"a\": 1,}", 9);
     write_st(dir, "model.safetensors", "{}", 0, NULL, 0);
     expect_open("invalid config.json", dir, SPLASH_ERR_FORMAT, WANT("badconfig/config.json: invalid JSON at byte 8"));
+}
+
+static void link_to(const char *target, const char *dir, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (symlink(target, path) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+/* Links are followed, and their targets must stay in the directory (or be hub cache blobs). */
+static void symlinks(void) {
+    const char *h = "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}";
+    char outside[500];
+    snprintf(outside, sizeof outside, "%s", make_dir("outside")); /* make_dir's buffer is reused */
+    write_st(outside, "secret.safetensors", h, 0, f32_data, 8);
+    char secret[600];
+    snprintf(secret, sizeof secret, "%s/secret.safetensors", outside);
+
+    char *dir = make_dir("link-inside");
+    write_st(dir, "real.safetensors", h, 0, f32_data, 8);
+    link_to("real.safetensors", dir, "model.safetensors");
+    expect_open("a link to a file in the directory", dir, SPLASH_OK, NULL);
+
+    dir = make_dir("link-out-index");
+    link_to(secret, dir, "model-00001-of-00001.safetensors");
+    const char *index = "{\"weight_map\": {\"w\": \"model-00001-of-00001.safetensors\"}}";
+    write_raw(dir, "model.safetensors.index.json", index, strlen(index));
+    expect_open("index: a shard linked outside the directory", dir, SPLASH_ERR_FORMAT,
+                WANT("link-out-index/model-00001-of-00001.safetensors is a link to ", "outside/secret.safetensors, outside the checkpoint directory",
+                     "weight_map entry for tensor w"));
+
+    dir = make_dir("link-out-single");
+    link_to(secret, dir, "model.safetensors");
+    expect_open("model.safetensors linked outside", dir, SPLASH_ERR_FORMAT, WANT("link-out-single/model.safetensors is a link to", "outside the checkpoint directory"));
+
+    dir = make_dir("link-out-bare");
+    link_to(secret, dir, "drafter.safetensors");
+    expect_open("a bare directory's file linked outside", dir, SPLASH_ERR_FORMAT, WANT("drafter.safetensors is a link to", "outside"));
+
+    dir = make_dir("link-out-config");
+    write_st(dir, "model.safetensors", h, 0, f32_data, 8);
+    write_raw(outside, "config.json", "{}", 2);
+    char config[600];
+    snprintf(config, sizeof config, "%s/config.json", outside);
+    link_to(config, dir, "config.json");
+    expect_open("config.json linked outside", dir, SPLASH_ERR_FORMAT, WANT("link-out-config/config.json is a link to", "outside"));
+
+    dir = make_dir("link-dangling");
+    link_to("nowhere.safetensors", dir, "model.safetensors");
+    expect_open("a dangling link", dir, SPLASH_ERR_IO, WANT("link-dangling/model.safetensors: cannot open"));
+
+    /* the hub cache: snapshots/<commit>/ links into ../../blobs/<sha256>, and a --local-dir checkout links there too */
+    make_dir("models--org--name");
+    char blobs[500];
+    snprintf(blobs, sizeof blobs, "%s", make_dir("models--org--name/blobs"));
+    const char *sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    write_st(blobs, sha, h, 0, f32_data, 8);
+    make_dir("models--org--name/snapshots");
+    dir = make_dir("models--org--name/snapshots/c0ffee");
+    char target[600];
+    snprintf(target, sizeof target, "../../blobs/%s", sha);
+    link_to(target, dir, "model.safetensors");
+    expect_open("a hub snapshot's link into blobs/", dir, SPLASH_OK, NULL);
+    dir = make_dir("local-dir");
+    snprintf(target, sizeof target, "%s/models--org--name/blobs/%s", root, sha);
+    link_to(target, dir, "model.safetensors");
+    expect_open("a local directory linking into a hub cache's blobs/", dir, SPLASH_OK, NULL);
+    dir = make_dir("not-a-blob");
+    write_st(blobs, "notes.safetensors", h, 0, f32_data, 8);
+    snprintf(target, sizeof target, "%s/models--org--name/blobs/notes.safetensors", root);
+    link_to(target, dir, "model.safetensors");
+    expect_open("a link into blobs/ to a name that is not a hash", dir, SPLASH_ERR_FORMAT, WANT("outside the checkpoint directory"));
+}
+
+/* A checkpoint whose one tensor `w` has `n` elements of `dtype` (elem bytes each) from `data`. */
+static char *one_tensor(const char *name, const char *dtype, int64_t n, size_t elem, const void *data) {
+    char *dir = make_dir(name), header[200];
+    snprintf(header, sizeof header, "{\"w\": {\"dtype\": \"%s\", \"shape\": [%lld], \"data_offsets\": [0, %lld]}}", dtype,
+             (long long)n, (long long)(n * (int64_t)elem));
+    write_st(dir, "model.safetensors", header, 128, data, (size_t)n * elem);
+    return dir;
+}
+
+/* Non-finite values: refused naming the tensor in every stored float dtype; sampled, so the header-only open and
+ * integer dtypes never look. */
+static void nonfinite(void) {
+    float f[3] = {1, NAN, 2};
+    expect_open("F32 with a NaN", one_tensor("nan-f32", "F32", 3, 4, f), SPLASH_ERR_FORMAT,
+                WANT("tensor w in ", "nan-f32/model.safetensors: element 1 is not a finite number"));
+    f[1] = -INFINITY;
+    expect_open("F32 with -inf", one_tensor("inf-f32", "F32", 3, 4, f), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 1"));
+    uint16_t bf[2] = {0x3f80, 0x7f80}; /* 1, +inf */
+    expect_open("BF16 with +inf", one_tensor("inf-bf16", "BF16", 2, 2, bf), SPLASH_ERR_FORMAT, WANT("tensor w in ", "inf-bf16", "element 1"));
+    uint16_t h[2] = {0xfe00, 0x3c00}; /* NaN, 1 */
+    expect_open("F16 with a NaN", one_tensor("nan-f16", "F16", 2, 2, h), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 0"));
+    double d[2] = {1, INFINITY};
+    expect_open("F64 with inf", one_tensor("inf-f64", "F64", 2, 8, d), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 1"));
+    uint8_t e4[2] = {0x38, 0xff}, e5[2] = {0x7c, 0x38}, e8[2] = {0x7f, 0xff};
+    expect_open("F8_E4M3 with a NaN", one_tensor("nan-e4m3", "F8_E4M3", 2, 1, e4), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 1"));
+    expect_open("F8_E5M2 with inf", one_tensor("inf-e5m2", "F8_E5M2", 2, 1, e5), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 0"));
+    expect_open("F8_E8M0 with a NaN", one_tensor("nan-e8m0", "F8_E8M0", 2, 1, e8), SPLASH_ERR_FORMAT, WANT("tensor w in ", "element 1"));
+    uint8_t u[2] = {0xff, 0xff};
+    expect_open("U8 0xff is a number", one_tensor("u8", "U8", 2, 1, u), SPLASH_OK, NULL);
+
+    /* a large tensor, all NaN from the middle on (a run that diverged partway through a write): a sampled run finds it */
+    enum { N = 1 << 20 };
+    uint16_t *big = malloc(N * sizeof *big);
+    for (int i = 0; i < N; i++) big[i] = i < N / 2 ? 0x3f80 : 0x7fc0;
+    char *dir = one_tensor("nan-big", "BF16", N, 2, big);
+    expect_open("a 1M-element BF16 tensor, NaN from the middle", dir, SPLASH_ERR_FORMAT, WANT("tensor w in ", "nan-big"));
+    sp_checkpoint *ck = NULL;
+    CHECK(sp_checkpoint_open_headers(dir, &ck) == SPLASH_OK && ck, "the header-only open reads no values");
+    sp_checkpoint_close(ck);
+    free(big);
+
+    /* a packed file whose first Q8 row scale is NaN: the rows are read as floats, scales included */
+    const char *hw = "{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 64], \"data_offsets\": [0, 512]}}";
+    float rows[128];
+    for (int i = 0; i < 128; i++) rows[i] = (float)(i % 7) - 3;
+    char src[500];
+    snprintf(src, sizeof src, "%s", make_dir("pack-src"));
+    write_st(src, "model.safetensors", hw, 0, rows, sizeof rows);
+    dir = make_dir("pack-nan");
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, SP_PACKED_FILE);
+    splash_status st = sp_packed_write(NULL, src, path, "{\"w\": {\"type\": \"q8\", \"kind\": \"mlp\"}}", "{}");
+    CHECK(st == SPLASH_OK, "packs a q8 checkpoint: %s", st ? splash_last_error() : "ok");
+    expect_open("the packed checkpoint as written", dir, SPLASH_OK, NULL);
+    char nan_dir[500], nan_path[600];
+    snprintf(nan_dir, sizeof nan_dir, "%s/nan-f32", root);
+    snprintf(nan_path, sizeof nan_path, "%s/" SP_PACKED_FILE, nan_dir);
+    st = sp_packed_write(NULL, nan_dir, nan_path, "{}", "{}");
+    CHECK(st == SPLASH_ERR_FORMAT && strstr(splash_last_error(), "tensor w in ") && access(nan_path, F_OK) != 0,
+          "import refuses a source with a NaN, writing nothing: %s", splash_last_error());
+    sp_safetensors packed;
+    if (sp_packed_open(path, &packed) == SPLASH_OK) {
+        /* row 0: 64 int8, then f16 d[2] */
+        uint64_t scale = (uint64_t)((const uint8_t *)packed.tensors[0].data - packed.buf) + 64;
+        sp_safetensors_close(&packed);
+        FILE *fp = fopen(path, "r+b");
+        uint16_t nan = 0x7e00;
+        CHECK(fp && fseek(fp, (long)scale, SEEK_SET) == 0 && fwrite(&nan, 2, 1, fp) == 1, "pokes a NaN into row 0's scale");
+        if (fp) fclose(fp);
+        expect_open("a packed Q8 row with a NaN scale", dir, SPLASH_ERR_FORMAT, WANT("tensor w in ", "pack-nan/model.splash: element 0"));
+    }
 }
 
 /* One model.safetensors per case; `header` NULL means write `raw` bytes as the whole file. */
@@ -309,6 +465,8 @@ int main(void) {
     sharded();
     bare();
     bad_files();
+    symlinks();
+    nonfinite();
     int rc = check_done("safetensors_test");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

@@ -10,9 +10,15 @@
  * dequantized weights (what the kernels compute) and 2e-4 against the CPU op, which also rounds x to int8 per group
  * (of 32; of 64 for MLX: Q8_0-style activations); embedding rows exact, 1e-12 where a dequantized weight q·scale + min
  * may be one fused multiply-add on one side and two roundings on the other.
- * Inputs use realistic ranges (ggml test-backend-ops): GDN log-decays in about [−24, 0), β in (0.02, 0.98). */
+ * Inputs use realistic ranges (ggml test-backend-ops): GDN log-decays in about [−24, 0), β in (0.02, 0.98).
+ * GEMMs on the matrix units (kernels/matmul_coopmat.comp, where the device has cooperative matrices) take f16
+ * operands: x and the dequantized weights each rounded to 11 significant bits (relative error ≤ 2⁻¹¹, NMSE about
+ * 1e-7 on these inputs), so their tolerance is 1e-5 against the exact product; each of their tiles runs forced too.
+ * Attention of prefill chunks there (flash_attention_coopmat.comp) rounds q·scale, K, V and the probabilities to f16:
+ * tolerance 1e-4 against the CPU op. */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
+#include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "check.h"
 #include "core/error.h"
@@ -116,8 +122,14 @@ static void exact_matmul(float *y, const sp_matrix *W, const float *x, int64_t n
     free(row);
 }
 
+/* The f16-operand tolerance when this product runs on the matrix units (as the op chooses), else 0. */
+static double coop_tolerance(sp_mtype t, int64_t n) {
+    return n > 4 && !sp_gpu_of(&gpu)->no_coopmat && sp_gpu_gemm_coop_first[t] >= 0 ? 1e-5 : 0;
+}
+
 static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool exact) {
     weights w = make_weights(t, rows, cols);
+    double coop = coop_tolerance(t, n);
     float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
     float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, sizeof(float) * (uint64_t)(n * rows));
     double t0 = now();
@@ -127,17 +139,67 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     char what[160];
     cpu.matmul(&cpu, want, &w.host, x, n);
     bool quant = t >= SP_MAT_Q8;
-    snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs cpu (%.0f ms)", sp_mtype_name(t), (long long)rows,
-             (long long)cols, (long long)n, ms);
-    expect(what, nmse(got, want, n * rows), quant ? 2e-4 : 1e-10);
+    snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld%s vs cpu (%.0f ms)", sp_mtype_name(t), (long long)rows,
+             (long long)cols, (long long)n, coop ? " (f16 matrix units)" : "", ms);
+    expect(what, nmse(got, want, n * rows), quant ? 2e-4 : coop ? coop : 1e-10);
     if (exact && quant) {
         exact_matmul(want, &w.host, x, n);
         snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs exact dequantized", sp_mtype_name(t), (long long)rows,
                  (long long)cols, (long long)n);
-        expect(what, nmse(got, want, n * rows), 1e-10);
+        expect(what, nmse(got, want, n * rows), coop ? coop : 1e-10);
     }
     gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(x), free(want), free(got), free(w.bytes);
+}
+
+/* Every cooperative-matrix tile, forced, against the exact product (the rows the reference covers: all of them up to
+ * 256 rows, else the first 64 and the last 64, so edge tiles in both dimensions are checked); skipped, with the
+ * reason, where the device has no matrix units. */
+static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
+    const char *why = sp_gpu_of(&gpu)->no_coopmat;
+    if (why) {
+        printf("skip    cooperative-matrix GEMM %s %lldx%lld n=%lld: %s\n", sp_mtype_name(t), (long long)rows, (long long)cols,
+               (long long)n, why);
+        return;
+    }
+    weights w = make_weights(t, rows, cols);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows)), *row = malloc(sizeof(float) * (size_t)cols);
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, sizeof(float) * (uint64_t)(n * rows));
+    bool all = rows <= 256;
+    double e = 0, s = 0;
+    for (int tile = 0; tile < SP_GPU_COOP_TILE_COUNT; tile++) {
+        gpu.clear(&gpu, dy, sizeof(float) * (uint64_t)(n * rows));
+        double t0 = now();
+        sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &(sp_gpu_mm_launch){.tile = tile, .coopmat = true});
+        float *got = from_gpu(dy, n * rows);
+        double ms = (now() - t0) * 1e3;
+        if (tile == 0) /* the reference, once: exact over the dequantized weights, in double */
+            for (int64_t r = 0; r < rows; r++) {
+                if (!all && r == 64) r = rows - 64;
+                sp_matrix_row_f32(&w.host, r, row);
+                for (int64_t i = 0; i < n; i++) {
+                    double acc = 0;
+                    for (int64_t c = 0; c < cols; c++) acc += (double)row[c] * x[i * cols + c];
+                    want[i * rows + r] = (float)acc;
+                }
+            }
+        e = 0, s = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            if (!all && r == 64) r = rows - 64;
+            for (int64_t i = 0; i < n; i++) {
+                double d = (double)got[i * rows + r] - want[i * rows + r];
+                e += d * d, s += (double)want[i * rows + r] * want[i * rows + r];
+            }
+        }
+        const sp_gpu_coop_tile *ct = &sp_gpu_coop_tiles[tile];
+        char what[160];
+        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d vs exact (%.0f ms)", sp_mtype_name(t),
+                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ms);
+        expect(what, s > 0 ? e / s : e, 1e-5);
+        free(got);
+    }
+    gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(x), free(want), free(row), free(w.bytes);
 }
 
 /* ---- elementwise, norms, rope, embed ---- */
@@ -238,7 +300,8 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, page_floats, pages, P}, dvw = {dkv, dkv + page_floats / 2, page_floats, pages, P};
+    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
+               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     double t0 = now();
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
@@ -248,8 +311,10 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
     cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     char what[160];
-    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n, ms);
-    expect(what, nmse(got, want, n * Hq * hd), 1e-10);
+    bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), hd, n);
+    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
+             flash ? " (f16 matrix units)" : "", ms);
+    expect(what, nmse(got, want, n * Hq * hd), flash ? 1e-4 : 1e-10);
     float *kv_got = from_gpu(dkv, page_floats * cache_pages);
     snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld", Hkv, hd, n_past, (long long)(n_past + n - 1));
     expect(what, nmse(kv_got, kv, page_floats * cache_pages), 0);
@@ -356,14 +421,14 @@ static void test_sample(int32_t V) {
     logits[3 * 7 + V] = 30; /* a clear winner in row 1; row 0 ties broken by the lowest id */
     logits[0 * V + 5] = logits[0 * V + 9] = 40;
     float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
-    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42};
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
     int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];
     for (int j = 0; j < ROWS; j++) {
         const splash_sampling *s = j < 2 ? &greedy : &hot;
         g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
-                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0};
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, NULL};
         c[j] = g[j];
         c[j].logits = logits + (int64_t)j * V;
         c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
@@ -417,6 +482,15 @@ int main(int argc, char **argv) {
         test_matmul((sp_mtype)t, 67, 256, 12, true);
         test_matmul((sp_mtype)t, 67, 256, 21, true);
     }
+    /* the matrix units: partial tiles in rows, x rows and columns (a column step past cols, a partial group), a
+     * whole-tile case (the direct store), every weight type they take */
+    test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
+    test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
+    if (!quick)
+        for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
+            test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);
+            test_gemm_coop((sp_mtype)t, 128, 256, 256);
+        }
     test_embed(SP_MAT_BF16, 300, 64, 7);
     test_embed(SP_MAT_F32, 50, 36, 3);
     test_embed(SP_MAT_MLX4, 300, 128, 7);
@@ -431,6 +505,8 @@ int main(int argc, char **argv) {
     test_attention(4, 2, 32, 300, 1, 4);     /* decode, split over keys */
     test_attention(4, 1, 32, 20, 4, 16);     /* verify block */
     if (!quick) test_attention(40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
+    test_attention(4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
+    test_attention(6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
     test_gdn(2, 6, 32, 16, 70);
@@ -453,12 +529,20 @@ int main(int argc, char **argv) {
         test_matmul(SP_MAT_BF16, 10240, 5120, 1, false);
         test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
         test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);
+        /* prefill chunks on the matrix units (where the device has them): the 27B's gate at q4, its down at bf16 with
+         * a partial x tile, the 35B's q at q8 */
+        test_gemm_coop(SP_MAT_Q4, 17408, 5120, 512);
+        test_gemm_coop(SP_MAT_BF16, 5120, 17408, 300);
+        test_gemm_coop(SP_MAT_Q8, 8192, 2048, 1024);
+        if (!sp_gpu_of(&gpu)->no_coopmat) test_matmul(SP_MAT_Q4, 12288, 5120, 1024, false);
         test_norms(2, 5120);
         test_norms(48, 128);
         test_rope(2, 24, 256, 64, false);
         test_attention(24, 4, 256, 0, 40, 16);
         test_attention(24, 4, 256, 1200, 1, 16);
         test_attention(16, 2, 256, 700, 4, 16);
+        test_attention(24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
+        test_attention(16, 2, 256, 333, 517, 64);
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);

@@ -8,7 +8,8 @@
  *    4/2×64, 24/4×256, 3/1×16, pages of 64 and 16;
  * 2. time the op (best of 2) on the embedded model's heads (4 q / 2 kv × 64: a whole prompt prefilled in 512-row
  *    chunks, as the engine does) and the Qwen3.8-27B's (24 q / 4 kv × 256: one 512-row chunk after 8192 positions,
- *    one decode row after 32768): wall ms, process CPU ms (all threads), GFLOP/s over CPU time (2 · (q·k + p·v)
+ *    one decode row after 32768), over an f32, an f16 and an int8 cache (backends/backend.h): wall ms, process CPU
+ *    ms (all threads), GFLOP/s over CPU time (2 · (q·k + p·v)
  *    multiply-adds). The reference is not timed: built without FMA flags its fmaf is a library call. The load average
  *    is printed: the machine is shared. */
 #include "backends/backend.h"
@@ -44,21 +45,21 @@ static float *randoms(int64_t n, float lo, float hi) {
     return x;
 }
 
-/* A cache of len positions of one layer (pages of P in order), filled with random K and V. */
+/* A cache of len positions of one layer (pages of P in order) of KV type `type`, filled with random K and V. */
 typedef struct {
-    float *mem;
+    void *mem;
     int32_t *pages;
     sp_kv_view kv;
 } lab_cache;
 
-static lab_cache make_cache(const sp_backend *be, int32_t Hkv, int32_t hd, int32_t P, int64_t len) {
+static lab_cache make_cache(const sp_backend *be, int32_t type, int32_t Hkv, int32_t hd, int32_t P, int64_t len) {
     lab_cache c;
     int32_t n_pages = (int32_t)((len + P - 1) / P);
-    int64_t stride = 2 * (int64_t)Hkv * P * hd;
-    c.mem = malloc(sizeof(float) * (size_t)(n_pages * stride));
+    int64_t stride = sp_kv_layers_bytes(type, 1, Hkv, hd, P);
+    c.mem = malloc((size_t)(n_pages * stride));
     c.pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) c.pages[i] = i;
-    c.kv = (sp_kv_view){c.mem, c.mem + stride / 2, stride, c.pages, P};
+    c.kv = sp_kv_layer_view(c.mem, stride, type, 0, Hkv, hd, P, c.pages);
     float *k = randoms(len * Hkv * hd, -1, 1), *v = randoms(len * Hkv * hd, -1, 1);
     be->kv_write(be, &c.kv, k, v, 0, len, Hkv, hd);
     free(k), free(v);
@@ -70,7 +71,7 @@ static int check(const sp_backend *be) {
     int bad = 0;
     for (int s = 0; s < 3; s++) {
         int32_t Hq = shapes[s][0], Hkv = shapes[s][1], hd = shapes[s][2], P = shapes[s][3], past = shapes[s][4], n = shapes[s][5];
-        lab_cache c = make_cache(be, Hkv, hd, P, past + n);
+        lab_cache c = make_cache(be, SPLASH_KV_F32, Hkv, hd, P, past + n);
         int64_t rows = (int64_t)n * Hq * hd;
         float *q = randoms(rows, -2, 2), *ref = malloc(sizeof(float) * (size_t)rows), *out = malloc(sizeof(float) * (size_t)rows);
         float scale = 1.0f / sqrtf((float)hd);
@@ -108,9 +109,9 @@ static void run(const sp_backend *be, const job *j) {
 }
 
 /* Best of `reps` runs; prints one line. */
-static void measure(const sp_backend *be, const char *what, int32_t Hq, int32_t Hkv, int32_t hd, int32_t past,
-                    int32_t n, int32_t chunk, int reps) {
-    lab_cache c = make_cache(be, Hkv, hd, 64, past + n);
+static void measure(const sp_backend *be, const char *what, int32_t type, int32_t Hq, int32_t Hkv, int32_t hd,
+                    int32_t past, int32_t n, int32_t chunk, int reps) {
+    lab_cache c = make_cache(be, type, Hkv, hd, 64, past + n);
     int64_t rows = (int64_t)n * Hq * hd;
     job j = {malloc(sizeof(float) * (size_t)rows), randoms(rows, -2, 2), &c.kv, past, n, chunk, Hq, Hkv, hd};
     double wall = 1e30, cpu = 1e30, l0 = load_average();
@@ -148,15 +149,20 @@ int main(int argc, char **argv) {
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &status);
     const sp_cpu *cpu = sp_threadpool_cpu(pool);
     printf("attention lab: %d threads, tiled form %s\n", sp_threadpool_size(pool),
-           cpu->avx2 && cpu->fma ? "AVX2+FMA" : "not available on this CPU (the op runs the reference)");
+           sp_cpu_avx2(cpu) ? "AVX2+FMA" : "not available on this CPU (the op runs the reference)");
     int bad = check(&be);
     int reps = quick ? 1 : 2;
     int32_t T = quick ? 2048 : 8192;
-    char what[64];
-    snprintf(what, sizeof what, "4/2×64 prompt of %d (512-row chunks)", T);
-    measure(&be, what, 4, 2, 64, 0, T, 512, reps);
-    measure(&be, "24/4×256 512 rows after 8192", 24, 4, 256, 8192, 512, 512, reps);
-    if (!quick) measure(&be, "24/4×256 decode row after 32768", 24, 4, 256, 32768, 1, 1, 5);
+    static const char *const names[] = {"f32", "f16", "int8"};
+    for (int32_t type = SPLASH_KV_F32; type <= SPLASH_KV_INT8; type++) {
+        char what[80];
+        snprintf(what, sizeof what, "%s: 4/2×64 prompt of %d (512-row chunks)", names[type], T);
+        measure(&be, what, type, 4, 2, 64, 0, T, 512, reps);
+        snprintf(what, sizeof what, "%s: 24/4×256 512 rows after 8192", names[type]);
+        measure(&be, what, type, 24, 4, 256, 8192, 512, 512, reps);
+        snprintf(what, sizeof what, "%s: 24/4×256 decode row after 32768", names[type]);
+        if (!quick) measure(&be, what, type, 24, 4, 256, 32768, 1, 1, 5);
+    }
     sp_threadpool_free(pool);
     return bad;
 }

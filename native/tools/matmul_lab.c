@@ -1,7 +1,7 @@
 /* matmul_lab — the lab harness for the CPU matmul kernels (STYLE.md §2).
  *
- * Versions: one kernel set per ISA (matmul.h): scalar (reference), avx2 (x86-64), neon (arm64 + dotprod), each with
- * f32, bf16, f16, q8 and q4 weights. This program
+ * Versions: one kernel set per ISA (matmul.h): scalar (reference), avx2, avxvnni, avx512 (x86-64), neon (arm64 +
+ * dotprod), each with f32, bf16, f16, q8 and q4 weights. This program
  *   1. checks every available ISA × type against the scalar reference at odd shapes and at the real shapes of
  *      Qwen3.8-27B (hidden 5120; GDN qkv 10240, z 6144; MLP 17408; the 248320-row head at small cols);
  *   2. measures this machine's memory read bandwidth (core/bandwidth.h: all threads streaming over 1 GiB, best of 5);
@@ -10,12 +10,17 @@
  *   4. measures GEMM throughput for n = 1, 4, 16, 64 on one 17408 x 5120 matrix: time per call, GFLOP/s, and
  *      n·t(1)/t(n), the speedup of n sequences over one at a time (n = 1 and n timed alternately);
  *   5. measures quantizing a bf16 tensor at load (q8, q4): the scalar reference vs sp_matrix_from_tensor.
+ * --shape ROWS COLS N,N,... instead measures every ISA × type on one matrix of that shape (small ones stay in cache:
+ * the kernels' own rate, as prefill of a small model sees it): best CPU time per call of many, GMAC/s and GB/s of
+ * weights; with --cold, on copies rotated through >= 256 MiB, so the weights come from DRAM as decode reads them;
+ * --isa NAME measures that ISA's kernels only. --peak measures one core's int8 and f32 multiply-add peak (AVX-512).
  * Every time is the best single call (or pass) of several, so a shared machine's interruptions drop out. Each figure
  * is also given from CPU time (process CPU seconds / threads, "cpu" columns): what the kernels achieve while they
  * hold the cores, which is the honest figure on a machine shared with other work (the load average and the CPU
  * share this process got are printed too). It prints tables and, last, one JSON line with every figure.
  *
  *   bun scripts/build/native.ts && build/tools/matmul_lab [--threads N] [--check-only | --no-check | --quantize-only] [--quick]
+ *   build/tools/matmul_lab --threads 1 --shape 1024 256 1,4,64,512
  *   --quick: smaller working sets and fewer repetitions (a smoke run, not a measurement).
  * Record figures in BENCHMARKS.md with the exact command.
  */
@@ -26,6 +31,9 @@
 
 #include <math.h>
 #include <stdbool.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +219,108 @@ static quant_timing measure_quantize(sp_threadpool *pool, sp_quant q, int64_t ro
     return r;
 }
 
+/* ---- --shape: every ISA × type at one shape ------------------------------------------------------------------------ */
+
+static void measure_shape(sp_threadpool *pool, const sp_cpu *cpu, int64_t rows, int64_t cols, const int64_t *ns, int n_ns,
+                          bool cold, const char *only) {
+    int64_t nmax = 0;
+    for (int k = 0; k < n_ns; k++) nmax = ns[k] > nmax ? ns[k] : nmax;
+    float *x = xalloc((size_t)(nmax * cols) * 4), *y = xalloc((size_t)(nmax * rows) * 4);
+    for (int64_t i = 0; i < nmax * cols; i++) x[i] = gauss();
+    printf("%lld x %lld, %d threads, %s: best CPU time per call (us), GMAC/s and GB/s of weights per core\n",
+           (long long)rows, (long long)cols, sp_threadpool_size(pool),
+           cold ? "copies rotated through >= 256 MiB (weights from DRAM)" : "one matrix (weights from cache)");
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        sp_matrix base = make_matrix(pool, types[ti], rows, cols);
+        size_t one = (size_t)(rows * base.row_bytes);
+        int count = cold ? (int)((256ull << 20) / one) + 1 : 1;
+        uint8_t *all = xalloc(one * (size_t)count);
+        sp_matrix *mats = malloc((size_t)count * sizeof *mats);
+        for (int i = 0; i < count; i++) {
+            memcpy(all + one * (size_t)i, base.data, one);
+            mats[i] = base;
+            mats[i].data = all + one * (size_t)i;
+        }
+        free((void *)base.data);
+        for (int isa = 0; isa < SP_ISA_COUNT; isa++) {
+            if (!sp_isa_supported((sp_isa)isa, cpu) || (cold && isa == SP_ISA_SCALAR)) continue;
+            if (only && strcmp(only, sp_isa_name((sp_isa)isa)) != 0) continue;
+            printf("  %-5s %-7s", sp_mtype_name(types[ti]), sp_isa_name((sp_isa)isa));
+            for (int k = 0; k < n_ns; k++) {
+                /* enough calls for ~20 ms of work at 50 GMAC/s, at least 20 */
+                double macs = (double)(rows * cols * ns[k]);
+                int reps = (int)fmax(20, fmin(20000, 1e9 / macs));
+                double best = 1e30;
+                for (int r = 0; r < reps; r++) {
+                    double c0 = process_cpu();
+                    sp_matmul_isa(pool, (sp_isa)isa, y, &mats[r % count], x, ns[k]);
+                    best = fmin(best, (process_cpu() - c0) / sp_threadpool_size(pool));
+                }
+                printf(" | n=%-4lld %9.1f us %6.1f %6.1f", (long long)ns[k], best * 1e6, macs / best / 1e9, (double)one / best / 1e9);
+            }
+            printf("\n");
+        }
+        free(all), free(mats);
+    }
+    free(x), free(y);
+}
+
+/* ---- --peak: the core's arithmetic peak ----------------------------------------------------------------------------
+ * Twelve independent accumulator chains of one instruction, long enough that loop overhead vanishes: vpdpbusd on 512
+ * bits (64 int8 multiply-adds each; what the Q8/Q4 kernels run on AVX-512 VNNI) and vfmadd on 512 bits (16 f32
+ * multiply-adds). Best of 5 over CPU time, one thread: the figure a kernel's rate is a fraction of. */
+#if defined(__x86_64__)
+#define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double peak_int8_avx512(long n) {
+    __m512i w = _mm512_set1_epi8(3), x = _mm512_set1_epi8(5);
+#define DECL_I(i) __m512i a##i = _mm512_set1_epi32(i);
+#define STEP_I(i) a##i = _mm512_dpbusd_epi32(a##i, w, x);
+#define SUM_I(i) s += _mm512_reduce_add_epi32(a##i);
+    R12(DECL_I)
+    double c0 = process_cpu();
+    for (long k = 0; k < n; k++) {
+        R12(STEP_I)
+        __asm__ volatile("" : "+v"(a0), "+v"(a6)); /* keeps the loop */
+    }
+    double t = process_cpu() - c0;
+    int s = 0;
+    R12(SUM_I)
+    return s == 1 ? 0 : 12.0 * 64 * (double)n / t;
+}
+__attribute__((target("avx512f,fma"))) static double peak_f32_avx512(long n) {
+    __m512 w = _mm512_set1_ps(1.0001f), x = _mm512_set1_ps(0.9999f);
+#define DECL_F(i) __m512 f##i = _mm512_set1_ps((float)i);
+#define STEP_F(i) f##i = _mm512_fmadd_ps(f##i, w, x);
+#define SUM_F(i) s += _mm512_reduce_add_ps(f##i);
+    R12(DECL_F)
+    double c0 = process_cpu();
+    for (long k = 0; k < n; k++) {
+        R12(STEP_F)
+        __asm__ volatile("" : "+v"(f0), "+v"(f6));
+    }
+    double t = process_cpu() - c0;
+    float s = 0;
+    R12(SUM_F)
+    return s == 1 ? 0 : 12.0 * 16 * (double)n / t;
+}
+#endif
+
+static void measure_peak(const sp_cpu *cpu) {
+#if defined(__x86_64__)
+    if (!sp_cpu_avx512(cpu)) {
+        printf("peak: measured for AVX-512 VNNI only; this CPU has none\n");
+        return;
+    }
+    double i8 = 0, f32 = 0;
+    for (int r = 0; r < 5; r++) i8 = fmax(i8, peak_int8_avx512(20000000)), f32 = fmax(f32, peak_f32_avx512(20000000));
+    printf("peak, one core, CPU time: int8 %.0f GMAC/s (vpdpbusd zmm), f32 %.0f GMAC/s (vfmadd zmm)\n", i8 / 1e9, f32 / 1e9);
+    printf("{\"lab\":\"matmul-peak\",\"int8_gmacs\":%.1f,\"f32_gmacs\":%.1f}\n", i8 / 1e9, f32 / 1e9);
+#else
+    (void)cpu;
+    printf("peak: measured on x86-64 only\n");
+#endif
+}
+
 /* Process CPU time over wall time since the last call: the share of `threads` cores this process actually got. */
 static double cpu_share(int threads) {
     static double wall0, cpu0;
@@ -221,16 +331,26 @@ static double cpu_share(int threads) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 0;
-    bool check_only = false, no_check = false, quick = false, quantize_only = false;
+    int threads = 0, n_ns = 0;
+    int64_t shape[2] = {0, 0}, shape_ns[16];
+    bool check_only = false, no_check = false, quick = false, quantize_only = false, cold = false, peak = false;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--shape") == 0 && i + 3 < argc) {
+            shape[0] = atoll(argv[++i]), shape[1] = atoll(argv[++i]);
+            for (char *p = argv[++i]; *p && n_ns < 16; p += *p == ',') shape_ns[n_ns++] = strtoll(p, &p, 10);
+        }
+        else if (strcmp(argv[i], "--cold") == 0) cold = true;
+        else if (strcmp(argv[i], "--peak") == 0) peak = true;
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--check-only") == 0) check_only = true;
         else if (strcmp(argv[i], "--no-check") == 0) no_check = true;
         else if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (strcmp(argv[i], "--quantize-only") == 0) quantize_only = no_check = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--check-only | --no-check | --quantize-only | --shape ROWS COLS N,N,... [--cold] [--isa NAME] | --peak] "
+                            "[--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -240,6 +360,16 @@ int main(int argc, char **argv) {
     sp_isa isa = sp_isa_best(cpu);
     printf("matmul_lab: %d threads, cpu features \"%s\", best ISA %s\n", sp_threadpool_size(pool), splash_cpu_features(),
            sp_isa_name(isa));
+    if (peak) {
+        measure_peak(cpu);
+        sp_threadpool_free(pool);
+        return 0;
+    }
+    if (shape[0] > 0 && shape[1] > 0 && n_ns > 0) {
+        measure_shape(pool, cpu, shape[0], shape[1], shape_ns, n_ns, cold, only);
+        sp_threadpool_free(pool);
+        return 0;
+    }
     int failures = no_check ? 0 : check_all(pool, cpu, quick);
     if (!no_check) printf("checks: %s\n", failures ? "FAILED" : "all within 1e-4");
     if (check_only || failures) {

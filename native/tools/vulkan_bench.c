@@ -1,27 +1,29 @@
-/* vulkan_bench.c — the GPU benchmark of issue 11, without Bun (scripts/bench/gpu-h200.sh runs it on the H200).
+/* vulkan_bench.c — the GPU benchmark (scripts/bench/gpu-h200.sh runs it on the H200), without Bun.
  *
- *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers 4,8] [--dir DIR]
+ *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers N] [--dir DIR]
  *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
  *
- * --profile: afterwards, the smaller model once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU times on stderr).
+ * --profile: afterwards, the model once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU times on stderr).
  *
- * Measures, on random weights of the real Qwen3.8-27B (64 layers) and Qwen3.6-35B-A3B (40 layers) shapes: prefill
- * tokens/s of a `chunk`-token chunk at 0 and at (long context − chunk) positions, batch-1 decode tokens/s at 1K and
- * 32K context, and total decode tokens/s of 4 and 16 streams at 1K context.
+ * Measures the whole Qwen3.8-27B (64 layers) or Qwen3.6-35B-A3B (40 layers) — every layer, nothing extrapolated —
+ * on weights of the real shapes: prefill tokens/s of a `chunk`-token chunk at 0 and at (long context − chunk)
+ * positions, batch-1 decode tokens/s at 1K and 32K context, total decode tokens/s of 4 and 16 streams at 1K, and
+ * the dispatches and barriers one decode step records. Each row is printed beside llama.cpp's CUDA build on the same
+ * H200 (the peer numbers below) and the roofline. --layers N measures the first N layers only (smoke runs).
  *
- * Method. A whole random 27B checkpoint (54 GB in bf16) does not fit the time budget, so the checkpoint has the real
- * matrices for the largest of --layers layers (the real pattern: every 4th layer full attention, the rest Gated
- * DeltaNet), the real vocabulary, embedding and lm_head, and is loaded once per layer count (the config names fewer
- * layers; the loader ignores the rest). Every step is a fixed part (embedding, final norm, lm_head, sampling, per-step
- * overhead) plus a per-layer part, so two layer counts give both: full = fixed + N · per-layer, and the model's bytes
- * per decoded token (weights, KV at the context, GDN state in and out) extrapolate the same way (they are linear in
- * the layer count by construction). Positions before the measured chunk hold zeros in the KV cache: attention reads
- * them all the same, so the cost at a context does not depend on having prefilled it.
+ * Weights. A checkpoint of the real model is 17–70 GB, too much to generate on the host in a device lease, so the
+ * benchmark writes a sparse one: the large projection matrices (experts, attention, MLP, lm_head) are holes of the
+ * file, read back as zeros, and everything that steers the computation — the embedding, norms, router gates, conv
+ * and decay parameters — is random, so hidden states differ per token and routing spreads over the experts as with
+ * real weights. The kernels read every byte of every matrix whatever its value (no kernel branches on weights), so a
+ * zero matrix costs what a random one does. The loader quantizes and uploads all of it like any checkpoint.
+ * Positions before the measured chunk hold zeros in the KV cache: attention reads them all the same, so the cost at a
+ * context does not depend on having prefilled it.
  *
  * Roofline fraction = (bytes a decode step must read ÷ measured read bandwidth) ÷ measured step time; the bandwidth
  * is the device's (kernels/stream.comp), measured in the same process. Prints a table and, with --json, writes every
- * raw figure. The peer comparison (llama.cpp Vulkan and CUDA on the same weights) needs this checkpoint exported to
- * GGUF (`splash export-gguf DIR/<shape>-<layers>l`, the peer-benchmark issue): --dir keeps it for that. */
+ * raw figure. */
+#include "api/model.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "core/threadpool.h"
@@ -171,7 +173,13 @@ static void fill(void *ctx, int64_t b, int64_t e, int thread) {
     }
 }
 
-/* Writes <dir>/model.safetensors (bf16) with `layers` layers unless a file of the right size is there. */
+/* Whether tensor t gets random values; the rest are holes (zeros): the large matrices, except the embedding, which
+ * makes each token's hidden state its own. */
+static bool random_tensor(const tensor *t) {
+    return numel(t) < (1 << 24) || strstr(t->name, "embed_tokens");
+}
+
+/* Writes <dir>/model.safetensors (bf16, sparse) with `layers` layers unless a file of the right size is there. */
 static void write_checkpoint(const shape *s, const char *dir, int layers, sp_threadpool *pool) {
     static tensor t[4096];
     int n = tensors(s, layers, t);
@@ -200,24 +208,30 @@ static void write_checkpoint(const shape *s, const char *dir, int layers, sp_thr
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) die(tmp);
-    uint64_t hl = (uint64_t)len;
+    uint64_t hl = (uint64_t)len, written = 0;
     fwrite(&hl, 8, 1, f);
     fwrite(json, 1, (size_t)len, f);
     enum { CHUNK = 64 << 20 };
     uint16_t *buf = malloc(sizeof(uint16_t) * CHUNK);
     for (int i = 0; i < n; i++) {
+        if (!random_tensor(&t[i])) {
+            if (fseeko(f, (off_t)(2 * numel(&t[i])), SEEK_CUR)) die("seeking in the checkpoint");
+            continue;
+        }
         for (int64_t left = numel(&t[i]), k = 0; left > 0; k++) {
             int64_t m = left < CHUNK ? left : CHUNK;
             fill_job j = {buf, t[i].lo, t[i].hi, (uint64_t)i * 1000003 + (uint64_t)k};
             sp_parallel_for(pool, m, fill, &j);
             if (fwrite(buf, 2, (size_t)m, f) != (size_t)m) die("writing the checkpoint (disk full?)");
             left -= m;
+            written += 2 * (uint64_t)m;
         }
     }
-    if (fclose(f) || rename(tmp, path)) die("closing the checkpoint");
+    if (fflush(f) || ftruncate(fileno(f), (off_t)total) || fclose(f) || rename(tmp, path)) die("closing the checkpoint");
     free(buf);
     free(json);
-    fprintf(stderr, "wrote %s: %.1f GB in %.0f s\n", path, (double)total / 1e9, now() - t0);
+    fprintf(stderr, "wrote %s: %.1f GB (%.1f GB random, the rest holes) in %.1f s\n", path, (double)total / 1e9,
+            (double)written / 1e9, now() - t0);
 }
 
 /* ---- measurements ---- */
@@ -229,7 +243,23 @@ typedef struct figures {
     double decode[2];    /* seconds per batch-1 step at the two contexts */
     double streams[2];   /* seconds per step of 4 and of 16 sequences at the short context */
     double weight_bytes, kv_bytes_per_token, state_bytes; /* per decoded token, from splash_model_info */
+    uint64_t dispatches, barriers; /* recorded by one batch-1 decode step */
 } figures;
+
+/* The same rows for llama.cpp's CUDA build on one H200 (random weights of the real shapes, every matrix Q4_0, 4.5
+ * bits/weight; llama-bench -ngl 99 -fa 1 -p 1024 -n 128 -d 0,1024,31744 -r 3 and llama-batched-bench -ngl 99 -fa on
+ * -c 20480 -npp 1024 -ntg 128 -npl 1,4,16, v0.5.0, 2026-12-01), and the goals set against them; 0 = not measured. */
+typedef struct peer {
+    const char *shape, *quant;
+    double llama[4]; /* decode 1K, 32K, 4 streams, 16 streams (tokens/s) */
+    double goal[4];
+} peer;
+
+static const peer PEERS[] = {
+    {"27b", "q4", {101.6, 92.0, 284.9, 509.8}, {190, 130, 600, 1500}},
+    {"35b", "q4", {260.0, 243.3, 655.4, 1096}, {400, 320, 0, 1500}},
+    {"27b", "bf16", {59.6, 57.4, 0, 0}, {72, 0, 0, 0}},
+};
 
 typedef struct bench {
     const shape *s;
@@ -238,18 +268,17 @@ typedef struct bench {
     bool profile;
 } bench;
 
-static const splash_sampling GREEDY = {0, 1, 0, 0, 0, 0, 1, 0, 0};
+static const splash_sampling GREEDY = {.top_p = 1, .repetition_penalty = 1};
 
 /* One step over n sequences, each with n_tokens from position n_past (slots 0..n−1, pages laid out per slot). */
-static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_tokens, int page_tokens, int pages_per_seq,
-                   int32_t *pages, int32_t *tokens) {
+static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_tokens, int pages_per_seq, int32_t *pages,
+                   int32_t *tokens) {
     splash_seq seqs[16];
     for (int i = 0; i < n; i++) {
         for (int p = 0; p < pages_per_seq; p++) pages[i * pages_per_seq + p] = i * pages_per_seq + p;
         seqs[i] = (splash_seq){.slot = i, .n_past = n_past, .n_tokens = n_tokens, .tokens = tokens + (size_t)i * (size_t)n_tokens,
                                .pages = pages + i * pages_per_seq, .n_pages = pages_per_seq, .sample = 1, .sampling = GREEDY};
     }
-    (void)page_tokens;
     double t0 = now();
     if (splash_step(m, c, seqs, n)) die("splash_step");
     return now() - t0;
@@ -258,7 +287,7 @@ static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_to
 static figures measure(const bench *b, const char *dir, int layers) {
     figures f = {.layers = layers};
     enum { PAGE = 64 };
-    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN};
+    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN, 0, NULL};
     double t0 = now();
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);
@@ -273,20 +302,21 @@ static figures measure(const bench *b, const char *dir, int layers) {
     if (splash_cache_create(m, PAGE, 16 * pages_per_seq, 16, &c)) die("splash_cache_create");
     int32_t *pages = malloc(sizeof(int32_t) * 16 * (size_t)pages_per_seq), *tokens = malloc(sizeof(int32_t) * 16 * (size_t)b->chunk);
     for (int i = 0; i < 16 * b->chunk; i++) tokens[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)info.vocab_size);
-    /* prefill: a chunk at position 0 and one ending at the long context; best of 2 after a warm-up */
-    step(m, c, 1, 0, b->chunk, PAGE, pages_per_seq, pages, tokens);
-    for (int k = 0; k < 2; k++) {
-        int at = k ? long_ctx - b->chunk : 0;
-        f.prefill[k] = 1e30;
-        for (int r = 0; r < 2; r++) f.prefill[k] = fmin(f.prefill[k], step(m, c, 1, at, b->chunk, PAGE, pages_per_seq, pages, tokens));
-    }
+    /* prefill: a chunk at position 0 and one ending at the long context, after a warm-up */
+    step(m, c, 1, 0, b->chunk, pages_per_seq, pages, tokens);
+    for (int k = 0; k < 2; k++) f.prefill[k] = step(m, c, 1, k ? long_ctx - b->chunk : 0, b->chunk, pages_per_seq, pages, tokens);
     /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
+    const sp_gpu *gpu = sp_gpu_of(&m->be);
     int streams[2] = {4, 16};
     for (int k = 0; k < 4; k++) {
         int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0];
         double best = 1e30;
-        step(m, c, n, ctx - 1, 1, PAGE, pages_per_seq, pages, tokens);
-        for (int r = 0; r < b->steps; r++) best = fmin(best, step(m, c, n, ctx + r, 1, PAGE, pages_per_seq, pages, tokens));
+        step(m, c, n, ctx - 1, 1, pages_per_seq, pages, tokens);
+        for (int r = 0; r < b->steps; r++) {
+            uint64_t d0 = gpu->n_commands, b0 = gpu->n_barriers;
+            best = fmin(best, step(m, c, n, ctx + r, 1, pages_per_seq, pages, tokens));
+            if (k == 0) f.dispatches = gpu->n_commands - d0, f.barriers = gpu->n_barriers - b0;
+        }
         if (k < 2) f.decode[k] = best;
         else f.streams[k - 2] = best;
     }
@@ -297,15 +327,17 @@ static figures measure(const bench *b, const char *dir, int layers) {
     return f;
 }
 
-/* fixed + layers · per: two layer counts give both, then the full model. */
-static double extrapolate(double a, int la, double b, int lb, int full) {
-    double per = (b - a) / (lb - la);
-    return a + per * (full - la);
+/* "  123.4  (0.45× llama.cpp; goal 190)" or blanks where there is no peer figure. */
+static void beside(double tps, double llama, double goal) {
+    if (llama > 0) printf(" %10.1f %6.2fx", llama, tps / llama);
+    else printf(" %10s %7s", "", "");
+    if (goal > 0) printf(" %8.0f %s", goal, tps >= goal ? "met" : "not met");
+    printf("\n");
 }
 
 int main(int argc, char **argv) {
     const char *shape_name = "27b", *quant_name = "q4", *dir_root = "/tmp/splash-vulkan-bench", *json = NULL;
-    int layer_counts[2] = {4, 8};
+    int layers = 0;
     bench b = {.contexts = {1024, 32768}, .chunk = 1024, .steps = 8};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -313,13 +345,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--quant")) quant_name = v, i++;
         else if (!strcmp(a, "--dir")) dir_root = v, i++;
         else if (!strcmp(a, "--json")) json = v, i++;
-        else if (!strcmp(a, "--layers")) sscanf(v, "%d,%d", &layer_counts[0], &layer_counts[1]), i++;
+        else if (!strcmp(a, "--layers")) layers = atoi(v), i++;
         else if (!strcmp(a, "--context")) sscanf(v, "%d,%d", &b.contexts[0], &b.contexts[1]), i++;
         else if (!strcmp(a, "--chunk")) b.chunk = atoi(v), i++;
         else if (!strcmp(a, "--steps")) b.steps = atoi(v), i++;
         else if (!strcmp(a, "--profile")) b.profile = true;
         else {
-            fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers A,B] [--dir DIR]\n"
+            fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers N] [--dir DIR]\n"
                             "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n");
             return 2;
         }
@@ -331,8 +363,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vulkan_bench: unknown shape %s or quant %s\n", shape_name, quant_name);
         return 2;
     }
-    if (b.contexts[1] < b.chunk || layer_counts[0] >= layer_counts[1]) {
-        fprintf(stderr, "vulkan_bench: the long context must hold a chunk, and --layers A,B needs A < B\n");
+    if (!layers) layers = b.s->layers;
+    if (b.contexts[1] < b.chunk || layers < 1 || layers > b.s->layers || b.steps < 1) {
+        fprintf(stderr, "vulkan_bench: the long context must hold a chunk, 1 <= --layers <= %d, --steps >= 1\n", b.s->layers);
         return 2;
     }
 
@@ -349,77 +382,64 @@ int main(int argc, char **argv) {
     snprintf(device, sizeof device, "%s", sp_vulkan_device_name(&be));
     sp_vulkan_backend_destroy(&be);
 
-    /* the checkpoint (the larger layer count) and a config for each layer count */
-    char base[1024], dirs[2][2048];
-    snprintf(base, sizeof base, "%s/%s-%dl", dir_root, b.s->name, layer_counts[1]);
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s-%dl", dir_root, b.s->name, layers);
     mkdir(dir_root, 0755);
-    mkdir(base, 0755);
-    write_checkpoint(b.s, base, layer_counts[1], pool);
-    for (int k = 0; k < 2; k++) {
-        snprintf(dirs[k], sizeof dirs[k], "%s/%s-%dl-view", dir_root, b.s->name, layer_counts[k]);
-        mkdir(dirs[k], 0755);
-        write_config(b.s, dirs[k], layer_counts[k]);
-        char link[4096], target[2048];
-        snprintf(link, sizeof link, "%s/model.safetensors", dirs[k]);
-        snprintf(target, sizeof target, "%s/model.safetensors", base);
-        unlink(link);
-        if (symlink(target, link) && errno != EEXIST) die("symlink");
-    }
+    mkdir(dir, 0755);
+    write_checkpoint(b.s, dir, layers, pool);
+    write_config(b.s, dir, layers);
     sp_threadpool_free(pool);
 
-    figures f[2];
-    for (int k = 0; k < 2; k++) f[k] = measure(&b, dirs[k], layer_counts[k]);
+    figures f = measure(&b, dir, layers);
     if (b.profile) { /* once more with per-op timestamps (they cost time, so not in the figures); table on stderr */
         setenv("SPLASH_VULKAN_PROFILE", "1", 1);
         bench p = b;
         p.steps = 4;
-        measure(&p, dirs[0], layer_counts[0]);
+        measure(&p, dir, layers);
         unsetenv("SPLASH_VULKAN_PROFILE");
     }
 
-    /* full model = fixed + N · per-layer, for times and for bytes alike */
-    int N = b.s->layers, l0 = layer_counts[0], l1 = layer_counts[1];
-#define X(field) extrapolate(f[0].field, l0, f[1].field, l1, N)
-    double prefill[2] = {X(prefill[0]), X(prefill[1])}, decode[2] = {X(decode[0]), X(decode[1])};
-    double streams[2] = {X(streams[0]), X(streams[1])};
-    double wbytes = X(weight_bytes), kv = X(kv_bytes_per_token), state = X(state_bytes);
-#undef X
     /* bytes a decode step reads: weights once, each stream's KV up to its context, its GDN state in and out */
-    double bytes1[2], bytesS[2], bw = gbs * 1e9;
+    double bytes1[2], bytesS[2], bw = gbs * 1e9, wbytes = f.weight_bytes, kv = f.kv_bytes_per_token, state = f.state_bytes;
     for (int k = 0; k < 2; k++) bytes1[k] = wbytes + kv * b.contexts[k] + 2 * state;
     int nstreams[2] = {4, 16};
     for (int k = 0; k < 2; k++) bytesS[k] = wbytes + nstreams[k] * (kv * b.contexts[0] + 2 * state);
-    printf("\n%s (%d layers) %s on %s — read bandwidth %.1f GB/s; measured with %d and %d layers, extrapolated\n",
-           b.s->model, N, quant_name, device, gbs, l0, l1);
-    printf("  %-34s %12s %12s %10s\n", "", "tokens/s", "GB/token", "roofline");
-    printf("  prefill, chunk of %-5d from 0         %12.0f\n", b.chunk, b.chunk / prefill[0]);
-    printf("  prefill, chunk of %-5d up to %-7d %12.0f\n", b.chunk, b.contexts[1], b.chunk / prefill[1]);
-    for (int k = 0; k < 2; k++)
-        printf("  decode, batch 1 at %-7d          %12.1f %12.2f %9.0f%%\n", b.contexts[k], 1 / decode[k], bytes1[k] / 1e9,
-               100 * bytes1[k] / bw / decode[k]);
-    for (int k = 0; k < 2; k++)
-        printf("  decode, %2d streams at %-7d (total) %9.1f %12.2f %9.0f%%\n", nstreams[k], b.contexts[0], nstreams[k] / streams[k],
-               bytesS[k] / nstreams[k] / 1e9, 100 * bytesS[k] / bw / streams[k]);
-    for (int k = 0; k < 2; k++)
-        printf("  measured %d layers: load %.1f s, prefill %.1f/%.1f ms, decode %.2f/%.2f ms, 4/16 streams %.2f/%.2f ms\n",
-               f[k].layers, f[k].load_s, 1e3 * f[k].prefill[0], 1e3 * f[k].prefill[1], 1e3 * f[k].decode[0], 1e3 * f[k].decode[1],
-               1e3 * f[k].streams[0], 1e3 * f[k].streams[1]);
+    const peer *pe = NULL;
+    for (size_t i = 0; i < sizeof PEERS / sizeof PEERS[0]; i++)
+        if (!strcmp(PEERS[i].shape, b.s->name) && !strcmp(PEERS[i].quant, quant_name) && layers == b.s->layers) pe = &PEERS[i];
+    static const peer none = {0};
+    if (!pe) pe = &none;
+    printf("\n%s (%d of %d layers) %s on %s — read bandwidth %.1f GB/s; load %.1f s\n", b.s->model, layers, b.s->layers,
+           quant_name, device, gbs, f.load_s);
+    printf("  %-36s %10s %9s %9s %10s %7s %8s\n", "", "tokens/s", "GB/token", "roofline", "llama.cpp", "ratio", "goal");
+    printf("  prefill, chunk of %-5d from 0           %10.0f\n", b.chunk, b.chunk / f.prefill[0]);
+    printf("  prefill, chunk of %-5d up to %-7d   %10.0f\n", b.chunk, b.contexts[1], b.chunk / f.prefill[1]);
+    for (int k = 0; k < 2; k++) {
+        double tps = 1 / f.decode[k];
+        printf("  decode, batch 1 at %-7d            %10.1f %9.2f %8.0f%%", b.contexts[k], tps, bytes1[k] / 1e9,
+               100 * bytes1[k] / bw / f.decode[k]);
+        beside(tps, pe->llama[k], pe->goal[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        double tps = nstreams[k] / f.streams[k];
+        printf("  decode, %2d streams at %-7d (total) %10.1f %9.2f %8.0f%%", nstreams[k], b.contexts[0], tps,
+               bytesS[k] / nstreams[k] / 1e9, 100 * bytesS[k] / bw / f.streams[k]);
+        beside(tps, pe->llama[2 + k], pe->goal[2 + k]);
+    }
+    printf("  one decode step: %llu dispatches, %llu barriers (%.1f and %.1f per layer); 4 / 16 streams cost %.2fx / %.2fx one\n",
+           (unsigned long long)f.dispatches, (unsigned long long)f.barriers, (double)f.dispatches / layers,
+           (double)f.barriers / layers, f.streams[0] / f.decode[0], f.streams[1] / f.decode[0]);
     if (json) {
         FILE *j = fopen(json, "a");
         if (!j) die(json);
         fprintf(j, "{\"shape\":\"%s\",\"model\":\"%s\",\"quant\":\"%s\",\"device\":\"%s\",\"bandwidth_gbs\":%.1f,\"layers\":%d,"
-                   "\"chunk\":%d,\"contexts\":[%d,%d],\"prefill_tps\":[%.1f,%.1f],\"decode_tps\":[%.2f,%.2f],"
+                   "\"load_s\":%.2f,\"chunk\":%d,\"contexts\":[%d,%d],\"prefill_tps\":[%.1f,%.1f],\"decode_tps\":[%.2f,%.2f],"
                    "\"streams_tps\":{\"4\":%.2f,\"16\":%.2f},\"decode_roofline\":[%.3f,%.3f],\"bytes_per_token\":[%.0f,%.0f],"
-                   "\"measured\":[",
-                b.s->name, b.s->model, quant_name, device, gbs, N, b.chunk, b.contexts[0], b.contexts[1], b.chunk / prefill[0],
-                b.chunk / prefill[1], 1 / decode[0], 1 / decode[1], 4 / streams[0], 16 / streams[1], bytes1[0] / bw / decode[0],
-                bytes1[1] / bw / decode[1], bytes1[0], bytes1[1]);
-        for (int k = 0; k < 2; k++)
-            fprintf(j, "%s{\"layers\":%d,\"load_s\":%.2f,\"prefill_s\":[%.5f,%.5f],\"decode_s\":[%.6f,%.6f],\"streams_s\":[%.6f,%.6f],"
-                       "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f}",
-                    k ? "," : "", f[k].layers, f[k].load_s, f[k].prefill[0], f[k].prefill[1], f[k].decode[0], f[k].decode[1],
-                    f[k].streams[0], f[k].streams[1], f[k].weight_bytes, f[k].kv_bytes_per_token, f[k].state_bytes);
-        fprintf(j, "]}\n");
+                   "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f,\"dispatches\":%llu,\"barriers\":%llu}\n",
+                b.s->name, b.s->model, quant_name, device, gbs, layers, f.load_s, b.chunk, b.contexts[0], b.contexts[1],
+                b.chunk / f.prefill[0], b.chunk / f.prefill[1], 1 / f.decode[0], 1 / f.decode[1], 4 / f.streams[0],
+                16 / f.streams[1], bytes1[0] / bw / f.decode[0], bytes1[1] / bw / f.decode[1], bytes1[0], bytes1[1], wbytes, kv,
+                state, (unsigned long long)f.dispatches, (unsigned long long)f.barriers);
         fclose(j);
     }
     return 0;

@@ -1,15 +1,17 @@
 /* vulkan_lab.c — the lab harness of the Vulkan matmul kernels (STYLE.md §2): every launch choice of the GEMV
- * (workgroup 32/64/128 × rows per workgroup 1/2/4) and of the GEMM (each compiled tile) on the real matrix shapes of
- * a model, each checked against the exact product, then timed; prints GB/s and the ratio to the device's measured
- * read bandwidth, and the fastest choices as the "gemv"/"gemm" entries of models/<id>/vulkan.json.
+ * (workgroup 32/64/128 × row groups 1/2/4 × rows per group up to the batch bucket's most) and, for more than 4 x rows, of the GEMM
+ * (each compiled tile) on the real matrix shapes of a model, each checked against the exact product, then timed;
+ * prints GB/s and the ratio to the device's measured read bandwidth, and the fastest GEMV choices as the "gemv"
+ * entries of models/<id>/vulkan.json.
  *
- *   build/tools/vulkan_lab [--model qwen3.8-27b,qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1] [--reps 20]
+ *   build/tools/vulkan_lab [--model qwen3.8-27b,qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1,4,16] [--reps 20]
  *                          [--out FILE]
  *
- * --out writes the fastest GEMV launches as a tuning file (the schema of models/<id>/vulkan.json) that the backend
- * reads when SPLASH_VULKAN_TUNING names it: the benchmarks of the same run use them.
+ * --n: the x row counts to measure (each ≤ 16 is a GEMV batch bucket: 1, 4, 16). --out writes the fastest GEMV
+ * launches as a tuning file (the schema of models/<id>/vulkan.json) that the backend reads when SPLASH_VULKAN_TUNING
+ * names it: the benchmarks of the same run use them.
  *
- * Versions: matmul.comp (GEMV; NMAX 1 for n = 1, NMAX 4 for n ≤ 4) and matmul_tiled.comp (GEMM) — see
+ * Versions: matmul.comp (GEMV; NMAX 1, 4, 16 by batch bucket) and matmul_tiled.comp (GEMM) — see
  * kernels/generate.ts. The weights are random but valid (small finite scales), uploaded once per shape. */
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
@@ -85,13 +87,13 @@ static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
 }
 
 int main(int argc, char **argv) {
-    const char *models = "qwen3.8-27b", *types = "q4,bf16", *out = NULL;
-    int n = 1, reps = 20;
+    const char *models = "qwen3.8-27b", *types = "q4,bf16", *out = NULL, *ns = "1";
+    int reps = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model")) models = argv[i + 1];
         else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
         else if (!strcmp(argv[i], "--types")) types = argv[i + 1];
-        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--n")) ns = argv[i + 1];
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     }
     char list[256];
@@ -107,15 +109,18 @@ int main(int argc, char **argv) {
     double bw = 0;
     bool small = !strcmp(models, "tiny");
     sp_gpu_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
-    char json[32768];
+    static char json[1 << 16];
     int jl = 0;
     char mlist[256];
     snprintf(mlist, sizeof mlist, "%s", models);
-    for (char *model = strtok(mlist, ","); model; model = strtok(NULL, ",")) {
+    int n_list[8], n_count = 0;
+    for (const char *q = ns; *q && n_count < 8; q = strchr(q, ',') ? strchr(q, ',') + 1 : "") n_list[n_count++] = atoi(q);
+    char *model_save = NULL;
+    for (char *model = strtok_r(mlist, ",", &model_save); model; model = strtok_r(NULL, ",", &model_save)) {
         const mshape *shapes = !strcmp(model, "qwen3.6-35b-a3b") ? M35 : !strcmp(model, "tiny") ? MTINY : M27;
         size_t n_shapes = shapes == M35 ? sizeof M35 / sizeof M35[0] : shapes == MTINY ? sizeof MTINY / sizeof MTINY[0] : sizeof M27 / sizeof M27[0];
-        printf("vulkan_lab: %s, %s, n = %d; read bandwidth %.1f GB/s\n", sp_vulkan_device_name(&be), model, n, bw);
-        printf("  %-12s %-5s %-18s %10s %9s %7s %10s\n", "matrix", "type", "launch", "us", "GB/s", "of bw", "nmse");
+        printf("vulkan_lab: %s, %s, n = %s; read bandwidth %.1f GB/s\n", sp_vulkan_device_name(&be), model, ns, bw);
+        printf("  %-12s %-5s %-3s %-18s %10s %9s %7s %10s\n", "matrix", "type", "n", "launch", "us", "GB/s", "of bw", "nmse");
         for (sp_mtype t = 0; t <= SP_MAT_Q4; t++) { /* the types the kernels decode */
             char want[64];
             snprintf(want, sizeof want, ",%s,", TYPES[t]);
@@ -128,6 +133,9 @@ int main(int argc, char **argv) {
                 sp_parallel_for(pool, m->rows, gen_rows, &gj);
                 sp_matrix W = {t, m->rows, m->cols, NULL, rb};
                 W.data = be.upload(&be, host, m->rows, rb);
+                for (int ni = 0; ni < n_count; ni++) {
+                int n = n_list[ni];
+                if (n < 1 || n > 64) continue;
                 float *x = malloc(sizeof(float) * (size_t)(n * m->cols)), *y = malloc(sizeof(float) * (size_t)(n * m->rows));
                 for (int64_t i = 0; i < n * m->cols; i++) x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
                 float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
@@ -143,15 +151,18 @@ int main(int argc, char **argv) {
                     for (int j = 0; j < n; j++)
                         for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
                 }
-                sp_gpu_mm_launch launches[16];
-                int nl = 0;
-                if (n <= 4) {
-                    uint32_t wgs[3] = {32, 64, 128}, rows[3] = {1, 2, 4};
+                sp_gpu_mm_launch launches[48];
+                int nl = 0, n_gemv = 0, bucket = sp_gpu_gemv_bucket(n);
+                if (n <= 16) { /* workgroup × row groups (≥ 32 invocations each) × rows per group */
+                    uint32_t wgs[3] = {32, 64, 128}, gs[3] = {1, 2, 4}, rows[4] = {1, 2, 4, 8};
                     for (int a = 0; a < 3; a++)
-                        for (int b = 0; b < 3; b++) launches[nl++] = (sp_gpu_mm_launch){wgs[a], rows[b], 0};
-                } else {
-                    for (int k = 0; k < SP_GPU_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){0, 0, k};
+                        for (int g = 0; g < 3 && wgs[a] / gs[g] >= 32; g++)
+                            for (int b = 0; b < 4 && rows[b] <= (uint32_t)sp_gpu_gemv_max_rows(bucket, 1); b++)
+                                if (rows[b] * gs[g] > 1 || wgs[a] == 32) launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[g], .rows = rows[b]};
+                    n_gemv = nl;
                 }
+                if (n > 4)
+                    for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 48; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
                 double best = 1e30;
                 int best_l = 0;
                 for (int l = 0; l < nl; l++) {
@@ -168,30 +179,34 @@ int main(int argc, char **argv) {
                     sp_gpu_finish(&be);
                     double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
                     char name[32];
-                    if (n <= 4) snprintf(name, sizeof name, "wg %u rows %u", launches[l].workgroup, launches[l].rows);
-                    else snprintf(name, sizeof name, "tile %dx%d", sp_gpu_tiles[launches[l].tile].bm, sp_gpu_tiles[launches[l].tile].bn);
-                    printf("  %-12s %-5s %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], name, us, gbs, 100 * gbs / bw,
+                    if (launches[l].workgroup)
+                        snprintf(name, sizeof name, "wg%u/g%u/r%u", launches[l].workgroup, launches[l].groups, launches[l].rows);
+                    else snprintf(name, sizeof name, "tile%dx%d", sp_gpu_tiles[launches[l].tile].bm, sp_gpu_tiles[launches[l].tile].bn);
+                    printf("  %-12s %-5s %-3d %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], n, name, us, gbs, 100 * gbs / bw,
                            sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
-                    if (us < best) best = us, best_l = l;
+                    if (l < n_gemv && us < best) best = us, best_l = l;
                 }
-                if (n <= 4)
-                    jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"workgroup\": %u, "
-                                   "\"rowsPerWorkgroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows, (long long)m->cols,
-                                   launches[best_l].workgroup, launches[best_l].rows);
+                if (n_gemv)
+                    jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"batch\": %d, "
+                                   "\"workgroup\": %u, \"groups\": %u, \"rowsPerGroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows,
+                                   (long long)m->cols, sp_gpu_gemv_batch[bucket], launches[best_l].workgroup, launches[best_l].groups,
+                                   launches[best_l].rows);
                 be.free(&be, dx), be.free(&be, dy);
-                free(host), free(x), free(y), free(ref), free(row);
+                free(x), free(y), free(ref), free(row);
+                }
+                free(host);
             }
         }
     }
-    if (n <= 4) printf("\"gemv\" of models/<id>/vulkan.json (fastest per shape on %s):\n[\n%s\n]\n", sp_vulkan_device_name(&be), json);
-    if (out && n <= 4) {
+    printf("\"gemv\" of models/<id>/vulkan.json (fastest per shape on %s):\n[\n%s\n]\n", sp_vulkan_device_name(&be), json);
+    if (out) {
         FILE *f = fopen(out, "w");
         time_t tt = time(NULL);
         char date[32];
         strftime(date, sizeof date, "%Y-%m-%d", gmtime(&tt));
         if (f) {
-            fprintf(f, "{\n  \"measured\": {\"device\": \"%s\", \"date\": \"%s\", \"command\": \"build/tools/vulkan_lab --model %s --types %s\"},\n"
-                    "  \"gemv\": [\n%s\n  ]\n}\n", sp_vulkan_device_name(&be), date, models, types, json);
+            fprintf(f, "{\n  \"measured\": {\"device\": \"%s\", \"date\": \"%s\", \"command\": \"build/tools/vulkan_lab --model %s --types %s --n %s\"},\n"
+                    "  \"gemv\": [\n%s\n  ]\n}\n", sp_vulkan_device_name(&be), date, models, types, ns, json);
             fclose(f);
         }
     }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU benchmark of issue 11 on one NVIDIA H200 (the device tool's nvidia-h200), in one command of under 8 minutes,
-# with no Bun there: builds libsplash's C sources with the Vulkan backend (gcc; the SPIR-V kernels come prebuilt in
-# build/gen, made here by `bun scripts/build/native.ts`), checks every kernel against the CPU backend on the real
-# shapes (vulkan_ops_test), measures the matmul launch choices on the real matrices (vulkan_lab: its last lines are the
-# "gemv" tuning for models/<id>/vulkan.json), then runs vulkan_bench for {Qwen3.8-27B, Qwen3.6-35B-A3B} × {q4, bf16}:
-# prefill and batch-1 decode at 1K and 32K, 4 and 16 streams, as fractions of the measured bandwidth roofline.
+# The GPU benchmark on one NVIDIA H200 (the device tool's nvidia-h200), in one command of under 9 minutes, with no Bun
+# there: builds libsplash's C sources with the Vulkan backend (gcc; the SPIR-V kernels come prebuilt in build/gen, made
+# here by `bun scripts/build/native.ts`), checks every kernel against the CPU backend on the real shapes
+# (vulkan_ops_test), measures the GEMV launch choices on the real matrices for 1, 4 and 16 x rows (vulkan_lab: its last
+# lines are the "gemv" tuning for models/<id>/vulkan.json), then runs vulkan_bench on the whole models (every layer,
+# nothing extrapolated) for Qwen3.8-27B q4, Qwen3.6-35B-A3B q4 and Qwen3.8-27B bf16: prefill and batch-1 decode at 1K
+# and 32K, 4 and 16 streams, beside llama.cpp's CUDA numbers and as fractions of the measured bandwidth roofline.
 #
 #   carry:  .gl        libvulkan1, libvulkan-dev (headers) and the GL/EGL dispatch packages, fetched here once as
 #                      /work/.library/device/README.md says (apt-get download … into .gl/)
@@ -15,55 +16,23 @@
 # Locally (lavapipe, tiny shapes, to try the script itself): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-h200.sh
 set -u
 cd "$(dirname "$0")/../.."
-T0=$(date +%s)
-OUT=${OUT:-/tmp/splash-gpu-out}
-mkdir -p "$OUT"
-B=/tmp/splash-gpu-build
+. scripts/bench/gpu-common.sh
 SMOKE=${SMOKE:-${SPLASH_GPU_SMOKE:-0}}
 # seconds left of the budget (the caller's limit is 540; SPLASH_GPU_BUDGET for a shorter one)
 BUDGET=${SPLASH_GPU_BUDGET:-470}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
-stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
-stage "Vulkan loader"
-if [ -d .gl ] && ls .gl/*.deb >/dev/null 2>&1 && [ "$SMOKE" != 1 ]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
-if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && \
-   ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export VK_ICD_FILENAMES=$VK_DRIVER_FILES
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-fi
-ldconfig -p | grep -m1 libvulkan.so.1 || echo "no libvulkan.so.1 (carry .gl)"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null
-
-stage "build (gcc, $(nproc) cores)"
-if [ ! -f build/gen/vulkan_kernels.c ]; then echo "build/gen/vulkan_kernels.c missing: run bun scripts/build/native.ts here and carry build/gen"; exit 1; fi
-rm -rf "$B"; mkdir -p "$B/obj"
-CC=${CC:-cc}
-CFLAGS="-std=c11 -O3 -DNDEBUG -fPIC -pthread -fvisibility=hidden -w -D_GNU_SOURCE -DSPLASH_BUILD -DSPLASH_HAVE_VULKAN \
- -DSPLASH_VERSION_STRING=\"gpu-bench\" -Inative/include -Inative -Ibuild/gen"
-export CC CFLAGS B
-{ find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
-    -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
-  xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
-      *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
-      $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
-for p in tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench; do
-  $CC $CFLAGS -o "$B/$(basename $p)" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"
-done
-ls "$B"/vulkan_* || exit 1
+gpu_loader
+gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench
 
 if [ "$SMOKE" = 1 ]; then
-  SHAPES="tiny"; QUANTS="q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"
+  RUNS="tiny:q4 tiny-moe:q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"
 else
-  SHAPES="27b 35b"; QUANTS="q4 bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
+  RUNS="27b:q4 35b:q4 27b:bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
 fi
-# A shorter run (less device time): SPLASH_GPU_SHAPES, SPLASH_GPU_QUANTS, SPLASH_GPU_QUICK=1 (the ops test's quick set,
+# A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."), SPLASH_GPU_QUICK=1 (the ops test's quick set,
 # no launch-choice lab: the benchmarks use the committed models/<id>/vulkan.json tuning)
-SHAPES=${SPLASH_GPU_SHAPES:-$SHAPES}; QUANTS=${SPLASH_GPU_QUANTS:-$QUANTS}
+RUNS=${SPLASH_GPU_RUNS:-$RUNS}
 QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
 
 stage "kernels against the CPU backend (real and odd shapes)"
@@ -73,22 +42,22 @@ echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^O
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
-[ "$QUICK" = 1 ] || timeout 120 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --reps 20 --out "$TUNING" > "$OUT/lab.log" 2>&1
+[ "$QUICK" = 1 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
 echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
 [ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING
 echo "fastest launch per matrix:"
-awk '/^  [a-z_]+ +(q4|bf16) +wg/{k=$1" "$2; if(!(k in b)||$7+0<b[k]){b[k]=$7+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
+awk '/^  [a-z_]+ +(q4|bf16) +[0-9]+ +(wg|tile)/{k=$1" "$2" "$3; if(!(k in b)||$5+0<b[k]){b[k]=$5+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
 
-stage "benchmarks (random weights of the real shapes; tables below)"
+stage "benchmarks (the whole models, weights of the real shapes; tables below)"
 rm -f "$OUT/bench.jsonl"
-for s in $SHAPES; do
-  for q in $QUANTS; do
-    if [ "$(left)" -lt 60 ]; then echo "skipping $s $q: out of time"; continue; fi
-    prof=""; [ "$s" = "27b" ] && [ "$q" = "q4" ] && prof="--profile"
-    t=$(( $(left) < 170 ? $(left) : 170 ))
-    timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" \
-      $BENCH_ARGS $prof > "$OUT/bench-$s-$q.log" 2>&1
-    echo "$s $q: exit $?"; cat "$OUT/bench-$s-$q.log"
-  done
+for run in $RUNS; do
+  s=${run%%:*}; q=${run##*:}
+  if [ "$(left)" -lt 60 ]; then echo "skipping $s $q: out of time"; continue; fi
+  prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
+  t=$(( $(left) < 200 ? $(left) : 200 ))
+  timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" \
+    $BENCH_ARGS $prof > "$OUT/bench-$s-$q.log" 2>&1
+  echo "$s $q: exit $?"; grep -v "^  [a-z_]* .*%$" "$OUT/bench-$s-$q.log" | grep -v "^splash vulkan profile\|^  op " | head -30
+  [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$OUT/bench-$s-$q.log" | head -28
 done
 stage "done"

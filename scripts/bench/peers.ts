@@ -272,7 +272,7 @@ export const median = (xs: number[]) => {
 };
 
 export async function memoryBandwidth(threads: number): Promise<Timing> {
-  const lib = await native();
+  const lib = native();
   const gbs = new Float64Array(2);
   check(lib, "splash_bench_memory_bandwidth", lib.splash_bench_memory_bandwidth(threads, 1n << 30n, 5, gbs.subarray(0, 1), gbs.subarray(1, 2)));
   return { wall: gbs[0]!, cpu: gbs[1]! };

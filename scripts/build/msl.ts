@@ -303,7 +303,7 @@ export async function translateAll(): Promise<Translation> {
   const texts = new Map<string, string>();
   const kernels: MslKernel[] = [];
   const errors: string[] = [];
-  for (const v of g.variants) {
+  for (const v of g.variants.filter((v) => !v.vulkanOnly)) {
     try {
       const t = await translate(v, join(out, "spv", `${v.name}.spv`));
       texts.set(v.name, t.text);
@@ -411,8 +411,10 @@ export function cTable(m: Manifest, texts: Map<string, string>): { c: string; h:
   return { c: c.join("\n"), h };
 }
 
-// Kernels of the variant list (kernels/generate.ts) the manifest lacks or has in another order, and the reverse.
+// Kernels of the variant list (kernels/generate.ts; those Metal runs, not the Vulkan-only ones) the manifest lacks or
+// has in another order, and the reverse.
 export function staleKernels(m: Manifest, variants: Variant[]): string[] {
+  variants = variants.filter((v) => !v.vulkanOnly);
   const want = variants.map((v) => v.name).join(" ");
   const got = m.kernels.map((k) => k.name).join(" ");
   return want === got ? [] : [`kernels/generate.ts lists ${variants.length} kernels, kernels/msl/manifest.json ${m.kernels.length} (or another order)`];

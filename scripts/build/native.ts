@@ -4,7 +4,7 @@
 //   bun scripts/build/native.ts            release: -O3, build/libsplash.{so,dylib}
 //   bun scripts/build/native.ts --debug    -O1 -g with AddressSanitizer + UBSan, into build/debug/
 //
-// Per-ISA kernels live in files named *_avx2.c, *_avx512.c, *_neon.c. Only those files get the ISA's flags, and
+// Per-ISA kernels live in files named *_avx2.c, *_avxvnni.c, *_avx512.c, *_neon.c. Only those files get the ISA's flags, and
 // the library picks them at run time from the detected CPU, so one build runs on any x86-64 (ARCHITECTURE.md §4).
 // Objects are rebuilt when the source or a header it includes (from the compiler's depfile) is newer.
 import { $ } from "bun";
@@ -42,6 +42,7 @@ const common = [
 function isaFlags(file: string): string[] | null {
   const name = basename(file, ".c");
   if (name.endsWith("_avx2")) return arch === "x64" ? ["-mavx2", "-mfma", "-mf16c"] : null;
+  if (name.endsWith("_avxvnni")) return arch === "x64" ? ["-mavx2", "-mfma", "-mf16c", "-mavxvnni"] : null;
   if (name.endsWith("_avx512"))
     return arch === "x64" ? ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mfma", "-mf16c"] : null;
   if (name.endsWith("_neon")) return arch === "arm64" ? ["-march=armv8.2-a+dotprod+fp16"] : null;

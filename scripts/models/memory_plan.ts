@@ -54,7 +54,8 @@ for (const id of readdirSync(modelsDir).sort()) {
     const cell = (v: number | null) => (v === null ? "-" : formatBytes(v));
     console.log(`  ${level.padEnd(9)} weights ${cell(f.none).padStart(10)}   +MTP ${cell(f.mtp).padStart(10)}   +DFlash ${cell(f.dflash).padStart(10)}   +DFlash2 ${cell(f.dflash2).padStart(10)}`);
   }
-  console.log(`  KV ${formatBytes(plan.kvBytesPerToken)}/token (+${formatBytes(plan.mtpKvBytesPerToken)} MTP), GDN state ${formatBytes(plan.stateBytesPerSequence)}/sequence`);
+  const kv = (["f32", "f16", "int8"] as const).map((t) => `${t} ${formatBytes(plan.kvBytesPerToken[t])} (+${formatBytes(plan.mtpKvBytesPerToken[t])} MTP)`);
+  console.log(`  KV per token ${kv.join(", ")}; GDN state ${formatBytes(plan.stateBytesPerSequence)}/sequence`);
   if (JSON.stringify(raw.memory) === JSON.stringify(plan)) continue;
   stale++;
   if (!check) writeFileSync(path, formatJson({ ...raw, memory: plan }) + "\n");

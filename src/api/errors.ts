@@ -10,6 +10,7 @@ import type { z } from "zod";
 import { ConstraintError } from "../engine/grammar/request.ts";
 import { EngineOverloaded, PromptTooLong } from "../engine/types.ts";
 import { ImageError } from "../vision/image-error.ts";
+import { TemplateRenderError } from "../chat/template.ts";
 
 export type ErrorShape = "openai" | "anthropic";
 
@@ -33,20 +34,23 @@ export function constraintApiError(e: ConstraintError, param: string): ApiError 
 }
 
 // Maps anything thrown while serving to an ApiError. Unknown errors become a 500 whose message is the error's own:
-// a local server has no secrets to hide from its user, and the text is what helps.
-export function toApiError(error: unknown, shape: ErrorShape): ApiError {
+// a local server has no secrets to hide from its user, and the text is what helps. `conversation` names the
+// surface's field that holds the conversation (Responses: "input"), for the errors that are about it.
+export function toApiError(error: unknown, shape: ErrorShape, conversation = "messages"): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof TemplateRenderError) return invalidRequest(error.message, conversation, "invalid_conversation");
   if (error instanceof ConstraintError) return constraintApiError(error, error.param);
   if (error instanceof ImageError) return invalidRequest(error.message, undefined, IMAGE_ERROR_CODES[error.reason]);
   if (error instanceof EngineOverloaded) {
     return new ApiError(503, error.message, { code: "server_is_overloaded", retryAfterSeconds: error.retryAfterSeconds });
   }
   if (error instanceof PromptTooLong) {
-    // Claude Code compacts the conversation when it sees Anthropic's wording; OpenAI clients look at the code.
+    // Claude Code compacts the conversation when it sees Anthropic's wording (kept exactly, with the lower bound
+    // when the prompt was refused before it was tokenized whole); OpenAI clients look at the code.
     const message =
       shape === "anthropic"
         ? `prompt is too long: ${error.promptTokens} tokens > ${error.contextTokens} maximum`
-        : `This model's maximum context length is ${error.contextTokens} tokens, but the prompt is ${error.promptTokens} tokens. Please reduce the length of the messages.`;
+        : `This model's maximum context length is ${error.contextTokens} tokens, but the prompt is ${error.atLeast ? "at least " : ""}${error.promptTokens} tokens. Please reduce the length of the messages.`;
     return new ApiError(400, message, { code: "context_length_exceeded" });
   }
   const message = error instanceof Error ? error.message : String(error);

@@ -66,10 +66,22 @@ export type RenderedPrompt = {
   startInReasoning: boolean; // the generation prompt left a <think> block open
 };
 
-export function renderPrompt(model: Pick<ChatModelParts, "tokenizer" | "template">, conversation: Conversation): RenderedPrompt {
+// With the model's context, a prompt that cannot fit it is refused as soon as that is known: from its size before
+// it is tokenized (a huge prompt would otherwise hold the event loop for seconds), and, when generating, once its
+// tokens pass `limit` (counting tokens needs them all).
+export function renderPrompt(
+  model: Pick<ChatModelParts, "tokenizer" | "template"> & { contextLength?: number },
+  conversation: Conversation,
+  limit = Infinity,
+): RenderedPrompt {
   const text = model.template.render(templateVariables(conversation, (s) => model.tokenizer.escape(s)));
+  const context = model.contextLength ?? Infinity;
+  const least = model.tokenizer.minTemplateTokens(text);
+  if (least >= context) throw new PromptTooLong(least, context, true);
+  const ids = model.tokenizer.encodeTemplate(text, limit);
+  if (ids.length > limit) throw new PromptTooLong(ids.length, context, true);
   const turn = text.slice(Math.max(0, text.lastIndexOf("<|im_start|>")));
-  return { text, ids: model.tokenizer.encodeTemplate(text), startInReasoning: turn.lastIndexOf("<think>") > turn.lastIndexOf("</think>") };
+  return { text, ids, startInReasoning: turn.lastIndexOf("<think>") > turn.lastIndexOf("</think>") };
 }
 
 // The images of a conversation in the order the template renders them (message by message, part by part).
@@ -96,7 +108,7 @@ function numbered(e: unknown, k: number, n: number): unknown {
   return e;
 }
 
-export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision">, conversation: Conversation): number {
+export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision" | "contextLength">, conversation: Conversation): number {
   return promptTokens(model, conversation, renderPrompt(model, conversation).ids);
 }
 
@@ -108,7 +120,7 @@ function promptTokens(model: Pick<ChatModelParts, "vision">, conversation: Conve
 }
 
 // The prompt as text (escape()'s marks removed: what a client reading it expects) and its token count.
-export function promptOf(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision">, conversation: Conversation): { text: string; tokens: number } {
+export function promptOf(model: Pick<ChatModelParts, "tokenizer" | "template" | "vision" | "contextLength">, conversation: Conversation): { text: string; tokens: number } {
   const rendered = renderPrompt(model, conversation);
   return { text: model.tokenizer.unescape(rendered.text), tokens: promptTokens(model, conversation, rendered.ids) };
 }
@@ -163,7 +175,7 @@ function tokenLogprob(tok: Tokenizer, id: number, logprob: number): Omit<TokenLo
 }
 
 export async function* generateChat(model: ChatModelParts, conversation: Conversation, options: GenerationOptions): AsyncGenerator<ChatEvent> {
-  const rendered = renderPrompt(model, conversation);
+  const rendered = renderPrompt(model, conversation, model.contextLength);
   const { ids, images } = await withImages(model, conversation, rendered.ids, options.signal);
   const prompt = { ...rendered, ids };
   if (prompt.ids.length >= model.contextLength) throw new PromptTooLong(prompt.ids.length, model.contextLength);
@@ -289,6 +301,8 @@ export function chatModel(parts: ChatModelParts): ChatModel {
     id: parts.id,
     contextLength: parts.contextLength,
     maxOutputTokens: parts.maxOutputTokens,
+    vocabSize: parts.tokenizer.vocabSize,
+    hasToken: (id) => parts.tokenizer.hasToken(id),
     vision: parts.vision !== undefined,
     runtime: parts.runtime,
     generate: (conversation, options) => generateChat(parts, conversation, options),

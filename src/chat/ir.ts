@@ -108,6 +108,8 @@ export interface ChatModel {
   readonly id: string;
   readonly contextLength: number; // tokens, prompt + output
   readonly maxOutputTokens: number; // default and cap for one answer
+  readonly vocabSize: number; // the tokenizer's ids, 0 … vocabSize − 1 (the bound of top_k)
+  hasToken(id: number): boolean; // whether a client's token id (logit_bias) names a token of the tokenizer
   readonly vision: boolean; // accepts image parts
   readonly runtime: ModelRuntime;
   generate(conversation: Conversation, options: GenerationOptions): AsyncIterable<ChatEvent>;

@@ -38,14 +38,28 @@ const UndefinedValue = (new Environment().lookupVariable("nothing_here") as unkn
 // removes U+FEFF and keeps U+001C-U+001F).
 const PY_SPACE = "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
 
+// Walks in from the ends by code points (surrogate pairs together, as Python's str sees them), so stripping a
+// message of megabytes costs what it strips, not a copy of every character.
 export function pyStrip(s: string, chars: string | null, left: boolean, right: boolean): string {
   const set = new Set(chars ?? PY_SPACE);
-  const cps = Array.from(s);
   let a = 0;
-  let b = cps.length;
-  if (left) while (a < b && set.has(cps[a]!)) a++;
-  if (right) while (b > a && set.has(cps[b - 1]!)) b--;
-  return cps.slice(a, b).join("");
+  let b = s.length;
+  if (left) {
+    while (a < b) {
+      const ch = String.fromCodePoint(s.codePointAt(a)!);
+      if (!set.has(ch)) break;
+      a += ch.length;
+    }
+  }
+  if (right) {
+    while (b > a) {
+      const pair = b - a >= 2 && /^[\uD800-\uDBFF][\uDC00-\uDFFF]$/.test(s.slice(b - 2, b));
+      const ch = s.slice(pair ? b - 2 : b - 1, b);
+      if (!set.has(ch)) break;
+      b -= ch.length;
+    }
+  }
+  return s.slice(a, b);
 }
 
 // Python's repr(float): the shortest round-trip digits (as JavaScript), in fixed notation for exponents -4..15

@@ -12,6 +12,12 @@ export class ChatTemplateError extends Error {
   override name = "ChatTemplateError";
 }
 
+// The model's template refused a conversation (its own raise_exception, say "No user query found"): a template that
+// loaded renders any conversation of the shape it was written for, so this is the request's to fix.
+export class TemplateRenderError extends ChatTemplateError {
+  override name = "TemplateRenderError";
+}
+
 // What a chat template sees: messages in transformers' shape (tool_calls with arguments as objects,
 // reasoning_content, content as a string or a list of {type: "text"|"image"} parts), the tools as OpenAI function
 // schemas, and the switches the Qwen3.5 templates read.
@@ -136,7 +142,7 @@ export class ChatTemplate {
     try {
       return this.template.render(items);
     } catch (e) {
-      throw new ChatTemplateError(`rendering the chat template failed: ${(e as Error).message}`);
+      throw new TemplateRenderError(`the model's chat template cannot render this conversation: ${(e as Error).message}`);
     }
   }
 }

@@ -35,17 +35,24 @@ type SplashCommand<A extends ArgsDef> = {
   run: (ctx: { args: ParsedArgs<A>; rawArgs: string[]; rest: string[]; passThrough: string[] }) => Promise<void> | void;
 };
 
-function flagNames(args: ArgsDef): Map<string, { name: string; type: string }> {
-  const names = new Map<string, { name: string; type: string }>();
+// An option's name on the command line: args are declared in camelCase (citty hands them to `run` that way), users
+// type and read kebab-case (`apiKey` is `--api-key`).
+export function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+// Every spelling the parser accepts for each option (citty also takes the camelCase one), and which it shows.
+function flagNames(args: ArgsDef): Map<string, { name: string; type: string; shown: boolean }> {
+  const names = new Map<string, { name: string; type: string; shown: boolean }>();
   for (const [name, def] of Object.entries(args)) {
     if (def.type === "positional") continue;
     const type = def.type ?? "string";
-    const kebab = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    for (const n of new Set([name, kebab])) names.set(n, { name, type });
-    if (type === "boolean") for (const n of new Set([name, kebab])) names.set(`no-${n}`, { name, type });
+    names.set(name, { name, type, shown: false });
+    names.set(kebab(name), { name, type, shown: true });
+    if (type === "boolean") for (const n of new Set([name, kebab(name)])) names.set(`no-${n}`, { name, type, shown: false });
     const alias = "alias" in def ? def.alias : undefined;
     const aliases = alias === undefined ? [] : Array.isArray(alias) ? alias : [alias];
-    for (const a of aliases) names.set(a, { name, type });
+    for (const a of aliases) names.set(a, { name, type, shown: true });
   }
   return names;
 }
@@ -63,7 +70,7 @@ export function checkArgs(command: string, args: ArgsDef, rawArgs: string[], res
       const [key, inline] = body.split("=", 2) as [string, string | undefined];
       const flag = flags.get(key);
       if (!flag) {
-        const known = [...flags.keys()].filter((k) => !k.startsWith("no-")).map((k) => (k.length === 1 ? `-${k}` : `--${k}`));
+        const known = [...flags].filter(([, f]) => f.shown).map(([k]) => (k.length === 1 ? `-${k}` : `--${k}`));
         throw new UsageError(`unknown option ${a.split("=")[0]}${known.length ? ` (accepted: ${known.join(", ")})` : ""}`, command);
       }
       if (flag.type !== "boolean" && inline === undefined) {

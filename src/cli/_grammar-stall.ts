@@ -1,18 +1,20 @@
 // For `splash bench grammar --model`: how long a grammar compile holds up the other streams of a served model.
-// xgrammar compiles synchronously on the event loop, so while a new request's grammar compiles no engine step runs.
-// A free-text stream is generated; at its `at`-th token a request with `schema` arrives (its grammar not compiled
-// yet), later the same request again (compiled, from the cache). For each, the stream's largest gap between tokens
-// from that request's arrival to its admission, and the arrival-to-admission time itself.
+// Grammars compile in worker threads (src/engine/grammar/grammar-pool.ts), so a new request's compile should cost
+// the running stream nothing but a share of the CPU. A free-text stream is generated; at its `at`-th token a
+// request with `schema` arrives (its grammar not compiled yet), later the same request again (compiled, from the
+// cache). For each, the stream's largest gap between tokens from that request's arrival to its admission, and the
+// arrival-to-admission time itself.
 import type { Conversation, GenerationOptions, ResponseFormat } from "../chat/ir.ts";
 import { loadModel } from "../models/load.ts";
 import type { ResolvedModel } from "../models/resolve.ts";
+import type { LoadFlags } from "./_load-flags.ts";
 
 export type StallFigures = { streamGapP50Ms: number; cold: { maxGapMs: number; admissionMs: number }; cached: { maxGapMs: number; admissionMs: number } };
 
 const at = 20; // the stream's token at which the cold request arrives; the cached one comes 30 tokens later
 
-export async function compileStall(resolved: ResolvedModel, schema: Record<string, unknown>, threads: number | undefined): Promise<StallFigures | null> {
-  const loaded = await loadModel(resolved, threads === undefined ? {} : { threads });
+export async function compileStall(resolved: ResolvedModel, schema: Record<string, unknown>, flags: LoadFlags): Promise<StallFigures | null> {
+  const loaded = await loadModel(resolved, flags);
   try {
     const chat = loaded.chat;
     const conversation = (responseFormat: ResponseFormat): Conversation => ({
@@ -29,7 +31,8 @@ export async function compileStall(resolved: ResolvedModel, schema: Record<strin
       sampling: { temperature: 1, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed },
       signal: new AbortController().signal,
     });
-    // The model's vocabulary is prepared by its first constrained request: done here, so only the compile is timed.
+    // The first grammar worker prepares the vocabulary after load: a first constrained request waits for it here, so
+    // only the compile is timed.
     for await (const _ of chat.generate(conversation({ type: "json_schema", schema: { const: 1 } }), options(0, 4)));
 
     const gaps: { at: number; ms: number }[] = [];

@@ -243,7 +243,7 @@ export default command({
 
     const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
     ensureCheckpoint(dir, layers);
-    const lib = await native();
+    const lib = native();
     const bandwidth = (): Both => {
       const gbs = new Float64Array(2);
       check(lib, "splash_bench_memory_bandwidth", lib.splash_bench_memory_bandwidth(threads, 1n << 30n, 3, gbs.subarray(0, 1), gbs.subarray(1, 2)));

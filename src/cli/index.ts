@@ -1,8 +1,9 @@
 // The root command: the list of subcommands (each lazily imported, so `splash --help` and the launchers start
 // without loading the engine), and the runner that turns errors into one-line messages and exit codes.
-import { defineCommand, runCommand, showUsage, type CommandDef, type SubCommandsDef } from "citty";
+import { defineCommand, runCommand, type CommandDef, type SubCommandsDef } from "citty";
 import { log } from "../log.ts";
 import { CliError } from "./_command.ts";
+import { renderUsage } from "./usage.ts";
 import pkg from "../../package.json" with { type: "json" };
 
 const subCommands: SubCommandsDef = {
@@ -23,6 +24,7 @@ const subCommands: SubCommandsDef = {
   hermes: () => import("./hermes.ts").then((m) => m.default),
   qwen: () => import("./qwen.ts").then((m) => m.default),
   stop: () => import("./stop.ts").then((m) => m.default),
+  version: () => import("./version.ts").then((m) => m.default),
 };
 
 export const root = defineCommand({
@@ -30,17 +32,19 @@ export const root = defineCommand({
   subCommands,
 });
 
-// The deepest command the leading words name (`bench decode --help` is decode's help), and its parent.
-async function helpTarget(rawArgs: string[]): Promise<[CommandDef, CommandDef | undefined]> {
-  let [cmd, parent]: [CommandDef, CommandDef | undefined] = [root, undefined];
+// The deepest command the leading words name (`bench decode --help` is decode's help), and the words that name it.
+async function helpTarget(rawArgs: string[]): Promise<[CommandDef, string[]]> {
+  let cmd: CommandDef = root;
+  const words = ["splash"];
   for (const word of rawArgs) {
     if (word.startsWith("-")) break;
     const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : await cmd.subCommands) as SubCommandsDef | undefined;
     const sub = subs?.[word];
     if (!sub) break;
-    [cmd, parent] = [(typeof sub === "function" ? await sub() : await sub) as CommandDef, cmd];
+    cmd = (typeof sub === "function" ? await sub() : await sub) as CommandDef;
+    words.push(word);
   }
-  return [cmd, parent];
+  return [cmd, words];
 }
 
 function stripAnsi(s: string): string {
@@ -52,20 +56,18 @@ export async function main(rawArgs: string[]): Promise<number> {
   const own = rawArgs.includes("--") ? rawArgs.slice(0, rawArgs.indexOf("--")) : rawArgs;
   try {
     if (own.includes("--help") || own.includes("-h") || rawArgs.length === 0) {
-      await showUsage(...(await helpTarget(own)));
+      const [cmd, words] = await helpTarget(own);
+      console.log(await renderUsage(cmd, words));
       return 0;
     }
-    if (rawArgs.length === 1 && (rawArgs[0] === "--version" || rawArgs[0] === "-v")) {
-      console.log(pkg.version);
-      return 0;
-    }
-    await runCommand(root, { rawArgs });
+    const version = rawArgs.length === 1 && (rawArgs[0] === "--version" || rawArgs[0] === "-v");
+    await runCommand(root, { rawArgs: version ? ["version"] : rawArgs });
     return 0;
   } catch (e) {
     if (e instanceof CliError) {
       // An empty message: the command has said everything already (a launched tool's own exit code).
       if (e.message) log.error(e.message);
-      if (e.hint) console.error(`  ${e.hint}`);
+      if (e.hint) process.stderr.write(`  ${e.hint}\n`);
       return e.exitCode;
     }
     // citty's own usage errors (unknown command, bad enum value, missing positional); its class is not exported.
@@ -73,7 +75,7 @@ export async function main(rawArgs: string[]): Promise<number> {
       const code = (e as Error & { code?: string }).code;
       const cmd = code === "E_UNKNOWN_COMMAND" ? "" : `${own.find((a) => !a.startsWith("-")) ?? ""} `;
       log.error(stripAnsi(e.message).replace(/\.$/, ""));
-      console.error(`  run \`splash ${cmd}--help\` for what it accepts`);
+      process.stderr.write(`  run \`splash ${cmd}--help\` for what it accepts\n`);
       return 2;
     }
     log.error(e);

@@ -5,8 +5,12 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { NativeError } from "../native/errors.ts";
-import { BACKENDS, Model, type Quant } from "../native/model.ts";
+import { readCheckpointConfig } from "../models/config.ts";
+import { applyKvType } from "../models/kv-type.ts";
+import { specForConfig } from "../models/registry.ts";
+import { Model, type Quant } from "../native/model.ts";
 import { CliError, command, intOption, parseOption, UsageError } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 
 const tokensOption = z
   .string()
@@ -42,18 +46,19 @@ export default command({
     chunk: { type: "string", description: "Tokens per step (1 = token by token; default: all at once)" },
     out: { type: "string", required: true, description: "Output file" },
     quant: { type: "enum", options: ["q8", "q4"], description: "Quantize the weights at load" },
-    backend: { type: "enum", options: [...BACKENDS], description: "auto, cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
+    ...loadFlags,
   },
   async run({ args }) {
     const tokens = parseOption("logits", "tokens", tokensOption, args.tokens);
     const chunk = args.chunk === undefined ? tokens.length : parseOption("logits", "chunk", intOption(1), args.chunk);
-    const backend = args.backend === undefined ? undefined : parseOption("logits", "backend", z.enum(BACKENDS), args.backend);
+    const load = parseLoadFlags("logits", args);
     const dir = resolve(args.model);
     if (!existsSync(dir) || !statSync(dir).isDirectory())
       throw new UsageError(`${args.model} is not a directory: MODEL here is a checkpoint directory`, "logits");
     let model: Model | undefined;
     try {
-      model = await Model.load(dir, { quant: (args.quant as Quant | undefined) ?? "none", maxStepTokens: Math.min(chunk, tokens.length), ...(backend ? { backend } : {}) });
+      model = await Model.load(dir, { quant: (args.quant as Quant | undefined) ?? "none", maxStepTokens: Math.min(chunk, tokens.length), ...(load.backend ? { backend: load.backend } : {}), ...(load.threads ? { threads: load.threads } : {}) });
+      applyKvType(model, load.kvType, specForConfig(readCheckpointConfig(dir))?.cache.kv);
       const logits = promptLogits(model, tokens, chunk);
       await Bun.write(args.out, logits);
     } catch (e) {

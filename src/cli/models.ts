@@ -4,9 +4,10 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { formatBytes } from "../format.ts";
 import { installedDrafter, installedFormats, type Installed } from "../models/installed.ts";
-import { allSpecs, DEFAULT_MODEL_ID, MODELS_DIR } from "../models/registry.ts";
+import { allSpecs, DEFAULT_MODEL_ID } from "../models/registry.ts";
+import { resolveModel } from "../models/resolve.ts";
 import { FORMATS, hubDrafter, isHubSpec, type ModelSpec } from "../models/spec.ts";
-import { command } from "./_command.ts";
+import { CliError, command } from "./_command.ts";
 
 function dirBytes(dir: string): number {
   try {
@@ -26,9 +27,20 @@ function home(path: string): string {
 
 type Row = { format: string; repo: string; status?: string; gated?: boolean; size: number; installed: Installed | null };
 
+// The directory `splash serve MODEL` loads (an imported packed copy first, the embedded model's files where the
+// binary extracted them), or null where it would refuse (not downloaded, partial, not the expected files).
+function loadsFrom(spec: ModelSpec): string | null {
+  try {
+    return resolveModel(spec.id).dir;
+  } catch (e) {
+    if (e instanceof CliError) return null;
+    throw e;
+  }
+}
+
 function rows(spec: ModelSpec): Row[] {
   if (!isHubSpec(spec)) {
-    const dir = join(MODELS_DIR, spec.id);
+    const dir = resolveModel(spec.id, { source: true }).dir;
     const bytes = dirBytes(dir);
     return [{ format: "embedded", repo: "-", size: bytes, installed: { repo: "-", commit: "-", dir, complete: bytes > 0, bytes } }];
   }
@@ -64,6 +76,7 @@ export default command({
         default: s.id === DEFAULT_MODEL_ID,
         defaultFormat: isHubSpec(s) ? s.defaultFormat : "embedded",
         defaultQuantization: s.quantization?.default ?? null,
+        loadsFrom: loadsFrom(s),
         files: rows(s).map((r) => ({ format: r.format, repo: r.repo, repoStatus: r.status ?? null, gated: r.gated ?? false, bytes: r.size, installed: r.installed })),
         fixedBytes: s.memory?.fixed ?? null,
       }));

@@ -1,14 +1,15 @@
-// `splash run [MODEL] PROMPT`: one answer, streamed to stdout. Reasoning goes to stderr (dimmed on a terminal), so
-// `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin. No tools are offered, so
-// tool-call markup the model writes is answer text.
+// `splash run [MODEL] PROMPT`: one answer, streamed to stdout. Reasoning goes to stderr (dimmed on a terminal that
+// takes colour), so `splash run … > answer.txt` keeps only the answer. PROMPT "-" reads the prompt from stdin. No tools
+// are offered, so tool-call markup the model writes is answer text.
 import type { Conversation, GenerationOptions } from "../chat/ir.ts";
 import { DEFAULT_SAMPLING } from "../api/options.ts";
 import { ensureModelFiles } from "../models/resolve.ts";
 import { loadModel } from "../models/load.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
-import { BACKENDS } from "../native/model.ts";
 import { z } from "zod";
 import { CliError, command, floatOption, intOption, parseOption, UsageError } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
+import { wantsColor } from "./usage.ts";
 
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
@@ -22,8 +23,8 @@ export default command({
     temperature: { type: "string", description: "Sampling temperature; 0 = greedy (default: the model's recommendation)" },
     seed: { type: "string", description: "Sampling seed, for reproducible answers" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
-    backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
-    think: { type: "boolean", default: true, description: "Let the model reason before answering (--no-think to skip)" },
+    ...loadFlags,
+    think: { type: "boolean", default: true, description: "Let the model reason before answering", negativeDescription: "Answer without reasoning first" },
   },
   async run({ args }) {
     // [MODEL] PROMPT: with one positional it is the prompt.
@@ -35,10 +36,10 @@ export default command({
     const temperature = args.temperature === undefined ? undefined : parseOption("run", "temperature", floatOption(0, 2), args.temperature);
     const seed = args.seed === undefined ? undefined : parseOption("run", "seed", intOption(0, 2 ** 32 - 1), args.seed);
     const draft = parseOption("run", "draft", z.enum(DRAFT_CHOICES), args.draft);
-    const backend = args.backend === undefined ? undefined : parseOption("run", "backend", z.enum(BACKENDS), args.backend);
+    const load = parseLoadFlags("run", args);
 
     const resolved = await ensureModelFiles(modelArg, { interactive: process.stdin.isTTY === true && promptArg !== "-" });
-    const loaded = await loadModel(resolved, { draft, backend });
+    const loaded = await loadModel(resolved, { draft, ...load });
     const abort = new AbortController();
     const onInterrupt = () => abort.abort();
     process.once("SIGINT", onInterrupt);
@@ -64,6 +65,7 @@ export default command({
 // Writes the events: answer to stdout, reasoning to stderr, and a progress line while a long prompt is processed.
 async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>): Promise<void> {
   const tty = process.stderr.isTTY === true;
+  const dim = wantsColor(process.stderr);
   let progress: ReturnType<typeof setTimeout> | undefined;
   let progressShown = false;
   const clearProgress = () => {
@@ -91,14 +93,14 @@ async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>):
       }
       case "reasoning":
         clearProgress();
-        if (!inReasoning && tty) process.stderr.write(DIM);
+        if (!inReasoning && dim) process.stderr.write(DIM);
         inReasoning = true;
         process.stderr.write(ev.text);
         break;
       case "content":
         clearProgress();
         if (inReasoning) {
-          process.stderr.write(tty ? `${RESET}\n` : "\n");
+          process.stderr.write(dim ? `${RESET}\n` : "\n");
           inReasoning = false;
         }
         process.stdout.write(ev.text);
@@ -106,7 +108,7 @@ async function stream(events: AsyncIterable<import("../chat/ir.ts").ChatEvent>):
         break;
       case "done":
         clearProgress();
-        if (inReasoning && tty) process.stderr.write(RESET);
+        if (inReasoning && dim) process.stderr.write(RESET);
         if (wroteContent) process.stdout.write("\n");
         if (ev.finishReason === "length") process.stderr.write("(stopped at the output limit; raise --max-tokens for more)\n");
         if (ev.finishReason === "cancelled") throw new CliError("interrupted");

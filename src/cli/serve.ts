@@ -8,10 +8,13 @@ import { LOG_FORMATS } from "../server/request-log.ts";
 import { DEFAULT_DRAIN_MS } from "../server/shutdown.ts";
 import { QUANTS } from "../models/spec.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
-import { BACKENDS } from "../native/model.ts";
+import { join } from "node:path";
+import { defaultDiskBudget } from "../engine/disk-cache.ts";
 import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
+import { cacheDir } from "../paths.ts";
 import { CliError, command, floatOption, intOption, parseOption, sizeOption, UsageError } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 
 // A comma-separated list of names (--allow-host).
 const nameList = z.string().transform((s, ctx) => {
@@ -55,10 +58,10 @@ export default command({
     logFormat: { type: "enum", options: [...LOG_FORMATS], default: "text", description: "Request log lines on stderr: text or json" },
     quiet: { type: "boolean", default: false, description: "No request log and no informational lines (warnings and errors only)" },
     kvBudget: { type: "string", description: "Cap on sequence-state memory, e.g. 8G (default: derived from this machine)" },
+    diskCache: { type: "string", description: "Prefix cache kept on disk (survives restarts), e.g. 20G; 0 turns it off (default: 10% of the free disk space in the cache directory)" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
     quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
-    threads: { type: "string", description: "CPU threads (default: one per core)" },
-    backend: { type: "enum", options: [...BACKENDS], description: "auto (the GPU when one is usable, else the CPU), cpu, vulkan or metal (default: SPLASH_BACKEND, else auto)" },
+    ...loadFlags,
     allowImageUrls: { type: "boolean", default: false, description: "Fetch http(s) image URLs in requests (default: refused; clients send images as base64)" },
   },
   async run({ args }) {
@@ -70,16 +73,16 @@ export default command({
     const drainSeconds = parseOption("serve", "drain-timeout", floatOption(0, 3600), args.drainTimeout);
     const logFormat = parseOption("serve", "log-format", z.enum(LOG_FORMATS), args.logFormat);
     const kvBudget = args.kvBudget === undefined ? undefined : parseOption("serve", "kv-budget", sizeOption, args.kvBudget);
-    const threads = args.threads === undefined ? undefined : parseOption("serve", "threads", intOption(1, 1024), args.threads);
+    const diskCache = args.diskCache === undefined ? defaultDiskBudget(join(cacheDir(), "prefix")) : parseOption("serve", "disk-cache", sizeOption, args.diskCache);
     const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
-    const backend = args.backend === undefined ? undefined : parseOption("serve", "backend", z.enum(BACKENDS), args.backend);
+    const load = parseLoadFlags("serve", args);
     if (args.quiet) log.level = 1;
     const listenFailure = (e: unknown) => (e instanceof ListenError ? new CliError(e.message, e.hint) : e);
     // Before the model loads (minutes for a large one): a port that is taken fails now.
     await checkListen(args.host, port).catch((e: unknown) => Promise.reject(listenFailure(e)));
     const resolved = await ensureModelFiles(args.model, { interactive: process.stdin.isTTY === true });
-    const loaded = await loadModel(resolved, { quant, kvBudget, threads, backend, draft, vision: { allowUrls: args.allowImageUrls } });
+    const loaded = await loadModel(resolved, { quant, kvBudget, diskCache, ...load, draft, vision: { allowUrls: args.allowImageUrls } });
     let server: RunningServer;
     try {
       server = createServer({

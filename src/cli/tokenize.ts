@@ -1,33 +1,28 @@
-// `splash tokenize MODEL [--file F]`: prints the token ids of a text (stdin by default) as a JSON array. The text is
+// `splash tokenize [MODEL] [--file F]`: prints the token ids of a text (stdin by default) as a JSON array. The text is
 // encoded as plain text: no special tokens are added, and added-token strings in it ("<|im_end|>") stay text, as
-// client text in a chat does. MODEL is a model id under models/ or any directory with a tokenizer.json.
+// client text in a chat does. MODEL is what every command takes (a model id or alias, a checkpoint directory, or
+// nothing for the embedded model), or any directory holding a tokenizer.json.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { resolveModel } from "../models/resolve.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError, command } from "./_command.ts";
 
-const modelsDir = join(import.meta.dir, "..", "..", "models");
-
-// The directory holding MODEL's tokenizer.json: MODEL itself when it is a directory, else models/MODEL.
-export function resolveTokenizerDir(model: string, commandName: string): string {
-  const candidates = [resolve(model), join(modelsDir, model)];
-  for (const dir of candidates) {
-    if (existsSync(dir) && statSync(dir).isDirectory()) {
-      if (existsSync(join(dir, "tokenizer.json"))) return dir;
-      throw new CliError(`${dir} has no tokenizer.json`, "point MODEL at a model directory or one holding tokenizer.json");
-    }
-  }
-  throw new CliError(`no model or directory named ${model}`, `run \`splash ${commandName} --help\`; MODEL is a model id or a directory with tokenizer.json`);
+// The directory holding MODEL's tokenizer.json: MODEL itself when it is a directory, else the model's own files.
+export function resolveTokenizerDir(model: string | undefined): string {
+  const dir = model !== undefined && existsSync(model) && statSync(model).isDirectory() ? resolve(model) : resolveModel(model).dir;
+  if (!existsSync(join(dir, "tokenizer.json"))) throw new CliError(`${dir} has no tokenizer.json`, "point MODEL at a model directory or one holding tokenizer.json");
+  return dir;
 }
 
 export default command({
   meta: { name: "tokenize", description: "Print the token ids of a text (stdin by default) as a JSON array" },
   args: {
-    model: { type: "positional", required: true, description: "Model id or directory with tokenizer.json" },
+    model: { type: "positional", required: false, description: "Model id, or directory with tokenizer.json (default: the embedded model)" },
     file: { type: "string", alias: "f", description: "Read the text from this file instead of stdin" },
   },
   async run({ args }) {
-    const dir = resolveTokenizerDir(args.model, "tokenize");
+    const dir = resolveTokenizerDir(args.model);
     let text: string;
     if (args.file) {
       try {

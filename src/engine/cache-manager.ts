@@ -28,8 +28,16 @@
 // Shared pages are copy-on-write in the degenerate, cheapest form: only full blocks are ever shared, a full block is
 // never written again, and every resume point is a block boundary (see admit), so no write ever reaches a shared
 // page and no copy is ever needed.
+//
+// The disk tier (disk-cache.ts), when there is one, holds copies of pages and snapshots beyond what memory keeps:
+// every snapshot taken is written there with the pages before it (write-through, in the background), and a lookup
+// that finds a longer resumable prefix on disk than in memory admits the sequence with the disk part pending: its
+// pages are allocated at once (counted like any page of its worst case) and filled when the reads complete
+// (fetch, then applyLoad between steps); until then the sequence does not run. A failed read (missing, damaged)
+// leaves it at its memory resume point, the allocated pages to be overwritten by its prefill.
 import { extendChain, type BlockExtras, type BlockHash } from "./block-hash.ts";
 import type { BlockPool } from "./block-pool.ts";
+import type { DiskPrefixCache } from "./disk-cache.ts";
 
 export type CacheOptions = {
   pageTokens: number;
@@ -38,27 +46,45 @@ export type CacheOptions = {
   root: BlockHash;
   prefixCache: boolean; // false: nothing is named or snapshotted; every request starts from an empty state
   snapshotInterval: number; // tokens between GDN snapshots inside long prompts (a multiple of pageTokens)
+  disk?: { tier: DiskPrefixCache; copies: HostCopies }; // the disk tier (with prefixCache only)
 };
 
 // What the manager needs to do to the state itself.
 export type StateOps = { copySlot(src: number, dst: number): void; clearSlot(slot: number): void };
+// Host copies of pages and slots, for the disk tier.
+export type HostCopies = {
+  readPage(page: number): Uint8Array;
+  writePage(page: number, data: Uint8Array): void;
+  readSlot(slot: number): Uint8Array;
+  writeSlot(slot: number, data: Uint8Array): void;
+};
+
+// The disk part of an admission: blocks [from, to) and the snapshot after block to − 1 come from disk.
+export type DiskLoad = { from: number; to: number; snapshot: BlockHash };
+// What a completed read brought: the pages of blocks [from, to) in order, and the snapshot.
+export type LoadedState = { pages: Uint8Array[]; state: Uint8Array };
 
 export type Holdings = {
   readonly pages: Int32Array; // page table, capacity worstPages
   nPages: number;
   readonly slot: number;
   readonly worstPages: number;
-  readonly resume: number; // prompt tokens served from the cache
+  resume: number; // prompt tokens served from the cache (memory, then disk once the load completes)
   readonly hashes: BlockHash[]; // chain over the full blocks known so far
   readonly extras?: BlockExtras; // what else names a block (the prompt's images)
+  readonly hints: readonly number[]; // the caller's snapshot points (admit's snapshotAt)
   committedBlocks: number; // blocks already offered to the cache
-  readonly snapshotPoints: number[]; // positions still to snapshot, ascending
+  snapshotPoints: number[]; // positions still to snapshot, ascending
+  load?: DiskLoad; // pending: the sequence runs once it is applied or abandoned
 };
+
+// Prompt tokens served from each tier since start.
+export type TierHits = { memory: number; disk: number };
 
 export class KVCacheManager {
   private outstanding = 0;
   private peakHeld = 0;
-  hitTokens = 0;
+  readonly hits: TierHits = { memory: 0, disk: 0 };
 
   constructor(
     readonly pool: BlockPool,
@@ -73,9 +99,11 @@ export class KVCacheManager {
     return this.outstanding;
   }
 
-  // Tokens of `prompt` that admission would serve from the cache now.
-  cachedPrefix(prompt: Int32Array, extras?: BlockExtras): number {
-    return this.lookup(prompt, [], extras).resume;
+  // Tokens of `prompt` that admission would serve from the cache now (memory or disk). `hashes`: its block chain as
+  // far as known (extended here).
+  cachedPrefix(prompt: Int32Array, extras?: BlockExtras, hashes: BlockHash[] = []): number {
+    const { resume, diskTo } = this.lookup(prompt, hashes, extras);
+    return Math.max(resume, diskTo);
   }
 
   // Admits a sequence whose prompt is `prompt` and whose KV may reach `worstTokens` positions, or returns undefined
@@ -89,8 +117,9 @@ export class KVCacheManager {
     const worstPages = Math.ceil(worstTokens / B);
     if (L < 1 || worstTokens < L || worstPages > this.pool.nPages) throw new Error(`cache: cannot admit ${L} prompt tokens with ${worstTokens} worst-case tokens`);
     if (this.pool.workingSlots >= this.pool.nSlots) return undefined;
-    const resume = this.lookup(prompt, hashes, extras).resume;
+    const { resume, diskTo } = this.lookup(prompt, hashes, extras);
     const k = resume / B;
+    const to = Math.max(k, diskTo / B);
     let fromFreeQueue = 0;
     for (let j = 0; j < k; j++) if (this.pool.refCount(this.pool.findPage(hashes[j]!)!) === 0) fromFreeQueue++;
     if (this.outstanding + (worstPages - k) > this.pool.availablePages - fromFreeQueue) return undefined;
@@ -101,11 +130,52 @@ export class KVCacheManager {
       this.pool.takePage(page);
       pages[j] = page;
     }
+    // the disk blocks go into fresh pages of the sequence's own (never into shared ones, which a failed read would
+    // leave to its prefill to overwrite)
+    for (let j = k; j < to; j++) pages[j] = this.pool.allocatePage()!; // within the check above
     const slot = this.restoreSlot(k === 0 ? undefined : hashes[k - 1]!);
-    this.outstanding += worstPages - k;
-    this.hitTokens += resume;
+    this.outstanding += worstPages - to;
+    this.hits.memory += resume;
     this.notePeak();
-    return { pages, nPages: k, slot, worstPages, resume, hashes, extras, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, resume, snapshotAt) };
+    const h: Holdings = { pages, nPages: to, slot, worstPages, resume, hashes, extras, hints: snapshotAt, committedBlocks: k, snapshotPoints: this.snapshotPoints(L, to * B, snapshotAt) };
+    if (to > k) h.load = { from: k, to, snapshot: hashes[to - 1]! };
+    return h;
+  }
+
+  // Reads what a pending disk load needs; undefined when an entry is missing or damaged. Touches no state: the
+  // result is applied between steps (applyLoad), or the load abandoned.
+  async fetch(h: Holdings): Promise<LoadedState | undefined> {
+    const load = h.load!;
+    const disk = this.options.disk!.tier;
+    const blocks = Array.from({ length: load.to - load.from }, (_, i) => h.hashes[load.from + i]!);
+    const [state, ...pages] = await Promise.all([disk.read("state", load.snapshot), ...blocks.map((hash) => disk.read("page", hash))]);
+    if (!state || pages.some((p) => !p)) return undefined;
+    return { pages: pages as Uint8Array[], state };
+  }
+
+  // A completed read: the pages and the snapshot go into the sequence's pages and slot, the pages are named for the
+  // memory cache and the snapshot is kept there too (hot again); the sequence resumes after the loaded blocks.
+  applyLoad(h: Holdings, data: LoadedState): void {
+    const load = h.load!;
+    const B = this.options.pageTokens;
+    const copies = this.options.disk!.copies;
+    data.pages.forEach((bytes, i) => copies.writePage(h.pages[load.from + i]!, bytes));
+    copies.writeSlot(h.slot, data.state);
+    for (let j = h.committedBlocks; j < load.to; j++) this.pool.cachePage(h.pages[j]!, h.hashes[j]!);
+    const snap = this.pool.addSnapshot(load.snapshot);
+    if (snap !== undefined) this.ops.copySlot(h.slot, snap);
+    h.committedBlocks = load.to;
+    this.hits.disk += (load.to - load.from) * B;
+    h.resume = load.to * B;
+    h.load = undefined;
+  }
+
+  // A failed read: the sequence resumes where memory left it; the pages meant for the disk blocks stay its own
+  // (unnamed), to be overwritten by its prefill.
+  abandonLoad(h: Holdings, promptLength: number): void {
+    const load = h.load!;
+    h.snapshotPoints = this.snapshotPoints(promptLength, load.from * this.options.pageTokens, h.hints);
+    h.load = undefined;
   }
 
   // Makes the page table cover positions [0, upTo). Cannot fail for an admitted sequence (the guarantee); a
@@ -136,7 +206,30 @@ export class KVCacheManager {
       if (point !== computed) continue;
       const slot = this.pool.addSnapshot(h.hashes[point / B - 1]!);
       if (slot !== undefined) this.ops.copySlot(h.slot, slot);
+      this.writeThrough(h, point / B);
     }
+  }
+
+  // The snapshot just taken after block `blocks` − 1, and the pages before it not on disk yet, to the disk tier (the
+  // snapshot is the sequence's slot right now; pages named for the cache are final).
+  private writeThrough(h: Holdings, blocks: number): void {
+    if (!this.options.disk) return;
+    const { tier, copies } = this.options.disk;
+    for (let j = 0; j < blocks; j++) if (!tier.holds("page", h.hashes[j]!)) tier.write("page", h.hashes[j]!, copies.readPage(h.pages[j]!));
+    if (!tier.holds("state", h.hashes[blocks - 1]!)) tier.write("state", h.hashes[blocks - 1]!, copies.readSlot(h.slot));
+  }
+
+  // Extends `hashes` over every full block of the prompt (what admission looks up).
+  hashPrompt(prompt: Int32Array, hashes: BlockHash[], extras?: BlockExtras): void {
+    extendChain(this.options.root, hashes, prompt, prompt.length, this.options.pageTokens, extras);
+  }
+
+  // Makes a running sequence keep its state at block boundary `point` (not computed yet): another sequence whose
+  // prompt shares the prefix up to there resumes from it.
+  addSnapshotPoint(h: Holdings, point: number): void {
+    if (!this.options.prefixCache || h.snapshotPoints.includes(point)) return;
+    h.snapshotPoints.push(point);
+    h.snapshotPoints.sort((a, b) => a - b);
   }
 
   // The first snapshot point after `from`, where the current prefill chunk must end.
@@ -171,15 +264,25 @@ export class KVCacheManager {
   // The longest cached prefix that can be resumed: a run of cached pages from the root, cut back to the last block
   // boundary that has a snapshot. The resume point stays at most L − 1: when every token hits, the last one is
   // recomputed to get the logits to sample from (the state after it is the snapshot, but not its logits).
-  private lookup(prompt: Int32Array, hashes: BlockHash[], extras?: BlockExtras): { resume: number } {
+  // diskTo: the longest prefix beyond that whose snapshot and pages past the memory resume point are on disk (0:
+  // none longer).
+  private lookup(prompt: Int32Array, hashes: BlockHash[], extras?: BlockExtras): { resume: number; diskTo: number } {
     const B = this.options.pageTokens;
     extendChain(this.options.root, hashes, prompt, prompt.length, B, extras);
-    if (!this.options.prefixCache) return { resume: 0 };
+    if (!this.options.prefixCache) return { resume: 0, diskTo: 0 };
     let hit = 0;
     while (hit < hashes.length && this.pool.findPage(hashes[hit]!) !== undefined) hit++;
-    let k = Math.min(hit, Math.floor((prompt.length - 1) / B));
+    const last = Math.floor((prompt.length - 1) / B);
+    let k = Math.min(hit, last);
     while (k > 0 && this.pool.findSnapshot(hashes[k - 1]!) === undefined) k--;
-    return { resume: k * B };
+    const disk = this.options.disk?.tier;
+    for (let j = last; disk && j > k; j--) {
+      if (!disk.has("state", hashes[j - 1]!)) continue;
+      let i = k;
+      while (i < j && disk.has("page", hashes[i]!)) i++;
+      if (i === j) return { resume: k * B, diskTo: j * B };
+    }
+    return { resume: k * B, diskTo: 0 };
   }
 
   // A working slot holding the state after the prefix `hash` (or an empty state). The snapshot is pinned while a

@@ -1,11 +1,14 @@
 // The Engine of one loaded model: one async loop that, at each step boundary, releases cancelled requests, admits
 // waiting ones, builds a step (scheduler.ts), runs it (the StepRunner) and applies its results. Requests join and
 // leave only at step boundaries, so the native step never sees a sequence change under it.
+import { join } from "node:path";
 import { machine } from "../machine.ts";
+import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { rootHash } from "./block-hash.ts";
 import { BlockPool } from "./block-pool.ts";
-import { KVCacheManager } from "./cache-manager.ts";
+import { KVCacheManager, type LoadedState } from "./cache-manager.ts";
+import { DiskPrefixCache } from "./disk-cache.ts";
 import { EventStream } from "./event-stream.ts";
 import { describeMemoryPlan, planMemory, type MemoryPlan } from "./memory-plan.ts";
 import type { StepModel, StepRunner } from "./runner.ts";
@@ -25,6 +28,8 @@ export type EngineOptions = {
   snapshotInterval?: number; // tokens between GDN snapshots in long prompts (default 4096)
   prefixCache?: boolean; // default true
   cacheSalt?: string; // names the model in prefix-cache hashes (model id, weights, quantization)
+  // The prefix cache's disk tier: `budget` bytes of files in dir/<root hash> (the salt names the directory).
+  diskCache?: { dir: string; budget: number };
 };
 
 const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, maxStepTokens: 512, snapshotInterval: 4096, stallTargetMs: 200 };
@@ -57,6 +62,10 @@ export class SplashEngine implements Engine {
   private serviceSeconds = 0; // moving average of admission-to-finish time, for Retry-After
   private readonly timer: StepTimer;
   private readonly stallTargetMs: number;
+  // disk reads of admitted sequences: in flight, and done (applied at the next step boundary)
+  private readonly fetching = new Set<Sequence>();
+  private readonly fetched: { seq: Sequence; data: LoadedState | undefined }[] = [];
+  private readonly disk: DiskPrefixCache | undefined;
   private readonly speculation: SpeculationCounts & { requestAcceptance: number[]; requestAcceptanceSum: number } = {
     cycles: 0,
     drafted: 0,
@@ -72,12 +81,21 @@ export class SplashEngine implements Engine {
     options: EngineOptions = {},
   ) {
     const pool = new BlockPool(plan.nPages, plan.nSlots);
+    const prefixCache = options.prefixCache ?? true;
+    const root = rootHash(options.cacheSalt ?? "");
+    const d = options.diskCache;
+    this.disk = prefixCache && d && d.budget > 0 ? new DiskPrefixCache({ dir: join(d.dir, root), budget: d.budget, entryBytes: { page: plan.pageBytes, state: plan.slotBytes } }) : undefined;
+    if (this.disk) {
+      const t = this.disk.stats();
+      log.info(`prefix cache on disk: ${formatBytes(t.bytes)} in ${t.files} entries of ${formatBytes(t.budget)} in ${this.disk.options.dir}`);
+    }
     this.cache = new KVCacheManager(pool, runner, {
       pageTokens: plan.pageTokens,
       pageBytes: plan.pageBytes,
       slotBytes: plan.slotBytes,
-      root: rootHash(options.cacheSalt ?? ""),
-      prefixCache: options.prefixCache ?? true,
+      root,
+      prefixCache,
+      ...(this.disk ? { disk: { tier: this.disk, copies: runner } } : {}),
       // Snapshot points are block boundaries: the interval is rounded to whole blocks.
       snapshotInterval: Math.max(1, Math.round((options.snapshotInterval ?? DEFAULTS.snapshotInterval) / plan.pageTokens)) * plan.pageTokens,
     });
@@ -160,7 +178,11 @@ export class SplashEngine implements Engine {
       queued: this.scheduler.waiting.length,
       stateBytesInUse: this.cache.heldBytes + this.cache.cachedBytes,
       stateBytesBudget: this.plan.stateBytes,
-      prefixCacheHitTokens: this.cache.hitTokens,
+      prefixCacheHitTokens: this.cache.hits.memory + this.cache.hits.disk,
+      prefixCacheTiers: {
+        memory: { hitTokens: this.cache.hits.memory, bytes: this.cache.cachedBytes },
+        ...(this.disk ? { disk: { hitTokens: this.cache.hits.disk, ...this.disk.stats() } } : {}),
+      },
       promptTokensComputed: this.scheduler.totals.promptTokens,
       generatedTokens: this.scheduler.totals.generatedTokens,
       sequenceStateBytes: this.cache.heldBytes,
@@ -177,6 +199,7 @@ export class SplashEngine implements Engine {
     await this.loopDone;
     this.scheduler.cancelAll();
     this.runner.close();
+    await this.disk?.flush();
   }
 
   // ---- internal ----
@@ -192,10 +215,28 @@ export class SplashEngine implements Engine {
     wake?.();
   }
 
+  // Starts the disk reads of sequences admitted with part of their prefix on disk; each wakes the loop when done.
+  private fetchLoads(): void {
+    for (const seq of this.scheduler.running) {
+      if (!seq.cache?.load || this.fetching.has(seq)) continue;
+      this.fetching.add(seq);
+      void this.cache
+        .fetch(seq.cache)
+        .catch(() => undefined)
+        .then((data) => {
+          this.fetching.delete(seq);
+          this.fetched.push({ seq, data });
+          this.wake();
+        });
+    }
+  }
+
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.scheduler.reap();
+      for (const { seq, data } of this.fetched.splice(0)) this.scheduler.loaded(seq, data);
       this.scheduler.admit();
+      this.fetchLoads();
       const plan = this.scheduler.schedule(this.timer.promptTokensWithin(this.stallTargetMs));
       if (!plan) {
         await new Promise<void>((resolve) => (this.wakeLoop = resolve));
@@ -218,7 +259,7 @@ export class SplashEngine implements Engine {
         if (policy && plan.promptTokens === 0) {
           const stepMs = cpuMs(cpu);
           policy.observeStep(plan.decodeTokens, stepMs);
-          const emitted = results.reduce((n, r) => n + (r ? 1 + (r.accepted?.length ?? 0) : 0), 0);
+          const emitted = results.reduce((n, r) => n + (r && !(r instanceof Error) ? 1 + (r.accepted?.length ?? 0) : 0), 0);
           policy.observeDecode(emitted, stepMs + draftMs, plan.drafts.length > 0);
         }
         this.scheduler.complete(plan, results);

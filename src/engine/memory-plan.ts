@@ -41,10 +41,14 @@ export function defaultKvBudget(m: Machine, fixedBytes: number): number {
   return Math.max(0, memoryForModels(m) - fixedBytes);
 }
 
+// How memoryForModels is derived on this machine.
+export function memoryRule(m: Machine): string {
+  return m.os === "darwin" ? macRule(m) : `available memory, at most ${OTHER_SHARE * 100}% of ${formatBytes(m.totalMemory)}`;
+}
+
 // How the default is derived, for `splash doctor` and the startup log.
 export function describeDefaultBudget(m: Machine): string {
-  const rule = m.os === "darwin" ? macRule(m) : `available memory, at most ${OTHER_SHARE * 100}% of ${formatBytes(m.totalMemory)}`;
-  return `${formatBytes(memoryForModels(m))} for models (${rule}); a model's KV budget is that minus its weights and scratch`;
+  return `${formatBytes(memoryForModels(m))} for models (${memoryRule(m)}); a model's KV budget is that minus its weights and scratch`;
 }
 
 export type MemoryPlanOptions = {

@@ -6,6 +6,7 @@
 //   …
 //   await engine.close(); // frees the cache
 //   model.free();
+import { StepRefusals } from "../native/errors.ts";
 import type { Cache, Model } from "../native/model.ts";
 import type { CacheGeometry, DraftSequence, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
 
@@ -19,27 +20,36 @@ export function nativeStepModel(model: Model): StepModel {
     pageBytes: (pageTokens) => model.pageBytes(pageTokens),
     slotBytes: model.slotBytes,
     ...(model.drafter ? { drafter: { kind: model.drafter.kind, maxDraft: model.drafter.maxDraft, maxSeqs: model.drafter.maxSeqs } } : {}),
-    createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry)),
+    createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry), model.pageBytes(geometry.pageTokens), model.slotBytes),
   };
 }
 
 class NativeRunner implements StepRunner {
-  constructor(private readonly cache: Cache) {}
+  constructor(
+    private readonly cache: Cache,
+    private readonly pageBytes: number,
+    private readonly slotBytes: number,
+  ) {}
 
-  // One synchronous native call; the engine loop yields to the event loop between steps.
-  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]> {
-    return this.cache.step(
-      seqs.map((s) => ({
-        slot: s.slot,
-        nPast: s.nPast,
-        tokens: s.tokens,
-        pages: s.pages,
-        sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
-        verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
-        embeds: s.embeds,
-        positions: s.positions,
-      })),
-    );
+  // One synchronous native call; the engine loop yields to the event loop between steps. Sequences libsplash
+  // refused alone come back as their errors.
+  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]> {
+    const inputs = seqs.map((s) => ({
+      slot: s.slot,
+      nPast: s.nPast,
+      tokens: s.tokens,
+      pages: s.pages,
+      sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
+      verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
+      embeds: s.embeds,
+      positions: s.positions,
+    }));
+    try {
+      return this.cache.step(inputs);
+    } catch (e) {
+      if (e instanceof StepRefusals) return e.results;
+      throw e;
+    }
   }
 
   async draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
@@ -52,6 +62,26 @@ class NativeRunner implements StepRunner {
 
   clearSlot(slot: number): void {
     this.cache.clearSlot(slot);
+  }
+
+  readPage(page: number): Uint8Array {
+    const out = new Uint8Array(this.pageBytes);
+    this.cache.readPage(page, out);
+    return out;
+  }
+
+  writePage(page: number, data: Uint8Array): void {
+    this.cache.writePage(page, data);
+  }
+
+  readSlot(slot: number): Uint8Array {
+    const out = new Uint8Array(this.slotBytes);
+    this.cache.readSlot(slot, out);
+    return out;
+  }
+
+  writeSlot(slot: number, data: Uint8Array): void {
+    this.cache.writeSlot(slot, data);
   }
 
   close(): void {

@@ -2,6 +2,7 @@
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
 import type { Drafter } from "../models/spec.ts";
+import type { HostCopies } from "./cache-manager.ts";
 import type { Sampling } from "./types.ts";
 
 // A model before its sequence-state cache exists: enough to plan memory and then create the cache.
@@ -64,10 +65,12 @@ export type TokenChoice = { token: number; logprob: number; top: { id: number; l
 // The token sampled after a sequence's last position; after a verify block, `accepted` holds the drafts kept before it.
 export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
-export interface StepRunner {
-  // One forward pass over the batch; an entry per sequence (null where it did not sample). The sample of a
+// Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
+export interface StepRunner extends HostCopies {
+  // One forward pass over the batch; an entry per sequence: its sample, null where it did not sample, or an Error
+  // when the sample of that sequence alone could not be taken (the others are unaffected). The sample of a
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
-  step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]>;
+  step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]>;
   // Proposes drafts for each sequence (only when the model has a drafter); the step right after verifies them.
   draft?(seqs: readonly DraftSequence[]): Promise<Int32Array[]>;
   copySlot(src: number, dst: number): void; // GDN snapshot save and restore

@@ -17,7 +17,7 @@
 //
 // A constraint call that throws (the grammar engine failing) ends only its sequence: it runs the step unconstrained
 // and ends with the error when the step completes; the sequences beside it, and the loop, go on.
-import type { KVCacheManager } from "./cache-manager.ts";
+import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
@@ -87,38 +87,81 @@ export class Scheduler {
   }
 
   // Admits waiting sequences in order while the head fits (strictly FIFO: a large request is not overtaken
-  // forever by small ones). Returns how many were admitted.
+  // forever by small ones). A sequence whose prompt shares more with a running sequence's unfinished prefill than the
+  // cache can serve now stays waiting, and is passed over, until that prefill has computed the shared part (see
+  // awaitsPrefix): requests that arrive together with one cold prefix compute it once. Returns how many were
+  // admitted.
   admit(): number {
     let n = 0;
-    while (this.waiting.length > 0 && this.running.length < this.options.maxRunning) {
-      const seq = this.waiting[0]!;
+    for (let i = 0; i < this.waiting.length && this.running.length < this.options.maxRunning; ) {
+      const seq = this.waiting[i]!;
+      if (this.awaitsPrefix(seq)) {
+        i++;
+        continue;
+      }
       const h = this.cache.admit(seq.request.prompt, seq.worstTokens, seq.request.snapshotAt, seq.hashes, seq.extras);
       if (!h) break;
-      this.waiting.shift();
+      this.waiting.splice(i, 1);
       seq.cache = h;
       seq.computed = h.resume;
       seq.admittedAt = performance.now();
       this.running.push(seq);
-      seq.sink.admitted(seq.promptLength, h.resume);
+      if (!h.load) seq.sink.admitted(seq.promptLength, h.resume); // else once its disk part is loaded
       n++;
     }
     return n;
+  }
+
+  // True when a running sequence is still prefilling a longer prefix of `seq`'s prompt than the cache holds now (in
+  // memory or on disk); that sequence is then made to keep its state where the two prompts part (the last block
+  // boundary they share, before seq's last token), so seq resumes there once it is computed.
+  private awaitsPrefix(seq: Sequence): boolean {
+    const B = this.cache.options.pageTokens;
+    if (!this.cache.options.prefixCache) return false;
+    this.cache.hashPrompt(seq.request.prompt, seq.hashes, seq.extras);
+    const last = Math.floor((seq.promptLength - 1) / B);
+    let cached: number | undefined;
+    for (const other of this.running) {
+      const h = other.cache!;
+      if (other.computed >= other.promptLength) continue; // its prompt is done: what it shares is cached already
+      let shared = 0;
+      while (shared < last && shared < h.hashes.length && h.hashes[shared] === seq.hashes[shared]) shared++;
+      const point = shared * B;
+      if (point <= other.computed) continue;
+      cached ??= this.cache.cachedPrefix(seq.request.prompt, seq.extras, seq.hashes);
+      if (point <= cached) continue;
+      this.cache.addSnapshotPoint(h, point);
+      return true;
+    }
+    return false;
+  }
+
+  // The disk read of a sequence admitted with part of its prefix on disk completed (data) or failed (undefined): the
+  // sequence resumes after what was loaded, or where memory left it, and runs from the next step.
+  loaded(seq: Sequence, data: LoadedState | undefined): void {
+    const h = seq.cache;
+    if (!h?.load) return; // it ended meanwhile
+    if (data) this.cache.applyLoad(h, data);
+    else this.cache.abandonLoad(h, seq.promptLength);
+    seq.computed = h.resume;
+    seq.sink.admitted(seq.promptLength, h.resume);
   }
 
   // The next step, or undefined when no sequence has anything to compute. `promptLimit` caps the prompt tokens of
   // a step that also carries decode tokens.
   schedule(promptLimit = Infinity): StepPlan | undefined {
     const chunks: StepChunk[] = [];
-    for (const seq of this.running) {
+    const ready = this.running.filter((s) => !s.cache!.load); // a sequence waits for its disk part
+    for (const seq of ready) {
       if (seq.length - seq.computed === 1) chunks.push({ seq, start: seq.computed, count: 1, sample: true });
     }
     const decoding = chunks.length;
-    const prompting = this.running.some((s) => s.length - s.computed > 1);
+    const prompting = ready.some((s) => s.length - s.computed > 1);
     const draftTokens = this.planDrafts(chunks, this.options.maxStepTokens - decoding - (prompting ? this.cache.options.pageTokens : 0));
     const decodeTokens = decoding + draftTokens;
     let room = this.options.maxStepTokens - decodeTokens;
     if (decodeTokens > 0) room = Math.min(room, Math.max(promptLimit, this.cache.options.pageTokens));
-    for (const seq of this.running) {
+    for (const seq of ready) {
       if (seq.length - seq.computed <= 1 || room === 0) continue;
       const count = this.chunkLength(seq, room);
       if (count === 0) continue;
@@ -149,12 +192,13 @@ export class Scheduler {
   }
 
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,
-  // and finishes sequences that are done.
-  complete(plan: StepPlan, results: readonly (SampledToken | null)[]): void {
+  // and finishes sequences that are done. A sequence the step refused ends with its error; the others go on.
+  complete(plan: StepPlan, results: readonly (SampledToken | Error | null)[]): void {
     this.totals.promptTokens += plan.promptTokens;
     plan.chunks.forEach((c, i) => {
       const seq = c.seq;
       const r = results[i];
+      if (r instanceof Error) return this.finish(seq, r);
       if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
       /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
       const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, seq.request.constraint), null) : null;
@@ -211,7 +255,8 @@ export class Scheduler {
       slot: h.slot,
       nPast: c.start,
       tokens: seq.tokens.subarray(c.start, c.start + c.count),
-      pages: h.pages.subarray(0, h.nPages),
+      // the pages covering the chunk (a sequence may hold more: pages meant for an abandoned disk read)
+      pages: h.pages.subarray(0, Math.ceil((c.start + c.count) / this.cache.options.pageTokens)),
       sample: c.sample,
       sampling: seq.request.sampling,
       penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),

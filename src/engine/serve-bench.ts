@@ -19,7 +19,7 @@ export function randomTokens(n: number, seed: number, vocab: number): Int32Array
   return out;
 }
 
-function concat(...parts: Int32Array[]): Int32Array {
+export function concat(...parts: Int32Array[]): Int32Array {
   const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -32,7 +32,7 @@ function concat(...parts: Int32Array[]): Int32Array {
 export type Run = { tokens: number[]; at: number[]; ttftMs: number; cached: number; reason: string };
 
 // Runs one request to the end, noting when each token arrived (performance.now()).
-async function timed(stream: AsyncIterable<EngineEvent>, onToken?: (n: number) => void): Promise<Run> {
+export async function timed(stream: AsyncIterable<EngineEvent>, onToken?: (n: number) => void): Promise<Run> {
   const t0 = performance.now();
   const run: Run = { tokens: [], at: [], ttftMs: NaN, cached: 0, reason: "" };
   for await (const ev of stream) {
@@ -50,7 +50,7 @@ async function timed(stream: AsyncIterable<EngineEvent>, onToken?: (n: number) =
   return run;
 }
 
-function request(prompt: Int32Array, maxTokens: number, signal = new AbortController().signal): GenerateRequest {
+export function request(prompt: Int32Array, maxTokens: number, signal = new AbortController().signal): GenerateRequest {
   return { prompt, maxTokens, sampling: GREEDY, stopTokens: [], signal };
 }
 

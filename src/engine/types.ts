@@ -1,3 +1,5 @@
+import type { DiskTierStats } from "./disk-cache.ts";
+
 // The engine's interface: token ids in, token ids out. One Engine per loaded model runs one loop that batches all
 // of its requests (src/engine/scheduler.ts). The chat layer (src/chat/generate.ts) renders and tokenizes a
 // conversation, calls generate(), and detokenizes and parses what comes back; the engine never sees text.
@@ -12,7 +14,11 @@ export type Sampling = {
   frequencyPenalty: number;
   repetitionPenalty: number; // 1 = off
   seed: number; // sampling is reproducible for a given seed, whatever the batch
+  logitBias?: LogitBias;
 };
+
+// Added to the logits of the named tokens before sampling (OpenAI's logit_bias): ids that are tokens of the model.
+export type LogitBias = { ids: Int32Array; values: Float32Array };
 
 // A token-level constraint (structured output): the engine asks it for the allowed tokens before each sampled
 // position and tells it which token was chosen. Implemented by src/engine/grammar/.
@@ -83,7 +89,10 @@ export type EngineStats = {
   queued: number;
   stateBytesInUse: number; // KV pages + GDN state slots held by sequences and the prefix cache
   stateBytesBudget: number;
-  prefixCacheHitTokens: number; // cumulative
+  prefixCacheHitTokens: number; // cumulative, every tier
+  // The prefix cache by tier: prompt tokens served since start, and bytes held now (memory: its evictable pages and
+  // snapshots; disk: its files, with the budget and activity), when the engine has the tier.
+  prefixCacheTiers?: { memory: { hitTokens: number; bytes: number }; disk?: { hitTokens: number } & DiskTierStats };
   promptTokensComputed: number; // cumulative: prompt tokens run through the model (prefix-cache hits excluded)
   generatedTokens: number; // cumulative: tokens handed to requests, accepted drafts included, as they are made
   sequenceStateBytes?: number; // the part of stateBytesInUse held by running sequences (the rest is evictable cache)
@@ -108,12 +117,14 @@ export class EngineOverloaded extends Error {
   }
 }
 
+// `atLeast`: promptTokens is a lower bound (the prompt was refused before it was tokenized whole).
 export class PromptTooLong extends Error {
   override name = "PromptTooLong";
   constructor(
     readonly promptTokens: number,
     readonly contextTokens: number,
+    readonly atLeast = false,
   ) {
-    super(`the prompt is ${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
+    super(`the prompt is ${atLeast ? "at least " : ""}${promptTokens} tokens, more than the model's context of ${contextTokens} tokens`);
   }
 }

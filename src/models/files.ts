@@ -1,12 +1,14 @@
-// Checks on a checkpoint directory's files. The fast one runs on every load: every weight file the index names is
-// there, each safetensors header parses and the file is exactly as long as its header says, and every tensor of
-// the index is in its shard — a cut or partial download never reaches native. The full one (`splash verify`)
-// hashes every file against the hash the hub recorded for it, which the cache keeps as the blob's name.
-import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from "node:fs";
+// Checks on a checkpoint directory's files. The fast one runs on every load and listing: libsplash opens the
+// checkpoint as its loader does (src/native/checkpoint.ts) — every file the index names is there, inside the
+// directory, each safetensors header parses and fits its file, index and headers agree — without reading the
+// weights, so a cut or partial download is named before anything loads. The full one (`splash verify`) hashes
+// every file against the hash the hub recorded for it, which the cache keeps as the blob's name.
+import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, join, relative } from "node:path";
 import { CliError } from "../cli/_command.ts";
+import { checkpointFiles } from "../native/checkpoint.ts";
+import { NativeError } from "../native/errors.ts";
 import { hashFile } from "./hub/download.ts";
-import { readSafetensorsHeader, SafetensorsError } from "./safetensors.ts";
 
 export class CheckpointFilesError extends CliError {
   override name = "CheckpointFilesError";
@@ -16,45 +18,15 @@ export type WeightFiles = { files: string[]; tensors: number; bytes: number };
 
 const HINT = "the download is incomplete or damaged: run `splash verify MODEL` to see which file, then `splash pull MODEL` to fetch it again";
 
-// The fast check. Throws CheckpointFilesError naming the file and what is wrong.
+// The fast check. Throws CheckpointFilesError with libsplash's message (the file, and the tensor where there is one).
 export function checkWeightFiles(dir: string, hint = HINT): WeightFiles {
-  const indexPath = join(dir, "model.safetensors.index.json");
-  let shards: Map<string, string[]>;
-  if (existsSync(indexPath)) {
-    let index: { weight_map?: Record<string, string> };
-    try {
-      index = JSON.parse(readFileSync(indexPath, "utf8"));
-    } catch (e) {
-      throw new CheckpointFilesError(`${indexPath} is not valid JSON (${(e as Error).message})`, hint);
-    }
-    if (!index.weight_map || typeof index.weight_map !== "object") throw new CheckpointFilesError(`${indexPath} has no weight_map`, hint);
-    shards = new Map();
-    for (const [tensor, file] of Object.entries(index.weight_map)) shards.set(file, [...(shards.get(file) ?? []), tensor]);
-  } else if (existsSync(join(dir, "model.safetensors"))) {
-    shards = new Map([["model.safetensors", []]]);
-  } else {
-    const any = readdirSync(dir).filter((f) => f.endsWith(".safetensors"));
-    if (any.length === 0) throw new CheckpointFilesError(`${dir} has no safetensors weights`, hint);
-    shards = new Map(any.map((f) => [f, []]));
+  try {
+    const { files, tensors } = checkpointFiles(dir);
+    return { files: files.map((f) => f.name), tensors, bytes: files.reduce((a, f) => a + f.bytes, 0) };
+  } catch (e) {
+    if (e instanceof NativeError) throw new CheckpointFilesError(e.detail.replace(/^[\w.]+:\d+: /, ""), hint);
+    throw e;
   }
-  let tensors = 0;
-  let bytes = 0;
-  for (const [file, names] of shards) {
-    const path = join(dir, file);
-    if (!existsSync(path)) throw new CheckpointFilesError(`${path} is missing (the index names ${names.length} tensors in it)`, hint);
-    let header;
-    try {
-      header = readSafetensorsHeader(path);
-    } catch (e) {
-      if (e instanceof SafetensorsError) throw new CheckpointFilesError(e.message, hint);
-      throw e;
-    }
-    const absent = names.find((n) => !header.tensors.has(n));
-    if (absent) throw new CheckpointFilesError(`${path} lacks tensor ${absent}, which the index puts there`, hint);
-    tensors += header.tensors.size;
-    bytes += header.fileSize;
-  }
-  return { files: [...shards.keys()], tensors, bytes };
 }
 
 export type FileCheck = { path: string; bytes: number; status: "ok" | "mismatch" | "unchecked"; algorithm?: "sha256" | "git-sha1"; expected?: string; actual?: string; blob?: string };

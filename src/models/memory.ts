@@ -7,17 +7,18 @@
 //   MLX affine, b bits    c·b/8 bytes packed in uint32 + c/64 groups · (bf16 scale + bf16 bias) (4.5 / 8.5 bits/weight)
 //   (rows = numel / c, c = the last dimension; native/core/quant.h defines the Q8/Q4 rows)
 //
-//   KV per token          full-attention layers · 2 (K, V) · kv heads · head_dim · sizeof(kv)
+//   KV per token          full-attention layers · 2 (K, V) · kv heads · row bytes (src/models/kv-type.ts: head_dim ·
+//                         4 or 2, or ceil(head_dim / 32) · 34 for int8)
 //   state per sequence    linear-attention layers · (value heads · key_dim · value_dim · 4   recurrent S, fp32
-//                                                    + (conv kernel − 1) · conv_dim · sizeof(conv))  conv tail
+//                                                    + (conv kernel − 1) · conv_dim · 4)  conv tail, fp32
 import type { CheckpointConfig } from "./config.ts";
 import { dflashTensors, numel, textTensors, visionTensors, type Part, type TensorInfo } from "./tensors.ts";
-import type { CacheTypes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
+import { kvBytesPerToken, type KvType } from "./kv-type.ts";
+import type { Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
 import { recipeType } from "./spec.ts";
 
 const SP_QK = 32;
 const MLX_GROUP = 64;
-const ELEMENT_BYTES = { f32: 4, f16: 2, bf16: 2 } as const;
 
 // Kinds mlx-lm's quantize() turns into QuantizedLinear / QuantizedEmbedding (Linear, Embedding and the experts'
 // SwitchLinear); conv1d, norms, A_log and dt_bias stay as they are.
@@ -65,18 +66,19 @@ function atQuant(tensors: readonly TensorInfo[], recipe: readonly RecipeRule[], 
   return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
 }
 
-export function kvBytesPerToken(layerTypes: readonly string[], text: CheckpointConfig["text"], cache: CacheTypes): number {
+// KV bytes per token of every full-attention layer, in each KV type.
+export function kvBytesByType(layerTypes: readonly string[], text: CheckpointConfig["text"]): Record<KvType, number> {
   const full = layerTypes.filter((k) => k === "full_attention").length;
-  return full * 2 * Number(text.num_key_value_heads) * Number(text.head_dim) * ELEMENT_BYTES[cache.kv];
+  return { f32: kvBytesPerToken(full, text, "f32"), f16: kvBytesPerToken(full, text, "f16"), int8: kvBytesPerToken(full, text, "int8") };
 }
 
-export function stateBytesPerSequence(layerTypes: readonly string[], text: CheckpointConfig["text"], cache: CacheTypes): number {
+export function stateBytesPerSequence(layerTypes: readonly string[], text: CheckpointConfig["text"]): number {
   const linear = layerTypes.filter((k) => k === "linear_attention").length;
   const dk = Number(text.linear_key_head_dim);
   const dv = Number(text.linear_value_head_dim);
   const hv = Number(text.linear_num_value_heads);
   const convDim = 2 * Number(text.linear_num_key_heads) * dk + hv * dv;
-  const conv = (Number(text.linear_conv_kernel_dim) - 1) * convDim * ELEMENT_BYTES[cache.convState];
+  const conv = (Number(text.linear_conv_kernel_dim) - 1) * convDim * 4;
   return linear * (hv * dk * dv * 4 + conv);
 }
 
@@ -140,8 +142,8 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): Me
       "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), "bf16"),
       "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), "bf16"),
     },
-    kvBytesPerToken: kvBytesPerToken(cfg.layerTypes, cfg.text, spec.cache),
-    mtpKvBytesPerToken: hasMtp ? kvBytesPerToken(["full_attention"], cfg.text, spec.cache) * Number(cfg.text.mtp_num_hidden_layers) : 0,
-    stateBytesPerSequence: stateBytesPerSequence(cfg.layerTypes, cfg.text, spec.cache),
+    kvBytesPerToken: kvBytesByType(cfg.layerTypes, cfg.text),
+    mtpKvBytesPerToken: kvBytesByType(hasMtp ? Array<string>(Number(cfg.text.mtp_num_hidden_layers)).fill("full_attention") : [], cfg.text),
+    stateBytesPerSequence: stateBytesPerSequence(cfg.layerTypes, cfg.text),
   };
 }

@@ -126,21 +126,21 @@ const symbols = {
 let bound: ReturnType<typeof dlopen<typeof symbols>>["symbols"] | undefined;
 
 // The two functions of native/include/splash_pack.h, bound on their own (the model ABI's version does not cover them).
-async function packLibrary() {
-  bound ??= dlopen(process.env.SPLASH_LIB ?? (await extractLibrary(embeddedPath)), symbols).symbols;
+function packLibrary() {
+  bound ??= dlopen(process.env.SPLASH_LIB ?? extractLibrary(embeddedPath), symbols).symbols;
   return bound;
 }
 
 const cstr = (s: string) => Buffer.from(`${s}\0`);
 
 export async function writePacked(srcDir: string, outPath: string, plan: Record<string, unknown>, meta: Record<string, unknown>, threads = 0): Promise<void> {
-  const l = await packLibrary();
+  const l = packLibrary();
   const st = l.splash_pack_write(cstr(srcDir), cstr(outPath), cstr(JSON.stringify(plan)), cstr(JSON.stringify(meta)), threads);
   if (st !== 0) throw new CliError(`import failed: ${String(l.splash_last_error())}`);
 }
 
 // The full check; throws PackedFileError with native's message (which names the file) on any damage.
 export async function verifyPacked(path: string): Promise<void> {
-  const l = await packLibrary();
+  const l = packLibrary();
   if (l.splash_pack_verify(cstr(path)) !== 0) throw new PackedFileError(String(l.splash_last_error()).replace(/^[\w.]+:\d+: /, ""), REDO);
 }

@@ -1,6 +1,7 @@
 // A failing libsplash call becomes a NativeError carrying the status name and the library's own message
 // (splash_last_error: file:line, what failed, and the fix where there is one).
 import type { NativeLibrary } from "./library.ts";
+import type { SampledToken } from "./model.ts";
 
 export const STATUS_NAMES = [
   "SPLASH_OK",
@@ -32,4 +33,14 @@ export function check(lib: NativeLibrary, call: string, status: number): void {
   if (status === 0) return;
   const name = STATUS_NAMES[status] ?? "SPLASH_ERR_UNKNOWN";
   throw new NativeError(call, status, name, String(lib.splash_last_error()));
+}
+
+// A step in which libsplash refused some sequences alone (splash_seq.error: a sample that could not be taken, for its
+// settings, its buffers or a mask that leaves no token) while it ran the rest. `results` is the step's answer with
+// an Error in each refused sequence's place, for a caller that goes on with the others (the engine).
+export class StepRefusals extends Error {
+  override name = "StepRefusals";
+  constructor(readonly results: (SampledToken | Error | null)[]) {
+    super(results.flatMap((r) => (r instanceof Error ? [r.message] : [])).join("; "));
+  }
 }

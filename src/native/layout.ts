@@ -30,6 +30,8 @@ export const LOAD_OPTIONS = struct("splash_load_options", [
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
   ["backend", "i32"],
+  ["n_tokens", "i32"],
+  ["tokens", "ptr"],
 ]);
 
 export const MODEL_INFO = struct("splash_model_info", [
@@ -45,6 +47,7 @@ export const MODEL_INFO = struct("splash_model_info", [
   ["has_vision", "i32"],
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
+  ["kv_type", "i32"],
   ["weight_bytes", "u64"],
   ["scratch_bytes", "u64"],
   ["kv_bytes_per_token", "u64"],
@@ -60,8 +63,10 @@ export const SAMPLING = struct("splash_sampling", [
   ["presence_penalty", "f32"],
   ["frequency_penalty", "f32"],
   ["repetition_penalty", "f32"],
-  ["_pad", "u32"],
+  ["n_bias", "i32"],
   ["seed", "u64"],
+  ["bias_ids", "ptr"],
+  ["bias", "ptr"],
 ]);
 
 export const SEQ = struct("splash_seq", [
@@ -86,6 +91,7 @@ export const SEQ = struct("splash_seq", [
   ["embeds", "ptr"],
   ["n_embeds", "i32"],
   ["positions", "ptr"],
+  ["error", "ptr"],
 ]);
 
 export const DRAFTER_OPTIONS = struct("splash_drafter_options", [

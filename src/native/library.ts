@@ -4,9 +4,10 @@
 // /$bunfs/ path that dlopen cannot use directly without leaving temp files behind (bun-stack.md), so it is copied
 // once to <cache>/lib/<name>; the name carries Bun's content hash, so a new build never reuses an old copy. Two
 // processes starting at once both write a private temp file and rename it into place: rename is atomic, and both
-// copies are identical, so either winner is fine.
+// copies are identical, so either winner is fine. Loading is synchronous, so code that only asks the library a question
+// (which files a checkpoint is) needs no async path.
 import { dlopen } from "bun:ffi";
-import { mkdirSync, renameSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import embeddedPath from "../../build/native-lib.ts";
 import { cacheDir } from "../paths.ts";
@@ -27,14 +28,13 @@ function fileSize(path: string): number {
 }
 
 // Returns a path dlopen can open: the library itself on disk, or its extracted copy in the cache.
-export async function extractLibrary(path: string, cache = join(cacheDir(), "lib")): Promise<string> {
+export function extractLibrary(path: string, cache = join(cacheDir(), "lib")): string {
   if (!path.startsWith("/$bunfs/") && !/^[A-Z]:\\~BUN\\/.test(path)) return path;
-  const embedded = Bun.file(path);
   const target = join(cache, basename(path));
-  if (fileSize(target) === embedded.size) return target;
+  if (fileSize(target) === Bun.file(path).size) return target;
   mkdirSync(cache, { recursive: true });
   const tmp = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  await Bun.write(tmp, embedded);
+  writeFileSync(tmp, readFileSync(path));
   renameSync(tmp, target);
   return target;
 }
@@ -61,7 +61,7 @@ export function openLibrary(path: string, expectedAbi = ABI_VERSION): NativeLibr
 let loaded: NativeLibrary | undefined;
 
 // The process's library, loaded on first use. SPLASH_LIB points at another build (tests, debug builds).
-export async function native(): Promise<NativeLibrary> {
-  loaded ??= openLibrary(process.env.SPLASH_LIB ?? (await extractLibrary(embeddedPath)));
+export function native(): NativeLibrary {
+  loaded ??= openLibrary(process.env.SPLASH_LIB ?? extractLibrary(embeddedPath));
   return loaded;
 }

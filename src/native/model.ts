@@ -7,13 +7,14 @@
 //
 // Handles are freed explicitly (free() is idempotent); a failing call throws NativeError with the status name and
 // the library's message.
-import { ptr, type Pointer } from "bun:ffi";
+import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import type { Drafter } from "../models/spec.ts";
-import { check } from "./errors.ts";
+import { check, StepRefusals } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
 import { metalInfo } from "./metal.ts";
+import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
@@ -32,13 +33,32 @@ function defaultBackend(): Backend {
 }
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
+// What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
+// runsOn is what Model.info.backend would say ("cpu", "vulkan: NVIDIA H200"), or null where the load would fail;
+// why says why auto passed over each GPU, or why the load would fail.
+export type BackendProbe = { asked: Backend; runsOn: string | null; why: string };
+
+export function probeBackend(backend: Backend = defaultBackend(), lib: NativeLibrary = native()): BackendProbe {
+  const name = Buffer.alloc(256);
+  const why = Buffer.alloc(1024);
+  const text = (b: Buffer) => b.toString("utf8", 0, b.indexOf(0));
+  if (lib.splash_backend_probe(BACKEND_CODES[backend], name, name.length, why, why.length) !== 0)
+    return { asked: backend, runsOn: null, why: String(lib.splash_last_error()).replace(/^[\w.]+:\d+: /, "") };
+  return { asked: backend, runsOn: text(name), why: text(why) };
+}
+
 export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   threads?: number; // default: every core
   maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
   backend?: Backend; // default "auto"
   drafter?: DrafterOptions; // speculative decoding: attached at load, before any cache exists
+  tokens?: TokenIds; // the ids that are tokens (default: every row of the output head)
 };
+
+// The ids of a tokenizer: 0 … count − 1, of which those set in `mask` (bit t of word t >> 5) when some are unused
+// (null: all of them). Rows of the output head past them are padding: never sampled, drafted or listed.
+export type TokenIds = { count: number; mask: Uint32Array | null };
 
 export type DrafterKind = Drafter;
 const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 };
@@ -77,7 +97,8 @@ export type ModelInfo = {
   maxStepTokens: number;
   weightBytes: number;
   scratchBytes: number;
-  kvBytesPerToken: number; // all full-attention layers, K + V
+  kvType: KvType; // of the caches created now (setKvType)
+  kvBytesPerToken: number; // all full-attention layers, K + V, in kvType
   stateBytes: number; // one GDN state slot
   decodeBytesPerToken: number; // weight bytes a single-token decode reads (MoE: top-k experts)
   backend: string; // what it runs on, auto resolved: "cpu", "vulkan: NVIDIA H200", "metal: Apple M4"
@@ -146,8 +167,9 @@ export type StepInput = {
   positions?: Int32Array;
 };
 
-// Log-probabilities are log_softmax of the logits after penalties and the allowed mask, before temperature and
-// top-k / top-p / min-p.
+// Log-probabilities are log_softmax of the logits after penalties, the bias and the masks (allowed, the model's
+// tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
+// mask leaves fewer).
 export type SampledToken = {
   token: number;
   logprob: number;
@@ -155,6 +177,15 @@ export type SampledToken = {
   // Verify blocks: the drafts kept (they precede `token`) with their log-probabilities and alternatives.
   accepted?: { token: number; logprob: number; top: { id: number; logprob: number }[] | null }[];
 };
+
+// Top-logprob outputs without the entries (id −1) a mask left with no alternative.
+function alternatives(ids: Int32Array, logprobs: Float32Array): { id: number; logprob: number }[] {
+  const out: { id: number; logprob: number }[] = [];
+  ids.forEach((id, k) => {
+    if (id >= 0) out.push({ id, logprob: logprobs[k]! });
+  });
+  return out;
+}
 
 function u64(n: number): bigint {
   return BigInt.asUintN(64, BigInt(Math.trunc(n)));
@@ -165,6 +196,7 @@ function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): nu
 }
 
 function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sampling): void {
+  if (p.logitBias && p.logitBias.ids.length !== p.logitBias.values.length) throw new RangeError(`logitBias: ${p.logitBias.ids.length} ids, ${p.logitBias.values.length} values`);
   const set = (field: string, v: number | bigint) => setField(view, layout, `sampling.${field}`, v, base);
   set("temperature", p.temperature);
   set("top_p", p.topP);
@@ -174,6 +206,9 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
   set("frequency_penalty", p.frequencyPenalty);
   set("repetition_penalty", p.repetitionPenalty);
   set("seed", u64(p.seed));
+  set("n_bias", p.logitBias?.ids.length ?? 0);
+  set("bias_ids", addr(p.logitBias?.ids));
+  set("bias", addr(p.logitBias?.values));
 }
 
 // The acceptance rule alone on given distributions (spec/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
@@ -249,6 +284,7 @@ export class Model {
       maxStepTokens: f("max_step_tokens"),
       weightBytes: f("weight_bytes"),
       scratchBytes: f("scratch_bytes"),
+      kvType: KV_TYPES[f("kv_type")]!,
       kvBytesPerToken: f("kv_bytes_per_token"),
       stateBytes: f("state_bytes"),
       decodeBytesPerToken: f("decode_bytes_per_token"),
@@ -298,7 +334,7 @@ export class Model {
 
   // Loads a checkpoint directory (config.json + safetensors). Throws NativeError naming the file or tensor at fault.
   static async load(dir: string, options: LoadOptions = {}, lib?: NativeLibrary): Promise<Model> {
-    const l = lib ?? (await native());
+    const l = lib ?? native();
     if (process.platform === "darwin") recordMetal(metalInfo(l)); // the memory plan keeps to the GPU's working set
     const bytes = new Uint8Array(LOAD_OPTIONS.size);
     const opts = new DataView(bytes.buffer);
@@ -307,6 +343,10 @@ export class Model {
     setField(opts, LOAD_OPTIONS, "n_threads", options.threads ?? 0);
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
     setField(opts, LOAD_OPTIONS, "backend", BACKEND_CODES[options.backend ?? defaultBackend()]);
+    const tokens = options.tokens;
+    if (tokens?.mask && tokens.mask.length < Math.ceil(tokens.count / 32)) throw new RangeError(`tokens: a mask of ${tokens.mask.length} words for ${tokens.count} ids`);
+    setField(opts, LOAD_OPTIONS, "n_tokens", tokens?.count ?? 0);
+    setField(opts, LOAD_OPTIONS, "tokens", addr(tokens?.mask)); // copied by the load
     const out = new BigUint64Array(1);
     check(l, "splash_model_load", l.splash_model_load(Buffer.from(`${dir}\0`), bytes, out));
     const model = new Model(l, Number(out[0]) as Pointer, dir);
@@ -337,6 +377,19 @@ export class Model {
   get handle(): Pointer {
     if (this.#handle === null) throw new Error("the model was freed");
     return this.#handle;
+  }
+
+  // The KV types the model's backend runs.
+  get kvTypes(): KvType[] {
+    const mask = this.lib.splash_model_kv_types(this.handle);
+    return KV_TYPES.filter((_, code) => (mask >>> code) & 1);
+  }
+
+  // The KV type of the caches created from now on (before the first one); throws NativeError
+  // (SPLASH_ERR_UNSUPPORTED) when the backend lacks it.
+  setKvType(type: KvType): void {
+    check(this.lib, "splash_model_set_kv_type", this.lib.splash_model_set_kv_type(this.handle, KV_TYPES.indexOf(type)));
+    this.#read();
   }
 
   // Bytes of one KV page of `pageTokens` positions and of one GDN state slot: the sizes the cache allocates.
@@ -388,6 +441,21 @@ export class Cache {
     check(this.model.lib, "splash_cache_clear_slot", this.model.lib.splash_cache_clear_slot(this.handle, slot));
   }
 
+  // A page or a slot to or from host bytes (model.pageBytes(pageTokens) / model.slotBytes long): the prefix cache's
+  // disk copies.
+  readPage(page: number, dst: Uint8Array): void {
+    check(this.model.lib, "splash_cache_read_page", this.model.lib.splash_cache_read_page(this.handle, page, dst, dst.byteLength));
+  }
+  writePage(page: number, src: Uint8Array): void {
+    check(this.model.lib, "splash_cache_write_page", this.model.lib.splash_cache_write_page(this.handle, page, src, src.byteLength));
+  }
+  readSlot(slot: number, dst: Uint8Array): void {
+    check(this.model.lib, "splash_cache_read_slot", this.model.lib.splash_cache_read_slot(this.handle, slot, dst, dst.byteLength));
+  }
+  writeSlot(slot: number, src: Uint8Array): void {
+    check(this.model.lib, "splash_cache_write_slot", this.model.lib.splash_cache_write_slot(this.handle, slot, src, src.byteLength));
+  }
+
   // Drafts for each sequence (one native call); the draft distributions stay native until the next draft() call,
   // for verify blocks in step(). Returns each sequence's drafts.
   draft(seqs: readonly DraftInput[]): Int32Array[] {
@@ -418,6 +486,7 @@ export class Cache {
   }
 
   // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
+  // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
   step(seqs: readonly StepInput[]): (SampledToken | null)[] {
     const lib = this.model.lib;
     const V = this.model.info.vocabSize;
@@ -465,14 +534,20 @@ export class Cache {
     const verify = seqs.some((s) => s.verify) ? this.verifyBlocks(seqs) : null;
     if (verify) check(lib, "splash_step_spec", lib.splash_step_spec(this.model.handle, this.handle, bytes, verify.bytes, seqs.length));
     else check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
-    return seqs.map((s, i) => {
+    let refused = false;
+    const results = seqs.map((s, i): SampledToken | Error | null => {
       if (!s.sample) return null;
       const base = i * SEQ.size;
+      const error = getField(view, SEQ, "error", base);
+      if (error !== 0) {
+        refused = true;
+        return new Error(new CString(error as Pointer).toString());
+      }
       const t = tops[i]!;
       const out: SampledToken = {
         token: getField(view, SEQ, "token", base),
         logprob: getField(view, SEQ, "logprob", base),
-        top: t.ids.length ? Array.from(t.ids, (id, k) => ({ id, logprob: t.logprobs[k]! })) : null,
+        top: t.ids.length ? alternatives(t.ids, t.logprobs) : null,
       };
       const v = verify?.outs[i];
       if (v) {
@@ -481,11 +556,13 @@ export class Cache {
         out.accepted = Array.from({ length: n }, (_, r) => ({
           token: s.tokens[1 + r]!,
           logprob: v.logprobs[r]!,
-          top: k ? Array.from(v.topIds.subarray(r * k, (r + 1) * k), (id, j) => ({ id, logprob: v.topLogprobs[r * k + j]! })) : null,
+          top: k ? alternatives(v.topIds.subarray(r * k, (r + 1) * k), v.topLogprobs.subarray(r * k, (r + 1) * k)) : null,
         }));
       }
       return out;
     });
+    if (refused) throw new StepRefusals(results);
+    return results as (SampledToken | null)[]; // no Error: none was refused
   }
 
   // The splash_verify array of a step (zero for ordinary sequences) and the per-row outputs of each block.

@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 9;
+export const ABI_VERSION = 12;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -19,11 +19,19 @@ export const symbols = {
     args: [FFIType.ptr, FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.i64, FFIType.ptr],
     returns: FFIType.i32,
   },
+  // ---- checkpoint files (src/models/files.ts) ----
+  splash_checkpoint_open: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  splash_checkpoint_close: { args: [FFIType.ptr], returns: FFIType.void },
+  splash_checkpoint_tensor_count: { args: [FFIType.ptr], returns: FFIType.i64 },
+  splash_checkpoint_file: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr], returns: FFIType.ptr },
   // ---- model, cache, step (issue 3, src/native/model.ts) ----
   splash_model_load: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_model_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_backend: { args: [FFIType.ptr], returns: FFIType.cstring },
+  splash_model_kv_types: { args: [FFIType.ptr], returns: FFIType.u32 },
+  splash_model_set_kv_type: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  splash_backend_probe: { args: [FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   splash_cache_create: { args: [FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
   splash_cache_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_cache_page_bytes: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.u64 },
@@ -31,6 +39,10 @@ export const symbols = {
   splash_cache_copy_page: { args: [FFIType.ptr, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   splash_cache_copy_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   splash_cache_clear_slot: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  splash_cache_read_page: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
+  splash_cache_write_page: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
+  splash_cache_read_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
+  splash_cache_write_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
   splash_step: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   // ---- vision (issue 14, src/native/model.ts) ----
   splash_vision_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },

@@ -20,7 +20,7 @@ export async function startGeneration(
   model: ChatModel,
   conversation: Conversation,
   options: GenerationOptions,
-  ctx: GenerationContext & { waitMs: number },
+  ctx: GenerationContext & { waitMs: number; conversation?: string }, // conversation: the request field a template refusal names
 ): Promise<Generation> {
   ctx.record.model = model.id;
   const it = timed(model, conversation, options, ctx.metrics, ctx.record)[Symbol.asyncIterator]();
@@ -30,7 +30,7 @@ export async function startGeneration(
   const timer = setTimeout(() => waited.resolve(undefined), ctx.waitMs);
   const early = await Promise.race([first.then(() => undefined, (e: unknown) => ({ error: e })), waited.promise]);
   clearTimeout(timer);
-  if (early) throw toApiError(early.error, ctx.shape);
+  if (early) throw toApiError(early.error, ctx.shape, ctx.conversation);
   const passOn = (event: ChatEvent): ChatEvent => {
     if (event.type === "done" && event.finishReason === "cancelled" && ctx.shutdown.ended.aborted) throw shuttingDown();
     return event;

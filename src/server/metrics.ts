@@ -148,6 +148,27 @@ export class Metrics {
     perModel("splash_prompt_tokens_computed_total", "counter", "Prompt tokens the engine ran through the model (prefix-cache hits left out), since start.", (m) => stats.get(m.id)!.promptTokensComputed);
     perModel("splash_generated_tokens_total", "counter", "Tokens the engine handed to requests as they were made, since start.", (m) => stats.get(m.id)!.generatedTokens);
     perModel("splash_prefix_cache_hit_tokens_total", "counter", "Prompt tokens served from the prefix cache, since start.", (m) => stats.get(m.id)!.prefixCacheHitTokens);
+    // The prefix cache by tier (memory, and disk where the engine has one).
+    const tiers = models.flatMap((m) => {
+      const t = stats.get(m.id)!.prefixCacheTiers;
+      return t ? [{ model: m.id, t }] : [];
+    });
+    const byTier = (name: string, value: (tier: { hitTokens: number; bytes: number }) => number) =>
+      tiers.flatMap(({ model, t }) => [["memory", t.memory] as const, ...(t.disk ? [["disk", t.disk] as const] : [])].map(([tier, v]) => `${name}${labelText({ model, tier })} ${value(v)}`));
+    block("splash_prefix_cache_tier_hit_tokens_total", "counter", "Prompt tokens served from each tier of the prefix cache, since start.", byTier("splash_prefix_cache_tier_hit_tokens_total", (v) => v.hitTokens));
+    block("splash_prefix_cache_bytes", "gauge", "Bytes each tier of the prefix cache holds (memory: evictable pages and snapshots; disk: entry files).", byTier("splash_prefix_cache_bytes", (v) => v.bytes));
+    const disks = tiers.flatMap(({ model, t }) => (t.disk ? [{ labels: { model }, d: t.disk }] : []));
+    const diskLines = (name: string, value: (d: NonNullable<typeof disks[number]>["d"]) => number) => disks.map(({ labels, d }) => `${name}${labelText(labels)} ${value(d)}`);
+    block("splash_prefix_cache_disk_budget_bytes", "gauge", "Bytes the prefix cache's disk tier may hold (--disk-cache).", diskLines("splash_prefix_cache_disk_budget_bytes", (d) => d.budget));
+    block("splash_prefix_cache_disk_entries", "gauge", "Entry files of the disk tier (pages and state snapshots).", diskLines("splash_prefix_cache_disk_entries", (d) => d.files));
+    block(
+      "splash_prefix_cache_disk_io_bytes_total",
+      "counter",
+      "Bytes the disk tier read and wrote, since start.",
+      disks.flatMap(({ labels, d }) => [`splash_prefix_cache_disk_io_bytes_total${labelText({ ...labels, direction: "read" })} ${d.readBytes}`, `splash_prefix_cache_disk_io_bytes_total${labelText({ ...labels, direction: "written" })} ${d.writtenBytes}`]),
+    );
+    block("splash_prefix_cache_disk_refused_total", "counter", "Disk entries refused as damaged (deleted; their prefix was computed instead), since start.", diskLines("splash_prefix_cache_disk_refused_total", (d) => d.refused));
+    block("splash_prefix_cache_disk_evicted_total", "counter", "Disk entries this server evicted to stay under the budget, since start.", diskLines("splash_prefix_cache_disk_evicted_total", (d) => d.evicted));
     // Speculative decoding, for models with a drafter: mean acceptance length = (accepted + cycles) / cycles.
     const spec = models.flatMap((m) => {
       const s = stats.get(m.id)!.speculation;

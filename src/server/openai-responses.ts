@@ -28,7 +28,7 @@ export const openaiResponsesRoutes = (ctx: ServerContext, store: ResponseStore) 
         const remember = (response: object, turn: Turn) => {
           if (body.store !== false) store.put(meta.id, { response, history: [...(previous?.history ?? []), ...converted.input, turn.assistantMessage()] });
         };
-        const timing = generationContext(ctx, request, "openai");
+        const timing = { ...generationContext(ctx, request, "openai"), conversation: "input" };
         if (body.stream) {
           const generation = await startGeneration(model, converted.conversation, converted.options, { ...timing, waitMs: ctx.firstEventWaitMs });
           ctx.metrics.request("responses", 200);

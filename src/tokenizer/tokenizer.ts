@@ -13,6 +13,7 @@
 // that text, never the turn end; this differs on purpose from apply_chat_template + tokenize, which would inject it.
 import { join } from "node:path";
 import { native, type NativeLibrary } from "../native/library.ts";
+import type { TokenIds } from "../native/model.ts";
 import { NativeBpe } from "./native.ts";
 import { loadSpec } from "./spec-cache.ts";
 import { parseTokenizerJson, type AddedToken, type TokenizerSpec } from "./tokenizer-json.ts";
@@ -26,6 +27,7 @@ function escapeRegExp(s: string): string {
 
 export class Tokenizer {
   readonly vocabSize: number;
+  readonly maxTokenBytes: number; // the longest token's bytes: a text of n bytes is at least n / maxTokenBytes ids
   readonly added: readonly AddedToken[];
   private readonly bytes: Uint8Array;
   private readonly offsets: Uint32Array;
@@ -44,6 +46,9 @@ export class Tokenizer {
     this.bytes = spec.tokenBytes;
     this.offsets = spec.tokenOffsets;
     this.vocabSize = spec.tokenOffsets.length - 1;
+    let longest = 1;
+    for (let id = 0; id < this.vocabSize; id++) longest = Math.max(longest, this.offsets[id + 1]! - this.offsets[id]!);
+    this.maxTokenBytes = longest;
     this.added = spec.added;
     this.nfc = spec.nfc;
     this.specialIds = new Set(spec.added.filter((t) => t.special).map((t) => t.id));
@@ -73,7 +78,7 @@ export class Tokenizer {
       const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "the file does not exist" : (e as Error).message;
       throw new Error(`cannot load ${path}: ${why}`);
     }
-    return Tokenizer.fromSpec(spec, await native());
+    return Tokenizer.fromSpec(spec, native());
   }
 
   // Ids of plain text; added-token strings in it are ordinary text.
@@ -81,8 +86,10 @@ export class Tokenizer {
     return this.encodePlain(text).slice();
   }
 
-  // Ids of a rendered prompt: added tokens become their ids; text that went through escape() stays text.
-  encodeTemplate(rendered: string): Int32Array {
+  // Ids of a rendered prompt: added tokens become their ids; text that went through escape() stays text. With a
+  // limit, it stops as soon as more than `limit` ids are known: the result is then longer than the limit, a lower
+  // bound of the prompt's length, and the rest of the text is never tokenized.
+  encodeTemplate(rendered: string, limit = Infinity): Int32Array {
     if (!this.splitAdded) return this.encode(unescapeText(rendered));
     const parts: Int32Array[] = [];
     let total = 0;
@@ -100,8 +107,9 @@ export class Tokenizer {
       parts.push(Int32Array.of(this.addedByContent.get(m[0])!));
       total++;
       last = m.index + m[0].length;
+      if (total > limit) break;
     }
-    flushText(rendered.length);
+    if (total <= limit) flushText(rendered.length);
     const out = new Int32Array(total);
     let at = 0;
     for (const p of parts) {
@@ -120,6 +128,14 @@ export class Tokenizer {
   // The text a rendered prompt stands for: what encodeTemplate reads once escape()'s marks are gone.
   unescape(rendered: string): string {
     return unescapeText(rendered);
+  }
+
+  // The fewest ids encodeTemplate can make of a rendered prompt, from its size alone: its bytes (less the escape
+  // marks, which are not tokenized) over the longest token's. Lets a prompt far too long be refused untokenized.
+  minTemplateTokens(rendered: string): number {
+    let marks = 0;
+    for (let i = rendered.indexOf(MARK); i >= 0; i = rendered.indexOf(MARK, i + 1)) marks++;
+    return Math.ceil((Buffer.byteLength(rendered) - marks * Buffer.byteLength(MARK)) / this.maxTokenBytes);
   }
 
   // Marks client text so that encodeTemplate keeps any added-token strings in it as text (see the file comment).
@@ -155,6 +171,22 @@ export class Tokenizer {
   tokenBytes(id: number): Uint8Array {
     if (!(id >= 0 && id < this.vocabSize)) throw new RangeError(`token id ${id} is outside the vocabulary (${this.vocabSize})`);
     return this.bytes.subarray(this.offsets[id]!, this.offsets[id + 1]!);
+  }
+
+  // Whether an id stands for a token: within the vocabulary and not an unused id (which has no bytes).
+  hasToken(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize && this.offsets[id + 1]! > this.offsets[id]!;
+  }
+
+  // The ids that are tokens, as the native model takes them: a model samples, drafts and lists no other row.
+  tokenIds(): TokenIds {
+    const mask = new Uint32Array(Math.ceil(this.vocabSize / 32));
+    let unused = false;
+    for (let id = 0; id < this.vocabSize; id++) {
+      if (this.hasToken(id)) mask[id >>> 5]! |= 1 << (id & 31);
+      else unused = true;
+    }
+    return { count: this.vocabSize, mask: unused ? mask : null };
   }
 
   // The id of an added token by its content (e.g. "<|im_end|>"), or undefined.

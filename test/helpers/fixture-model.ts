@@ -6,12 +6,12 @@
 //                tool-call tokens at the reserved ids; its README says why its merges are JSON fragments)
 //   template     the same directory's chat_template.jinja (ChatML turns, Qwen XML tool calls, enable_thinking)
 //
-//   const dir = fixtureModelDir();                 // a temporary directory with all of it (links to the weights)
+//   const dir = fixtureModelDir();                 // a temporary directory with a copy of all of it
 //   const loaded = await loadFixtureModel();       // loadModel() on it: loaded.chat is the ChatModel; loaded.close()
 //
 // The model's answers are noise (near-uniform over the allowed tokens at temperature 1), which is what
 // structured-output tests want: every valid output must come from the grammar, none from the model.
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, type LoadedModel, type LoadModelOptions } from "../../src/models/load.ts";
@@ -31,7 +31,7 @@ export function fixtureModelDir(): string {
   process.on("exit", () => rmSync(root, { recursive: true, force: true }));
   const dir = join(root, FIXTURE_MODEL_ID);
   mkdirSync(dir);
-  for (const f of ["config.json", "generation_config.json", "model.safetensors"]) symlinkSync(join(WEIGHTS, f), join(dir, f));
+  for (const f of ["config.json", "generation_config.json", "model.safetensors"]) copyFileSync(join(WEIGHTS, f), join(dir, f));
   for (const f of ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"]) copyFileSync(join(TOKENIZER, f), join(dir, f));
   assembled = dir;
   return dir;

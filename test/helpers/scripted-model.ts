@@ -35,6 +35,10 @@ export class ScriptedModel implements ChatModel {
   readonly contextLength: number;
   readonly maxOutputTokens: number;
   readonly runtime = SCRIPTED_RUNTIME;
+  readonly vocabSize = 1024;
+  hasToken(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize;
+  }
   script: Script;
   queueMs = 0; // waiting for admission, before EngineOverloaded / PromptTooLong are decided
   prefillMs = 0;

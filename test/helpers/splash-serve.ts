@@ -1,12 +1,15 @@
 // Starts the real `splash serve` (a child process of `bun src/main.ts`) on a free port and waits for its
-// "listening" line on stdout. For end-to-end tests of the whole stack: model loading, engine, chat, server.
+// "listening" line on stdout. For end-to-end tests of the whole stack: model loading, engine, chat, server. The
+// prefix cache's disk tier is off unless the args set --disk-cache: entries from earlier runs would make a test's
+// cold request hit.
 import { join } from "node:path";
 import { repoRoot } from "./cli.ts";
 
 export type ServeProcess = { url: string; model: string; proc: Bun.Subprocess<"ignore", "pipe", "pipe">; log: () => string; stop: () => Promise<void> };
 
 export async function splashServe(args: string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
-  const proc = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), "serve", "--port", "0", ...args], {
+  const disk = args.some((a) => a.startsWith("--disk-cache")) ? [] : ["--disk-cache", "0"];
+  const proc = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), "serve", "--port", "0", ...disk, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdin: "ignore",

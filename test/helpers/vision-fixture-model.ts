@@ -10,7 +10,7 @@
 //   template     fixture-1024's turn format, with each image part rendered as <|vision_start|><|image_pad|><|vision_end|>
 //
 //   const loaded = await loadVisionFixtureModel();   // loadModel() on it; loaded.chat.vision is true
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, type LoadedModel, type LoadModelOptions } from "../../src/models/load.ts";
@@ -43,7 +43,7 @@ export function visionFixtureModelDir(): string {
   process.on("exit", () => rmSync(root, { recursive: true, force: true }));
   const dir = join(root, VISION_MODEL_ID);
   mkdirSync(dir);
-  for (const f of ["config.json", "generation_config.json", "model.safetensors", "preprocessor_config.json"]) symlinkSync(join(WEIGHTS, f), join(dir, f));
+  for (const f of ["config.json", "generation_config.json", "model.safetensors", "preprocessor_config.json"]) copyFileSync(join(WEIGHTS, f), join(dir, f));
   const tokenizer = JSON.parse(readFileSync(join(TOKENIZER, "tokenizer.json"), "utf8")) as { added_tokens: Record<string, unknown>[] };
   const template = readFileSync(join(TOKENIZER, "chat_template.jinja"), "utf8");
   tokenizer.added_tokens = ADDED.map(([id, content, special]) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special }));

@@ -49,6 +49,18 @@ describe("dist/splash", () => {
     const models = readdirSync(join(home, ".cache", "splash", "models"));
     expect(models.filter((f) => f.startsWith("splash-tiny-") && !f.endsWith(".tmp"))).toHaveLength(1);
     expect(models.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    // what `models` reports and `tokenize` reads is that extracted copy, not a path inside the binary
+    const extracted = join(home, ".cache", "splash", "models", models.find((f) => f.startsWith("splash-tiny-"))!);
+    const list = run(["models", "--json"], home);
+    const listed = JSON.parse(await new Response(list.stdout).text()) as { id: string; loadsFrom: string; files: { installed: { dir: string; complete: boolean } }[] }[];
+    expect(await list.exited).toBe(0);
+    const tiny = listed.find((m) => m.id === "splash-tiny")!;
+    expect(tiny.loadsFrom).toBe(extracted);
+    expect(tiny.files[0]!.installed).toMatchObject({ dir: extracted, complete: true });
+    const tok = Bun.spawn([join(dir, "splash"), "tokenize"], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: home }, stdin: new Blob(["def add(a, b):"]), stdout: "pipe" });
+    const ids = JSON.parse(await new Response(tok.stdout).text()) as number[];
+    expect(await tok.exited).toBe(0);
+    expect(ids.length).toBeGreaterThan(0);
   }, 120_000);
 
   test("serves the built-in page, bundled into it at build time", async () => {
@@ -74,6 +86,35 @@ describe("dist/splash", () => {
     } finally {
       proc.kill("SIGTERM");
       await proc.exited;
+    }
+  }, 120_000);
+
+  test("serves structured output: the grammar worker is bundled inside", async () => {
+    const home = mkdtempSync(join(tmpdir(), "splash-home-"));
+    const server = run(["serve", "--port", "0"], home);
+    try {
+      const reader = server.stdout.getReader();
+      let text = "";
+      while (!text.includes('"listening"')) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`serve ended: ${text}`);
+        text += new TextDecoder().decode(value);
+      }
+      const url = (JSON.parse(text.split("\n").find((l) => l.includes('"listening"'))!) as { url: string }).url;
+      const schema = { type: "object", properties: { name: { type: "string", maxLength: 3 }, tags: { type: "array", items: { type: "integer" }, minItems: 1, maxItems: 2 } }, required: ["name", "tags"] };
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "splash-tiny", max_tokens: 60, messages: [{ role: "user", content: "JSON please" }], response_format: { type: "json_schema", json_schema: { name: "x", schema } } }),
+      });
+      expect(res.status).toBe(200);
+      const value = JSON.parse(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content) as { name: string; tags: number[] };
+      expect([...value.name].length).toBeLessThanOrEqual(3);
+      expect(value.tags.length).toBeGreaterThanOrEqual(1);
+      expect(value.tags.length).toBeLessThanOrEqual(2);
+    } finally {
+      server.kill();
+      await server.exited;
     }
   }, 120_000);
 });

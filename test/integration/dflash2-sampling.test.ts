@@ -134,3 +134,35 @@ test("the first and second emitted tokens follow the target's p (χ², α = 0.00
   cache.free();
   model.free();
 }, 300_000);
+
+// The selector takes its candidates and their unary scores from the drafter's row as the target samples it (penalties,
+// logit bias, the model's tokens): a token the bias boosts by 100 is every draft, greedy and sampled, though the raw
+// row ranks it nowhere near the top; a token the bias bans is never drafted.
+test("a logit bias moves the selector's candidates: boosted, every draft; banned, none", async () => {
+  const model = await Model.load(TINY, { threads: 2, drafter: { kind: "dflash2", dir: join(TINY, "dflash2") } });
+  const V = model.info.vocabSize;
+  const k = model.drafter!.maxDraft;
+  const tokenizer = await Tokenizer.load(TINY);
+  const prompt = tokenizer.encodeTemplate("<|im_start|>user\nWrite a Python function that reverses a string.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  tokenizer.free();
+  const cache = model.createCache({ pageTokens: PAGE, nPages: Math.ceil((prompt.length + k + 1) / PAGE), nSlots: 1 });
+  const pages = Int32Array.from({ length: Math.ceil((prompt.length + k + 1) / PAGE) }, (_, i) => i);
+  const greedy: Sampling = { ...SAMPLING, temperature: 0 };
+  const [r] = cache.step([{ slot: 0, nPast: 0, tokens: prompt, pages, sample: { sampling: greedy } }]);
+  const draft = (sampling: Sampling) => {
+    const logits = new Float32Array(k * V);
+    const [tokens] = cache.draft([{ slot: 0, nPast: prompt.length, anchor: r!.token, nDraft: k, pages, sampling, logits }]);
+    return { tokens: [...tokens!], logits };
+  };
+  const plain = draft(greedy);
+  // the boosted token: the raw row's 1000th at the first draft, far outside the selector's top-k
+  const row = plain.logits.subarray(0, V);
+  const boosted = [...row.keys()].sort((a, b) => row[b]! - row[a]! || a - b)[1000]!;
+  const bias = (id: number, value: number) => ({ ids: Int32Array.of(id), values: Float32Array.of(value) });
+  expect(draft({ ...greedy, logitBias: bias(boosted, 100) }).tokens).toEqual(Array(k).fill(boosted));
+  expect(draft({ ...SAMPLING, seed: 7, logitBias: bias(boosted, 100) }).tokens).toEqual(Array(k).fill(boosted));
+  const banned = plain.tokens[0]!;
+  for (const sampling of [greedy, { ...SAMPLING, seed: 7 }]) expect(draft({ ...sampling, logitBias: bias(banned, -100) }).tokens).not.toContain(banned);
+  cache.free();
+  model.free();
+}, 60_000);

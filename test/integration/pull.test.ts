@@ -222,6 +222,18 @@ describe("errors", () => {
     expect(hub.requests((q) => q.host.startsWith("127.0.0.1:")).every((q) => q.authorization === "Bearer hf_accepted")).toBe(true);
   }, 30_000);
 
+  test("a listing whose file names would leave the cache is refused before anything is written", async () => {
+    for (const name of ["../../../escaped.json", "/etc/escaped.json", "sub/../../x.json", "a\\..\\b.json"]) {
+      hub.setRepo("org/evil", { files: { "config.json": new TextEncoder().encode("{}"), [name]: new TextEncoder().encode("x") } });
+      const e = await failure(pull("org/evil"));
+      expect(e.kind).toBe("server");
+      expect(e.message).toBe(`${hub.url} listed org/evil with a file named ${JSON.stringify(name)}, which cannot be a path in the cache: refusing the listing`);
+      expect(fileGets()).toEqual([]);
+      expect(existsSync(join(cache, repoFolderName("org/evil")))).toBe(false);
+      expect(existsSync(join(cache, "escaped.json")) || existsSync(join(tmp, "escaped.json"))).toBe(false);
+    }
+  }, 30_000);
+
   test("an unreachable hub is reported as offline", async () => {
     const dead = new HubClient({ endpoint: "http://127.0.0.1:1", token: null });
     const e = await failure(pullRepo({ client: dead, repo: "org/tiny", cacheRoot: cache }));

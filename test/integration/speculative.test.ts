@@ -1,8 +1,10 @@
 // Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash and
-// DFlash2 drafters) and on the embedded splash-tiny (trained MTP, DFlash and DFlash2 drafters), greedy output with a drafter is
-// the output without one, token for token and log-probability for log-probability, alone, batched and resumed from
-// the prefix cache. The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at
-// every possible position leave exactly the state token-by-token decoding leaves (the GDN rollback).
+// DFlash2 drafters) and on the embedded splash-tiny (trained MTP, DFlash and DFlash2 drafters), greedy output with a
+// drafter is the output without one, token for token and log-probability for log-probability, alone, batched and
+// resumed from the prefix cache — also with splash-tiny's weights quantized to q8 and q4 at load, where a verify
+// block's rows go through the integer GEMM and decode's single row through the GEMV, which must agree bit for bit.
+// The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at every possible
+// position leave exactly the state token-by-token decoding leaves (the GDN rollback).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,7 +12,8 @@ import { createEngine, type EngineOptions, type SplashEngine } from "../../src/e
 import { nativeStepModel } from "../../src/engine/native-runner.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import type { EngineEvent, Sampling, SpeculationCounts } from "../../src/engine/types.ts";
-import { Model, type DrafterOptions } from "../../src/native/model.ts";
+import { Model, type DrafterOptions, type Quant } from "../../src/native/model.ts";
+import type { KvType } from "../../src/models/kv-type.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
@@ -159,7 +162,9 @@ async function tinyPrompts(): Promise<Int32Array[]> {
   return prompts;
 }
 
-const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () => Promise<Int32Array[]> }[] = [
+// kv: the KV type of both models (default f32); an int8 cache holds the drafter's K/V in int8 too. quant: the level
+// the weights are quantized to at load.
+const CASES: { name: string; dir: string; quant?: Quant; drafter: DrafterOptions; prompts: () => Promise<Int32Array[]>; kv?: KvType }[] = [
   { name: "dense fixture, MTP", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 11 + i, 1016)) },
   { name: "MoE fixture, MTP", dir: join(FIXTURES, "qwen35-moe-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 21 + i, 504)) },
   { name: "dense fixture, DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 31 + i, 1016)) },
@@ -168,6 +173,11 @@ const CASES: { name: string; dir: string; drafter: DrafterOptions; prompts: () =
   { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash2", dir: TINY, drafter: { kind: "dflash2", dir: join(TINY, "dflash2") }, prompts: tinyPrompts },
+  { name: "splash-tiny, MTP, int8 KV", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts, kv: "int8" },
+  { name: "dense fixture, sliding-window DFlash, int8 KV", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)), kv: "int8" },
+  { name: "splash-tiny q8, DFlash", dir: TINY, quant: "q8", drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
+  { name: "splash-tiny q4, MTP", dir: TINY, quant: "q4", drafter: { kind: "mtp" }, prompts: tinyPrompts },
+  { name: "splash-tiny q8, DFlash2, int8 KV", dir: TINY, quant: "q8", drafter: { kind: "dflash2", dir: join(TINY, "dflash2") }, prompts: tinyPrompts, kv: "int8" },
 ];
 
 for (const c of CASES) {
@@ -177,8 +187,10 @@ for (const c of CASES) {
     let prompts: Int32Array[];
     const want: Outcome[] = [];
     beforeAll(async () => {
-      plain = await Model.load(c.dir, { threads: 2 });
-      drafted = await Model.load(c.dir, { threads: 2, drafter: c.drafter });
+      plain = await Model.load(c.dir, { threads: 2, quant: c.quant });
+      drafted = await Model.load(c.dir, { threads: 2, quant: c.quant, drafter: c.drafter });
+      plain.setKvType(c.kv ?? "f32");
+      drafted.setKvType(c.kv ?? "f32");
       prompts = await c.prompts();
       const engine = createEngine(nativeStepModel(plain), { ...base, prefixCache: false });
       for (const p of prompts) want.push(await generate(engine, p, OUTPUT));

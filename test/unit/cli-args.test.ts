@@ -1,7 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import type { ArgsDef } from "citty";
-import { checkArgs, parseOption, sizeOption, intOption, UsageError } from "../../src/cli/_command.ts";
-import { splash } from "../helpers/cli.ts";
+import type { ArgsDef, CommandDef, SubCommandsDef } from "citty";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkArgs, kebab, parseOption, sizeOption, intOption, UsageError } from "../../src/cli/_command.ts";
+import { root } from "../../src/cli/index.ts";
+import { renderUsage, wantsColor } from "../../src/cli/usage.ts";
+import { repoRoot, splash, splashOnTerminal } from "../helpers/cli.ts";
 
 const args: ArgsDef = {
   model: { type: "positional", required: false },
@@ -78,5 +83,130 @@ describe("splash CLI", () => {
     expect(report.cores).toBeGreaterThan(0);
     expect(report.totalMemory).toBeGreaterThan(0);
     expect(report.library.abi).toBeGreaterThan(0);
+  });
+});
+
+// Every command and subcommand the root lists, with the words that name it.
+async function everyCommand(): Promise<[string[], CommandDef][]> {
+  const out: [string[], CommandDef][] = [];
+  const walk = async (cmd: CommandDef, words: string[]) => {
+    out.push([words, cmd]);
+    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : await cmd.subCommands) as SubCommandsDef | undefined;
+    for (const [name, sub] of Object.entries(subs ?? {})) await walk((typeof sub === "function" ? await sub() : await sub) as CommandDef, [...words, name]);
+  };
+  await walk(root, ["splash"]);
+  return out;
+}
+
+describe("CLI conventions", () => {
+  test("every command's help names its options in kebab-case, with no trailing spaces and no escapes off a terminal", async () => {
+    const commands = await everyCommand();
+    expect(commands.length).toBeGreaterThan(20);
+    for (const [words, cmd] of commands) {
+      const text = await renderUsage(cmd, words, false);
+      expect(text, words.join(" ")).not.toMatch(/--[a-z]+[A-Z]/);
+      expect(text, words.join(" ")).not.toMatch(/[ \t]$/m);
+      expect(text).not.toContain("\x1b");
+      const args = ((typeof cmd.args === "function" ? await cmd.args() : await cmd.args) ?? {}) as ArgsDef;
+      for (const [name, def] of Object.entries(args)) {
+        if (def.type === "positional") continue;
+        const flag = def.type === "boolean" && def.default === true ? `--no-${kebab(name)}` : `--${kebab(name)}`;
+        expect(text, `${words.join(" ")} ${flag}`).toContain(flag);
+      }
+    }
+    const serve = await splash(["serve", "--help"]);
+    expect(serve.stdout).toContain("--api-key <api-key>");
+    expect(serve.stdout).toContain("--kv-budget <kv-budget>");
+    expect(serve.stdout).toContain("--allow-image-urls");
+    expect(serve.stdout).not.toContain("\x1b");
+  });
+
+  test("an unknown option lists the accepted ones as they are typed", async () => {
+    const r = await splash(["run", "--maxtokens", "3", "hi"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--max-tokens");
+    expect(r.stderr).not.toContain("--maxTokens");
+  });
+
+  test("colour only on a terminal, and never with NO_COLOR", async () => {
+    expect(wantsColor({ isTTY: false })).toBe(false);
+    const saved = process.env.NO_COLOR;
+    try {
+      delete process.env.NO_COLOR;
+      expect(wantsColor({ isTTY: true })).toBe(true);
+      process.env.NO_COLOR = "1";
+      expect(wantsColor({ isTTY: true })).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.NO_COLOR;
+      else process.env.NO_COLOR = saved;
+    }
+    const tty = await splashOnTerminal(["serve", "--help"], { env: { NO_COLOR: undefined } });
+    expect(tty.output).toContain("\x1b[36m--api-key");
+    const plain = await splashOnTerminal(["serve", "--help"], { env: { NO_COLOR: "1" } });
+    expect(plain.output).toContain("--api-key <api-key>");
+    expect(plain.output).not.toContain("\x1b");
+  });
+
+  test("log lines on a terminal are plain text, not red", async () => {
+    const r = await splashOnTerminal(["run", "--max-tokens", "2", "--no-think", "hi"], { env: { NO_COLOR: undefined } });
+    expect(r.code).toBe(0);
+    expect(r.output).toContain("loading splash-tiny from ");
+    expect(r.output).toContain("loaded splash-tiny in ");
+    expect(r.output).not.toContain("\x1b[31m");
+    const failed = await splashOnTerminal(["tokenize", "/no/such/model"]);
+    expect(failed.output).toContain("splash error: /no/such/model is not a directory");
+    expect(failed.output).not.toContain("\x1b");
+  }, 60_000);
+
+  test("no output line ends in a space", async () => {
+    for (const args of [["models"], ["doctor"], ["--help"], ["bench", "--help"]]) {
+      const r = await splash(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(`${r.stdout}${r.stderr}`, args.join(" ")).not.toMatch(/[ \t]$/m);
+    }
+  });
+
+  test("splash version prints what --version prints", async () => {
+    const [a, b] = await Promise.all([splash(["version"]), splash(["--version"])]);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    expect(a.stdout).toBe(b.stdout);
+  });
+
+  test("tokenize without MODEL uses the embedded model", async () => {
+    const [bare, named] = await Promise.all([splash(["tokenize"], { stdin: "hello world" }), splash(["tokenize", "splash-tiny"], { stdin: "hello world" })]);
+    expect(bare.code).toBe(0);
+    expect(JSON.parse(bare.stdout).length).toBeGreaterThan(0);
+    expect(bare.stdout).toBe(named.stdout);
+  });
+
+  test("models --json reports the directory each model loads from: an import before the files it came from", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "splash-cache-"));
+    const loadsFrom = async () => {
+      const r = await splash(["models", "--json"], { env: { SPLASH_CACHE_DIR: cache } });
+      expect(r.code).toBe(0);
+      return Object.fromEntries((JSON.parse(r.stdout) as { id: string; loadsFrom: string | null }[]).map((m) => [m.id, m.loadsFrom]));
+    };
+    const before = await loadsFrom();
+    expect(before["splash-tiny"]).toBe(join(repoRoot, "models", "splash-tiny"));
+    expect(before["qwen3.8-27b"]).toBeNull();
+    expect((await splash(["import", "--quant", "q8"], { env: { SPLASH_CACHE_DIR: cache } })).code).toBe(0);
+    expect((await loadsFrom())["splash-tiny"]).toBe(join(cache, "packed", "splash-tiny", "q8"));
+    const served = await splash(["run", "--max-tokens", "1", "--no-think", "hi"], { env: { SPLASH_CACHE_DIR: cache } });
+    expect(served.stderr).toContain(`loading splash-tiny from ${join(cache, "packed", "splash-tiny", "q8")}`);
+  }, 60_000);
+
+  test("doctor names the backend serve would use, and why not a GPU", async () => {
+    const auto = await splash(["doctor", "--json"], { env: { SPLASH_BACKEND: "" } });
+    const report = JSON.parse(auto.stdout) as { backend: { asked: string; runsOn: string | null; why: string } };
+    expect(report.backend.asked).toBe("auto");
+    expect(report.backend.runsOn).toMatch(/^(cpu|vulkan: .+|metal: .+)$/);
+    if (report.backend.runsOn === "cpu") expect(report.backend.why).toMatch(/vulkan|metal/);
+    const cpu = await splash(["doctor"], { env: { SPLASH_BACKEND: "cpu" } });
+    expect(cpu.stdout).toMatch(/^backend {4}cpu \(SPLASH_BACKEND=cpu\)$/m);
+    if (process.platform !== "darwin") {
+      const metal = await splash(["doctor"], { env: { SPLASH_BACKEND: "metal" } });
+      expect(metal.stdout).toMatch(/^backend {4}none: this libsplash was built without the Metal backend .*\(SPLASH_BACKEND=metal\)$/m);
+    }
   });
 });

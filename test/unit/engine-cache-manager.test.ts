@@ -95,7 +95,7 @@ describe("prefix cache", () => {
     expect(cache.outstandingPages).toBe(2); // 4 pages worst, 2 shared
     cache.allocate(b, 14);
     expect([...b.pages.subarray(0, b.nPages)]).toEqual([0, 1, 2, 3]);
-    expect(cache.hitTokens).toBe(8);
+    expect(cache.hits).toEqual({ memory: 8, disk: 0 });
   });
 
   test("when every token hits, the last block is recomputed for its logits", () => {

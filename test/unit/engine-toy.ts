@@ -78,6 +78,24 @@ export class ToyRunner implements StepRunner {
     this.slots[slot] = 0;
   }
 
+  // Host copies: a page is its positions' values (4 bytes each), a slot its hash (4 bytes).
+  readPage(page: number): Uint8Array {
+    return new Uint8Array(this.kv[page]!.slice().buffer);
+  }
+
+  writePage(page: number, data: Uint8Array): void {
+    if (this.readOnly?.(page)) throw new Error(`toy: shared page ${page} written from a host copy`);
+    this.kv[page]!.set(new Int32Array(data.slice().buffer));
+  }
+
+  readSlot(slot: number): Uint8Array {
+    return new Uint8Array(Uint32Array.of(this.slots[slot]!).buffer);
+  }
+
+  writeSlot(slot: number, data: Uint8Array): void {
+    this.slots[slot] = new Uint32Array(data.slice().buffer)[0]!;
+  }
+
   close(): void {
     this.closed = true;
   }

@@ -14,7 +14,7 @@ const dir = join(import.meta.dir, "../fixtures/tokenizers/fixture-1024");
 let tokenizer: Tokenizer;
 let template: ChatTemplate;
 beforeAll(async () => {
-  tokenizer = Tokenizer.fromJson(readFileSync(join(dir, "tokenizer.json"), "utf8"), await native());
+  tokenizer = Tokenizer.fromJson(readFileSync(join(dir, "tokenizer.json"), "utf8"), native());
   template = ChatTemplate.fromSource(readFileSync(join(dir, "chat_template.jinja"), "utf8"), "chat_template.jinja");
 });
 afterAll(() => tokenizer.free());

@@ -162,7 +162,24 @@ describe("constraint", () => {
 
   test("grammars are cached per vocabulary and grammar text", async () => {
     const again = await so.prepare({ ...request, responseFormat: { type: "json_schema", schema: { ...SCHEMA, title: "same grammar" } } });
-    expect(again).toBe(grammar); // the same compiled grammar object: no second compile
+    expect(again!.compiled).toBe(grammar.compiled); // the same compiled grammar object: no second compile
+  });
+
+  test("requests that differ only in their counts share the compiled grammar and keep their own counts", async () => {
+    const schema = (maxLength: number) => ({ type: "object", properties: { name: { type: "string", maxLength } }, required: ["name"] });
+    const [two, five] = await Promise.all([2, 5].map((n) => so.prepare({ ...request, responseFormat: { type: "json_schema", schema: schema(n) } })));
+    expect(two!.compiled).toBe(five!.compiled);
+    const lengths = async (g: PreparedGrammar) => {
+      const out: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const c = await g.start({ thinking: false });
+        out.push([...(JSON.parse(sample(m, c, rng(50 + i)).text) as { name: string }).name].length);
+        c.release();
+      }
+      return Math.max(...out);
+    };
+    expect(await lengths(two!)).toBeLessThanOrEqual(2);
+    expect(await lengths(five!)).toBeGreaterThan(2);
   });
 
   test("UTF-8 guard: inside a character only its continuation bytes may follow", async () => {

@@ -35,7 +35,8 @@ describe("unsupported keywords name the keyword and path", () => {
     ["invalid regex", { type: "string", pattern: "[a-" }, "pattern", "/pattern"],
     ["anchor in the middle", { type: "string", pattern: "a^b" }, "pattern", "/pattern"],
     ["repetition too large", { type: "string", pattern: "^.{0,500}$" }, "pattern", "/pattern"],
-    ["maxLength too large", { type: "string", maxLength: 1000 }, "maxLength", "/maxLength"],
+    ["counts in a union the output cannot be followed through", { type: "object", properties: { a: { anyOf: [{ type: "string", maxLength: 3 }, { type: "string", pattern: "^a+$" }] } } }, "anyOf", "/properties/a/anyOf"],
+    ["counts in a union with an enum that starts alike", { oneOf: [{ type: "array", maxItems: 2 }, { const: [1, 2, 3] }] }, "oneOf", "/oneOf"],
     ["pattern with maxLength", { type: "string", pattern: "^a+$", maxLength: 5 }, "maxLength", ""],
     ["remote $ref", { $ref: "https://example.com/schema.json" }, "$ref", "/$ref"],
     ["dangling $ref", { $ref: "#/$defs/missing" }, "$ref", "/$ref"],
@@ -98,7 +99,11 @@ describe("tool choice", () => {
   test("duplicate tool names", () => expect(refusal(req([tool("a"), tool("a")], "required")).message).toContain("two tools"));
   test("parameters that are not an object", () => expect(refusal(req([tool("a", { type: "string" })], "required")).param).toBe("tools[0].parameters"));
   test("an unsupported keyword in a tool's parameters", () => {
-    const e = refusal(req([tool("ok"), tool("b", { type: "object", properties: { x: { type: "string", format: "uri" } } })], "required"));
+    const e = refusal(req([tool("ok"), tool("b", { type: "object", properties: { x: { type: "string", format: "hostname" } } })], "required"));
     expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[1].parameters", "format", "/properties/x/format"]);
+  });
+  test("counts in a raw parameter with several string options", () => {
+    const e = refusal(req([tool("a", { type: "object", properties: { q: { anyOf: [{ type: "string", maxLength: 3 }, { enum: ["long value"] }] } } })], "required"));
+    expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[0].parameters", "anyOf", "/properties/q/anyOf"]);
   });
 });

@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { ToolDef } from "../../src/chat/ir.ts";
 import { StructuredOutput, type ConstraintRequest } from "../../src/engine/grammar/index.ts";
-import { model, outputs, qwen3Vocabulary, validator, type Model } from "../fixtures/grammar/harness.ts";
+import { model, outputs, parseCalls, qwen3Vocabulary, validator, type Call, type Model } from "../fixtures/grammar/harness.ts";
 
 const TOOLS: ToolDef[] = [
   {
@@ -30,42 +30,6 @@ const TOOLS: ToolDef[] = [
   },
   { name: "get_time", parameters: { type: "object", properties: {} } },
 ];
-
-type Call = { name: string; arguments: Record<string, unknown> };
-
-// A strict reader of the template's format: calls joined by "\n", each value ending at the first "\n</parameter>\n".
-function parseCalls(text: string, tools: ToolDef[]): Call[] {
-  const calls: Call[] = [];
-  let rest = text.replace(/^\n{0,2}/, "");
-  for (;;) {
-    const head = /^<tool_call>\n<function=([^>\n]+)>\n/.exec(rest);
-    if (!head) throw new Error(`expected <tool_call> at ${JSON.stringify(rest.slice(0, 80))}`);
-    const tool = tools.find((t) => t.name === head[1]);
-    if (!tool) throw new Error(`call to unknown tool ${head[1]}`);
-    rest = rest.slice(head[0].length);
-    const args: Record<string, unknown> = {};
-    const props = (tool.parameters.properties ?? {}) as Record<string, { type?: string; enum?: unknown[] }>;
-    for (;;) {
-      const p = /^<parameter=([^>\n]+)>\n/.exec(rest);
-      if (!p) break;
-      const end = rest.indexOf("\n</parameter>\n", p[0].length);
-      if (end < 0) throw new Error("unterminated parameter");
-      const raw = rest.slice(p[0].length, end);
-      const schema = props[p[1]!];
-      if (!schema) throw new Error(`unknown parameter ${p[1]}`);
-      const isString = schema.type === "string" || (schema.enum?.every((v) => typeof v === "string") ?? false);
-      if (isString) for (const tag of ["</parameter>", "<parameter=", "</function>", "<tool_call>", "</tool_call>"]) expect(raw.includes(tag)).toBe(false);
-      args[p[1]!] = isString ? raw : JSON.parse(raw);
-      rest = rest.slice(end + "\n</parameter>\n".length);
-    }
-    if (!rest.startsWith("</function>\n</tool_call>")) throw new Error(`expected </function> at ${JSON.stringify(rest.slice(0, 80))}`);
-    rest = rest.slice("</function>\n</tool_call>".length);
-    calls.push({ name: tool.name, arguments: args });
-    if (rest === "") return calls;
-    if (!rest.startsWith("\n<tool_call>")) throw new Error(`unexpected text after a call: ${JSON.stringify(rest.slice(0, 80))}`);
-    rest = rest.slice(1);
-  }
-}
 
 const ajv = validator();
 const validators = new Map(TOOLS.map((t) => [t.name, ajv.compile(t.parameters)]));

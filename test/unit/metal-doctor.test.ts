@@ -8,7 +8,7 @@ import { type Machine, macRequirements } from "../../src/machine.ts";
 import type { MetalInfo } from "../../src/native/metal.ts";
 
 const GB = 1e9;
-const lib = { version: "0.1.0", abi: 7, cpuFeatures: "neon dotprod fp16" };
+const lib = { version: "0.1.0", abi: 7, cpuFeatures: "neon dotprod fp16", backend: { asked: "auto" as const, runsOn: "metal: Apple M3 Pro", why: "" } };
 
 function mac(chip: string, macos: string, memory: number, metal?: Partial<MetalInfo> | null): Machine {
   const gen = /Apple M(\d+)/.exec(chip);
@@ -82,21 +82,23 @@ describe("memory for models", () => {
 });
 
 describe("doctor output", () => {
-  test("a Mac gets its four requirement lines after the library line", () => {
+  test("a Mac gets its four requirement lines after the library line, then the backend", () => {
     const m = mac("Apple M3 Pro", "26.4", 36 * 2 ** 30);
     const lines = doctorLines(m, doctorReport(m, lib));
     const i = lines.findIndex((l) => l.startsWith("library"));
     expect(lines.slice(i + 1, i + 5).map((l) => l.slice(0, 16))).toEqual(["chip       ok   ", "macOS      ok   ", "unified memory o", "GPU        ok   "]);
     expect(lines.join("\n")).toContain("Metal GPU family Apple9, Metal 3 yes");
+    expect(lines[i + 5]).toMatch(/^backend {4}metal: Apple M3 Pro \((--backend|SPLASH_BACKEND=)/);
   });
 
   test("Linux prints no Mac lines", () => {
     const m: Machine = { os: "linux", arch: "x64", cpuModel: "AMD EPYC", cores: 2, totalMemory: 24 * GB, availableMemory: 18 * GB };
-    const report = doctorReport(m, { ...lib, cpuFeatures: "avx2 fma f16c" });
+    const report = doctorReport(m, { ...lib, cpuFeatures: "avx2 fma f16c", backend: { asked: "auto", runsOn: "cpu", why: "vulkan: no Vulkan loader (libvulkan.so.1) on this machine" } });
     const lines = doctorLines(m, report);
     expect(report.mac).toBeUndefined();
     expect(report.metal).toBeUndefined();
-    expect(lines.slice(0, 5).map((l) => l.split(" ")[0])).toEqual(["system", "cpu", "memory", "kv", "library"]);
-    expect(lines[5]).toStartWith("models");
+    expect(lines.slice(0, 6).map((l) => l.split(" ")[0])).toEqual(["system", "cpu", "memory", "kv", "library", "backend"]);
+    expect(lines[5]).toContain("cpu, no GPU: vulkan: no Vulkan loader (libvulkan.so.1) on this machine");
+    expect(lines[6]).toStartWith("models");
   });
 });

@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { hubSpecs } from "../../src/models/registry.ts";
 import { join } from "node:path";
 import { expectedConfig, readCheckpointConfig, type JsonObject } from "../../src/models/config.ts";
-import { computeMemoryPlan, inventory, kvBytesPerToken, stateBytesPerSequence, tensorBytes } from "../../src/models/memory.ts";
+import { computeMemoryPlan, inventory, kvBytesByType, stateBytesPerSequence, tensorBytes } from "../../src/models/memory.ts";
 import { readSafetensorsHeader } from "../../src/models/safetensors.ts";
 import { isHubSpec, parseSpec, recipeType, QUANTS, type DflashShapes } from "../../src/models/spec.ts";
 import { dflashTensors, type TensorInfo } from "../../src/models/tensors.ts";
@@ -91,10 +91,8 @@ describe("byte arithmetic", () => {
     const spec = parseSpec(JSON.parse(readFileSync(join(repoRoot, "models/qwen3.8-27b/spec.json"), "utf8")), "27b");
     if (!isHubSpec(spec)) throw new Error("not a hub spec");
     const cfg = expectedConfig(spec);
-    const f32 = { kv: "f32", gdnState: "f32", convState: "f32" } as const;
-    expect(kvBytesPerToken(cfg.layerTypes, cfg.text, f32)).toBe(16 * 2 * 4 * 256 * 4);
-    expect(stateBytesPerSequence(cfg.layerTypes, cfg.text, f32)).toBe(48 * (48 * 128 * 128 * 4 + 3 * 10240 * 4));
-    expect(kvBytesPerToken(cfg.layerTypes, cfg.text, { ...f32, kv: "f16" })).toBe(16 * 2 * 4 * 256 * 2);
+    expect(kvBytesByType(cfg.layerTypes, cfg.text)).toEqual({ f32: 16 * 2 * 4 * 256 * 4, f16: 16 * 2 * 4 * 256 * 2, int8: 16 * 2 * 4 * 8 * 34 });
+    expect(stateBytesPerSequence(cfg.layerTypes, cfg.text)).toBe(48 * (48 * 128 * 128 * 4 + 3 * 10240 * 4));
   });
 
   test("the 27B's bf16 tensors add up to the published 55.56 GB of safetensors", () => {

@@ -1,14 +1,15 @@
 // The memory plan's sequence-state numbers are native's: for checkpoints with each supported model's attention and
 // GDN head shapes (a few layers, a tiny hidden size, random weights), libsplash's splash_cache_page_bytes and
 // splash_cache_slot_bytes equal what src/models/memory.ts computes from the config, and scaling native's per-layer
-// bytes to the model's layer counts gives the spec's kvBytesPerToken and stateBytesPerSequence.
+// bytes to the model's layer counts gives the spec's kvBytesPerToken and stateBytesPerSequence, in every KV type.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeRandomCheckpoint } from "../../src/engine/serve-bench-model.ts";
 import { expectedConfig, readCheckpointConfig } from "../../src/models/config.ts";
-import { kvBytesPerToken, stateBytesPerSequence } from "../../src/models/memory.ts";
+import { KV_TYPES } from "../../src/models/kv-type.ts";
+import { kvBytesByType, stateBytesPerSequence } from "../../src/models/memory.ts";
 import { hubSpecs } from "../../src/models/registry.ts";
 import { Model } from "../../src/native/model.ts";
 
@@ -31,13 +32,18 @@ describe("sequence-state bytes: spec vs libsplash", () => {
       expect(n("linear_key_head_dim")).toBe(n("linear_value_head_dim")); // the random writer has one GDN head dim
       const cfg = readCheckpointConfig(dir);
       const model = await Model.load(dir, { threads: 1 });
+      const full = want.layerTypes.filter((k) => k === "full_attention").length;
+      const linear = want.layerTypes.length - full;
       try {
-        expect(model.pageBytes(1)).toBe(kvBytesPerToken(cfg.layerTypes, cfg.text, spec.cache));
-        expect(model.pageBytes(64)).toBe(64 * model.pageBytes(1));
-        expect(model.slotBytes).toBe(stateBytesPerSequence(cfg.layerTypes, cfg.text, spec.cache));
-        const full = want.layerTypes.filter((k) => k === "full_attention").length;
-        const linear = want.layerTypes.length - full;
-        expect(model.pageBytes(1) * full).toBe(spec.memory!.kvBytesPerToken);
+        expect(model.info.kvType).toBe("f32");
+        for (const type of KV_TYPES) {
+          model.setKvType(type);
+          // pages of 64 tokens need no padding: a page is exactly 64 tokens of K and V
+          expect(model.pageBytes(64)).toBe(64 * kvBytesByType(cfg.layerTypes, cfg.text)[type]);
+          expect(model.info.kvBytesPerToken).toBe(kvBytesByType(cfg.layerTypes, cfg.text)[type]);
+          expect(model.info.kvBytesPerToken * full).toBe(spec.memory!.kvBytesPerToken[type]);
+        }
+        expect(model.slotBytes).toBe(stateBytesPerSequence(cfg.layerTypes, cfg.text));
         expect((model.slotBytes / 3) * linear).toBe(spec.memory!.stateBytesPerSequence);
       } finally {
         model.free();

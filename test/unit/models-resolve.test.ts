@@ -12,7 +12,7 @@ import { findSpec } from "../../src/models/registry.ts";
 import { ensureModelFiles, ModelNotDownloaded, resolveModel } from "../../src/models/resolve.ts";
 import type { HubModelSpec } from "../../src/models/spec.ts";
 import { fixtureFiles, specConfigJson } from "../helpers/mock-hub.ts";
-import { repoRoot } from "../helpers/cli.ts";
+import { repoRoot, splash } from "../helpers/cli.ts";
 
 const spec27 = findSpec("qwen3.8-27b") as HubModelSpec;
 const fixtures = join(repoRoot, "test/fixtures/models");
@@ -101,7 +101,7 @@ describe("a supported model id", () => {
     delete files["model-00004-of-00009.safetensors"];
     installSnapshot("Qwen/Qwen3.8-27B", files);
     expect(() => resolveModel("qwen3.8-27b")).toThrow(ModelNotDownloaded);
-    expect(() => resolveModel("qwen3.8-27b", { format: "bf16" })).toThrow(/only partly downloaded: .*model-00004-of-00009\.safetensors is missing/);
+    expect(() => resolveModel("qwen3.8-27b", { format: "bf16" })).toThrow(/only partly downloaded: .*model-00004-of-00009\.safetensors is missing \(the weight_map entry for tensor [\w.]+ names it\)/);
   });
 
   test("files that do not match the spec are refused, naming the key", () => {
@@ -155,19 +155,19 @@ describe("fast check of the weight files", () => {
   test("a truncated shard", () => {
     const dir = copy("qwen35-dense-tiny-sharded");
     truncateSync(join(dir, "model-00003-of-00009.safetensors"), 100_000);
-    expect(() => checkWeightFiles(dir)).toThrow(/model-00003-of-00009\.safetensors: truncated: 100000 bytes, the header declares 149312/);
+    expect(() => checkWeightFiles(dir)).toThrow(/tensor [\w.]+ in \S+\/model-00003-of-00009\.safetensors: data_offsets \[\d+, \d+\] run past the end of the data \(97696 bytes\): the file is truncated/);
   });
-  test("a missing shard names how many tensors it holds", () => {
+  test("a missing shard names a tensor the index puts there", () => {
     const dir = copy("qwen35-dense-tiny-sharded");
     rmSync(join(dir, "model-00009-of-00009.safetensors"));
-    expect(() => checkWeightFiles(dir)).toThrow(/model-00009-of-00009\.safetensors is missing \(the index names \d+ tensors in it\)/);
+    expect(() => checkWeightFiles(dir)).toThrow(/model-00009-of-00009\.safetensors is missing \(the weight_map entry for tensor [\w.]+ names it\)/);
   });
   test("an index that puts a tensor in the wrong shard", () => {
     const dir = copy("qwen35-dense-tiny-sharded");
     const index = JSON.parse(readFileSync(join(dir, "model.safetensors.index.json"), "utf8"));
     index.weight_map["lm_head.weight"] = "model-00001-of-00009.safetensors";
     writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify(index));
-    expect(() => checkWeightFiles(dir)).toThrow(/model-00001-of-00009\.safetensors lacks tensor lm_head\.weight/);
+    expect(() => checkWeightFiles(dir)).toThrow(/tensor lm_head\.weight: \S+ lists it in \S+\/model-00001-of-00009\.safetensors, but it is in \S+\/model-00009-of-00009\.safetensors/);
   });
   test("a header that is not JSON", () => {
     const dir = copy("qwen35-dense-tiny");
@@ -176,7 +176,55 @@ describe("fast check of the weight files", () => {
     data[8] = 0x58; // the header's opening '{' becomes 'X'
     writeFileSync(path, data);
     expect(() => checkWeightFiles(dir)).toThrow(CheckpointFilesError);
-    expect(() => checkWeightFiles(dir)).toThrow(/header is not valid JSON/);
+    expect(() => checkWeightFiles(dir)).toThrow(/model\.safetensors: the header is not a JSON object/);
+  });
+});
+
+describe("a checkpoint never names a file outside its directory", () => {
+  const sharded = () => {
+    const dir = mkdtempSync(join(tmp, "ck-"));
+    cpSync(join(fixtures, "qwen35-dense-tiny-sharded"), dir, { recursive: true });
+    return dir;
+  };
+  const setEntry = (dir: string, tensor: string, file: string) => {
+    const index = JSON.parse(readFileSync(join(dir, "model.safetensors.index.json"), "utf8"));
+    index.weight_map[tensor] = file;
+    writeFileSync(join(dir, "model.safetensors.index.json"), JSON.stringify(index));
+  };
+  test("a weight_map entry ../../../etc/passwd is refused naming the entry, for the fast check and at serve", async () => {
+    const dir = sharded();
+    setEntry(dir, "lm_head.weight", "../../../etc/passwd");
+    expect(() => checkWeightFiles(dir)).toThrow(CheckpointFilesError);
+    expect(() => checkWeightFiles(dir)).toThrow('the weight_map entry for tensor lm_head.weight names "../../../etc/passwd", not a plain file name in the directory');
+    const r = await splash(["run", dir, "hi"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the weight_map entry for tensor lm_head.weight names "../../../etc/passwd"');
+  });
+  test("an absolute path in the index is refused the same way", () => {
+    const dir = sharded();
+    setEntry(dir, "lm_head.weight", "/etc/passwd");
+    expect(() => checkWeightFiles(dir)).toThrow('the weight_map entry for tensor lm_head.weight names "/etc/passwd"');
+  });
+  test("a shard that is a link to a file outside the directory is refused, after symlinks", async () => {
+    const dir = sharded();
+    const elsewhere = mkdtempSync(join(tmp, "elsewhere-"));
+    const shard = "model-00009-of-00009.safetensors";
+    cpSync(join(dir, shard), join(elsewhere, shard));
+    rmSync(join(dir, shard));
+    symlinkSync(join(elsewhere, shard), join(dir, shard));
+    expect(() => checkWeightFiles(dir)).toThrow(new RegExp(`${shard} is a link to ${elsewhere}/${shard}, outside the checkpoint directory \\(the weight_map entry for tensor [\\w.]+ names it\\)`));
+    const r = await splash(["run", dir, "hi"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("outside the checkpoint directory");
+  });
+  test("links inside the directory, and a hub snapshot's links into its blobs/, are followed", () => {
+    const dir = sharded();
+    const shard = "model-00009-of-00009.safetensors";
+    cpSync(join(dir, shard), join(dir, "real.bin"));
+    rmSync(join(dir, shard));
+    symlinkSync("real.bin", join(dir, shard));
+    expect(checkWeightFiles(dir).tensors).toBe(145);
+    expect(checkWeightFiles(installSnapshot("Qwen/Qwen3.8-27B", tiny27Files())).tensors).toBe(145);
   });
 });
 

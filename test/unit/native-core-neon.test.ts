@@ -15,8 +15,8 @@ async function crossBuild(): Promise<string> {
   mkdirSync(out, { recursive: true });
   const flags = ["-std=c11", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-DSPLASH_BUILD",
     "-D_GNU_SOURCE", '-DSPLASH_VERSION_STRING="arm64-test"', `-I${join(root, "native/include")}`, `-I${join(root, "native")}`];
-  // x86 kernels (*_avx2.c, *_avx512.c) are not built for arm64, as scripts/build/native.ts leaves them out there.
-  const core = [...new Bun.Glob("native/core/*.c").scanSync({ cwd: root })].filter((f) => !/_avx(2|512)\.c$/.test(f));
+  // x86 kernels (*_avx2.c, *_avxvnni.c, *_avx512.c) are not built for arm64, as scripts/build/native.ts leaves them out.
+  const core = [...new Bun.Glob("native/core/*.c").scanSync({ cwd: root })].filter((f) => !/_avx(2|vnni|512)\.c$/.test(f));
   const sources = [...core, "native/backends/cpu/matmul.c",
     "native/backends/cpu/matmul_neon.c", "native/tests/matmul_test.c"];
   const objects = await Promise.all(sources.map(async (src) => {

@@ -6,8 +6,9 @@ import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Sampling } from "../../src/engine/types.ts";
-import { NativeError } from "../../src/native/errors.ts";
+import { NativeError, StepRefusals } from "../../src/native/errors.ts";
 import { Model, type StepInput } from "../../src/native/model.ts";
+import { readSafetensorsHeader } from "../../src/models/safetensors.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
 const DENSE = join(FIXTURES, "qwen35-dense-tiny");
@@ -87,6 +88,29 @@ describe("loading", () => {
     expect(e.message).toContain("model.language_model.layers.8.input_layernorm.weight");
   });
 
+  test("weights holding NaN are refused at load, naming the tensor, at every quantization", async () => {
+    const dir = withConfig(DENSE, () => {});
+    const file = join(dir, "model.safetensors");
+    const tensor = "model.language_model.layers.3.mlp.up_proj.weight";
+    const t = readSafetensorsHeader(file);
+    const at = 8 + t.headerLength + t.tensors.get(tensor)!.begin;
+    const data = readFileSync(file);
+    data.fill(0xff, at, 8 + t.headerLength + t.tensors.get(tensor)!.end); // all-ones: NaN in BF16, F16 and F32
+    writeFileSync(file, data);
+    for (const quant of ["none", "q8", "q4"] as const) {
+      const e = await nativeError(Model.load(dir, { quant }));
+      expect(e.statusName).toBe("SPLASH_ERR_FORMAT");
+      expect(e.detail).toContain(`tensor ${tensor} in ${file}: element 0 is not a finite number`);
+    }
+    const inf = withConfig(DENSE, () => {});
+    const bytes = readFileSync(join(inf, "model.safetensors"));
+    const norm = t.tensors.get("model.language_model.norm.weight")!;
+    expect(norm.dtype).toBe("BF16");
+    bytes.writeUInt16LE(0x7f80, 8 + t.headerLength + norm.begin + 2); // +inf at element 1
+    writeFileSync(join(inf, "model.safetensors"), bytes);
+    expect((await nativeError(Model.load(inf))).detail).toContain("tensor model.language_model.norm.weight in ");
+  });
+
   test("another architecture is refused as unsupported", async () => {
     const dir = withConfig(DENSE, (c) => (c.model_type = "llama"));
     const e = await nativeError(Model.load(dir));
@@ -138,6 +162,35 @@ describe("cache and step", () => {
     cache.free();
   });
 
+  test("pages and a slot read to host bytes and written into another cache continue exactly like the original, for every KV type (CPU) and on Vulkan", async () => {
+    for (const [backend, kv] of [["cpu", "f32"], ["cpu", "f16"], ["cpu", "int8"], ["vulkan", "f32"]] as const) {
+      const m = await Model.load(DENSE, { maxStepTokens: 32, backend, ...(backend === "cpu" ? { drafter: { kind: "mtp" } } : {}) });
+      m.setKvType(kv);
+      const a = m.createCache({ pageTokens: 4, nPages: 3, nSlots: 1 });
+      const b = m.createCache({ pageTokens: 4, nPages: 6, nSlots: 2 });
+      const page = new Uint8Array(m.pageBytes(4));
+      const slot = new Uint8Array(m.slotBytes);
+      a.step([{ slot: 0, nPast: 0, tokens, pages: Int32Array.from([0, 1, 2]) }]);
+      for (let p = 0; p < 3; p++) {
+        a.readPage(p, page);
+        b.writePage(5 - p, page); // anywhere in the other cache
+      }
+      a.readSlot(0, slot);
+      b.writeSlot(1, slot);
+      const want = new Float32Array(m.info.vocabSize);
+      const got = new Float32Array(m.info.vocabSize);
+      a.step([{ slot: 0, nPast: tokens.length, tokens: Int32Array.from([3]), pages: Int32Array.from([0, 1, 2]), logits: want }]);
+      b.step([{ slot: 1, nPast: tokens.length, tokens: Int32Array.from([3]), pages: Int32Array.from([5, 4, 3]), logits: got }]);
+      expect(got).toEqual(want);
+      // the host copy is exactly a page (the drafter's K/V included): any other length is refused
+      expect((await nativeError(() => a.readPage(0, new Uint8Array(page.length - 4)))).detail).toContain(`a page of this cache is ${page.length} bytes`);
+      expect((await nativeError(() => b.writeSlot(2, slot))).statusName).toBe("SPLASH_ERR_CAPACITY");
+      a.free();
+      b.free();
+      m.free();
+    }
+  });
+
   test("position 0 starts from a zero state whatever the slot held; clearSlot empties it", () => {
     const cache = model.createCache({ pageTokens: 16, nPages: 2, nSlots: 1 });
     const first = prefill(cache, 0, pages, tokens);
@@ -162,16 +215,6 @@ describe("cache and step", () => {
         "SPLASH_ERR_INVALID_ARGUMENT",
         "both use slot 1",
       ],
-      [
-        () => cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, topP: 0 } } }]),
-        "SPLASH_ERR_INVALID_ARGUMENT",
-        "top_p",
-      ],
-      [
-        () => cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: greedy, allowed: new Uint32Array(32) } }]),
-        "SPLASH_ERR_INVALID_ARGUMENT",
-        "allows no token",
-      ],
     ];
     for (const [call, status, text] of cases) {
       let err: unknown;
@@ -183,6 +226,70 @@ describe("cache and step", () => {
       expect(err, text).toBeInstanceOf(NativeError);
       expect<string>((err as NativeError).statusName).toBe(status);
       expect((err as NativeError).message).toContain(text);
+    }
+    cache.free();
+  });
+
+  test("a sequence whose sample cannot be taken is refused alone; the rest of the step samples as it would alone", () => {
+    const cache = model.createCache({ pageTokens: 16, nPages: 6, nSlots: 3 });
+    const hot: Sampling = { ...greedy, temperature: 1.2, topK: 50, seed: 7 };
+    const seq = (slot: number, sample: StepInput["sample"]): StepInput => ({ slot, nPast: 0, tokens, pages: Int32Array.from([2 * slot, 2 * slot + 1]), sample });
+    const alone = [cache.step([seq(0, { sampling: hot, topLogprobs: 3 })])[0]!, cache.step([seq(2, { sampling: greedy })])[0]!];
+    const f32 = (x: number) => Math.fround(x);
+    const bad: [string, StepInput["sample"]][] = [
+      ["sampling.top_k -727379968", { sampling: { ...greedy, topK: 1e12 | 0 } }], // 1e12 wraps negative in int32
+      ["sampling.repetition_penalty 0", { sampling: { ...greedy, repetitionPenalty: f32(1e-308) } }],
+      ["sampling.repetition_penalty inf", { sampling: { ...greedy, repetitionPenalty: 1e308 } }],
+      ["sampling.temperature -1", { sampling: { ...greedy, temperature: -1 } }],
+      ["sampling.top_p 1.5", { sampling: { ...greedy, topP: 1.5 } }],
+      ["sampling.min_p nan", { sampling: { ...greedy, minP: NaN } }],
+      ["penalties must be finite", { sampling: { ...greedy, presencePenalty: Infinity } }],
+      ["allowed allows none of the model's tokens", { sampling: greedy, allowed: new Uint32Array(32) }],
+      ["bias_ids[1] = 1024 is not a token", { sampling: { ...greedy, logitBias: { ids: Int32Array.from([5, 1024]), values: Float32Array.from([1, 1]) } } }],
+      ["bias[0] nan: expected a finite value", { sampling: { ...greedy, logitBias: { ids: Int32Array.from([5]), values: Float32Array.from([NaN]) } } }],
+    ];
+    for (const [text, sample] of bad) {
+      let err: unknown;
+      try {
+        cache.step([seq(0, { sampling: hot, topLogprobs: 3 }), seq(1, sample), seq(2, { sampling: greedy })]);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, text).toBeInstanceOf(StepRefusals);
+      const [first, refused, last] = (err as StepRefusals).results;
+      expect(refused, text).toBeInstanceOf(Error);
+      expect((refused as Error).message).toContain(`seqs[1]`);
+      expect((refused as Error).message).toContain(text);
+      expect(first).toEqual(alone[0]!);
+      expect(last).toEqual(alone[1]!);
+    }
+    cache.free();
+  });
+
+  test("a logit bias moves the choice and the log-probabilities it reports, greedy and sampled", () => {
+    const cache = model.createCache({ pageTokens: 16, nPages: 2, nSlots: 1 });
+    const logits = new Float32Array(V());
+    const [plain] = cache.step([{ slot: 0, nPast: 0, tokens, pages, logits, sample: { sampling: greedy } }]);
+    const target = (plain!.token + 1) % V();
+    const logitBias = { ids: Int32Array.from([target, plain!.token]), values: Float32Array.from([30, -30]) };
+    const [biased] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, logitBias }, topLogprobs: 2 } }]);
+    expect(biased!.token).toBe(target);
+    const z = Float32Array.from(logits, (x, t) => x + (t === target ? 30 : t === plain!.token ? -30 : 0));
+    const lse = Math.log(z.reduce((s, x) => s + Math.exp(x), 0));
+    expect(biased!.logprob).toBeCloseTo(z[target]! - lse, 3);
+    for (let seed = 0; seed < 8; seed++) {
+      const [out] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, temperature: 1, seed, logitBias: { ids: Int32Array.from([target]), values: Float32Array.from([100]) } } } }]);
+      expect(out!.token).toBe(target);
+    }
+    cache.free();
+  });
+
+  test("top_p 0 keeps the most likely token alone, whatever the temperature", () => {
+    const cache = model.createCache({ pageTokens: 16, nPages: 2, nSlots: 1 });
+    const argmax = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: greedy } }])[0]!.token;
+    for (let seed = 0; seed < 8; seed++) {
+      const [out] = cache.step([{ slot: 0, nPast: 0, tokens, pages, sample: { sampling: { ...greedy, temperature: 2, topP: 0, seed } } }]);
+      expect(out!.token).toBe(argmax);
     }
     cache.free();
   });

@@ -53,7 +53,7 @@ function chiSquare(counts: number[], p: Float32Array, n: number): number {
 // (q_rows = verified + 1). Returns the emitted token at block positions 0 and 1 (position 1 when position 0 was an
 // accepted draft) and the first drafts.
 async function simulate(k: number, seed: number, sparseP: boolean) {
-  const lib = await native();
+  const lib = native();
   const rand = rng(seed);
   const p = Array.from({ length: k + 1 }, () => dist(rand, sparseP));
   const q = Array.from({ length: k }, () => dist(rand));
@@ -99,7 +99,7 @@ test("drafts a mask refuses before verification: what is emitted still follows p
   }
 });
 test("one-hot p and q (greedy): accept while the draft is the argmax, then the argmax", async () => {
-  const lib = await native();
+  const lib = native();
   const onehot = (t: number) => Float32Array.from({ length: V }, (_, i) => (i === t ? 1 : 0));
   const target = [3, 5, 1, 6];
   const p = new Float32Array(4 * V);

@@ -33,7 +33,7 @@ describe("splash tokenize", () => {
     expect(JSON.parse(ok.stdout)).toEqual([13683]);
     const missing = await splash(["tokenize", "/no/such/model"]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain("no model or directory named /no/such/model");
+    expect(missing.stderr).toContain("/no/such/model is not a directory");
     const noTok = await splash(["tokenize", tmpdir()]);
     expect(noTok.stderr).toContain("has no tokenizer.json");
   }, 60_000);

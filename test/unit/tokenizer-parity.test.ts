@@ -71,7 +71,7 @@ describe.each(goldens)("tokenizer parity: $name", (g) => {
     if (sha !== g.sha256) throw new Error(`${g.tokenizer} changed since its goldens were made: rerun scripts/fixtures/tokenizer_goldens.py ${g.name}`);
     let json = text;
     if (g.pre_tokenizer !== undefined) json = JSON.stringify({ ...(JSON.parse(text) as object), pre_tokenizer: g.pre_tokenizer });
-    tok = Tokenizer.fromJson(json, await native());
+    tok = Tokenizer.fromJson(json, native());
     return tok;
   };
 

@@ -16,7 +16,7 @@ let tok: Tokenizer;
 let lib: NativeLibrary;
 beforeAll(async () => {
   tok = await Tokenizer.load(qwen3);
-  lib = await native();
+  lib = native();
 });
 
 // A small byte-level tokenizer.json: every byte, a few merges, and two added tokens.

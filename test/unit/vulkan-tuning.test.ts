@@ -15,10 +15,16 @@ test("every models/<id>/vulkan.json parses and covers a supported model", () => 
 });
 
 test("the schema refuses launches the kernels cannot take", () => {
-  const base = { measured: null, gemv: [{ type: "q4", rows: 8, cols: 64, workgroup: 64, rowsPerWorkgroup: 2 }] };
+  const base = { measured: null, gemv: [{ type: "q4", rows: 8, cols: 64, workgroup: 64, rowsPerGroup: 2 }] };
   expect(Tuning.safeParse(base).success).toBe(true);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 256 }] }).success).toBe(false);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], rowsPerWorkgroup: 8 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], rowsPerGroup: 8 }] }).success).toBe(true);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], rowsPerGroup: 9 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 4, rowsPerGroup: 4 }] }).success).toBe(true);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 16, rowsPerGroup: 4 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 2 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 128, groups: 4 }] }).success).toBe(true);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 64, groups: 4 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], type: "q5" }] }).success).toBe(false);
 });
 

@@ -9,11 +9,16 @@
  *  - the tiled form (attention_avx2.c): one work item per (block of query rows, kv head), every query head of the
  *    group and every row of the block sharing each key and value read, exp eight lanes at a time. Long prompts
  *    spend their time here: an 8K-token prefill of the embedded model was 2/3 attention in the reference form.
- * build/tools/attention_lab checks the two against each other bit for bit and times them. */
+ * build/tools/attention_lab checks the two against each other bit for bit and times them.
+ *
+ * The cache holds rows of its KV type (backends/backend.h): an f32 cache is read in place, an f16 or int8 one row by
+ * row into f32 (the reference converts each row where it uses it, the tiled form a block of rows at a time). */
 #include "ops.h"
 
+#include "core/error.h"
 #include "core/threadpool.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { KB = SP_ATTN_KEY_BLOCK };
@@ -30,16 +35,43 @@ static float dot_ref(const float *q, const float *k, int32_t hd) {
     return s;
 }
 
+void sp_kv_to_f32(int32_t type, const void *row, int32_t head_dim, float *out) {
+    if (type == SPLASH_KV_F16) {
+        for (int32_t d = 0; d < head_dim; d++) out[d] = sp_f16_to_f32(((const uint16_t *)row)[d]);
+    } else if (type == SPLASH_KV_INT8) {
+        const int8_t *q = row;
+        const uint16_t *dh = (const uint16_t *)(q + (head_dim + SP_QK - 1) / SP_QK * SP_QK);
+        for (int32_t d = 0; d < head_dim; d++) out[d] = (float)q[d] * sp_f16_to_f32(dh[d / SP_QK]);
+    } else {
+        memcpy(out, row, sizeof(float) * (size_t)head_dim);
+    }
+}
+
+void sp_kv_from_f32(const sp_backend *be, int32_t type, const float *x, int32_t head_dim, void *row) {
+    if (type == SPLASH_KV_F16) {
+        for (int32_t d = 0; d < head_dim; d++) ((uint16_t *)row)[d] = sp_f32_to_f16(x[d]);
+    } else if (type == SPLASH_KV_INT8) {
+#if defined(__x86_64__)
+        const sp_cpu *cpu = be->pool ? sp_threadpool_cpu(be->pool) : NULL;
+        if (cpu && cpu->avx2 && cpu->f16c && sp_quantize_row_avx2(SP_MAT_Q8, SP_MAT_F32, x, head_dim, row)) return;
+#endif
+        sp_quantize_row_q8(x, head_dim, row);
+    } else {
+        memcpy(row, x, sizeof(float) * (size_t)head_dim);
+    }
+}
+
 /* One query head of row i, written out as ops.h states the arithmetic. */
 static void attend_row(const sp_attn_args *a, int64_t i, int32_t g, const float *q, float *o) {
     int32_t hd = a->head_dim;
     int64_t len = a->n_past + i + 1; /* causal: position n_past+i sees 0 ..= n_past+i */
-    float m = -INFINITY, l = 0, s[KB];
+    float m = -INFINITY, l = 0, s[KB], buf[hd];
+    const sp_kv_view *kv = a->kv;
     for (int64_t p0 = 0; p0 < len; p0 += KB) {
         int32_t nb = (int32_t)(len - p0 < KB ? len - p0 : KB);
         float mx = m;
         for (int32_t j = 0; j < KB; j++) {
-            s[j] = j < nb ? dot_ref(q, sp_kv_row(a->kv->k, a->kv, p0 + j, g, hd), hd) * a->scale : -INFINITY;
+            s[j] = j < nb ? dot_ref(q, sp_kv_row(kv, kv->k, p0 + j, g, hd, buf), hd) * a->scale : -INFINITY;
             mx = s[j] > mx ? s[j] : mx;
         }
         float corr = sp_exp_neg(m - mx);
@@ -47,7 +79,7 @@ static void attend_row(const sp_attn_args *a, int64_t i, int32_t g, const float 
         l = l * corr + sp_attn_block_sum(s);
         for (int32_t d = 0; d < hd; d++) o[d] = p0 ? o[d] * corr : 0.0f;
         for (int32_t j = 0; j < nb; j++) {
-            const float *v = sp_kv_row(a->kv->v, a->kv, p0 + j, g, hd);
+            const float *v = sp_kv_row(kv, kv->v, p0 + j, g, hd, buf);
             for (int32_t d = 0; d < hd; d++) o[d] = fmaf(s[j], v[d], o[d]);
         }
         m = mx;
@@ -73,14 +105,16 @@ static void attend_ref(void *ctx, int64_t begin, int64_t end, int thread) {
 typedef struct {
     const sp_attn_args *a;
     int64_t n_blocks, rows;
+    float *converted;            /* per worker: 2 · KB rows of head_dim floats (an f16 / int8 cache), or NULL */
 } tile_items;
 
 static void attend_tiles(void *ctx, int64_t begin, int64_t end, int thread) {
     const tile_items *t = ctx;
+    float *rows = t->converted ? t->converted + (int64_t)thread * 2 * KB * t->a->head_dim : NULL;
     for (int64_t item = begin; item < end; item++) {
         int64_t z = item / t->a->n_kv_heads, b = z % 2 ? t->n_blocks - 1 - z / 2 : z / 2;
         int64_t i1 = (b + 1) * t->rows < t->a->n ? (b + 1) * t->rows : t->a->n;
-        sp_attention_tile_avx2(t->a, b * t->rows, i1, (int32_t)(item % t->a->n_kv_heads));
+        sp_attention_tile_avx2(t->a, b * t->rows, i1, (int32_t)(item % t->a->n_kv_heads), rows);
     }
 }
 #endif
@@ -90,12 +124,21 @@ void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp
     sp_attn_args a = {out, q, kv, n, n_past, n_heads, n_kv_heads, head_dim, scale};
 #if defined(__x86_64__)
     const sp_cpu *cpu = be->pool ? sp_threadpool_cpu(be->pool) : NULL;
-    if (cpu && cpu->avx2 && cpu->fma && head_dim % 8 == 0) {
+    if (cpu && cpu->avx2 && cpu->fma && cpu->f16c && head_dim % 8 == 0) {
         /* about 64 (query row, head) pairs per tile: K and V blocks stay in L1/L2 while every pair uses them */
         int32_t G = n_heads / n_kv_heads;
-        tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1};
+        tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1, NULL};
         t.n_blocks = (n + t.rows - 1) / t.rows;
+        if (kv->type != SPLASH_KV_F32) {
+            t.converted = malloc(sizeof(float) * 2 * KB * (size_t)head_dim * (size_t)sp_threadpool_size(be->pool));
+            if (!t.converted) {
+                splash_status st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for attention's converted K/V rows");
+                if (*be->status == SPLASH_OK) *be->status = st;
+                return;
+            }
+        }
         sp_cpu_for(be, t.n_blocks * n_kv_heads, attend_tiles, &t);
+        free(t.converted);
         return;
     }
 #endif
@@ -109,11 +152,10 @@ void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a) {
 
 void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim) {
-    size_t bytes = sizeof(float) * (size_t)head_dim;
     for (int64_t i = 0; i < n; i++)
         for (int32_t g = 0; g < n_kv_heads; g++) {
             int64_t src = (i * n_kv_heads + g) * head_dim;
-            memcpy((float *)sp_kv_row(kv->k, kv, n_past + i, g, head_dim), k + src, bytes);
-            memcpy((float *)sp_kv_row(kv->v, kv, n_past + i, g, head_dim), v + src, bytes);
+            sp_kv_from_f32(be, kv->type, k + src, head_dim, (void *)sp_kv_at(kv, kv->k, n_past + i, g, head_dim));
+            sp_kv_from_f32(be, kv->type, v + src, head_dim, (void *)sp_kv_at(kv, kv->v, n_past + i, g, head_dim));
         }
 }

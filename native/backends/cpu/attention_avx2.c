@@ -7,13 +7,16 @@
  *            cache once per tile and used by every row of it (GQA heads and neighbouring queries alike);
  *   softmax  per row on the block's 32 scores, exp eight lanes at a time, keys past the row's position masked;
  *   p · v    two rows × 32 head dims in registers per pass over the block's V rows.
- * A row takes exactly the steps it would take alone, so the result is the reference's whatever the tile holds. */
+ * A row takes exactly the steps it would take alone, so the result is the reference's whatever the tile holds.
+ * An f16 or int8 cache is converted a block of 32 K and V rows at a time into the tile's own f32 rows, once for
+ * every row of the tile. */
 #include "ops.h"
 
 #include "exp_avx2.h"
 
 #include <immintrin.h>
 #include <stdbool.h>
+#include <string.h>
 
 enum { KB = SP_ATTN_KEY_BLOCK, MAX_ROWS = 64 };
 
@@ -111,13 +114,30 @@ static void pv_2(float *oa, float *ob, const float *pa, const float *pb, int32_t
     }
 }
 
-void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g) {
+void sp_kv_to_f32_avx2(int32_t type, const void *row, int32_t head_dim, float *out) {
+    if (type == SPLASH_KV_F16) {
+        for (int32_t d = 0; d < head_dim; d += 8)
+            _mm256_storeu_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d))));
+    } else if (type == SPLASH_KV_INT8) {
+        const int8_t *q = row;
+        const uint16_t *dh = (const uint16_t *)(q + (head_dim + SP_QK - 1) / SP_QK * SP_QK);
+        for (int32_t d = 0; d < head_dim; d += 8) {
+            __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + d))));
+            _mm256_storeu_ps(out + d, _mm256_mul_ps(x, _mm256_set1_ps(sp_f16_to_f32(dh[d / SP_QK]))));
+        }
+    } else {
+        memcpy(out, row, sizeof(float) * (size_t)head_dim);
+    }
+}
+
+void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows) {
     int32_t G = a->n_heads / a->n_kv_heads, hd = a->head_dim, R = (int32_t)(i1 - i0) * G;
     const float *q[MAX_ROWS];
     float *o[MAX_ROWS], m[MAX_ROWS], l[MAX_ROWS], corr[MAX_ROWS];
     int32_t nb[MAX_ROWS];
     _Alignas(32) float p[MAX_ROWS][KB];
     const float *k[KB + 3], *v[KB];
+    const sp_kv_view *kv = a->kv;
     for (int32_t r = 0; r < R; r++) {
         int64_t row = ((i0 + r / G) * a->n_heads + (int64_t)g * G + r % G) * hd;
         q[r] = a->q + row, o[r] = a->out + row, m[r] = -INFINITY, l[r] = 0;
@@ -127,8 +147,14 @@ void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32
     for (int64_t p0 = 0; p0 < end; p0 += KB) {
         int32_t n_keys = (int32_t)(end - p0 < KB ? end - p0 : KB);
         for (int32_t j = 0; j < n_keys; j++) {
-            k[j] = sp_kv_row(a->kv->k, a->kv, p0 + j, g, hd);
-            v[j] = sp_kv_row(a->kv->v, a->kv, p0 + j, g, hd);
+            const void *ks = sp_kv_at(kv, kv->k, p0 + j, g, hd), *vs = sp_kv_at(kv, kv->v, p0 + j, g, hd);
+            if (kv->type == SPLASH_KV_F32) {
+                k[j] = ks, v[j] = vs;
+                continue;
+            }
+            sp_kv_to_f32_avx2(kv->type, ks, hd, rows + (int64_t)j * hd);
+            sp_kv_to_f32_avx2(kv->type, vs, hd, rows + (int64_t)(KB + j) * hd);
+            k[j] = rows + (int64_t)j * hd, v[j] = rows + (int64_t)(KB + j) * hd;
         }
         for (int32_t j = n_keys; j < KB + 3; j++) k[j] = k[n_keys - 1]; /* a group of four past the end: masked below */
         /* rows whose position n_past + i reaches this block: queries i ≥ p0 − n_past */

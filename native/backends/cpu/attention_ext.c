@@ -3,17 +3,16 @@
  * themselves, with an optional sliding window (the contract is attention_ext in backends/backend.h).
  *
  * Same scheme as attention.c: one work item is (query row, kv head), the head group's queries share each key read,
- * softmax is online over blocks of keys. */
+ * softmax is online over blocks of keys. Page rows of an f16 / int8 cache are converted to f32 a block at a time. */
 #include "ops.h"
 
+#include "core/error.h"
+#include "core/threadpool.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 enum { BLOCK = 32, MAX_GROUP = 64 };
-
-static inline const float *page_row(const float *base, const sp_kv_view *kv, int64_t p, int32_t g, int32_t head_dim) {
-    int64_t page = kv->pages[p / kv->page_tokens], row = p % kv->page_tokens;
-    return base + page * kv->page_stride + ((int64_t)g * kv->page_tokens + row) * head_dim;
-}
 
 static inline float dot(const float *a, const float *b, int32_t n) {
     float s[8] = {0};
@@ -31,6 +30,7 @@ typedef struct {
     const sp_attn_ext *x;
     int32_t n_heads, n_kv_heads, head_dim;
     float scale;
+    float *converted;            /* per worker: 2 · BLOCK rows of head_dim floats (an f16 / int8 cache), or NULL */
 } ext_args;
 
 /* The visible keys of query row i, as two ranges: page positions [p0, p1) and block rows [b0, b1). */
@@ -57,6 +57,8 @@ static void attend_ext(void *ctx, int64_t begin, int64_t end, int thread) {
     int32_t G = a->n_heads / a->n_kv_heads, hd = a->head_dim, Hkv = a->n_kv_heads;
     float m[MAX_GROUP], l[MAX_GROUP], s[MAX_GROUP][BLOCK];
     const float *keys[BLOCK], *vals[BLOCK];
+    const sp_kv_view *kv = x->kv;
+    float *rows = a->converted ? a->converted + (int64_t)thread * 2 * BLOCK * hd : NULL;
     for (int64_t item = begin; item < end; item++) {
         int64_t i = item / Hkv;
         int32_t g = (int32_t)(item % Hkv);
@@ -71,9 +73,13 @@ static void attend_ext(void *ctx, int64_t begin, int64_t end, int thread) {
             int32_t nb = (int32_t)(len - k0 < BLOCK ? len - k0 : BLOCK);
             for (int32_t j = 0; j < nb; j++) {
                 int64_t t = k0 + j;
-                if (t < np) {
-                    keys[j] = page_row(x->kv->k, x->kv, p0 + t, g, hd);
-                    vals[j] = page_row(x->kv->v, x->kv, p0 + t, g, hd);
+                if (t < np && !rows) {
+                    keys[j] = sp_kv_at(kv, kv->k, p0 + t, g, hd);
+                    vals[j] = sp_kv_at(kv, kv->v, p0 + t, g, hd);
+                } else if (t < np) {
+                    sp_kv_to_f32(kv->type, sp_kv_at(kv, kv->k, p0 + t, g, hd), hd, rows + (int64_t)j * hd);
+                    sp_kv_to_f32(kv->type, sp_kv_at(kv, kv->v, p0 + t, g, hd), hd, rows + (int64_t)(BLOCK + j) * hd);
+                    keys[j] = rows + (int64_t)j * hd, vals[j] = rows + (int64_t)(BLOCK + j) * hd;
                 } else {
                     int64_t r = b0 + (t - np);
                     keys[j] = x->k_blk + (r * Hkv + g) * hd;
@@ -110,6 +116,15 @@ static void attend_ext(void *ctx, int64_t begin, int64_t end, int thread) {
 
 void sp_cpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
                           int32_t head_dim, float scale, const sp_attn_ext *x) {
-    ext_args a = {out, q, x, n_heads, n_kv_heads, head_dim, scale};
+    ext_args a = {out, q, x, n_heads, n_kv_heads, head_dim, scale, NULL};
+    if (x->kv && x->kv->type != SPLASH_KV_F32) {
+        a.converted = malloc(sizeof(float) * 2 * BLOCK * (size_t)head_dim * (size_t)sp_threadpool_size(be->pool));
+        if (!a.converted) {
+            splash_status st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for attention's converted K/V rows");
+            if (*be->status == SPLASH_OK) *be->status = st;
+            return;
+        }
+    }
     sp_cpu_for(be, (int64_t)x->n_rows * n_kv_heads, attend_ext, &a);
+    free(a.converted);
 }

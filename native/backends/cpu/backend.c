@@ -41,6 +41,7 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .pool = pool,
         .n_threads = n_threads,
         .status = status,
+        .kv_types = 1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16 | 1u << SPLASH_KV_INT8,
         .alloc = cpu_alloc,
         .free = cpu_free,
         .write = cpu_copy,

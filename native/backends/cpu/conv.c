@@ -1,4 +1,5 @@
-/* conv.c — the GDN's causal depthwise convolution with its carried tail, followed by SiLU. */
+/* conv.c — the GDN's causal depthwise convolution with its carried tail, followed by SiLU (eight or sixteen channels
+ * at a time where the CPU has AVX2 or AVX-512, conv_avx2.c / conv_avx512.c, with the same bits). */
 #include "ops.h"
 
 #include <string.h>
@@ -9,11 +10,18 @@ typedef struct {
     int64_t n, channels;
     int32_t kernel;
     float *tail;
+    sp_conv_fn fast; /* whole blocks of `width` channels; NULL: the loop below for all */
+    int64_t width;
 } conv_args;
 
 /* Channels are independent: each worker takes a channel range through all n rows. */
 static void conv_channels(void *ctx, int64_t c0, int64_t c1, int thread) {
     const conv_args *a = ctx;
+    if (a->fast) {
+        int64_t whole = c0 + (c1 - c0) / a->width * a->width;
+        a->fast(a->y, a->x, a->n, a->channels, a->w, a->kernel, a->tail, c0, whole);
+        c0 = whole;
+    }
     int32_t K = a->kernel;
     int64_t C = a->channels;
     for (int64_t c = c0; c < c1; c++) {
@@ -38,7 +46,11 @@ static void conv_channels(void *ctx, int64_t c0, int64_t c1, int thread) {
 
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
                       int32_t kernel, float *tail) {
-    conv_args a = {y, x, w, n, channels, kernel, tail};
+    conv_args a = {y, x, w, n, channels, kernel, tail, NULL, 0};
+#if defined(__x86_64__)
+    if (kernel <= SP_CONV_MAX_KERNEL && sp_backend_avx512(be)) a.fast = sp_conv_silu_avx512, a.width = 16;
+    else if (kernel <= SP_CONV_MAX_KERNEL && sp_backend_avx2(be)) a.fast = sp_conv_silu_avx2, a.width = 8;
+#endif
     if (n * channels < (1 << 14)) conv_channels(&a, 0, channels, 0);
     else sp_cpu_for(be, channels, conv_channels, &a);
 }

@@ -6,8 +6,6 @@
  * On this CPU the arch file uses whichever measured faster (see qwen3_5.c). */
 #include "ops.h"
 
-#include "core/threadpool.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,12 +21,17 @@ typedef struct {
     float *S;
     int64_t n;
     token_fn token;
+    bool avx2; /* the sums of squares in eight lanes (norm_avx2.c) */
 } gdn_args;
 
-/* x · rsqrt(Σx² + 1e-6) (HF l2norm, FLA's eps), times `scale`. */
-static void l2norm(float *y, const float *x, int32_t d, float scale) {
+/* x · rsqrt(Σx² + 1e-6) (HF l2norm, FLA's eps), times `scale`; Σx² in double. */
+static void l2norm(float *y, const float *x, int32_t d, float scale, bool avx2) {
     double ss = 0;
-    for (int32_t i = 0; i < d; i++) ss += (double)x[i] * x[i];
+#if defined(__x86_64__)
+    if (avx2) ss = sp_sum_squares_avx2(x, d);
+    else
+#endif
+        for (int32_t i = 0; i < d; i++) ss += (double)x[i] * x[i];
     float r = 1.0f / sqrtf((float)ss + 1e-6f);
     for (int32_t i = 0; i < d; i++) y[i] = x[i] * r * scale;
 }
@@ -40,8 +43,8 @@ static void token_inputs(const gdn_args *a, int64_t t, int32_t h, float *q, floa
     int32_t kh = h / (s->n_v_heads / s->n_k_heads), dk = s->k_dim;
     int64_t key_dim = (int64_t)s->n_k_heads * dk, width = 2 * key_dim + (int64_t)s->n_v_heads * s->v_dim;
     const float *row = a->qkv + t * width;
-    l2norm(q, row + (int64_t)kh * dk, dk, 1.0f / sqrtf((float)dk));
-    l2norm(k, row + key_dim + (int64_t)kh * dk, dk, 1.0f);
+    l2norm(q, row + (int64_t)kh * dk, dk, 1.0f / sqrtf((float)dk), a->avx2);
+    l2norm(k, row + key_dim + (int64_t)kh * dk, dk, 1.0f, a->avx2);
     *v = row + 2 * key_dim + (int64_t)h * s->v_dim;
     float bt = a->b[t * s->n_v_heads + h], at = a->a[t * s->n_v_heads + h];
     *beta = sp_sigmoid(bt);
@@ -93,10 +96,10 @@ void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, co
                           const sp_gdn_shape *shape, float *S, int64_t n) {
     token_fn token = sp_gdn_token_scalar;
 #if defined(__x86_64__)
-    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma && shape->v_dim % 8 == 0)
-        token = sp_gdn_token_avx2;
+    if (sp_backend_avx512(be) && shape->v_dim % 16 == 0) token = sp_gdn_token_avx512;
+    else if (sp_backend_avx2(be) && shape->v_dim % 8 == 0) token = sp_gdn_token_avx2;
 #endif
-    gdn_args args = {out, qkv, a, b, shape, S, n, token};
+    gdn_args args = {out, qkv, a, b, shape, S, n, token, sp_backend_avx2(be)};
     sp_cpu_for(be, shape->n_v_heads, recurrent_heads, &args);
 }
 
@@ -212,6 +215,6 @@ static void chunked_heads(void *ctx, int64_t h0, int64_t h1, int thread) {
 
 void sp_cpu_gdn_chunked(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n) {
-    gdn_args args = {out, qkv, a, b, shape, S, n, sp_gdn_token_scalar};
+    gdn_args args = {out, qkv, a, b, shape, S, n, sp_gdn_token_scalar, sp_backend_avx2(be)};
     sp_cpu_for(be, shape->n_v_heads, chunked_heads, &args);
 }

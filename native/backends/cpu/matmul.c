@@ -107,7 +107,7 @@ static void rows_mlx(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, 
     }
 }
 
-void sp_quantize_act_mlx(const float *x, int64_t cols, bool split, int8_t *q, float *d, float *s) {
+void sp_quantize_act_mlx(const float *x, int64_t cols, bool split, int8_t *q, float *d, float *s, int32_t *sum_out) {
     enum { G = SP_QK_MLX };
     for (int64_t b = 0; b < cols / G; b++) {
         const float *g = x + b * G;
@@ -122,10 +122,11 @@ void sp_quantize_act_mlx(const float *x, int64_t cols, bool split, int8_t *q, fl
         }
         d[b] = amax / 127.0f;
         s[b] = d[b] * (float)sum;
+        sum_out[b] = sum;
     }
 }
 
-void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
+void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, float *s, int32_t *sum_out) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
     for (int64_t b = 0; b < nb; b++) {
         int64_t k0 = b * SP_QK, k1 = k0 + SP_QK < cols ? k0 + SP_QK : cols;
@@ -141,6 +142,7 @@ void sp_quantize_act_ref(const float *x, int64_t cols, int8_t *q, float *d, floa
         }
         d[b] = amax / 127.0f;
         s[b] = d[b] * (float)sum;
+        sum_out[b] = sum;
     }
 }
 
@@ -148,12 +150,13 @@ const sp_matmul_kernels sp_matmul_kernels_scalar = {
     .rows = {[SP_MAT_F32] = rows_float, [SP_MAT_BF16] = rows_float, [SP_MAT_F16] = rows_float, [SP_MAT_Q8] = rows_q8,
              [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx, [SP_MAT_MLX8] = rows_mlx},
     .quantize_act = sp_quantize_act_ref,
+    .row_unit = 4,
 };
 
 /* ---- driver --------------------------------------------------------------------------------------------------- */
 
 const char *sp_isa_name(sp_isa isa) {
-    static const char *const names[SP_ISA_COUNT] = {"scalar", "avx2", "neon"};
+    static const char *const names[SP_ISA_COUNT] = {"scalar", "avx2", "avxvnni", "avx512", "neon"};
     return (unsigned)isa < SP_ISA_COUNT ? names[isa] : "?";
 }
 
@@ -162,6 +165,8 @@ static const sp_matmul_kernels *kernels(sp_isa isa) {
     case SP_ISA_SCALAR: return &sp_matmul_kernels_scalar;
 #if defined(__x86_64__)
     case SP_ISA_AVX2: return &sp_matmul_kernels_avx2;
+    case SP_ISA_AVXVNNI: return &sp_matmul_kernels_avxvnni;
+    case SP_ISA_AVX512: return &sp_matmul_kernels_avx512;
 #endif
 #if defined(__aarch64__)
     case SP_ISA_NEON: return &sp_matmul_kernels_neon;
@@ -174,47 +179,57 @@ bool sp_isa_supported(sp_isa isa, const sp_cpu *cpu) {
     if (!kernels(isa)) return false;
     switch (isa) {
     case SP_ISA_SCALAR: return true;
-    case SP_ISA_AVX2: return cpu->avx2 && cpu->fma && cpu->f16c;
+    case SP_ISA_AVX2: return sp_cpu_avx2(cpu);
+    case SP_ISA_AVXVNNI: return sp_cpu_avxvnni(cpu);
+    case SP_ISA_AVX512: return sp_cpu_avx512(cpu);
     case SP_ISA_NEON: return cpu->neon && cpu->dotprod;
     default: return false;
     }
 }
 
 sp_isa sp_isa_best(const sp_cpu *cpu) {
+    if (sp_isa_supported(SP_ISA_AVX512, cpu)) return SP_ISA_AVX512;
+    if (sp_isa_supported(SP_ISA_AVXVNNI, cpu)) return SP_ISA_AVXVNNI;
     if (sp_isa_supported(SP_ISA_AVX2, cpu)) return SP_ISA_AVX2;
     if (sp_isa_supported(SP_ISA_NEON, cpu)) return SP_ISA_NEON;
     return SP_ISA_SCALAR;
 }
 
-/* Rows go to threads in units of 4 so SIMD kernels see whole 4-row tiles except at the matrix's end; x rows are
- * taken in blocks of 64 so a block of quantized x stays in L2 while a thread's weight rows stream past it. */
-enum { ROW_UNIT = 4, X_BLOCK = 64 };
+/* Rows go to threads in units of the kernels' tile height, so they see whole tiles except at the matrix's end; x rows
+ * are taken in blocks of about X_BLOCK_BYTES (at least 64 rows) while a thread's weight rows stream past them. Kernels
+ * that repack their weights (AVX-VNNI, AVX-512) do it once per block, so blocks beyond L2 pay (measured: the CPU
+ * section of BENCHMARKS.md); a small model's whole prefill chunk is one block. */
+enum { X_BLOCK_BYTES = 1280 << 10, X_BLOCK_MIN = 64 };
 
 typedef struct matmul_job {
     sp_matmul_rows_fn fn;
     const sp_matrix *W;
     const sp_act *x;
     float *y;
+    int64_t unit;
 } matmul_job;
 
 static void run_rows(void *ctx, int64_t u0, int64_t u1, int thread) {
     const matmul_job *j = ctx;
-    int64_t r0 = u0 * ROW_UNIT, r1 = u1 * ROW_UNIT < j->W->rows ? u1 * ROW_UNIT : j->W->rows;
+    int64_t r0 = u0 * j->unit, r1 = u1 * j->unit < j->W->rows ? u1 * j->unit : j->W->rows;
     const sp_act *x = j->x;
-    for (int64_t c0 = 0; c0 < x->n; c0 += X_BLOCK) {
-        int64_t nc = x->n - c0 < X_BLOCK ? x->n - c0 : X_BLOCK;
+    const int64_t row_bytes = x->q ? x->nb * x->group : x->cols * (int64_t)sizeof(float);
+    const int64_t block = X_BLOCK_BYTES / row_bytes > X_BLOCK_MIN ? X_BLOCK_BYTES / row_bytes : X_BLOCK_MIN;
+    for (int64_t c0 = 0; c0 < x->n; c0 += block) {
+        int64_t nc = x->n - c0 < block ? x->n - c0 : block;
         sp_act blk = {.n = nc, .cols = x->cols, .nb = x->nb, .group = x->group, .f = x->f ? x->f + c0 * x->cols : NULL};
         if (x->q) {
             blk.q = x->q + c0 * x->nb * x->group;
             blk.d = x->d + c0 * x->nb;
             blk.s = x->s + c0 * x->nb;
+            blk.sum = x->sum + c0 * x->nb;
         }
         j->fn(j->W, &blk, j->y + c0 * j->W->rows, r0, r1);
     }
 }
 
 typedef struct quantize_job {
-    const sp_matmul_kernels *k;
+    sp_quantize_act_fn fn;
     const float *x;
     sp_act *a;
     sp_mtype type;
@@ -226,8 +241,9 @@ static void quantize_x(void *ctx, int64_t c0, int64_t c1, int thread) {
     for (int64_t c = c0; c < c1; c++) {
         int8_t *q = (int8_t *)a->q + c * a->nb * a->group;
         float *d = (float *)a->d + c * a->nb, *s = (float *)a->s + c * a->nb;
-        if (sp_mtype_is_mlx(j->type)) sp_quantize_act_mlx(j->x + c * a->cols, a->cols, j->type == SP_MAT_MLX4, q, d, s);
-        else j->k->quantize_act(j->x + c * a->cols, a->cols, q, d, s);
+        int32_t *sum = (int32_t *)a->sum + c * a->nb;
+        if (sp_mtype_is_mlx(j->type)) sp_quantize_act_mlx(j->x + c * a->cols, a->cols, j->type == SP_MAT_MLX4, q, d, s, sum);
+        else j->fn(j->x + c * a->cols, a->cols, q, d, s, sum);
     }
 }
 
@@ -247,18 +263,19 @@ splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_
     sp_act a = {.n = n, .cols = W->cols, .nb = (W->cols + group - 1) / group, .group = group, .f = x};
     void *buf = NULL;
     if (W->type == SP_MAT_Q8 || W->type == SP_MAT_Q4 || sp_mtype_is_mlx(W->type)) {
-        size_t groups = (size_t)(n * a.nb), bytes = groups * (size_t)group + 2 * groups * sizeof(float);
+        size_t groups = (size_t)(n * a.nb), bytes = groups * (size_t)group + 3 * groups * sizeof(float);
         if (!(buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63)))
             return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "matmul: cannot allocate %zu bytes for quantized input", bytes);
         a.q = buf;
         a.d = (const float *)((int8_t *)buf + groups * (size_t)group);
         a.s = a.d + groups;
+        a.sum = (const int32_t *)(a.s + groups);
         a.f = NULL;
-        quantize_job qj = {.k = k, .x = x, .a = &a, .type = W->type};
+        quantize_job qj = {.fn = sp_matmul_quantizer_of(k), .x = x, .a = &a, .type = W->type};
         sp_parallel_for(n >= 2 * sp_threadpool_size(pool) ? pool : NULL, n, quantize_x, &qj);
     }
-    matmul_job job = {.fn = k->rows[W->type], .W = W, .x = &a, .y = y};
-    sp_parallel_for(pool, (W->rows + ROW_UNIT - 1) / ROW_UNIT, run_rows, &job);
+    matmul_job job = {.fn = sp_matmul_rows_of(k, W->type), .W = W, .x = &a, .y = y, .unit = k->row_unit};
+    sp_parallel_for(pool, (W->rows + job.unit - 1) / job.unit, run_rows, &job);
     free(buf);
     return SPLASH_OK;
 }

@@ -17,7 +17,8 @@
  *    and whatever the thread count: every (weight row, x row) pair goes through the same sequence of operations.
  *    Different ISAs agree to rounding (the tests bound the difference), not bit for bit.
  *
- * ISAs: scalar C (the reference, and the path for an x86-64 without AVX2), AVX2+FMA+F16C, NEON with dotprod.
+ * ISAs: scalar C (the reference, and the path for an x86-64 without AVX2), AVX2+FMA+F16C, AVX-VNNI (AVX2's with
+ * VEX vpdpbusd for Q8/Q4), AVX-512 F/BW/VL + VNNI, NEON with dotprod.
  * sp_matmul picks the best the pool's CPU has (sp_threadpool_cpu); sp_matmul_isa forces one (tests, lab).
  */
 #ifndef SP_CPU_MATMUL_H
@@ -29,7 +30,7 @@
 
 #include <stdbool.h>
 
-typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
+typedef enum sp_isa { SP_ISA_SCALAR, SP_ISA_AVX2, SP_ISA_AVXVNNI, SP_ISA_AVX512, SP_ISA_NEON, SP_ISA_COUNT } sp_isa;
 
 const char *sp_isa_name(sp_isa isa);
 /* Whether this build has kernels for `isa` and the CPU can run them. */
@@ -39,7 +40,7 @@ sp_isa sp_isa_best(const sp_cpu *cpu);
 
 /* y = x · Wᵀ as above. pool may be NULL (one thread; the CPU is then detected on each call, so pass a pool on hot
  * paths). y must not alias x. Errors: SPLASH_ERR_INVALID_ARGUMENT (bad type, negative n), SPLASH_ERR_OUT_OF_MEMORY
- * (the quantized copy of x for quantized weights, about n·(cols + 8·cols/32) bytes, is allocated per call). */
+ * (the quantized copy of x for quantized weights, about n·(cols + 12·cols/32) bytes, is allocated per call). */
 splash_status sp_matmul(sp_threadpool *pool, float *y, const sp_matrix *W, const float *x, int64_t n);
 /* The same with a chosen ISA; SPLASH_ERR_UNSUPPORTED when this build or CPU lacks it. */
 splash_status sp_matmul_isa(sp_threadpool *pool, sp_isa isa, float *y, const sp_matrix *W, const float *x, int64_t n);

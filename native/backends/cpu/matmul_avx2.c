@@ -377,12 +377,12 @@ TILED_ROWS(rows_mlx8, mlx_tile, false, )
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 
 /* Bit-identical to sp_quantize_act_ref: same max, same 127/amax, same round-to-nearest-even, same clamp. */
-static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
+static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s, int32_t *sum_out) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
     const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
     for (int64_t b = 0; b < nb; b++) {
         if ((b + 1) * SP_QK > cols) { /* the zero-padded last group */
-            sp_quantize_act_ref(x + b * SP_QK, cols - b * SP_QK, q + b * SP_QK, d + b, s + b);
+            sp_quantize_act_ref(x + b * SP_QK, cols - b * SP_QK, q + b * SP_QK, d + b, s + b, sum_out + b);
             break;
         }
         __m256 v[4], m = _mm256_setzero_ps();
@@ -410,7 +410,8 @@ static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, floa
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         d[b] = amax / 127.0f;
-        s[b] = d[b] * (float)_mm_cvtsi128_si32(s4);
+        sum_out[b] = _mm_cvtsi128_si32(s4);
+        s[b] = d[b] * (float)sum_out[b];
     }
 }
 
@@ -418,4 +419,5 @@ const sp_matmul_kernels sp_matmul_kernels_avx2 = {
     .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
              [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx4, [SP_MAT_MLX8] = rows_mlx8},
     .quantize_act = quantize_act,
+    .row_unit = 4,
 };

@@ -219,12 +219,12 @@ TILED_ROWS(rows_mlx8, mlx_tile, false, )
 /* ---- quantizing x ----------------------------------------------------------------------------------------------- */
 
 /* Bit-identical to sp_quantize_act_ref: FMAXNM/FMINNM treat NaN as fmaxf/fminf do, FCVTNS rounds to nearest even. */
-static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s) {
+static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, float *s, int32_t *sum_out) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
     const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
     for (int64_t b = 0; b < nb; b++) {
         if ((b + 1) * SP_QK > cols) { /* the zero-padded last group */
-            sp_quantize_act_ref(x + b * SP_QK, cols - b * SP_QK, q + b * SP_QK, d + b, s + b);
+            sp_quantize_act_ref(x + b * SP_QK, cols - b * SP_QK, q + b * SP_QK, d + b, s + b, sum_out + b);
             break;
         }
         float32x4_t v[8], m = vdupq_n_f32(0);
@@ -243,7 +243,8 @@ static void quantize_act(const float *x, int64_t cols, int8_t *q, float *d, floa
             vst1_s8(q + b * SP_QK + 4 * k, vqmovn_s16(h));
         }
         d[b] = amax / 127.0f;
-        s[b] = d[b] * (float)vaddvq_s32(sum);
+        sum_out[b] = vaddvq_s32(sum);
+        s[b] = d[b] * (float)sum_out[b];
     }
 }
 
@@ -251,4 +252,5 @@ const sp_matmul_kernels sp_matmul_kernels_neon = {
     .rows = {[SP_MAT_F32] = rows_f32, [SP_MAT_BF16] = rows_bf16, [SP_MAT_F16] = rows_f16, [SP_MAT_Q8] = rows_q8,
              [SP_MAT_Q4] = rows_q4, [SP_MAT_MLX4] = rows_mlx4, [SP_MAT_MLX8] = rows_mlx8},
     .quantize_act = quantize_act,
+    .row_unit = 4,
 };

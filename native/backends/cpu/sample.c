@@ -3,12 +3,14 @@
  *
  * Order (each step sees the previous one's output):
  *   z = logits; repetition penalty (HF: z>0 ? z/r : z·r, once per distinct token); presence (−p once per distinct
- *   token) and frequency (−f per occurrence) penalties (OpenAI); tokens outside the allowed mask → −inf.
+ *   token) and frequency (−f per occurrence) penalties (OpenAI); the logit bias (OpenAI) added; ids outside the
+ *   allowed mask or the model's token mask (unused tokenizer ids) → −inf.
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
  *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
  *   (seed, position) and walk the kept tokens (in the order the filters leave them) until their running mass passes
- *   u · total. The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or
+ *   u · total. The top-N alternatives are the N most likely ids that could have been chosen (fewer when the masks
+ *   leave fewer). The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or
  *   batched.
  *
  * Cost is a few passes over the vocabulary (248K entries for Qwen3.5): the exp passes have an AVX2 form
@@ -17,8 +19,8 @@
 #include "ops.h"
 
 #include "core/error.h"
+#include "core/mask.h"
 #include "core/rank.h"
-#include "core/threadpool.h"
 
 #include <string.h>
 
@@ -120,9 +122,8 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     double *bins = (double *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
     memcpy(z, job->logits, sizeof(float) * (size_t)V);
     apply_penalties(z, job, seen, V);
-    if (job->allowed)
-        for (int32_t t = 0; t < V; t++)
-            if (!((job->allowed[t >> 5] >> (t & 31)) & 1)) z[t] = -INFINITY;
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
+    sp_mask_row(z, V, job->allowed, job->tokens);
     int32_t arg = 0;
     float mx = z[0];
     for (int32_t t = 1; t < V; t++)
@@ -143,9 +144,9 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
             all = ex->sum_exp(z, V, mx, inv_t);
             floor_w = (float)((1 - s->top_p) * all / V);
         }
-        int64_t c = 0;
+        int64_t c = 0; /* ≥ keeps the most likely token when top_p = 0 makes the floor the mean weight */
         for (int32_t t = 0; t < V; t++)
-            if (w[t] > floor_w) idx[c++] = t;
+            if (w[t] > 0 && w[t] >= floor_w) idx[c++] = t;
         int sorted = 0;
         if (s->top_k > 0 && s->top_k < c) {
             if (s->top_k <= 64) { /* one scan keeping the best k in order: few insertions after the first rows */
@@ -198,10 +199,10 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     job->token = token;
     job->logprob = z[token] - lse;
 
-    /* top-N by z: keep a best-first list of N while scanning */
+    /* top-N by z: keep a best-first list of N while scanning; masked ids are no alternative (−1 fills the rest) */
     int32_t n = job->n_top, have = 0;
     for (int32_t t = 0; t < V && n > 0; t++) {
-        if (have == n && !sp_rank_before(z, t, job->top_ids[n - 1])) continue;
+        if (z[t] == -INFINITY || (have == n && !sp_rank_before(z, t, job->top_ids[n - 1]))) continue;
         int32_t i = have < n ? have++ : n - 1;
         while (i > 0 && sp_rank_before(z, t, job->top_ids[i - 1])) {
             job->top_ids[i] = job->top_ids[i - 1];
@@ -210,6 +211,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
         job->top_ids[i] = t;
     }
     for (int32_t i = 0; i < have; i++) job->top_logprobs[i] = z[job->top_ids[i]] - lse;
+    for (int32_t i = have; i < n; i++) job->top_ids[i] = -1, job->top_logprobs[i] = -INFINITY;
     return 1;
 }
 
@@ -232,8 +234,7 @@ splash_status sp_cpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n
                             uint64_t scratch_bytes_per_thread) {
     sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, {sum_exp_scalar, exp_weights_scalar}, 0};
 #if defined(__x86_64__)
-    if (be->pool && sp_threadpool_cpu(be->pool)->avx2 && sp_threadpool_cpu(be->pool)->fma)
-        a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
+    if (sp_backend_avx2(be)) a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
 #endif
     if (n_jobs == 1) sample_jobs(&a, 0, 1, 0);
     else sp_cpu_for(be, n_jobs, sample_jobs, &a);

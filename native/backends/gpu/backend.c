@@ -3,13 +3,18 @@
 
 #include "core/error.h"
 
+#include <stdio.h>
 #include <time.h>
 
 splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_threads, splash_status *status) {
     g->status = status;
     g->fresh = g->submission_barrier;
     g->attention_workgroups = g->measured ? SP_GPU_MEASURED_ATTENTION_WORKGROUPS : SP_GPU_DEFAULT_ATTENTION_WORKGROUPS;
-    *be = (sp_backend){.name = g->name, .device = g->device_name, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
+    if (g->no_coopmat)
+        snprintf(g->description, sizeof g->description, "%s (tiled f32 GEMM, scalar attention; no cooperative matrix: %s)", g->device_name, g->no_coopmat);
+    else
+        snprintf(g->description, sizeof g->description, "%s (cooperative-matrix f16 GEMM and attention)", g->device_name);
+    *be = (sp_backend){.name = g->name, .device = g->description, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
     splash_status st = sp_gpu_memory_init(g);
     if (!st) sp_gpu_ops_install(be);
     return st;

@@ -150,6 +150,10 @@ struct sp_gpu {
                                 * writes available, not visible, to later submissions) */
     bool measured;             /* use the launch parameters measured on Vulkan GPUs (models/<id>/vulkan.json) */
     bool barrier_all;          /* a barrier before every command (debugging) */
+    const char *no_coopmat;    /* why the cooperative-matrix kernels (matmul_coopmat.comp, flash_attention_coopmat.comp)
+                                * cannot run, NULL when they do: then GEMMs and prefill attention take f16 operands on
+                                * the matrix units, else the tiled f32 GEMM and the scalar attention kernel run */
+    char description[192];     /* what the backend reports at load (sp_backend.device): the device and its GEMM path */
 
     splash_status *status;     /* the backend's op status (first failure wins) */
 
@@ -183,9 +187,12 @@ struct sp_gpu {
     int32_t n_reads, n_writes;
     uint64_t n_commands, n_barriers, n_submits;
 
-    /* op state: attention split partials (grown on demand), greedy sampling results, MoE expert tables */
+    /* op state: attention split partials and the f16 copy of a cooperative-matrix GEMM's x (grown on demand), greedy
+     * sampling results, MoE expert tables */
     float *part;
     uint64_t part_bytes;
+    void *x16;
+    uint64_t x16_bytes;
     void *stats;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
@@ -252,22 +259,33 @@ void sp_gpu_pipelines_free(sp_gpu *g);
 void sp_gpu_grid(uint64_t n, uint32_t groups[3]);
 
 /* ---- tuning.c ---- */
+/* A matmul launch: the GEMV (n ≤ 16) as `groups` row groups of `workgroup` / `groups` invocations with `rows` rows
+ * each, or, with workgroup 0, the GEMM tile: an index into sp_gpu_coop_tiles when coopmat, else into sp_gpu_tiles. */
+typedef struct sp_gpu_mm_launch {
+    uint32_t workgroup, groups, rows;
+    int tile;
+    bool coopmat;
+} sp_gpu_mm_launch;
+/* The GEMV launch for W in a batch bucket: the tuning file's entry, else a measured one, else the defaults. */
+sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket);
 /* Reads the tuning file the environment variable `env` names, when set (the defaults apply either way). */
 splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env);
-/* GEMV workgroup size and rows per workgroup for W: the file's entry, else a measured one, else the defaults. */
-void sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, uint32_t *wg, uint32_t *rows);
+/* The GEMV batch bucket (index into sp_gpu_gemv_batch: matmul.comp's NMAX variants) of n x rows (n ≤ 16). */
+int sp_gpu_gemv_bucket(int64_t n);
+/* The most rows per row group the bucket's kernel carries with `mats` matrices (2: MoE gate and up together). */
+int sp_gpu_gemv_max_rows(int bucket, int mats);
 /* The GEMM tile (index into sp_gpu_tiles) for n rows of x. */
 int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
+/* The cooperative-matrix GEMM tile (index into sp_gpu_coop_tiles) for n rows of x. */
+int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
 
 /* ---- ops.c ---- */
 void sp_gpu_ops_install(sp_backend *be);
-/* matmul with a chosen launch (the lab measures each): GEMV workgroup size and rows per workgroup (n ≤ 4), or the
- * GEMM tile (index into sp_gpu_tiles). NULL: the tuned or default choice, as the op makes it. */
-typedef struct sp_gpu_mm_launch {
-    uint32_t workgroup, rows;
-    int tile;
-} sp_gpu_mm_launch;
+/* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
+/* Whether attention of n rows with this head dim runs on the matrix units (flash_attention_coopmat.comp, f16
+ * operands) rather than attention.comp's scalar kernel. */
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t head_dim, int64_t n);
 
 #endif

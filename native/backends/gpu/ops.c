@@ -12,15 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GEMV_MAX_N = 4, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, GDN_COLS = 32, MOE_TILE = GEMV_MAX_N };
+/* GEMV_MAX_N: x rows up to which a matmul reads each weight once (the GEMV's largest batch bucket); MoE tiles are
+ * the NMAX 4 variant's. */
+enum { GEMV_MAX_N = 16, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, GDN_COLS = 32, MOE_TILE = 4 };
+/* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
+ * (decode and verify blocks keep the split scalar kernel) */
+enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
 
 static bool fail(sp_gpu *gpu, splash_status st, const char *msg) { return sp_gpu_fail(gpu, st, "%s", msg); }
 
 static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
-/* Kernels by weight type (sp_mtype order): GEMV for one x row and for up to GEMV_MAX_N, MoE expert tiles alike. */
+/* Kernels by weight type (sp_mtype order): GEMV by batch bucket (1, ≤ 4, ≤ 16 x rows), MoE expert tiles of one pair
+ * and of up to MOE_TILE. */
 #define BY_TYPE(prefix) {prefix##_F32, prefix##_BF16, prefix##_F16, prefix##_Q8, prefix##_Q4, prefix##_MLX4, prefix##_MLX8}
-static const sp_gpu_kernel_id MATMUL[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MATMUL), BY_TYPE(SP_GPU_MATMUL4)};
+static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MATMUL), BY_TYPE(SP_GPU_MATMUL4),
+                                                                               BY_TYPE(SP_GPU_MATMUL16)};
 static const sp_gpu_kernel_id GATE_UP[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_GATE_UP), BY_TYPE(SP_GPU_MOE_GATE_UP4)};
 static const sp_gpu_kernel_id DOWN[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_DOWN), BY_TYPE(SP_GPU_MOE_DOWN4)};
 static const sp_gpu_kernel_id EMBED[SP_MAT_TYPE_COUNT] = BY_TYPE(SP_GPU_EMBED);
@@ -44,6 +51,12 @@ static bool weights(sp_gpu *gpu, const sp_matrix *W, uint64_t *addr, uint32_t *s
 
 /* ---- dense algebra ---- */
 
+/* Row groups of at least 32 invocations that divide the workgroup (≤ 128), 1..max rows each (matmul.comp). */
+static bool gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
+    return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
+           l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
+}
+
 typedef struct {
     uint64_t w, x, y, plan;
     uint32_t row_bytes, rows, cols, n, x_stride, y_stride, top_k, order_at;
@@ -62,28 +75,73 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     }
     sp_gpu_range reads[2] = {{w, w + (uint64_t)W->rows * stride}, {xa, xa + (uint64_t)n * (uint64_t)W->cols * 4}};
     sp_gpu_range write = {ya, ya + (uint64_t)n * (uint64_t)W->rows * 4};
-    if (n <= GEMV_MAX_N) {
-        uint32_t wg, R, groups[3];
-        sp_gpu_gemv_params(gpu, W, &wg, &R);
-        if (force) wg = force->workgroup, R = force->rows;
-        sp_gpu_grid(div_up((uint64_t)W->rows, R), groups);
+    if (force ? force->workgroup != 0 : n <= GEMV_MAX_N) {
+        uint32_t groups[3];
+        int bucket = sp_gpu_gemv_bucket(n);
+        sp_gpu_mm_launch l = force ? *force : sp_gpu_gemv_params(gpu, W, bucket);
+        if (n > GEMV_MAX_N || !gemv_launch_ok(&l, sp_gpu_gemv_max_rows(bucket, 1))) {
+            fail(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
+            return;
+        }
+        sp_gpu_grid(div_up((uint64_t)W->rows, (uint64_t)l.rows * l.groups), groups);
         mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
                      (uint32_t)W->rows, 0, 0};
         uint32_t check = W->cols % CHUNK_COLS[W->type] != 0;
-        sp_gpu_dispatch(gpu, "matmul", MATMUL[n > 1][W->type], (uint32_t[4]){wg, R, check, 0}, &p, sizeof p, groups, reads, 2,
-                        &write, 1, NULL);
+        sp_gpu_dispatch(gpu, "matmul", MATMUL[bucket][W->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p,
+                        groups, reads, 2, &write, 1, NULL);
         return;
     }
-    int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
-    const sp_gpu_tile *t = &sp_gpu_tiles[tile];
     struct {
         uint64_t w, x, y;
         uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
     } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows};
-    uint32_t groups[3] = {div_up((uint64_t)W->rows, (uint64_t)t->bm), div_up((uint64_t)n, (uint64_t)t->bn), 1};
-    uint32_t wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
-    sp_gpu_dispatch(gpu, "gemm", (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile), (uint32_t[4]){wg, 0, 0, 0}, &p,
-                    sizeof p, groups, reads, 2, &write, 1, NULL);
+    /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
+    bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
+    if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "no cooperative-matrix GEMM for these weights on this device");
+        return;
+    }
+    uint32_t groups[3] = {0, 0, 1}, wg;
+    sp_gpu_kernel_id k;
+    if (coop) {
+        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
+        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
+        if (bytes16 > gpu->x16_bytes) {
+            sp_gpu_sync(gpu);
+            if (gpu->x16) sp_gpu_free(be, gpu->x16);
+            gpu->x16_bytes = bytes16 * 2;
+            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
+            if (!gpu->x16) {
+                gpu->x16_bytes = 0;
+                fail(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
+                return;
+            }
+        }
+        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+        p.y = r16.lo;
+        p.y_stride = (uint32_t)stride16;
+        uint32_t hg[3];
+        sp_gpu_grid(div_up(bytes16 / 16, 256), hg);
+        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
+                        &r16, 1, NULL);
+        p.x = r16.lo;
+        p.y = ya;
+        p.x_stride = (uint32_t)stride16;
+        p.y_stride = (uint32_t)W->rows;
+        reads[1] = r16;
+        int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
+        const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
+        groups[0] = div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
+    } else {
+        int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
+        const sp_gpu_tile *t = &sp_gpu_tiles[tile];
+        groups[0] = div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
+    }
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &write, 1, NULL);
 }
 
 static void gpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
@@ -221,7 +279,8 @@ static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t
     if (!pa) return false;
     *pages = (sp_gpu_range){pa, pa + n_pages * 4};
     *p = (attn_push){.k = sp_gpu_addr(gpu, kv->k), .v = sp_gpu_addr(gpu, kv->v), .pages = pa, .n_past = (uint32_t)n_past,
-                     .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens, .page_stride = (uint32_t)kv->page_stride};
+                     .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens,
+                     .page_stride = (uint32_t)(kv->page_stride / sizeof(float))};
     return true;
 }
 
@@ -253,6 +312,10 @@ static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) 
     return gpu->part;
 }
 
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t head_dim, int64_t n) {
+    return !g->no_coopmat && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+}
+
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
                           int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
     sp_gpu *gpu = sp_gpu_of(be);
@@ -260,6 +323,15 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     sp_gpu_range pages;
     if (!attn_base(gpu, kv, n_past, n, head_dim, &p, &pages)) return;
     uint32_t G = (uint32_t)(n_heads / n_kv_heads);
+    uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    if (sp_gpu_flash_attention(gpu, head_dim, n)) {
+        sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages}, w = sp_gpu_span(gpu, out, qbytes);
+        p.src = r[0].lo, p.dst = w.lo, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads, p.scale = scale;
+        sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, 0, 0, 0},
+                        &p, sizeof p, (uint32_t[3]){(uint32_t)n_kv_heads, div_up((uint64_t)n * G, FLASH_VECTORS), 1}, r, 3, &w, 1,
+                        NULL);
+        return;
+    }
     p.hb = G <= ATTN_QV ? G : ATTN_QV;
     p.rt = G <= ATTN_QV ? ATTN_QV / G : 1;
     p.heads = (uint32_t)n_heads;
@@ -278,7 +350,6 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         splits = div_up(keys, len);
     }
     p.n_splits = splits;
-    uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
     sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages};
     sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
     p.src = r[0].lo;
@@ -436,11 +507,16 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
         fail(gpu, SPLASH_ERR_UNSUPPORTED, "MoE scratch too small for the expert plan");
         return;
     }
-    uint32_t wg, R, Rd, wgd;
-    sp_gpu_gemv_params(gpu, &ex->gate[0], &wg, &R);
-    sp_gpu_gemv_params(gpu, &ex->down[0], &wgd, &Rd);
-    R = R > 2 ? 2 : R; /* gate and up rows together: at most 2 of each (matmul.comp MODE 1) */
-    uint32_t up_blocks = div_up(I, R), down_blocks = div_up(H, Rd), single = n == 1; /* one token: tiles of one pair */
+    uint32_t single = n == 1; /* one token: tiles of one pair */
+    int bucket = single ? 0 : 1;
+    sp_gpu_mm_launch lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
+    uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+    lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
+    if (!gemv_launch_ok(&lg, (int)max_gu) || !gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
+        fail(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
+        return;
+    }
+    uint32_t up_blocks = div_up(I, (uint64_t)lg.rows * lg.groups), down_blocks = div_up(H, (uint64_t)ld.rows * ld.groups);
     sp_gpu_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];
     uint32_t check_gu = ex->hidden % CHUNK_COLS[ex->gate[0].type] != 0, check_d = ex->inter % CHUNK_COLS[ex->down[0].type] != 0;
     sp_gpu_range rx = sp_gpu_span(gpu, x, (uint64_t)n * H * 4), rids = sp_gpu_span(gpu, ids, pairs * 4),
@@ -458,11 +534,11 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
     mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K,
                   (uint32_t)(3 * max_tiles)};
     sp_gpu_range gr[4] = {rtab, rx, rplan, rwg};
-    sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){wg, R, check_gu, 0}, &gp, sizeof gp, NULL, gr, 4, &rh, 1, plan);
+    sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, NULL, gr, 4, &rh, 1, plan);
     mm_push dp = {rtab.lo, rh.lo, ryo.lo, rplan.lo + 32, down_stride, (uint32_t)H, (uint32_t)I, 0, 0, 0, (uint32_t)K,
                   (uint32_t)(3 * max_tiles)};
     sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
-    sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){wgd, Rd, check_d, 0}, &dp, sizeof dp, NULL, dr, 4, &ryo, 1, plan + 3);
+    sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, NULL, dr, 4, &ryo, 1, plan + 3);
     mp.d = (uint32_t)H;
     sp_gpu_range cr[3] = {rids, rw, ryo};
     uint32_t groups[3];
@@ -473,12 +549,13 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
 
 /* ---- sampling ---- */
 
-/* Greedy rows without penalties, mask or top logprobs need only (argmax, max, Σ exp) — computed on the device, so
- * 12 bytes come back instead of the row. Every other row is read back and sampled by the CPU backend's sampler. */
+/* Greedy rows without penalties, a bias, masks or top logprobs need only (argmax, max, Σ exp) over the first `vocab` entries
+ * — computed on the device, so 12 bytes come back instead of the row. Every other row is read back and sampled by
+ * the CPU backend's sampler. */
 static bool greedy_plain(const sp_sample_job *j) {
     const splash_sampling *s = j->params;
     return s->temperature == 0 && s->repetition_penalty == 1.0f && s->presence_penalty == 0 && s->frequency_penalty == 0 &&
-           !j->allowed && j->n_top == 0;
+           s->n_bias == 0 && !j->allowed && !j->tokens && j->n_top == 0;
 }
 
 static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
@@ -576,9 +653,9 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
+    be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
-    be->gdn_chunked = gpu_gdn;
     be->moe_route = gpu_moe_route;
     be->moe_experts = gpu_moe_experts;
     be->sample = gpu_sample;

@@ -27,18 +27,25 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
         return SP_FAIL(st, "%s=%s: %s", env, path, splash_last_error());
     }
     const sp_json *root = sp_json_root(&doc);
-    int64_t x, a, b, c, d;
+    int64_t x, a, b, c, d, groups;
     if (sp_json_int(sp_json_get(root, "attentionWorkgroups"), &x) && x > 0) g->attention_workgroups = (uint32_t)x;
     const sp_json *gemv = sp_json_get(root, "gemv");
     for (const sp_json *e = sp_json_first(gemv); e && g->n_gemv < SP_GPU_MAX_TUNINGS; e = sp_json_next(gemv, e)) {
         const char *type = sp_json_string(sp_json_get(e, "type"));
         int t = 0;
         while (t < SP_MAT_TYPE_COUNT && (!type || strcmp(type, sp_mtype_name((sp_mtype)t)))) t++;
-        if (t == SP_MAT_TYPE_COUNT || !sp_json_int(sp_json_get(e, "rows"), &a) || !sp_json_int(sp_json_get(e, "cols"), &b) ||
-            !sp_json_int(sp_json_get(e, "workgroup"), &c) || !sp_json_int(sp_json_get(e, "rowsPerWorkgroup"), &d) ||
-            (c != 32 && c != 64 && c != 128) || d < 1 || d > 4)
+        int64_t batch = 1;
+        groups = 1;
+        sp_json_int(sp_json_get(e, "batch"), &batch);
+        sp_json_int(sp_json_get(e, "groups"), &groups);
+        int bucket = 0;
+        while (bucket < SP_GPU_GEMV_BATCHES && sp_gpu_gemv_batch[bucket] != batch) bucket++;
+        if (t == SP_MAT_TYPE_COUNT || bucket == SP_GPU_GEMV_BATCHES || !sp_json_int(sp_json_get(e, "rows"), &a) ||
+            !sp_json_int(sp_json_get(e, "cols"), &b) || !sp_json_int(sp_json_get(e, "workgroup"), &c) ||
+            !sp_json_int(sp_json_get(e, "rowsPerGroup"), &d) || (c != 32 && c != 64 && c != 128) || d < 1 ||
+            d > sp_gpu_gemv_max_rows(bucket, 1) || (groups != 1 && groups != 2 && groups != 4) || c / groups < 32)
             continue;
-        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)c, (int)d};
+        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)batch, (int)c, (int)groups, (int)d};
     }
     sp_json_free(&doc);
     free(text);
@@ -49,17 +56,33 @@ static bool same_shape(int type, int64_t rows, int64_t cols, const sp_matrix *W)
     return type == (int)W->type && rows == W->rows && cols == W->cols;
 }
 
-void sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, uint32_t *wg, uint32_t *rows) {
-    *wg = SP_GPU_DEFAULT_GEMV_WORKGROUP;
-    *rows = SP_GPU_DEFAULT_GEMV_ROWS;
-    for (int i = 0; g->measured && i < sp_gpu_gemv_tuning_count; i++) {
-        const sp_gpu_gemv_tuning *t = &sp_gpu_gemv_tunings[i];
-        if (same_shape(t->type, t->rows, t->cols, W)) *wg = (uint32_t)t->workgroup, *rows = (uint32_t)t->rows_per_workgroup;
-    }
-    for (int i = 0; i < g->n_gemv; i++) {
-        const sp_gpu_gemv_tuning *t = &g->gemv[i];
-        if (same_shape(t->type, t->rows, t->cols, W)) *wg = (uint32_t)t->workgroup, *rows = (uint32_t)t->rows_per_workgroup;
-    }
+int sp_gpu_gemv_bucket(int64_t n) {
+    int b = 0;
+    while (b + 1 < SP_GPU_GEMV_BATCHES && n > sp_gpu_gemv_batch[b]) b++;
+    return b;
+}
+
+int sp_gpu_gemv_max_rows(int bucket, int mats) {
+    static const int rows[SP_GPU_GEMV_BATCHES] = {8, 4, 2}; /* matmul.comp MAX_ROWS · MATS: accumulators per invocation */
+    int r = rows[bucket] / mats;
+    return r < 1 ? 1 : r;
+}
+
+static sp_gpu_mm_launch launch_of(const sp_gpu_gemv_tuning *t) {
+    return (sp_gpu_mm_launch){.workgroup = (uint32_t)t->workgroup, .groups = (uint32_t)t->groups, .rows = (uint32_t)t->rows_per_group};
+}
+
+sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket) {
+    const int *d = sp_gpu_default_gemv[bucket];
+    sp_gpu_mm_launch l = {.workgroup = (uint32_t)d[0], .groups = (uint32_t)d[1], .rows = (uint32_t)d[2]};
+    int batch = sp_gpu_gemv_batch[bucket];
+    for (int i = 0; g->measured && i < sp_gpu_gemv_tuning_count; i++)
+        if (sp_gpu_gemv_tunings[i].batch == batch && same_shape(sp_gpu_gemv_tunings[i].type, sp_gpu_gemv_tunings[i].rows,
+                                                                sp_gpu_gemv_tunings[i].cols, W))
+            l = launch_of(&sp_gpu_gemv_tunings[i]);
+    for (int i = 0; i < g->n_gemv; i++)
+        if (g->gemv[i].batch == batch && same_shape(g->gemv[i].type, g->gemv[i].rows, g->gemv[i].cols, W)) l = launch_of(&g->gemv[i]);
+    return l;
 }
 
 /* Measured for this shape if tuned, else the narrow tile up to 16 rows (index 1 of sp_gpu_tiles, kernels/generate.ts'
@@ -70,4 +93,16 @@ int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
         if (same_shape(t->type, t->rows, t->cols, W) && t->tile >= 0) return t->tile;
     }
     return n <= 16 ? 1 : 0;
+}
+
+/* Measured for this shape if tuned, else the largest tile that n rows fill: 128 rows of x per workgroup from 128 up
+ * (prefill chunks), 64 below, and 64 weight rows per workgroup for matrices of few rows, which would otherwise leave
+ * most of the GPU idle (the index order of kernels/generate.ts' DEFAULT_COOP_TILES). */
+int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
+    for (int i = 0; g->measured && i < sp_gpu_gemm_coop_tuning_count; i++) {
+        const sp_gpu_gemm_tuning *t = &sp_gpu_gemm_coop_tunings[i];
+        if (same_shape(t->type, t->rows, t->cols, W) && t->tile >= 0) return t->tile;
+    }
+    if (W->rows < 1024) return 3;
+    return n >= 128 ? 0 : 2;
 }

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The pipeline, once the kernel is known to run as the op layer dispatches it: threads per threadgroup from function
- * constant 0 in x alone, and a value only for the function constants the kernel declares. */
+/* The pipeline, once the kernel is known to run as the op layer dispatches it: it has a translation (Vulkan-only
+ * kernels have none), threads per threadgroup from function constant 0 in x alone, and a value only for the function
+ * constants the kernel declares. */
 static void *checked_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
     const sp_mtl_kernel *K = &sp_mtl_kernels[k];
+    if (!K->source) {
+        SP_FAIL(SPLASH_ERR_INTERNAL, "metal: kernel %s has no Metal translation", sp_gpu_kernel_names[k]);
+        return NULL;
+    }
     if (K->size_constant[0] != 0 || K->size_constant[1] >= 0 || K->size_constant[2] >= 0 || K->size_literal[1] != 1 ||
         K->size_literal[2] != 1) {
         SP_FAIL(SPLASH_ERR_INTERNAL, "metal: kernel %s does not take its threadgroup size from function constant 0", K->name);
@@ -55,7 +60,7 @@ splash_status sp_metal_backend_create(sp_backend *be, sp_threadpool *pool, int n
     /* the launch parameters measured on Vulkan GPUs are not Apple GPUs': the defaults until one is measured */
     const char *b = getenv("SPLASH_METAL_BARRIERS");
     *g = (sp_gpu){.dev = &METAL, .device = m, .name = "metal", .device_name = m->info.name, .measured = false,
-                  .barrier_all = b && !strcmp(b, "all")};
+                  .no_coopmat = "not on Metal", .barrier_all = b && !strcmp(b, "all")};
     *be = (sp_backend){.name = "metal", .impl = g};
     splash_status st = sp_mtl_open(m);
     g->max_buffer = m->info.max_buffer;

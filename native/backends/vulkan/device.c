@@ -101,7 +101,7 @@ static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
         if (type_rank(p.deviceType) > best_rank) best = (int)i, best_rank = type_rank(p.deviceType), vk->queue_family = family;
     }
     if (best < 0)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no usable device%s%s", n ? " (" : " found", n ? why : "");
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: no usable device%s%s%s", n ? " (" : " found", n ? why : "", n ? ")" : "");
     vk->phys = devs[best];
     a->vkGetPhysicalDeviceProperties(vk->phys, &vk->props);
     VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
@@ -112,6 +112,48 @@ static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
     vk->subgroup_size = sg.subgroupSize;
     vk->max_buffer = m4.maxBufferSize ? m4.maxBufferSize : (1ull << 31);
     return SPLASH_OK;
+}
+
+/* Why the cooperative-matrix kernels (kernels/matmul_coopmat.comp) cannot run on the chosen device, or NULL when they
+ * can: they need VK_KHR_cooperative_matrix with 16×16×16 f16 products accumulated in f32 by subgroups of 32
+ * invocations (the size the kernels are written for), f16 arithmetic, the Vulkan memory model the extension's SPIR-V
+ * declares, and 48 KiB of shared memory. SPLASH_VULKAN_COOPMAT=0 turns them off (the tiled kernels run instead). */
+static const char *coopmat_unsupported(sp_vk *vk) {
+    sp_vk_api *a = &vk->api;
+    const char *env = getenv("SPLASH_VULKAN_COOPMAT");
+    if (env && !strcmp(env, "0")) return "off (SPLASH_VULKAN_COOPMAT=0)";
+    uint32_t n = 0;
+    if (a->vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, NULL) != VK_SUCCESS || !n) return "no device extensions";
+    VkExtensionProperties *ext = malloc(sizeof *ext * n);
+    bool found = false;
+    if (ext && a->vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(ext[i].extensionName, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    free(ext);
+    if (!found) return "no VK_KHR_cooperative_matrix";
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &cm};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    a->vkGetPhysicalDeviceFeatures2(vk->phys, &f);
+    if (!cm.cooperativeMatrix) return "cooperativeMatrix feature off";
+    if (!f12.shaderFloat16 || !f12.vulkanMemoryModel) return "no shaderFloat16 or vulkanMemoryModel";
+    if (vk->subgroup_size != 32) return "subgroups are not 32 invocations";
+    if (vk->props.limits.maxComputeSharedMemorySize < 49152) return "less than 48 KiB of shared memory";
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR props =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)a->vkGetInstanceProcAddr(vk->instance,
+                                                                                         "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    if (!props || props(vk->phys, &n, NULL) != VK_SUCCESS || !n) return "no cooperative matrix properties";
+    VkCooperativeMatrixPropertiesKHR *p = calloc(n, sizeof *p);
+    found = false;
+    if (p) {
+        for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+        if (props(vk->phys, &n, p) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n && !found; i++)
+                found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                        p[i].BType == VK_COMPONENT_TYPE_FLOAT16_KHR && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                        p[i].ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR && p[i].scope == VK_SCOPE_SUBGROUP_KHR;
+    }
+    free(p);
+    return found ? NULL : "no 16x16x16 f16 -> f32 subgroup product";
 }
 
 /* Memory type with all of `need` (and as many of `want` as possible), in the largest heap; UINT32_MAX if none. */
@@ -145,16 +187,22 @@ splash_status sp_vk_open(sp_vk *vk, bool allow_cpu) {
     SP_VK_INSTANCE_FUNCS(SP_VK_LOAD_INSTANCE)
 #undef SP_VK_LOAD_INSTANCE
     if ((st = pick_device(vk, allow_cpu))) return st;
+    vk->no_coopmat = coopmat_unsupported(vk);
 
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+                                                       .cooperativeMatrix = VK_TRUE};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                            .bufferDeviceAddress = VK_TRUE};
+                                            .pNext = vk->no_coopmat ? NULL : &cm, .bufferDeviceAddress = VK_TRUE,
+                                            .shaderFloat16 = !vk->no_coopmat, .vulkanMemoryModel = !vk->no_coopmat};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
                                           .features = {.shaderInt64 = VK_TRUE}};
+    const char *extensions[] = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME};
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = vk->queue_family,
                                    .queueCount = 1, .pQueuePriorities = &prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qci};
+                              .pQueueCreateInfos = &qci, .enabledExtensionCount = vk->no_coopmat ? 0 : 1,
+                              .ppEnabledExtensionNames = extensions};
     if ((r = a->vkCreateDevice(vk->phys, &dci, NULL, &vk->device)) != VK_SUCCESS)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: vkCreateDevice on %s failed (%d)", vk->props.deviceName, (int)r);
 #define SP_VK_LOAD_DEVICE(f)                                                                                        \

@@ -105,8 +105,11 @@ static void stamp(sp_vk *vk, sp_vk_cmd *c, const char *name) {
     c->n_queries++;
 }
 
-/* The command buffer being recorded (begun now when none is), after a barrier if asked; NULL on failure. */
-static sp_vk_cmd *open_cmd(sp_vk *vk, bool barrier) {
+/* The command buffer being recorded (begun now when none is), after a barrier if asked; NULL on failure.
+ * A barrier waits for every earlier command and makes its writes visible to compute and transfer commands; it reaches
+ * the indirect-argument stage only before an indirect dispatch (on NVIDIA that stage makes a barrier markedly
+ * slower), and an indirect dispatch after a barrier that did not reach it gets one that does. */
+static sp_vk_cmd *open_cmd(sp_vk *vk, bool barrier, bool indirect) {
     sp_vk_api *a = &vk->api;
     if (vk->cur < 0) {
         sp_vk_cmd *c = &vk->cmds[vk->next];
@@ -128,15 +131,17 @@ static sp_vk_cmd *open_cmd(sp_vk *vk, bool barrier) {
         }
     }
     sp_vk_cmd *c = &vk->cmds[vk->cur];
+    if (indirect && vk->indirect_stale) barrier = true;
     if (barrier) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                               .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                                               VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
+                                               VK_ACCESS_TRANSFER_WRITE_BIT | (indirect ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0)};
         a->vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                                    VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                                    (indirect ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0),
                                 0, 1, &mb, 0, NULL, 0, NULL);
+        vk->indirect_stale = !indirect;
     }
     return c;
 }
@@ -201,7 +206,7 @@ void sp_vk_release_pipeline(sp_gpu *g, void *pipeline) {
 
 splash_status sp_vk_dispatch(sp_gpu *g, const sp_gpu_launch *l) {
     sp_vk *vk = sp_vk_of(g);
-    sp_vk_cmd *c = open_cmd(vk, l->barrier);
+    sp_vk_cmd *c = open_cmd(vk, l->barrier, l->indirect != NULL);
     if (!c) return SPLASH_ERR_INTERNAL;
     sp_vk_api *a = &vk->api;
     VkPipeline p = (VkPipeline)l->pipeline;
@@ -219,7 +224,7 @@ splash_status sp_vk_dispatch(sp_gpu *g, const sp_gpu_launch *l) {
 splash_status sp_vk_copy(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offset, const sp_gpu_buffer *dst,
                          uint64_t dst_offset, uint64_t bytes, bool barrier) {
     sp_vk *vk = sp_vk_of(g);
-    sp_vk_cmd *c = open_cmd(vk, barrier);
+    sp_vk_cmd *c = open_cmd(vk, barrier, false);
     if (!c) return SPLASH_ERR_INTERNAL;
     VkBufferCopy region = {src_offset, dst_offset, bytes};
     vk->api.vkCmdCopyBuffer(c->cb, (VkBuffer)src->handle, (VkBuffer)dst->handle, 1, &region);
@@ -229,7 +234,7 @@ splash_status sp_vk_copy(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offse
 
 splash_status sp_vk_fill(sp_gpu *g, const sp_gpu_buffer *dst, uint64_t offset, uint64_t bytes, bool barrier) {
     sp_vk *vk = sp_vk_of(g);
-    sp_vk_cmd *c = open_cmd(vk, barrier);
+    sp_vk_cmd *c = open_cmd(vk, barrier, false);
     if (!c) return SPLASH_ERR_INTERNAL;
     vk->api.vkCmdFillBuffer(c->cb, (VkBuffer)dst->handle, offset, bytes, 0);
     stamp(vk, c, "fill");

@@ -18,11 +18,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* VK_KHR_cooperative_matrix, for headers older than 1.3.255 (Debian 12's are 1.3.239): the definitions of the
+ * registry (vk.xml), only what device.c uses. */
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_cooperative_matrix 1
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR ((VkStructureType)1000506000)
+#define VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR ((VkStructureType)1000506001)
+typedef enum VkComponentTypeKHR { VK_COMPONENT_TYPE_FLOAT16_KHR = 0, VK_COMPONENT_TYPE_FLOAT32_KHR = 1 } VkComponentTypeKHR;
+typedef enum VkScopeKHR { VK_SCOPE_SUBGROUP_KHR = 3 } VkScopeKHR;
+typedef struct VkCooperativeMatrixPropertiesKHR {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    VkComponentTypeKHR AType, BType, CType, ResultType;
+    VkBool32 saturatingAccumulation;
+    VkScopeKHR scope;
+} VkCooperativeMatrixPropertiesKHR;
+typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(VkPhysicalDevice, uint32_t *,
+                                                                                   VkCooperativeMatrixPropertiesKHR *);
+#endif
+
 /* ---- the functions we load from libvulkan (dlopen at run time: no link-time dependency) ---- */
 #define SP_VK_INSTANCE_FUNCS(X)                                                                                     \
     X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                             \
     X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceQueueFamilyProperties)   \
-    X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr) X(vkEnumerateDeviceExtensionProperties)
 #define SP_VK_DEVICE_FUNCS(X)                                                                                       \
     X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkDeviceWaitIdle) X(vkAllocateMemory) X(vkFreeMemory) X(vkMapMemory)   \
     X(vkUnmapMemory) X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements) X(vkBindBufferMemory)    \
@@ -76,6 +102,7 @@ typedef struct sp_vk {
     uint32_t mem_device, mem_upload, mem_readback; /* memory type indices */
     uint64_t max_buffer;                           /* largest VkBuffer */
     uint32_t subgroup_size;
+    const char *no_coopmat;  /* why the cooperative-matrix kernels cannot run here, or NULL when they run */
 
     /* pipelines */
     VkShaderModule modules[SP_GPU_KERNEL_COUNT];
@@ -87,6 +114,7 @@ typedef struct sp_vk {
     int32_t cur;             /* command buffer being recorded, −1 = none */
     int32_t next;
     VkPipeline bound;
+    bool indirect_stale;          /* a barrier since the last one that reached the indirect-argument stage */
 
     /* profiling (SPLASH_VULKAN_PROFILE=1: table at exit; 2: also after every finish) */
     int profile;

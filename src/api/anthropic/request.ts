@@ -7,6 +7,7 @@ import { invalidRequest } from "../errors.ts";
 import { base64Image, imageFromUrl, requireVision } from "../images.ts";
 import { generationOptions } from "../options.ts";
 import { checkStructuredOutput } from "../response-format.ts";
+import { nothingToRead } from "../schema-common.ts";
 import { nameToolResults } from "../tool-names.ts";
 import type { Block, CountTokensRequest, MessagesRequest } from "./schema.ts";
 
@@ -28,6 +29,7 @@ export function anthropicConversation(req: CountTokensRequest, model: ChatModel)
   const system = typeof req.system === "string" ? [{ type: "text" as const, text: req.system }] : (req.system ?? []).flatMap((b) => (b.type === "text" && !ATTRIBUTION.test(b.text) ? [{ type: "text" as const, text: b.text }] : []));
   const messages: Message[] = system.length && system.some((p) => p.text) ? [{ role: "system", content: system }] : [];
   req.messages.forEach((m, i) => messages.push(...convertMessage(m, i, model)));
+  if (messages.length === 0) throw nothingToRead("messages", req.messages.flatMap((m) => (typeof m.content === "string" ? [] : m.content.flatMap((b) => (b.type === "ignored" ? [b.was] : [])))));
   nameToolResults(messages);
   const effort = req.output_config?.effort;
   const thinkingOn = req.thinking?.type === "enabled" || req.thinking?.type === "adaptive";
@@ -66,6 +68,8 @@ function effortLevel(effort: ReasoningEffort | "max"): ReasoningEffort {
 
 function convertMessage(m: MessagesRequest["messages"][number], i: number, model: ChatModel): Message[] {
   const param = `messages.${i}.content`;
+  // As Anthropic's API: only an assistant turn may be empty (the prefill of the answer).
+  if (m.role !== "assistant" && Array.isArray(m.content) && m.content.length === 0) throw invalidRequest("a message needs at least one content block (only an assistant message may be empty)", param);
   const blocks: Block[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
   if (m.role === "assistant") {
     const out: Extract<Message, { role: "assistant" }> = { role: "assistant", content: [] };

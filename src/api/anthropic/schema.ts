@@ -6,7 +6,7 @@
 // `type` other than "custom", e.g. web_search_20250305) are not offered to the model.
 import { z } from "zod";
 import { EFFORTS } from "../options.ts";
-import { Ignored, JsonObject, Probability, Seed, Temperature, TopK, tagUnknown } from "../schema-common.ts";
+import { Ignored, JsonObject, Probability, Seed, StopSequences, Temperature, TopK, tagUnknown } from "../schema-common.ts";
 
 const ImageSource = z.discriminatedUnion("type", [
   z.object({ type: z.literal("base64"), media_type: z.string(), data: z.string() }),
@@ -72,7 +72,7 @@ const Conversation = {
 export const MessagesRequest = z.object({
   ...Conversation,
   max_tokens: z.number().int().min(1),
-  stop_sequences: z.array(z.string()).nullish(),
+  stop_sequences: StopSequences.nullish(),
   stream: z.boolean().nullish(),
   temperature: Temperature(1),
   top_p: Probability,

@@ -2,7 +2,7 @@
 import type { ChatModel, ContentPart, Conversation, GenerationOptions, Message, ResponseFormat, SamplingOptions, TextPart, ToolChoice, ToolDef } from "../../chat/ir.ts";
 import { invalidRequest } from "../errors.ts";
 import { imageFromUrl, requireVision } from "../images.ts";
-import { generationOptions, thinkingFromEffort } from "../options.ts";
+import { generationOptions, logitBias, thinkingFromEffort } from "../options.ts";
 import { checkStructuredOutput } from "../response-format.ts";
 import { nameToolResults } from "../tool-names.ts";
 import { parseArguments } from "../turn.ts";
@@ -47,6 +47,7 @@ export function convertChatRequest(req: ChatRequest, ctx: ConvertContext): { con
         frequencyPenalty: req.frequency_penalty,
         repetitionPenalty: req.repetition_penalty,
         seed: req.seed,
+        logitBias: logitBias(req.logit_bias, ctx.model),
       },
       logprobs: req.logprobs ? (req.top_logprobs ?? 0) : undefined,
     },

@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: the request as OpenAI documents it, and what Splash reads of it.
 import { z } from "zod";
 import { EFFORTS } from "../options.ts";
-import { JsonObject, MaxTokens, Penalty, Probability, Seed, Temperature, TopK } from "../schema-common.ts";
+import { JsonObject, LogitBiasMap, MaxTokens, Penalty, Probability, RepetitionPenalty, Seed, StopSequences, Temperature, TopK, TopLogprobs } from "../schema-common.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
 const ImageUrlPart = z.object({
@@ -71,7 +71,7 @@ export const ChatRequest = z.object({
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   max_tokens: MaxTokens,
   max_completion_tokens: MaxTokens,
-  stop: z.union([z.string(), z.array(z.string())]).nullish(),
+  stop: z.union([z.string(), StopSequences]).nullish(),
   n: z.literal(1, { error: "only n = 1 is supported" }).nullish(),
   temperature: Temperature(2),
   top_p: Probability,
@@ -79,10 +79,11 @@ export const ChatRequest = z.object({
   min_p: Probability,
   presence_penalty: Penalty,
   frequency_penalty: Penalty,
-  repetition_penalty: z.number().positive().nullish(),
+  repetition_penalty: RepetitionPenalty,
+  logit_bias: LogitBiasMap.nullish(),
   seed: Seed,
   logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  top_logprobs: TopLogprobs,
   reasoning_effort: z.enum(EFFORTS).nullish(),
   // vLLM's way to switch a Qwen model's thinking off; Qwen users' clients send it.
   chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).nullish(),

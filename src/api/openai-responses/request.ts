@@ -7,6 +7,7 @@ import { invalidRequest } from "../errors.ts";
 import { imageFromUrl, requireVision } from "../images.ts";
 import { generationOptions, thinkingFromEffort } from "../options.ts";
 import { checkStructuredOutput } from "../response-format.ts";
+import { nothingToRead } from "../schema-common.ts";
 import { nameToolResults } from "../tool-names.ts";
 import { parseArguments } from "../turn.ts";
 import type { InputItem, ResponsesContentPart, ResponsesRequest } from "./schema.ts";
@@ -41,6 +42,7 @@ export function convertResponsesRequest(req: ResponsesRequest, ctx: ResponsesCon
   }
   const input = typeof req.input === "string" ? [{ role: "user" as const, content: [{ type: "text" as const, text: req.input }] }] : convertItems(req.input, ctx.model);
   const messages: Message[] = nameToolResults([...(req.instructions ? [{ role: "system" as const, content: [{ type: "text" as const, text: req.instructions }] }] : []), ...ctx.history, ...input]);
+  if (messages.length === 0) throw nothingToRead("input", typeof req.input === "string" ? [] : req.input.flatMap((item) => (item.type === "ignored" ? [item.was] : [])));
   const conversation: Conversation = {
     messages,
     tools,
@@ -58,7 +60,7 @@ export function convertResponsesRequest(req: ResponsesRequest, ctx: ResponsesCon
     ctx.model,
     {
       maxTokens: req.max_output_tokens,
-      sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, minP: req.min_p, presencePenalty: req.presence_penalty, frequencyPenalty: req.frequency_penalty, seed: req.seed },
+      sampling: { temperature: req.temperature, topP: req.top_p, topK: req.top_k, minP: req.min_p, presencePenalty: req.presence_penalty, frequencyPenalty: req.frequency_penalty, repetitionPenalty: req.repetition_penalty, seed: req.seed },
       logprobs: req.top_logprobs ?? undefined,
     },
     ctx.sampling,

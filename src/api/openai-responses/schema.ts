@@ -5,7 +5,7 @@
 // function with one string parameter, and local_shell calls in the history are kept as ordinary tool calls.
 import { z } from "zod";
 import { EFFORTS } from "../options.ts";
-import { Ignored, JsonObject, MaxTokens, Penalty, Probability, Seed, Temperature, TopK, tagUnknown } from "../schema-common.ts";
+import { Ignored, JsonObject, MaxTokens, Penalty, Probability, RepetitionPenalty, Seed, Temperature, TopK, TopLogprobs, tagUnknown } from "../schema-common.ts";
 
 const InputText = z.object({ type: z.literal("input_text"), text: z.string() });
 const OutputText = z.object({ type: z.literal("output_text"), text: z.string() });
@@ -94,8 +94,9 @@ export const ResponsesRequest = z.object({
   min_p: Probability,
   presence_penalty: Penalty,
   frequency_penalty: Penalty,
+  repetition_penalty: RepetitionPenalty,
   seed: Seed,
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  top_logprobs: TopLogprobs,
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 

@@ -1,9 +1,10 @@
 // Per-sequence constraints over a compiled grammar (TokenConstraint, src/engine/types.ts), the thinking wrapper,
 // and the draft check for speculative decoding. One constraint per sequence; batching needs nothing more.
 import type { TokenConstraint } from "../types.ts";
+import type { Bounds } from "./bounds.ts";
 import type { ThinkText } from "./think-text.ts";
 import { BOUNDARY, type Utf8Table } from "./utf8.ts";
-import type { Matcher } from "./xgrammar.ts";
+import type { TokenMatcher } from "./grammar-pool.ts";
 
 // What a compiled grammar shares with all of its sequences.
 export type MaskPolicy = {
@@ -14,7 +15,7 @@ export type MaskPolicy = {
   // ordinary tokens.
   blocked: number[];
   utf8: Utf8Table;
-  thinkText: () => ThinkText; // made on first use: only constraints after open reasoning need it
+  thinkText: () => ThinkText; // throws for a vocabulary without a </think> token
 };
 
 const bit = (mask: Uint32Array, t: number): boolean => ((mask[t >>> 5]! >>> (t & 31)) & 1) === 1;
@@ -27,8 +28,9 @@ export class GrammarConstraint implements TokenConstraint {
   private released = false;
 
   constructor(
-    private readonly matcher: Matcher,
+    private readonly matcher: TokenMatcher,
     private readonly policy: MaskPolicy,
+    private readonly bounds: Bounds | null, // the counts the grammar leaves open (bounds.ts)
   ) {
     this.mask = new Uint32Array(Math.ceil(policy.size / 32));
     this.stopWords = new Map();
@@ -53,7 +55,11 @@ export class GrammarConstraint implements TokenConstraint {
   accept(token: number): boolean {
     if (this.policy.stopTokens.includes(token) || this.policy.blocked.includes(token)) return false;
     const utf8 = this.policy.utf8.after(this.utf8State, token);
-    if (utf8 < 0 || !this.matcher.accept(token)) return false;
+    if (utf8 < 0 || (this.bounds && !this.bounds.accept(token))) return false;
+    if (!this.matcher.accept(token)) {
+      this.bounds?.rollback(1);
+      return false;
+    }
     this.utf8States.push(utf8);
     this.fresh = false;
     return true;
@@ -63,16 +69,22 @@ export class GrammarConstraint implements TokenConstraint {
     if (n < 0 || n > this.utf8States.length) throw new RangeError(`rollback(${n}) with ${this.utf8States.length} tokens accepted`);
     if (n === 0) return;
     this.matcher.rollback(n);
+    this.bounds?.rollback(n);
     this.utf8States.length -= n;
     this.fresh = false;
   }
 
-  // Complete when nothing but a stop token may follow.
+  // Complete when nothing but a stop token may follow. A state that allows no token at all is a bug (the grammar and
+  // the counts disagree): it throws, so the sequence ends with an error rather than with an invalid value.
   isComplete(): boolean {
     const mask = this.current();
+    let stop = false;
     for (let w = 0; w < mask.length; w++) {
-      if ((mask[w]! & ~(this.stopWords.get(w) ?? 0)) !== 0) return false;
+      const stops = this.stopWords.get(w) ?? 0;
+      if ((mask[w]! & ~stops) !== 0) return false;
+      if ((mask[w]! & stops) !== 0) stop = true;
     }
+    if (!stop) throw new Error("structured output: no token can continue the output");
     return true;
   }
 
@@ -88,6 +100,7 @@ export class GrammarConstraint implements TokenConstraint {
       this.matcher.fillMask(this.mask);
       for (const t of this.policy.blocked) this.mask[t >>> 5]! &= ~(1 << (t & 31));
       this.policy.utf8.restrict(this.mask, this.utf8State);
+      this.bounds?.restrict(this.mask);
       this.fresh = true;
     }
     return this.mask;

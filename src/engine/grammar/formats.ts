@@ -1,6 +1,9 @@
-// The string formats a schema may ask for, as patterns run through regex.ts. Each generates a subset of what
-// ajv-formats' full mode accepts (so outputs validate there): dates know month lengths and leap years, times have
-// no leap second, e-mail domains have a dot, UUIDs are lowercase.
+// The string formats a schema may ask for, as patterns run through regex.ts (null: any string). Each generates a
+// subset of what ajv-formats' full mode accepts (so outputs validate there): dates know month lengths and leap
+// years, times have no leap second, e-mail domains have a dot, UUIDs are lowercase, URIs have an authority and no
+// percent-escapes. Repetitions stay class stars where they can: xgrammar computes masks inside `[…]*` fast, and
+// every bounded repetition costs compile time (regex.ts). Formats that need bounded repetitions to be exact
+// (hostname, ipv6) are not offered.
 const DAY_31 = "(0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])";
 const DAY_30 = "(0[469]|11)-(0[1-9]|[12]\\d|30)";
 const FEB = "02-(0[1-9]|1\\d|2[0-8])";
@@ -10,12 +13,31 @@ const TIME = "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[
 const ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
 const LABEL = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"; // no leading or trailing hyphen; class stars keep masks fast
 const OCTET = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+// RFC 3986 characters without "%" (so no escape sequences), for the authority and for path, query and fragment.
+const REG_NAME = "[A-Za-z0-9._~!$&'()*+,;=-]+";
+const PCHAR = "[A-Za-z0-9._~!$&'()*+,;=:@-]";
+const QCHAR = "[A-Za-z0-9._~!$&'()*+,;=:@/?-]";
+const AFTER_AUTHORITY = `(:\\d{1,5})?(/${PCHAR}*)*(\\?${QCHAR}*)?(#${QCHAR}*)?`;
+const URI = `[A-Za-z][A-Za-z0-9+.-]*://${REG_NAME}${AFTER_AUTHORITY}`;
+const URL_LABEL = "[a-z0-9]+(-[a-z0-9]+)*";
 
-export const FORMATS: Record<string, string> = {
+export const FORMATS: Record<string, string | null> = {
   date: `^${DATE}$`,
   time: `^${TIME}$`,
   "date-time": `^${DATE}T${TIME}$`,
   uuid: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
   email: `^${ATEXT}+(\\.${ATEXT}+)*@${LABEL}(\\.${LABEL})+$`,
   ipv4: `^(${OCTET}\\.){3}${OCTET}$`,
+  uri: `^${URI}$`,
+  "uri-reference": `^(${URI}|(/${PCHAR}*)+(\\?${QCHAR}*)?(#${QCHAR}*)?)$`,
+  "uri-template": "^[^\\u0000-\\u0020\"'<>%\\\\^`{|}]*$",
+  url: `^https?://${URL_LABEL}(\\.${URL_LABEL})*\\.[a-z][a-z]+(/\\S*)?$`,
+  duration: "^P((\\d+Y)?(\\d+M)?\\d+D|\\d+W|T\\d+H(\\d+M)?(\\d+S)?)$",
+  "iso-time": `^${TIME}$`,
+  "iso-date-time": `^${DATE}T${TIME}$`,
+  "json-pointer": "^(/[^~/]*)*$",
+  "relative-json-pointer": "^(0|[1-9]\\d*)(#|(/[^~/]*)*)$",
+  byte: "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+  password: null,
+  binary: null,
 };

@@ -1,21 +1,22 @@
 // Structured output: a conversation's response format and tool choice → a TokenConstraint per sequence.
 //
-//   const so = new LazyStructuredOutput(() => vocabulary);          // once per loaded model (src/models/load.ts)
+//   const so = new StructuredOutput(vocabulary);                     // once per loaded model (src/models/load.ts)
 //   const grammar = await so.prepare(conversation);                  // per request; ConstraintError → HTTP 400
 //   const constraint = grammar && (await grammar.start({ thinking: promptEndsInsideThink }));
 //   engine.generate({ ..., constraint });                            // the engine calls fillMask/accept/…
 //   constraint?.release();                                           // once the engine request has ended
+//   so.close();                                                      // with the model (ends the grammar workers)
 //
-// Grammars are compiled once per (vocabulary, grammar text) and cached; the grammar text is the canonical form of
-// the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it deterministically).
+// Grammars are compiled once per (vocabulary, grammar text), in a worker thread (grammar-pool.ts), and cached; the
+// grammar text is the canonical form of the schema and tools (schema.ts + json-grammar.ts + tool-grammar.ts write it
+// deterministically).
 import type { TokenConstraint } from "../types.ts";
+import { Bounds, type BoundsPlan, type BoundsTable } from "./bounds.ts";
 import { GrammarConstraint, ThinkingConstraint, type MaskPolicy } from "./constraint.ts";
-import { ThinkText } from "./think-text.ts";
 import { grammarKind, planGrammar, type ConstraintRequest, type GrammarKind, type GrammarPlan } from "./request.ts";
-import { Utf8Table } from "./utf8.ts";
+import { readTables, tablesPath, useTables, type VocabTables } from "./vocab-tables.ts";
 import type { Vocabulary } from "./vocab.ts";
-import { XgrammarVocab } from "./xgrammar.ts";
-import type { CompiledGrammar } from "@mlc-ai/web-xgrammar";
+import { GrammarPool, type RemoteGrammar } from "./grammar-pool.ts";
 
 export { checkDraft } from "./constraint.ts";
 export { ConstraintError, grammarKind, planGrammar, type ConstraintRequest, type GrammarKind } from "./request.ts";
@@ -28,27 +29,37 @@ const TOOL_TAGS = ["<tool_call>", "</tool_call>"];
 export type SequenceConstraint = TokenConstraint & { release(): void };
 
 export class StructuredOutput {
-  private readonly cache = new Map<string, Promise<PreparedGrammar>>();
+  private readonly cache = new Map<string, Promise<RemoteGrammar>>();
   private readonly plans = new Map<string, GrammarPlan | null>();
-  private thinkText: ThinkText | undefined;
+  private readonly pool: GrammarPool;
+  private readonly tables: Promise<VocabTables>;
 
-  private constructor(
-    private readonly xg: XgrammarVocab,
-    private readonly utf8: Utf8Table,
-  ) {}
-
-  // Loads the WebAssembly module (once per process) and preprocesses the vocabulary (≈1 s for 151K tokens).
-  static async create(vocab: Vocabulary): Promise<StructuredOutput> {
-    return new StructuredOutput(await XgrammarVocab.create(vocab), new Utf8Table(vocab));
+  // Starts the first grammar worker, which prepares the vocabulary for xgrammar in the background (≈1 s for 151K
+  // tokens), and builds the vocabulary's tables there unless they are on disk already (vocab-tables.ts); a request
+  // that needs a grammar before then waits for them, no other request does.
+  constructor(readonly vocabulary: Vocabulary) {
+    this.pool = new GrammarPool(vocabulary);
+    const path = tablesPath(vocabulary);
+    const kept = readTables(path, vocabulary);
+    this.tables = kept ? Promise.resolve(useTables(kept)) : this.pool.tables(path).then(useTables);
+    this.tables.catch(() => {}); // reported by the requests that wait for them
   }
 
-  get vocabulary(): Vocabulary {
-    return this.xg.vocab;
+  // A StructuredOutput whose first worker and tables are ready.
+  static async create(vocab: Vocabulary): Promise<StructuredOutput> {
+    const so = new StructuredOutput(vocab);
+    await Promise.all([so.pool.ready(), so.tables]);
+    return so;
+  }
+
+  close(): void {
+    this.pool.close();
   }
 
   // The grammar a request needs (compiled, or from the cache), or null when it needs none. Throws ConstraintError
   // for a schema or tool choice the grammar cannot enforce.
   async prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> {
+    if (!grammarKind(req)) return null;
     // Writing the grammar takes milliseconds; a request seen before skips that too.
     const requestKey = JSON.stringify([req.responseFormat, req.tools, req.toolChoice, req.parallelToolCalls]);
     let plan = this.plans.get(requestKey);
@@ -58,71 +69,53 @@ export class StructuredOutput {
       if (this.plans.size > CACHE_ENTRIES) this.plans.delete(this.plans.keys().next().value!);
     }
     if (!plan) return null;
-    const key = `${this.xg.vocab.id}\n${plan.ebnf}`;
+    // Requests that differ only in their counts share the compiled grammar.
+    const key = `${this.vocabulary.id}\n${plan.ebnf}`;
     let entry = this.cache.get(key);
     if (entry) this.cache.delete(key);
     else {
-      entry = this.xg.compile(plan.ebnf).then((compiled) => new PreparedGrammar(this.xg, compiled, plan.kind, plan.ebnf, this.policy(plan.kind)));
+      entry = this.pool.compile(plan.ebnf);
       entry.catch(() => this.cache.delete(key));
     }
     this.cache.set(key, entry);
     while (this.cache.size > CACHE_ENTRIES) {
       const [oldest, evicted] = this.cache.entries().next().value!;
       this.cache.delete(oldest);
+      // Matchers made from it keep what they need (xgrammar shares it with them).
       evicted.then((g) => g.dispose(), () => {});
     }
-    return entry;
+    const tables = await this.tables;
+    const bounds = plan.bounds && { plan: plan.bounds, table: tables.bounds };
+    return new PreparedGrammar(await entry, plan.kind, plan.ebnf, this.policy(plan.kind, tables), bounds);
   }
 
-  private policy(kind: GrammarKind): MaskPolicy {
-    const v = this.xg.vocab;
+  private policy(kind: GrammarKind, tables: VocabTables): MaskPolicy {
+    const v = this.vocabulary;
     const allowed = new Set(kind === "json" ? [] : TOOL_TAGS);
     const blocked = [...v.added].filter(([text, id]) => !v.special.has(id) && !allowed.has(text)).map(([, id]) => id);
     const thinkText = () => {
-      const end = v.added.get("</think>");
-      if (end === undefined) throw new Error("thinking constraint: the vocabulary has no </think> token");
-      return (this.thinkText ??= new ThinkText(v, end));
+      if (!tables.think) throw new Error("thinking constraint: the vocabulary has no </think> token");
+      return tables.think;
     };
-    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: this.utf8, thinkText };
-  }
-}
-
-// The StructuredOutput of one loaded model, made on the first request that needs a grammar: preparing the vocabulary
-// takes seconds for a 150K vocabulary (and blocks the event loop meanwhile), so a model that never gets such a request
-// never pays, and requests without one never wait for it.
-export class LazyStructuredOutput {
-  private so: Promise<StructuredOutput> | undefined;
-
-  constructor(private readonly vocabulary: () => Vocabulary) {}
-
-  async prepare(req: ConstraintRequest): Promise<PreparedGrammar | null> {
-    if (!grammarKind(req)) return null;
-    if (!this.so) {
-      this.so = StructuredOutput.create(this.vocabulary());
-      this.so.catch(() => (this.so = undefined)); // a failed preparation is tried again by the next request
-    }
-    return (await this.so).prepare(req);
+    return { size: v.size, stopTokens: v.stopTokens, blocked, utf8: tables.utf8, thinkText };
   }
 }
 
 export class PreparedGrammar {
   constructor(
-    private readonly xg: XgrammarVocab,
-    private readonly compiled: CompiledGrammar,
+    readonly compiled: RemoteGrammar, // shared by every request with the same grammar text
     readonly kind: GrammarKind,
     readonly ebnf: string,
     private readonly policy: MaskPolicy,
+    private readonly bounds: { plan: BoundsPlan; table: BoundsTable } | null,
   ) {}
 
   // A fresh constraint for one sequence. With `thinking` (the prompt ends inside <think>), the reasoning up to the
   // </think> token is free (constraint.ts ThinkingConstraint) and the grammar applies after it.
   async start(options: { thinking: boolean }): Promise<SequenceConstraint> {
     const text = options.thinking ? this.policy.thinkText() : undefined;
-    const inner = new GrammarConstraint(await this.xg.matcher(this.compiled), this.policy);
-    return text ? new ThinkingConstraint(inner, this.xg.vocab.added.get("</think>")!, this.policy, text) : inner;
-  }
-
-  dispose(): void {
-    this.compiled.dispose();
+    const bounds = this.bounds && new Bounds(this.bounds.plan, this.bounds.table);
+    const inner = new GrammarConstraint(await this.compiled.matcher(), this.policy, bounds);
+    return text ? new ThinkingConstraint(inner, text.end, this.policy, text) : inner;
   }
 }

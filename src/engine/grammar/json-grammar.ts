@@ -70,49 +70,24 @@ export class JsonWriter {
     return name;
   }
 
+  // Length bounds are not written: the constraint counts them (bounds.ts).
   private string(node: Extract<Node, { kind: "string" }>): string {
-    if (node.regex) {
-      const body = regexToEbnf(node.regex, "json");
-      if (body === null) throw new Error("pattern with an empty language reached the grammar writer");
-      return this.rules.add("pattern", cat('"\\""', body, '"\\""'));
-    }
-    if (node.minLength === 0 && node.maxLength === undefined) return this.builtin("json_string");
-    // One code point per element and no escapes (an escape would be one character written as two or more).
-    const char = charClass(STRING_CHAR);
-    const q = node.maxLength === undefined ? `{${node.minLength},}` : `{${node.minLength},${node.maxLength}}`;
-    return this.rules.add("string", `"\\"" ${char}${q} "\\""`);
+    if (!node.regex) return this.builtin("json_string");
+    const body = regexToEbnf(node.regex, "json");
+    if (body === null) throw new Error("pattern with an empty language reached the grammar writer");
+    return this.rules.add("pattern", cat('"\\""', body, '"\\""'));
   }
 
+  // Item counts are not written (bounds.ts counts them): after the prefix items, which may stop anywhere, any
+  // number of further items.
   private array(node: Extract<Node, { kind: "array" }>): string {
-    const { prefix, items, minItems: min } = node;
-    const max = node.maxItems ?? Infinity;
-    const k = prefix.length;
+    const { prefix, items } = node;
     const item = items ? this.value(items) : null;
-    const repeat = (lo: number, hi: number): string =>
-      hi === Infinity ? (lo === 0 ? "*" : lo === 1 ? "+" : `{${lo},}`) : lo === 0 && hi === 1 ? "?" : `{${lo},${hi}}`;
-    const rest = (done: number): string => {
-      // after `done` (>= k) elements: further items, then "]"
-      const lo = Math.max(0, min - done);
-      const hi = max - done;
-      return item && hi > 0 ? cat(`(", " ${item})${repeat(lo, hi)}`, '"]"') : '"]"';
-    };
-    const tails: string[] = [];
-    const tail = (i: number): string => {
-      // after i >= 1 elements, i <= k
-      if (tails[i]) return tails[i]!;
-      if (i === k) return (tails[i] = rest(k));
-      const options: string[] = [];
-      if (i >= min) options.push('"]"');
-      if (i + 1 <= max) options.push(cat('", "', this.value(prefix[i]!), tail(i + 1)));
-      return (tails[i] = this.rules.add("array_tail", options.join(" | ")));
-    };
-    const options: string[] = [];
-    if (min === 0) options.push('"]"');
-    if (max >= 1) {
-      if (k > 0) options.push(cat(this.value(prefix[0]!), tail(1)));
-      else if (item) options.push(cat(item, rest(1)));
-    }
-    return this.rules.add("array", `"[" ${alt(options)}`);
+    const rest = item ? cat(`(", " ${item})*`, '"]"') : '"]"';
+    let tail = rest; // after prefix item i (from the last back to the first)
+    for (let i = prefix.length - 1; i >= 1; i--) tail = this.rules.add("array_tail", `"]" | ${cat('", "', this.value(prefix[i]!), tail)}`);
+    const first = prefix.length ? cat(this.value(prefix[0]!), tail) : item ? cat(item, rest) : null;
+    return this.rules.add("array", `"[" ${first ? `("]" | ${first})` : '"]"'}`);
   }
 
   private object(node: Extract<Node, { kind: "object" }>): string {

@@ -9,6 +9,7 @@
 // Tool arguments are always constrained by their schemas once any grammar is active. Answers may start with up to
 // two newlines (a thinking model writes "\n\n" after </think>).
 import { offeredTools, type Conversation } from "../../chat/ir.ts";
+import { CountedSchema, toolBounds, type BoundsPlan, type Counted, type ToolBounds } from "./bounds.ts";
 import { Rules } from "./ebnf.ts";
 import { JsonWriter } from "./json-grammar.ts";
 import { compileSchema, SchemaError, type CompiledSchema } from "./schema.ts";
@@ -17,7 +18,8 @@ import { textThenToolCalls, ToolParameterError, toolCalls, type ToolSchema } fro
 export type ConstraintRequest = Pick<Conversation, "responseFormat" | "tools" | "toolChoice" | "parallelToolCalls">;
 
 export type GrammarKind = "json" | "tool_calls" | "json_or_tool_calls" | "text_or_tool_calls";
-export type GrammarPlan = { kind: GrammarKind; ebnf: string };
+// The grammar, and the counts the constraint keeps beside it (null: none).
+export type GrammarPlan = { kind: GrammarKind; ebnf: string; bounds: BoundsPlan | null };
 
 // A request field the grammar cannot serve (an unknown tool name in tool_choice, a bad tool name).
 export class ConstraintError extends Error {
@@ -85,7 +87,35 @@ export function planGrammar(req: ConstraintRequest): GrammarPlan | null {
     }
     throw e;
   }
-  return { kind, ebnf: rules.text(root) };
+  return { kind, ebnf: rules.text(root), bounds: boundsOf(req, kind, json, toolSchemas) };
+}
+
+function boundsOf(req: ConstraintRequest, kind: GrammarKind, json: CompiledSchema | null, tools: ToolSchema[]): BoundsPlan | null {
+  let counted: Counted | null = null;
+  if (json && kind !== "tool_calls" && kind !== "text_or_tool_calls") {
+    try {
+      counted = new CountedSchema(json).of(json.root);
+    } catch (e) {
+      if (e instanceof SchemaError) throw new ConstraintError(`response format schema: ${e.message}`, "responseFormat.schema", e.keyword, e.path);
+      throw e;
+    }
+  }
+  if (kind === "json") return counted && { kind: "json", root: counted };
+  const byTool = new Map<string, ToolBounds>();
+  for (const tool of tools) {
+    let root = tool.schema.root;
+    while (root.kind === "ref") root = tool.schema.defs.get(root.id)!;
+    if (root.kind !== "object") continue;
+    try {
+      const b = toolBounds(tool.schema, root.properties);
+      if (b) byTool.set(tool.name, b);
+    } catch (e) {
+      if (e instanceof SchemaError) throw new ConstraintError(`tool "${tool.name}" parameters: ${e.message}`, `tools[${req.tools.findIndex((t) => t.name === tool.name)}].parameters`, e.keyword, e.path);
+      throw e;
+    }
+  }
+  if (!counted && byTool.size === 0) return null;
+  return { kind: "tools", start: kind === "tool_calls" ? "calls" : kind === "json_or_tool_calls" ? "json_or_calls" : "text", json: counted, tools: byTool };
 }
 
 function schemaOf(schema: unknown, param: string, label: string): CompiledSchema {

@@ -7,7 +7,7 @@
 // without `items` gets no further items; a pattern is matched whole. Every output still validates.
 import { FORMATS } from "./formats.ts";
 import { integerEbnf, numberEbnf, Unsatisfiable, type Bound } from "./numbers.ts";
-import { MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
+import { parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
 import { Rules } from "./ebnf.ts";
 
 export type Property = { name: string; node: Node; required: boolean };
@@ -21,7 +21,7 @@ export type Node =
   | { kind: "string"; minLength: number; maxLength?: number; regex?: Regex; pattern?: string }
   | { kind: "array"; prefix: Node[]; items: Node | null; minItems: number; maxItems?: number }
   | { kind: "object"; properties: Property[]; additional: Node | null }
-  | { kind: "union"; options: Node[] }
+  | { kind: "union"; options: Node[]; path: string; keyword: string } // where the schema says anyOf/oneOf/type
   | { kind: "ref"; id: string };
 
 export type CompiledSchema = { root: Node; defs: Map<string, Node> };
@@ -41,7 +41,7 @@ const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$sc
 const SUPPORTED = new Set([
   "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
   "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf",
-  "allOf", "$ref",
+  "allOf", "$ref", "propertyNames",
 ]);
 const HINTS: Record<string, string> = {
   nullable: ' (OpenAPI); use "type": [..., "null"]',
@@ -53,7 +53,7 @@ const HINTS: Record<string, string> = {
 };
 const TYPES = ["null", "boolean", "object", "array", "number", "string", "integer"] as const;
 type TypeName = (typeof TYPES)[number];
-const OBJECT_KEYS = ["properties", "required", "additionalProperties"];
+const OBJECT_KEYS = ["properties", "required", "additionalProperties", "propertyNames"];
 const ARRAY_KEYS = ["items", "prefixItems", "minItems", "maxItems"];
 const STRING_KEYS = ["minLength", "maxLength", "pattern", "format"];
 const NUMBER_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
@@ -65,7 +65,6 @@ const NUMBER_FORMATS: Record<string, { integer?: true; min?: Bound; max?: Bound 
   float: {},
   double: {},
 };
-const MAX_ITEMS = 256;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -159,7 +158,7 @@ class Compiler {
         }
       }
     }
-    return options.length === 1 ? options[0]! : { kind: "union", options };
+    return options.length === 1 ? options[0]! : { kind: "union", options, path: at(path, keyword), keyword };
   }
 
   private typed(s: Obj, path: string, depth: number): Node {
@@ -181,7 +180,7 @@ class Compiler {
       if (types.includes("number")) types = types.filter((t) => t !== "integer");
     }
     const nodes = [...new Set(types)].map((t) => this.build(t, s, path, depth));
-    return nodes.length === 1 ? nodes[0]! : { kind: "union", options: nodes };
+    return nodes.length === 1 ? nodes[0]! : { kind: "union", options: nodes, path: at(path, "type"), keyword: "type" };
   }
 
   private build(type: TypeName | "any", s: Obj, path: string, depth: number): Node {
@@ -221,20 +220,16 @@ class Compiler {
   private string(s: Obj, path: string): Node {
     const minLength = this.count(s, path, "minLength") ?? 0;
     const maxLength = this.count(s, path, "maxLength");
-    for (const k of ["minLength", "maxLength"] as const) {
-      const v = k === "minLength" ? minLength : maxLength;
-      if (v !== undefined && v > MAX_REPEAT) throw new SchemaError(`${k} above ${MAX_REPEAT} is not supported (the grammar's compile time grows with it)`, at(path, k), k);
-    }
     if (maxLength !== undefined && minLength > maxLength) throw new SchemaError("minLength is greater than maxLength", path, "minLength");
     if (s.pattern !== undefined && s.format !== undefined) throw new SchemaError('"pattern" together with "format" is not supported', path, "format");
     let pattern: string | undefined;
     let keyword = "pattern";
     if (s.format !== undefined) {
       keyword = "format";
-      if (typeof s.format !== "string" || !FORMATS[s.format]) {
+      if (typeof s.format !== "string" || !Object.hasOwn(FORMATS, s.format)) {
         throw new SchemaError(`format ${JSON.stringify(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(", ")})`, at(path, "format"), "format");
       }
-      pattern = FORMATS[s.format];
+      pattern = FORMATS[s.format] ?? undefined;
     } else if (s.pattern !== undefined) {
       if (typeof s.pattern !== "string") throw new SchemaError('"pattern" must be a string', at(path, "pattern"), "pattern");
       pattern = s.pattern;
@@ -264,9 +259,6 @@ class Compiler {
     const minItems = this.count(s, path, "minItems") ?? 0;
     const maxItems = this.count(s, path, "maxItems");
     if (maxItems !== undefined && minItems > maxItems) throw new SchemaError("minItems is greater than maxItems", path, "minItems");
-    for (const [k, v] of [["minItems", minItems], ["maxItems", maxItems]] as const) {
-      if (v !== undefined && v > MAX_ITEMS) throw new SchemaError(`${k} above ${MAX_ITEMS} is not supported`, at(path, k), k);
-    }
     if (items === null && minItems > prefix.length) throw new SchemaError("minItems is more than the items the schema allows", path, "minItems");
     return { kind: "array", prefix, items, minItems, ...(maxItems !== undefined && { maxItems }) };
   }
@@ -276,6 +268,11 @@ class Compiler {
     if (!isObj(props)) throw new SchemaError('"properties" must be an object', at(path, "properties"), "properties");
     const required = s.required === undefined ? [] : this.array(s.required, at(path, "required"), "required");
     for (const r of required) if (typeof r !== "string") throw new SchemaError('"required" must list strings', at(path, "required"), "required");
+    // Keys are strings already: a propertyNames that accepts every string (what zod writes for records) says nothing.
+    const names = s.propertyNames;
+    if (names !== undefined && names !== true && !(isObj(names) && Object.keys(names).every((k) => ANNOTATIONS.has(k) || (k === "type" && names.type === "string")))) {
+      throw new SchemaError('"propertyNames" is supported only when it accepts every string', at(path, "propertyNames"), "propertyNames");
+    }
     const ap = s.additionalProperties;
     let additional: Node | null;
     if (ap === undefined) additional = Object.keys(props).length ? null : { kind: "any" };
@@ -287,7 +284,7 @@ class Compiler {
       required: required.includes(name),
     }));
     for (const name of new Set(required as string[])) {
-      if (name in props) continue;
+      if (Object.hasOwn(props, name)) continue;
       if (ap === false) throw new SchemaError(`required property "${name}" is not in "properties" and additionalProperties is false`, at(path, "required"), "required");
       properties.push({ name, node: additional ?? { kind: "any" }, required: true });
     }
@@ -391,19 +388,19 @@ function merge(a: Obj | boolean, b: Obj | boolean, path: string): Obj | boolean 
     }
   }
   if (a.properties !== undefined || b.properties !== undefined) {
-    const props: Obj = {};
+    const props: Obj = Object.create(null) as Obj; // no prototype: a property may be named "__proto__"
     const only = (p: unknown, otherAp: unknown): unknown => (otherAp === undefined || otherAp === true ? p : otherAp === false ? undefined : { allOf: [p, otherAp] });
     for (const [name, p] of Object.entries(aProps)) {
-      const v = name in bProps ? { allOf: [p, bProps[name]] } : only(p, b.properties !== undefined || b.additionalProperties !== undefined ? b.additionalProperties : true);
+      const v = Object.hasOwn(bProps, name) ? { allOf: [p, bProps[name]] } : only(p, b.properties !== undefined || b.additionalProperties !== undefined ? b.additionalProperties : true);
       if (v !== undefined) props[name] = v;
     }
     for (const [name, p] of Object.entries(bProps)) {
-      if (name in aProps) continue;
+      if (Object.hasOwn(aProps, name)) continue;
       const v = only(p, a.additionalProperties);
       if (v !== undefined) props[name] = v;
     }
     for (const r of (out.required as string[] | undefined) ?? []) {
-      if (!(r in props) && (a.additionalProperties === false || b.additionalProperties === false)) {
+      if (!Object.hasOwn(props, r) && (a.additionalProperties === false || b.additionalProperties === false)) {
         throw new SchemaError(`allOf requires property "${r}" that another member's additionalProperties: false forbids`, path, "allOf");
       }
     }
@@ -448,7 +445,7 @@ export function satisfies(node: Node, v: unknown, defs: Map<string, Node>, depth
     case "object": {
       if (!isObj(v)) return false;
       for (const p of node.properties) {
-        if (p.name in v ? !satisfies(p.node, v[p.name], defs, depth + 1) : p.required) return false;
+        if (Object.hasOwn(v, p.name) ? !satisfies(p.node, v[p.name], defs, depth + 1) : p.required) return false;
       }
       const declared = new Set(node.properties.map((p) => p.name));
       return Object.entries(v).every(([k, x]) => declared.has(k) || (node.additional !== null && satisfies(node.additional, x, defs, depth + 1)));

@@ -1,7 +1,6 @@
 // Reasoning must not spell "</think>" in ordinary tokens. The output parser ends reasoning at that text, whichever
 // tokens wrote it, while the constraint hands over to the grammar only at the </think> token; so while reasoning, the
 // tokens that would complete the text are masked, and the two always agree on where the answer starts.
-import { tokenBytes, type Vocabulary } from "./vocab.ts";
 
 const END = [..."</think>"].map((c) => c.charCodeAt(0));
 
@@ -26,18 +25,26 @@ export class ThinkText {
   readonly completing: Uint32Array[];
 
   constructor(
-    private readonly vocab: Vocabulary,
-    thinkEnd: number,
+    private readonly bytes: readonly Uint8Array[],
+    readonly end: number, // the </think> token
+    data: Uint32Array, // ThinkText.data
   ) {
-    this.completing = END.map(() => new Uint32Array(Math.ceil(vocab.size / 32)));
-    for (let id = 0; id < vocab.size; id++) {
-      if (id === thinkEnd || vocab.special.has(id) || !vocab.tokens[id]) continue;
-      const bytes = tokenBytes(vocab, id);
-      for (let s = 0; s < END.length; s++) if (advance(s, bytes) === END.length) this.completing[s]![id >>> 5]! |= 1 << (id & 31);
-    }
+    const words = Math.ceil(bytes.length / 32);
+    this.completing = END.map((_, s) => data.subarray(s * words, (s + 1) * words));
+  }
+
+  // The completing sets, one after the other.
+  static data(bytes: readonly Uint8Array[], end: number): Uint32Array {
+    const words = Math.ceil(bytes.length / 32);
+    const out = new Uint32Array(END.length * words);
+    bytes.forEach((b, id) => {
+      if (id === end || b.length === 0) return;
+      for (let s = 0; s < END.length; s++) if (advance(s, b) === END.length) out[s * words + (id >>> 5)]! |= 1 << (id & 31);
+    });
+    return out;
   }
 
   after(s: number, token: number): number {
-    return advance(s, tokenBytes(this.vocab, token));
+    return advance(s, this.bytes[token]!);
   }
 }

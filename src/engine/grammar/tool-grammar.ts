@@ -6,9 +6,8 @@
 // whose schema admits only strings is raw text; any other is JSON (json.dumps style, what tojson renders), which
 // never holds a raw newline. So a parser finds each value's end at the first "\n</parameter>\n". Raw text never
 // contains "</parameter>" (each excluded tag costs xgrammar ~0.2 s of compile per character on a 151K vocabulary,
-// so the other tags are not excluded); raw text under a pattern, format or length bound never contains "<".
-import * as cs from "./charset.ts";
-import { alt, charClass, lit, type Rules } from "./ebnf.ts";
+// so the other tags are not excluded); raw text under a pattern or format never contains "<".
+import { alt, lit, type Rules } from "./ebnf.ts";
 import { cat, JsonWriter } from "./json-grammar.ts";
 import { regexToEbnf } from "./regex.ts";
 import { SchemaError, type CompiledSchema, type Node } from "./schema.ts";
@@ -82,11 +81,8 @@ function rawValue(rules: Rules, node: Node, schema: CompiledSchema): string {
     if (body === null) throw new SchemaError("pattern: a raw tool parameter cannot hold its matches (they need \"<\" or large non-ASCII ranges)", "", "pattern");
     return cat(rules.add("raw_pattern", body), end);
   }
-  if (n.minLength > 0 || n.maxLength !== undefined) {
-    const q = n.maxLength === undefined ? `{${n.minLength},}` : `{${n.minLength},${n.maxLength}}`;
-    return cat(`${charClass(cs.minus(cs.ANY, cs.chars(0x3c)))}${q}`, end);
-  }
-  // Text without "</parameter>", then the closing tag: the text may end anywhere, the tag after it is literal.
+  // Text without "</parameter>", then the closing tag: the text may end anywhere, the tag after it is literal. Length
+  // bounds are counted by the constraint (bounds.ts).
   let text = rules.builtins.get("raw_text");
   if (!text) {
     text = watchedText(rules, "raw_text", [{ text: "</parameter>", then: null }], end);

@@ -3,7 +3,6 @@
 // (surrogates, leads above U+10FFFF): decoded, those become U+FFFD, which breaks maxLength counts and patterns.
 // The guard follows the UTF-8 decoder state across accepted tokens and removes from the mask every token that
 // would make the bytes invalid.
-import { tokenBytes, type Vocabulary } from "./vocab.ts";
 
 // Decoder state: continuation bytes still needed, and the allowed range of the next one (RFC 3629 table 3-7).
 // Encoded as need | lo << 2 | hi << 10; 0 = at a character boundary.
@@ -43,21 +42,22 @@ export function run(state: Utf8State, bytes: Uint8Array): Utf8State {
 }
 
 // Per vocabulary: which tokens may follow a character boundary, and the few that start with continuation bytes.
-export class Utf8Table {
-  readonly atBoundary: Uint32Array; // bitmask of tokens valid from BOUNDARY
-  private readonly bytes: Uint8Array[];
-  private readonly continuing: number[]; // tokens whose first byte is a continuation byte
+export type Utf8Data = { atBoundary: Uint32Array; continuing: Int32Array };
 
-  constructor(vocab: Vocabulary) {
-    this.atBoundary = new Uint32Array(Math.ceil(vocab.size / 32));
-    this.bytes = [];
-    this.continuing = [];
-    for (let id = 0; id < vocab.size; id++) {
-      const b = vocab.special.has(id) ? new Uint8Array(0) : tokenBytes(vocab, id);
-      this.bytes.push(b);
-      if (run(BOUNDARY, b) !== INVALID) this.atBoundary[id >>> 5]! |= 1 << (id & 31);
-      if (b.length > 0 && (b[0]! & 0xc0) === 0x80) this.continuing.push(id);
-    }
+export class Utf8Table {
+  constructor(
+    readonly bytes: readonly Uint8Array[], // per token (empty for special tokens and padding)
+    private readonly data: Utf8Data,
+  ) {}
+
+  static data(bytes: readonly Uint8Array[]): Utf8Data {
+    const atBoundary = new Uint32Array(Math.ceil(bytes.length / 32));
+    const continuing: number[] = [];
+    bytes.forEach((b, id) => {
+      if (run(BOUNDARY, b) !== INVALID) atBoundary[id >>> 5]! |= 1 << (id & 31);
+      if (b.length > 0 && (b[0]! & 0xc0) === 0x80) continuing.push(id);
+    });
+    return { atBoundary, continuing: Int32Array.from(continuing) };
   }
 
   // The state after a token, or INVALID.
@@ -72,12 +72,13 @@ export class Utf8Table {
   // Clears from `mask` every token that would break UTF-8 in `state`.
   restrict(mask: Uint32Array, state: Utf8State): void {
     if (state === BOUNDARY) {
-      for (let w = 0; w < mask.length; w++) mask[w]! &= this.atBoundary[w]!;
+      const atBoundary = this.data.atBoundary;
+      for (let w = 0; w < mask.length; w++) mask[w]! &= atBoundary[w]!;
       return;
     }
     // Inside a character only tokens that start with the right continuation bytes can follow.
     const keep = new Uint32Array(mask.length);
-    for (const id of this.continuing) if (this.valid(state, id)) keep[id >>> 5]! |= 1 << (id & 31);
+    for (const id of this.data.continuing) if (this.valid(state, id)) keep[id >>> 5]! |= 1 << (id & 31);
     for (let w = 0; w < mask.length; w++) mask[w]! &= keep[w]!;
   }
 }

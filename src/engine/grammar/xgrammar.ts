@@ -1,5 +1,6 @@
 // The token-mask engine: xgrammar's WebAssembly build (@mlc-ai/web-xgrammar 0.1.27, pinned) compiles our EBNF
-// against the vocabulary and answers, per sequence, which tokens may come next.
+// against the vocabulary and answers, per sequence, which tokens may come next. It runs in grammar workers
+// (grammar-worker.ts, grammar-pool.ts), never on the engine thread.
 //
 // Why xgrammar, and why only its EBNF entry point. Measured on the shared 2-core dev machine (load average ~10
 // from other builds), Qwen3 vocabulary (151,669 tokens, 151,936 logits), `splash bench grammar` on a nested schema
@@ -14,11 +15,13 @@
 //   through as garbage ("1\u00005"), and puts unescaped quotes and control characters into pattern strings. Every
 //   error it meets aborts the WASM call. schema.ts validates and json-grammar.ts writes EBNF instead.
 // - Its EBNF has traps the writers avoid: character-class members above U+007F match single bytes (ebnf.ts charSet),
-//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~80 ms of
-//   compile per position over this vocabulary (caps in schema.ts and regex.ts).
-// - The package only offers an async getNextTokenBitmask() (it awaits its lazy init on every call). The engine loop
-//   needs the mask synchronously, so the binding's WebAssembly memory is captured when the module instantiates and
-//   the mask vector is copied straight out of it; a self-check at load compares that copy with the package's own
+//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~70 ms of
+//   compile per position over this vocabulary, also past 128 where it repeats natively (it still writes out 128
+//   positions on each side): regex.ts caps them, and string lengths and item counts are counted beside the grammar
+//   instead (bounds.ts).
+// - The package only offers an async getNextTokenBitmask() (it awaits its lazy init on every call). The worker
+//   answers the engine's synchronous calls, so the binding's WebAssembly memory is captured when the module instantiates and
+//   the mask vector is copied straight out of it; a self-check at start compares that copy with the package's own
 //   async path, so a package update that changes the layout fails loudly instead of masking wrongly.
 import * as xg from "@mlc-ai/web-xgrammar";
 import type { Vocabulary } from "./vocab.ts";

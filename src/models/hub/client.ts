@@ -35,6 +35,11 @@ export type HubFile = {
 
 export type RepoListing = { repo: string; revision: string; commit: string; files: HubFile[] };
 
+// A path inside a repository as the hub names files: relative, '/'-separated, no empty, "." or ".." part.
+function isRepoPath(path: string): boolean {
+  return path.length > 0 && !path.includes("\\") && !path.includes("\0") && path.split("/").every((p) => p !== "" && p !== "." && p !== "..");
+}
+
 export function hubEndpoint(): string {
   return (process.env.HF_ENDPOINT || DEFAULT_ENDPOINT).replace(/\/+$/, "");
 }
@@ -131,10 +136,16 @@ export class HubClient {
     if (!res.ok) throw await this.failure(res, repo, revision);
     const info = (await res.json()) as { sha?: string; siblings?: { rfilename: string; size?: number; blobId?: string; lfs?: { sha256: string; size: number } }[] };
     if (!info.sha || !Array.isArray(info.siblings)) throw new HubError("server", `${this.endpoint} answered the model API for ${repo} without sha and siblings: is HF_ENDPOINT a hub?`);
+    // The names below become paths in the cache (snapshots/<commit>/<path>, blobs/<etag>): whatever the server
+    // says, none may lead out of it.
+    const refuse = (what: string) => new HubError("server", `${this.endpoint} listed ${repo} with ${what}, which cannot be a path in the cache: refusing the listing`);
+    if (!/^[0-9a-f]{40}$/.test(info.sha)) throw refuse(`the commit ${JSON.stringify(info.sha)}`);
     const files: HubFile[] = info.siblings.map((s) => {
-      if (s.lfs) return { path: s.rfilename, size: s.lfs.size, etag: s.lfs.sha256, hash: "sha256" };
-      if (s.blobId === undefined || s.size === undefined) throw new HubError("server", `the hub listed ${repo}/${s.rfilename} without size and blob id`);
-      return { path: s.rfilename, size: s.size, etag: s.blobId, hash: "git-sha1" };
+      if (typeof s.rfilename !== "string" || !isRepoPath(s.rfilename)) throw refuse(`a file named ${JSON.stringify(s.rfilename)}`);
+      if (!s.lfs && (s.blobId === undefined || s.size === undefined)) throw new HubError("server", `the hub listed ${repo}/${s.rfilename} without size and blob id`);
+      const file: HubFile = s.lfs ? { path: s.rfilename, size: s.lfs.size, etag: s.lfs.sha256, hash: "sha256" } : { path: s.rfilename, size: s.size!, etag: s.blobId!, hash: "git-sha1" };
+      if (!(s.lfs ? /^[0-9a-f]{64}$/ : /^[0-9a-f]{40}$/).test(file.etag)) throw refuse(`${s.rfilename} under the hash ${JSON.stringify(file.etag)}`);
+      return file;
     });
     return { repo, revision, commit: info.sha, files };
   }

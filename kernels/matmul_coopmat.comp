@@ -1,0 +1,182 @@
+#version 460
+// matmul_coopmat.comp — y = x · Wᵀ for many rows of x on the matrix units (VK_KHR_cooperative_matrix): the prefill
+// GEMM where the device has them; matmul_tiled.comp computes the same product everywhere else. Two stages (STAGE):
+//   HALVES  x (f32) → x16 (f16, rows padded to a multiple of 8 with zeros), once per product
+//   GEMM    y[j][r] = Σ_c W[r][c] · x16[j][c]        j < n, r < rows
+// A GEMM workgroup computes a BM × BN tile of y (BM weight rows × BN x rows), stepping over the columns BK at a time.
+// Each step the weight tile is dequantized (decode8.glsl) to f16 and stored with the x16 tile in shared memory; each
+// subgroup multiplies its WM × WN part with 16 × 16 × 16 f16 products accumulated in f32. The next step's words are
+// read from memory into registers right after the tile is stored, so those loads are in flight during the products;
+// they are decoded when stored, a step later.
+// Operands are f16: weights of any type lose nothing above 2⁻¹⁴ in magnitude (bf16's 8 significant bits fit in
+// f16's 11); activations keep 11 significant bits (relative error ≤ 2⁻¹¹) and saturate at ±65504 (HALVES clamps,
+// so an outlier costs its own precision instead of turning a row into infinities).
+// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN; its workgroup is (BM/WM)·(BN/WN) subgroups of SUBGROUP
+// invocations (spec constant 0 = that product; the host enables this kernel only where subgroups have SUBGROUP
+// invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of x_stride halves, a multiple of 8.
+// Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+#define HALVES 0
+#define GEMM 1
+
+layout(push_constant) uniform P {
+    uint64_t w;       // row 0 of W
+    uint64_t x;       // GEMM: x16 [n][x_stride] (f16); HALVES: x [n][cols] (f32)
+    uint64_t y;       // GEMM: y [n][y_stride]; HALVES: x16 [n][y_stride]
+    uint row_bytes, rows, cols, n, x_stride, y_stride;
+} p;
+
+#if STAGE == HALVES
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Uvec4Out { uvec4 v[]; };
+
+// one invocation per 8 halves of x16
+void main() {
+    uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x, per_row = p.y_stride / 8u;
+    if (i >= p.n * per_row) return;
+    uint row = i / per_row, c = (i % per_row) * 8u;
+    uvec4 h = uvec4(0u);
+    for (uint k = 0u; k < 2u; k++)
+        if (c + 4u * k < p.cols) {
+            vec4 v = clamp(Vec4s(p.x + uint64_t(row * p.cols + c + 4u * k) * 4ul).v[0], -65504.0, 65504.0);
+            h[2u * k] = packHalf2x16(v.xy);
+            h[2u * k + 1u] = packHalf2x16(v.zw);
+        }
+    Uvec4Out(p.y + uint64_t(i) * 16ul).v[0] = h;
+}
+#else
+#include "decode8.glsl"
+
+#ifndef BM
+#define BM 128
+#define BN 128
+#define BK 64
+#define WM 64
+#define WN 32
+#endif
+#define SUBGROUP 32
+#define THREADS ((BM / WM) * (BN / WN) * SUBGROUP)
+#define STRIDE (BK / 8 + 1)              // a tile row in shared memory, in uvec4 (8 halves): BK and 16 bytes of padding
+#define A_LOADS (BM * BK / 8 / THREADS)  // 8 weights per load
+#define B_LOADS (BN * BK / 8 / THREADS)  // 8 halves of x16 per load
+#if A_LOADS * THREADS * 8 != BM * BK || B_LOADS * THREADS * 8 != BN * BK || WM % 16 != 0 || WN % 16 != 0
+#error "tile loads must divide evenly over the workgroup, subgroup tiles be whole 16 x 16 blocks"
+#endif
+// both f16 tiles and a 16 x 16 f32 block per subgroup: within the 48 KiB the device check asks for
+// (native/backends/vulkan/device.c)
+#if (BM + BN) * STRIDE * 16 + (THREADS / SUBGROUP) * 1024 > 49152
+#error "the tile takes more than 48 KiB of shared memory"
+#endif
+
+shared uvec4 As[BM * STRIDE];  // As[m · STRIDE + k/8] = W[m0 + m][k0 + k … k+7] as f16
+shared uvec4 Bs[BN * STRIDE];  // Bs[j · STRIDE + k/8] = x16[n0 + j][k0 + k … k+7]
+shared float Cs[THREADS / SUBGROUP][16 * 16];  // a subgroup's result block on its way to an edge tile of y
+
+#define MatA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define MatB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+
+uint m0, n0;
+uvec4 wr[A_LOADS], xr[B_LOADS];  // the next step's words (weights: load8's; f16 of those past cols, flagged in wdone)
+bool wdone[A_LOADS];
+
+uvec4 pack8(float w[8]) {
+    return uvec4(packHalf2x16(vec2(w[0], w[1])), packHalf2x16(vec2(w[2], w[3])), packHalf2x16(vec2(w[4], w[5])),
+                 packHalf2x16(vec2(w[6], w[7])));
+}
+
+// Issues the loads of the tile at column k0 (zeros past rows, n and cols).
+void fetch(uint k0) {
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
+        uint t = tid + i * THREADS, m = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
+        uint64_t row = p.w + uint64_t(m0 + m) * p.row_bytes;
+        wdone[i] = m0 + m >= p.rows || c + 8u > p.cols;
+        if (!wdone[i]) wr[i] = load8(row, c, p.cols);
+        else if (m0 + m >= p.rows || c >= p.cols) wr[i] = uvec4(0u);
+        else {
+            float w[8];
+            decode8(row, c, p.cols, w);
+            wr[i] = pack8(w);
+        }
+    }
+    [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
+        uint t = tid + i * THREADS, j = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
+        xr[i] = n0 + j < p.n && c < p.x_stride ? Uvec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c) * 2ul).v[0] : uvec4(0u);
+    }
+}
+
+// Decodes the fetched words into shared memory.
+void stash(uint k0) {
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
+        uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u);
+        uvec4 h = wr[i];
+        if (!wdone[i]) {
+            float w[8];
+            unpack8(wr[i], k0 + q * 8u, p.cols, w);
+            h = pack8(w);
+        }
+        As[m * STRIDE + q] = h;
+    }
+    [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
+        uint t = tid + i * THREADS, j = t / (BK / 8u), q = t % (BK / 8u);
+        Bs[j * STRIDE + q] = xr[i];
+    }
+}
+
+void main() {
+    m0 = gl_WorkGroupID.x * BM;
+    n0 = gl_WorkGroupID.y * BN;
+    uint warp = gl_SubgroupID, wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
+    MatC acc[WM / 16][WN / 16];
+    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
+
+    fetch(0u);
+    for (uint k0 = 0u; k0 < p.cols; k0 += BK) {
+        barrier();  // the last step's products have read the tiles
+        stash(k0);
+        barrier();
+        if (k0 + BK < p.cols) fetch(k0 + BK);
+        [[unroll]] for (uint k = 0u; k < BK / 8u; k += 2u) {  // 16 columns: two uvec4 of halves
+            MatA a[WM / 16];
+            [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+                coopMatLoad(a[i], As, (wm + i * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
+                MatB b;
+                coopMatLoad(b, Bs, (wn + j * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                [[unroll]] for (uint i = 0u; i < WM / 16u; i++) acc[i][j] = coopMatMulAdd(a[i], b, acc[i][j]);
+            }
+        }
+    }
+
+    // y is column-major from the product's view: element (r, j) of this tile at y[(n0 + j) · y_stride + m0 + r]
+    if (m0 + BM <= p.rows && n0 + BN <= p.n) {
+        [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+            [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
+                uint off = (n0 + wn + j * 16u) * p.y_stride + m0 + wm + i * 16u;
+                coopMatStore(acc[i][j], Floats(p.y).v, off, p.y_stride, gl_CooperativeMatrixLayoutColumnMajor);
+            }
+        return;
+    }
+    // an edge tile: each subgroup stages its 16 × 16 blocks through shared memory and writes those inside y
+    uint lane = gl_SubgroupInvocationID;
+    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
+            coopMatStore(acc[i][j], Cs[warp], 0u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
+            subgroupBarrier();
+            for (uint e = lane; e < 256u; e += SUBGROUP) {
+                uint r = m0 + wm + i * 16u + e % 16u, c = n0 + wn + j * 16u + e / 16u;
+                if (r < p.rows && c < p.n) Floats(p.y).v[c * p.y_stride + r] = Cs[warp][e];
+            }
+            subgroupBarrier();
+        }
+}
+#endif

@@ -1,0 +1,328 @@
+/* vulkan_prefill_lab.c — the lab harness of the Vulkan prefill kernels (STYLE.md §2): the GEMM of a prefill chunk on
+ * every launch the device can take, attention of a chunk at the start and at the end of a long context, and the
+ * Gated DeltaNet over a chunk, on the real shapes of a model, each checked, then timed.
+ *
+ *   build/tools/vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024]
+ *                                  [--context 32768] [--reps 10]
+ *
+ * GEMM (y = x · Wᵀ, n rows of x): each cooperative-matrix tile (kernels/matmul_coopmat.comp, f16 operands, where the
+ * device has them) and the tiled f32 kernel's square tile (matmul_tiled.comp), against the exact product on 64 rows;
+ * TFLOP/s = 2 · rows · cols · n / time. Prints the fastest coop tile per matrix as the "gemmCoopmat" entries of
+ * models/<id>/vulkan.json. Attention: a chunk of n rows at position 0 and ending at --context, against the CPU op on
+ * the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
+ * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after a
+ * warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
+#include "backends/cpu/ops.h"
+#include "backends/gpu/gpu.h"
+#include "backends/vulkan/vulkan.h"
+#include "core/error.h"
+#include "core/quant.h"
+#include "core/threadpool.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct mshape {
+    const char *name;
+    int64_t rows, cols;
+} mshape;
+
+typedef struct model {
+    const char *id;
+    const mshape *mats;
+    int n_mats;
+    int32_t heads, kv_heads, head_dim, k_heads, v_heads, k_dim, v_dim;
+} model;
+
+/* The matrices a prefill chunk multiplies in every layer (the lm_head runs for the last row only; experts go
+ * through the MoE kernels). */
+static const mshape M27[] = {{"q_proj", 12288, 5120}, {"k_proj", 1024, 5120}, {"o_proj", 5120, 6144},
+                             {"in_proj_qkv", 10240, 5120}, {"in_proj_z", 6144, 5120}, {"in_proj_a", 48, 5120},
+                             {"out_proj", 5120, 6144}, {"gate_proj", 17408, 5120}, {"down_proj", 5120, 17408}};
+static const mshape M35[] = {{"q_proj", 8192, 2048}, {"k_proj", 512, 2048}, {"o_proj", 2048, 4096}, {"in_proj_qkv", 8192, 2048},
+                             {"in_proj_z", 4096, 2048}, {"in_proj_a", 32, 2048}, {"out_proj", 2048, 4096},
+                             {"shared_gate", 512, 2048}, {"shared_down", 2048, 512}};
+static const mshape MTINY[] = {{"proj", 384, 256}, {"down", 256, 512}};
+static const model MODELS[] = {
+    {"qwen3.8-27b", M27, sizeof M27 / sizeof M27[0], 24, 4, 256, 16, 48, 128, 128},
+    {"qwen3.6-35b-a3b", M35, sizeof M35 / sizeof M35[0], 16, 2, 256, 16, 32, 128, 128},
+    {"tiny", MTINY, sizeof MTINY / sizeof MTINY[0], 4, 2, 64, 2, 4, 32, 32},
+};
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static float uniform(float lo, float hi) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1.0p-24);
+}
+static float *randoms(int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+    return x;
+}
+
+typedef struct gen_job {
+    uint8_t *data;
+    sp_mtype type;
+    int64_t row_bytes, cols;
+} gen_job;
+
+/* Row r: weights uniform in ±0.05 from a per-row generator, stored in the type. */
+static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
+    (void)thread;
+    const gen_job *j = ctx;
+    float *row = malloc(sizeof(float) * (size_t)j->cols);
+    for (int64_t r = r0; r < r1; r++) {
+        uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1);
+        for (int64_t c = 0; c < j->cols; c++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            row[c] = 0.1f * ((float)((x >> 40) * 0x1.0p-24) - 0.5f);
+        }
+        uint8_t *dst = j->data + r * j->row_bytes;
+        if (j->type == SP_MAT_Q4) sp_quantize_row_q4(row, j->cols, dst);
+        else if (j->type == SP_MAT_Q8) sp_quantize_row_q8(row, j->cols, dst);
+        else for (int64_t c = 0; c < j->cols; c++) ((uint16_t *)dst)[c] = j->type == SP_MAT_BF16 ? sp_f32_to_bf16(row[c]) : sp_f32_to_f16(row[c]);
+    }
+    free(row);
+}
+
+/* Runs `run` once (a warm-up, and its result checked by the caller), then `reps` times in one submission: seconds per run. */
+typedef void (*run_fn)(void *ctx);
+static double timed(const sp_backend *be, run_fn run, void *ctx, int reps) {
+    run(ctx);
+    sp_gpu_finish(be);
+    double t0 = now();
+    for (int r = 0; r < reps; r++) run(ctx);
+    sp_gpu_finish(be);
+    return (now() - t0) / reps;
+}
+
+typedef struct mm_job {
+    const sp_backend *be;
+    float *y;
+    const sp_matrix *W;
+    const float *x;
+    int64_t n;
+    sp_gpu_mm_launch launch;
+} mm_job;
+static void run_mm(void *ctx) {
+    mm_job *j = ctx;
+    sp_gpu_matmul_launch(j->be, j->y, j->W, j->x, j->n, &j->launch);
+}
+
+static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const char *types, int64_t n, int reps) {
+    sp_gpu *g = sp_gpu_of(be);
+    printf("\nGEMM, %s, n = %lld (%s)\n", md->id, (long long)n, g->no_coopmat ? g->no_coopmat : "cooperative matrices");
+    printf("  %-12s %-5s %-24s %10s %9s %10s\n", "matrix", "type", "launch", "us", "TFLOP/s", "nmse");
+    char json[8192], list[256];
+    int jl = 0;
+    snprintf(list, sizeof list, ",%s,", types);
+    double flops_all = 0, best_all = 0;
+    for (sp_mtype t = SP_MAT_BF16; t <= SP_MAT_Q4; t++) {
+        char want[32];
+        snprintf(want, sizeof want, ",%s,", sp_mtype_name(t));
+        if (!strstr(list, want)) continue;
+        for (int s = 0; s < md->n_mats; s++) {
+            const mshape *m = &md->mats[s];
+            int64_t rb = sp_mtype_row_bytes(t, m->cols);
+            uint8_t *host = malloc((size_t)(m->rows * rb));
+            gen_job gj = {host, t, rb, m->cols};
+            sp_parallel_for(pool, m->rows, gen_rows, &gj);
+            sp_matrix W = {t, m->rows, m->cols, NULL, rb}, hw = {t, m->rows, m->cols, host, rb};
+            W.data = be->upload(be, host, m->rows, rb);
+            float *x = randoms(n * m->cols, -1, 1), *y = malloc(sizeof(float) * (size_t)(n * m->rows));
+            float *dx = be->alloc(be, 4 * (uint64_t)(n * m->cols)), *dy = be->alloc(be, 4 * (uint64_t)(n * m->rows));
+            be->write(be, dx, x, 4 * (uint64_t)(n * m->cols));
+            int64_t check = m->rows < 64 ? m->rows : 64;
+            double *ref = calloc((size_t)(n * check), sizeof(double));
+            float *row = malloc(sizeof(float) * (size_t)m->cols);
+            for (int64_t r = 0; r < check; r++) {
+                sp_matrix_row_f32(&hw, r, row);
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t c = 0; c < m->cols; c++) ref[j * check + r] += (double)row[c] * x[j * m->cols + c];
+            }
+            sp_gpu_mm_launch launches[SP_GPU_COOP_TILE_COUNT + 1];
+            int nl = 0;
+            if (!g->no_coopmat)
+                for (int k = 0; k < SP_GPU_COOP_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k, .coopmat = true};
+            launches[nl++] = (sp_gpu_mm_launch){.tile = sp_gpu_gemm_tile(g, &W, n)};
+            double flops = 2.0 * (double)m->rows * (double)m->cols * (double)n, best = 1e30;
+            int best_l = -1;
+            for (int l = 0; l < nl; l++) {
+                mm_job j = {be, dy, &W, dx, n, launches[l]};
+                be->clear(be, dy, 4 * (uint64_t)(n * m->rows));
+                double sec = timed(be, run_mm, &j, reps);
+                be->read(be, y, dy, 4 * (uint64_t)(n * m->rows));
+                double e = 0, sr = 0;
+                for (int64_t jj = 0; jj < n; jj++)
+                    for (int64_t r = 0; r < check; r++) {
+                        double d = y[jj * m->rows + r] - ref[jj * check + r];
+                        e += d * d, sr += ref[jj * check + r] * ref[jj * check + r];
+                    }
+                double err = sr > 0 ? e / sr : e, tol = launches[l].coopmat ? 1e-5 : 1e-8;
+                char name[48];
+                if (launches[l].coopmat) {
+                    const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[l].tile];
+                    snprintf(name, sizeof name, "coopmat %dx%dx%d/%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
+                } else {
+                    const sp_gpu_tile *c = &sp_gpu_tiles[launches[l].tile];
+                    snprintf(name, sizeof name, "tiled %dx%dx%d", c->bm, c->bn, c->bk);
+                }
+                printf("  %-12s %-5s %-24s %10.1f %9.1f %10.1e%s\n", m->name, sp_mtype_name(t), name, sec * 1e6, flops / sec / 1e12,
+                       err, err > tol || *be->status ? "  NOT OK" : "");
+                *be->status = SPLASH_OK;
+                if (launches[l].coopmat && sec < best) best = sec, best_l = l;
+            }
+            if (best_l >= 0) {
+                const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[best_l].tile];
+                jl += snprintf(json + jl, sizeof json - (size_t)jl,
+                               "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tile\": {\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d}}",
+                               jl ? ",\n" : "", sp_mtype_name(t), (long long)m->rows, (long long)m->cols, c->bm, c->bn, c->bk, c->wm, c->wn);
+                flops_all += flops, best_all += best;
+            }
+            be->free(be, dx), be->free(be, dy);
+            sp_gpu_sync(g);
+            free(host), free(x), free(y), free(ref), free(row);
+        }
+    }
+    if (jl) {
+        printf("  all matrices, fastest coop tile each: %.1f TFLOP/s\n", flops_all / best_all / 1e12);
+        printf("\"gemmCoopmat\" of models/%s/vulkan.json (fastest per shape):\n[\n%s\n]\n", md->id, json);
+    }
+}
+
+/* ---- attention ---- */
+
+typedef struct attn_job {
+    const sp_backend *be;
+    float *out, *q;
+    sp_kv_view kv;
+    int32_t past, heads, kv_heads, hd;
+    int64_t n;
+} attn_job;
+static void run_attn(void *ctx) {
+    attn_job *j = ctx;
+    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd));
+}
+
+/* A chunk of n rows at position `past`, pages of 64 in order; the CPU op on the same cache checks the last 8 rows. */
+static void attention(sp_backend *be, sp_backend *cpu, const model *md, int64_t n, int32_t past, int reps) {
+    enum { P = 64 };
+    int32_t total = past + (int32_t)n, n_pages = (total + P - 1) / P, hd = md->head_dim, Hkv = md->kv_heads, Hq = md->heads;
+    int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
+    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+    for (int32_t i = 0; i < n_pages; i++) pages[i] = i;
+    float *kv = randoms(page_floats * n_pages, -1, 1), *q = randoms(n * Hq * hd, -1, 1);
+    float *dkv = be->alloc(be, 4 * (uint64_t)(page_floats * n_pages)), *dq = be->alloc(be, 4 * (uint64_t)(n * Hq * hd));
+    float *dout = be->alloc(be, 4 * (uint64_t)(n * Hq * hd));
+    be->write(be, dkv, kv, 4 * (uint64_t)(page_floats * n_pages));
+    be->write(be, dq, q, 4 * (uint64_t)(n * Hq * hd));
+    attn_job j = {be, dout, dq, {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32}, past, Hq, Hkv, hd, n};
+    double sec = timed(be, run_attn, &j, reps);
+    int64_t tail = n < 8 ? n : 8;
+    float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
+    be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
+    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < tail * Hq * hd; i++) {
+        double d = (double)got[(n - tail) * Hq * hd + i] - want[i];
+        e += d * d, s += (double)want[i] * want[i];
+    }
+    /* visible keys summed over the chunk's rows: past + 1 … past + n */
+    double keys = (double)n * past + (double)n * (n + 1) / 2, flops = 4.0 * hd * Hq * keys;
+    bool flash = sp_gpu_flash_attention(sp_gpu_of(be), hd, n);
+    printf("  attention %d/%d x %d, %lld rows at %6d, %s: %9.1f us %8.1f TFLOP/s  nmse %.1e%s\n", Hq, Hkv, hd, (long long)n, past,
+           flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, s > 0 ? e / s : e,
+           (s > 0 ? e / s : e) > (flash ? 1e-4 : 1e-8) || *be->status ? "  NOT OK" : "");
+    *be->status = SPLASH_OK;
+    be->free(be, dkv), be->free(be, dq), be->free(be, dout);
+    free(pages), free(kv), free(q), free(got), free(want);
+}
+
+/* ---- Gated DeltaNet ---- */
+
+typedef struct gdn_job {
+    const sp_backend *be;
+    float *out, *qkv, *a, *b, *S;
+    sp_gdn_shape shape;
+    int64_t n;
+} gdn_job;
+static void run_gdn(void *ctx) {
+    gdn_job *j = ctx;
+    j->be->gdn_recurrent(j->be, j->out, j->qkv, j->a, j->b, &j->shape, j->S, j->n);
+}
+
+static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
+    int32_t Hk = md->k_heads, Hv = md->v_heads, dk = md->k_dim, dv = md->v_dim;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+    float *d[7] = {be->alloc(be, 4 * (uint64_t)(n * W)), be->alloc(be, 4 * (uint64_t)(n * Hv)), be->alloc(be, 4 * (uint64_t)(n * Hv)),
+                   be->alloc(be, 4 * (uint64_t)Hv), be->alloc(be, 4 * (uint64_t)Hv), be->alloc(be, 4 * (uint64_t)state),
+                   be->alloc(be, 4 * (uint64_t)(n * Hv * dv))};
+    be->write(be, d[0], qkv, 4 * (uint64_t)(n * W));
+    be->write(be, d[1], a, 4 * (uint64_t)(n * Hv));
+    be->write(be, d[2], b, 4 * (uint64_t)(n * Hv));
+    be->write(be, d[3], A, 4 * (uint64_t)Hv);
+    be->write(be, d[4], dt, 4 * (uint64_t)Hv);
+    be->write(be, d[5], S, 4 * (uint64_t)state);
+    gdn_job j = {be, d[6], d[0], d[1], d[2], d[5], {Hk, Hv, dk, dv, d[3], d[4]}, n};
+    double sec = timed(be, run_gdn, &j, reps);
+    printf("  gdn %d/%d heads, dk %d dv %d, %lld tokens, token by token: %9.1f us (%.2f us/token)%s\n", Hk, Hv, dk, dv,
+           (long long)n, sec * 1e6, sec * 1e6 / (double)n, *be->status ? "  NOT OK" : "");
+    *be->status = SPLASH_OK;
+    for (int i = 0; i < 7; i++) be->free(be, d[i]);
+    free(qkv), free(a), free(b), free(A), free(dt), free(S);
+}
+
+int main(int argc, char **argv) {
+    const char *model_id = "qwen3.8-27b", *types = "q4,bf16";
+    int64_t n = 1024;
+    int context = 32768, reps = 10;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--model")) model_id = argv[i + 1];
+        else if (!strcmp(argv[i], "--types")) types = argv[i + 1];
+        else if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--context")) context = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024] "
+                            "[--context 32768] [--reps 10]\n");
+            return 2;
+        }
+    }
+    const model *md = NULL;
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (!strcmp(MODELS[i].id, model_id)) md = &MODELS[i];
+    if (!md || n < 5 || context < n) {
+        fprintf(stderr, "vulkan_prefill_lab: unknown model %s, or n < 5, or a context shorter than n\n", model_id);
+        return 2;
+    }
+    sp_threadpool *pool;
+    if (sp_threadpool_create(0, &pool)) return 1;
+    sp_backend be, cpu;
+    splash_status st = SPLASH_OK, cst = SPLASH_OK;
+    sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cst);
+    if (sp_vulkan_backend_create(&be, pool, sp_threadpool_size(pool), &st, true)) {
+        fprintf(stderr, "vulkan_prefill_lab: %s\n", splash_last_error());
+        return 1;
+    }
+    printf("vulkan_prefill_lab: %s\n", be.device);
+    gemm(&be, pool, md, types, n, reps);
+    printf("\nattention and GDN, %s, chunks of %lld\n", md->id, (long long)n);
+    attention(&be, &cpu, md, n, 0, reps);
+    attention(&be, &cpu, md, n, context - (int32_t)n, reps);
+    gdn(&be, md, n, reps);
+    sp_vulkan_backend_destroy(&be);
+    sp_threadpool_free(pool);
+    return 0;
+}

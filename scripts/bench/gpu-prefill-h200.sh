@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The prefill measurements on one NVIDIA H200 (the device tool's nvidia-h200), in one command, with no Bun there:
+# builds libsplash's C sources with the Vulkan backend (gcc; the SPIR-V kernels come prebuilt in build/gen, made here
+# by `bun scripts/build/native.ts`), checks every kernel against the CPU backend (vulkan_ops_test, which runs the
+# cooperative-matrix GEMM on every tile where the device has it), measures the H200's dense f16/bf16 matrix rate
+# through PyTorch (the denominator of the GEMM rows), then vulkan_prefill_lab (GEMM per launch, attention at 0 and at
+# 32K, GDN) on the 27B and 35B-A3B shapes, and vulkan_bench's prefill rows.
+#
+#   carry:  .gl (Vulkan loader and headers, see scripts/bench/gpu-h200.sh), build/gen
+#   run:    bash scripts/bench/gpu-prefill-h200.sh     (SPLASH_PREFILL_BENCH="27b:q4:1024 …" picks the vulkan_bench runs)
+#   output: the tables on stdout; logs in $OUT (or /tmp/splash-gpu-out): build.log, ops.log, lab.log, bench.log,
+#           bench.jsonl (few files: the device tool returns at most 8)
+#   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build
+#
+# Locally (lavapipe, tiny shapes): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-prefill-h200.sh
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/bench/gpu-common.sh
+SMOKE=${SPLASH_GPU_SMOKE:-0}
+STAGES=" ${SPLASH_PREFILL_STAGES:-ops torch lab bench} "
+want() { [[ "$STAGES" == *" $1 "* ]]; }
+
+gpu_loader
+gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench
+
+if [ "$SMOKE" = 1 ]; then
+  OPS="--quick"; MODELS="tiny"; LAB="--n 40 --context 200 --reps 2"; BENCH="--shape tiny --context 128,256 --chunk 32 --steps 2"
+else
+  OPS=""; MODELS="qwen3.8-27b qwen3.6-35b-a3b"; LAB=""; BENCH=""
+fi
+
+if want ops; then
+  stage "kernels against the CPU backend"
+  timeout 200 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
+  echo "exit $?"; grep -E "device|NOT OK|checks|time:|coopmat|f16 matrix units|skip" "$OUT/ops.log"
+fi
+
+want torch && [ "$SMOKE" != 1 ] && stage "dense f16 / bf16 matrix rate (PyTorch, 8192^3, random data, median of 20)" &&
+timeout 60 python3 - <<'EOF' 2>&1
+import torch
+for dt in (torch.float16, torch.bfloat16):
+    a = torch.randn(8192, 8192, device="cuda", dtype=dt); b = torch.randn(8192, 8192, device="cuda", dtype=dt)
+    for _ in range(3): a @ b
+    ts = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); a @ b; e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
+    ts.sort()
+    print(f"dense {dt}: {2 * 8192**3 / (ts[10] * 1e-3) / 1e12:.0f} TFLOP/s")
+EOF
+
+want lab && for m in $MODELS; do
+  stage "vulkan_prefill_lab $m"
+  types=q4,bf16; [ "$m" = qwen3.6-35b-a3b ] && types=q4
+  timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types "$types" $LAB 2>&1 | tee -a "$OUT/lab.log"
+  echo "exit ${PIPESTATUS[0]}"
+done
+
+want bench && stage "vulkan_bench prefill (shape:quant:chunk)"
+if [ "$SMOKE" = 1 ]; then runs="tiny:q4:32"; else runs=${SPLASH_PREFILL_BENCH:-"27b:q4:1024 27b:q4:4096 27b:bf16:1024 35b:q4:1024 35b:q4:4096"}; fi
+want bench || runs=""
+for r in $runs; do
+  IFS=: read -r s q c <<< "$r"
+  if [ "$SMOKE" = 1 ]; then args="$BENCH"; else args="--shape $s --chunk $c --steps 2"; fi
+  timeout 90 "$B/vulkan_bench" $args --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" > "$OUT/bench-one.log" 2>&1
+  echo "$s $q chunk $c: exit $?"; cat "$OUT/bench-one.log" >> "$OUT/bench.log"; grep -E "prefill|measured" "$OUT/bench-one.log"
+done
+rm -f "$OUT/bench-one.log"
+stage "done"
