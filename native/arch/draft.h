@@ -59,9 +59,23 @@ typedef struct sp_draft_seq {
     const int32_t *pages;
 } sp_draft_seq;
 
-/* Picks draft token j (0-based) of sequence i from its logits row [vocab], host memory (greedy or sampled; the
- * caller keeps q). */
-typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const float *logits);
+/* What draft j of a sequence is chosen from: the drafter's logits row and, for a drafter with a candidate selector
+ * (DFlash2), the few candidates the draft must be one of (from the shaped row), with their scores: greedy takes the best-scored (the first
+ * on ties), sampling draws from softmax(scores / T) over them; without candidates, the logits row is the choice. */
+typedef struct sp_draft_choice {
+    const float *logits;        /* [vocab], raw, host memory */
+    int32_t n_cand;             /* 0: any token */
+    const int32_t *cand;        /* [n_cand] token ids, best unary logit first */
+    const float *scores;        /* [n_cand] */
+} sp_draft_choice;
+
+/* Picks draft token j (0-based) of sequence i (greedy or sampled; the caller keeps q) and returns it. */
+typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const sp_draft_choice *choice);
+
+/* The drafter's row for draft j of sequence i as the target's sampler sees it (penalties, logit bias, −inf at ids a
+ * draft may not be), valid until the next call: a candidate selector takes its candidates and their unary scores
+ * from it, so its drafts follow the distribution they are judged against. */
+typedef const float *(*sp_draft_shape)(void *ctx, int32_t i, int32_t j, const float *logits);
 
 typedef struct sp_drafter sp_drafter;
 
@@ -75,9 +89,10 @@ typedef struct sp_drafter_ops {
     /* takes in the committed rows of a step: each sequence's rows hold the target's taps of those positions
      * (tap_layers below), or its final-normed hidden when the drafter names no taps */
     void (*ingest)(sp_drafter *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs);
-    /* proposes seqs[i].n_draft tokens per sequence, calling pick for each */
+    /* proposes seqs[i].n_draft tokens per sequence, calling pick for each (a drafter with a candidate selector
+     * takes its candidates from the row shape gives) */
     splash_status (*draft)(sp_drafter *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                           sp_draft_pick pick, void *ctx);
+                           sp_draft_shape shape, sp_draft_pick pick, void *ctx);
 } sp_drafter_ops;
 
 /* The head of every drafter: its table and what the speculative cycle sizes around it. */

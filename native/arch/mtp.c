@@ -513,7 +513,8 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
 }
 
 static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                               sp_draft_pick pick, void *ctx) {
+                               sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
+    (void)shape; /* no candidate selector */
     sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     mtp_scratch *s = &d->s;
@@ -548,7 +549,7 @@ static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, con
             int32_t i = row_seq[r];
             be->copy_rows(be, s->chain + (int64_t)i * H, H, s->h + r * H, H, 1, H);
             be->read(be, d->host_logits, s->logits + r * V, sizeof(float) * (uint64_t)V);
-            last[i] = pick(ctx, i, j, d->host_logits);
+            last[i] = pick(ctx, i, j, &(sp_draft_choice){.logits = d->host_logits});
         }
         if (*be->status) return *be->status;
     }

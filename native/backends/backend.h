@@ -201,6 +201,14 @@ struct sp_backend {
     void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n);
 
+    /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
+     * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes
+     *   y_t[c] = Σ_{o < K, o ≤ t} (base[o][c] + dyn_t[o][c / G]) · x_{t−o}[c]
+     * (nothing before a block's first row), dyn_t the row's K · H / G coefficients, dyn rows dyn_stride floats apart,
+     * base [K][H]. row0 and len are host arrays. */
+    void (*block_conv)(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                       int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks);
+
     /* ---- mixture of experts ---- */
     /* ids, w [n][top_k] from router logits [n][n_experts]: softmax in fp32, top k, weights renormalized to sum 1. */
     void (*moe_route)(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,

@@ -25,7 +25,7 @@ import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../a
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
-import type { Quant } from "./spec.ts";
+import { DRAFTER_NAMES, type DraftMethod, type Quant } from "./spec.ts";
 
 export type LoadModelOptions = {
   quant?: Quant; // default: the spec's default for hub models, the weights as stored otherwise
@@ -45,7 +45,7 @@ export type LoadedModel = {
   model: Model;
   engine: SplashEngine;
   quant: Quant;
-  draft: "none" | "mtp" | "dflash"; // the drafter attached
+  draft: DraftMethod; // the drafter attached
   sampling: Partial<SamplingOptions>; // the checkpoint's recommended settings (generation_config.json)
   // Stops the engine loop and frees native memory; the ChatModel must not be used after.
   close(): Promise<void>;
@@ -127,7 +127,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
     if (drafter) {
       model.attachDrafter(drafter);
-      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
+      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the ${DRAFTER_NAMES[drafter.kind]} drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
     }
     applyKvType(model, options.kvType ?? "auto", resolved.spec?.cache?.kv);
     const template = ChatTemplate.load(resolved.dir);
