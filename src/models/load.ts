@@ -22,7 +22,7 @@ import { formatBytes } from "../format.ts";
 import { cacheDir } from "../paths.ts";
 import { topKOrOff } from "../api/options.ts";
 import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../api/schema-common.ts";
-import { chooseDrafter, type DraftChoice } from "./drafter.ts";
+import { backendKind, chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import { DRAFTER_NAMES, type DraftMethod, type Quant } from "./spec.ts";
@@ -124,7 +124,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     throw e;
   }
   try {
-    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
+    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, backendKind(model.info.backend), options.drafterDir);
     if (drafter) {
       model.attachDrafter(drafter);
       log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the ${DRAFTER_NAMES[drafter.kind]} drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
