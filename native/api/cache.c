@@ -13,11 +13,11 @@ static uint64_t padded(uint64_t bytes) { return (bytes + 63) & ~(uint64_t)63; }
 uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens) {
     if (!m || page_tokens < 1) return 0;
     return padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)) +
-           (m->spec ? padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)) : 0);
+           (m->speculator ? padded(sp_speculator_page_bytes(m->speculator, page_tokens, m->kv_type)) : 0);
 }
 
 uint64_t splash_cache_slot_bytes(const splash_model *m) {
-    return m ? sp_qwen35_slot_bytes(m->arch) + (m->spec ? sp_speculator_slot_bytes(m->spec) : 0) : 0;
+    return m ? sp_qwen35_slot_bytes(m->arch) + (m->speculator ? sp_speculator_slot_bytes(m->speculator) : 0) : 0;
 }
 
 sp_qwen35_memory sp_cache_memory(const splash_cache *c) {
@@ -37,9 +37,9 @@ splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t 
     *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots, .kv_type = m->kv_type,
                         .page_bytes = padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)),
                         .slot_bytes = sp_qwen35_slot_bytes(m->arch)};
-    if (m->spec)
-        c->draft_page_bytes = padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)),
-        c->draft_slot_bytes = sp_speculator_slot_bytes(m->spec);
+    if (m->speculator)
+        c->draft_page_bytes = padded(sp_speculator_page_bytes(m->speculator, page_tokens, m->kv_type)),
+        c->draft_slot_bytes = sp_speculator_slot_bytes(m->speculator);
     uint64_t kv = c->page_bytes * (uint64_t)n_pages, st = c->slot_bytes * (uint64_t)n_slots;
     uint64_t dkv = c->draft_page_bytes * (uint64_t)n_pages, dst = c->draft_slot_bytes * (uint64_t)n_slots;
     c->kv = m->be.alloc(&m->be, kv ? kv : 64);

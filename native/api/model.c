@@ -155,7 +155,7 @@ splash_status splash_backend_probe(int32_t backend, char *name, int32_t name_cap
 
 void splash_model_free(splash_model *m) {
     if (!m) return;
-    sp_speculator_free(m->spec);
+    sp_speculator_free(m->speculator);
     sp_qwen35_vision_free(m->vision);
     sp_qwen35_free(m->arch);
     destroy_backend(&m->be);
@@ -172,6 +172,6 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
     out->kv_type = m->kv_type;
     out->kv_bytes_per_token = sp_qwen35_page_bytes(m->arch, 1, m->kv_type);
     out->has_vision = m->vision != NULL;
-    if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
+    if (m->speculator) sp_speculator_add_info(m->speculator, out); /* the drafter's weights and scratch */
     return SPLASH_OK;
 }

@@ -13,7 +13,7 @@ struct splash_model {
     sp_threadpool *pool;
     sp_qwen35 *arch;
     splash_status op_status; /* be.status points here */
-    sp_speculator *spec;   /* the attached drafter, or NULL */
+    sp_speculator *speculator; /* the attached drafter, or NULL */
     sp_qwen35_vision *vision; /* the checkpoint's vision tower, or NULL */
     int32_t n_caches;      /* caches alive: a drafter attaches, and the KV type changes, only before the first */
     int32_t kv_type;       /* SPLASH_KV_* of the caches */

@@ -8,7 +8,7 @@
  *   (the caller)       may refuse a draft (a grammar) and verify only a prefix
  *   splash_step_spec   the target runs [t, d1 … dk] at n … n + k in the same pass as the step's other sequences,
  *                      writing logits for every block row here (never to the caller: 248K floats a row); then
- *                      spec/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
+ *                      draft/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
  *                      sp_qwen35_commit replays the accepted rows into the GDN state, which the block left untouched
  *
  *   after the step:    positions n … n + a hold the accepted tokens, the final token is the target's own
@@ -25,7 +25,7 @@
 #include "arch/mtp.h"
 #include "backends/cpu/ops.h"
 #include "core/error.h"
-#include "spec/accept.h"
+#include "draft/accept.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -115,7 +115,7 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     s->q = malloc(q);
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
-    s->dist_scratch = malloc(sp_spec_dist_scratch(s->vocab));
+    s->dist_scratch = malloc(sp_accept_dist_scratch(s->vocab));
     s->jobs = calloc((size_t)s->max_draft + 1, sizeof(sp_sample_job));
     uint64_t sample = (uint64_t)be->n_threads * sp_sample_scratch_bytes(s->vocab);
     s->sample_scratch = malloc(sample);
@@ -126,7 +126,7 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
         !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_spec_dist_scratch(s->vocab) + sample;
+    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_accept_dist_scratch(s->vocab) + sample;
     return SPLASH_OK;
 }
 
@@ -139,7 +139,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     for (size_t i = 0; i < sizeof DRAFTERS / sizeof *DRAFTERS; i++)
         if (DRAFTERS[i].kind == opts->kind) load = DRAFTERS[i].load;
     if (!load) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp), 2 (dflash) or 3 (dflash2)", opts->kind);
-    if (m->spec) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
+    if (m->speculator) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
     if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
     if (!m->be.attention_ext)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no attention_ext op: drafters cannot run on it", m->be.name);
@@ -166,7 +166,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
         sp_speculator_free(s);
         return st;
     }
-    m->spec = s;
+    m->speculator = s;
     return SPLASH_OK;
 }
 
@@ -175,7 +175,7 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     if (out->struct_size < sizeof *out)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
-    const sp_speculator *s = m->spec;
+    const sp_speculator *s = m->speculator;
     *out = (splash_drafter_info){.struct_size = sizeof *out, .kind = SPLASH_DRAFT_NONE, .mask_token_id = -1};
     if (!s) return SPLASH_OK;
     out->kind = s->kind;
@@ -210,8 +210,8 @@ static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) 
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
     const splash_draft_seq *d = &c->drafts[i];
-    sp_spec_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
-    sp_spec_logits(&row, s->n_tokens, s->z, s->dist_scratch);
+    sp_dist_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+    sp_accept_logits(&row, s->n_tokens, s->z, s->dist_scratch);
     for (int32_t t = s->n_tokens; t < s->vocab; t++) s->z[t] = -INFINITY;
     return s->z;
 }
@@ -251,12 +251,12 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
         for (int32_t t = 0; t < N; t++)
             if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
-        sp_spec_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+        sp_dist_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
         int32_t arg;
-        sp_spec_dist(&row, N, s->z, q, &arg, s->dist_scratch);
+        sp_accept_dist(&row, N, s->z, q, &arg, s->dist_scratch);
         for (int32_t t = N; t < V; t++) q[t] = 0;
     }
-    if (sampled) token = sp_spec_draw(q, N, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+    if (sampled) token = sp_accept_draw(q, N, sp_accept_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
     d->tokens[j] = token;
     s->last_tokens[i * s->max_draft + j] = token;
     if (d->logits) memcpy(d->logits + (int64_t)j * V, ch->logits, sizeof(float) * (size_t)V);
@@ -276,7 +276,7 @@ static sp_draft_memory draft_memory(const splash_cache *c) {
 splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
     if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
     if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the cache belongs to another model");
-    sp_speculator *s = m->spec;
+    sp_speculator *s = m->speculator;
     if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the model has no drafter (splash_model_attach_drafter)");
     if (n > s->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: %d sequences, more than max_seqs %d", n, s->max_seqs);
     int32_t longest = 0;
@@ -396,31 +396,31 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
     if (greedy) return accept_greedy(s, q, v, logits, penalty);
     for (int32_t r = 0; r <= k; r++) {
-        sp_spec_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
+        sp_dist_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                            v->allowed ? v->allowed + (int64_t)r * words : NULL, s->tokens};
         int32_t arg, token;
-        float lse = sp_spec_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
+        float lse = sp_accept_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
         if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: the masks of block position %d allow no token", r);
         int kept = 0;
-        if (r < k) kept = sp_spec_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
-        else token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
+        if (r < k) kept = sp_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
+        else token = sp_accept_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
         if (kept) token = draft[r];
         if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
         if (q->n_top_logprobs > 0 && v->top_ids)
-            sp_spec_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
+            sp_accept_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
                         v->top_logprobs + (int64_t)r * q->n_top_logprobs);
         if (kept) continue;
         v->n_accepted = r;
         q->token = token;
         q->logprob = s->z[token] - lse;
-        if (q->n_top_logprobs > 0 && q->top_ids) sp_spec_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
+        if (q->n_top_logprobs > 0 && q->top_ids) sp_accept_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
         return SPLASH_OK;
     }
     return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
 }
 
 splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n) {
-    sp_speculator *s = m->spec;
+    sp_speculator *s = m->speculator;
     int32_t V = s->vocab, n_verify = 0, longest = 0;
     uint8_t is_verify[n];
     int32_t saved_logits[n], saved_sample[n];
@@ -438,9 +438,9 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
         n_verify++;
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
-    sp_qwen35_spec spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows, is_verify};
+    sp_qwen35_speculate spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows, is_verify};
     sp_qwen35_memory mem = sp_cache_memory(c);
-    splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
+    splash_status st = sp_qwen35_step_speculate(m->arch, &mem, seqs, n, &spec);
     for (int32_t i = 0; i < n; i++)
         if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
     if (st) return st;
@@ -478,13 +478,13 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
     if (!st && verify) {
         for (int32_t i = 0; i < n_seqs; i++) verify[i].n_accepted = 0;
-        st = check_verify(m->spec, seqs, verify, n_seqs, 0);
+        st = check_verify(m->speculator, seqs, verify, n_seqs, 0);
     }
     if (st) return st;
     uint8_t refused[n_seqs];
     if ((st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) return st;
     sp_qwen35_memory mem = sp_cache_memory(c);
-    st = m->spec ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+    st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
     sp_api_end_refusals(seqs, n_seqs, refused);
     return st;
 }
@@ -492,5 +492,5 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
 int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
                            uint64_t seed, uint64_t pos0, int32_t *token) {
     if (!p || (k > 0 && (!q || !draft)) || !token || vocab < 1 || k < 0 || q_rows < k || q_rows > k + 1) return -1;
-    return sp_spec_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
+    return sp_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
 }

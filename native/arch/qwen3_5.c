@@ -157,9 +157,9 @@ struct sp_qwen35 {
     const sp_backend *be;
     sp_trace_fn trace;
     void *trace_ctx;
-    /* speculative decoding: the current step's request (NULL outside sp_qwen35_step_spec), and what a verify block
+    /* speculative decoding: the current step's request (NULL outside sp_qwen35_step_speculate), and what a verify block
      * leaves for sp_qwen35_commit: per GDN layer, rows of [raw in_proj_qkv (conv_dim) | a (Hv) | b (Hv)] */
-    const sp_qwen35_spec *spec;
+    const sp_qwen35_speculate *speculate;
     float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
     float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
     int32_t verify_rows;
@@ -791,7 +791,7 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
         float *S = mem->state + (int64_t)q->slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
         float *tail = S + gdn_state_floats(c);
         int64_t r0 = r->row0[i];
-        if (m->spec && m->spec->verify && m->spec->verify[i]) { /* speculative: see keep_verify_inputs */
+        if (m->speculate && m->speculate->verify && m->speculate->verify[i]) { /* speculative: see keep_verify_inputs */
             keep_verify_inputs(m, y, r0, q->n_tokens, kept_row, S);
             kept_row += q->n_tokens;
             S = m->state_copy;
@@ -892,7 +892,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
 
 /* Speculative decoding's outputs of layer l: the residual stream of every row after the layer, for each tap on it. */
 static void keep_taps(sp_qwen35 *m, int32_t l, int64_t T) {
-    const sp_qwen35_spec *sp = m->spec;
+    const sp_qwen35_speculate *sp = m->speculate;
     int64_t H = m->cfg.hidden_size;
     for (int32_t t = 0; t < sp->n_taps; t++)
         if (sp->tap_layers[t] == l) m->be->copy_rows(m->be, sp->taps + t * H, sp->n_taps * H, m->s.x, H, T, H);
@@ -918,11 +918,11 @@ static void image_rows(sp_qwen35 *m, const step_rows *r) {
 }
 
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs) {
-    return sp_qwen35_step_spec(m, mem, seqs, n_seqs, NULL);
+    return sp_qwen35_step_speculate(m, mem, seqs, n_seqs, NULL);
 }
 
-splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
-                                  const sp_qwen35_spec *spec) {
+splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
+                                       const sp_qwen35_speculate *sp) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
@@ -957,13 +957,13 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
     be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n * (m->mrope_step ? 3 : 1));
     free(tokens);
     int64_t T = r->n, H = c->hidden_size, verify_rows = 0;
-    for (int32_t i = 0; spec && spec->verify && i < n_seqs; i++) verify_rows += spec->verify[i] ? seqs[i].n_tokens : 0;
+    for (int32_t i = 0; sp && sp->verify && i < n_seqs; i++) verify_rows += sp->verify[i] ? seqs[i].n_tokens : 0;
     if (verify_rows > m->verify_rows) {
         free(r);
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%lld verify rows in one step, more than the %d reserved",
                        (long long)verify_rows, m->verify_rows);
     }
-    m->spec = spec;
+    m->speculate = sp;
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
     image_rows(m, r);
     TRACE(m, "embed", -1, s->x, T, H);
@@ -979,10 +979,10 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
         TRACE(m, "ffn_out", l, s->out, T, H);
         be->add(be, s->x, s->out, T * H);
         TRACE(m, "layer_out", l, s->x, T, H);
-        if (spec && spec->n_taps) keep_taps(m, l, T);
+        if (sp && sp->n_taps) keep_taps(m, l, T);
     }
-    if (spec && spec->normed) be->rmsnorm(be, spec->normed, s->x, m->w.norm, T, H, c->rms_norm_eps);
-    m->spec = NULL;
+    if (sp && sp->normed) be->rmsnorm(be, sp->normed, s->x, m->w.norm, T, H, c->rms_norm_eps);
+    m->speculate = NULL;
     splash_status st = *be->status ? *be->status : logits_and_samples(m, r);
     free(r);
     return st ? st : *be->status;

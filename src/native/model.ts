@@ -211,7 +211,7 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
   set("bias", addr(p.logitBias?.values));
 }
 
-// The acceptance rule alone on given distributions (spec/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
+// The acceptance rule alone on given distributions (draft/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
 // or k + 1 when a further draft was refused before verification), drafts [k]. For tests with fixed probabilities.
 export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
   const token = new Int32Array(1);
