@@ -23,7 +23,6 @@
 #include "arch/dflash.h"
 #include "arch/draft.h"
 #include "arch/mtp.h"
-#include "backends/cpu/ops.h"
 #include "core/error.h"
 #include "draft/accept.h"
 
@@ -57,7 +56,8 @@ struct sp_speculator {
     const sp_backend *be;
     /* buffers: rows in backend memory, the rest host memory (acceptance runs on the host) */
     float *rows;                /* (max_step_tokens, row_width) */
-    float *logits;              /* (verify_rows, vocab): verify blocks' logits, read back by the step */
+    float *logits;              /* (verify_rows, vocab): verify blocks' logits, backend memory */
+    float *host_logits;         /* (max_draft + 1, vocab): one block's, read back to sample at temperature > 0 */
     float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
     float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
     void *dist_scratch;
@@ -88,7 +88,8 @@ void sp_speculator_free(sp_speculator *s) {
     if (!s) return;
     if (s->d) s->d->ops->free(s->d);
     if (s->rows) s->be->free(s->be, s->rows);
-    free(s->logits);
+    if (s->logits) s->be->free(s->be, s->logits);
+    free(s->host_logits);
     free(s->q);
     free(s->z);
     free(s->p);
@@ -111,7 +112,8 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     uint64_t logits = sizeof(float) * (uint64_t)s->verify_rows * V;
     uint64_t q = sizeof(float) * (uint64_t)s->max_seqs * (uint64_t)s->max_draft * V;
     s->rows = be->alloc(be, rows);
-    s->logits = malloc(logits);
+    s->logits = be->alloc(be, logits);
+    s->host_logits = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * V);
     s->q = malloc(q);
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
@@ -123,10 +125,10 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     s->top_logprobs = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * SPLASH_MAX_TOP_LOGPROBS);
     s->last = calloc((size_t)s->max_seqs, sizeof(drafted));
     s->last_tokens = calloc((size_t)s->max_seqs * (size_t)s->max_draft, sizeof(int32_t));
-    if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
+    if (!s->rows || !s->logits || !s->host_logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
         !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_accept_dist_scratch(s->vocab) + sample;
+    s->scratch_bytes += rows + logits + q + sizeof(float) * ((uint64_t)s->max_draft + 1) * V + 2 * sizeof(float) * V + sp_accept_dist_scratch(s->vocab) + sample;
     return SPLASH_OK;
 }
 
@@ -358,10 +360,11 @@ static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs
     return SPLASH_OK;
 }
 
-/* Accepts or rejects sequence q's drafts against its block logits; returns the accepted count, q->token set. */
-/* Greedy: each block row goes through the sampler (the argmax, its log-probability and alternatives, what decoding
- * without a drafter reports), all rows at once; drafts are kept while they are the argmax. The rows are host memory
- * here, so it is the CPU backend's sampler, which GPU backends also run on rows they read back. */
+/* Accepts or rejects sequence q's drafts against its block logits (backend memory); returns the accepted count,
+ * q->token set. */
+/* Greedy: each block row goes through the backend's own sampler (the argmax, its log-probability and alternatives,
+ * bit for bit what decoding without a drafter reports; a GPU returns the argmax rather than the rows), all rows at
+ * once; drafts are kept while they are the argmax. */
 static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, const int32_t *penalty) {
     const sp_backend *be = s->be;
     int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
@@ -371,7 +374,7 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verif
         s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                                      v->allowed ? v->allowed + (int64_t)r * words : NULL, (uint64_t)q->n_past + 1 + r, n_top,
                                      top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens};
-    splash_status st = sp_cpu_sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
+    splash_status st = be->sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
     if (st) return st;
     int32_t r = 0;
     while (r < k && s->jobs[r].token == q->tokens[1 + r]) r++;
@@ -395,6 +398,8 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
     if (greedy) return accept_greedy(s, q, v, logits, penalty);
+    s->be->read(s->be, s->host_logits, logits, sizeof(float) * (uint64_t)(k + 1) * (uint64_t)V);
+    logits = s->host_logits;
     for (int32_t r = 0; r <= k; r++) {
         sp_dist_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                            v->allowed ? v->allowed + (int64_t)r * words : NULL, s->tokens};
@@ -423,26 +428,20 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     sp_speculator *s = m->speculator;
     int32_t V = s->vocab, n_verify = 0, longest = 0;
     uint8_t is_verify[n];
-    int32_t saved_logits[n], saved_sample[n];
-    float *saved_out[n];
     int64_t off = 0;
     for (int32_t i = 0; i < n; i++) {
-        splash_seq *q = &seqs[i];
-        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows */
+        const splash_seq *q = &seqs[i];
+        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows; a verify block's logits stay
+         * in s->logits (backend memory), where the acceptance samples them */
         is_verify[i] = verify && q->sample && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
         if (!is_verify[i]) continue;
-        /* the block's logits come here, not to the caller; acceptance samples instead of the step */
-        saved_logits[i] = q->n_logits, saved_sample[i] = q->sample, saved_out[i] = q->logits;
-        q->n_logits = q->n_tokens, q->sample = 0, q->logits = s->logits + off * V;
-        off += q->n_tokens;
         n_verify++;
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
-    sp_qwen35_speculate spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows, is_verify};
+    sp_qwen35_speculate spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows,
+                                is_verify, s->logits};
     sp_qwen35_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_speculate(m->arch, &mem, seqs, n, &spec);
-    for (int32_t i = 0; i < n; i++)
-        if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
     if (st) return st;
     /* accept, then replay the accepted rows into each verify block's GDN state */
     int32_t *penalty = n_verify ? malloc(sizeof(int32_t) * (size_t)longest) : NULL;

@@ -835,9 +835,15 @@ static void ffn(sp_qwen35 *m, const qwen35_layer *y, int64_t T) {
     be->add_sigmoid_scaled(be, s->out, s->shared, s->sg, T, c->hidden_size);
 }
 
-/* Rows that need logits: each sequence's last n_logits rows, or its last row when it samples. */
-static int64_t logit_rows(const splash_seq *q) {
-    return q->n_logits > 0 ? q->n_logits : q->sample ? 1 : 0;
+/* Whether sequence i of the step is a verify block (its logits go to the speculative request's buffer). */
+static bool verifying(const sp_qwen35 *m, int32_t i) {
+    return m->speculate && m->speculate->verify && m->speculate->verify[i];
+}
+
+/* Rows that need logits: a verify block's every row, else each sequence's last n_logits rows, or its last row when
+ * it samples. */
+static int64_t logit_rows(const sp_qwen35 *m, const splash_seq *q, int32_t i) {
+    return verifying(m, i) ? q->n_tokens : q->n_logits > 0 ? q->n_logits : q->sample ? 1 : 0;
 }
 
 /* Final norm and lm_head over the rows that need logits, LOGIT_ROWS at a time; copies out the requested logits
@@ -849,7 +855,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
     int64_t H = c->hidden_size, V = c->vocab_size, R = 0;
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
-        int64_t k = logit_rows(q), first = r->row0[i] + q->n_tokens - k;
+        int64_t k = logit_rows(m, q, i), first = r->row0[i] + q->n_tokens - k;
         be->copy_rows(be, s->hn + R * H, H, s->x + first * H, H, k, H);
         R += k;
     }
@@ -857,7 +863,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
     TRACE(m, "final_norm", -1, s->hn, R, H);
     /* walk the rows in blocks, remembering which sequence and which of its logit rows each one is */
     int32_t seq = 0;
-    int64_t within = 0;
+    int64_t within = 0, verify_row = 0;
     for (int64_t b0 = 0; b0 < R; b0 += LOGIT_ROWS) {
         int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
         be->matmul(be, s->logits, &m->w.lm_head, s->hn + b0 * H, nb);
@@ -865,12 +871,14 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
         splash_seq *job_seq[LOGIT_ROWS];
         int32_t n_jobs = 0;
         for (int64_t j = 0; j < nb; j++) {
-            while (logit_rows(&r->seqs[seq]) == 0) seq++;
+            while (logit_rows(m, &r->seqs[seq], seq) == 0) seq++;
             splash_seq *q = &r->seqs[seq];
             const float *row = s->logits + j * V;
-            if (q->logits && q->n_logits > 0) be->read(be, q->logits + within * V, row, sizeof(float) * (uint64_t)V);
-            if (++within < logit_rows(q)) continue;
-            if (q->sample) {
+            bool verify = verifying(m, seq);
+            if (verify) be->copy_rows(be, m->speculate->logits + verify_row++ * V, V, row, V, 1, V);
+            else if (q->logits && q->n_logits > 0) be->read(be, q->logits + within * V, row, sizeof(float) * (uint64_t)V);
+            if (++within < logit_rows(m, q, seq)) continue;
+            if (q->sample && !verify) {
                 job_seq[n_jobs] = q;
                 s->jobs[n_jobs++] = (sp_sample_job){row, &q->sampling, q->penalty_tokens, q->n_penalty_tokens,
                                                     q->allowed, (uint64_t)q->n_past + (uint64_t)q->n_tokens,
@@ -982,8 +990,8 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
         if (sp && sp->n_taps) keep_taps(m, l, T);
     }
     if (sp && sp->normed) be->rmsnorm(be, sp->normed, s->x, m->w.norm, T, H, c->rms_norm_eps);
-    m->speculate = NULL;
     splash_status st = *be->status ? *be->status : logits_and_samples(m, r);
+    m->speculate = NULL;
     free(r);
     return st ? st : *be->status;
 }

@@ -44,6 +44,8 @@ typedef struct sp_qwen35_speculate {
     float *normed;              /* out [rows][H]: every row after the final norm (MTP's hidden input) */
     const uint8_t *verify;      /* [n_seqs]: 1 = a verify block whose GDN state stays as it was; its inputs are kept
                                    and sp_qwen35_commit folds the accepted rows in */
+    float *logits;              /* out, backend memory [verify rows][vocab]: every row of the verify blocks, in order
+                                   (they stay on the device; a verify sequence asks for no logits of its own) */
 } sp_qwen35_speculate;
 
 splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
