@@ -4,7 +4,7 @@
 // resumed from the prefix cache — also with splash-tiny's weights quantized to q8 and q4 at load, where a verify
 // block's rows go through the integer GEMM and decode's single row through the GEMV, which must agree bit for bit.
 // The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at every possible
-// position leave exactly the state token-by-token decoding leaves (the GDN rollback).
+// position leave exactly the state token-by-token decoding leaves (the GDN rollback), on the CPU and on Vulkan.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
