@@ -99,7 +99,7 @@ typedef struct sp_mtp {
     sp_checkpoint *ck;
     int32_t quant;
     int32_t *host_ints;                    /* (2N): tokens and positions, written to s.tokens and s.pos */
-    float *host_logits;                    /* (vocab): the row pick reads */
+    float *host_logits;                    /* (max_seqs, vocab): a chained step's rows, read back for pick */
 } sp_mtp;
 
 
@@ -354,7 +354,7 @@ splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max
         d->scratch_bytes = scratch_layout(&d->cfg, d->rows, max_seqs, NULL, &d->s);
         d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
         d->host_ints = malloc(sizeof(int32_t) * 2 * (size_t)d->rows);
-        d->host_logits = malloc(sizeof(float) * (size_t)d->cfg.vocab_size);
+        d->host_logits = malloc(sizeof(float) * (size_t)max_seqs * (size_t)d->cfg.vocab_size);
         if (!d->scratch_mem || !d->host_ints || !d->host_logits)
             st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
         else scratch_layout(&d->cfg, d->rows, max_seqs, d->scratch_mem, &d->s);
@@ -544,14 +544,10 @@ static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, con
         fuse_inputs(d, n);
         layer(d, mem, rows, n);
         be->matmul(be, s->logits, d->lm_head, s->h, n);
+        for (int64_t r = 0; r < n; r++) be->copy_rows(be, s->chain + (int64_t)row_seq[r] * H, H, s->h + r * H, H, 1, H);
+        be->read(be, d->host_logits, s->logits, sizeof(float) * (uint64_t)(n * V));
         if (*be->status) return *be->status;
-        for (int64_t r = 0; r < n; r++) {
-            int32_t i = row_seq[r];
-            be->copy_rows(be, s->chain + (int64_t)i * H, H, s->h + r * H, H, 1, H);
-            be->read(be, d->host_logits, s->logits + r * V, sizeof(float) * (uint64_t)V);
-            last[i] = pick(ctx, i, j, &(sp_draft_choice){.logits = d->host_logits});
-        }
-        if (*be->status) return *be->status;
+        for (int64_t r = 0; r < n; r++) last[row_seq[r]] = pick(ctx, row_seq[r], j, &(sp_draft_choice){.logits = d->host_logits + r * V});
     }
     return SPLASH_OK;
 }
