@@ -1,4 +1,4 @@
-// Splash against llama.cpp on the same weights (issue 15): the workloads of `splash bench peers`. Each model is
+// Splash against llama.cpp on the same weights: the workloads of `splash bench peers`. Each model is
 // exported once to GGUF (Q8_0 for Splash's q8, Q4_0 for its q4), both engines load it with the same thread count,
 // and every measurement runs Splash then llama.cpp, repetition after repetition, on the same pre-tokenized prompts
 // (seeded random ids); medians are reported with their ratio. No speculation on either side. llama.cpp runs in a
