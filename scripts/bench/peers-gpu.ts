@@ -11,7 +11,7 @@ import { ensureCheckpoint } from "../../src/cli/bench-decode.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import { exportGguf, ggufDecodeBytes, type ExportType } from "../../src/gguf/export.ts";
 import { cacheDir } from "../../src/paths.ts";
-import { LlamaPeer } from "./peers-client.ts";
+import { LlamaPeer } from "../../src/bench/peers-client.ts";
 
 const { values } = parseArgs({
   options: {
