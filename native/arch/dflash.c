@@ -27,15 +27,13 @@
  *     best score, sampling draws from softmax(s_t / T) over cand (the q that acceptance uses). */
 #include "dflash.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/rank.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,10 +82,7 @@ typedef struct dflash_weights {
     sp_matrix sel_hidden;                    /* DFlash2 candidate_selector.hidden_projection (R, H) */
     sp_matrix sel_pred, sel_succ;            /* predecessor / successor codebooks (vocab, R): rows gathered */
     float *inv_freq;                         /* (hd / 2) */
-    float *vectors;
-    void **owned;
-    int64_t n_owned;
-    uint64_t bytes;
+    sp_weights held;                         /* the vector block, quantized copies, bytes held */
 } dflash_weights;
 
 /* Scratch for N = max(max_step_tokens, max_seqs · B) rows. */
@@ -127,13 +122,10 @@ typedef struct sp_dflash {
 
 /* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t taps = (int64_t)c->n_taps * H;
     TAKE(tokens, int32_t, N);
@@ -157,22 +149,7 @@ static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab,
         TAKE(cand, int32_t, c->selector_top_k + 1);
     }
 #undef TAKE
-    return off;
-}
-
-static splash_status int_at(const sp_json *o, const char *dir, const char *key, int64_t lo, int64_t dflt, int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x = dflt;
-    if ((v || dflt < lo) && !sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s: expected an integer", dir, key);
-    if (x < lo || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s = %lld is out of range", dir, key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
-
-static double number_or(const sp_json *v, double dflt) {
-    double x;
-    return sp_json_double(v, &x) ? x : dflt;
+    return at.off;
 }
 
 /* RoPE: rope_parameters (newer configs) or rope_theta + rope_scaling (older). Plain, or YaRN (HF
@@ -181,7 +158,7 @@ static double number_or(const sp_json *v, double dflt) {
 static splash_status rope(const sp_json *root, const char *dir, dflash_config *c, float *inv_freq) {
     const sp_json *rp = sp_json_get(root, "rope_parameters");
     const sp_json *sc = rp ? rp : sp_json_get(root, "rope_scaling");
-    double theta = number_or(sp_json_get(rp, "rope_theta"), number_or(sp_json_get(root, "rope_theta"), 10000.0));
+    double theta = sp_config_number(sp_json_get(rp, "rope_theta"), sp_config_number(sp_json_get(root, "rope_theta"), 10000.0));
     const char *type = sp_json_string(sp_json_get(sc, "rope_type"));
     if (!type) type = sp_json_string(sp_json_get(sc, "type"));
     int32_t d = c->head_dim, half = d / 2;
@@ -190,15 +167,15 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     if (!type || !strcmp(type, "default")) return SPLASH_OK;
     if (strcmp(type, "yarn"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: rope type \"%s\" is not supported (default or yarn)", dir, type);
-    double factor = number_or(sp_json_get(sc, "factor"), 0);
-    double original = number_or(sp_json_get(sc, "original_max_position_embeddings"),
-                                number_or(sp_json_get(root, "max_position_embeddings"), 0));
+    double factor = sp_config_number(sp_json_get(sc, "factor"), 0);
+    double original = sp_config_number(sp_json_get(sc, "original_max_position_embeddings"),
+                                sp_config_number(sp_json_get(root, "max_position_embeddings"), 0));
     if (!(factor >= 1) || !(original > 0))
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: yarn rope needs factor ≥ 1 and original_max_position_embeddings", dir);
-    double beta_fast = number_or(sp_json_get(sc, "beta_fast"), 32), beta_slow = number_or(sp_json_get(sc, "beta_slow"), 1);
-    double mscale = number_or(sp_json_get(sc, "mscale"), 0), mscale_all = number_or(sp_json_get(sc, "mscale_all_dim"), 0);
+    double beta_fast = sp_config_number(sp_json_get(sc, "beta_fast"), 32), beta_slow = sp_config_number(sp_json_get(sc, "beta_slow"), 1);
+    double mscale = sp_config_number(sp_json_get(sc, "mscale"), 0), mscale_all = sp_config_number(sp_json_get(sc, "mscale_all_dim"), 0);
 #define GET_MSCALE(s, m) ((s) <= 1 ? 1.0 : 0.1 * (m) * log(s) + 1.0)
-    double af = number_or(sp_json_get(sc, "attention_factor"), -1);
+    double af = sp_config_number(sp_json_get(sc, "attention_factor"), -1);
     if (af < 0) af = mscale && mscale_all ? GET_MSCALE(factor, mscale) / GET_MSCALE(factor, mscale_all) : GET_MSCALE(factor, 1);
 #undef GET_MSCALE
     c->attention_factor = (float)af;
@@ -250,22 +227,22 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
     const sp_json *dc = sp_json_get(root, "dflash_config");
     if (!dc) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: no dflash_config (not a z-lab DFlash drafter)", dir);
     splash_status st;
-    if ((st = int_at(root, dir, "hidden_size", 1, -1, &c->hidden_size)) ||
-        (st = int_at(root, dir, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
-        (st = int_at(root, dir, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
-        (st = int_at(root, dir, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
-        (st = int_at(root, dir, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
-        (st = int_at(root, dir, "intermediate_size", 1, -1, &c->intermediate_size)))
+    if ((st = sp_config_int(root, dir, NULL, "hidden_size", 1, -1, &c->hidden_size)) ||
+        (st = sp_config_int(root, dir, NULL, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
+        (st = sp_config_int(root, dir, NULL, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
+        (st = sp_config_int(root, dir, NULL, "intermediate_size", 1, -1, &c->intermediate_size)))
         return st;
     /* block_size moved into dflash_config in newer revisions */
-    if ((st = int_at(draft_obj(root, dc, "block_size"), dir, "block_size", 2, -1, &c->block_size)) ||
-        (st = int_at(dc, dir, "mask_token_id", 0, -1, &c->mask_token_id)))
+    if ((st = sp_config_int(draft_obj(root, dc, "block_size"), dir, NULL, "block_size", 2, -1, &c->block_size)) ||
+        (st = sp_config_int(dc, dir, NULL, "mask_token_id", 0, -1, &c->mask_token_id)))
         return st;
     if (c->version == 2) {
-        if ((st = int_at(draft_obj(root, dc, "conv_kernel_size"), dir, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
-            (st = int_at(draft_obj(root, dc, "conv_group_size"), dir, "conv_group_size", 1, -1, &c->conv_group)) ||
-            (st = int_at(draft_obj(root, dc, "selector_rank"), dir, "selector_rank", 1, -1, &c->selector_rank)) ||
-            (st = int_at(draft_obj(root, dc, "selector_top_k"), dir, "selector_top_k", 1, -1, &c->selector_top_k)))
+        if ((st = sp_config_int(draft_obj(root, dc, "conv_kernel_size"), dir, NULL, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
+            (st = sp_config_int(draft_obj(root, dc, "conv_group_size"), dir, NULL, "conv_group_size", 1, -1, &c->conv_group)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_rank"), dir, NULL, "selector_rank", 1, -1, &c->selector_rank)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_top_k"), dir, NULL, "selector_top_k", 1, -1, &c->selector_top_k)))
             return st;
         if (c->hidden_size % c->conv_group)
             return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: conv_group_size %d does not divide hidden_size %d", dir, c->conv_group,
@@ -300,13 +277,13 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
         c->causal[i] = has_causal ? is_causal : c->sliding[i];
         any_sliding |= c->sliding[i];
     }
-    if (any_sliding && (st = int_at(root, dir, "sliding_window", 1, -1, &c->sliding_window))) return st;
+    if (any_sliding && (st = sp_config_int(root, dir, NULL, "sliding_window", 1, -1, &c->sliding_window))) return st;
     double eps = 1e-6;
     sp_json_double(sp_json_get(root, "rms_norm_eps"), &eps);
     c->rms_norm_eps = (float)eps;
-    c->input_embedding_scale = (float)number_or(draft_key(root, dc, "input_embedding_scale"), 1.0);
-    c->output_multiplier = (float)number_or(draft_key(root, dc, "output_multiplier"), 1.0);
-    c->final_logit_softcapping = (float)number_or(draft_key(root, dc, "final_logit_softcapping"), 0.0);
+    c->input_embedding_scale = (float)sp_config_number(draft_key(root, dc, "input_embedding_scale"), 1.0);
+    c->output_multiplier = (float)sp_config_number(draft_key(root, dc, "output_multiplier"), 1.0);
+    c->final_logit_softcapping = (float)sp_config_number(draft_key(root, dc, "final_logit_softcapping"), 0.0);
     if (c->input_embedding_scale != 1.0f)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: input_embedding_scale %g: Splash's targets (Qwen) take "
                        "drafters that embed with scale 1", dir, (double)c->input_embedding_scale);
@@ -323,65 +300,23 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
 
-typedef struct loader {
-    sp_dflash *d;
-    float *next_vector;
-    char name[128];
-} loader;
+/* The tensor "layers.{i}.{suffix}". */
+static const char *lname(sp_loader *L, int32_t i, const char *suffix) { return sp_load_name(L, "layers.%d.%s", i, suffix); }
 
-static const char *lname(loader *L, int32_t i, const char *suffix) {
-    snprintf(L->name, sizeof L->name, "layers.%d.%s", i, suffix);
-    return L->name;
+static splash_status matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
+    return sp_load_matrix(L, name, rows, cols, true, out);
 }
 
-/* Keeps a loaded matrix as the target keeps its own (qwen3_5.c hold): the device copy on a GPU backend, else the
- * host rows; counts its bytes. */
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    sp_dflash *d = L->d;
-    splash_status st = sp_checkpoint_require(d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, out, &owned);
-    if (st) return st;
-    if (d->be->upload) {
-        const void *dev = d->be->upload(d->be, out->data, out->rows, out->row_bytes);
-        free(owned);
-        owned = NULL;
-        if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for tensor %s (%s)", name, splash_last_error());
-        out->data = dev;
-    }
-    if (owned) d->w.owned[d->w.n_owned++] = owned;
-    d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
+static splash_status vector(sp_loader *L, const char *name, int64_t n, const float **out) {
+    return sp_load_vector(L, name, n, 1, &n, 0.0f, out);
 }
 
-/* A small tensor of any rank (norm weights, conv base kernels) as f32. */
-static splash_status floats(loader *L, const char *name, int32_t ndim, const int64_t *shape, const float **out) {
-    const sp_tensor *t;
-    sp_matrix v;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
-    if (st) return st;
-    float *dst = L->next_vector;
-    for (int64_t r = 0; r < v.rows; r++) sp_matrix_row_f32(&v, r, dst + r * v.cols);
-    L->next_vector += v.rows * v.cols;
-    L->d->w.bytes += sizeof(float) * (uint64_t)(v.rows * v.cols);
-    *out = dst;
-    return SPLASH_OK;
-}
-
-static splash_status vector(loader *L, const char *name, int64_t n, const float **out) { return floats(L, name, 1, &n, out); }
-
-static splash_status conv(loader *L, int32_t i, const char *which, dflash_conv *out) {
-    const dflash_config *c = &L->d->cfg;
+static splash_status conv(sp_loader *L, const dflash_config *c, int32_t i, const char *which, dflash_conv *out) {
     int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
-    char name[160];
-    snprintf(name, sizeof name, "layers.%d.%s.kernel_projection.weight", i, which);
-    splash_status st = matrix(L, name, proj_rows, H, &out->proj);
+    splash_status st = matrix(L, sp_load_name(L, "layers.%d.%s.kernel_projection.weight", i, which), proj_rows, H, &out->proj);
     if (st) return st;
-    snprintf(name, sizeof name, "layers.%d.%s.base_kernel", i, which);
-    return floats(L, name, 3, (int64_t[]){2, K, H}, &out->base);
+    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
+                          &out->base);
 }
 
 static splash_status load_weights(sp_dflash *d) {
@@ -390,12 +325,11 @@ static splash_status load_weights(sp_dflash *d) {
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, I = c->intermediate_size;
     int64_t conv_floats = c->version == 2 ? 2 * 2 * (int64_t)c->conv_kernel * H : 0; /* two base kernels (2, K, H) */
     int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd + conv_floats) + hd / 2;
-    w->vectors = malloc(sizeof(float) * (size_t)nv);
+    splash_status st = sp_weights_alloc(&w->held, d->ck, nv);
+    if (st) return st;
     w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
-    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
-    if (!w->vectors || !w->layers || !w->owned) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.d = d, .next_vector = w->vectors};
-    splash_status st;
+    if (!w->layers) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant, .w = &w->held};
     if ((st = matrix(&L, "fc.weight", H, (int64_t)c->n_taps * H, &w->fc)) || (st = vector(&L, "hidden_norm.weight", H, &w->hidden_norm)) ||
         (st = vector(&L, "norm.weight", H, &w->norm)))
         return st;
@@ -413,7 +347,7 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, lname(&L, i, "mlp.up_proj.weight"), I, H, &y->up_proj)) ||
             (st = matrix(&L, lname(&L, i, "mlp.down_proj.weight"), H, I, &y->down_proj)))
             return st;
-        if (c->version == 2 && ((st = conv(&L, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, i, "mlp_conv", &y->mlp_conv))))
+        if (c->version == 2 && ((st = conv(&L, c, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, c, i, "mlp_conv", &y->mlp_conv))))
             return st;
     }
     if (c->version == 2) {
@@ -424,13 +358,13 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, "candidate_selector.successor_codebook", V, R, &w->sel_succ)))
             return st;
     }
-    w->inv_freq = L.next_vector;
+    if ((st = sp_load_floats(&L, hd / 2, &w->inv_freq))) return st;
     if ((st = rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq))) return st;
     /* on a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along */
     if (!d->be->upload) return SPLASH_OK;
-    const float *base = w->vectors, *dev = d->be->upload(d->be, base, 1, sizeof(float) * (uint64_t)nv);
-    if (!dev) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no device memory for the DFlash norms (%s)", splash_last_error());
-#define MOVE(p) ((p) = (void *)(dev + ((p) - base)))
+    const float *base = w->held.vectors, *dev;
+    if ((st = sp_weights_upload(d->be, &w->held, &dev))) return st;
+#define MOVE(p) SP_MOVE(p, base, dev)
     MOVE(w->hidden_norm), MOVE(w->norm), MOVE(w->inv_freq);
     for (int32_t i = 0; i < c->num_hidden_layers; i++) {
         dflash_layer *y = &w->layers[i];
@@ -487,7 +421,7 @@ static splash_status load(const sp_draft_target *t, const char *dir, int32_t ver
     d->base.mask_token_id = d->cfg.mask_token_id;
     d->base.tap_layers = d->cfg.target_layer_ids;
     d->base.n_taps = d->cfg.n_taps;
-    d->base.weight_bytes = d->w.bytes;
+    d->base.weight_bytes = d->w.held.bytes;
     d->base.scratch_bytes = d->scratch_bytes;
     *out = &d->base;
     return SPLASH_OK;
@@ -500,10 +434,8 @@ static void dflash_free(sp_drafter *base) {
     free(d->host_logits);
     free(d->sel_ids);
     free(d->sel_scores);
-    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
-    free(d->w.owned);
+    sp_weights_free(&d->w.held);
     free(d->w.layers);
-    free(d->w.vectors);
     if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
     sp_checkpoint_close(d->ck);
     free(d);

@@ -1,4 +1,4 @@
-// `splash bench spec`: what speculative decoding buys on the embedded model (issue 8). Coding prompts of the kind the
+// `splash bench spec`: what speculative decoding buys on the embedded model. Coding prompts of the kind the
 // model was trained on, written for this benchmark (none is in its training data), answered greedily through the
 // engine with no drafter, with the MTP layer, with the DFlash drafter and with the DFlash2 drafter, at 1 and at 4
 // concurrent streams.

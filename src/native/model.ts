@@ -18,12 +18,14 @@ import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
-const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+// The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
+// prefix: test/unit/native-layout.test.ts checks each against the header.
+export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.
 export const BACKENDS = ["auto", "cpu", "vulkan", "metal"] as const;
 export type Backend = (typeof BACKENDS)[number];
-const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 }; // SPLASH_BACKEND_*
+export const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 };
 // SPLASH_BACKEND=cpu|vulkan|metal replaces "auto" when a load names no backend: CI runs the whole suite on one.
 function defaultBackend(): Backend {
   const b = process.env.SPLASH_BACKEND;
@@ -31,6 +33,7 @@ function defaultBackend(): Backend {
   if (b in BACKEND_CODES) return b as Backend;
   throw new Error(`SPLASH_BACKEND=${b}: expected one of ${Object.keys(BACKEND_CODES).join(", ")}`);
 }
+export const ARCH_CODES = { qwen3_5: 1, qwen3_5_moe: 2 } as const;
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
 // What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
@@ -61,7 +64,7 @@ export type LoadOptions = {
 export type TokenIds = { count: number; mask: Uint32Array | null };
 
 export type DrafterKind = Drafter;
-const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 };
+export const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 }; // SPLASH_DRAFT_NONE (0): no drafter
 const DRAFTER_KINDS = Object.fromEntries(Object.entries(DRAFTER_CODES).map(([k, v]) => [v, k])) as Record<number, DrafterKind>;
 
 export type DrafterOptions = {
@@ -170,13 +173,9 @@ export type StepInput = {
 // Log-probabilities are log_softmax of the logits after penalties, the bias and the masks (allowed, the model's
 // tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
 // mask leaves fewer).
-export type SampledToken = {
-  token: number;
-  logprob: number;
-  top: { id: number; logprob: number }[] | null;
-  // Verify blocks: the drafts kept (they precede `token`) with their log-probabilities and alternatives.
-  accepted?: { token: number; logprob: number; top: { id: number; logprob: number }[] | null }[];
-};
+export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+// Verify blocks: `accepted` holds the drafts kept (they precede `token`) with their log-probabilities and alternatives.
+export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 // Top-logprob outputs without the entries (id −1) a mask left with no alternative.
 function alternatives(ids: Int32Array, logprobs: Float32Array): { id: number; logprob: number }[] {
@@ -271,7 +270,7 @@ export class Model {
     check(lib, "splash_model_get_info", lib.splash_model_get_info(handle, bytes));
     const f = (name: string) => getField(buf, MODEL_INFO, name);
     this.#info = {
-      arch: f("arch") === 2 ? "qwen3_5_moe" : "qwen3_5",
+      arch: f("arch") === ARCH_CODES.qwen3_5_moe ? "qwen3_5_moe" : "qwen3_5",
       vocabSize: f("vocab_size"),
       hiddenSize: f("hidden_size"),
       layers: f("n_layers"),
