@@ -29,11 +29,13 @@
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
-/* A step's rows: sequence i owns rows [row0[i], row0[i] + n_tokens). */
+/* A step's context: its rows (sequence i owns rows [row0[i], row0[i] + n_tokens)) and what it asks besides them. */
 typedef struct step_rows {
     splash_seq *seqs;
     int32_t n_seqs;
     int64_t n;                   /* Σ n_tokens */
+    bool mrope;                  /* positions are three M-RoPE streams (a sequence with images) */
+    const sp_qwen35_speculate *sp; /* speculative decoding's request, or NULL */
     int64_t row0[];
 } step_rows;
 
@@ -59,7 +61,7 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, T * Hq, hd);
     be->rmsnorm(be, s->q, s->q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
     be->rmsnorm(be, s->k, s->k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
-    const int32_t *mrope = m->mrope_step ? c->mrope_section : NULL;
+    const int32_t *mrope = r->mrope ? c->mrope_section : NULL;
     be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
     be->rope(be, s->k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
     TRACE(m, "attn_q", l, s->q, T, Hq * hd);
@@ -123,7 +125,7 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
         float *S = mem->state + (int64_t)q->slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
         float *tail = S + gdn_state_floats(c);
         int64_t r0 = r->row0[i];
-        if (m->speculate && m->speculate->verify && m->speculate->verify[i]) { /* speculative: see keep_verify_inputs */
+        if (r->sp && r->sp->verify && r->sp->verify[i]) { /* speculative: see keep_verify_inputs */
             keep_verify_inputs(m, y, r0, q->n_tokens, kept_row, S);
             kept_row += q->n_tokens;
             S = m->state_copy;
@@ -168,14 +170,15 @@ static void ffn(sp_qwen35 *m, const qwen35_layer *y, int64_t T) {
 }
 
 /* Whether sequence i of the step is a verify block (its logits go to the speculative request's buffer). */
-static bool verifying(const sp_qwen35 *m, int32_t i) {
-    return m->speculate && m->speculate->verify && m->speculate->verify[i];
+static bool verifying(const step_rows *r, int32_t i) {
+    return r->sp && r->sp->verify && r->sp->verify[i];
 }
 
 /* Rows that need logits: a verify block's every row, else each sequence's last n_logits rows, or its last row when
  * it samples. */
-static int64_t logit_rows(const sp_qwen35 *m, const splash_seq *q, int32_t i) {
-    return verifying(m, i) ? q->n_tokens : q->n_logits > 0 ? q->n_logits : q->sample ? 1 : 0;
+static int64_t logit_rows(const step_rows *r, int32_t i) {
+    const splash_seq *q = &r->seqs[i];
+    return verifying(r, i) ? q->n_tokens : q->n_logits > 0 ? q->n_logits : q->sample ? 1 : 0;
 }
 
 /* Final norm and lm_head over the rows that need logits, LOGIT_ROWS at a time; copies out the requested logits
@@ -187,7 +190,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
     int64_t H = c->hidden_size, V = c->vocab_size, R = 0;
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
-        int64_t k = logit_rows(m, q, i), first = r->row0[i] + q->n_tokens - k;
+        int64_t k = logit_rows(r, i), first = r->row0[i] + q->n_tokens - k;
         be->copy_rows(be, s->hn + R * H, H, s->x + first * H, H, k, H);
         R += k;
     }
@@ -203,13 +206,13 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
         splash_seq *job_seq[LOGIT_ROWS];
         int32_t n_jobs = 0;
         for (int64_t j = 0; j < nb; j++) {
-            while (logit_rows(m, &r->seqs[seq], seq) == 0) seq++;
+            while (logit_rows(r, seq) == 0) seq++;
             splash_seq *q = &r->seqs[seq];
             const float *row = s->logits + j * V;
-            bool verify = verifying(m, seq);
-            if (verify) be->copy_rows(be, m->speculate->logits + verify_row++ * V, V, row, V, 1, V);
+            bool verify = verifying(r, seq);
+            if (verify) be->copy_rows(be, r->sp->logits + verify_row++ * V, V, row, V, 1, V);
             else if (q->logits && q->n_logits > 0) be->read(be, q->logits + within * V, row, sizeof(float) * (uint64_t)V);
-            if (++within < logit_rows(m, q, seq)) continue;
+            if (++within < logit_rows(r, seq)) continue;
             if (q->sample && !verify) {
                 job_seq[n_jobs] = q;
                 s->jobs[n_jobs++] = (sp_sample_job){row, &q->sampling, q->penalty_tokens, q->n_penalty_tokens,
@@ -231,8 +234,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
 }
 
 /* Speculative decoding's outputs of layer l: the residual stream of every row after the layer, for each tap on it. */
-static void keep_taps(sp_qwen35 *m, int32_t l, int64_t T) {
-    const sp_qwen35_speculate *sp = m->speculate;
+static void keep_taps(sp_qwen35 *m, const sp_qwen35_speculate *sp, int32_t l, int64_t T) {
     int64_t H = m->cfg.hidden_size;
     for (int32_t t = 0; t < sp->n_taps; t++)
         if (sp->tap_layers[t] == l) m->be->copy_rows(m->be, sp->taps + t * H, sp->n_taps * H, m->s.x, H, T, H);
@@ -279,14 +281,15 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     }
     r->n = 0;
-    m->mrope_step = false;
-    for (int32_t i = 0; i < n_seqs; i++) m->mrope_step |= seqs[i].positions != NULL;
+    r->mrope = false;
+    r->sp = sp;
+    for (int32_t i = 0; i < n_seqs; i++) r->mrope |= seqs[i].positions != NULL;
     for (int32_t i = 0; i < n_seqs; i++) {
         const splash_seq *q = &seqs[i];
         r->row0[i] = r->n;
         for (int32_t j = 0; j < q->n_tokens; j++) {
             tokens[r->n] = q->tokens[j];
-            if (!m->mrope_step) pos[r->n] = q->n_past + j;
+            if (!r->mrope) pos[r->n] = q->n_past + j;
             else for (int32_t k = 0; k < 3; k++) pos[3 * r->n + k] = q->positions ? q->positions[3 * j + k] : q->n_past + j;
             r->n++;
         }
@@ -294,7 +297,7 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
         if (q->n_past == 0) be->clear(be, mem->state + (int64_t)q->slot * slot_floats(c), sizeof(float) * (uint64_t)slot_floats(c));
     }
     be->write(be, s->tokens, tokens, sizeof(int32_t) * (uint64_t)r->n);
-    be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n * (m->mrope_step ? 3 : 1));
+    be->write(be, s->pos, pos, sizeof(int32_t) * (uint64_t)r->n * (r->mrope ? 3 : 1));
     free(tokens);
     int64_t T = r->n, H = c->hidden_size, verify_rows = 0;
     for (int32_t i = 0; sp && sp->verify && i < n_seqs; i++) verify_rows += sp->verify[i] ? seqs[i].n_tokens : 0;
@@ -303,7 +306,6 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%lld verify rows in one step, more than the %d reserved",
                        (long long)verify_rows, m->verify_rows);
     }
-    m->speculate = sp;
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
     image_rows(m, r);
     TRACE(m, "embed", -1, s->x, T, H);
@@ -319,11 +321,10 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
         TRACE(m, "ffn_out", l, s->out, T, H);
         be->add(be, s->x, s->out, T * H);
         TRACE(m, "layer_out", l, s->x, T, H);
-        if (sp && sp->n_taps) keep_taps(m, l, T);
+        if (sp && sp->n_taps) keep_taps(m, sp, l, T);
     }
     if (sp && sp->normed) be->rmsnorm(be, sp->normed, s->x, m->w.norm, T, H, c->rms_norm_eps);
     splash_status st = *be->status ? *be->status : logits_and_samples(m, r);
-    m->speculate = NULL;
     free(r);
     return st ? st : *be->status;
 }

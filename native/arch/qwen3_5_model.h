@@ -140,17 +140,14 @@ struct sp_qwen35 {
     const sp_backend *be;
     sp_trace_fn trace;
     void *trace_ctx;
-    /* speculative decoding: the current step's request (NULL outside sp_qwen35_step_speculate), and what a verify block
-     * leaves for sp_qwen35_commit: per GDN layer, rows of [raw in_proj_qkv (conv_dim) | a (Hv) | b (Hv)] */
-    const sp_qwen35_speculate *speculate;
+    /* speculative decoding: what a verify block leaves for sp_qwen35_commit: per GDN layer, rows of
+     * [raw in_proj_qkv (conv_dim) | a (Hv) | b (Hv)] */
     float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
     float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
     int32_t verify_rows;
     int32_t quant;               /* SPLASH_QUANT_* the weights were loaded with (drafters follow it) */
-    /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none), and
-     * whether the current step's positions are three M-RoPE streams */
+    /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none) */
     int32_t image_token_id;
-    bool mrope_step;
     /* the rows a sample may choose (splash_load_options.n_tokens / tokens): ids below n_tokens, and of those only
      * the ones set in token_mask when the tokenizer has unused ids (NULL: all of them) */
     int32_t n_tokens;
