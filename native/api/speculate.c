@@ -54,7 +54,7 @@ struct sp_speculator {
     sp_drafter *d;
     int64_t row_width;          /* floats per step row handed to the drafter: its taps, or the normed hidden */
     const sp_backend *be;
-    /* buffers: rows in backend memory, the rest host memory (acceptance runs on the host) */
+    /* buffers: rows and logits in backend memory, the rest host memory (picks and sampled acceptance run there) */
     float *rows;                /* (max_step_tokens, row_width) */
     float *logits;              /* (verify_rows, vocab): verify blocks' logits, backend memory */
     float *host_logits;         /* (max_draft + 1, vocab): one block's, read back to sample at temperature > 0 */
@@ -125,10 +125,11 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     s->top_logprobs = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * SPLASH_MAX_TOP_LOGPROBS);
     s->last = calloc((size_t)s->max_seqs, sizeof(drafted));
     s->last_tokens = calloc((size_t)s->max_seqs * (size_t)s->max_draft, sizeof(int32_t));
-    if (!s->rows || !s->logits || !s->host_logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
-        !s->top_logprobs || !s->last || !s->last_tokens)
+    if (!s->rows || !s->logits || !s->host_logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch ||
+        !s->top_ids || !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + sizeof(float) * ((uint64_t)s->max_draft + 1) * V + 2 * sizeof(float) * V + sp_accept_dist_scratch(s->vocab) + sample;
+    s->scratch_bytes += rows + logits + q + sizeof(float) * ((uint64_t)s->max_draft + 3) * V + sp_accept_dist_scratch(s->vocab) +
+                        sample;
     return SPLASH_OK;
 }
 

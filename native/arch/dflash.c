@@ -329,7 +329,8 @@ static splash_status load_weights(sp_dflash *d) {
     if (st) return st;
     w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
     if (!w->layers) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant, .w = &w->held};
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
+                   .w = &w->held};
     if ((st = matrix(&L, "fc.weight", H, (int64_t)c->n_taps * H, &w->fc)) || (st = vector(&L, "hidden_norm.weight", H, &w->hidden_norm)) ||
         (st = vector(&L, "norm.weight", H, &w->norm)))
         return st;

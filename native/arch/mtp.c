@@ -88,7 +88,7 @@ typedef struct sp_mtp {
     void *scratch_mem;
     uint64_t scratch_bytes;
     int64_t rows;                          /* N */
-    int32_t max_draft, max_seqs;
+    int32_t max_seqs;
     const sp_matrix *embed, *lm_head;
     const sp_backend *be;
     sp_checkpoint *ck;
@@ -175,7 +175,8 @@ static splash_status load_weights(sp_mtp *d) {
     if (st) return st;
     w->expert_views = c->moe ? calloc(3 * (size_t)c->num_experts, sizeof(sp_matrix)) : NULL;
     if (c->moe && !w->expert_views) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant, .w = &w->held};
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
+                   .w = &w->held};
 #define MAT(name, rows, cols, quantizable, out) sp_load_matrix(&L, name, rows, cols, quantizable, out)
 #define NORM(name, n, out) sp_load_vector(&L, name, n, 1, (int64_t[]){n}, 1.0f, out)
 #define P "mtp.layers.0."
@@ -235,8 +236,8 @@ splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max
     sp_mtp *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     if (max_draft == 0) max_draft = DEFAULT_DRAFT;
-    *d = (sp_mtp){.base = {.ops = &MTP_OPS, .max_draft = max_draft, .mask_token_id = -1}, .max_draft = max_draft, .max_seqs = max_seqs, .embed = t->embed, .lm_head = t->lm_head, .be = t->be,
-                  .ck = t->ck, .quant = t->quant};
+    *d = (sp_mtp){.base = {.ops = &MTP_OPS, .max_draft = max_draft, .mask_token_id = -1}, .max_seqs = max_seqs,
+                  .embed = t->embed, .lm_head = t->lm_head, .be = t->be, .ck = t->ck, .quant = t->quant};
     d->rows = t->max_step_tokens > max_seqs ? t->max_step_tokens : max_seqs;
     splash_status st = parse_config(t, &d->cfg);
     if (!st) st = load_weights(d);
@@ -274,7 +275,9 @@ static uint64_t mtp_page_bytes(const sp_drafter *base, int32_t page_tokens, int3
     const sp_mtp *d = (const sp_mtp *)base;
     return (uint64_t)sp_kv_layers_bytes(kv_type, 1, d->cfg.num_key_value_heads, d->cfg.head_dim, page_tokens);
 }
-static uint64_t mtp_slot_bytes(const sp_drafter *base) { return sizeof(float) * (uint64_t)((const sp_mtp *)base)->cfg.hidden_size; }
+static uint64_t mtp_slot_bytes(const sp_drafter *base) {
+    return sizeof(float) * (uint64_t)((const sp_mtp *)base)->cfg.hidden_size;
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
