@@ -141,6 +141,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1 } });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });

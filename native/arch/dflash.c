@@ -384,8 +384,8 @@ static splash_status load(const sp_draft_target *t, const char *dir, int32_t ver
     *out = NULL;
     if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     if (version == 2 && !t->be->block_conv)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no block_conv op (DFlash2's dynamic convolution): run "
-                       "DFlash2 drafters on the CPU backend, or draft with mtp or dflash", t->be->name);
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no block_conv op (DFlash2's dynamic convolution): draft "
+                       "with mtp or dflash", t->be->name);
     sp_dflash *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *d = (sp_dflash){.base = {.ops = version == 2 ? &DFLASH2_OPS : &DFLASH_OPS}, .max_seqs = max_seqs, .vocab_size = t->vocab_size,

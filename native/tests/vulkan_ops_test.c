@@ -351,6 +351,24 @@ static void test_attention_ext(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, i
     free(pages), free(kv), free(q), free(kb), free(vb), free(want), free(got);
 }
 
+/* block_conv: DFlash2's dynamic convolution over blocks of different lengths (rows of dyn_stride > its K·H/G). */
+static void test_block_conv(int64_t H, int32_t K, int32_t G) {
+    int64_t row0[3] = {0, 5, 6};
+    int32_t len[3] = {5, 1, 9};
+    int64_t rows = 15, stride = 2 * K * (H / G);
+    float *x = randoms(rows * H, -2, 2), *dyn = randoms(rows * stride, -1, 1), *base = randoms(K * H, -1, 1);
+    float *dx = to_gpu(x, 4 * (uint64_t)(rows * H)), *ddyn = to_gpu(dyn, 4 * (uint64_t)(rows * stride));
+    float *dbase = to_gpu(base, 4 * (uint64_t)(K * H));
+    gpu.block_conv(&gpu, dx, ddyn + K * (H / G), stride, dbase, H, K, G, row0, len, 3);
+    cpu.block_conv(&cpu, x, dyn + K * (H / G), stride, base, H, K, G, row0, len, 3);
+    float *got = from_gpu(dx, rows * H);
+    char what[128];
+    snprintf(what, sizeof what, "block_conv H %lld, K %d, G %d, blocks of 5, 1 and 9 rows", (long long)H, K, G);
+    expect(what, nmse(got, x, rows * H), 1e-12);
+    gpu.free(&gpu, dx), gpu.free(&gpu, ddyn), gpu.free(&gpu, dbase);
+    free(x), free(dyn), free(base), free(got);
+}
+
 /* ---- Gated DeltaNet ---- */
 
 static void test_conv(int64_t C, int32_t K, int64_t n1, int64_t n2) {
@@ -544,6 +562,8 @@ int main(int argc, char **argv) {
     test_attention_ext(4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
     test_attention_ext(6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
     test_attention_ext(4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);     /* causal pages */
+    test_block_conv(64, 2, 16);
+    test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
     test_gdn(2, 6, 32, 16, 70);

@@ -420,6 +420,34 @@ static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, 
                     groups, r, nr, &w, 1, NULL);
 }
 
+/* DFlash2's dynamic convolution (kernels/block_conv.comp): one invocation per (block, channel). */
+static void gpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                           int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    int32_t blocks[2 * 64];
+    int64_t rows = 0;
+    if (n_blocks > 64) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "block_conv over more than 64 blocks");
+        return;
+    }
+    for (int32_t b = 0; b < n_blocks; b++) {
+        blocks[2 * b] = (int32_t)row0[b], blocks[2 * b + 1] = len[b];
+        if (row0[b] + len[b] > rows) rows = row0[b] + len[b];
+    }
+    uint64_t ba = sp_gpu_stage(gpu, blocks, 8 * (uint64_t)n_blocks);
+    if (!ba) return;
+    sp_gpu_range r[4] = {sp_gpu_span(gpu, x, (uint64_t)rows * (uint64_t)H * 4),
+                         sp_gpu_span(gpu, dyn, ((uint64_t)(rows - 1) * (uint64_t)dyn_stride + (uint64_t)K * (uint64_t)(H / G)) * 4),
+                         sp_gpu_span(gpu, base, (uint64_t)K * (uint64_t)H * 4), {ba, ba + 8 * (uint64_t)n_blocks}};
+    struct {
+        uint64_t x, dyn, base, blocks;
+        uint32_t H, K, G, dyn_stride, n_blocks;
+    } p = {r[0].lo, r[1].lo, r[2].lo, ba, (uint32_t)H, (uint32_t)K, (uint32_t)G, (uint32_t)dyn_stride, (uint32_t)n_blocks};
+    uint32_t groups[3];
+    sp_gpu_grid(div_up((uint64_t)n_blocks * (uint64_t)H, 64), groups);
+    sp_gpu_dispatch(gpu, "block_conv", SP_GPU_BLOCK_CONV, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 4, r, 1, NULL);
+}
+
 /* ---- Gated DeltaNet ---- */
 
 static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
@@ -699,6 +727,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
     be->attention_ext = gpu_attention_ext;
+    be->block_conv = gpu_block_conv;
     be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
