@@ -290,7 +290,8 @@ typedef struct splash_draft_seq {
     splash_sampling sampling;         /* temperature 0: argmax drafts (DFlash2: the selector's best candidate); else
                                          drawn from the drafter's distribution under these settings (DFlash2:
                                          softmax(selector scores / temperature) over its candidates), RNG = f(seed,
-                                         position) */
+                                         position). DFlash2 takes its candidates from its row after these settings'
+                                         penalties and bias, over the model's tokens */
     int32_t *tokens;                  /* out [n_draft] */
     float *logits;                    /* NULL or out [n_draft][vocab]: the drafter's raw logits of each draft */
     float *probs;                     /* NULL or out [n_draft][vocab]: the distribution each draft was drawn from (the q
