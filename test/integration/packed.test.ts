@@ -16,7 +16,8 @@ import { importModel } from "../../src/models/packed-import.ts";
 import { resolveModel } from "../../src/models/resolve.ts";
 import { Model, type Quant } from "../../src/native/model.ts";
 import { MLX_FIXTURES_TIMEOUT_MS, mlxFixtures, skipMlxFixtures } from "../helpers/mlx-fixtures.ts";
-import { promptLogits, tensor } from "./mlx-lib.ts";
+import { promptLogits } from "../helpers/parity.ts";
+import { tensor } from "./mlx-lib.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const MODELS = join(ROOT, "test/fixtures/models");
