@@ -1,6 +1,6 @@
 // Concurrent streams through the HTTP API: tokens per second of 1 streaming chat completion, then of N at once, on
 // a model served in this process as `splash serve` serves it (SSE over a loopback socket), and the ratio.
-//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3]
+//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N]
 // Each request asks for --tokens tokens at temperature 1 with a different seed; a stream that ends early counts the
 // tokens it wrote (usage). The clients run in a worker thread, as a separate program would: the server's thread
 // does only the server's work. Beside each rate, CPU time per 1000 tokens: the process's (every thread: the step's,
@@ -58,11 +58,11 @@ if (!isMainThread) {
   const { resolveModel } = await import("../../src/models/resolve.ts");
   const { createServer } = await import("../../src/server/server.ts");
 
-  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" } }, allowPositionals: true });
   const streams = Number(values.streams);
   const maxTokens = Number(values.tokens);
   const rounds = Number(values.rounds);
-  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"));
+  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads) }); // 0: every core
   const server = createServer({ host: "127.0.0.1", port: 0, models: [loaded.chat] });
   const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens } });
 
@@ -100,6 +100,7 @@ if (!isMainThread) {
       streams,
       max_tokens: maxTokens,
       rounds,
+      threads: loaded.model.info.threads,
       load_average: +load.toFixed(2),
       one_tok_s: +oneTokS.toFixed(1),
       many_tok_s: +manyTokS.toFixed(1),

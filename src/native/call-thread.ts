@@ -41,7 +41,7 @@ export class CallThread {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private failure: Error | null = null;
-  private waiters: (() => void)[] = []; // settled() callers
+  private readonly waiters: (() => void)[] = []; // settled() callers
 
   constructor(libraryPath: string) {
     this.worker = new Worker(workerUrl("native/call-thread-worker.ts"));
