@@ -101,6 +101,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     int n = o.n_threads ? o.n_threads : cpu.n_cores;
     splash_model *m = calloc(1, sizeof *m);
     if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&m->lock, NULL);
     splash_status st = sp_threadpool_create(n, &m->pool);
     if (!st) st = make_backend(&m->be, m->pool, n, &m->op_status, o.backend, NULL, 0);
     if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
@@ -160,6 +161,7 @@ void splash_model_free(splash_model *m) {
     sp_qwen35_free(m->arch);
     destroy_backend(&m->be);
     sp_threadpool_free(m->pool);
+    pthread_mutex_destroy(&m->lock);
     free(m);
 }
 

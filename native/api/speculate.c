@@ -308,6 +308,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     pick_ctx ctx = {s, drafts, malloc(sizeof(int32_t) * ((size_t)longest + (size_t)s->max_draft))};
     sp_draft_seq seqs[n];
     if (!ctx.penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_lock(&m->lock);
     s->n_last = 0; /* a failed draft leaves nothing to verify against */
     for (int32_t i = 0; i < n; i++) {
         seqs[i] = (sp_draft_seq){drafts[i].slot, drafts[i].n_past, drafts[i].anchor, drafts[i].n_draft, drafts[i].pages};
@@ -319,6 +320,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
     if (!st) s->n_last = n;
+    pthread_mutex_unlock(&m->lock);
     return st;
 }
 
@@ -482,10 +484,13 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     }
     if (st) return st;
     uint8_t refused[n_seqs];
-    if ((st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) return st;
-    sp_qwen35_memory mem = sp_cache_memory(c);
-    st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
-    sp_api_end_refusals(seqs, n_seqs, refused);
+    pthread_mutex_lock(&m->lock);
+    if (!(st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) {
+        sp_qwen35_memory mem = sp_cache_memory(c);
+        st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+        sp_api_end_refusals(seqs, n_seqs, refused);
+    }
+    pthread_mutex_unlock(&m->lock);
     return st;
 }
 

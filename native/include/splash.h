@@ -11,6 +11,8 @@
  *  - Structs passed in carry `struct_size` first so the layout can grow; the binding writes sizeof as it knows it.
  *  - Sizes and byte counts are 64-bit. Token ids, positions, page ids and slot ids are int32.
  *  - The library never exits or prints; it never keeps hidden global state beyond the per-thread error message.
+ *  - A model and its caches may be called from any thread: calls that run on the model (steps, drafts, images, cache
+ *    copies) hold the model's lock, so calls from two threads take turns. A tokenizer serves one thread at a time.
  *
  * Bump SPLASH_ABI_VERSION on any change a binding must know about; src/native/ checks it at load.
  */
@@ -30,7 +32,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 12
+#define SPLASH_ABI_VERSION 13
 
 typedef enum splash_status {
     SPLASH_OK = 0,

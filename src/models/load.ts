@@ -166,6 +166,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       async close() {
         await engine.close();
         structuredOutput.close();
+        await model.settled();
         model.free();
         tokenizer.free();
       },

@@ -6,12 +6,14 @@
 //   cache.free(); model.free();
 //
 // Handles are freed explicitly (free() is idempotent); a failing call throws NativeError with the status name and
-// the library's message.
+// the library's message. step() and draft() block their caller (tools, tests); stepAsync(), draftAsync() and
+// encodeImage() run on the model's call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import type { Drafter } from "../models/spec.ts";
+import { CallThread, invoke, type ThreadCall } from "./call-thread.ts";
 import { check, StepRefusals } from "./errors.ts";
-import { native, type NativeLibrary } from "./library.ts";
+import { libraryPath, native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
 import { metalInfo } from "./metal.ts";
 import { KV_TYPES, type KvType } from "../models/kv-type.ts";
@@ -190,7 +192,7 @@ function u64(n: number): bigint {
   return BigInt.asUintN(64, BigInt(Math.trunc(n)));
 }
 
-function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): number {
+function addr(a: Uint8Array | Int32Array | Uint32Array | Float32Array | null | undefined): number {
   return a && a.byteLength > 0 ? ptr(a) : 0;
 }
 
@@ -224,6 +226,7 @@ export class Model {
   #info!: ModelInfo;
   #drafter: DrafterInfo | null = null;
   #vision: VisionInfo | null = null;
+  #thread: CallThread | null = null;
 
   private constructor(
     readonly lib: NativeLibrary,
@@ -243,8 +246,14 @@ export class Model {
     return this.#vision;
   }
 
-  // One image's patches ([t·h·w][C·T·P·P], the processor's order) through the tower: [t·h·w / merge²][outHiddenSize].
-  encodeImage(pixels: Float32Array, grid: readonly [number, number, number]): Float32Array {
+  // The thread the model's long calls run on, started by the first of them.
+  get thread(): CallThread {
+    return (this.#thread ??= new CallThread(libraryPath(this.lib)));
+  }
+
+  // One image's patches ([t·h·w][C·T·P·P], the processor's order) through the tower, on the call thread:
+  // [t·h·w / merge²][outHiddenSize].
+  async encodeImage(pixels: Float32Array, grid: readonly [number, number, number]): Promise<Float32Array> {
     const v = this.#vision;
     if (!v) throw new Error("encodeImage: this checkpoint has no vision tower");
     const [t, h, w] = grid;
@@ -252,7 +261,7 @@ export class Model {
     if (pixels.length !== t * h * w * rowFloats)
       throw new RangeError(`encodeImage: ${pixels.length} floats for a ${t}×${h}×${w} grid of ${rowFloats}-float patches`);
     const out = new Float32Array(((t * h * w) / v.spatialMergeSize ** 2) * v.outHiddenSize);
-    check(this.lib, "splash_vision_encode", this.lib.splash_vision_encode(this.handle, pixels, t, h, w, out));
+    await this.thread.run({ fn: "splash_vision_encode", args: [this.handle, addr(pixels), t, h, w, addr(out)] }); // pixels and out live on here
     return out;
   }
 
@@ -406,16 +415,29 @@ export class Model {
     return new Cache(this, Number(out[0]) as Pointer, geometry);
   }
 
+  // Resolves once none of the model's calls is running on its thread: free() may follow.
+  settled(): Promise<void> {
+    return this.#thread?.settled() ?? Promise.resolve();
+  }
+
+  // Frees the model (its caches first; no call may be running: see settled()).
   free(): void {
     if (this.#handle === null) return;
+    this.#thread?.close();
+    this.#thread = null;
     this.lib.splash_model_free(this.#handle);
     this.#handle = null;
   }
 }
 
+// A call built for the thread or for the caller's, and what reads its outputs once it returned. Holding it holds
+// every buffer the call's structs point at.
+type PreparedCall<T> = { call: ThreadCall; buffers: unknown; finish(): T };
+
 export class Cache {
   #handle: Pointer | null;
   #seqs = new Uint8Array(0);
+  #busy = false; // a call on the thread is in flight (it may be reading #seqs)
 
   constructor(
     readonly model: Model,
@@ -455,10 +477,42 @@ export class Cache {
     check(this.model.lib, "splash_cache_write_slot", this.model.lib.splash_cache_write_slot(this.handle, slot, src, src.byteLength));
   }
 
-  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft() call,
-  // for verify blocks in step(). Returns each sequence's drafts.
+  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft call, for
+  // verify blocks in the step. Returns each sequence's drafts.
   draft(seqs: readonly DraftInput[]): Int32Array[] {
-    const lib = this.model.lib;
+    return this.#blocking(this.#draftCall(seqs));
+  }
+  draftAsync(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
+    return this.#onThread(this.#draftCall(seqs));
+  }
+
+  // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
+  // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
+  step(seqs: readonly StepInput[]): (SampledToken | null)[] {
+    return this.#blocking(this.#stepCall(seqs));
+  }
+  stepAsync(seqs: readonly StepInput[]): Promise<(SampledToken | null)[]> {
+    return this.#onThread(this.#stepCall(seqs));
+  }
+
+  #blocking<T>(p: PreparedCall<T>): T {
+    check(this.model.lib, p.call.fn, invoke(this.model.lib, p.call));
+    return p.finish();
+  }
+
+  // One call in flight per cache: the engine runs its steps one after the other.
+  async #onThread<T>(p: PreparedCall<T>): Promise<T> {
+    this.#busy = true;
+    try {
+      await this.model.thread.run(p.call);
+    } finally {
+      this.#busy = false;
+    }
+    return p.finish();
+  }
+
+  #draftCall(seqs: readonly DraftInput[]): PreparedCall<Int32Array[]> {
+    if (this.#busy) throw new Error("a call on this cache is still running");
     const size = seqs.length * DRAFT_SEQ.size;
     const bytes = new Uint8Array(size);
     const view = new DataView(bytes.buffer);
@@ -480,14 +534,11 @@ export class Cache {
       set("probs", addr(d.probs));
       return tokens;
     });
-    check(lib, "splash_draft", lib.splash_draft(this.model.handle, this.handle, bytes, seqs.length));
-    return outs;
+    return { call: { fn: "splash_draft", args: [this.model.handle, this.handle, addr(bytes), seqs.length] }, buffers: [bytes, seqs], finish: () => outs };
   }
 
-  // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
-  // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
-  step(seqs: readonly StepInput[]): (SampledToken | null)[] {
-    const lib = this.model.lib;
+  #stepCall(seqs: readonly StepInput[]): PreparedCall<(SampledToken | null)[]> {
+    if (this.#busy) throw new Error("a call on this cache is still running");
     const V = this.model.info.vocabSize;
     const size = seqs.length * SEQ.size;
     if (this.#seqs.byteLength < size) this.#seqs = new Uint8Array(size);
@@ -531,8 +582,14 @@ export class Cache {
       set("top_logprobs", addr(t.logprobs));
     });
     const verify = seqs.some((s) => s.verify) ? this.verifyBlocks(seqs) : null;
-    if (verify) check(lib, "splash_step_spec", lib.splash_step_spec(this.model.handle, this.handle, bytes, verify.bytes, seqs.length));
-    else check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
+    const call: ThreadCall = verify
+      ? { fn: "splash_step_spec", args: [this.model.handle, this.handle, addr(bytes), addr(verify.bytes), seqs.length] }
+      : { fn: "splash_step", args: [this.model.handle, this.handle, addr(bytes), seqs.length] };
+    return { call, buffers: [bytes, verify, seqs, tops], finish: () => this.stepResults(seqs, view, tops, verify) };
+  }
+
+  // Each sequence's sample after the step returned.
+  private stepResults(seqs: readonly StepInput[], view: DataView, tops: { ids: Int32Array; logprobs: Float32Array }[], verify: ReturnType<Cache["verifyBlocks"]> | null): (SampledToken | null)[] {
     let refused = false;
     const results = seqs.map((s, i): SampledToken | Error | null => {
       if (!s.sample) return null;
@@ -590,6 +647,7 @@ export class Cache {
 
   free(): void {
     if (this.#handle === null) return;
+    if (this.#busy) throw new Error("the cache is still computing");
     this.model.lib.splash_cache_free(this.#handle);
     this.#handle = null;
   }
