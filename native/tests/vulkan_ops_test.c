@@ -289,19 +289,24 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
 
 /* ---- attention ---- */
 
-/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed). */
-static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
+/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed), in a
+ * cache of rows of kv_type (SPLASH_KV_*). Both backends read the same stored values, so the tolerance is the f32 one;
+ * the rows kv_write stores must be the CPU's bit for bit. */
+static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
     int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
-    int64_t page_floats = 2 * (int64_t)Hkv * P * hd; /* one layer: K then V */
+    int64_t row_bytes = sp_kv_row_bytes(kv_type, hd), page_rows = 2 * (int64_t)Hkv * P; /* one layer: K then V */
+    uint64_t cache_bytes = (uint64_t)(page_rows * row_bytes * cache_pages);
     int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
-    float *kv = randoms(page_floats * cache_pages, -1, 1); /* old positions: random keys and values */
+    float *old = randoms(page_rows * cache_pages * hd, -1, 1); /* old positions: random keys and values */
+    uint8_t *kv = malloc(cache_bytes);
+    for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, old + r * hd, hd, kv + r * row_bytes);
     float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
-    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
+    uint8_t *dkv = to_gpu(kv, cache_bytes);
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
-               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    int64_t half = page_rows / 2 * row_bytes, stride = page_rows * row_bytes;
+    sp_kv_view hv = {kv, kv + half, stride, pages, P, kv_type}, dvw = {dkv, dkv + half, stride, pages, P, kv_type};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     double t0 = now();
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
@@ -310,16 +315,17 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     double ms = (now() - t0) * 1e3;
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
     cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
-    char what[160];
+    char what[192];
+    const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
     bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), hd, n);
-    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
-             flash ? " (f16 matrix units)" : "", ms);
+    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
+             type, flash ? " (f16 matrix units)" : "", ms);
     expect(what, nmse(got, want, n * Hq * hd), flash ? 1e-4 : 1e-10);
-    float *kv_got = from_gpu(dkv, page_floats * cache_pages);
-    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld", Hkv, hd, n_past, (long long)(n_past + n - 1));
-    expect(what, nmse(kv_got, kv, page_floats * cache_pages), 0);
+    uint8_t *kv_got = (uint8_t *)from_gpu(dkv, (int64_t)(cache_bytes / 4));
+    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld%s", Hkv, hd, n_past, (long long)(n_past + n - 1), type);
+    expect(what, memcmp(kv_got, kv, cache_bytes) ? 1 : 0, 0);
     gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
-    free(pages), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
 }
 
 /* ---- Gated DeltaNet ---- */
@@ -500,13 +506,18 @@ int main(int argc, char **argv) {
     test_norms(9, 300);
     test_rope(3, 4, 32, 8, false);
     test_rope(5, 3, 64, 16, true);
-    test_attention(4, 1, 32, 0, 13, 16);     /* prefill */
-    test_attention(4, 2, 32, 37, 1, 16);     /* decode */
-    test_attention(4, 2, 32, 300, 1, 4);     /* decode, split over keys */
-    test_attention(4, 1, 32, 20, 4, 16);     /* verify block */
-    if (!quick) test_attention(40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
-    test_attention(4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
-    test_attention(6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 13, 16);     /* prefill */
+    test_attention(SPLASH_KV_F32, 4, 2, 32, 37, 1, 16);     /* decode */
+    test_attention(SPLASH_KV_F32, 4, 2, 32, 300, 1, 4);     /* decode, split over keys */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 20, 4, 16);     /* verify block */
+    if (!quick) test_attention(SPLASH_KV_F32, 40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
+    test_attention(SPLASH_KV_F32, 6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
+    test_attention(SPLASH_KV_F16, 4, 2, 32, 37, 1, 16);     /* f16 KV: decode, split decode, verify, prefill chunks */
+    test_attention(SPLASH_KV_F16, 4, 2, 32, 300, 1, 4);
+    test_attention(SPLASH_KV_F16, 4, 1, 32, 20, 4, 16);
+    test_attention(SPLASH_KV_F16, 6, 2, 64, 37, 29, 16);
+    test_attention(SPLASH_KV_F16, 4, 1, 32, 0, 40, 16);
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
     test_gdn(2, 6, 32, 16, 70);
@@ -538,11 +549,15 @@ int main(int argc, char **argv) {
         test_norms(2, 5120);
         test_norms(48, 128);
         test_rope(2, 24, 256, 64, false);
-        test_attention(24, 4, 256, 0, 40, 16);
-        test_attention(24, 4, 256, 1200, 1, 16);
-        test_attention(16, 2, 256, 700, 4, 16);
-        test_attention(24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
-        test_attention(16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 0, 40, 16);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 1, 16);
+        test_attention(SPLASH_KV_F32, 16, 2, 256, 700, 4, 16);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
+        test_attention(SPLASH_KV_F32, 16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 1, 16);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 5000, 1, 64);  /* a split decode of many splits */
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 5000, 1, 64);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 100, 16);
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);

@@ -14,7 +14,7 @@
 
 /* GEMV_MAX_N: x rows up to which a matmul reads each weight once (the GEMV's largest batch bucket); MoE tiles are
  * the NMAX 4 variant's. */
-enum { GEMV_MAX_N = 16, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, GDN_COLS = 32, MOE_TILE = 4 };
+enum { GEMV_MAX_N = 16, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024, GDN_COLS = 32, MOE_TILE = 4 };
 /* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
  * (decode and verify blocks keep the split scalar kernel) */
 enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
@@ -257,11 +257,15 @@ static void gpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads,
 
 /* ---- attention ---- */
 
+/* The KV row types kv_write and both attention kernels (attention.comp, flash_attention_coopmat.comp) take: f32, and
+ * f16 converted on write and read back to f32 for the arithmetic. */
+#define GPU_KV_TYPES (1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16)
+
 typedef struct {
     uint64_t dst, src, k, v, pages, part;
     uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
     float scale;
-    uint32_t pad;
+    uint32_t kv_type; /* SPLASH_KV_F32 or SPLASH_KV_F16: the type of every row */
     uint64_t src2;
 } attn_push;
 
@@ -273,14 +277,16 @@ static sp_gpu_range kv_range(sp_gpu *gpu, const sp_kv_view *kv) {
 
 static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t n, int32_t head_dim, attn_push *p,
                       sp_gpu_range *pages) {
-    if (head_dim > ATTN_HD_MAX || head_dim % 4) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 4");
+    if (head_dim > ATTN_HD_MAX || head_dim % 8) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 8");
+    if (!(GPU_KV_TYPES & 1u << kv->type)) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention reads f32 or f16 KV rows");
+    if (kv->page_stride > UINT32_MAX) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "a KV page of more than 4 GiB");
     uint64_t n_pages = ((uint64_t)n_past + (uint64_t)n + (uint64_t)kv->page_tokens - 1) / (uint64_t)kv->page_tokens;
     uint64_t pa = sp_gpu_stage(gpu, kv->pages, n_pages * 4);
     if (!pa) return false;
     *pages = (sp_gpu_range){pa, pa + n_pages * 4};
     *p = (attn_push){.k = sp_gpu_addr(gpu, kv->k), .v = sp_gpu_addr(gpu, kv->v), .pages = pa, .n_past = (uint32_t)n_past,
                      .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens,
-                     .page_stride = (uint32_t)(kv->page_stride / sizeof(float))};
+                     .page_stride = (uint32_t)kv->page_stride, .kv_type = (uint32_t)kv->type};
     return true;
 }
 
@@ -296,7 +302,7 @@ static void gpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float
     p.src2 = r[1].lo;
     p.kv_heads = (uint32_t)n_kv_heads;
     uint32_t groups[3];
-    sp_gpu_grid(div_up(bytes / 4, 256), groups);
+    sp_gpu_grid(div_up(bytes / 8, 256), groups); /* an invocation per pair of values */
     sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){256, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
                     &w, 1, NULL);
 }
@@ -346,6 +352,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         uint64_t want = div_up(gpu->attention_workgroups, wgs), len = div_up(keys, want);
         len = (len + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
         if (len < 4 * ATTN_BK) len = 4 * ATTN_BK;
+        if (div_up(keys, len) > ATTN_MAX_SPLITS) len = (div_up(keys, ATTN_MAX_SPLITS) + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
         p.split_len = (uint32_t)len;
         splits = div_up(keys, len);
     }
@@ -653,7 +660,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
-    be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
+    be->kv_types = GPU_KV_TYPES;
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
     be->moe_route = gpu_moe_route;
