@@ -45,7 +45,7 @@ struct spvUnsafeArray
 };
 
 struct Ints;
-struct Uvec2s;
+struct Uvec4s;
 struct Vec4s;
 struct Uints;
 struct Vec2s;
@@ -81,12 +81,12 @@ struct Ints
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _62 = (HD * 2u);
-constant uint _64 = (HD * 4u);
+constant uint _65 = (HD * 2u);
+constant uint _67 = (HD * 4u);
 
-struct Uvec2s
+struct Uvec4s
 {
-    uint2 v[1];
+    uint4 v[1];
 };
 
 struct Vec4s
@@ -104,43 +104,48 @@ struct Vec2s
     float2 v[1];
 };
 
-constant uint _259 = (HD / 4u);
-constant uint _260 = (16u * _259);
-constant uint _264 = (HD / 4u);
-constant uint _268 = (HD / 4u);
-constant uint _428 = (HD / 4u);
+constant uint _280 = (HD / 4u);
+constant uint _281 = (16u * _280);
+constant uint _285 = (HD / 4u);
+constant uint _289 = (HD / 4u);
+constant uint _449 = (HD / 8u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _857 = (HD + 2u);
-constant uint _895 = (HD + 2u);
-constant uint _909 = (HD + 2u);
-constant uint _926_tmp [[function_constant(0)]];
-constant uint _926 = is_function_constant_defined(_926_tmp) ? _926_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_926, 1u, 1u);
+constant uint _899 = (HD + 2u);
+constant uint _937 = (HD + 2u);
+constant uint _951 = (HD + 2u);
+constant uint _968_tmp [[function_constant(0)]];
+constant uint _968 = is_function_constant_defined(_968_tmp) ? _968_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_968, 1u, 1u);
 
-constant spvUnsafeArray<float, 4> _405 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+constant spvUnsafeArray<float, 4> _425 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
 
 static inline __attribute__((always_inline))
 ulong kv_row(thread const ulong& base, thread const uint& pos, thread const uint& g, constant P& p)
 {
     uint page = uint((reinterpret_cast<device Ints*>(p.pages))->v[pos / p.page_tokens]);
-    uint row_bytes = (p.kv_type == 1u) ? _62 : _64;
+    uint row_bytes = (p.kv_type == 1u) ? _65 : _67;
     return (base + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(row_bytes));
 }
 
 static inline __attribute__((always_inline))
-float4 kv4(thread const ulong& row, thread const uint& c, constant P& p)
+void kv8(thread const ulong& row, thread const uint& c, thread float4& a, thread float4& b, constant P& p)
 {
     if (p.kv_type == 1u)
     {
-        uint2 h = (reinterpret_cast<device Uvec2s*>(row))->v[c];
-        return float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
+        uint4 h = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+        a = float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
+        b = float4(float2(as_type<half2>(h.z)), float2(as_type<half2>(h.w)));
     }
-    return (reinterpret_cast<device Vec4s*>(row))->v[c];
+    else
+    {
+        a = (reinterpret_cast<device Vec4s*>(row))->v[2u * c];
+        b = (reinterpret_cast<device Vec4s*>(row))->v[(2u * c) + 1u];
+    }
 }
 
 static inline __attribute__((always_inline))
@@ -173,24 +178,24 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint last_row = min((row0 + p.rt), p.n) - 1u;
     uint key_begin = split * p.split_len;
     uint key_end = min((key_begin + p.split_len), ((p.n_past + last_row) + 1u));
-    for (uint t = tid; t < _260; t += 128u)
+    for (uint t = tid; t < _281; t += 128u)
     {
-        uint v = t / _264;
-        uint c = t % _268;
+        uint v = t / _285;
+        uint c = t % _289;
         uint row = row0 + (v / p.hb);
         uint h = h0 + (v % p.hb);
         float4 x = float4(0.0);
-        bool _294 = v < (p.hb * p.rt);
-        bool _301;
-        if (_294)
+        bool _314 = v < (p.hb * p.rt);
+        bool _321;
+        if (_314)
         {
-            _301 = row < p.n;
+            _321 = row < p.n;
         }
         else
         {
-            _301 = _294;
+            _321 = _314;
         }
-        if (_301 && (h < h_end))
+        if (_321 && (h < h_end))
         {
             x = (reinterpret_cast<device Vec4s*>(p.src + (ulong(((row * p.heads) + h) * HD) * 4ul)))->v[c] * p.scale;
         }
@@ -210,9 +215,11 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint j = tid % 32u;
     uint vg = tid / 32u;
-    float _531;
+    float4 param_5;
+    float4 param_6;
+    float _574;
     spvUnsafeArray<float2, 8> x_1;
-    float2 _687;
+    float2 _729;
     for (uint k0 = key_begin; k0 < key_end; k0 += 32u)
     {
         uint key = k0 + j;
@@ -223,14 +230,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             uint param_1 = key;
             uint param_2 = g;
             ulong kr = kv_row(param, param_1, param_2, p);
-            for (uint c_1 = 0u; c_1 < _428; c_1++)
+            for (uint c_1 = 0u; c_1 < _449; c_1++)
             {
                 ulong param_3 = kr;
                 uint param_4 = c_1;
-                float4 kv = kv4(param_3, param_4, p);
+                kv8(param_3, param_4, param_5, param_6, p);
+                float4 a = param_5;
+                float4 b = param_6;
                 for (uint i = 0u; i < 4u; i++)
                 {
-                    s[i] += dot(Qs[(vg * 4u) + i][c_1], kv);
+                    s[i] += dot(Qs[(vg * 4u) + i][2u * c_1], a);
+                    s[i] += dot(Qs[(vg * 4u) + i][(2u * c_1) + 1u], b);
                 }
             }
         }
@@ -238,53 +248,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             uint v_2 = (vg * 4u) + i_1;
             uint row_1 = row0 + (v_2 / p.hb);
-            bool _486 = key < key_end;
-            bool _496;
-            if (_486)
+            bool _529 = key < key_end;
+            bool _539;
+            if (_529)
             {
-                _496 = v_2 < (p.hb * p.rt);
+                _539 = v_2 < (p.hb * p.rt);
             }
             else
             {
-                _496 = _486;
+                _539 = _529;
             }
-            bool _503;
-            if (_496)
+            bool _546;
+            if (_539)
             {
-                _503 = row_1 < p.n;
+                _546 = row_1 < p.n;
             }
             else
             {
-                _503 = _496;
+                _546 = _539;
             }
-            bool _514;
-            if (_503)
+            bool _557;
+            if (_546)
             {
-                _514 = (h0 + (v_2 % p.hb)) < h_end;
+                _557 = (h0 + (v_2 % p.hb)) < h_end;
             }
             else
             {
-                _514 = _503;
+                _557 = _546;
             }
-            bool _523;
-            if (_514)
+            bool _566;
+            if (_557)
             {
-                _523 = key <= (p.n_past + row_1);
+                _566 = key <= (p.n_past + row_1);
             }
             else
             {
-                _523 = _514;
+                _566 = _557;
             }
-            bool ok = _523;
+            bool ok = _566;
             if (ok)
             {
-                _531 = s[i_1];
+                _574 = s[i_1];
             }
             else
             {
-                _531 = as_type<float>(0xff800000u /* -inf */);
+                _574 = as_type<float>(0xff800000u /* -inf */);
             }
-            S[v_2][j] = _531;
+            S[v_2][j] = _574;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (tid < 16u)
@@ -332,18 +342,18 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                 {
                     if ((i0 + u) < nk)
                     {
-                        ulong param_5 = p.v;
-                        uint param_6 = (k0 + i0) + u;
-                        uint param_7 = g;
-                        ulong param_8 = kv_row(param_5, param_6, param_7, p);
-                        uint param_9 = tid;
-                        _687 = kv2(param_8, param_9, p);
+                        ulong param_7 = p.v;
+                        uint param_8 = (k0 + i0) + u;
+                        uint param_9 = g;
+                        ulong param_10 = kv_row(param_7, param_8, param_9, p);
+                        uint param_11 = tid;
+                        _729 = kv2(param_10, param_11, p);
                     }
                     else
                     {
-                        _687 = float2(0.0);
+                        _729 = float2(0.0);
                     }
-                    x_1[u] = _687;
+                    x_1[u] = _729;
                 }
                 for (uint u_1 = 0u; u_1 < 8u; u_1++)
                 {
@@ -360,17 +370,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_2 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _779 = v_5 >= (p.hb * p.rt);
-        bool _787;
-        if (!_779)
+        bool _821 = v_5 >= (p.hb * p.rt);
+        bool _829;
+        if (!_821)
         {
-            _787 = row_2 >= p.n;
+            _829 = row_2 >= p.n;
         }
         else
         {
-            _787 = _779;
+            _829 = _821;
         }
-        if (_787 || (h_1 >= h_end))
+        if (_829 || (h_1 >= h_end))
         {
             continue;
         }
@@ -385,7 +395,7 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             }
             else
             {
-                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _857) + (2u * tid)) * 4ul));
+                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _899) + (2u * tid)) * 4ul));
                 part->v[0] = acc[v_5].x;
                 part->v[1] = acc[v_5].y;
             }
@@ -393,8 +403,8 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         if ((p.n_splits > 1u) && (tid == 0u))
         {
             device Floats* part_1 = reinterpret_cast<device Floats*>(p.part);
-            part_1->v[(((base * p.n_splits) + split) * _895) + HD] = mrun[v_5];
-            part_1->v[((((base * p.n_splits) + split) * _909) + HD) + 1u] = lsum[v_5];
+            part_1->v[(((base * p.n_splits) + split) * _937) + HD] = mrun[v_5];
+            part_1->v[((((base * p.n_splits) + split) * _951) + HD) + 1u] = lsum[v_5];
         }
     }
 }
