@@ -137,8 +137,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   ["add", "silu_mul", "sigmoid_mul", "add_sigmoid_scaled", "copy2d"].forEach((op, i) =>
     v.push({ name: op, file: "elementwise.comp", defines: { OP: i, WT: 0 } }),
   );
-  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0 } });
-  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1 } });
+  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
+  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
+  v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });

@@ -967,17 +967,18 @@ splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, spl
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
     image_rows(m, r);
     TRACE(m, "embed", -1, s->x, T, H);
+    /* each residual add runs with the norm after it (add_rmsnorm): the next layer's input norm, the post norm */
+    be->rmsnorm(be, s->xb, s->x, m->w.layers[0].input_norm, T, H, c->rms_norm_eps);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
-        be->rmsnorm(be, s->xb, s->x, y->input_norm, T, H, c->rms_norm_eps);
         if (y->kind == LAYER_FULL_ATTENTION) full_attention(m, y, l, mem, r);
         else gated_deltanet(m, y, l, mem, r);
         TRACE(m, "mixer_out", l, s->out, T, H);
-        be->add(be, s->x, s->out, T * H);
-        be->rmsnorm(be, s->xb, s->x, y->post_norm, T, H, c->rms_norm_eps);
+        be->add_rmsnorm(be, s->xb, s->x, s->out, y->post_norm, T, H, c->rms_norm_eps);
         ffn(m, y, T);
         TRACE(m, "ffn_out", l, s->out, T, H);
-        be->add(be, s->x, s->out, T * H);
+        if (l + 1 < c->num_hidden_layers) be->add_rmsnorm(be, s->xb, s->x, s->out, m->w.layers[l + 1].input_norm, T, H, c->rms_norm_eps);
+        else be->add(be, s->x, s->out, T * H);
         TRACE(m, "layer_out", l, s->x, T, H);
         if (spec && spec->n_taps) keep_taps(m, l, T);
     }

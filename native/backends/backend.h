@@ -157,6 +157,10 @@ struct sp_backend {
     /* y = x / sqrt(mean(x²) + eps) · w over n rows of d; in place allowed. Zero-centred checkpoints store w − 1:
      * the loader adds the 1 once, so this one op serves every norm but the gated one. */
     void (*rmsnorm)(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+    /* x[n][d] += r (the residual add), then y = rmsnorm(x) · w: add followed by rmsnorm, which a GPU runs as one
+     * step; y must not overlap x or r. */
+    void (*add_rmsnorm)(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps);
     /* y = w · x / sqrt(mean(x²) + eps) · silu(z) over n rows of d (the GDN output norm; plain w); in place allowed. */
     void (*rmsnorm_gated)(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps);

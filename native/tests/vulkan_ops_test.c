@@ -248,7 +248,18 @@ static void test_norms(int64_t n, int64_t d) {
     got = from_gpu(dx, N);
     snprintf(what, sizeof what, "rmsnorm_gated %lldx%lld (in place)", (long long)n, (long long)d);
     expect(what, nmse(got, want, N), 1e-12);
-    free(got);
+    /* the residual add and the next norm: x (now the gated norm's output, the GPU's on both sides) += z,
+     * y = rmsnorm(x) · w; both written, the sum exact */
+    float *xs = got;
+    gpu.add_rmsnorm(&gpu, dy, dx, dz, dw, n, d, 1e-6f);
+    cpu.add_rmsnorm(&cpu, want, xs, z, w, n, d, 1e-6f);
+    got = from_gpu(dy, N);
+    float *got_x = from_gpu(dx, N);
+    snprintf(what, sizeof what, "add_rmsnorm %lldx%lld", (long long)n, (long long)d);
+    expect(what, nmse(got, want, N), 1e-12);
+    snprintf(what, sizeof what, "add_rmsnorm %lldx%lld, the sum it leaves in x", (long long)n, (long long)d);
+    expect(what, nmse(got_x, xs, N), 0);
+    free(got), free(got_x), free(xs);
     gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dy);
     free(x), free(z), free(w), free(want);
 }

@@ -55,6 +55,7 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .silu_mul = sp_cpu_silu_mul,
         .sigmoid_mul = sp_cpu_sigmoid_mul,
         .rmsnorm = sp_cpu_rmsnorm,
+        .add_rmsnorm = sp_cpu_add_rmsnorm,
         .rmsnorm_gated = sp_cpu_rmsnorm_gated,
         .rope = sp_cpu_rope,
         .kv_write = sp_cpu_kv_write,

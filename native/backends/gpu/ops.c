@@ -216,19 +216,25 @@ typedef struct {
     float eps;
 } norm_push;
 
+/* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm). */
 static void norm(sp_gpu *gpu, sp_gpu_kernel_id k, const char *name, float *y, const float *x, const float *z, const float *w,
                  int64_t n, int64_t d, float eps) {
     uint64_t bytes = (uint64_t)(n * d) * 4;
     sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)d * 4), z ? sp_gpu_span(gpu, z, bytes) : (sp_gpu_range){0, 0}};
-    sp_gpu_range wr = sp_gpu_span(gpu, y, bytes);
-    norm_push p = {wr.lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps};
+    sp_gpu_range wr[2] = {sp_gpu_span(gpu, y, bytes), r[0]};
+    norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps};
     uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64;
     sp_gpu_grid((uint64_t)n, groups);
-    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, r, 3, &wr, 1, NULL);
+    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, k == SP_GPU_ADD_RMSNORM ? 2 : 1, NULL);
 }
 
 static void gpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps) {
     norm(sp_gpu_of(be), SP_GPU_RMSNORM, "rmsnorm", y, x, NULL, w, n, d, eps);
+}
+
+static void gpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                            float eps) {
+    norm(sp_gpu_of(be), SP_GPU_ADD_RMSNORM, "add_rmsnorm", y, x, r, w, n, d, eps);
 }
 
 static void gpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
@@ -656,6 +662,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->silu_mul = gpu_silu_mul;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->rmsnorm = gpu_rmsnorm;
+    be->add_rmsnorm = gpu_add_rmsnorm;
     be->rmsnorm_gated = gpu_rmsnorm_gated;
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
