@@ -122,6 +122,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
     for (const nmax of GEMV_BATCHES) {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      v.push({ name: `gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax } });
       if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });

@@ -810,9 +810,7 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
 static void swiglu(sp_qwen35 *m, float *dst, const sp_matrix *gate, const sp_matrix *up, const sp_matrix *down, int64_t T) {
     const sp_backend *be = m->be;
     qwen35_scratch *s = &m->s;
-    be->matmul(be, s->g, gate, s->xb, T);
-    be->matmul(be, s->u, up, s->xb, T);
-    be->silu_mul(be, s->g, s->g, s->u, T * gate->rows);
+    be->matmul_gate_up(be, s->g, s->u, gate, up, s->xb, T);
     be->matmul(be, dst, down, s->g, T);
 }
 

@@ -150,6 +150,10 @@ struct sp_backend {
     void (*add_sigmoid_scaled)(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
     /* y[i] = silu(g[i]) · u[i] (SwiGLU), i < n. */
     void (*silu_mul)(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+    /* h[n][gate.rows] = silu(x · gateᵀ) ⊙ (x · upᵀ): matmul by gate and by up, then silu_mul (gate and up of one shape
+     * and type), which a GPU runs as one GEMV for few rows; u: scratch of h's size, which such a pass leaves alone. */
+    void (*matmul_gate_up)(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n);
     /* y[i] *= sigmoid(g[i]) (gated attention output), in place, i < n. */
     void (*sigmoid_mul)(const sp_backend *be, float *y, const float *g, int64_t n);
 

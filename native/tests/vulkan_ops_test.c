@@ -152,6 +152,32 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     free(x), free(want), free(got), free(w.bytes);
 }
 
+/* The MLP's gate and up products with the gate (matmul_gate_up): against the GPU's own two matmuls and silu_mul bit for
+ * bit (few rows run one GEMV that sums each row as the separate ones do), and against the CPU op. */
+static void test_gate_up(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
+    weights g = make_weights(t, rows, cols), u = make_weights(t, rows, cols);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows)), *tmp = malloc(sizeof(float) * (size_t)(n * rows));
+    uint64_t bytes = sizeof(float) * (uint64_t)(n * rows);
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dh = to_gpu(NULL, bytes), *du = to_gpu(NULL, bytes);
+    float *dg2 = to_gpu(NULL, bytes), *du2 = to_gpu(NULL, bytes);
+    gpu.matmul_gate_up(&gpu, dh, du, &g.dev, &u.dev, dx, n);
+    gpu.matmul(&gpu, dg2, &g.dev, dx, n);
+    gpu.matmul(&gpu, du2, &u.dev, dx, n);
+    gpu.silu_mul(&gpu, dg2, dg2, du2, n * rows);
+    float *got = from_gpu(dh, n * rows), *sep = from_gpu(dg2, n * rows);
+    cpu.matmul_gate_up(&cpu, want, tmp, &g.host, &u.host, x, n);
+    char what[160];
+    snprintf(what, sizeof what, "matmul_gate_up %s %lldx%lld n=%lld vs matmul, matmul, silu_mul", sp_mtype_name(t), (long long)rows,
+             (long long)cols, (long long)n);
+    expect(what, memcmp(got, sep, bytes) ? nmse(got, sep, n * rows) + 1e-30 : 0, 0);
+    snprintf(what, sizeof what, "matmul_gate_up %s %lldx%lld n=%lld vs cpu", sp_mtype_name(t), (long long)rows, (long long)cols,
+             (long long)n);
+    double coop = coop_tolerance(t, n);
+    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : coop ? coop : 1e-10);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dh), gpu.free(&gpu, du), gpu.free(&gpu, dg2), gpu.free(&gpu, du2);
+    free(x), free(want), free(tmp), free(got), free(sep), free(g.bytes), free(u.bytes);
+}
+
 /* Every cooperative-matrix tile, forced, against the exact product (the rows the reference covers: all of them up to
  * 256 rows, else the first 64 and the last 64, so edge tiles in both dimensions are checked); skipped, with the
  * reason, where the device has no matrix units. */
@@ -508,6 +534,11 @@ int main(int argc, char **argv) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);
             test_gemm_coop((sp_mtype)t, 128, 256, 256);
         }
+    test_gate_up(SP_MAT_Q4, 200, 320, 1);
+    test_gate_up(SP_MAT_BF16, 130, 96, 3);
+    test_gate_up(SP_MAT_F32, 64, 36, 16);
+    test_gate_up(SP_MAT_MLX4, 70, 128, 4);
+    test_gate_up(SP_MAT_Q8, 50, 64, 20); /* more rows than a GEMV takes: the GEMMs */
     test_embed(SP_MAT_BF16, 300, 64, 7);
     test_embed(SP_MAT_F32, 50, 36, 3);
     test_embed(SP_MAT_MLX4, 300, 128, 7);
@@ -550,6 +581,8 @@ int main(int argc, char **argv) {
         test_matmul(SP_MAT_MLX4, 2048, 2048, 24, false);
         test_matmul(SP_MAT_BF16, 10240, 5120, 1, false);
         test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
+        test_gate_up(SP_MAT_Q4, 17408, 5120, 1);
+        test_gate_up(SP_MAT_Q4, 17408, 5120, 4);
         test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);
         /* prefill chunks on the matrix units (where the device has them): the 27B's gate at q4, its down at bf16 with
          * a partial x tile, the 35B's q at q8 */

@@ -28,6 +28,8 @@ static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) /
 #define BY_TYPE(prefix) {prefix##_F32, prefix##_BF16, prefix##_F16, prefix##_Q8, prefix##_Q4, prefix##_MLX4, prefix##_MLX8}
 static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MATMUL), BY_TYPE(SP_GPU_MATMUL4),
                                                                                BY_TYPE(SP_GPU_MATMUL16)};
+static const sp_gpu_kernel_id DENSE_GATE_UP[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
+    BY_TYPE(SP_GPU_GATE_UP), BY_TYPE(SP_GPU_GATE_UP4), BY_TYPE(SP_GPU_GATE_UP16)};
 static const sp_gpu_kernel_id GATE_UP[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_GATE_UP), BY_TYPE(SP_GPU_MOE_GATE_UP4)};
 static const sp_gpu_kernel_id DOWN[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_DOWN), BY_TYPE(SP_GPU_MOE_DOWN4)};
 static const sp_gpu_kernel_id EMBED[SP_MAT_TYPE_COUNT] = BY_TYPE(SP_GPU_EMBED);
@@ -181,6 +183,43 @@ static void gpu_silu_mul(const sp_backend *be, float *y, const float *g, const f
     sp_gpu_range r[2] = {sp_gpu_span(gpu, g, (uint64_t)n * 4), sp_gpu_span(gpu, u, (uint64_t)n * 4)};
     sp_gpu_range w = sp_gpu_span(gpu, y, (uint64_t)n * 4);
     elementwise(gpu, "silu_mul", SP_GPU_SILU_MUL, (ew_push){w.lo, r[1].lo, r[0].lo, (uint32_t)n, 1, 0, 0}, r, 2, w);
+}
+
+/* Few rows: one GEMV over the gate and up rows of each index (matmul.comp MODE 3), with the launch measured for the
+ * gate matrix (rows per group capped for two matrices): the same lanes sum each row as in separate matmuls, so the
+ * products are theirs bit for bit. More rows: the two GEMMs and the gate. */
+static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                               const float *x, int64_t n) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t wg, wu;
+    uint32_t stride, stride_up;
+    if (!weights(gpu, gate, &wg, &stride) || !weights(gpu, up, &wu, &stride_up)) return;
+    uint64_t xa = sp_gpu_addr(gpu, x);
+    if (n > GEMV_MAX_N || gate->type != up->type || gate->rows != up->rows || gate->cols != up->cols || stride != stride_up ||
+        gate->cols % 4 || xa % 16) {
+        gpu_matmul(be, h, gate, x, n);
+        gpu_matmul(be, u, up, x, n);
+        gpu_silu_mul(be, h, h, u, n * gate->rows);
+        return;
+    }
+    int bucket = sp_gpu_gemv_bucket(n);
+    sp_gpu_mm_launch l = sp_gpu_gemv_params(gpu, gate, bucket);
+    uint32_t max_rows = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+    if (l.rows > max_rows) l.rows = max_rows;
+    if (!gemv_launch_ok(&l, (int)max_rows)) {
+        fail(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
+        return;
+    }
+    sp_gpu_range reads[3] = {{wg, wg + (uint64_t)gate->rows * stride}, {wu, wu + (uint64_t)up->rows * stride},
+                             {xa, xa + (uint64_t)n * (uint64_t)gate->cols * 4}};
+    sp_gpu_range write = sp_gpu_span(gpu, h, (uint64_t)n * (uint64_t)gate->rows * 4);
+    uint32_t groups[3];
+    sp_gpu_grid(div_up((uint64_t)gate->rows, (uint64_t)l.rows * l.groups), groups);
+    mm_push p = {wg, xa, write.lo, wu, stride, (uint32_t)gate->rows, (uint32_t)gate->cols, (uint32_t)n, (uint32_t)gate->cols,
+                 (uint32_t)gate->rows, 0, 0};
+    uint32_t check = gate->cols % CHUNK_COLS[gate->type] != 0;
+    sp_gpu_dispatch(gpu, "matmul_gate_up", DENSE_GATE_UP[bucket][gate->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups},
+                    &p, sizeof p, groups, reads, 3, &write, 1, NULL);
 }
 
 static void gpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n) {
@@ -660,6 +699,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->add = gpu_add;
     be->add_sigmoid_scaled = gpu_add_sigmoid_scaled;
     be->silu_mul = gpu_silu_mul;
+    be->matmul_gate_up = gpu_matmul_gate_up;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->rmsnorm = gpu_rmsnorm;
     be->add_rmsnorm = gpu_add_rmsnorm;
