@@ -186,7 +186,7 @@ static void gpu_silu_mul(const sp_backend *be, float *y, const float *g, const f
 }
 
 /* Few rows: one GEMV over the gate and up rows of each index (matmul.comp MODE 3), with the launch measured for the
- * gate matrix (rows per group capped for two matrices): the same lanes sum each row as in separate matmuls, so the
+ * gate matrix, half its rows per group for two matrices: the same lanes sum each row as in separate matmuls, so the
  * products are theirs bit for bit. More rows: the two GEMMs and the gate. */
 static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
                                const float *x, int64_t n) {
@@ -205,6 +205,7 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     int bucket = sp_gpu_gemv_bucket(n);
     sp_gpu_mm_launch l = sp_gpu_gemv_params(gpu, gate, bucket);
     uint32_t max_rows = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+    l.rows = l.rows > 1 ? l.rows / 2 : 1; /* two matrices: the accumulators per invocation the measured launch had */
     if (l.rows > max_rows) l.rows = max_rows;
     if (!gemv_launch_ok(&l, (int)max_rows)) {
         fail(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
