@@ -47,10 +47,10 @@ export const DEFAULT_TILES: Tile[] = [
 const CoopTile = z.object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), wm: z.number().int(), wn: z.number().int() });
 type CoopTile = z.infer<typeof CoopTile>;
 export const DEFAULT_COOP_TILES: CoopTile[] = [
-  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32 },
-  { bm: 128, bn: 64, bk: 64, wm: 32, wn: 32 },
-  { bm: 64, bn: 64, bk: 64, wm: 32, wn: 32 },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64 },
+  { bm: 128, bn: 64, bk: 32, wm: 64, wn: 32 },
+  { bm: 64, bn: 64, bk: 32, wm: 32, wn: 32 },
 ];
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];

@@ -1,7 +1,8 @@
-/* dflash.c — a DFlash drafter (z-lab v1 layout): a small Qwen3-style transformer that drafts a block of tokens in
- * one pass, conditioned on hidden states tapped from the target.
+/* dflash.c — a DFlash drafter (z-lab DFlash and DFlash2 layouts): a small Qwen3-style transformer that drafts a block
+ * of tokens in one pass, conditioned on hidden states tapped from the target.
  *
- * Reference: z-lab dflash/model.py (v1); speculative-decoding.md §1.1–1.2 and §8; scripts/fixtures/reference.py:
+ * Reference: z-lab dflash/model.py; speculative-decoding.md §1.1–1.3 and §8; scripts/fixtures/reference.py (v1),
+ * scripts/fixtures/dflash2_goldens.py (v2, against z-lab's own code):
  *   ctx_t  = hidden_norm(fc(concat_l tap_l(t)))            tap_l = residual stream after target layer l
  *   per committed position t and drafter layer i: K_i(t) = rope(k_norm(k_proj_i(ctx_t)), t), V_i(t) = v_proj_i(ctx_t),
  *   written once into the drafter's pages (never through q, o_proj, MLP or the residual)
@@ -11,21 +12,31 @@
  *   logits = lm_head_target(norm(h)) on block rows 1 … B − 1: row j proposes the token at position s + j
  * Norms are Qwen3 RMSNorm with a plain weight; RoPE is 1-D NeoX over the whole head (YaRN when the config asks);
  * no attention output gate. full_attention layers are bidirectional inside the block, sliding_attention layers causal
- * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. */
+ * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both.
+ *
+ * DFlash2 (DFlash2DraftModel) adds, on the block rows only:
+ *   a grouped dynamic causal convolution around each sublayer, with its own kernel_projection P and base_kernel b:
+ *     dyn = P(x) as [2][K][H / G];  x' = conv(x, dyn[0], b[0]);  y = sublayer(x');  out = conv(y, dyn[1], b[1])
+ *     conv(x, d, b)_t[c] = Σ_{o<K} (b[o][c] + d_t[o][c / G]) · x_{t−o}[c], x_{t−o} = 0 before the block's first row
+ *     (the anchor row): never across blocks, nothing kept between rounds. Layer: h += conv∘o_proj∘attn∘conv(ln1(h)),
+ *     h += conv∘mlp∘conv(ln2(h)); the context K/V are injected exactly as in v1.
+ *   a candidate selector on each drafted row t (its final-normed hidden n_t and logits l_t):
+ *     cand = the top_k tokens of l_t;  s_t(c) = l_t(c) + Σ_r pred[prev][r] · (W n_t)[r] · succ[c][r]
+ *     walked left to right from prev = the anchor, each row's draft becoming the next row's prev: greedy takes the
+ *     best score, sampling draws from softmax(s_t / T) over cand (the q that acceptance uses). */
 #include "dflash.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
+#include "core/rank.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_LAYERS = 64, MAX_TAPS = 64, LOGIT_ROWS = 64 };
+enum { MAX_LAYERS = 64, MAX_TAPS = 64, LOGIT_ROWS = 64, MAX_SELECTOR_TOP_K = 1024 };
 
 /* ---- config (the drafter's config.json; dflash_config flattened in) -------------------------------------------- */
 
@@ -41,7 +52,16 @@ typedef struct dflash_config {
     float output_multiplier;      /* 1 for Qwen */
     float final_logit_softcapping; /* 0 = none */
     float attention_factor;       /* YaRN: cos and sin are scaled by it, so q·k by its square */
+    int32_t version;              /* 1: DFlashDraftModel; 2: DFlash2DraftModel (the fields below) */
+    int32_t conv_kernel, conv_group; /* K taps; G channels per dynamic coefficient */
+    int32_t selector_rank, selector_top_k;
 } dflash_config;
+
+/* One DFlash2 grouped dynamic causal convolution pair (before and after a sublayer). */
+typedef struct dflash_conv {
+    sp_matrix proj;                          /* kernel_projection (2·K·H/G, H) */
+    const float *base;                       /* base_kernel (2, K, H) */
+} dflash_conv;
 
 typedef struct dflash_layer {
     const float *input_norm, *post_norm;     /* (H) plain w */
@@ -51,17 +71,17 @@ typedef struct dflash_layer {
     const float *q_norm, *k_norm;            /* (hd) plain w */
     sp_matrix gate_proj, up_proj;            /* (I, H) */
     sp_matrix down_proj;                     /* (H, I) */
+    dflash_conv attn_conv, mlp_conv;         /* DFlash2 */
 } dflash_layer;
 
 typedef struct dflash_weights {
     sp_matrix fc;                            /* (H, n_taps·H) */
     const float *hidden_norm, *norm;         /* (H) */
     dflash_layer *layers;
+    sp_matrix sel_hidden;                    /* DFlash2 candidate_selector.hidden_projection (R, H) */
+    sp_matrix sel_pred, sel_succ;            /* predecessor / successor codebooks (vocab, R): rows gathered */
     float *inv_freq;                         /* (hd / 2) */
-    float *vectors;
-    void **owned;
-    int64_t n_owned;
-    uint64_t bytes;
+    sp_weights held;                         /* the vector block, quantized copies, bytes held */
 } dflash_weights;
 
 /* Scratch for N = max(max_step_tokens, max_seqs · B) rows. */
@@ -71,7 +91,12 @@ typedef struct dflash_scratch {
     float *q, *att;                          /* (N, Hq·hd) */
     float *k, *v;                            /* (N, Hkv·hd) */
     float *g, *u;                            /* (N, I) */
+    float *dyn;                              /* DFlash2: (N, 2·K·H/G) one sublayer's dynamic kernels */
     float *logits;                           /* (LOGIT_ROWS, vocab) */
+    float *proj;                             /* DFlash2: (LOGIT_ROWS, R) the selector's projections of drafted rows */
+    float *pred, *succ;                      /* DFlash2: (R) prev's codebook row; (top_k, R) the candidates' rows */
+    int32_t *cand;                           /* DFlash2: (top_k) */
+    float *scores;                           /* DFlash2: (top_k) */
 } dflash_scratch;
 
 struct sp_dflash {
@@ -90,13 +115,10 @@ struct sp_dflash {
 
 /* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t taps = (int64_t)c->n_taps * H;
     TAKE(tokens, int32_t, N);
@@ -111,23 +133,17 @@ static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab,
     TAKE(g, float, N * c->intermediate_size);
     TAKE(u, float, N * c->intermediate_size);
     TAKE(logits, float, (int64_t)LOGIT_ROWS * vocab);
+    if (c->version == 2) {
+        int64_t R = c->selector_rank;
+        TAKE(dyn, float, N * 2 * c->conv_kernel * (H / c->conv_group));
+        TAKE(proj, float, (int64_t)LOGIT_ROWS * R);
+        TAKE(pred, float, R);
+        TAKE(succ, float, (int64_t)c->selector_top_k * R);
+        TAKE(cand, int32_t, c->selector_top_k);
+        TAKE(scores, float, c->selector_top_k);
+    }
 #undef TAKE
-    return off;
-}
-
-static splash_status int_at(const sp_json *o, const char *dir, const char *key, int64_t lo, int64_t dflt, int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x = dflt;
-    if ((v || dflt < lo) && !sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s: expected an integer", dir, key);
-    if (x < lo || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s = %lld is out of range", dir, key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
-
-static double number_or(const sp_json *v, double dflt) {
-    double x;
-    return sp_json_double(v, &x) ? x : dflt;
+    return at.off;
 }
 
 /* RoPE: rope_parameters (newer configs) or rope_theta + rope_scaling (older). Plain, or YaRN (HF
@@ -136,7 +152,7 @@ static double number_or(const sp_json *v, double dflt) {
 static splash_status rope(const sp_json *root, const char *dir, dflash_config *c, float *inv_freq) {
     const sp_json *rp = sp_json_get(root, "rope_parameters");
     const sp_json *sc = rp ? rp : sp_json_get(root, "rope_scaling");
-    double theta = number_or(sp_json_get(rp, "rope_theta"), number_or(sp_json_get(root, "rope_theta"), 10000.0));
+    double theta = sp_config_number(sp_json_get(rp, "rope_theta"), sp_config_number(sp_json_get(root, "rope_theta"), 10000.0));
     const char *type = sp_json_string(sp_json_get(sc, "rope_type"));
     if (!type) type = sp_json_string(sp_json_get(sc, "type"));
     int32_t d = c->head_dim, half = d / 2;
@@ -145,15 +161,15 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     if (!type || !strcmp(type, "default")) return SPLASH_OK;
     if (strcmp(type, "yarn"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: rope type \"%s\" is not supported (default or yarn)", dir, type);
-    double factor = number_or(sp_json_get(sc, "factor"), 0);
-    double original = number_or(sp_json_get(sc, "original_max_position_embeddings"),
-                                number_or(sp_json_get(root, "max_position_embeddings"), 0));
+    double factor = sp_config_number(sp_json_get(sc, "factor"), 0);
+    double original = sp_config_number(sp_json_get(sc, "original_max_position_embeddings"),
+                                sp_config_number(sp_json_get(root, "max_position_embeddings"), 0));
     if (!(factor >= 1) || !(original > 0))
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: yarn rope needs factor ≥ 1 and original_max_position_embeddings", dir);
-    double beta_fast = number_or(sp_json_get(sc, "beta_fast"), 32), beta_slow = number_or(sp_json_get(sc, "beta_slow"), 1);
-    double mscale = number_or(sp_json_get(sc, "mscale"), 0), mscale_all = number_or(sp_json_get(sc, "mscale_all_dim"), 0);
+    double beta_fast = sp_config_number(sp_json_get(sc, "beta_fast"), 32), beta_slow = sp_config_number(sp_json_get(sc, "beta_slow"), 1);
+    double mscale = sp_config_number(sp_json_get(sc, "mscale"), 0), mscale_all = sp_config_number(sp_json_get(sc, "mscale_all_dim"), 0);
 #define GET_MSCALE(s, m) ((s) <= 1 ? 1.0 : 0.1 * (m) * log(s) + 1.0)
-    double af = number_or(sp_json_get(sc, "attention_factor"), -1);
+    double af = sp_config_number(sp_json_get(sc, "attention_factor"), -1);
     if (af < 0) af = mscale && mscale_all ? GET_MSCALE(factor, mscale) / GET_MSCALE(factor, mscale_all) : GET_MSCALE(factor, 1);
 #undef GET_MSCALE
     c->attention_factor = (float)af;
@@ -175,56 +191,60 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     return SPLASH_OK;
 }
 
-/* DFlash2 (dynamic convolutions around each sublayer, a candidate selector) is told apart by its config, before any
- * weight is read: refused with what to use instead. */
-static splash_status refuse_dflash2(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return SPLASH_OK; /* sp_checkpoint_open reports a missing directory; parse_config a missing config */
-    char *text = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n < (1 << 24) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n)) && fread(text, 1, (size_t)n, f) != (size_t)n)
-        n = -1;
-    fclose(f);
-    splash_status st = SPLASH_OK;
-    sp_json_doc doc = {0};
-    if (text && n > 0 && sp_json_parse(&doc, text, (size_t)n) == SPLASH_OK) {
-        const sp_json *arch = sp_json_get(sp_json_root(&doc), "architectures");
-        for (size_t i = 0; arch && i < arch->len && !st; i++) {
-            const char *a = sp_json_string(sp_json_at(arch, i));
-            if (a && strstr(a, "DFlash2"))
-                st = SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s is a DFlash2 drafter (%s: dynamic convolutions and a candidate selector), "
-                             "which Splash does not run yet: use --draft mtp or --draft none", dir, a);
-        }
-        sp_json_free(&doc);
+/* Where a drafter key lives: dflash_config, else the top level (z-lab `_draft_value`). */
+static const sp_json *draft_obj(const sp_json *root, const sp_json *dc, const char *key) { return sp_json_get(dc, key) ? dc : root; }
+static const sp_json *draft_key(const sp_json *root, const sp_json *dc, const char *key) { return sp_json_get(draft_obj(root, dc, key), key); }
+
+/* 2 when config.json's architectures names DFlash2DraftModel (the class z-lab's code builds), else 1. */
+static int32_t config_version(const sp_json *root) {
+    const sp_json *arch = sp_json_get(root, "architectures");
+    for (size_t i = 0; arch && arch->type == SP_JSON_ARRAY && i < arch->len; i++) {
+        const char *a = sp_json_string(sp_json_at(arch, i));
+        if (a && !strcmp(a, "DFlash2DraftModel")) return 2;
     }
-    free(text);
-    return st;
+    return 1;
 }
 
-static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, dflash_config *c) {
+static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, int32_t version, dflash_config *c) {
     const char *dir = sp_checkpoint_dir(ck);
     const sp_json *root = sp_checkpoint_config(ck);
     if (!root) return SP_FAIL(SPLASH_ERR_FORMAT, "%s: no config.json (a DFlash drafter needs one)", dir);
-    if (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") || sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight"))
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has DFlash2 tensors (attention_conv, candidate_selector), which Splash does "
-                       "not run yet: use --draft mtp or --draft none", dir);
+    c->version = config_version(root);
+    if (c->version != version)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%s holds a %s drafter (config.json architectures), not a %s one: attach it as "
+                       "%s (--draft %s)", dir, c->version == 2 ? "DFlash2" : "DFlash (v1)", version == 2 ? "DFlash2" : "DFlash (v1)",
+                       c->version == 2 ? "DFlash2" : "DFlash", c->version == 2 ? "dflash2" : "dflash");
+    if (c->version == 1 && (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") ||
+                            sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight")))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s has DFlash2 tensors (attention_conv, candidate_selector) but its config.json does "
+                       "not name DFlash2DraftModel in architectures", dir);
     const sp_json *dc = sp_json_get(root, "dflash_config");
     if (!dc) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: no dflash_config (not a z-lab DFlash drafter)", dir);
     splash_status st;
-    if ((st = int_at(root, dir, "hidden_size", 1, -1, &c->hidden_size)) ||
-        (st = int_at(root, dir, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
-        (st = int_at(root, dir, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
-        (st = int_at(root, dir, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
-        (st = int_at(root, dir, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
-        (st = int_at(root, dir, "intermediate_size", 1, -1, &c->intermediate_size)))
+    if ((st = sp_config_int(root, dir, NULL, "hidden_size", 1, -1, &c->hidden_size)) ||
+        (st = sp_config_int(root, dir, NULL, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
+        (st = sp_config_int(root, dir, NULL, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
+        (st = sp_config_int(root, dir, NULL, "intermediate_size", 1, -1, &c->intermediate_size)))
         return st;
     /* block_size moved into dflash_config in newer revisions */
-    const sp_json *bs = sp_json_get(dc, "block_size") ? dc : root;
-    if ((st = int_at(bs, dir, "block_size", 2, -1, &c->block_size)) ||
-        (st = int_at(dc, dir, "mask_token_id", 0, -1, &c->mask_token_id)))
+    if ((st = sp_config_int(draft_obj(root, dc, "block_size"), dir, NULL, "block_size", 2, -1, &c->block_size)) ||
+        (st = sp_config_int(dc, dir, NULL, "mask_token_id", 0, -1, &c->mask_token_id)))
         return st;
+    if (c->version == 2) {
+        if ((st = sp_config_int(draft_obj(root, dc, "conv_kernel_size"), dir, NULL, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
+            (st = sp_config_int(draft_obj(root, dc, "conv_group_size"), dir, NULL, "conv_group_size", 1, -1, &c->conv_group)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_rank"), dir, NULL, "selector_rank", 1, -1, &c->selector_rank)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_top_k"), dir, NULL, "selector_top_k", 1, -1, &c->selector_top_k)))
+            return st;
+        if (c->hidden_size % c->conv_group)
+            return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: conv_group_size %d does not divide hidden_size %d", dir, c->conv_group,
+                           c->hidden_size);
+        if (c->selector_top_k > MAX_SELECTOR_TOP_K || c->selector_top_k > t->vocab_size)
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: selector_top_k %d (at most %d and the vocabulary)", dir,
+                           c->selector_top_k, MAX_SELECTOR_TOP_K);
+    }
     const sp_json *ids = sp_json_get(dc, "target_layer_ids");
     if (!ids || ids->type != SP_JSON_ARRAY || ids->len < 1 || ids->len > MAX_TAPS)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: dflash_config.target_layer_ids must list 1..%d target layers "
@@ -251,13 +271,13 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
         c->causal[i] = has_causal ? is_causal : c->sliding[i];
         any_sliding |= c->sliding[i];
     }
-    if (any_sliding && (st = int_at(root, dir, "sliding_window", 1, -1, &c->sliding_window))) return st;
+    if (any_sliding && (st = sp_config_int(root, dir, NULL, "sliding_window", 1, -1, &c->sliding_window))) return st;
     double eps = 1e-6;
     sp_json_double(sp_json_get(root, "rms_norm_eps"), &eps);
     c->rms_norm_eps = (float)eps;
-    c->input_embedding_scale = (float)number_or(sp_json_get(dc, "input_embedding_scale"), 1.0);
-    c->output_multiplier = (float)number_or(sp_json_get(root, "output_multiplier"), number_or(sp_json_get(dc, "output_multiplier"), 1.0));
-    c->final_logit_softcapping = (float)number_or(sp_json_get(root, "final_logit_softcapping"), 0.0);
+    c->input_embedding_scale = (float)sp_config_number(draft_key(root, dc, "input_embedding_scale"), 1.0);
+    c->output_multiplier = (float)sp_config_number(draft_key(root, dc, "output_multiplier"), 1.0);
+    c->final_logit_softcapping = (float)sp_config_number(draft_key(root, dc, "final_logit_softcapping"), 0.0);
     if (c->hidden_size != t->hidden_size)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: hidden_size %d differs from the target's %d (the drafter embeds "
                        "and decodes with the target's tables)", dir, c->hidden_size, t->hidden_size);
@@ -271,54 +291,36 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
 
-typedef struct loader {
-    sp_dflash *d;
-    float *next_vector;
-    char name[128];
-} loader;
+/* The tensor "layers.{i}.{suffix}". */
+static const char *lname(sp_loader *L, int32_t i, const char *suffix) { return sp_load_name(L, "layers.%d.%s", i, suffix); }
 
-static const char *lname(loader *L, int32_t i, const char *suffix) {
-    snprintf(L->name, sizeof L->name, "layers.%d.%s", i, suffix);
-    return L->name;
+static splash_status matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
+    return sp_load_matrix(L, name, rows, cols, true, out);
 }
 
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, (sp_quant)L->d->quant, out, &owned);
-    if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
+static splash_status vector(sp_loader *L, const char *name, int64_t n, const float **out) {
+    return sp_load_vector(L, name, n, 1, &n, 0.0f, out);
 }
 
-static splash_status vector(loader *L, const char *name, int64_t n, const float **out) {
-    const sp_tensor *t;
-    sp_matrix v;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
+static splash_status conv(sp_loader *L, const dflash_config *c, int32_t i, const char *which, dflash_conv *out) {
+    int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
+    splash_status st = matrix(L, sp_load_name(L, "layers.%d.%s.kernel_projection.weight", i, which), proj_rows, H, &out->proj);
     if (st) return st;
-    float *dst = L->next_vector;
-    L->next_vector += n;
-    sp_matrix_row_f32(&v, 0, dst);
-    L->d->w.bytes += sizeof(float) * (uint64_t)n;
-    *out = dst;
-    return SPLASH_OK;
+    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
+                          &out->base);
 }
 
 static splash_status load_weights(sp_dflash *d) {
     const dflash_config *c = &d->cfg;
     dflash_weights *w = &d->w;
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, I = c->intermediate_size;
-    int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd) + hd / 2;
-    w->vectors = malloc(sizeof(float) * (size_t)nv);
+    int64_t conv_floats = c->version == 2 ? 2 * 2 * (int64_t)c->conv_kernel * H : 0; /* two base kernels (2, K, H) */
+    int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd + conv_floats) + hd / 2;
+    splash_status st = sp_weights_alloc(&w->held, d->ck, nv);
+    if (st) return st;
     w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
-    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
-    if (!w->vectors || !w->layers || !w->owned) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.d = d, .next_vector = w->vectors};
-    splash_status st;
+    if (!w->layers) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .quant = d->quant, .w = &w->held};
     if ((st = matrix(&L, "fc.weight", H, (int64_t)c->n_taps * H, &w->fc)) || (st = vector(&L, "hidden_norm.weight", H, &w->hidden_norm)) ||
         (st = vector(&L, "norm.weight", H, &w->norm)))
         return st;
@@ -336,20 +338,29 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, lname(&L, i, "mlp.up_proj.weight"), I, H, &y->up_proj)) ||
             (st = matrix(&L, lname(&L, i, "mlp.down_proj.weight"), H, I, &y->down_proj)))
             return st;
+        if (c->version == 2 && ((st = conv(&L, c, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, c, i, "mlp_conv", &y->mlp_conv))))
+            return st;
     }
-    w->inv_freq = L.next_vector;
+    if (c->version == 2) {
+        /* the codebooks are stored without ".weight" (z-lab's DFlash2DraftModel remaps them at load) */
+        int64_t R = c->selector_rank, V = d->vocab_size;
+        if ((st = matrix(&L, "candidate_selector.hidden_projection.weight", R, H, &w->sel_hidden)) ||
+            (st = matrix(&L, "candidate_selector.predecessor_codebook", V, R, &w->sel_pred)) ||
+            (st = matrix(&L, "candidate_selector.successor_codebook", V, R, &w->sel_succ)))
+            return st;
+    }
+    if ((st = sp_load_floats(&L, hd / 2, &w->inv_freq))) return st;
     return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
 }
 
-splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t max_seqs, sp_dflash **out) {
+splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t version, int32_t max_seqs, sp_dflash **out) {
     *out = NULL;
     sp_dflash *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
                      .be = t->be, .quant = t->quant};
-    splash_status st = refuse_dflash2(dir);
-    if (!st) st = sp_checkpoint_open(dir, &d->ck);
-    if (!st) st = parse_config(d->ck, t, &d->cfg);
+    splash_status st = sp_checkpoint_open(dir, &d->ck);
+    if (!st) st = parse_config(d->ck, t, version, &d->cfg);
     if (!st) st = load_weights(d);
     if (!st) {
         int64_t block_rows = (int64_t)max_seqs * d->cfg.block_size;
@@ -369,10 +380,8 @@ splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t 
 
 void sp_dflash_free(sp_dflash *d) {
     if (!d) return;
-    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
-    free(d->w.owned);
+    sp_weights_free(&d->w.held);
     free(d->w.layers);
-    free(d->w.vectors);
     if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
     sp_checkpoint_close(d->ck);
     free(d);
@@ -388,7 +397,7 @@ uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t k
     const dflash_config *c = &d->cfg;
     return (uint64_t)sp_kv_layers_bytes(kv_type, c->num_hidden_layers, c->num_key_value_heads, c->head_dim, page_tokens);
 }
-uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
+uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.held.bytes; }
 uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
@@ -435,8 +444,46 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
     }
 }
 
+/* The selector's candidates for one drafted row: the top_k tokens of z (the row shaped as the target samples it),
+ * scored z + the bilinear term against the previous draft. */
+static void select_candidates(sp_dflash *d, const float *z, const float *proj, int32_t prev, sp_draft_choice *out) {
+    const sp_backend *be = d->be;
+    const dflash_config *c = &d->cfg;
+    dflash_scratch *s = &d->s;
+    int64_t R = c->selector_rank;
+    int32_t k = sp_rank_top(z, d->vocab_size, c->selector_top_k, s->cand);
+    be->embed(be, s->pred, &d->w.sel_pred, &prev, 1);
+    be->embed(be, s->succ, &d->w.sel_succ, s->cand, k);
+    for (int64_t r = 0; r < R; r++) s->pred[r] *= proj[r];
+    for (int32_t j = 0; j < k; j++) {
+        const float *succ = s->succ + j * R;
+        float dot = 0;
+        for (int64_t r = 0; r < R; r++) dot += s->pred[r] * succ[r];
+        s->scores[j] = z[s->cand[j]] + dot;
+    }
+    out->n_cand = k, out->cand = s->cand, out->scores = s->scores;
+}
+
+/* x[r] = conv(x, dyn side `side`, base[side]) over each block's rows (row0[i] … + len[i] − 1), in place: rows run last
+ * to first, so x_{t−o} is still the input when row t reads it. dyn rows are [2][K][H / G] (P's output). */
+static void conv_blocks(const dflash_config *c, float *x, const float *dyn, const float *base, int32_t side, const int64_t *row0,
+                        const int32_t *len, int32_t n_seqs) {
+    int64_t H = c->hidden_size, K = c->conv_kernel, G = c->conv_group, groups = H / G, dyn_row = 2 * K * groups;
+    const float *b = base + side * K * H;
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int64_t t = len[i] - 1; t >= 0; t--) {
+            float *y = x + (row0[i] + t) * H;
+            const float *dt = dyn + (row0[i] + t) * dyn_row + side * K * groups;
+            for (int64_t ch = 0; ch < H; ch++) {
+                float acc = 0;
+                for (int64_t o = 0; o < K && o <= t; o++) acc += (b[o * H + ch] + dt[o * groups + ch / G]) * y[ch - o * H];
+                y[ch] = acc;
+            }
+        }
+}
+
 splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_pick pick, void *ctx) {
+                              sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
@@ -460,9 +507,14 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     if (c->input_embedding_scale != 1.0f)
         for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
     float scale = c->attention_factor * c->attention_factor / sqrtf((float)hd);
+    bool v2 = c->version == 2;
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const dflash_layer *y = &d->w.layers[l];
         be->rmsnorm(be, s->xb, s->h, y->input_norm, n, H, c->rms_norm_eps);
+        if (v2) {
+            be->matmul(be, s->dyn, &y->attn_conv.proj, s->xb, n);
+            conv_blocks(c, s->xb, s->dyn, y->attn_conv.base, 0, row0, len, n_seqs);
+        }
         be->matmul(be, s->q, &y->q_proj, s->xb, n);
         be->rmsnorm(be, s->q, s->q, y->q_norm, n * Hq, hd, c->rms_norm_eps);
         be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, (int32_t)hd, s->pos, NULL, d->w.inv_freq);
@@ -476,12 +528,18 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
             be->attention_ext(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd, scale, &x);
         }
         be->matmul(be, s->out, &y->o_proj, s->att, n);
+        if (v2) conv_blocks(c, s->out, s->dyn, y->attn_conv.base, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
         be->rmsnorm(be, s->xb, s->h, y->post_norm, n, H, c->rms_norm_eps);
+        if (v2) {
+            be->matmul(be, s->dyn, &y->mlp_conv.proj, s->xb, n);
+            conv_blocks(c, s->xb, s->dyn, y->mlp_conv.base, 0, row0, len, n_seqs);
+        }
         be->matmul(be, s->g, &y->gate_proj, s->xb, n);
         be->matmul(be, s->u, &y->up_proj, s->xb, n);
         be->silu_mul(be, s->g, s->g, s->u, n * c->intermediate_size);
         be->matmul(be, s->out, &y->down_proj, s->g, n);
+        if (v2) conv_blocks(c, s->out, s->dyn, y->mlp_conv.base, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
     }
     /* norm, then lm_head on the rows each sequence drafts from (rows 1 … n_draft of its block) */
@@ -493,9 +551,12 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
             row_seq[R] = i, row_j[R] = j - 1;
             R++;
         }
+    int32_t prev[n_seqs > 0 ? n_seqs : 1]; /* DFlash2: the selector's walk starts at the anchor */
+    for (int32_t i = 0; i < n_seqs; i++) prev[i] = seqs[i].anchor;
     for (int64_t b0 = 0; b0 < R; b0 += LOGIT_ROWS) {
         int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
         be->matmul(be, s->logits, d->lm_head, s->xb + b0 * H, nb);
+        if (v2) be->matmul(be, s->proj, &d->w.sel_hidden, s->xb + b0 * H, nb);
         if (*be->status) return *be->status;
         for (int64_t k = 0; k < nb; k++) {
             float *row = s->logits + k * V;
@@ -503,7 +564,10 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
                 for (int64_t t = 0; t < V; t++) row[t] *= c->output_multiplier;
             if (c->final_logit_softcapping > 0)
                 for (int64_t t = 0; t < V; t++) row[t] = c->final_logit_softcapping * tanhf(row[t] / c->final_logit_softcapping);
-            pick(ctx, row_seq[b0 + k], row_j[b0 + k], row);
+            int32_t i = row_seq[b0 + k];
+            sp_draft_choice choice = {.logits = row};
+            if (v2) select_candidates(d, shape(ctx, i, row_j[b0 + k], row), s->proj + k * c->selector_rank, prev[i], &choice);
+            prev[i] = pick(ctx, i, row_j[b0 + k], &choice);
         }
     }
     return SPLASH_OK;

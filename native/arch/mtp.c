@@ -18,14 +18,12 @@
  * the whole layer, norm and lm_head, one row per sequence per chained step. */
 #include "mtp.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,10 +57,7 @@ typedef struct mtp_weights {
     sp_matrix shared_expert_gate;                     /* (1, H) */
     sp_matrix *expert_views;                          /* (3E) */
     float *inv_freq;                                  /* (rot_dim / 2) */
-    float *vectors;                                   /* behind every f32 vector above */
-    void **owned;
-    int64_t n_owned;
-    uint64_t bytes;
+    sp_weights held;                                  /* the vector block, quantized copies, bytes held */
 } mtp_weights;
 
 /* ---- scratch: N rows (a step's committed rows at ingest; one row per sequence when drafting) --------------------- */
@@ -96,14 +91,10 @@ struct sp_mtp {
     int32_t quant;
 };
 
-
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_t *base, mtp_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t I = c->moe ? c->shared_expert_intermediate_size : c->intermediate_size;
     TAKE(tokens, int32_t, N);
@@ -133,27 +124,10 @@ static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_
     TAKE(chain, float, R * H);
     TAKE(logits, float, R * c->vocab_size);
 #undef TAKE
-    return off;
+    return at.off;
 }
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
-
-static splash_status int_key(const sp_json *o, const char *key, int64_t dflt, int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x = dflt;
-    if ((v || dflt < 0) && !sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s: expected an integer", key);
-    if (x < 1 || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s = %lld is out of range", key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
-
-static float rope_key(const sp_json *tc, const char *key, double dflt) {
-    double x;
-    if (sp_json_double(sp_json_get(sp_json_get(tc, "rope_parameters"), key), &x)) return (float)x;
-    if (sp_json_double(sp_json_get(tc, key), &x)) return (float)x;
-    return (float)dflt;
-}
 
 static splash_status parse_config(const sp_draft_target *t, mtp_config *c) {
     const sp_json *tc = t->text_config, *root = sp_checkpoint_config(t->ck);
@@ -166,144 +140,71 @@ static splash_status parse_config(const sp_draft_target *t, mtp_config *c) {
     if (sp_json_get(tc, "mtp_num_hidden_layers") && (!sp_json_int(sp_json_get(tc, "mtp_num_hidden_layers"), &layers) || layers != 1))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: mtp_num_hidden_layers = %lld: only one MTP layer is supported",
                        sp_checkpoint_dir(t->ck), (long long)layers);
+    const char *dir = sp_checkpoint_dir(t->ck);
     splash_status st;
-    if ((st = int_key(tc, "num_attention_heads", -1, &c->num_attention_heads)) ||
-        (st = int_key(tc, "num_key_value_heads", -1, &c->num_key_value_heads)) ||
-        (st = int_key(tc, "head_dim", 256, &c->head_dim)))
-        return st;
+#define INT(field, dflt) (st = sp_config_int(tc, dir, "text_config", #field, 1, dflt, &c->field))
+    if (INT(num_attention_heads, -1) || INT(num_key_value_heads, -1) || INT(head_dim, 256)) return st;
     if (c->moe) {
-        if ((st = int_key(tc, "num_experts", -1, &c->num_experts)) || (st = int_key(tc, "num_experts_per_tok", -1, &c->num_experts_per_tok)) ||
-            (st = int_key(tc, "moe_intermediate_size", -1, &c->moe_intermediate_size)) ||
-            (st = int_key(tc, "shared_expert_intermediate_size", -1, &c->shared_expert_intermediate_size)))
+        if (INT(num_experts, -1) || INT(num_experts_per_tok, -1) || INT(moe_intermediate_size, -1) ||
+            INT(shared_expert_intermediate_size, -1))
             return st;
-    } else if ((st = int_key(tc, "intermediate_size", -1, &c->intermediate_size))) {
+    } else if (INT(intermediate_size, -1)) {
         return st;
     }
-    c->rope_theta = rope_key(tc, "rope_theta", 10000000.0);
-    c->rot_dim = (int32_t)((float)c->head_dim * rope_key(tc, "partial_rotary_factor", 0.25));
+#undef INT
+    c->rope_theta = sp_config_rope(tc, "rope_theta", 10000000.0);
+    c->rot_dim = (int32_t)((float)c->head_dim * sp_config_rope(tc, "partial_rotary_factor", 0.25));
     if (c->rot_dim < 2 || c->rot_dim % 2 || c->rot_dim > c->head_dim || c->num_attention_heads % c->num_key_value_heads)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported MTP attention shape", sp_checkpoint_dir(t->ck));
-    return SPLASH_OK;
-}
-
-typedef struct loader {
-    sp_mtp *d;
-    float *next_vector;
-    char name[256];
-} loader;
-
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, quantizable ? (sp_quant)L->d->quant : SP_QUANT_NONE, out, &owned);
-    if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
-}
-
-/* A (1 + w) norm weight of n floats. */
-static splash_status norm(loader *L, const char *name, int64_t n, const float **out) {
-    const sp_tensor *t;
-    sp_matrix v;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
-    if (st) return st;
-    float *dst = L->next_vector;
-    L->next_vector += n;
-    sp_matrix_row_f32(&v, 0, dst);
-    for (int64_t i = 0; i < n; i++) dst[i] += 1.0f;
-    L->d->w.bytes += sizeof(float) * (uint64_t)n;
-    *out = dst;
-    return SPLASH_OK;
-}
-
-/* Routed experts, per expert (mtp.layers.0.mlp.experts.{e}.*) or fused (experts.gate_up_proj [E, 2·Im, H] with the
- * gate rows first, experts.down_proj [E, H, Im]): either way E views of each. */
-static splash_status experts(loader *L) {
-    sp_mtp *d = L->d;
-    const mtp_config *c = &d->cfg;
-    int32_t E = c->num_experts;
-    int64_t H = c->hidden_size, Im = c->moe_intermediate_size;
-    sp_matrix *views = d->w.expert_views;
-    d->w.experts = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
-    splash_status st;
-    const sp_tensor *t;
-    if (sp_checkpoint_find(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj")) {
-        sp_matrix gate_up, down;
-        void *owned = NULL;
-        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, 2 * Im, H}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &gate_up, &owned)))
-            return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned, owned = NULL;
-        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.down_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, H, Im}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &down, &owned)))
-            return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned;
-        d->w.bytes += (uint64_t)gate_up.rows * (uint64_t)gate_up.row_bytes + (uint64_t)down.rows * (uint64_t)down.row_bytes;
-        for (int32_t e = 0; e < E; e++) {
-            views[e] = sp_matrix_rows(&gate_up, e * 2 * Im, Im);
-            views[E + e] = sp_matrix_rows(&gate_up, e * 2 * Im + Im, Im);
-            views[2 * E + e] = sp_matrix_rows(&down, e * H, H);
-        }
-        return SPLASH_OK;
-    }
-    for (int32_t e = 0; e < E; e++) {
-        char name[160];
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.gate_proj.weight", e);
-        if ((st = matrix(L, name, Im, H, true, &views[e]))) return st;
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.up_proj.weight", e);
-        if ((st = matrix(L, name, Im, H, true, &views[E + e]))) return st;
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.down_proj.weight", e);
-        if ((st = matrix(L, name, H, Im, true, &views[2 * E + e]))) return st;
-    }
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported MTP attention shape", dir);
     return SPLASH_OK;
 }
 
 /* Checkpoint quirks: mtp.* sits at the root of the target's checkpoint; its norms are zero-centred (stored w − 1);
- * experts come per expert or fused. */
+ * experts come per expert or fused (sp_load_experts). */
 static splash_status load_weights(sp_mtp *d) {
     const mtp_config *c = &d->cfg;
     mtp_weights *w = &d->w;
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    int64_t nv = 7 * H + 2 * hd + c->rot_dim / 2;
-    w->vectors = malloc(sizeof(float) * (size_t)nv);
-    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
+    splash_status st = sp_weights_alloc(&w->held, d->ck, 5 * H + 2 * hd + c->rot_dim / 2);
+    if (st) return st;
     w->expert_views = c->moe ? calloc(3 * (size_t)c->num_experts, sizeof(sp_matrix)) : NULL;
-    if (!w->vectors || !w->owned || (c->moe && !w->expert_views)) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.d = d, .next_vector = w->vectors};
-    splash_status st;
+    if (c->moe && !w->expert_views) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .quant = d->quant, .w = &w->held};
+#define MAT(name, rows, cols, quantizable, out) sp_load_matrix(&L, name, rows, cols, quantizable, out)
+#define NORM(name, n, out) sp_load_vector(&L, name, n, 1, (int64_t[]){n}, 1.0f, out)
 #define P "mtp.layers.0."
-    if ((st = matrix(&L, "mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
-        (st = norm(&L, "mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
-        (st = norm(&L, "mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = norm(&L, "mtp.norm.weight", H, &w->norm)) ||
-        (st = norm(&L, P "input_layernorm.weight", H, &w->input_norm)) ||
-        (st = norm(&L, P "post_attention_layernorm.weight", H, &w->post_norm)) ||
-        (st = matrix(&L, P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
-        (st = matrix(&L, P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
-        (st = matrix(&L, P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
-        (st = matrix(&L, P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
-        (st = norm(&L, P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = norm(&L, P "self_attn.k_norm.weight", hd, &w->k_norm)))
+    if ((st = MAT("mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
+        (st = NORM("mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
+        (st = NORM("mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = NORM("mtp.norm.weight", H, &w->norm)) ||
+        (st = NORM(P "input_layernorm.weight", H, &w->input_norm)) ||
+        (st = NORM(P "post_attention_layernorm.weight", H, &w->post_norm)) ||
+        (st = MAT(P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
+        (st = MAT(P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
+        (st = MAT(P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
+        (st = MAT(P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
+        (st = NORM(P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = NORM(P "self_attn.k_norm.weight", hd, &w->k_norm)))
         return st;
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
-        if ((st = matrix(&L, P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
-            (st = matrix(&L, P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
-            (st = matrix(&L, P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
-            (st = matrix(&L, P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
-            (st = matrix(&L, P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) || (st = experts(&L)))
+        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
+            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
+            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
+            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
+            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) ||
+            (st = sp_load_experts(&L, P "mlp.experts.", c->num_experts, c->num_experts_per_tok, H, c->moe_intermediate_size,
+                                  w->expert_views, &w->experts)))
             return st;
     } else {
         int64_t I = c->intermediate_size;
-        if ((st = matrix(&L, P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
-            (st = matrix(&L, P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
-            (st = matrix(&L, P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
+        if ((st = MAT(P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
+            (st = MAT(P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
+            (st = MAT(P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
             return st;
     }
 #undef P
-    w->inv_freq = L.next_vector;
+#undef NORM
+#undef MAT
+    if ((st = sp_load_floats(&L, c->rot_dim / 2, &w->inv_freq))) return st;
     for (int32_t i = 0; i < c->rot_dim / 2; i++) w->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rot_dim);
     return SPLASH_OK;
 }
@@ -336,10 +237,8 @@ splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t m
 
 void sp_mtp_free(sp_mtp *d) {
     if (!d) return;
-    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
-    free(d->w.owned);
+    sp_weights_free(&d->w.held);
     free(d->w.expert_views);
-    free(d->w.vectors);
     if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
     free(d);
 }
@@ -348,7 +247,7 @@ uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens, int32_t kv_type
     return (uint64_t)sp_kv_layers_bytes(kv_type, 1, d->cfg.num_key_value_heads, d->cfg.head_dim, page_tokens);
 }
 uint64_t sp_mtp_slot_bytes(const sp_mtp *d) { return sizeof(float) * (uint64_t)d->cfg.hidden_size; }
-uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.bytes; }
+uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.held.bytes; }
 uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
@@ -501,7 +400,7 @@ splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft
         for (int64_t r = 0; r < n; r++) {
             int32_t i = row_seq[r];
             memcpy(s->chain + (int64_t)i * H, s->h + r * H, sizeof(float) * (size_t)H);
-            last[i] = pick(ctx, i, j, s->logits + r * V);
+            last[i] = pick(ctx, i, j, &(sp_draft_choice){.logits = s->logits + r * V});
         }
     }
     return SPLASH_OK;

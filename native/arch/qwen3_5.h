@@ -33,7 +33,7 @@ uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m);
 /* Runs one step over already validated sequences (native/api/step.c checks them). */
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs);
 
-/* ---- speculative decoding (issue 8; native/api/speculate.c) ---------------------------------------------------- */
+/* ---- speculative decoding (native/api/speculate.c) ------------------------------------------------------------- */
 
 /* What a speculative step asks besides the ordinary one (each field may be NULL / 0). Rows are the step's rows in
  * sequence order (sequence i's rows follow sequence i − 1's). */

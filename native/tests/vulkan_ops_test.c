@@ -511,6 +511,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t <= SP_MAT_Q4; t++) test_matmul((sp_mtype)t, 37, 72, 1, true); /* the types the kernels decode */
     test_matmul(SP_MAT_F32, 70, 200, 3, true);
     test_matmul(SP_MAT_F32, 67, 168, 21, true);
+    test_matmul(SP_MAT_Q4, 67, 164, 21, true);
     if (!quick)
         for (int t = 1; t <= SP_MAT_Q4; t++) {
             test_matmul((sp_mtype)t, 70, 200, 3, true);
@@ -529,6 +530,9 @@ int main(int argc, char **argv) {
      * whole-tile case (the direct store), every weight type they take */
     test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
     test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
+    /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
+    test_gemm_coop(SP_MAT_F16, 67, 164, 21);
+    test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);

@@ -1,4 +1,4 @@
-// `splash bench serve`: what the engine loop and its caches buy an agent workload (issue 6), on the native engine:
+// `splash bench serve`: what the engine loop and its caches buy an agent workload, on the native engine:
 //   agent      time to first token of a growing agent conversation (a long system prompt + tools, then turns that
 //              add tool results), resumed from the prefix cache (hit) vs computed from scratch (miss);
 //   stall      how much a long new prompt slows running streams (prefill chunked under the step budget);

@@ -9,6 +9,7 @@
 // the library's message.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
+import type { Drafter } from "../models/spec.ts";
 import { check, StepRefusals } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
@@ -17,12 +18,14 @@ import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
-const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+// The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
+// prefix: test/unit/native-layout.test.ts checks each against the header.
+export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.
 export const BACKENDS = ["auto", "cpu", "vulkan", "metal"] as const;
 export type Backend = (typeof BACKENDS)[number];
-const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 }; // SPLASH_BACKEND_*
+export const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 };
 // SPLASH_BACKEND=cpu|vulkan|metal replaces "auto" when a load names no backend: CI runs the whole suite on one.
 function defaultBackend(): Backend {
   const b = process.env.SPLASH_BACKEND;
@@ -30,6 +33,7 @@ function defaultBackend(): Backend {
   if (b in BACKEND_CODES) return b as Backend;
   throw new Error(`SPLASH_BACKEND=${b}: expected one of ${Object.keys(BACKEND_CODES).join(", ")}`);
 }
+export const ARCH_CODES = { qwen3_5: 1, qwen3_5_moe: 2 } as const;
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
 // What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
@@ -59,13 +63,14 @@ export type LoadOptions = {
 // (null: all of them). Rows of the output head past them are padding: never sampled, drafted or listed.
 export type TokenIds = { count: number; mask: Uint32Array | null };
 
-export type DrafterKind = "mtp" | "dflash";
-const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2 };
+export type DrafterKind = Drafter;
+export const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 }; // SPLASH_DRAFT_NONE (0): no drafter
+const DRAFTER_KINDS = Object.fromEntries(Object.entries(DRAFTER_CODES).map(([k, v]) => [v, k])) as Record<number, DrafterKind>;
 
 export type DrafterOptions = {
   kind: DrafterKind;
-  dir?: string; // DFlash: the drafter's directory
-  maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash default block_size − 1)
+  dir?: string; // DFlash and DFlash2: the drafter's directory
+  maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash and DFlash2 default block_size − 1)
   maxSeqs?: number; // sequences one draft or verify call handles at most (default 8)
 };
 
@@ -73,8 +78,8 @@ export type DrafterInfo = {
   kind: DrafterKind;
   maxDraft: number;
   maxSeqs: number;
-  blockSize: number; // DFlash B (0 for MTP)
-  maskTokenId: number; // DFlash (−1 for MTP)
+  blockSize: number; // DFlash and DFlash2: B (0 for MTP)
+  maskTokenId: number; // DFlash and DFlash2 (−1 for MTP)
   weightBytes: number;
   scratchBytes: number;
   kvBytesPerToken: number;
@@ -146,6 +151,7 @@ export type DraftInput = {
   sampling: Sampling;
   penaltyTokens?: Int32Array;
   logits?: Float32Array; // out [nDraft][vocab]: the drafter's raw logits (tests)
+  probs?: Float32Array; // out [nDraft][vocab]: the distribution each draft was drawn from, q (tests)
 };
 
 // One sequence's share of a step.
@@ -167,13 +173,9 @@ export type StepInput = {
 // Log-probabilities are log_softmax of the logits after penalties, the bias and the masks (allowed, the model's
 // tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
 // mask leaves fewer).
-export type SampledToken = {
-  token: number;
-  logprob: number;
-  top: { id: number; logprob: number }[] | null;
-  // Verify blocks: the drafts kept (they precede `token`) with their log-probabilities and alternatives.
-  accepted?: { token: number; logprob: number; top: { id: number; logprob: number }[] | null }[];
-};
+export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+// Verify blocks: `accepted` holds the drafts kept (they precede `token`) with their log-probabilities and alternatives.
+export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 // Top-logprob outputs without the entries (id −1) a mask left with no alternative.
 function alternatives(ids: Int32Array, logprobs: Float32Array): { id: number; logprob: number }[] {
@@ -268,7 +270,7 @@ export class Model {
     check(lib, "splash_model_get_info", lib.splash_model_get_info(handle, bytes));
     const f = (name: string) => getField(buf, MODEL_INFO, name);
     this.#info = {
-      arch: f("arch") === 2 ? "qwen3_5_moe" : "qwen3_5",
+      arch: f("arch") === ARCH_CODES.qwen3_5_moe ? "qwen3_5_moe" : "qwen3_5",
       vocabSize: f("vocab_size"),
       hiddenSize: f("hidden_size"),
       layers: f("n_layers"),
@@ -317,7 +319,7 @@ export class Model {
       d("kind") === 0
         ? null
         : {
-            kind: d("kind") === 1 ? "mtp" : "dflash",
+            kind: DRAFTER_KINDS[d("kind")]!,
             maxDraft: d("max_draft"),
             maxSeqs: d("max_seqs"),
             blockSize: d("block_size"),
@@ -475,6 +477,7 @@ export class Cache {
       writeSampling(view, DRAFT_SEQ, base, d.sampling);
       set("tokens", addr(tokens));
       set("logits", addr(d.logits));
+      set("probs", addr(d.probs));
       return tokens;
     });
     check(lib, "splash_draft", lib.splash_draft(this.model.handle, this.handle, bytes, seqs.length));
