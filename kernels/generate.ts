@@ -122,6 +122,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
     for (const nmax of GEMV_BATCHES) {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      v.push({ name: `gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax } });
       if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
@@ -137,8 +138,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   ["add", "silu_mul", "sigmoid_mul", "add_sigmoid_scaled", "copy2d"].forEach((op, i) =>
     v.push({ name: op, file: "elementwise.comp", defines: { OP: i, WT: 0 } }),
   );
-  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0 } });
-  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1 } });
+  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
+  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
+  v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });

@@ -144,9 +144,7 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
 static void swiglu(sp_qwen35 *m, float *dst, const sp_matrix *gate, const sp_matrix *up, const sp_matrix *down, int64_t T) {
     const sp_backend *be = m->be;
     qwen35_scratch *s = &m->s;
-    be->matmul(be, s->g, gate, s->xb, T);
-    be->matmul(be, s->u, up, s->xb, T);
-    be->silu_mul(be, s->g, s->g, s->u, T * gate->rows);
+    be->matmul_gate_up(be, s->g, s->u, gate, up, s->xb, T);
     be->matmul(be, dst, down, s->g, T);
 }
 
@@ -309,17 +307,18 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem
     be->embed(be, s->x, &m->w.embed, s->tokens, T);
     image_rows(m, r);
     TRACE(m, "embed", -1, s->x, T, H);
+    /* each residual add runs with the norm after it (add_rmsnorm): the next layer's input norm, the post norm */
+    be->rmsnorm(be, s->xb, s->x, m->w.layers[0].input_norm, T, H, c->rms_norm_eps);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
-        be->rmsnorm(be, s->xb, s->x, y->input_norm, T, H, c->rms_norm_eps);
         if (y->kind == LAYER_FULL_ATTENTION) full_attention(m, y, l, mem, r);
         else gated_deltanet(m, y, l, mem, r);
         TRACE(m, "mixer_out", l, s->out, T, H);
-        be->add(be, s->x, s->out, T * H);
-        be->rmsnorm(be, s->xb, s->x, y->post_norm, T, H, c->rms_norm_eps);
+        be->add_rmsnorm(be, s->xb, s->x, s->out, y->post_norm, T, H, c->rms_norm_eps);
         ffn(m, y, T);
         TRACE(m, "ffn_out", l, s->out, T, H);
-        be->add(be, s->x, s->out, T * H);
+        if (l + 1 < c->num_hidden_layers) be->add_rmsnorm(be, s->xb, s->x, s->out, m->w.layers[l + 1].input_norm, T, H, c->rms_norm_eps);
+        else be->add(be, s->x, s->out, T * H);
         TRACE(m, "layer_out", l, s->x, T, H);
         if (sp && sp->n_taps) keep_taps(m, sp, l, T);
     }

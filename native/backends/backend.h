@@ -150,6 +150,10 @@ struct sp_backend {
     void (*add_sigmoid_scaled)(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
     /* y[i] = silu(g[i]) · u[i] (SwiGLU), i < n. */
     void (*silu_mul)(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+    /* h[n][gate.rows] = silu(x · gateᵀ) ⊙ (x · upᵀ): matmul by gate and by up, then silu_mul (gate and up of one shape
+     * and type), which a GPU runs as one GEMV for few rows; u: scratch of h's size, which such a pass leaves alone. */
+    void (*matmul_gate_up)(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n);
     /* y[i] *= sigmoid(g[i]) (gated attention output), in place, i < n. */
     void (*sigmoid_mul)(const sp_backend *be, float *y, const float *g, int64_t n);
 
@@ -157,6 +161,10 @@ struct sp_backend {
     /* y = x / sqrt(mean(x²) + eps) · w over n rows of d; in place allowed. Zero-centred checkpoints store w − 1:
      * the loader adds the 1 once, so this one op serves every norm but the gated one. */
     void (*rmsnorm)(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+    /* x[n][d] += r (the residual add), then y = rmsnorm(x) · w: add followed by rmsnorm, which a GPU runs as one
+     * step; y must not overlap x or r. */
+    void (*add_rmsnorm)(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps);
     /* y = w · x / sqrt(mean(x²) + eps) · silu(z) over n rows of d (the GDN output norm; plain w); in place allowed. */
     void (*rmsnorm_gated)(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps);

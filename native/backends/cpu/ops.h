@@ -180,8 +180,12 @@ void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const 
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);
 void sp_cpu_add_sigmoid_scaled(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
 void sp_cpu_silu_mul(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+void sp_cpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n);
 void sp_cpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n);
 void sp_cpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+void sp_cpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps);
 void sp_cpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps);
 void sp_cpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
