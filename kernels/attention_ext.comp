@@ -1,7 +1,8 @@
 #version 460
 // attention_ext.comp — attention with explicit visibility, for drafters (backends/backend.h attention_ext; the CPU
 // reference is backends/cpu/attention_ext.c). Query row i (position q_pos0 + i) sees two ranges of keys:
-//   page positions [page_lo, page_hi + i · page_causal) of the sequence's pages (attention.comp's paged layout)
+//   page positions [page_lo, page_hi + i · page_causal) of the sequence's pages (attention.comp's paged layout,
+//   rows f32 or f16 as kv_type says)
 //   block rows [0, blk_causal ? i + 1 : n_rows) of k_blk / v_blk ([n_rows][kv_heads][HD], the rows' own keys)
 // both cut to |q_pos − k_pos| < window when window > 0 (block row j sits at q_pos0 + j). A row that sees no key
 // outputs zeros.
@@ -19,12 +20,16 @@ layout(constant_id = 1) const uint HD = 128;
 #define BK 32
 #define HD_MAX 256
 #define WG 128
+#define KV_F16 1
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
 
 layout(push_constant) uniform P {
     uint64_t dst, q, k, v, pages, k_blk, v_blk;  // k, v: this layer's K and V base in page 0; k_blk = 0: no block
-    uint n_rows, heads, kv_heads, page_tokens, page_stride;  // page_stride in floats
+    uint n_rows, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
     uint q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
     float scale;
+    uint kv_type;  // the pages' rows: SPLASH_KV_F32 or SPLASH_KV_F16 (block rows are always f32)
 } p;
 
 shared vec4 Qs[HD_MAX / 4];
@@ -39,10 +44,23 @@ uint64_t key_row(bool value, uint t, uint p0, uint np, uint b0, uint g) {
     if (t < np) {
         uint pos = p0 + t;
         uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
-        return (value ? p.v : p.k) + (uint64_t(page) * p.page_stride + uint64_t((g * p.page_tokens + pos % p.page_tokens) * HD)) * 4ul;
+        uint row_bytes = p.kv_type == KV_F16 ? HD * 2u : HD * 4u;
+        return (value ? p.v : p.k) + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * row_bytes;
     }
     uint r = b0 + (t - np);
     return (value ? p.v_blk : p.k_blk) + uint64_t((r * p.kv_heads + g) * HD) * 4ul;
+}
+// Values 4c .. 4c+3 and value d of a key row; half: an f16 page row.
+vec4 row4(uint64_t a, bool half_row, uint c) {
+    if (half_row) {
+        uvec2 h = Uvec2s(a).v[c];
+        return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+    }
+    return Vec4s(a).v[c];
+}
+float row1(uint64_t a, bool half_row, uint d) {
+    if (half_row) return unpackHalf2x16(Uints(a).v[d >> 1u])[d & 1u];
+    return Floats(a).v[d];
 }
 
 void main() {
@@ -79,9 +97,10 @@ void main() {
         if (tid < BK) {
             float s = -1.0 / 0.0;
             if (tid < nb) {
-                Vec4s kr = Vec4s(key_row(false, k0 + tid, uint(p0), np, uint(b0), g));
+                uint64_t kr = key_row(false, k0 + tid, uint(p0), np, uint(b0), g);
+                bool half_row = p.kv_type == KV_F16 && k0 + tid < np;
                 s = 0.0;
-                for (uint c = 0u; c < HD / 4u; c++) s += dot(Qs[c], kr.v[c]);
+                for (uint c = 0u; c < HD / 4u; c++) s += dot(Qs[c], row4(kr, half_row, c));
             }
             S[tid] = s;
         }
@@ -104,7 +123,8 @@ void main() {
             uint d = tid + c * WG;
             if (d >= HD) break;
             float a = acc[c] * CORR;
-            for (uint j = 0u; j < nb; j++) a += S[j] * Floats(key_row(true, k0 + j, uint(p0), np, uint(b0), g)).v[d];
+            for (uint j = 0u; j < nb; j++)
+                a += S[j] * row1(key_row(true, k0 + j, uint(p0), np, uint(b0), g), p.kv_type == KV_F16 && k0 + j < np, d);
             acc[c] = a;
         }
         barrier();

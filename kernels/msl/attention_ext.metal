@@ -45,7 +45,9 @@ struct spvUnsafeArray
 };
 
 struct Ints;
+struct Uvec2s;
 struct Vec4s;
+struct Uints;
 struct Floats;
 
 struct P
@@ -69,6 +71,7 @@ struct P
     uint window;
     uint blk_causal;
     float scale;
+    uint kv_type;
 };
 
 struct Ints
@@ -78,23 +81,34 @@ struct Ints
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _301 = (HD / 4u);
+constant uint _95 = (HD * 2u);
+constant uint _97 = (HD * 4u);
+
+struct Uvec2s
+{
+    uint2 v[1];
+};
 
 struct Vec4s
 {
     float4 v[1];
 };
 
-constant uint _411 = (HD / 4u);
+struct Uints
+{
+    uint v[1];
+};
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _627_tmp [[function_constant(0)]];
-constant uint _627 = is_function_constant_defined(_627_tmp) ? _627_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_627, 1u, 1u);
+constant uint _392 = (HD / 4u);
+constant uint _506 = (HD / 4u);
+constant uint _733_tmp [[function_constant(0)]];
+constant uint _733 = is_function_constant_defined(_733_tmp) ? _733_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_733, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -109,28 +123,50 @@ ulong key_row(thread const bool& value, thread const uint& t, thread const uint&
     {
         uint pos = p0 + t;
         uint page = uint((reinterpret_cast<device Ints*>(p.pages))->v[pos / p.page_tokens]);
-        ulong _76;
+        uint row_bytes = (p.kv_type == 1u) ? _95 : _97;
+        ulong _100;
         if (value)
         {
-            _76 = p.v;
+            _100 = p.v;
         }
         else
         {
-            _76 = p.k;
+            _100 = p.k;
         }
-        return _76 + (((ulong(page) * ulong(p.page_stride)) + ulong(((g * p.page_tokens) + (pos % p.page_tokens)) * HD)) * 4ul);
+        return (_100 + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(row_bytes));
     }
     uint r = b0 + (t - np);
-    ulong _118;
+    ulong _141;
     if (value)
     {
-        _118 = p.v_blk;
+        _141 = p.v_blk;
     }
     else
     {
-        _118 = p.k_blk;
+        _141 = p.k_blk;
     }
-    return _118 + (ulong(((r * p.kv_heads) + g) * HD) * 4ul);
+    return _141 + (ulong(((r * p.kv_heads) + g) * HD) * 4ul);
+}
+
+static inline __attribute__((always_inline))
+float4 row4(thread const ulong& a, thread const bool& half_row, thread const uint& c)
+{
+    if (half_row)
+    {
+        uint2 h = (reinterpret_cast<device Uvec2s*>(a))->v[c];
+        return float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
+    }
+    return (reinterpret_cast<device Vec4s*>(a))->v[c];
+}
+
+static inline __attribute__((always_inline))
+float row1(thread const ulong& a, thread const bool& half_row, thread const uint& d)
+{
+    if (half_row)
+    {
+        return float2(as_type<half2>((reinterpret_cast<device Uints*>(a))->v[d >> 1u]))[d & 1u];
+    }
+    return (reinterpret_cast<device Floats*>(a))->v[d];
 }
 
 kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
@@ -150,36 +186,36 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
     }
     int qpos = int(p.q_pos0 + i);
     int p0 = int(p.page_lo);
-    int _195;
+    int _287;
     if (p.page_causal != 0u)
     {
-        _195 = int(i);
+        _287 = int(i);
     }
     else
     {
-        _195 = 0;
+        _287 = 0;
     }
-    int p1 = int(p.page_hi) + _195;
+    int p1 = int(p.page_hi) + _287;
     int b0 = 0;
-    int _209;
+    int _301;
     if (p.k_blk != 0ul)
     {
-        int _216;
+        int _308;
         if (p.blk_causal != 0u)
         {
-            _216 = int(i) + 1;
+            _308 = int(i) + 1;
         }
         else
         {
-            _216 = int(p.n_rows);
+            _308 = int(p.n_rows);
         }
-        _209 = _216;
+        _301 = _308;
     }
     else
     {
-        _209 = 0;
+        _301 = 0;
     }
-    int b1 = _209;
+    int b1 = _301;
     if (p.window > 0u)
     {
         int w = int(p.window);
@@ -193,7 +229,7 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
     uint np = uint(p1 - p0);
     uint len = np + uint(b1 - b0);
     ulong qa = p.q + (ulong(((i * p.heads) + h) * HD) * 4ul);
-    for (uint c = tid; c < _301; c += 128u)
+    for (uint c = tid; c < _392; c += 128u)
     {
         Qs[c] = (reinterpret_cast<device Vec4s*>(qa))->v[c] * p.scale;
     }
@@ -222,11 +258,25 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
                 uint param_3 = np;
                 uint param_4 = uint(b0);
                 uint param_5 = g;
-                const device Vec4s* kr = reinterpret_cast<device Vec4s*>(key_row(param, param_1, param_2, param_3, param_4, param_5, p));
-                s = 0.0;
-                for (uint c_2 = 0u; c_2 < _411; c_2++)
+                ulong kr = key_row(param, param_1, param_2, param_3, param_4, param_5, p);
+                bool _490 = p.kv_type == 1u;
+                bool _498;
+                if (_490)
                 {
-                    s += dot(Qs[c_2], kr->v[c_2]);
+                    _498 = (k0 + tid) < np;
+                }
+                else
+                {
+                    _498 = _490;
+                }
+                bool half_row = _498;
+                s = 0.0;
+                for (uint c_2 = 0u; c_2 < _506; c_2++)
+                {
+                    ulong param_6 = kr;
+                    bool param_7 = half_row;
+                    uint param_8 = c_2;
+                    s += dot(Qs[c_2], row4(param_6, param_7, param_8));
                 }
             }
             S[tid] = s;
@@ -262,20 +312,33 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
             float a = acc[c_4] * stat[2];
             for (uint j_2 = 0u; j_2 < nb; j_2++)
             {
-                bool param_6 = true;
-                uint param_7 = k0 + j_2;
-                uint param_8 = uint(p0);
-                uint param_9 = np;
-                uint param_10 = uint(b0);
-                uint param_11 = g;
-                a += (S[j_2] * (reinterpret_cast<device Floats*>(key_row(param_6, param_7, param_8, param_9, param_10, param_11, p)))->v[d]);
+                bool param_9 = true;
+                uint param_10 = k0 + j_2;
+                uint param_11 = uint(p0);
+                uint param_12 = np;
+                uint param_13 = uint(b0);
+                uint param_14 = g;
+                bool _649 = p.kv_type == 1u;
+                bool _657;
+                if (_649)
+                {
+                    _657 = (k0 + j_2) < np;
+                }
+                else
+                {
+                    _657 = _649;
+                }
+                ulong param_15 = key_row(param_9, param_10, param_11, param_12, param_13, param_14, p);
+                bool param_16 = _657;
+                uint param_17 = d;
+                a += (S[j_2] * row1(param_15, param_16, param_17));
             }
             acc[c_4] = a;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     ulong oa = p.dst + (ulong(((i * p.heads) + h) * HD) * 4ul);
-    float _606;
+    float _712;
     for (uint c_5 = 0u; c_5 < 2u; c_5++)
     {
         uint d_1 = tid + (c_5 * 128u);
@@ -285,13 +348,13 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         }
         if (stat[1] > 0.0)
         {
-            _606 = acc[c_5] / stat[1];
+            _712 = acc[c_5] / stat[1];
         }
         else
         {
-            _606 = 0.0;
+            _712 = 0.0;
         }
-        (reinterpret_cast<device Floats*>(oa))->v[d_1] = _606;
+        (reinterpret_cast<device Floats*>(oa))->v[d_1] = _712;
     }
 }
 

@@ -367,19 +367,28 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
 
 /* attention_ext: n rows at q_pos0 over page positions [page_lo, page_hi (+ i when causal)) of scattered pages and,
  * with blk, the rows' own keys (causal or not), with an optional window: what the MTP and DFlash drafters ask. */
-static void test_attention_ext(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, int32_t q_pos0, int32_t page_lo, int32_t page_hi,
-                               int32_t page_causal, bool blk, int32_t blk_causal, int32_t window, int32_t P) {
+static void test_attention_ext(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, int32_t q_pos0, int32_t page_lo,
+                               int32_t page_hi, int32_t page_causal, bool blk, int32_t blk_causal, int32_t window, int32_t P) {
     int32_t total = page_hi + n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
     int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
     int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
     float *kv = randoms(page_floats * cache_pages, -1, 1), *q = randoms((int64_t)n * Hq * hd, -1, 1);
     float *kb = randoms((int64_t)n * Hkv * hd, -1, 1), *vb = randoms((int64_t)n * Hkv * hd, -1, 1);
-    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages)), *dq = to_gpu(q, 4 * (uint64_t)n * Hq * hd);
+    /* an f16 cache holds the same values rounded, in rows half as wide */
+    int64_t value_bytes = kv_type == SPLASH_KV_F16 ? 2 : 4;
+    if (kv_type == SPLASH_KV_F16) {
+        uint16_t *h = (uint16_t *)kv; /* in place: element i is read before element i/2 is written over it */
+        for (int64_t i = 0; i < page_floats * cache_pages; i++) h[i] = sp_f32_to_f16(kv[i]);
+    }
+    char *hkv = (char *)kv;
+    char *dkv = (char *)to_gpu(kv, (uint64_t)(value_bytes * page_floats * cache_pages));
+    float *dq = to_gpu(q, 4 * (uint64_t)n * Hq * hd);
     float *dkb = to_gpu(kb, 4 * (uint64_t)n * Hkv * hd), *dvb = to_gpu(vb, 4 * (uint64_t)n * Hkv * hd);
     float *dout = to_gpu(NULL, 4 * (uint64_t)n * Hq * hd), *want = malloc(4 * (size_t)n * Hq * hd);
-    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
-               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    int64_t half_page = value_bytes * page_floats / 2;
+    sp_kv_view hv = {hkv, hkv + half_page, value_bytes * page_floats, pages, P, kv_type},
+               dvw = {dkv, dkv + half_page, value_bytes * page_floats, pages, P, kv_type};
     sp_attn_ext hx = {n, q_pos0, &hv, page_lo, page_hi, page_causal, window, blk ? kb : NULL, blk ? vb : NULL, blk_causal};
     sp_attn_ext dx = {n, q_pos0, &dvw, page_lo, page_hi, page_causal, window, blk ? dkb : NULL, blk ? dvb : NULL, blk_causal};
     float scale = 1.0f / sqrtf((float)hd);
@@ -387,8 +396,9 @@ static void test_attention_ext(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, i
     float *got = from_gpu(dout, (int64_t)n * Hq * hd);
     cpu.attention_ext(&cpu, want, q, Hq, Hkv, hd, scale, &hx);
     char what[200];
-    snprintf(what, sizeof what, "attention_ext %d/%d heads x %d, %d rows at %d, pages [%d, %d%s)%s%s, window %d", Hq, Hkv, hd, n,
-             q_pos0, page_lo, page_hi, page_causal ? " + i" : "", blk ? " + block" : "", blk && blk_causal ? " (causal)" : "", window);
+    snprintf(what, sizeof what, "attention_ext %d/%d heads x %d, %d rows at %d, pages [%d, %d%s)%s%s, window %d%s", Hq, Hkv, hd,
+             n, q_pos0, page_lo, page_hi, page_causal ? " + i" : "", blk ? " + block" : "", blk && blk_causal ? " (causal)" : "",
+             window, kv_type == SPLASH_KV_F16 ? ", f16 KV" : "");
     expect(what, nmse(got, want, (int64_t)n * Hq * hd), 1e-10);
     gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dkb), gpu.free(&gpu, dvb), gpu.free(&gpu, dout);
     free(pages), free(kv), free(q), free(kb), free(vb), free(want), free(got);
@@ -611,10 +621,12 @@ int main(int argc, char **argv) {
     test_attention(SPLASH_KV_F16, 4, 1, 32, 20, 4, 16);
     test_attention(SPLASH_KV_F16, 6, 2, 64, 37, 29, 16);
     test_attention(SPLASH_KV_F16, 4, 1, 32, 0, 40, 16);
-    test_attention_ext(4, 2, 32, 1, 36, 1, 37, 0, false, 0, 0, 16);  /* MTP: one row over its own pages from 1 */
-    test_attention_ext(4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
-    test_attention_ext(6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
-    test_attention_ext(4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);     /* causal pages */
+    test_attention_ext(SPLASH_KV_F32, 4, 2, 32, 1, 36, 1, 37, 0, false, 0, 0, 16);  /* MTP: one row over its own pages from 1 */
+    test_attention_ext(SPLASH_KV_F32, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
+    test_attention_ext(SPLASH_KV_F32, 6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
+    test_attention_ext(SPLASH_KV_F32, 4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);     /* causal pages */
+    test_attention_ext(SPLASH_KV_F16, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* f16 pages beside f32 block rows */
+    test_attention_ext(SPLASH_KV_F16, 4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);
     test_block_conv(64, 2, 16);
     test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);

@@ -436,11 +436,16 @@ static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, 
         fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext needs head_dim ≤ 256, a multiple of 4");
         return;
     }
+    if (x->kv && !(GPU_KV_TYPES & 1u << x->kv->type)) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext reads f32 or f16 KV rows");
+        return;
+    }
     struct {
         uint64_t dst, q, k, v, pages, k_blk, v_blk;
         uint32_t n_rows, heads, kv_heads, page_tokens, page_stride;
         uint32_t q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
         float scale;
+        uint32_t kv_type;
     } p = {0};
     uint64_t qbytes = (uint64_t)x->n_rows * (uint64_t)n_heads * (uint64_t)head_dim * 4;
     uint64_t blk = (uint64_t)x->n_rows * (uint64_t)n_kv_heads * (uint64_t)head_dim * 4;
@@ -456,7 +461,8 @@ static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, 
         r[nr++] = (sp_gpu_range){pa, pa + n_pages * 4};
         r[nr++] = kv_range(gpu, x->kv);
         p.pages = pa, p.k = sp_gpu_addr(gpu, x->kv->k), p.v = sp_gpu_addr(gpu, x->kv->v);
-        p.page_tokens = (uint32_t)x->kv->page_tokens, p.page_stride = (uint32_t)(x->kv->page_stride / sizeof(float));
+        p.page_tokens = (uint32_t)x->kv->page_tokens, p.page_stride = (uint32_t)x->kv->page_stride;
+        p.kv_type = (uint32_t)x->kv->type;
         p.page_lo = (uint32_t)x->page_lo, p.page_hi = (uint32_t)x->page_hi, p.page_causal = (uint32_t)x->page_causal;
     }
     if (x->k_blk) {
