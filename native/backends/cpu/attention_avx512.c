@@ -38,45 +38,55 @@ static inline __m256 scores_2x4(const float *qa, const float *qb, const float *c
         a01 = _mm512_fmadd_ps(x, k01, a01), a23 = _mm512_fmadd_ps(x, k23, a23);
         b01 = _mm512_fmadd_ps(y, k01, b01), b23 = _mm512_fmadd_ps(y, k23, b23);
     }
-    /* the AVX2 form's tree: hadd pairs of lanes twice, then the two 128-bit halves */
-    __m256 ta = _mm256_hadd_ps(_mm256_hadd_ps(_mm512_castps512_ps256(a01), upper(a01)),
-                               _mm256_hadd_ps(_mm512_castps512_ps256(a23), upper(a23)));
-    __m256 tb = _mm256_hadd_ps(_mm256_hadd_ps(_mm512_castps512_ps256(b01), upper(b01)),
-                               _mm256_hadd_ps(_mm512_castps512_ps256(b23), upper(b23)));
-    return _mm256_mul_ps(_mm256_add_ps(_mm256_permute2f128_ps(ta, tb, 0x20), _mm256_permute2f128_ps(ta, tb, 0x31)), scale);
+    /* The AVX2 form's tree, ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), on whole vectors: each 128-bit quarter holds
+     * four lanes of one (row, key) chain set, and adding its even and odd lanes pairwise twice leaves (l0+l1)+(l2+l3)
+     * (or the l4..l7 sum) in one lane; the quarters' halves are then added. */
+    __m512 a = _mm512_add_ps(_mm512_shuffle_ps(a01, a23, 0x88), _mm512_shuffle_ps(a01, a23, 0xdd));
+    __m512 b = _mm512_add_ps(_mm512_shuffle_ps(b01, b23, 0x88), _mm512_shuffle_ps(b01, b23, 0xdd));
+    /* quarter q: [a·k0 | a·k2 | b·k0 | b·k2] (q = 0: lanes 0..3, 1: lanes 4..7), [… k1 | … k3 …] (q = 2, 3) */
+    __m512 h = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xdd));
+    const __m512i lo = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi = _mm512_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512 s = _mm512_add_ps(_mm512_permutexvar_ps(lo, h), _mm512_permutexvar_ps(hi, h));
+    return _mm256_mul_ps(_mm512_castps512_ps256(s), scale);
 }
+
+/* o_a = o_a·ca + Σ_{j<na} pa_j · v_j and o_b likewise, W vectors of sixteen dims per row from dim d. */
+#define PV_PASS(W)                                                                                                    \
+    do {                                                                                                              \
+        __m512 A[W], B[W];                                                                                            \
+        for (int k = 0; k < W; k++) {                                                                                 \
+            A[k] = fresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(oa + d + 16 * k), va);                 \
+            B[k] = fresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(ob + d + 16 * k), vb);                 \
+        }                                                                                                             \
+        int32_t j = 0;                                                                                                \
+        for (; j < nc; j++) {                                                                                         \
+            __m512 P = _mm512_set1_ps(pa[j]), Q = _mm512_set1_ps(pb[j]);                                              \
+            for (int k = 0; k < W; k++) {                                                                             \
+                __m512 x = _mm512_loadu_ps(v[j] + d + 16 * k);                                                        \
+                A[k] = _mm512_fmadd_ps(P, x, A[k]);                                                                   \
+                B[k] = _mm512_fmadd_ps(Q, x, B[k]);                                                                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (int32_t t = j; t < na; t++)                                                                              \
+            for (int k = 0; k < W; k++) A[k] = _mm512_fmadd_ps(_mm512_set1_ps(pa[t]), _mm512_loadu_ps(v[t] + d + 16 * k), A[k]); \
+        for (int32_t t = j; t < nb; t++)                                                                              \
+            for (int k = 0; k < W; k++) B[k] = _mm512_fmadd_ps(_mm512_set1_ps(pb[t]), _mm512_loadu_ps(v[t] + d + 16 * k), B[k]); \
+        for (int k = 0; k < W; k++) {                                                                                 \
+            _mm512_storeu_ps(oa + d + 16 * k, A[k]);                                                                  \
+            _mm512_storeu_ps(ob + d + 16 * k, B[k]);                                                                  \
+        }                                                                                                             \
+        d += 16 * W;                                                                                                  \
+    } while (0)
 
 /* o_a += Σ_{j<na} pa_j · v_j and o_b likewise (after o ·= corr, or from zero when fresh), 64 dims per pass, then 16. */
 static void pv_2(float *oa, float *ob, const float *pa, const float *pb, int32_t na, int32_t nb, float ca, float cb,
                  bool fresh, const float *const *v, int32_t hd) {
     const int32_t nc = na < nb ? na : nb;
     const __m512 va = _mm512_set1_ps(ca), vb = _mm512_set1_ps(cb);
-    for (int32_t d = 0; d < hd;) {
-        const int w = hd - d >= 64 ? 4 : 1; /* vectors per row in this pass */
-        __m512 A[4], B[4];
-        for (int k = 0; k < w; k++) {
-            A[k] = fresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(oa + d + 16 * k), va);
-            B[k] = fresh ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(ob + d + 16 * k), vb);
-        }
-        int32_t j = 0;
-        for (; j < nc; j++) {
-            __m512 P = _mm512_set1_ps(pa[j]), Q = _mm512_set1_ps(pb[j]);
-            for (int k = 0; k < w; k++) {
-                __m512 x = _mm512_loadu_ps(v[j] + d + 16 * k);
-                A[k] = _mm512_fmadd_ps(P, x, A[k]);
-                B[k] = _mm512_fmadd_ps(Q, x, B[k]);
-            }
-        }
-        for (int32_t t = j; t < na; t++)
-            for (int k = 0; k < w; k++) A[k] = _mm512_fmadd_ps(_mm512_set1_ps(pa[t]), _mm512_loadu_ps(v[t] + d + 16 * k), A[k]);
-        for (int32_t t = j; t < nb; t++)
-            for (int k = 0; k < w; k++) B[k] = _mm512_fmadd_ps(_mm512_set1_ps(pb[t]), _mm512_loadu_ps(v[t] + d + 16 * k), B[k]);
-        for (int k = 0; k < w; k++) {
-            _mm512_storeu_ps(oa + d + 16 * k, A[k]);
-            _mm512_storeu_ps(ob + d + 16 * k, B[k]);
-        }
-        d += 16 * w;
-    }
+    int32_t d = 0;
+    while (hd - d >= 64) PV_PASS(4);
+    while (d < hd) PV_PASS(1);
 }
 
 #include "attention_tile.h"
