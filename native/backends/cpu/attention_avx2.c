@@ -2,6 +2,8 @@
  * are one vector per (row, key), p · v keeps one chain per dim, eight dims per vector. Needs head_dim % 8 == 0. */
 #include "ops.h"
 
+#include "exp_avx2.h"
+
 #include <immintrin.h>
 #include <stdbool.h>
 
@@ -25,6 +27,38 @@ static inline __m256 scores_2x4(const float *qa, const float *qb, const float *c
         b2 = _mm256_fmadd_ps(y, k2, b2), b3 = _mm256_fmadd_ps(y, k3, b3);
     }
     return _mm256_mul_ps(reduce_2x4(a0, a1, a2, a3, b0, b1, b2, b3), scale);
+}
+
+static inline float hmax8(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+/* ((w0+w4)+(w2+w6)) + ((w1+w5)+(w3+w7)), as sp_attn_block_sum. */
+static inline float hsum8(__m256 w) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+
+/* Online softmax step of one row over its block of scores p (in place → weights): keys j ≥ nb are not seen. */
+static inline void softmax_block(float *p, int32_t nb, float *m, float *l, float *corr) {
+    __m256 s[4], mx8 = _mm256_set1_ps(-INFINITY), lim = _mm256_set1_ps((float)nb);
+    for (int k = 0; k < 4; k++) {
+        __m256 idx = _mm256_add_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(8.0f * (float)k));
+        s[k] = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_load_ps(p + 8 * k), _mm256_cmp_ps(idx, lim, _CMP_LT_OQ));
+        mx8 = _mm256_max_ps(mx8, s[k]);
+    }
+    float bm = hmax8(mx8), mx = bm > *m ? bm : *m;
+    __m256 vmx = _mm256_set1_ps(mx);
+    for (int k = 0; k < 4; k++) {
+        s[k] = sp_exp_neg8(_mm256_sub_ps(s[k], vmx));
+        _mm256_store_ps(p + 8 * k, s[k]);
+    }
+    float c = _mm256_cvtss_f32(sp_exp_neg8(_mm256_set1_ps(*m - mx)));
+    *l = *l * c + hsum8(_mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3])));
+    *m = mx, *corr = c;
 }
 
 /* o_a += Σ_{j<na} pa_j · v_j and o_b likewise (after o ·= corr, or from zero when fresh), 32 dims per pass. */

@@ -3,6 +3,8 @@
  * by the AVX2 form's tree; p · v keeps one chain per dim, sixteen dims per vector. Needs head_dim % 16 == 0. */
 #include "ops.h"
 
+#include "exp_avx512.h"
+
 #include <immintrin.h>
 #include <stdbool.h>
 
@@ -49,6 +51,26 @@ static inline __m256 scores_2x4(const float *qa, const float *qb, const float *c
     const __m512i hi = _mm512_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 s = _mm512_add_ps(_mm512_permutexvar_ps(lo, h), _mm512_permutexvar_ps(hi, h));
     return _mm256_mul_ps(_mm512_castps512_ps256(s), scale);
+}
+
+/* Online softmax step of one row over its block of scores p (in place → weights): keys j ≥ nb are not seen. The
+ * block's sum is sp_attn_block_sum's: lanes l of the four eight-key quarters added (q0+q1)+(q2+q3), then the tree. */
+static inline void softmax_block(float *p, int32_t nb, float *m, float *l, float *corr) {
+    __mmask16 m0 = nb >= 16 ? 0xffff : (__mmask16)((1u << nb) - 1), m1 = nb >= 32 ? 0xffff : nb <= 16 ? 0 : (__mmask16)((1u << (nb - 16)) - 1);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 s0 = _mm512_mask_loadu_ps(ninf, m0, p), s1 = _mm512_mask_loadu_ps(ninf, m1, p + 16);
+    float bm = _mm512_reduce_max_ps(_mm512_max_ps(s0, s1)), mx = bm > *m ? bm : *m;
+    __m512 vmx = _mm512_set1_ps(mx);
+    s0 = sp_exp_neg16(_mm512_sub_ps(s0, vmx)), s1 = sp_exp_neg16(_mm512_sub_ps(s1, vmx));
+    _mm512_storeu_ps(p, s0), _mm512_storeu_ps(p + 16, s1);
+    float c = _mm512_cvtss_f32(sp_exp_neg16(_mm512_set1_ps(*m - mx)));
+    /* [q0 | q2] + [q1 | q3], then its halves */
+    __m512 z = _mm512_add_ps(_mm512_shuffle_f32x4(s0, s1, 0x44), _mm512_shuffle_f32x4(s0, s1, 0xee));
+    __m256 w = _mm256_add_ps(_mm512_castps512_ps256(z), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    *l = *l * c + _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+    *m = mx, *corr = c;
 }
 
 /* o_a = o_a·ca + Σ_{j<na} pa_j · v_j and o_b likewise, W vectors of sixteen dims per row from dim d. */

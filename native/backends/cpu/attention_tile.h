@@ -5,7 +5,8 @@
  * For each block of 32 keys counted from position 0:
  *   scores   two rows × four keys at a time (scores_2x4, from the including file): each K row is read from the cache
  *            once per tile and used by every row of it (GQA heads and neighbouring queries alike);
- *   softmax  per row on the block's 32 scores, exp eight lanes at a time, keys past the row's position masked;
+ *   softmax  per row on the block's 32 scores (softmax_block, from the including file), keys past the row's
+ *            position masked;
  *   p · v    two rows at a time (pv_2, from the including file), over the block's V rows.
  * A row takes exactly the steps it would take alone, so the result is the reference's whatever the tile holds.
  * An f16 or int8 cache is converted a block of 32 K and V rows at a time into the tile's own f32 rows, once for
@@ -16,6 +17,9 @@
  *       a stored f16 / int8 row as the f32 values sp_kv_to_f32 gives (each exact or one product q · d);
  *   __m256 scores_2x4(const float *qa, const float *qb, const float *const *k, int32_t hd, __m256 scale)
  *       lanes [qa·k0 … qa·k3 | qb·k0 … qb·k3] · scale, each dot product as ops.h states it;
+ *   void softmax_block(float *p, int32_t nb, float *m, float *l, float *corr)
+ *       the online softmax step of one row over its block of 32 scores p, in place (→ weights): keys j ≥ nb masked,
+ *       m the running max, l the running sum (its block's part added as sp_attn_block_sum does), corr exp(m − m');
  *   void pv_2(float *oa, float *ob, const float *pa, const float *pb, int32_t na, int32_t nb, float ca, float cb,
  *             bool fresh, const float *const *v, int32_t hd)
  *       o_a = o_a·ca + Σ_{j<na} pa_j·v_j (o_a from zero when fresh), each dim a chain of fused multiply-adds in key
@@ -25,51 +29,17 @@
 
 #include "ops.h"
 
-#include "exp_avx2.h"
-
 #include <immintrin.h>
 #include <stdbool.h>
 
 enum { KB = SP_ATTN_KEY_BLOCK, MAX_ROWS = 64 };
-
-static inline float hmax8(__m256 v) {
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
-}
-
-/* ((w0+w4)+(w2+w6)) + ((w1+w5)+(w3+w7)), as sp_attn_block_sum. */
-static inline float hsum8(__m256 w) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
-}
-
-/* Online softmax step of one row over its block of scores p (in place → weights): keys j ≥ nb are not seen. */
-static inline void softmax_block(float *p, int32_t nb, float *m, float *l, float *corr) {
-    __m256 s[4], mx8 = _mm256_set1_ps(-INFINITY), lim = _mm256_set1_ps((float)nb);
-    for (int k = 0; k < 4; k++) {
-        __m256 idx = _mm256_add_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(8.0f * (float)k));
-        s[k] = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_load_ps(p + 8 * k), _mm256_cmp_ps(idx, lim, _CMP_LT_OQ));
-        mx8 = _mm256_max_ps(mx8, s[k]);
-    }
-    float bm = hmax8(mx8), mx = bm > *m ? bm : *m;
-    __m256 vmx = _mm256_set1_ps(mx);
-    for (int k = 0; k < 4; k++) {
-        s[k] = sp_exp_neg8(_mm256_sub_ps(s[k], vmx));
-        _mm256_store_ps(p + 8 * k, s[k]);
-    }
-    float c = _mm256_cvtss_f32(sp_exp_neg8(_mm256_set1_ps(*m - mx)));
-    *l = *l * c + hsum8(_mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3])));
-    *m = mx, *corr = c;
-}
 
 static void attention_tile(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows) {
     int32_t G = a->n_heads / a->n_kv_heads, hd = a->head_dim, R = (int32_t)(i1 - i0) * G;
     const float *q[MAX_ROWS];
     float *o[MAX_ROWS], m[MAX_ROWS], l[MAX_ROWS], corr[MAX_ROWS];
     int32_t nb[MAX_ROWS];
-    _Alignas(32) float p[MAX_ROWS][KB];
+    _Alignas(64) float p[MAX_ROWS][KB];
     const float *k[KB + 3], *v[KB];
     const sp_kv_view *kv = a->kv;
     for (int32_t r = 0; r < R; r++) {
