@@ -2,7 +2,8 @@
  *
  * One cycle of a sequence whose last sampled token t sits at position n (not yet in the cache):
  *
- *   splash_draft       drafter proposes d1 … dk (MTP: k chained steps; DFlash: one block [t, mask × (B − 1)]); at
+ *   splash_draft       drafter proposes d1 … dk (MTP: k chained steps; DFlash: one block [t, mask × (B − 1)];
+ *                      DFlash2: the same block, then its selector's walk over each row's candidates); at
  *                      temperature > 0 each d_j is drawn from the drafter's distribution q_j, kept here
  *   (the caller)       may refuse a draft (a grammar) and verify only a prefix
  *   splash_step_spec   the target runs [t, d1 … dk] at n … n + k in the same pass as the step's other sequences,
@@ -131,13 +132,13 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (opts->struct_size < sizeof *opts)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_options.struct_size %u < %zu: rebuild the binding",
                        opts->struct_size, sizeof *opts);
-    if (opts->kind != SPLASH_DRAFT_MTP && opts->kind != SPLASH_DRAFT_DFLASH)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp) or 2 (dflash)", opts->kind);
+    if (opts->kind != SPLASH_DRAFT_MTP && opts->kind != SPLASH_DRAFT_DFLASH && opts->kind != SPLASH_DRAFT_DFLASH2)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp), 2 (dflash) or 3 (dflash2)", opts->kind);
     if (m->spec) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
     if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
     if (!m->be.attention_ext)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no attention_ext op: drafters cannot run on it", m->be.name);
-    if (opts->kind == SPLASH_DRAFT_DFLASH && !opts->dir)
+    if (opts->kind != SPLASH_DRAFT_MTP && !opts->dir)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     if (opts->max_draft < 0 || opts->max_draft > 64 || opts->max_seqs < 0 || opts->max_seqs > 1024)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d (0..64), max_seqs %d (0..1024)", opts->max_draft, opts->max_seqs);
@@ -154,7 +155,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
         st = sp_mtp_load(&t, s->max_draft, s->max_seqs, &s->mtp);
         if (!st) s->weight_bytes = sp_mtp_weight_bytes(s->mtp), s->scratch_bytes = sp_mtp_scratch_bytes(s->mtp);
     } else {
-        st = sp_dflash_load(opts->dir, &t, s->max_seqs, &s->dflash);
+        st = sp_dflash_load(opts->dir, &t, opts->kind == SPLASH_DRAFT_DFLASH2 ? 2 : 1, s->max_seqs, &s->dflash);
         if (!st) {
             int32_t B = sp_dflash_block_size(s->dflash);
             s->max_draft = opts->max_draft ? opts->max_draft : B - 1;
@@ -206,34 +207,73 @@ typedef struct pick_ctx {
     int32_t *penalty;           /* room for the longest penalty list + max_draft */
 } pick_ctx;
 
-/* Draft j of sequence i: the argmax, or a draw from q = the sampler's distribution of the drafter's row (penalties
- * over the generated tokens and the earlier drafts), kept for the acceptance. */
-static int32_t pick(void *ctx, int32_t i, int32_t j, const float *logits) {
+/* The penalty list of draft j of sequence i: the generated tokens, then the earlier drafts. */
+static int32_t penalty_list(pick_ctx *c, const splash_draft_seq *d, int32_t j) {
+    memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
+    memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
+    return d->n_penalty_tokens + j;
+}
+
+/* sp_draft_shape: the row after the sampler's penalties, bias and the model's tokens, −inf past them to the row's end. */
+static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) {
+    pick_ctx *c = ctx;
+    sp_speculator *s = c->s;
+    const splash_draft_seq *d = &c->drafts[i];
+    sp_spec_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+    sp_spec_logits(&row, s->n_tokens, s->z, s->dist_scratch);
+    for (int32_t t = s->n_tokens; t < s->vocab; t++) s->z[t] = -INFINITY;
+    return s->z;
+}
+
+/* Draft j of sequence i, kept for the acceptance with the q it was drawn from. Without candidates: the argmax of the
+ * biased row over the model's tokens, or a draw from q = the sampler's distribution of the drafter's row (penalties
+ * over the generated tokens and the earlier drafts). With a selector's candidates (z-lab CandidateSelector.select):
+ * the best-scored one, or a draw from q = softmax(scores / T) over them (zero elsewhere), the temperature alone
+ * shaping it as in the reference. */
+static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) {
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
     splash_draft_seq *d = &c->drafts[i];
-    int32_t token = -1;
-    if (!(d->sampling.temperature > 0)) {
-        const float *z = logits;
+    int32_t V = s->vocab, N = s->n_tokens, token = -1;
+    int sampled = d->sampling.temperature > 0;
+    float *q = s->q + ((int64_t)i * s->max_draft + j) * V;
+    if (ch->n_cand > 0 && !sampled) {
+        int32_t best = 0;
+        for (int32_t k = 1; k < ch->n_cand; k++)
+            if (ch->scores[k] > ch->scores[best]) best = k;
+        token = ch->cand[best];
+    } else if (ch->n_cand > 0) {
+        float mx = ch->scores[0];
+        for (int32_t k = 1; k < ch->n_cand; k++) mx = ch->scores[k] > mx ? ch->scores[k] : mx;
+        double total = 0;
+        for (int32_t k = 0; k < ch->n_cand; k++) total += exp(((double)ch->scores[k] - mx) / d->sampling.temperature);
+        memset(q, 0, sizeof(float) * (size_t)V);
+        for (int32_t k = 0; k < ch->n_cand; k++)
+            q[ch->cand[k]] = (float)(exp(((double)ch->scores[k] - mx) / d->sampling.temperature) / total);
+    } else if (!sampled) {
+        const float *z = ch->logits;
         if (d->sampling.n_bias > 0) { /* the argmax the target's greedy sampler takes: biased */
-            memcpy(s->z, logits, sizeof(float) * (size_t)s->n_tokens);
+            memcpy(s->z, ch->logits, sizeof(float) * (size_t)N);
             for (int32_t k = 0; k < d->sampling.n_bias; k++) s->z[d->sampling.bias_ids[k]] += d->sampling.bias[k];
             z = s->z;
         }
-        for (int32_t t = 0; t < s->n_tokens; t++)
+        for (int32_t t = 0; t < N; t++)
             if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
-        memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
-        memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
-        sp_spec_row row = {logits, &d->sampling, c->penalty, d->n_penalty_tokens + j, NULL, s->tokens};
-        float *q = s->q + ((int64_t)i * s->max_draft + j) * s->vocab;
+        sp_spec_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
         int32_t arg;
-        sp_spec_dist(&row, s->n_tokens, s->z, q, &arg, s->dist_scratch);
-        token = sp_spec_draw(q, s->n_tokens, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+        sp_spec_dist(&row, N, s->z, q, &arg, s->dist_scratch);
+        for (int32_t t = N; t < V; t++) q[t] = 0;
     }
+    if (sampled) token = sp_spec_draw(q, N, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
     d->tokens[j] = token;
     s->last_tokens[i * s->max_draft + j] = token;
-    if (d->logits) memcpy(d->logits + (int64_t)j * s->vocab, logits, sizeof(float) * (size_t)s->vocab);
+    if (d->logits) memcpy(d->logits + (int64_t)j * V, ch->logits, sizeof(float) * (size_t)V);
+    if (d->probs) {
+        float *out = d->probs + (int64_t)j * V;
+        if (sampled) memcpy(out, q, sizeof(float) * (size_t)V);
+        else memset(out, 0, sizeof(float) * (size_t)V), out[token] = 1;
+    }
     return token;
 }
 
@@ -281,7 +321,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     }
     m->op_status = SPLASH_OK;
     sp_draft_memory mem = draft_memory(c);
-    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, pick, &ctx);
+    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, shape, pick, &ctx);
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
     if (!st) s->n_last = n;

@@ -1,7 +1,8 @@
-/* dflash.c — a DFlash drafter (z-lab v1 layout): a small Qwen3-style transformer that drafts a block of tokens in
- * one pass, conditioned on hidden states tapped from the target.
+/* dflash.c — a DFlash drafter (z-lab DFlash and DFlash2 layouts): a small Qwen3-style transformer that drafts a block
+ * of tokens in one pass, conditioned on hidden states tapped from the target.
  *
- * Reference: z-lab dflash/model.py (v1); speculative-decoding.md §1.1–1.2 and §8; scripts/fixtures/reference.py:
+ * Reference: z-lab dflash/model.py; speculative-decoding.md §1.1–1.3 and §8; scripts/fixtures/reference.py (v1),
+ * scripts/fixtures/dflash2_goldens.py (v2, against z-lab's own code):
  *   ctx_t  = hidden_norm(fc(concat_l tap_l(t)))            tap_l = residual stream after target layer l
  *   per committed position t and drafter layer i: K_i(t) = rope(k_norm(k_proj_i(ctx_t)), t), V_i(t) = v_proj_i(ctx_t),
  *   written once into the drafter's pages (never through q, o_proj, MLP or the residual)
@@ -11,13 +12,25 @@
  *   logits = lm_head_target(norm(h)) on block rows 1 … B − 1: row j proposes the token at position s + j
  * Norms are Qwen3 RMSNorm with a plain weight; RoPE is 1-D NeoX over the whole head (YaRN when the config asks);
  * no attention output gate. full_attention layers are bidirectional inside the block, sliding_attention layers causal
- * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. */
+ * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both.
+ *
+ * DFlash2 (DFlash2DraftModel) adds, on the block rows only:
+ *   a grouped dynamic causal convolution around each sublayer, with its own kernel_projection P and base_kernel b:
+ *     dyn = P(x) as [2][K][H / G];  x' = conv(x, dyn[0], b[0]);  y = sublayer(x');  out = conv(y, dyn[1], b[1])
+ *     conv(x, d, b)_t[c] = Σ_{o<K} (b[o][c] + d_t[o][c / G]) · x_{t−o}[c], x_{t−o} = 0 before the block's first row
+ *     (the anchor row): never across blocks, nothing kept between rounds. Layer: h += conv∘o_proj∘attn∘conv(ln1(h)),
+ *     h += conv∘mlp∘conv(ln2(h)); the context K/V are injected exactly as in v1.
+ *   a candidate selector on each drafted row t (its final-normed hidden n_t and logits l_t):
+ *     cand = the top_k tokens of l_t;  s_t(c) = l_t(c) + Σ_r pred[prev][r] · (W n_t)[r] · succ[c][r]
+ *     walked left to right from prev = the anchor, each row's draft becoming the next row's prev: greedy takes the
+ *     best score, sampling draws from softmax(s_t / T) over cand (the q that acceptance uses). */
 #include "dflash.h"
 
 #include "backends/backend.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/quant.h"
+#include "core/rank.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -25,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_LAYERS = 64, MAX_TAPS = 64, LOGIT_ROWS = 64 };
+enum { MAX_LAYERS = 64, MAX_TAPS = 64, LOGIT_ROWS = 64, MAX_SELECTOR_TOP_K = 1024 };
 
 /* ---- config (the drafter's config.json; dflash_config flattened in) -------------------------------------------- */
 
@@ -41,7 +54,16 @@ typedef struct dflash_config {
     float output_multiplier;      /* 1 for Qwen */
     float final_logit_softcapping; /* 0 = none */
     float attention_factor;       /* YaRN: cos and sin are scaled by it, so q·k by its square */
+    int32_t version;              /* 1: DFlashDraftModel; 2: DFlash2DraftModel (the fields below) */
+    int32_t conv_kernel, conv_group; /* K taps; G channels per dynamic coefficient */
+    int32_t selector_rank, selector_top_k;
 } dflash_config;
+
+/* One DFlash2 grouped dynamic causal convolution pair (before and after a sublayer). */
+typedef struct dflash_conv {
+    sp_matrix proj;                          /* kernel_projection (2·K·H/G, H) */
+    const float *base;                       /* base_kernel (2, K, H) */
+} dflash_conv;
 
 typedef struct dflash_layer {
     const float *input_norm, *post_norm;     /* (H) plain w */
@@ -51,12 +73,15 @@ typedef struct dflash_layer {
     const float *q_norm, *k_norm;            /* (hd) plain w */
     sp_matrix gate_proj, up_proj;            /* (I, H) */
     sp_matrix down_proj;                     /* (H, I) */
+    dflash_conv attn_conv, mlp_conv;         /* DFlash2 */
 } dflash_layer;
 
 typedef struct dflash_weights {
     sp_matrix fc;                            /* (H, n_taps·H) */
     const float *hidden_norm, *norm;         /* (H) */
     dflash_layer *layers;
+    sp_matrix sel_hidden;                    /* DFlash2 candidate_selector.hidden_projection (R, H) */
+    sp_matrix sel_pred, sel_succ;            /* predecessor / successor codebooks (vocab, R): rows gathered */
     float *inv_freq;                         /* (hd / 2) */
     float *vectors;
     void **owned;
@@ -71,7 +96,12 @@ typedef struct dflash_scratch {
     float *q, *att;                          /* (N, Hq·hd) */
     float *k, *v;                            /* (N, Hkv·hd) */
     float *g, *u;                            /* (N, I) */
+    float *dyn;                              /* DFlash2: (N, 2·K·H/G) one sublayer's dynamic kernels */
     float *logits;                           /* (LOGIT_ROWS, vocab) */
+    float *proj;                             /* DFlash2: (LOGIT_ROWS, R) the selector's projections of drafted rows */
+    float *pred, *succ;                      /* DFlash2: (R) prev's codebook row; (top_k, R) the candidates' rows */
+    int32_t *cand;                           /* DFlash2: (top_k) */
+    float *scores;                           /* DFlash2: (top_k) */
 } dflash_scratch;
 
 struct sp_dflash {
@@ -111,6 +141,15 @@ static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab,
     TAKE(g, float, N * c->intermediate_size);
     TAKE(u, float, N * c->intermediate_size);
     TAKE(logits, float, (int64_t)LOGIT_ROWS * vocab);
+    if (c->version == 2) {
+        int64_t R = c->selector_rank;
+        TAKE(dyn, float, N * 2 * c->conv_kernel * (H / c->conv_group));
+        TAKE(proj, float, (int64_t)LOGIT_ROWS * R);
+        TAKE(pred, float, R);
+        TAKE(succ, float, (int64_t)c->selector_top_k * R);
+        TAKE(cand, int32_t, c->selector_top_k);
+        TAKE(scores, float, c->selector_top_k);
+    }
 #undef TAKE
     return off;
 }
@@ -175,41 +214,33 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     return SPLASH_OK;
 }
 
-/* DFlash2 (dynamic convolutions around each sublayer, a candidate selector) is told apart by its config, before any
- * weight is read: refused with what to use instead. */
-static splash_status refuse_dflash2(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return SPLASH_OK; /* sp_checkpoint_open reports a missing directory; parse_config a missing config */
-    char *text = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n < (1 << 24) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n)) && fread(text, 1, (size_t)n, f) != (size_t)n)
-        n = -1;
-    fclose(f);
-    splash_status st = SPLASH_OK;
-    sp_json_doc doc = {0};
-    if (text && n > 0 && sp_json_parse(&doc, text, (size_t)n) == SPLASH_OK) {
-        const sp_json *arch = sp_json_get(sp_json_root(&doc), "architectures");
-        for (size_t i = 0; arch && i < arch->len && !st; i++) {
-            const char *a = sp_json_string(sp_json_at(arch, i));
-            if (a && strstr(a, "DFlash2"))
-                st = SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s is a DFlash2 drafter (%s: dynamic convolutions and a candidate selector), "
-                             "which Splash does not run yet: use --draft mtp or --draft none", dir, a);
-        }
-        sp_json_free(&doc);
+/* Where a drafter key lives: dflash_config, else the top level (z-lab `_draft_value`). */
+static const sp_json *draft_obj(const sp_json *root, const sp_json *dc, const char *key) { return sp_json_get(dc, key) ? dc : root; }
+static const sp_json *draft_key(const sp_json *root, const sp_json *dc, const char *key) { return sp_json_get(draft_obj(root, dc, key), key); }
+
+/* 2 when config.json's architectures names DFlash2DraftModel (the class z-lab's code builds), else 1. */
+static int32_t config_version(const sp_json *root) {
+    const sp_json *arch = sp_json_get(root, "architectures");
+    for (size_t i = 0; arch && arch->type == SP_JSON_ARRAY && i < arch->len; i++) {
+        const char *a = sp_json_string(sp_json_at(arch, i));
+        if (a && !strcmp(a, "DFlash2DraftModel")) return 2;
     }
-    free(text);
-    return st;
+    return 1;
 }
 
-static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, dflash_config *c) {
+static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target *t, int32_t version, dflash_config *c) {
     const char *dir = sp_checkpoint_dir(ck);
     const sp_json *root = sp_checkpoint_config(ck);
     if (!root) return SP_FAIL(SPLASH_ERR_FORMAT, "%s: no config.json (a DFlash drafter needs one)", dir);
-    if (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") || sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight"))
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has DFlash2 tensors (attention_conv, candidate_selector), which Splash does "
-                       "not run yet: use --draft mtp or --draft none", dir);
+    c->version = config_version(root);
+    if (c->version != version)
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%s holds a %s drafter (config.json architectures), not a %s one: attach it as "
+                       "%s (--draft %s)", dir, c->version == 2 ? "DFlash2" : "DFlash (v1)", version == 2 ? "DFlash2" : "DFlash (v1)",
+                       c->version == 2 ? "DFlash2" : "DFlash", c->version == 2 ? "dflash2" : "dflash");
+    if (c->version == 1 && (sp_checkpoint_find(ck, "layers.0.attention_conv.base_kernel") ||
+                            sp_checkpoint_find(ck, "candidate_selector.hidden_projection.weight")))
+        return SP_FAIL(SPLASH_ERR_FORMAT, "%s has DFlash2 tensors (attention_conv, candidate_selector) but its config.json does "
+                       "not name DFlash2DraftModel in architectures", dir);
     const sp_json *dc = sp_json_get(root, "dflash_config");
     if (!dc) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: no dflash_config (not a z-lab DFlash drafter)", dir);
     splash_status st;
@@ -221,10 +252,22 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
         (st = int_at(root, dir, "intermediate_size", 1, -1, &c->intermediate_size)))
         return st;
     /* block_size moved into dflash_config in newer revisions */
-    const sp_json *bs = sp_json_get(dc, "block_size") ? dc : root;
-    if ((st = int_at(bs, dir, "block_size", 2, -1, &c->block_size)) ||
+    if ((st = int_at(draft_obj(root, dc, "block_size"), dir, "block_size", 2, -1, &c->block_size)) ||
         (st = int_at(dc, dir, "mask_token_id", 0, -1, &c->mask_token_id)))
         return st;
+    if (c->version == 2) {
+        if ((st = int_at(draft_obj(root, dc, "conv_kernel_size"), dir, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
+            (st = int_at(draft_obj(root, dc, "conv_group_size"), dir, "conv_group_size", 1, -1, &c->conv_group)) ||
+            (st = int_at(draft_obj(root, dc, "selector_rank"), dir, "selector_rank", 1, -1, &c->selector_rank)) ||
+            (st = int_at(draft_obj(root, dc, "selector_top_k"), dir, "selector_top_k", 1, -1, &c->selector_top_k)))
+            return st;
+        if (c->hidden_size % c->conv_group)
+            return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: conv_group_size %d does not divide hidden_size %d", dir, c->conv_group,
+                           c->hidden_size);
+        if (c->selector_top_k > MAX_SELECTOR_TOP_K || c->selector_top_k > t->vocab_size)
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: selector_top_k %d (at most %d and the vocabulary)", dir,
+                           c->selector_top_k, MAX_SELECTOR_TOP_K);
+    }
     const sp_json *ids = sp_json_get(dc, "target_layer_ids");
     if (!ids || ids->type != SP_JSON_ARRAY || ids->len < 1 || ids->len > MAX_TAPS)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: dflash_config.target_layer_ids must list 1..%d target layers "
@@ -255,9 +298,9 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
     double eps = 1e-6;
     sp_json_double(sp_json_get(root, "rms_norm_eps"), &eps);
     c->rms_norm_eps = (float)eps;
-    c->input_embedding_scale = (float)number_or(sp_json_get(dc, "input_embedding_scale"), 1.0);
-    c->output_multiplier = (float)number_or(sp_json_get(root, "output_multiplier"), number_or(sp_json_get(dc, "output_multiplier"), 1.0));
-    c->final_logit_softcapping = (float)number_or(sp_json_get(root, "final_logit_softcapping"), 0.0);
+    c->input_embedding_scale = (float)number_or(draft_key(root, dc, "input_embedding_scale"), 1.0);
+    c->output_multiplier = (float)number_or(draft_key(root, dc, "output_multiplier"), 1.0);
+    c->final_logit_softcapping = (float)number_or(draft_key(root, dc, "final_logit_softcapping"), 0.0);
     if (c->hidden_size != t->hidden_size)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: hidden_size %d differs from the target's %d (the drafter embeds "
                        "and decodes with the target's tables)", dir, c->hidden_size, t->hidden_size);
@@ -293,26 +336,41 @@ static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t c
     return SPLASH_OK;
 }
 
-static splash_status vector(loader *L, const char *name, int64_t n, const float **out) {
+/* A small tensor of any rank (norm weights, conv base kernels) as f32. */
+static splash_status floats(loader *L, const char *name, int32_t ndim, const int64_t *shape, const float **out) {
     const sp_tensor *t;
     sp_matrix v;
     void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
+    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
     if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
     if (st) return st;
     float *dst = L->next_vector;
-    L->next_vector += n;
-    sp_matrix_row_f32(&v, 0, dst);
-    L->d->w.bytes += sizeof(float) * (uint64_t)n;
+    for (int64_t r = 0; r < v.rows; r++) sp_matrix_row_f32(&v, r, dst + r * v.cols);
+    L->next_vector += v.rows * v.cols;
+    L->d->w.bytes += sizeof(float) * (uint64_t)(v.rows * v.cols);
     *out = dst;
     return SPLASH_OK;
+}
+
+static splash_status vector(loader *L, const char *name, int64_t n, const float **out) { return floats(L, name, 1, &n, out); }
+
+static splash_status conv(loader *L, int32_t i, const char *which, dflash_conv *out) {
+    const dflash_config *c = &L->d->cfg;
+    int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
+    char name[160];
+    snprintf(name, sizeof name, "layers.%d.%s.kernel_projection.weight", i, which);
+    splash_status st = matrix(L, name, proj_rows, H, &out->proj);
+    if (st) return st;
+    snprintf(name, sizeof name, "layers.%d.%s.base_kernel", i, which);
+    return floats(L, name, 3, (int64_t[]){2, K, H}, &out->base);
 }
 
 static splash_status load_weights(sp_dflash *d) {
     const dflash_config *c = &d->cfg;
     dflash_weights *w = &d->w;
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, I = c->intermediate_size;
-    int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd) + hd / 2;
+    int64_t conv_floats = c->version == 2 ? 2 * 2 * (int64_t)c->conv_kernel * H : 0; /* two base kernels (2, K, H) */
+    int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd + conv_floats) + hd / 2;
     w->vectors = malloc(sizeof(float) * (size_t)nv);
     w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
     w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
@@ -336,20 +394,29 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, lname(&L, i, "mlp.up_proj.weight"), I, H, &y->up_proj)) ||
             (st = matrix(&L, lname(&L, i, "mlp.down_proj.weight"), H, I, &y->down_proj)))
             return st;
+        if (c->version == 2 && ((st = conv(&L, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, i, "mlp_conv", &y->mlp_conv))))
+            return st;
+    }
+    if (c->version == 2) {
+        /* the codebooks are stored without ".weight" (z-lab's DFlash2DraftModel remaps them at load) */
+        int64_t R = c->selector_rank, V = d->vocab_size;
+        if ((st = matrix(&L, "candidate_selector.hidden_projection.weight", R, H, &w->sel_hidden)) ||
+            (st = matrix(&L, "candidate_selector.predecessor_codebook", V, R, &w->sel_pred)) ||
+            (st = matrix(&L, "candidate_selector.successor_codebook", V, R, &w->sel_succ)))
+            return st;
     }
     w->inv_freq = L.next_vector;
     return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
 }
 
-splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t max_seqs, sp_dflash **out) {
+splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t version, int32_t max_seqs, sp_dflash **out) {
     *out = NULL;
     sp_dflash *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
                      .be = t->be, .quant = t->quant};
-    splash_status st = refuse_dflash2(dir);
-    if (!st) st = sp_checkpoint_open(dir, &d->ck);
-    if (!st) st = parse_config(d->ck, t, &d->cfg);
+    splash_status st = sp_checkpoint_open(dir, &d->ck);
+    if (!st) st = parse_config(d->ck, t, version, &d->cfg);
     if (!st) st = load_weights(d);
     if (!st) {
         int64_t block_rows = (int64_t)max_seqs * d->cfg.block_size;
@@ -435,8 +502,46 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
     }
 }
 
+/* The selector's candidates for one drafted row: the top_k tokens of z (the row shaped as the target samples it),
+ * scored z + the bilinear term against the previous draft. */
+static void select_candidates(sp_dflash *d, const float *z, const float *proj, int32_t prev, sp_draft_choice *out) {
+    const sp_backend *be = d->be;
+    const dflash_config *c = &d->cfg;
+    dflash_scratch *s = &d->s;
+    int64_t R = c->selector_rank;
+    int32_t k = sp_rank_top(z, d->vocab_size, c->selector_top_k, s->cand);
+    be->embed(be, s->pred, &d->w.sel_pred, &prev, 1);
+    be->embed(be, s->succ, &d->w.sel_succ, s->cand, k);
+    for (int64_t r = 0; r < R; r++) s->pred[r] *= proj[r];
+    for (int32_t j = 0; j < k; j++) {
+        const float *succ = s->succ + j * R;
+        float dot = 0;
+        for (int64_t r = 0; r < R; r++) dot += s->pred[r] * succ[r];
+        s->scores[j] = z[s->cand[j]] + dot;
+    }
+    out->n_cand = k, out->cand = s->cand, out->scores = s->scores;
+}
+
+/* x[r] = conv(x, dyn side `side`, base[side]) over each block's rows (row0[i] … + len[i] − 1), in place: rows run last
+ * to first, so x_{t−o} is still the input when row t reads it. dyn rows are [2][K][H / G] (P's output). */
+static void conv_blocks(const dflash_config *c, float *x, const float *dyn, const float *base, int32_t side, const int64_t *row0,
+                        const int32_t *len, int32_t n_seqs) {
+    int64_t H = c->hidden_size, K = c->conv_kernel, G = c->conv_group, groups = H / G, dyn_row = 2 * K * groups;
+    const float *b = base + side * K * H;
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int64_t t = len[i] - 1; t >= 0; t--) {
+            float *y = x + (row0[i] + t) * H;
+            const float *dt = dyn + (row0[i] + t) * dyn_row + side * K * groups;
+            for (int64_t ch = 0; ch < H; ch++) {
+                float acc = 0;
+                for (int64_t o = 0; o < K && o <= t; o++) acc += (b[o * H + ch] + dt[o * groups + ch / G]) * y[ch - o * H];
+                y[ch] = acc;
+            }
+        }
+}
+
 splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_pick pick, void *ctx) {
+                              sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
@@ -460,9 +565,14 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
     if (c->input_embedding_scale != 1.0f)
         for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
     float scale = c->attention_factor * c->attention_factor / sqrtf((float)hd);
+    bool v2 = c->version == 2;
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const dflash_layer *y = &d->w.layers[l];
         be->rmsnorm(be, s->xb, s->h, y->input_norm, n, H, c->rms_norm_eps);
+        if (v2) {
+            be->matmul(be, s->dyn, &y->attn_conv.proj, s->xb, n);
+            conv_blocks(c, s->xb, s->dyn, y->attn_conv.base, 0, row0, len, n_seqs);
+        }
         be->matmul(be, s->q, &y->q_proj, s->xb, n);
         be->rmsnorm(be, s->q, s->q, y->q_norm, n * Hq, hd, c->rms_norm_eps);
         be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, (int32_t)hd, s->pos, NULL, d->w.inv_freq);
@@ -476,12 +586,18 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
             be->attention_ext(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd, scale, &x);
         }
         be->matmul(be, s->out, &y->o_proj, s->att, n);
+        if (v2) conv_blocks(c, s->out, s->dyn, y->attn_conv.base, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
         be->rmsnorm(be, s->xb, s->h, y->post_norm, n, H, c->rms_norm_eps);
+        if (v2) {
+            be->matmul(be, s->dyn, &y->mlp_conv.proj, s->xb, n);
+            conv_blocks(c, s->xb, s->dyn, y->mlp_conv.base, 0, row0, len, n_seqs);
+        }
         be->matmul(be, s->g, &y->gate_proj, s->xb, n);
         be->matmul(be, s->u, &y->up_proj, s->xb, n);
         be->silu_mul(be, s->g, s->g, s->u, n * c->intermediate_size);
         be->matmul(be, s->out, &y->down_proj, s->g, n);
+        if (v2) conv_blocks(c, s->out, s->dyn, y->mlp_conv.base, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
     }
     /* norm, then lm_head on the rows each sequence drafts from (rows 1 … n_draft of its block) */
@@ -493,9 +609,12 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
             row_seq[R] = i, row_j[R] = j - 1;
             R++;
         }
+    int32_t prev[n_seqs > 0 ? n_seqs : 1]; /* DFlash2: the selector's walk starts at the anchor */
+    for (int32_t i = 0; i < n_seqs; i++) prev[i] = seqs[i].anchor;
     for (int64_t b0 = 0; b0 < R; b0 += LOGIT_ROWS) {
         int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
         be->matmul(be, s->logits, d->lm_head, s->xb + b0 * H, nb);
+        if (v2) be->matmul(be, s->proj, &d->w.sel_hidden, s->xb + b0 * H, nb);
         if (*be->status) return *be->status;
         for (int64_t k = 0; k < nb; k++) {
             float *row = s->logits + k * V;
@@ -503,7 +622,10 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
                 for (int64_t t = 0; t < V; t++) row[t] *= c->output_multiplier;
             if (c->final_logit_softcapping > 0)
                 for (int64_t t = 0; t < V; t++) row[t] = c->final_logit_softcapping * tanhf(row[t] / c->final_logit_softcapping);
-            pick(ctx, row_seq[b0 + k], row_j[b0 + k], row);
+            int32_t i = row_seq[b0 + k];
+            sp_draft_choice choice = {.logits = row};
+            if (v2) select_candidates(d, shape(ctx, i, row_j[b0 + k], row), s->proj + k * c->selector_rank, prev[i], &choice);
+            prev[i] = pick(ctx, i, row_j[b0 + k], &choice);
         }
     }
     return SPLASH_OK;

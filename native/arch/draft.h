@@ -55,7 +55,22 @@ typedef struct sp_draft_seq {
     const int32_t *pages;
 } sp_draft_seq;
 
-/* Picks draft token j (0-based) of sequence i from its logits row [vocab] (greedy or sampled; the caller keeps q). */
-typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const float *logits);
+/* What draft j of a sequence is chosen from: the drafter's logits row and, for a drafter with a candidate selector
+ * (DFlash2), the few candidates the draft must be one of (from the shaped row), with their scores: greedy takes the best-scored (the first
+ * on ties), sampling draws from softmax(scores / T) over them; without candidates, the logits row is the choice. */
+typedef struct sp_draft_choice {
+    const float *logits;        /* [vocab], raw */
+    int32_t n_cand;             /* 0: any token */
+    const int32_t *cand;        /* [n_cand] token ids, best unary logit first */
+    const float *scores;        /* [n_cand] */
+} sp_draft_choice;
+
+/* Picks draft token j (0-based) of sequence i (greedy or sampled; the caller keeps q) and returns it. */
+typedef int32_t (*sp_draft_pick)(void *ctx, int32_t i, int32_t j, const sp_draft_choice *choice);
+
+/* The drafter's row for draft j of sequence i as the target's sampler sees it (penalties, logit bias, −inf at ids a
+ * draft may not be), valid until the next call: a candidate selector takes its candidates and their unary scores
+ * from it, so its drafts follow the distribution they are judged against. */
+typedef const float *(*sp_draft_shape)(void *ctx, int32_t i, int32_t j, const float *logits);
 
 #endif

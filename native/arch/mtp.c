@@ -501,7 +501,7 @@ splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft
         for (int64_t r = 0; r < n; r++) {
             int32_t i = row_seq[r];
             memcpy(s->chain + (int64_t)i * H, s->h + r * H, sizeof(float) * (size_t)H);
-            last[i] = pick(ctx, i, j, s->logits + r * V);
+            last[i] = pick(ctx, i, j, &(sp_draft_choice){.logits = s->logits + r * V});
         }
     }
     return SPLASH_OK;

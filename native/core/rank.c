@@ -1,6 +1,8 @@
 /* rank.c — see rank.h. */
 #include "core/rank.h"
 
+#include <math.h>
+
 static inline void swap(int32_t *idx, int64_t i, int64_t j) {
     int32_t t = idx[i];
     idx[i] = idx[j];
@@ -42,4 +44,18 @@ void sp_rank_select(int32_t *idx, int64_t n, int64_t k, const float *w) {
         else if (k - 1 >= i) lo = i;
         else return;
     }
+}
+
+int32_t sp_rank_top(const float *w, int64_t n, int32_t k, int32_t *ids) {
+    int32_t have = 0;
+    for (int64_t t = 0; t < n && k > 0; t++) {
+        if (w[t] == -INFINITY || (have == k && !sp_rank_before(w, (int32_t)t, ids[k - 1]))) continue;
+        int32_t i = have < k ? have++ : k - 1;
+        while (i > 0 && sp_rank_before(w, (int32_t)t, ids[i - 1])) {
+            ids[i] = ids[i - 1];
+            i--;
+        }
+        ids[i] = (int32_t)t;
+    }
+    return have;
 }

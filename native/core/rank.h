@@ -16,4 +16,8 @@ void sp_rank_sort(int32_t *idx, int64_t n, const float *w);
 /* Moves the k best of idx[0..n) to its front, in no particular order (quickselect). */
 void sp_rank_select(int32_t *idx, int64_t n, int64_t k, const float *w);
 
+/* The k best ids of w[0..n) into ids[], best first (one scan keeping them in order: for small k); ids at −inf (masked
+ * out) are none of them. Returns how many (at most k). */
+int32_t sp_rank_top(const float *w, int64_t n, int32_t k, int32_t *ids);
+
 #endif

@@ -30,7 +30,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 11
+#define SPLASH_ABI_VERSION 12
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -252,12 +252,12 @@ SPLASH_API splash_status splash_vision_encode(splash_model *m, const float *pixe
  * exactly what decoding without a drafter gives (greedy) or distributed exactly like them (sampling). A cycle is two
  * calls: splash_draft (propose), then splash_step_spec (verify; every other sequence of the step rides along). */
 
-enum { SPLASH_DRAFT_NONE = 0, SPLASH_DRAFT_MTP = 1, SPLASH_DRAFT_DFLASH = 2 };
+enum { SPLASH_DRAFT_NONE = 0, SPLASH_DRAFT_MTP = 1, SPLASH_DRAFT_DFLASH = 2, SPLASH_DRAFT_DFLASH2 = 3 };
 
 typedef struct splash_drafter_options {
     uint32_t struct_size;
-    int32_t kind;             /* SPLASH_DRAFT_MTP (the checkpoint's mtp.* layer) or SPLASH_DRAFT_DFLASH */
-    const char *dir;          /* DFlash: the drafter's directory (config.json + safetensors); MTP: NULL */
+    int32_t kind;             /* SPLASH_DRAFT_MTP (the checkpoint's mtp.* layer), SPLASH_DRAFT_DFLASH or _DFLASH2 */
+    const char *dir;          /* DFlash/DFlash2: the drafter's directory (config.json + safetensors); MTP: NULL */
     int32_t max_draft;        /* most drafts per cycle: MTP chain length (0 = 3), DFlash ≤ block_size − 1 (0 = that) */
     int32_t max_seqs;         /* most sequences one splash_draft or splash_step_spec verifies (0 = 8) */
 } splash_drafter_options;
@@ -265,8 +265,8 @@ typedef struct splash_drafter_options {
 typedef struct splash_drafter_info {
     uint32_t struct_size;
     int32_t kind, max_draft, max_seqs;
-    int32_t block_size;       /* DFlash: B (0 for MTP) */
-    int32_t mask_token_id;    /* DFlash (−1 for MTP) */
+    int32_t block_size;       /* DFlash and DFlash2: B (0 for MTP) */
+    int32_t mask_token_id;    /* DFlash and DFlash2 (−1 for MTP) */
     uint64_t weight_bytes;    /* the drafter's weights (also in splash_model_info.weight_bytes) */
     uint64_t scratch_bytes;   /* its activations, draft distributions and verify buffers (also in .scratch_bytes) */
     uint64_t kv_bytes_per_token; /* its K/V per position (also in splash_cache_page_bytes) */
@@ -287,10 +287,15 @@ typedef struct splash_draft_seq {
     int32_t n_pages;
     int32_t n_penalty_tokens;
     const int32_t *penalty_tokens;    /* generated tokens so far (the drafts' penalties add the earlier drafts) */
-    splash_sampling sampling;         /* temperature 0: argmax drafts; else drawn from the drafter's distribution under
-                                         these settings, RNG = f(seed, position) */
+    splash_sampling sampling;         /* temperature 0: argmax drafts (DFlash2: the selector's best candidate); else
+                                         drawn from the drafter's distribution under these settings (DFlash2:
+                                         softmax(selector scores / temperature) over its candidates), RNG = f(seed,
+                                         position). DFlash2 takes its candidates from its row after these settings'
+                                         penalties and bias, over the model's tokens */
     int32_t *tokens;                  /* out [n_draft] */
     float *logits;                    /* NULL or out [n_draft][vocab]: the drafter's raw logits of each draft */
+    float *probs;                     /* NULL or out [n_draft][vocab]: the distribution each draft was drawn from (the q
+                                         the acceptance uses; one-hot at temperature 0) */
 } splash_draft_seq;
 
 /* Drafts for n ≤ max_seqs sequences (distinct slots). The draft distributions stay in the model until the next

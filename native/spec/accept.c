@@ -87,15 +87,19 @@ static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) 
     }
 }
 
+void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch) {
+    const splash_sampling *s = r->params;
+    memcpy(z, r->logits, sizeof(float) * (size_t)V);
+    penalize(z, r, (uint32_t *)((int32_t *)((float *)scratch + V) + V), V);
+    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
+    sp_mask_row(z, V, r->allowed, r->tokens);
+}
+
 float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
     const splash_sampling *s = r->params;
     float *w = scratch;
     int32_t *idx = (int32_t *)(w + V);
-    uint32_t *seen = (uint32_t *)(idx + V);
-    memcpy(z, r->logits, sizeof(float) * (size_t)V);
-    penalize(z, r, seen, V);
-    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
-    sp_mask_row(z, V, r->allowed, r->tokens);
+    sp_spec_logits(r, V, z, scratch);
     float mx = -INFINITY;
     int32_t arg = -1;
     for (int32_t t = 0; t < V; t++)
@@ -164,16 +168,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
 }
 
 void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
-    int32_t have = 0;
-    for (int32_t t = 0; t < V && n > 0; t++) {
-        if (z[t] == -INFINITY || (have == n && !sp_rank_before(z, t, ids[n - 1]))) continue;
-        int32_t i = have < n ? have++ : n - 1;
-        while (i > 0 && sp_rank_before(z, t, ids[i - 1])) {
-            ids[i] = ids[i - 1];
-            i--;
-        }
-        ids[i] = t;
-    }
+    int32_t have = sp_rank_top(z, V, n, ids);
     for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
     for (int32_t i = have; i < n; i++) ids[i] = -1, logprobs[i] = -INFINITY;
 }

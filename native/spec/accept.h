@@ -48,6 +48,9 @@ typedef struct sp_spec_row {
 /* Scratch for sp_spec_dist, in bytes. */
 uint64_t sp_spec_dist_scratch(int32_t V);
 
+/* z[V] = the row after penalties, bias and the masks (−inf where not allowed): what sp_spec_dist starts from. */
+void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch);
+
 /* V is the number of ids a sample may be (rows past it are the output head's padding).
  * z[V] = the row after penalties and the masks (−inf where not allowed); probs[V] (may be NULL) = the distribution the
  * sampler draws from: one-hot at argmax z for temperature 0, else softmax(z / T) cut by top-k, top-p, min-p and

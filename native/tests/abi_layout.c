@@ -130,6 +130,7 @@ int main(void) {
     FIELD(splash_draft_seq, sampling.bias);
     FIELD(splash_draft_seq, tokens);
     FIELD(splash_draft_seq, logits);
+    FIELD(splash_draft_seq, probs);
     END();
     BEGIN(splash_vision_info);
     FIELD(splash_vision_info, struct_size);

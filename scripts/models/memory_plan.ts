@@ -48,11 +48,11 @@ for (const id of readdirSync(modelsDir).sort()) {
   if (!isHubSpec(spec)) continue;
   const plan = computeMemoryPlan(spec, expectedConfig(spec));
   const p = plan.parameters;
-  console.log(`${spec.id}: ${(p.text / 1e9).toFixed(2)}B text + ${(p.mtp / 1e9).toFixed(2)}B MTP + ${(p.vision / 1e9).toFixed(2)}B vision parameters${p.dflash ? `, DFlash ${(p.dflash / 1e9).toFixed(2)}B` : ""}`);
+  console.log(`${spec.id}: ${(p.text / 1e9).toFixed(2)}B text + ${(p.mtp / 1e9).toFixed(2)}B MTP + ${(p.vision / 1e9).toFixed(2)}B vision parameters${p.dflash ? `, DFlash ${(p.dflash / 1e9).toFixed(2)}B` : ""}${p.dflash2 ? `, DFlash2 ${(p.dflash2 / 1e9).toFixed(2)}B` : ""}`);
   for (const level of ["bf16", "q8", "q4", "mlx-4bit", "mlx-8bit"] as const) {
     const f = plan.fixed[level];
     const cell = (v: number | null) => (v === null ? "-" : formatBytes(v));
-    console.log(`  ${level.padEnd(9)} weights ${cell(f.none).padStart(10)}   +MTP ${cell(f.mtp).padStart(10)}   +DFlash ${cell(f.dflash).padStart(10)}`);
+    console.log(`  ${level.padEnd(9)} weights ${cell(f.none).padStart(10)}   +MTP ${cell(f.mtp).padStart(10)}   +DFlash ${cell(f.dflash).padStart(10)}   +DFlash2 ${cell(f.dflash2).padStart(10)}`);
   }
   const kv = (["f32", "f16", "int8"] as const).map((t) => `${t} ${formatBytes(plan.kvBytesPerToken[t])} (+${formatBytes(plan.mtpKvBytesPerToken[t])} MTP)`);
   console.log(`  KV per token ${kv.join(", ")}; GDN state ${formatBytes(plan.stateBytesPerSequence)}/sequence`);

@@ -33,7 +33,8 @@ def write_spec(model_dir, config, ids, metrics):
         "vision": False,
         "files": {"config": "config.json", "tokenizer": "tokenizer.json", "tokenizerConfig": "tokenizer_config.json",
                   "chatTemplate": "chat_template.jinja", "generationConfig": "generation_config.json"},
-        "draft": {"mtp": True, "dflash": "dflash", "maskTokenId": ids["<|MASK|>"]},
+        "draft": {"mtp": True, "dflash": "dflash", **({"dflash2": "dflash2"} if (model_dir / "dflash2").is_dir() else {}),
+                  "maskTokenId": ids["<|MASK|>"]},
         "measuredAcceptance": {
             "source": "PyTorch reference evaluation (scripts/train/evaluate.py), greedy, held-out coding prompts",
             "mtpK3": round(tau["mtp_k3"], 3),
@@ -60,6 +61,11 @@ def write_card(model_dir, config, dcfg, m, manifest):
     excluded = [p for p in manifest["packages"] if not p["used"]]
     sizes = {str(p.relative_to(model_dir)): p.stat().st_size for p in sorted(model_dir.rglob("*"))
              if p.is_file() and p.name != "README.md"}
+    d2 = model_dir / "dflash2/config.json"
+    dflash2 = []
+    if d2.exists():
+        c2 = json.loads(d2.read_text())["dflash_config"]
+        dflash2 = [f"| DFlash2 drafter (`dflash2/`) | the DFlash drafter's backbone and shape with a grouped dynamic causal convolution (kernel {c2['conv_kernel_size']}, {c2['conv_group_size']} channels per coefficient) before and after attention and the MLP of every layer, and a candidate selector (rank {c2['selector_rank']}) over each drafted row's top {c2['selector_top_k']}; trained from the DFlash drafter on a CPU (`scripts/train/run/dflash2/`) |"]
     lines = [
         "# splash-tiny",
         "",
@@ -86,6 +92,7 @@ def write_card(model_dir, config, dcfg, m, manifest):
         "| norms | zero-centred RMSNorm (1 + w), eps 1e-6; gated RMSNorm (w) in GDN |",
         f"| MTP | 1 layer (`mtp.*`): fc [2H→H] over [norm(embed(t+1)); norm(final-normed hidden t)], one full-attention decoder layer, norm, shared lm_head; {m['params']['mtp']:,} params |",
         f"| DFlash drafter (`dflash/`) | {dcfg['num_hidden_layers']} Qwen3-style layers (hidden {dcfg['hidden_size']}, {dcfg['num_attention_heads']}/{dcfg['num_key_value_heads']} heads × {dcfg['head_dim']}, MLP {dcfg['intermediate_size']}, plain-w RMSNorm, full-width RoPE theta {dcfg['rope_theta']:g}), block {dcfg['block_size']}, target_layer_ids {dcfg['dflash_config']['target_layer_ids']} (residual stream after each of those layers; after layer {t.num_hidden_layers - 1}, the last, it is taken before the final norm), mask token {dcfg['dflash_config']['mask_token_id']} `<\\|MASK\\|>`, bidirectional within the block; embedding and lm_head are the target's (not stored); {m['params']['dflash']:,} params |",
+        *dflash2,
         "",
         f"Parameters: target {m['params']['target_text']:,} (text model + lm_head), MTP {m['params']['mtp']:,}, "
         f"drafter {m['params']['dflash']:,}. The checkpoint has no `model.visual.*` tensors; `vision_config` is a",

@@ -1,5 +1,6 @@
 """Evaluation in PyTorch, greedy: held-out loss, parse rate of coding answers, well-formed tool calls, and
-the mean acceptance length τ of the MTP head (k chained drafts) and of the DFlash drafter (one block).
+the mean acceptance length τ of the MTP head (k chained drafts) and of a DFlash or DFlash2 drafter (one block;
+DFlash2 drafts its selector's greedy walk).
 
 τ is measured exactly for greedy verification without running a verifier: the target's greedy
 continuation G of a prompt is computed once; a cycle starting at anchor position s drafts tokens, accepts
@@ -12,7 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from modeling import text_rope
+from modeling import Drafter2, text_rope
 from tools import parse_tool_calls
 
 
@@ -88,7 +89,7 @@ def tool_call_ok(answer, tools, expected):
 
 @torch.no_grad()
 def tau_dflash(model, drafter, seq, prompt_len, block, mask_id, taps):
-    """Acceptance lengths of DFlash cycles along the greedy sequence `seq` (1-D LongTensor on device)."""
+    """Acceptance lengths of DFlash (or DFlash2) cycles along the greedy sequence `seq` (1-D LongTensor on device)."""
     x = seq[None]
     model.model.language_model(input_ids=x, use_cache=False)
     ctx_all = taps.concat()
@@ -100,7 +101,8 @@ def tau_dflash(model, drafter, seq, prompt_len, block, mask_id, taps):
         ids[0, 0] = seq[s]
         pos = torch.arange(s, s + block, device=seq.device)[None]
         h = drafter(embed(ids), pos, ctx_all[:, :s], torch.arange(s, device=seq.device)[None], None)
-        draft = model.lm_head(h[:, 1:]).argmax(-1)[0]
+        logits = model.lm_head(h[:, 1:])[0]
+        draft = drafter.walk(h[0, 1:], logits, seq[s]) if isinstance(drafter, Drafter2) else logits.argmax(-1)
         avail = min(block - 1, n - 1 - s)
         match = (draft[:avail] == seq[s + 1:s + 1 + avail]).long()
         acc = int(match.cumprod(0).sum().item())

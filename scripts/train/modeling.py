@@ -10,6 +10,11 @@
   w·x̂ RMSNorm, full-width NeoX RoPE), context = hidden_norm(fc(concat of tapped target layers)) injected
   as extra keys/values in every layer, block [anchor, MASK×(B−1)] attends bidirectionally to itself and
   to the context before the anchor; lm_head(norm(h)) on rows 1..B−1. Embedding and head are the target's.
+- DFlash2 drafter (z-lab `DFlash2DraftModel`, speculative-decoding.md §1.3): the same, with a grouped dynamic
+  causal convolution before and after attention and the MLP of every layer (block-local), and a candidate
+  selector: per drafted row the top-k of its logits, scored s(c) = logit(c) + Σ_r pred[prev]·(W n)·succ[c],
+  walked from the anchor. It starts from a trained DFlash drafter: identity convolutions and a selector whose
+  term is zero, so it begins as that drafter and training adds what the new parts can do.
 """
 
 import copy
@@ -349,3 +354,128 @@ def cosine_lr(step, total, warmup, peak, floor):
         return peak * (step + 1) / warmup
     t = min(1.0, (step - warmup) / max(1, total - warmup))
     return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * t))
+
+
+# ------------------------------------------------------------------------------------------------- DFlash2
+
+
+def drafter2_config(dcfg, conv_kernel, conv_group, rank, top_k):
+    """The DFlash2 config of a drafter with DFlash config `dcfg`'s backbone."""
+    c = copy.deepcopy(dcfg)
+    c["architectures"] = ["DFlash2DraftModel"]
+    c["auto_map"] = {"AutoModel": "dflash.DFlash2DraftModel"}
+    c["dflash_config"].update({"conv_kernel_size": conv_kernel, "conv_group_size": conv_group,
+                               "selector_rank": rank, "selector_top_k": top_k})
+    return c
+
+
+class GroupedConv(nn.Module):
+    """z-lab GroupedDynamicCausalConv on blocks of `block` rows: x [B, nb·block, H], never across blocks."""
+
+    def __init__(self, h, kernel, group):
+        super().__init__()
+        self.k, self.g = kernel, group
+        self.base_kernel = nn.Parameter(torch.zeros(2, kernel, h))
+        self.kernel_projection = nn.Linear(h, 2 * kernel * h // group, bias=False)
+        with torch.no_grad():  # identity: out_t = x_t
+            self.base_kernel[:, 0] = 1.0
+            self.kernel_projection.weight.zero_()
+
+    def _conv(self, x, dyn, base, block):
+        b, q, h = x.shape
+        xs = x.view(b, q // block, block, h // self.g, self.g)
+        dyn = dyn.view(b, q // block, block, self.k, h // self.g, 1)
+        out = torch.zeros_like(xs)
+        for o in range(self.k):
+            shifted = xs if o == 0 else F.pad(xs[:, :, :-o], (0, 0, 0, 0, o, 0))
+            out = out + (base[o].view(h // self.g, self.g) + dyn[:, :, :, o]) * shifted
+        return out.view(b, q, h)
+
+    def prepare(self, x, block):
+        dyn = self.kernel_projection(x).view(*x.shape[:-1], 2, self.k * x.shape[-1] // self.g)
+        return self._conv(x, dyn[..., 0, :], self.base_kernel[0], block), dyn[..., 1, :]
+
+    def finish(self, y, dyn, block):
+        return self._conv(y, dyn, self.base_kernel[1], block)
+
+
+class Draft2Layer(DraftLayer):
+    def __init__(self, c):
+        super().__init__(c)
+        h, dc = c["hidden_size"], c["dflash_config"]
+        self.attention_conv = GroupedConv(h, dc["conv_kernel_size"], dc["conv_group_size"])
+        self.mlp_conv = GroupedConv(h, dc["conv_kernel_size"], dc["conv_group_size"])
+        self.block = dc["block_size"]
+
+    def forward(self, x, ctx, rope_q, rope_k, mask):
+        block = x.shape[1] if x.shape[1] < self.block else self.block
+        y, dyn = self.attention_conv.prepare(self.input_layernorm(x), block)
+        x = x + self.attention_conv.finish(self.self_attn(y, ctx, rope_q, rope_k, mask), dyn, block)
+        y, dyn = self.mlp_conv.prepare(self.post_attention_layernorm(x), block)
+        m = self.mlp["down_proj"](F.silu(self.mlp["gate_proj"](y)) * self.mlp["up_proj"](y))
+        return x + self.mlp_conv.finish(m, dyn, block)
+
+
+class Drafter2(Drafter):
+    def __init__(self, c):
+        super().__init__(c)
+        self.layers = nn.ModuleList([Draft2Layer(c) for _ in range(c["num_hidden_layers"])])
+        init_linears(self.layers, 0.02)
+        for layer in self.layers:  # init_linears re-drew them: identity again
+            for conv in (layer.attention_conv, layer.mlp_conv):
+                conv.kernel_projection.weight.data.zero_()
+        dc, h, v = c["dflash_config"], c["hidden_size"], c["vocab_size"]
+        self.top_k = dc["selector_top_k"]
+        self.candidate_selector = nn.ModuleDict({
+            "hidden_projection": nn.Linear(h, dc["selector_rank"], bias=False),
+            "predecessor_codebook": nn.Embedding(v, dc["selector_rank"]),
+            "successor_codebook": nn.Embedding(v, dc["selector_rank"]),
+        })
+        with torch.no_grad():  # a zero selector term to start with, with gradient into the successor codebook
+            nn.init.normal_(self.candidate_selector["hidden_projection"].weight, 0.0, 0.02)
+            nn.init.normal_(self.candidate_selector["predecessor_codebook"].weight, 0.0, 1.0)
+            self.candidate_selector["successor_codebook"].weight.zero_()
+
+    def scores(self, hidden, unary, cand, prev):
+        """Selector scores [..., k]: hidden [..., H] (final-normed rows), unary [..., k] their candidates'
+        logits, cand [..., k] the candidates, prev [...] the previous token of each row."""
+        sel = self.candidate_selector
+        ctx = sel["predecessor_codebook"](prev) * sel["hidden_projection"](hidden)
+        return unary + torch.einsum("...r,...kr->...k", ctx, sel["successor_codebook"](cand))
+
+    @torch.no_grad()
+    def walk(self, hidden, logits, anchor):
+        """Greedy selector walk over the drafted rows hidden [Q, H], logits [Q, V], from token `anchor`."""
+        unary, cand = torch.topk(logits, self.top_k, dim=-1)
+        prev, path = anchor, []
+        for j in range(hidden.shape[0]):
+            s = self.scores(hidden[j], unary[j], cand[j], prev)
+            prev = cand[j, int(torch.argmax(s))]
+            path.append(prev)
+        return torch.stack(path)
+
+    def checkpoint_state(self):
+        """state_dict in the checkpoint's names (codebooks without .weight, as z-lab stores them)."""
+        return {k[:-len(".weight")] if k.endswith("_codebook.weight") else k: v for k, v in self.state_dict().items()}
+
+
+def init_from_dflash(drafter2, dflash_dir):
+    """Starts a DFlash2 drafter from a trained DFlash one with the same backbone: its weights, identity
+    convolutions, a zero selector term."""
+    saved = json.loads((dflash_dir / "config.json").read_text())
+    want = {k: v for k, v in drafter2.c.items() if k not in ("architectures", "auto_map", "dflash_config")}
+    diff = sorted(k for k in want if saved.get(k) != want[k])
+    if diff or any(saved["dflash_config"][k] != drafter2.c["dflash_config"][k] for k in saved["dflash_config"]):
+        raise ValueError(f"{dflash_dir}/config.json is not this drafter's backbone: {diff or 'dflash_config'}")
+    missing, unexpected = drafter2.load_state_dict(load_file(str(dflash_dir / "model.safetensors")), strict=False)
+    assert not unexpected and all("_conv." in k or k.startswith("candidate_selector.") for k in missing), (missing, unexpected)
+
+
+def load_drafter2(drafter2, dflash2_dir):
+    """Loads a saved DFlash2 drafter (its config must equal the one the arguments describe)."""
+    saved = json.loads((dflash2_dir / "config.json").read_text())
+    if saved != drafter2.c:
+        diff = sorted(k for k in saved.keys() | drafter2.c.keys() if saved.get(k) != drafter2.c.get(k))
+        raise ValueError(f"{dflash2_dir}/config.json differs from the drafter the arguments describe: {diff}")
+    state = load_file(str(dflash2_dir / "model.safetensors"))
+    drafter2.load_state_dict({k + ".weight" if k.endswith("_codebook") else k: v for k, v in state.items()})

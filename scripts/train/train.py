@@ -4,13 +4,17 @@ evaluation → HF reload check and golden logits → files.
     PYTHONUNBUFFERED=1 python3 scripts/train/train.py --out /tmp/splash-tiny-run      # the H200 run
     python3 scripts/train/train.py --tiny --out /tmp/tiny                             # CPU smoke test
     python3 scripts/train/train.py --out /tmp/run --resume . --resume-drafter         # more drafter training
+    python3 scripts/train/train.py --out /tmp/run --resume . --drafter dflash2        # a DFlash2 drafter
 
 Every phase is seeded; the training phases run for a wall-clock budget (their step counts are logged
 and can be replayed with --target-steps / --dflash-steps). The run writes into --out:
     models/splash-tiny/...                 the model files (see models/splash-tiny/README.md)
     test/fixtures/models/splash-tiny-golden/   golden logits for the engine's parity test
     scripts/train/run/{train.log, metrics.json, corpus.json}
-and, with --pack DIR, a tar of that tree split into ≤15 MiB parts (the device returns ≤16 MiB files)."""
+With --drafter dflash2 only a DFlash2 drafter is made, for the --resume output's target and starting from its DFlash
+drafter (modeling.init_from_dflash): models/splash-tiny/dflash2/ and scripts/train/run/dflash2/{train.log,
+metrics.json}, with τ of MTP, DFlash and DFlash2 on the same held-out prompts; nothing else is rewritten.
+And, with --pack DIR, a tar of that tree split into ≤15 MiB parts (the device returns ≤16 MiB files)."""
 
 import argparse
 import json
@@ -93,9 +97,17 @@ def parse_args():
                    help="with --resume: continue that output's drafter (same shape as the --taps/--block/--draft-* "
                         "arguments describe) instead of a new one, with a fresh warm-up and cosine schedule")
     p.add_argument("--draft-warmup", type=int, default=50)
+    p.add_argument("--drafter", choices=["dflash", "dflash2"], default="dflash",
+                   help="dflash2: make only a DFlash2 drafter for the --resume output (see the module docstring)")
+    p.add_argument("--conv-kernel", type=int, default=2, help="DFlash2 convolution taps")
+    p.add_argument("--conv-group", type=int, default=16, help="DFlash2 channels per dynamic coefficient")
+    p.add_argument("--selector-rank", type=int, default=16, help="DFlash2 selector rank (hidden / 16, near the 27B drafter's 5120 / 256)")
+    p.add_argument("--selector-top-k", type=int, default=16)
     a = p.parse_args()
     if a.resume_drafter and not a.resume:
         p.error("--resume-drafter needs --resume")
+    if a.drafter == "dflash2" and not a.resume:
+        p.error("--drafter dflash2 needs --resume (the target, and the DFlash drafter it starts from)")
     if a.tiny:
         a.max_corpus_bytes, a.tokenizer_bytes, a.bpe_vocab = 3_000_000, 2_000_000, 1200
         a.hidden, a.intermediate, a.layers, a.context = 64, 128, 4, 65536
@@ -370,6 +382,7 @@ def drafter_batches(a, gen_seqs, train_chunks, gen):
 
 
 def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_id, out_metrics):
+    selector = isinstance(drafter, modeling.Drafter2)
     opt = torch.optim.AdamW(drafter.parameters(), lr=a.draft_lr, betas=(0.9, 0.95), weight_decay=0.01,
                             fused=device.type == "cuda")
     gen = torch.Generator().manual_seed(a.seed + 1)
@@ -411,6 +424,16 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
             ok = (lab_pos + 1 < valid[:, None, None]).float()  # the labelled position a+j exists
             w = ok * weights
             loss = (ce.view(bsz, nb, B - 1) * w).sum() / w.sum().clamp(min=1.0)
+            if selector:
+                # the walk taught with the target's tokens as each row's predecessor (what an accepted prefix
+                # gives it), over the row's top-k: rows whose label is not a candidate cannot be chosen
+                unary, cand = torch.topk(logits.detach(), drafter.top_k, dim=-1)
+                prev = torch.cat([block_ids[:, :, :1], labels[:, :, :-1]], dim=-1)
+                sel = drafter.scores(rows.float(), unary, cand, prev)
+                hit = cand == labels[..., None]
+                sw = w * hit.any(-1)
+                sel_ce = F.cross_entropy(sel.reshape(-1, sel.shape[-1]), hit.float().argmax(-1).reshape(-1), reduction="none")
+                loss = loss + (sel_ce.view(bsz, nb, B - 1) * sw).sum() / sw.sum().clamp(min=1.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
@@ -421,7 +444,8 @@ def train_drafter(a, model, drafter, taps, gen_seqs, train_chunks, device, mask_
             log(f"drafter: {mark[1] * 1000:.0f} ms/step → {total} steps")
         if step % 100 == 0 or step == total or step in (1, 10):
             with torch.no_grad():
-                hit = (logits.argmax(-1) == labels).float() * ok
+                pick = cand.gather(-1, sel.argmax(-1, keepdim=True))[..., 0] if selector else logits.argmax(-1)
+                hit = (pick == labels).float() * ok
                 acc = (hit.sum(dim=(0, 1)) / ok.sum(dim=(0, 1)).clamp(min=1.0)).tolist()
             rec = {"step": step, "loss": round(loss.item(), 4), "row_accuracy": [round(v, 3) for v in acc]}
             history.append(rec)
@@ -490,8 +514,8 @@ def main():
     out_root = Path(a.out)
     model_dir = out_root / "models/splash-tiny"
     golden_dir = out_root / "test/fixtures/models/splash-tiny-golden"
-    run_dir = out_root / "scripts/train/run"
-    for d in (model_dir / "dflash", golden_dir, run_dir):
+    run_dir = out_root / "scripts/train/run" / ("dflash2" if a.drafter == "dflash2" else "")
+    for d in (model_dir / a.drafter, golden_dir, run_dir):
         d.mkdir(parents=True, exist_ok=True)
     import tokenizers
     import transformers
@@ -536,20 +560,33 @@ def main():
         with torch.no_grad():
             for p in list(model.parameters()) + list(mtp.parameters()):
                 p.copy_(p.to(torch.bfloat16).float())
-        log(f"target written: {write_target(model, mtp, config, model_dir, ids)}")
-        if a.pack:
-            (run_dir / "train.log").write_text("\n".join(LOG) + "\n")
-            pack(out_root, Path(a.pack), "partial")
+        if a.drafter == "dflash":
+            log(f"target written: {write_target(model, mtp, config, model_dir, ids)}")
+            if a.pack:
+                (run_dir / "train.log").write_text("\n".join(LOG) + "\n")
+                pack(out_root, Path(a.pack), "partial")
 
-        # DFlash drafter
+        # DFlash (or DFlash2) drafter
         taps_ids = [int(t) for t in a.taps.split(",")]
         dcfg = modeling.drafter_config(model.config.text_config, taps_ids, a.block, ids["<|MASK|>"],
                                        a.draft_layers, a.draft_intermediate)
         seed_all(a.seed + 2)
-        drafter = modeling.Drafter(dcfg).to(device)
-        if a.resume_drafter:
-            modeling.load_drafter(drafter, Path(a.resume) / "models/splash-tiny/dflash")
-            log("drafter: continuing the one from --resume")
+        resumed = Path(a.resume or ".") / "models/splash-tiny"
+        if a.drafter == "dflash2":
+            v1_cfg = dcfg
+            dcfg = modeling.drafter2_config(dcfg, a.conv_kernel, a.conv_group, a.selector_rank, a.selector_top_k)
+            drafter = modeling.Drafter2(dcfg).to(device)
+            if a.resume_drafter:
+                modeling.load_drafter2(drafter, resumed / "dflash2")
+                log("drafter: continuing the DFlash2 one from --resume")
+            else:
+                modeling.init_from_dflash(drafter, resumed / "dflash")
+                log("drafter: DFlash2 started from --resume's DFlash drafter (identity convolutions, zero selector term)")
+        else:
+            drafter = modeling.Drafter(dcfg).to(device)
+            if a.resume_drafter:
+                modeling.load_drafter(drafter, resumed / "dflash")
+                log("drafter: continuing the one from --resume")
         taps = modeling.Taps(model, taps_ids)
         eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
         # the target's answers to coding requests it never saw (topped up with training requests when the
@@ -572,7 +609,16 @@ def main():
         with torch.no_grad():
             for p in drafter.parameters():
                 p.copy_(p.to(torch.bfloat16).float())
-        (model_dir / "dflash/config.json").write_text(json.dumps(dcfg, indent=2) + "\n")
+        (model_dir / a.drafter / "config.json").write_text(json.dumps(dcfg, indent=2) + "\n")
+        if a.drafter == "dflash2":
+            modeling.save_sharded(drafter.checkpoint_state(), model_dir / "dflash2")
+            dflash = modeling.Drafter(v1_cfg).to(device)
+            modeling.load_drafter(dflash, resumed / "dflash")
+            dflash.eval()
+            metrics["eval"] = {"tau": run_tau(a, model, mtp, {"dflash": dflash, "dflash2": drafter}, taps, tok, ids, eval_code, device)}
+            metrics["total_seconds"] = round(time.time() - T0, 1)
+            metrics["params"] = {"dflash2": modeling.count(drafter)}
+            return
         modeling.save_sharded(drafter.state_dict(), model_dir / "dflash")
 
         # evaluation, then the transformers reload check and golden logits (fp32 on the bf16 weights)
@@ -637,26 +683,36 @@ def run_eval(a, model, mtp, drafter, taps, tok, ids, val_chunks, eval_code, eval
                     "samples": [{"prompt": c["messages"][-1]["content"], "answer": x}
                                 for c, x in list(zip(eval_tools, answers))[:3]]}
     log(f"tools: well-formed {res['tools']['well_formed_rate']:.3f}, right function {res['tools']['right_function_rate']:.3f}")
-    # acceptance lengths on held-out coding prompts (thinking off), greedy continuation of ≤ eval_tokens
-    tau_prompts = [tok.encode(chat.render(c["messages"], None, True, False), add_special_tokens=False).ids
-                   for c in eval_code[: a.eval_tau]]
-    conts = evaluate.generate(model, tau_prompts, min(a.eval_tokens, 256), eos, pad, 128, device)
-    mtp_l, dfl_l = [], []
-    for p, c in zip(tau_prompts, conts):
-        seq = torch.tensor(p + c, device=device)
-        mtp_l += evaluate.tau_mtp(model, mtp, seq, len(p), 3)
-        dfl_l += evaluate.tau_dflash(model, drafter, seq, len(p), a.block, ids["<|MASK|>"], taps)
-    res["tau"] = {"prompts": len(tau_prompts), "generated_tokens": sum(map(len, conts)),
-                  "mtp_k3": evaluate.mean(mtp_l), "mtp_cycles": len(mtp_l),
-                  "dflash_block8": evaluate.mean(dfl_l), "dflash_cycles": len(dfl_l),
-                  "mtp_histogram": [mtp_l.count(i) for i in range(1, 5)],
-                  "dflash_histogram": [dfl_l.count(i) for i in range(1, a.block + 1)]}
-    log(f"tau: MTP k=3 {res['tau']['mtp_k3']:.2f}, DFlash block {a.block} {res['tau']['dflash_block8']:.2f}")
+    res["tau"] = run_tau(a, model, mtp, {"dflash": drafter}, taps, tok, ids, eval_code, device)
     demo = [{"role": "user", "content": "Write a Python function that returns the n-th Fibonacci number"}]
     out = evaluate.generate(model, [tok.encode(chat.render(demo, None, True, False)).ids], 200, eos, pad, 1, device)[0]
     res["demo"] = {"prompt": demo[0]["content"], "answer": evaluate.answer_part(tok.decode(out, skip_special_tokens=False))}
     log("demo answer:\n" + res["demo"]["answer"])
     res["seconds"] = round(time.time() - t, 1)
+    return res
+
+
+def run_tau(a, model, mtp, drafters, taps, tok, ids, eval_code, device):
+    """Acceptance lengths on held-out coding prompts (thinking off), greedy continuations of ≤ eval_tokens: MTP
+    with 3 chained drafts and each of `drafters` (name -> DFlash or DFlash2 drafter) with one block."""
+    eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
+    pad = ids["<|endoftext|>"]
+    tau_prompts = [tok.encode(chat.render(c["messages"], None, True, False), add_special_tokens=False).ids
+                   for c in eval_code[: a.eval_tau]]
+    conts = evaluate.generate(model, tau_prompts, min(a.eval_tokens, 256), eos, pad, 128, device)
+    lengths = {"mtp": [], **{name: [] for name in drafters}}
+    for p, c in zip(tau_prompts, conts):
+        seq = torch.tensor(p + c, device=device)
+        lengths["mtp"] += evaluate.tau_mtp(model, mtp, seq, len(p), 3)
+        for name, d in drafters.items():
+            lengths[name] += evaluate.tau_dflash(model, d, seq, len(p), a.block, ids["<|MASK|>"], taps)
+    res = {"prompts": len(tau_prompts), "generated_tokens": sum(map(len, conts)), "mtp_k3": evaluate.mean(lengths["mtp"]),
+           "mtp_cycles": len(lengths["mtp"]), "mtp_histogram": [lengths["mtp"].count(i) for i in range(1, 5)]}
+    for name in drafters:
+        res[f"{name}_block{a.block}"] = evaluate.mean(lengths[name])
+        res[f"{name}_cycles"] = len(lengths[name])
+        res[f"{name}_histogram"] = [lengths[name].count(i) for i in range(1, a.block + 1)]
+    log("tau: MTP k=3 " + f"{res['mtp_k3']:.2f}" + "".join(f", {n} block {a.block} {res[f'{n}_block{a.block}']:.2f}" for n in drafters))
     return res
 
 

@@ -5,7 +5,7 @@
 
 import type { MemoryPlan } from "../engine/memory-plan.ts";
 import type { EngineStats, Sampling } from "../engine/types.ts";
-import type { Quant } from "../models/spec.ts";
+import type { DraftMethod, Quant } from "../models/spec.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 
 export type JsonSchema = Record<string, unknown>;
@@ -67,7 +67,7 @@ export type GenerationOptions = {
   stop: string[]; // stop strings, matched on visible content
   sampling: SamplingOptions;
   logprobs?: number; // number of top alternatives per token; undefined = no logprobs
-  draft?: "auto" | "none" | "mtp" | "dflash";
+  draft?: "auto" | DraftMethod;
   signal: AbortSignal; // client disconnect or cancel: generation stops and frees its memory at once
 };
 

@@ -1,6 +1,7 @@
 // `splash bench spec`: what speculative decoding buys on the embedded model (issue 8). Coding prompts of the kind the
 // model was trained on, written for this benchmark (none is in its training data), answered greedily through the
-// engine with no drafter, with the MTP layer and with the DFlash drafter, at 1 and at 4 concurrent streams.
+// engine with no drafter, with the MTP layer, with the DFlash drafter and with the DFlash2 drafter, at 1 and at 4
+// concurrent streams.
 //
 // Reports, per drafter: mean acceptance length (tokens per verify cycle, the target's own included), the drafts
 // verified per cycle (the adaptive length), the acceptance rate per draft position (cycles that kept draft j of those
@@ -17,6 +18,7 @@ import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import type { Sampling, SpeculationCounts } from "../engine/types.ts";
+import { DRAFT_METHODS, type DraftMethod, type Drafter } from "../models/spec.ts";
 import { log } from "../log.ts";
 import { Model, type DrafterOptions } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -45,17 +47,17 @@ const ASKS = [
 ];
 
 const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
-const DRAFTERS = ["none", "mtp", "dflash"] as const;
-type Drafter = (typeof DRAFTERS)[number];
+const DRAFTERS = DRAFT_METHODS;
+const SPECULATING = DRAFTERS.filter((d): d is Drafter => d !== "none");
 
 type Answer = { tokens: number[]; spec?: SpeculationCounts };
 type Timing = { wallMs: number; cpuMs: number };
 
-function drafterOptions(d: Drafter): DrafterOptions | undefined {
-  if (d === "mtp") return { kind: "mtp" };
-  if (d === "dflash") return { kind: "dflash", dir: join(MODEL_DIR, "dflash") };
-  return undefined;
+function drafterOptions(d: DraftMethod): DrafterOptions | undefined {
+  if (d === "none") return undefined;
+  return d === "mtp" ? { kind: d } : { kind: d, dir: join(MODEL_DIR, d) };
 }
+const perDrafter = <T>(f: () => T): Record<DraftMethod, T> => Object.fromEntries(DRAFTERS.map((d) => [d, f()])) as Record<DraftMethod, T>;
 
 async function answer(engine: SplashEngine, prompt: Int32Array, maxTokens: number, stop: number[]): Promise<Answer> {
   const out: Answer = { tokens: [] };
@@ -78,7 +80,7 @@ async function group(engine: SplashEngine, prompts: Int32Array[], maxTokens: num
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export default command({
-  meta: { name: "spec", description: "Speculative decoding on the embedded model: acceptance and decode speedup of MTP and DFlash at 1 and 4 streams" },
+  meta: { name: "spec", description: "Speculative decoding on the embedded model: acceptance and decode speedup of MTP, DFlash and DFlash2 at 1 and 4 streams" },
   args: {
     rounds: { type: "string", description: "Rounds per drafter and stream count (default 3)" },
     maxTokens: { type: "string", description: "Tokens per answer at most (default 160)" },
@@ -106,23 +108,23 @@ export default command({
     const stop = endOfTurnTokens(tokenizer);
     tokenizer.free();
 
-    const engines = new Map<Drafter, { model: Model; engine: SplashEngine }>();
+    const engines = new Map<DraftMethod, { model: Model; engine: SplashEngine }>();
     for (const d of DRAFTERS) {
       const model = await Model.load(MODEL_DIR, { threads, quant, drafter: drafterOptions(d) });
       engines.set(d, { model, engine: createEngine(nativeStepModel(model), { kvBudget: 256 * 2 ** 20, prefixCache: false }) });
     }
     // per stream count and drafter: every round's total time, and the answers of the first round
-    const timings: Record<number, Record<Drafter, Timing[]>> = {};
-    const answers: Record<number, Record<Drafter, Answer[]>> = {};
-    const fixedRuns: Record<"mtp" | "dflash", Timing[]> = { mtp: [], dflash: [] };
-    const fixedAnswers: Record<"mtp" | "dflash", Answer[]> = { mtp: [], dflash: [] };
+    const timings: Record<number, Record<DraftMethod, Timing[]>> = {};
+    const answers: Record<number, Record<DraftMethod, Answer[]>> = {};
+    const fixedRuns = perDrafter<Timing[]>(() => []);
+    const fixedAnswers = perDrafter<Answer[]>(() => []);
     try {
       for (const streams of [1, 4]) {
-        timings[streams] = { none: [], mtp: [], dflash: [] };
-        answers[streams] = { none: [], mtp: [], dflash: [] };
+        timings[streams] = perDrafter<Timing[]>(() => []);
+        answers[streams] = perDrafter<Answer[]>(() => []);
         for (const d of DRAFTERS) await group(engines.get(d)!.engine, prompts.slice(0, streams), 16, stop); // warm-up
         for (let r = 0; r < rounds; r++) {
-          const total = { none: { wallMs: 0, cpuMs: 0 }, mtp: { wallMs: 0, cpuMs: 0 }, dflash: { wallMs: 0, cpuMs: 0 } };
+          const total = perDrafter<Timing>(() => ({ wallMs: 0, cpuMs: 0 }));
           /* each group of `streams` prompts runs under every drafter back to back, so load changes hit all alike */
           for (let g = 0; g < prompts.length; g += streams) {
             for (const d of DRAFTERS) {
@@ -136,7 +138,7 @@ export default command({
           if (streams === 1) {
             /* the drafters' own acceptance, at their longest block every cycle (a second engine on the same model;
                never two steps at once) */
-            for (const d of ["mtp", "dflash"] as const) {
+            for (const d of SPECULATING) {
               const { model } = engines.get(d)!;
               const fixedEngine = createEngine(nativeStepModel(model), { kvBudget: 64 * 2 ** 20, prefixCache: false, draftLength: model.drafter!.maxDraft });
               let wallMs = 0;
@@ -153,7 +155,7 @@ export default command({
               if (r === 0) fixedAnswers[d] = got;
             }
           }
-          for (const d of ["mtp", "dflash"] as const) {
+          for (const d of SPECULATING) {
             const c = engines.get(d)!.engine.scheduler.policy?.costs();
             if (c) log.info(`  ${d} costs learned (CPU): step ${c.a.toFixed(2)} + ${c.b.toFixed(2)}·rows ms, draft call ${c.c.toFixed(2)} + ${c.d.toFixed(2)}·drafts ms`);
           }
@@ -169,7 +171,7 @@ export default command({
 
     const reference = answers[1]!.none.map((a) => a.tokens);
     const same = (as: Answer[]) => JSON.stringify(as.map((a) => a.tokens)) === JSON.stringify(reference);
-    const lossless = [1, 4].every((st) => DRAFTERS.every((d) => same(answers[st]![d]))) && same(fixedAnswers.mtp) && same(fixedAnswers.dflash);
+    const lossless = [1, 4].every((st) => DRAFTERS.every((d) => same(answers[st]![d]))) && SPECULATING.every((d) => same(fixedAnswers[d]));
     const tokens = reference.reduce((n, t) => n + t.length, 0);
     const rate = (ts: Timing[], key: "wallMs" | "cpuMs") => median(ts.map((t) => (tokens / t[key]) * 1000));
     // acceptance length and the rate of each draft position (cycles that kept draft j of those that verified it)
@@ -208,7 +210,7 @@ export default command({
         log.info(`${streams} stream${streams > 1 ? "s" : ""} ${d}: ${row.tokensPerSecond} tokens/s (${row.speedup}× wall, ${row.cpuSpeedup}× CPU time), acceptance length ${row.acceptanceLength} with ${row.draftsPerCycle} drafts a cycle${positions.length ? `, accepted per position ${positions.join(" ")}` : ""}`);
       }
     }
-    const fixed = (["mtp", "dflash"] as const).map((d) => {
+    const fixed = SPECULATING.map((d) => {
       const acc = acceptance(fixedAnswers[d]);
       const row = {
         drafter: d,

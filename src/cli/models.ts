@@ -6,7 +6,7 @@ import { formatBytes } from "../format.ts";
 import { installedDrafter, installedFormats, type Installed } from "../models/installed.ts";
 import { allSpecs, DEFAULT_MODEL_ID } from "../models/registry.ts";
 import { resolveModel } from "../models/resolve.ts";
-import { FORMATS, isHubSpec, type ModelSpec } from "../models/spec.ts";
+import { FORMATS, hubDrafter, isHubSpec, type ModelSpec } from "../models/spec.ts";
 import { CliError, command } from "./_command.ts";
 
 function dirBytes(dir: string): number {
@@ -49,8 +49,8 @@ function rows(spec: ModelSpec): Row[] {
     const src = spec.sources[f];
     return src ? [{ format: f, repo: src.repo, status: src.status, gated: src.gated, size: spec.memory?.download[f] ?? 0, installed: installed[f] ?? null }] : [];
   });
-  const d = spec.draft.dflash;
-  if (typeof d === "object") out.push({ format: "dflash", repo: d.repo, status: d.status, gated: d.gated, size: spec.memory?.download.dflash ?? 0, installed: installedDrafter(spec) ?? null });
+  const d = hubDrafter(spec);
+  if (d) out.push({ format: d.method, repo: d.repo.repo, status: d.repo.status, gated: d.repo.gated, size: spec.memory?.download[d.method] ?? 0, installed: installedDrafter(spec) ?? null });
   return out;
 }
 

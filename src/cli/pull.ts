@@ -12,7 +12,7 @@ export default command({
   args: {
     model: { type: "positional", required: true, description: "A supported model id (see `splash models`) or a hub repository org/name" },
     format: { type: "string", description: `Which files of a supported model: ${FORMATS.join(", ")} (default: the model's default)` },
-    drafter: { type: "boolean", description: "Also download the model's DFlash drafter" },
+    drafter: { type: "boolean", description: "Also download the model's separate drafter (DFlash or DFlash2, as its spec names)" },
   },
   async run({ args }) {
     const format = args.format === undefined ? undefined : parseOption("pull", "format", z.enum(FORMATS, { error: `expected one of ${FORMATS.join(", ")}` }), args.format);

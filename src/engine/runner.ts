@@ -1,6 +1,7 @@
 // What the engine needs from a model, and nothing more: the narrow seam between the scheduler and libsplash
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
+import type { Drafter } from "../models/spec.ts";
 import type { HostCopies } from "./cache-manager.ts";
 import type { Sampling } from "./types.ts";
 
@@ -21,7 +22,7 @@ export interface StepModel {
 }
 
 export type DrafterSpec = {
-  kind: "mtp" | "dflash";
+  kind: Drafter;
   maxDraft: number; // drafts per cycle at most
   maxSeqs: number; // sequences one draft call or step verifies at most
 };

@@ -3,6 +3,7 @@ import type { DiskTierStats } from "./disk-cache.ts";
 // The engine's interface: token ids in, token ids out. One Engine per loaded model runs one loop that batches all
 // of its requests (src/engine/scheduler.ts). The chat layer (src/chat/generate.ts) renders and tokenizes a
 // conversation, calls generate(), and detokenizes and parses what comes back; the engine never sees text.
+import type { DraftMethod, Drafter } from "../models/spec.ts";
 
 export type Sampling = {
   temperature: number; // 0 = greedy
@@ -46,7 +47,7 @@ export type GenerateRequest = {
   constraint?: TokenConstraint;
   // Speculative decoding with the engine's drafter: "none" turns it off; "auto" (or nothing) uses it; a named
   // drafter other than the engine's runs without speculation.
-  draft?: "auto" | "none" | "mtp" | "dflash";
+  draft?: "auto" | DraftMethod;
   signal: AbortSignal;
   // Prompt positions worth a GDN state snapshot for the prefix cache, besides the engine's own (the end of the
   // prompt and every few thousand tokens): message ends such as the end of the system prompt and tools, where other
@@ -98,7 +99,7 @@ export type EngineStats = {
   peakSequenceStateBytes?: number; // the most sequenceStateBytes has been since the engine started
   // With a drafter: cumulative counts, and how many finished requests had each mean acceptance length
   // (requestAcceptance[i] counts those ≤ ACCEPTANCE_BUCKETS[i] and above the bucket before; one more for +Inf).
-  speculation?: SpeculationCounts & { drafter: "mtp" | "dflash"; requestAcceptance: number[]; requestAcceptanceSum: number };
+  speculation?: SpeculationCounts & { drafter: Drafter; requestAcceptance: number[]; requestAcceptanceSum: number };
 };
 
 export interface Engine {

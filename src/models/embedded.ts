@@ -19,6 +19,8 @@ import shard1 from "../../models/splash-tiny/model-00001-of-00002.safetensors" w
 import shard2 from "../../models/splash-tiny/model-00002-of-00002.safetensors" with { type: "file" };
 import dflashConfig from "../../models/splash-tiny/dflash/config.json" with { type: "file" };
 import dflashWeights from "../../models/splash-tiny/dflash/model.safetensors" with { type: "file" };
+import dflash2Config from "../../models/splash-tiny/dflash2/config.json" with { type: "file" };
+import dflash2Weights from "../../models/splash-tiny/dflash2/model.safetensors" with { type: "file" };
 
 // Real name inside the model directory → path of the embedded (or on-disk) file. JSON imports are typed as their
 // content by TypeScript, but `type: "file"` makes every one of them a path string at run time.
@@ -33,6 +35,8 @@ export const EMBEDDED_FILES: Record<string, string> = {
   "model-00002-of-00002.safetensors": shard2,
   "dflash/config.json": dflashConfig as unknown as string,
   "dflash/model.safetensors": dflashWeights,
+  "dflash2/config.json": dflash2Config as unknown as string,
+  "dflash2/model.safetensors": dflash2Weights,
 };
 
 function isEmbedded(path: string): boolean {

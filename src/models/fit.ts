@@ -7,7 +7,7 @@ import { memoryForModels } from "../engine/memory-plan.ts";
 import { CliError } from "../cli/_command.ts";
 import { kvRowBytes, type KvType } from "./kv-type.ts";
 import { hubSpecs } from "./registry.ts";
-import type { Format, HubModelSpec, Quant } from "./spec.ts";
+import { DRAFTER_NAMES, type DraftMethod, type Format, type HubModelSpec, type Quant } from "./spec.ts";
 
 // An agent's first prompt is 15–25K tokens; a model that cannot hold one such conversation is not usable.
 const FIT_CONTEXT = 32768;
@@ -20,7 +20,7 @@ function levelFit(spec: HubModelSpec, level: Quant | Format, available: number):
   if (!plan) return undefined;
   const f = plan.fixed[level];
   const draft = spec.draft.default ?? "none";
-  const fixedBytes = (draft === "mtp" ? f.mtp : draft === "dflash" ? f.dflash : null) ?? f.none;
+  const fixedBytes = (draft === "none" ? null : f[draft]) ?? f.none;
   const kv = spec.cache.kv; // what --kv-type auto gives
   const perToken = plan.kvBytesPerToken[kv] + (draft === "mtp" && f.mtp !== null ? plan.mtpKvBytesPerToken[kv] : 0);
   const left = available - fixedBytes - plan.stateBytesPerSequence;
@@ -67,7 +67,7 @@ export type PlanOptions = {
   context: number; // tokens of each sequence (prompt + output)
   kvType: KvType;
   level: Quant | Format; // weights: a Splash level or an MLX checkpoint
-  draft: "none" | "mtp" | "dflash";
+  draft: DraftMethod;
 };
 
 export type SequencePlan = PlanOptions & {
@@ -85,11 +85,13 @@ function drafterKvPerToken(spec: HubModelSpec, draft: PlanOptions["draft"], leve
   const f = plan.fixed[level];
   if (draft === "none") return 0;
   if (draft === "mtp") return f.mtp === null ? null : plan.mtpKvBytesPerToken[kvType];
-  const d = spec.draft.dflash;
-  if (f.dflash === null || typeof d !== "object") return null;
+  const d = spec.draft[draft];
+  if (f[draft] === null || typeof d !== "object") return null;
   const s = d.shapes;
   return s.num_hidden_layers * 2 * s.num_key_value_heads * kvRowBytes(kvType, s.head_dim);
 }
+
+const drafterName = (d: DraftMethod) => (d === "none" ? "no drafter" : `${DRAFTER_NAMES[d]} drafter`);
 
 export function planSequences(spec: HubModelSpec, o: PlanOptions): SequencePlan {
   const plan = spec.memory;
@@ -97,7 +99,7 @@ export function planSequences(spec: HubModelSpec, o: PlanOptions): SequencePlan 
   const f = plan.fixed[o.level];
   const withDrafter = o.draft === "none" ? f.none : f[o.draft];
   const drafterKv = drafterKvPerToken(spec, o.draft, o.level, o.kvType);
-  if (withDrafter === null || drafterKv === null) throw new CliError(`${spec.displayName} has no ${o.draft.toUpperCase()} drafter at ${o.level}`, "use --draft none, or other --weights");
+  if (withDrafter === null || drafterKv === null) throw new CliError(`${spec.displayName} has no ${drafterName(o.draft)} at ${o.level}`, "use --draft none, or other --weights");
   const fixed = { weights: f.none, drafter: withDrafter - f.none, reserve: RUNTIME_RESERVE, total: withDrafter + RUNTIME_RESERVE };
   const tokens = Math.ceil(o.context / PAGE_TOKENS) * PAGE_TOKENS;
   const mtpState = o.draft === "mtp" ? 4 * Number(spec.config.text.hidden_size) : 0; // the MTP layer's last hidden row
@@ -112,7 +114,7 @@ export function planSequences(spec: HubModelSpec, o: PlanOptions): SequencePlan 
 export function describeSequencePlan(p: SequencePlan, memorySource: string, f32Sequences: number): string[] {
   const b = formatBytes;
   const ctx = p.context % 1024 === 0 ? `${p.context / 1024}K` : String(p.context);
-  const drafter = p.draft === "none" ? "no drafter" : `${p.draft === "mtp" ? "MTP" : "DFlash"} drafter`;
+  const drafter = drafterName(p.draft);
   const s = p.perSequence;
   return [
     `plan       ${p.model}: ${p.level} weights, ${drafter}, ${p.kvType} KV, ${ctx}-token sequences, in ${b(p.memory)} for models (${memorySource})`,

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { checkWeightFiles, CheckpointFilesError } from "./files.ts";
 import { RepoCache } from "./hub/cache.ts";
-import { FORMATS, type Format, type HubModelSpec } from "./spec.ts";
+import { FORMATS, hubDrafter, type Format, type HubModelSpec } from "./spec.ts";
 
 export type Installed = { repo: string; commit: string; dir: string; complete: boolean; bytes: number; problem?: string };
 
@@ -34,8 +34,8 @@ export function installedFormats(spec: HubModelSpec): Partial<Record<Format, Ins
 }
 
 export function installedDrafter(spec: HubModelSpec): Installed | undefined {
-  const d = spec.draft.dflash;
-  return typeof d === "object" ? snapshotState(d.repo, d.revision, false) : undefined;
+  const d = hubDrafter(spec)?.repo;
+  return d ? snapshotState(d.repo, d.revision, false) : undefined;
 }
 
 // Formats in the order a command picks among installed ones: the spec's default first.

@@ -26,7 +26,7 @@ import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../a
 import { chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
-import type { Quant } from "./spec.ts";
+import { DRAFTER_NAMES, type DraftMethod, type Quant } from "./spec.ts";
 
 export type LoadModelOptions = {
   quant?: Quant; // default: the spec's default for hub models, the weights as stored otherwise
@@ -45,7 +45,7 @@ export type LoadedModel = {
   model: Model;
   engine: SplashEngine;
   quant: Quant;
-  draft: "none" | "mtp" | "dflash"; // the drafter attached
+  draft: DraftMethod; // the drafter attached
   sampling: Partial<SamplingOptions>; // the checkpoint's recommended settings (generation_config.json)
   // Stops the engine loop and frees native memory; the ChatModel must not be used after.
   close(): Promise<void>;
@@ -128,7 +128,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     if (drafter) {
       try {
         model.attachDrafter(drafter);
-        log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the DFlash drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
+        log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the ${DRAFTER_NAMES[drafter.kind]} drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
       } catch (e) {
         // draft auto on a GPU backend without the drafters' ops (Vulkan): run without speculation rather than not at all
         if ((options.draft ?? "auto") !== "auto" || !(e instanceof NativeError) || e.statusName !== "SPLASH_ERR_UNSUPPORTED") throw e;

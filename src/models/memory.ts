@@ -14,7 +14,7 @@
 import type { CheckpointConfig } from "./config.ts";
 import { dflashTensors, numel, textTensors, visionTensors, type Part, type TensorInfo } from "./tensors.ts";
 import { kvBytesPerToken, type KvType } from "./kv-type.ts";
-import type { DflashShapes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
+import type { Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
 import { recipeType } from "./spec.ts";
 
 const SP_QK = 32;
@@ -89,8 +89,9 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): Me
   const mtp = ofPart(all, "mtp");
   const vision = ofPart(all, "vision");
   const recipe = spec.quantization.recipe;
-  const dflashShapes: DflashShapes | undefined = typeof spec.draft.dflash === "object" ? spec.draft.dflash.shapes : undefined;
-  const dflash = dflashShapes ? dflashTensors(dflashShapes) : undefined;
+  const drafterTensors = (d: HubModelSpec["draft"]["dflash" | "dflash2"]) => (typeof d === "object" ? dflashTensors(d.shapes) : undefined);
+  const dflash = drafterTensors(spec.draft.dflash);
+  const dflash2 = drafterTensors(spec.draft.dflash2);
   const mlx = (f: Format) => spec.sources[f]?.quantization ?? { mode: "affine" as const, bits: f === "mlx-4bit" ? (4 as const) : (8 as const), groupSize: 64 as const, overrides: {} };
   const mlxText = (f: "mlx-4bit" | "mlx-8bit") => sumBytes(text, (t) => mlxType(t.kind, mlx(f)));
   const quantBytes = (ts: readonly TensorInfo[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
@@ -98,13 +99,16 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): Me
   const textBytes = { ...quantBytes(text), "mlx-4bit": mlxText("mlx-4bit"), "mlx-8bit": mlxText("mlx-8bit") };
   const mtpBytes = quantBytes(mtp);
   const dflashBytes = dflash ? quantBytes(dflash) : null;
+  const dflash2Bytes = dflash2 ? quantBytes(dflash2) : null;
   const hasMtp = mtp.length > 0;
   // An MLX checkpoint carries no MTP layer when its source says so (mlx-lm's sanitize drops mtp.*).
   const mlxHasMtp = (f: "mlx-4bit" | "mlx-8bit") => hasMtp && spec.sources[f]?.contains.mtp === true;
-  const fixed = (weights: number, mtpBytes: number | null, dflashBytes: number | null) => ({
+  const plus = (weights: number, drafter: number | null | undefined) => (drafter == null ? null : weights + drafter);
+  const fixed = (weights: number, mtpBytes: number | null, level: "bf16" | "q8" | "q4") => ({
     none: weights,
-    mtp: mtpBytes === null ? null : weights + mtpBytes,
-    dflash: dflashBytes === null ? null : weights + dflashBytes,
+    mtp: plus(weights, mtpBytes),
+    dflash: plus(weights, dflashBytes?.[level]),
+    dflash2: plus(weights, dflash2Bytes?.[level]),
   });
   const mlxMtp = (f: "mlx-4bit" | "mlx-8bit") => (mlxHasMtp(f) ? sumBytes(mtp, (t) => mlxType(t.kind, mlx(f))) : null);
   const mlxDownload = (f: "mlx-4bit" | "mlx-8bit") =>
@@ -117,23 +121,26 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): Me
       mtp: mtp.reduce((a, t) => a + numel(t.shape), 0),
       vision: vision.reduce((a, t) => a + numel(t.shape), 0),
       dflash: dflash ? dflash.reduce((a, t) => a + numel(t.shape), 0) : null,
+      dflash2: dflash2 ? dflash2.reduce((a, t) => a + numel(t.shape), 0) : null,
     },
     text: textBytes,
     mtp: mtpBytes,
     vision: { bf16: sumBytes(vision, () => "bf16") },
     dflash: dflashBytes,
+    dflash2: dflash2Bytes,
     download: {
       bf16: sumBytes(all, () => "bf16"),
       "mlx-4bit": mlxDownload("mlx-4bit"),
       "mlx-8bit": mlxDownload("mlx-8bit"),
       dflash: dflash ? sumBytes(dflash, () => "bf16") : null,
+      dflash2: dflash2 ? sumBytes(dflash2, () => "bf16") : null,
     },
     fixed: {
-      bf16: fixed(textBytes.bf16, hasMtp ? mtpBytes.bf16 : null, dflashBytes?.bf16 ?? null),
-      q8: fixed(textBytes.q8, hasMtp ? mtpBytes.q8 : null, dflashBytes?.q8 ?? null),
-      q4: fixed(textBytes.q4, hasMtp ? mtpBytes.q4 : null, dflashBytes?.q4 ?? null),
-      "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), dflashBytes?.bf16 ?? null),
-      "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), dflashBytes?.bf16 ?? null),
+      bf16: fixed(textBytes.bf16, hasMtp ? mtpBytes.bf16 : null, "bf16"),
+      q8: fixed(textBytes.q8, hasMtp ? mtpBytes.q8 : null, "q8"),
+      q4: fixed(textBytes.q4, hasMtp ? mtpBytes.q4 : null, "q4"),
+      "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), "bf16"),
+      "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), "bf16"),
     },
     kvBytesPerToken: kvBytesByType(cfg.layerTypes, cfg.text),
     mtpKvBytesPerToken: kvBytesByType(hasMtp ? Array<string>(Number(cfg.text.mtp_num_hidden_layers)).fill("full_attention") : [], cfg.text),

@@ -42,9 +42,9 @@ export async function importModel(model: ResolvedModel, quant: PackedQuant, outD
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   for (const f of SMALL_FILES) if (existsSync(join(model.dir, f))) copyFileSync(join(model.dir, f), join(work, f));
-  // The embedded model's DFlash drafter sits in a subdirectory the loader finds beside the weights: it comes along.
-  const drafter = model.spec?.draft.dflash;
-  if (typeof drafter === "string" && existsSync(join(model.dir, drafter))) cpSync(join(model.dir, drafter), join(work, drafter), { recursive: true });
+  // The embedded model's DFlash drafters sit in subdirectories the loader finds beside the weights: they come along.
+  for (const drafter of [model.spec?.draft.dflash, model.spec?.draft.dflash2])
+    if (typeof drafter === "string" && existsSync(join(model.dir, drafter))) cpSync(join(model.dir, drafter), join(work, drafter), { recursive: true });
   await writePacked(model.dir, join(work, PACKED_FILE), plan, meta, threads);
   rmSync(outDir, { recursive: true, force: true });
   renameSync(work, outDir);

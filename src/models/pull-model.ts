@@ -7,7 +7,7 @@ import { configMismatches, describeMismatch, readCheckpointConfig } from "./conf
 import { HubClient, HubError } from "./hub/client.ts";
 import { pullRepo, type PullOptions, type PullResult } from "./hub/pull.ts";
 import { pullProgress } from "./hub/progress.ts";
-import type { Format, HubModelSpec } from "./spec.ts";
+import { DRAFTER_NAMES, hubDrafter, type Format, type HubModelSpec } from "./spec.ts";
 
 export type PullModelOptions = Pick<PullOptions, "signal" | "freeBytes" | "concurrency" | "retryDelayMs"> & { client?: HubClient; quiet?: boolean };
 
@@ -46,9 +46,9 @@ export async function pullModel(spec: HubModelSpec, format: Format, opts: PullMo
     );
   }
   if (opts.drafter) {
-    const d = spec.draft.dflash;
-    if (typeof d !== "object") throw new CliError(`${spec.displayName} has no DFlash drafter`);
-    await pullRepository(d.repo, d.revision, `${spec.displayName} DFlash drafter (${d.repo})`, command, opts);
+    const d = hubDrafter(spec);
+    if (!d) throw new CliError(`${spec.displayName} has no separately downloaded drafter`);
+    await pullRepository(d.repo.repo, d.repo.revision, `${spec.displayName} ${DRAFTER_NAMES[d.method]} drafter (${d.repo.repo})`, command, opts);
   }
   return result;
 }

@@ -125,7 +125,7 @@ export function visionTensors(v: JsonObject): TensorInfo[] {
   return out;
 }
 
-// A DFlash drafter (z-lab layout: no embeddings or head of its own; the target's are shared).
+// A DFlash or DFlash2 drafter (z-lab layout: no embeddings or head of its own; the target's are shared).
 export function dflashTensors(d: DflashShapes): TensorInfo[] {
   const H = d.hidden_size;
   const hd = d.head_dim;
@@ -147,11 +147,11 @@ export function dflashTensors(d: DflashShapes): TensorInfo[] {
     t(`${p}.mlp.gate_proj.weight`, [d.intermediate_size, H]);
     t(`${p}.mlp.up_proj.weight`, [d.intermediate_size, H]);
     t(`${p}.mlp.down_proj.weight`, [H, d.intermediate_size]);
-    if (d.conv) {
-      // DFlash2: a generated depthwise convolution before attention and before the MLP.
+    if (d.conv_kernel_size !== undefined && d.conv_group_size !== undefined) {
+      // DFlash2: a grouped dynamic causal convolution around attention and around the MLP.
       for (const c of ["attention_conv", "mlp_conv"]) {
-        t(`${p}.${c}.base_kernel`, [2, d.conv.kernel, H]);
-        t(`${p}.${c}.kernel_projection.weight`, [(2 * d.conv.kernel * H) / d.conv.groups, H]);
+        t(`${p}.${c}.base_kernel`, [2, d.conv_kernel_size, H]);
+        t(`${p}.${c}.kernel_projection.weight`, [(2 * d.conv_kernel_size * H) / d.conv_group_size, H]);
       }
     }
   }

@@ -127,6 +127,7 @@ export const DRAFT_SEQ = struct("splash_draft_seq", [
   ["sampling", SAMPLING],
   ["tokens", "ptr"],
   ["logits", "ptr"],
+  ["probs", "ptr"],
 ]);
 
 export const VERIFY = struct("splash_verify", [

@@ -9,6 +9,7 @@
 // the library's message.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
+import type { Drafter } from "../models/spec.ts";
 import { check, StepRefusals } from "./errors.ts";
 import { native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
@@ -59,13 +60,14 @@ export type LoadOptions = {
 // (null: all of them). Rows of the output head past them are padding: never sampled, drafted or listed.
 export type TokenIds = { count: number; mask: Uint32Array | null };
 
-export type DrafterKind = "mtp" | "dflash";
-const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2 };
+export type DrafterKind = Drafter;
+const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 };
+const DRAFTER_KINDS = Object.fromEntries(Object.entries(DRAFTER_CODES).map(([k, v]) => [v, k])) as Record<number, DrafterKind>;
 
 export type DrafterOptions = {
   kind: DrafterKind;
-  dir?: string; // DFlash: the drafter's directory
-  maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash default block_size − 1)
+  dir?: string; // DFlash and DFlash2: the drafter's directory
+  maxDraft?: number; // drafts per cycle at most (MTP default 3; DFlash and DFlash2 default block_size − 1)
   maxSeqs?: number; // sequences one draft or verify call handles at most (default 8)
 };
 
@@ -73,8 +75,8 @@ export type DrafterInfo = {
   kind: DrafterKind;
   maxDraft: number;
   maxSeqs: number;
-  blockSize: number; // DFlash B (0 for MTP)
-  maskTokenId: number; // DFlash (−1 for MTP)
+  blockSize: number; // DFlash and DFlash2: B (0 for MTP)
+  maskTokenId: number; // DFlash and DFlash2 (−1 for MTP)
   weightBytes: number;
   scratchBytes: number;
   kvBytesPerToken: number;
@@ -146,6 +148,7 @@ export type DraftInput = {
   sampling: Sampling;
   penaltyTokens?: Int32Array;
   logits?: Float32Array; // out [nDraft][vocab]: the drafter's raw logits (tests)
+  probs?: Float32Array; // out [nDraft][vocab]: the distribution each draft was drawn from, q (tests)
 };
 
 // One sequence's share of a step.
@@ -317,7 +320,7 @@ export class Model {
       d("kind") === 0
         ? null
         : {
-            kind: d("kind") === 1 ? "mtp" : "dflash",
+            kind: DRAFTER_KINDS[d("kind")]!,
             maxDraft: d("max_draft"),
             maxSeqs: d("max_seqs"),
             blockSize: d("block_size"),
@@ -475,6 +478,7 @@ export class Cache {
       writeSampling(view, DRAFT_SEQ, base, d.sampling);
       set("tokens", addr(tokens));
       set("logits", addr(d.logits));
+      set("probs", addr(d.probs));
       return tokens;
     });
     check(lib, "splash_draft", lib.splash_draft(this.model.handle, this.handle, bytes, seqs.length));

@@ -6,7 +6,8 @@
 //
 //   const dir = paddedModelDir();                 // a temporary directory (made once per process)
 //   const loaded = await loadPaddedModel({ draft: "mtp" });
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+//   const drafter = paddedDflash2Dir();           // the fixture DFlash2 drafter with codebooks of the padded rows
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadModel, type LoadedModel, type LoadModelOptions } from "../../src/models/load.ts";
@@ -16,6 +17,7 @@ const FIXTURES = join(import.meta.dir, "../fixtures");
 const WEIGHTS = join(FIXTURES, "models/qwen35-dense-tiny");
 const TOKENIZER = join(FIXTURES, "tokenizers/fixture-1024");
 export const DFLASH_DRAFTER = join(FIXTURES, "models/qwen35-dense-tiny-dflash");
+const DFLASH2_DRAFTER = join(FIXTURES, "models/qwen35-dense-tiny-dflash2");
 export const PADDED_MODEL_ID = "fixture-padded";
 export const TOKENS = 1024;
 export const PADDING = 64;
@@ -88,6 +90,19 @@ export function paddedModelDir(): string {
   symlinkSync(join(WEIGHTS, "generation_config.json"), join(dir, "generation_config.json"));
   for (const f of ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"]) copyFileSync(join(TOKENIZER, f), join(dir, f));
   assembled = dir;
+  return dir;
+}
+
+// The fixture DFlash2 drafter beside the padded model: its selector's codebooks (one row per output row) get the
+// padded rows too, copies of their first rows.
+export function paddedDflash2Dir(): string {
+  const dir = join(paddedModelDir(), "..", "dflash2");
+  if (existsSync(dir)) return dir;
+  mkdirSync(dir);
+  copyFileSync(join(DFLASH2_DRAFTER, "config.json"), join(dir, "config.json"));
+  const tensors = readSafetensors(join(DFLASH2_DRAFTER, "model.safetensors"));
+  for (const name of ["candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"]) tensors.set(name, padded(tensors.get(name)!, () => 1));
+  writeSafetensors(join(dir, "model.safetensors"), tensors);
   return dir;
 }
 

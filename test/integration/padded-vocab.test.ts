@@ -1,13 +1,14 @@
 // A checkpoint whose output head has rows past its tokenizer (test/helpers/padded-model.ts: 1024 tokens, 1088 rows,
 // the padded rows made the likely ones) serves every API without ever choosing or listing a padded row: sampling at
-// temperature 2 over many requests, top_logprobs 20, streaming and not, with no drafter, the MTP layer and a DFlash
-// drafter on the CPU, and on Vulkan (lavapipe, which runs without a drafter). Before the rows were masked, such a
+// temperature 2 over many requests, top_logprobs 20, streaming and not, with no drafter, the MTP layer, a DFlash and a
+// DFlash2 drafter (whose candidate selector would otherwise take the padded rows as its candidates) on the CPU, and on
+// Vulkan (lavapipe, which runs without a drafter). Before the rows were masked, such a
 // request failed with "500 internal error: token id 1031 is outside the vocabulary (1024)".
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LoadedModel } from "../../src/models/load.ts";
 import { Model } from "../../src/native/model.ts";
 import { createApp } from "../../src/server/app.ts";
-import { DFLASH_DRAFTER, loadPaddedModel, PADDED_MODEL_ID, paddedModelDir, TOKENS } from "../helpers/padded-model.ts";
+import { DFLASH_DRAFTER, loadPaddedModel, PADDED_MODEL_ID, paddedDflash2Dir, paddedModelDir, TOKENS } from "../helpers/padded-model.ts";
 
 const M = PADDED_MODEL_ID;
 const user = (k: number) => [{ role: "user", content: `Write item ${k} of a list of Python functions.` }];
@@ -33,6 +34,7 @@ const cases = [
   { backend: "cpu", draft: "none" },
   { backend: "cpu", draft: "mtp" },
   { backend: "cpu", draft: "dflash" },
+  { backend: "cpu", draft: "dflash2" },
   { backend: "vulkan", draft: "none" },
 ] as const;
 
@@ -40,7 +42,7 @@ describe.each(cases)("$backend, drafter $draft", ({ backend, draft }) => {
   let loaded: LoadedModel;
   let app: ReturnType<typeof createApp>;
   beforeAll(async () => {
-    loaded = await loadPaddedModel({ backend, draft, drafterDir: DFLASH_DRAFTER });
+    loaded = await loadPaddedModel({ backend, draft, drafterDir: draft === "dflash2" ? paddedDflash2Dir() : DFLASH_DRAFTER });
     app = createApp({ models: [loaded.chat] });
   });
   afterAll(() => loaded.close());

@@ -28,7 +28,7 @@ function env(cache: string, extra: Record<string, string> = {}): Record<string, 
 beforeAll(async () => {
   hub = await new MockHub({
     "Qwen/Qwen3.8-27B": { files: fixtureFiles(join(fixtures, "qwen35-dense-tiny-sharded"), { "config.json": specConfigJson(spec27), "tokenizer.json": "{}" }) },
-    "z-lab/Qwen3.8-27B-DFlash2": { files: fixtureFiles(join(fixtures, "qwen35-dense-tiny-dflash")), gated: true },
+    "z-lab/Qwen3.8-27B-DFlash2": { files: fixtureFiles(join(fixtures, "qwen35-dense-tiny-dflash2")), gated: true },
     "Qwen/Qwen3.6-35B-A3B": { files: fixtureFiles(join(fixtures, "qwen35-moe-tiny"), { "tokenizer.json": "{}" }) },
     "org/any": { files: any },
   }).start();
@@ -86,14 +86,17 @@ describe("splash pull / models / verify", () => {
     expect(fix.stderr).toContain("1 files (142.0 KiB) downloaded, 12 already here");
   }, 30_000);
 
-  test("--drafter pulls the gated DFlash drafter: what to do without a token, done with one", async () => {
+  test("--drafter pulls the gated DFlash2 drafter: what to do without a token, done with one; models lists it", async () => {
     const denied = await splash(["pull", "qwen3.8-27b", "--drafter"], { env: env(cache) });
     expect(denied.code).toBe(1);
     expect(denied.stderr).toContain("z-lab/Qwen3.8-27B-DFlash2 is gated: the hub wants a token (401)");
     expect(denied.stderr).toContain(`accept the conditions at ${hub.url}/z-lab/Qwen3.8-27B-DFlash2, then set HF_TOKEN`);
     const ok = await splash(["pull", "qwen3.8-27b", "--drafter"], { env: env(cache, { HF_TOKEN: "hf_ok" }) });
     expect(ok.code).toBe(0);
-    expect(ok.stderr).toContain("Qwen3.8-27B DFlash drafter (z-lab/Qwen3.8-27B-DFlash2)");
+    expect(ok.stderr).toContain("Qwen3.8-27B DFlash2 drafter (z-lab/Qwen3.8-27B-DFlash2)");
+    const models = JSON.parse((await splash(["models", "--json"], { env: env(cache) })).stdout) as { id: string; files: { format: string; installed: { complete: boolean } | null }[] }[];
+    const row = models.find((m) => m.id === "qwen3.8-27b")!.files.find((f) => f.format === "dflash2");
+    expect(row?.installed?.complete).toBe(true);
   }, 30_000);
 
   test("a repository whose config is not the supported model is refused, naming the key", async () => {

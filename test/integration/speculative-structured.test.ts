@@ -1,5 +1,6 @@
 // Structured output with speculative decoding: the fixture model (test/helpers/fixture-model.ts) with a DFlash drafter
-// (qwen35-dense-tiny-dflash) and with its MTP layer, sampling at temperature 1. Drafted tokens are checked against
+// (qwen35-dense-tiny-dflash), a DFlash2 one (qwen35-dense-tiny-dflash2: drafts from its selector's candidates) and its
+// MTP layer, sampling at temperature 1. Drafted tokens are checked against
 // the grammar before verification, the target rejection-samples under the grammar's masks, and the constraint rolls
 // back what was rejected: every output must still parse and validate (ajv), alone and batched.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -9,14 +10,15 @@ import { Metrics } from "../../src/server/metrics.ts";
 import { loadFixtureModel } from "../helpers/fixture-model.ts";
 import { callsProblem, conversation, run, SCHEMAS, schemaProblem, TOOLS } from "../helpers/structured-suite.ts";
 
-const DRAFTER = join(import.meta.dir, "../fixtures/models/qwen35-dense-tiny-dflash");
+const FIXTURES = join(import.meta.dir, "../fixtures/models");
+const DRAFTERS = { dflash: join(FIXTURES, "qwen35-dense-tiny-dflash"), dflash2: join(FIXTURES, "qwen35-dense-tiny-dflash2"), mtp: undefined };
 const jsonSchema = (schema: Record<string, unknown>) => conversation({ responseFormat: { type: "json_schema", schema } });
 
-for (const draft of ["dflash", "mtp"] as const) {
+for (const draft of ["dflash", "dflash2", "mtp"] as const) {
   describe(`structured output with the ${draft} drafter`, () => {
     let loaded: LoadedModel;
     beforeAll(async () => {
-      loaded = await loadFixtureModel({ draft, drafterDir: DRAFTER });
+      loaded = await loadFixtureModel({ draft, drafterDir: DRAFTERS[draft] });
     });
     afterAll(() => loaded.close());
 

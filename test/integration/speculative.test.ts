@@ -1,9 +1,10 @@
-// Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash
-// drafters) and on the embedded splash-tiny pair (trained MTP and DFlash drafter), greedy output with a drafter is
-// the output without one, token for token and log-probability for log-probability, alone, batched and resumed from
-// the prefix cache — also with splash-tiny's weights quantized to q8 and q4 at load, where a verify block's rows go
-// through the integer GEMM and decode's single row through the GEMV, which must agree bit for bit. The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at
-// every possible position leave exactly the state token-by-token decoding leaves (the GDN rollback).
+// Speculative decoding is lossless: on the fixture checkpoints (dense and MoE, random MTP layers and random DFlash and
+// DFlash2 drafters) and on the embedded splash-tiny (trained MTP, DFlash and DFlash2 drafters), greedy output with a
+// drafter is the output without one, token for token and log-probability for log-probability, alone, batched and
+// resumed from the prefix cache — also with splash-tiny's weights quantized to q8 and q4 at load, where a verify
+// block's rows go through the integer GEMM and decode's single row through the GEMV, which must agree bit for bit.
+// The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at every possible
+// position leave exactly the state token-by-token decoding leaves (the GDN rollback).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -88,13 +89,6 @@ describe("drafters against the fixtures' goldens", () => {
       model.free();
     });
   }
-
-  test("a DFlash2 drafter is refused with a message that says what to use instead", async () => {
-    const model = await Model.load(join(FIXTURES, "qwen35-dense-tiny"), { threads: 1 });
-    const dir = join(import.meta.dir, "../fixtures/speculative/dflash2-config");
-    expect(() => model.attachDrafter({ kind: "dflash", dir })).toThrow(/DFlash2.*--draft mtp/);
-    model.free();
-  });
 });
 
 describe("verify blocks wrong at every position leave the token-by-token state", () => {
@@ -157,7 +151,12 @@ const base: EngineOptions = { kvBudget: 48 << 20, pageTokens: 16, snapshotInterv
 
 async function tinyPrompts(): Promise<Int32Array[]> {
   const tokenizer = await Tokenizer.load(TINY);
-  const asks = ["Write a Python function that returns the n-th Fibonacci number.", "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists.\"\"\"", "Write a Python function that counts the vowels in a string."];
+  const asks = [
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "def merge_sorted(a, b):\n    \"\"\"Merge two sorted lists.\"\"\"",
+    "Write a Python function that counts the vowels in a string.",
+    "Write a Python function that reverses the words of a sentence.",
+  ]; // all at once: 4 streams
   const prompts = asks.map((a) => tokenizer.encodeTemplate(`<|im_start|>user\n${a}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n`));
   tokenizer.free();
   return prompts;
@@ -170,12 +169,15 @@ const CASES: { name: string; dir: string; quant?: Quant; drafter: DrafterOptions
   { name: "MoE fixture, MTP", dir: join(FIXTURES, "qwen35-moe-tiny"), drafter: { kind: "mtp" }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 21 + i, 504)) },
   { name: "dense fixture, DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 31 + i, 1016)) },
   { name: "dense fixture, sliding-window DFlash", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 41 + i, 1016)) },
+  { name: "dense fixture, DFlash2", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash2", dir: join(FIXTURES, "qwen35-dense-tiny-dflash2") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)) },
   { name: "splash-tiny, MTP", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts },
   { name: "splash-tiny, DFlash", dir: TINY, drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
+  { name: "splash-tiny, DFlash2", dir: TINY, drafter: { kind: "dflash2", dir: join(TINY, "dflash2") }, prompts: tinyPrompts },
   { name: "splash-tiny, MTP, int8 KV", dir: TINY, drafter: { kind: "mtp" }, prompts: tinyPrompts, kv: "int8" },
   { name: "dense fixture, sliding-window DFlash, int8 KV", dir: join(FIXTURES, "qwen35-dense-tiny"), drafter: { kind: "dflash", dir: join(FIXTURES, "qwen35-dense-tiny-dflash-swa") }, prompts: async () => [17, 40, 70].map((n, i) => randomTokens(n, 51 + i, 1016)), kv: "int8" },
   { name: "splash-tiny q8, DFlash", dir: TINY, quant: "q8", drafter: { kind: "dflash", dir: join(TINY, "dflash") }, prompts: tinyPrompts },
   { name: "splash-tiny q4, MTP", dir: TINY, quant: "q4", drafter: { kind: "mtp" }, prompts: tinyPrompts },
+  { name: "splash-tiny q8, DFlash2, int8 KV", dir: TINY, quant: "q8", drafter: { kind: "dflash2", dir: join(TINY, "dflash2") }, prompts: tinyPrompts, kv: "int8" },
 ];
 
 for (const c of CASES) {

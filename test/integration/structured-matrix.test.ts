@@ -1,12 +1,12 @@
 // Constrained output in combination, over HTTP with the official SDKs, as users run it: `splash serve` with the
-// embedded model, once per drafter (--draft none, mtp, dflash; one server each, reused by every case). Every
+// embedded model, once per drafter (--draft none, mtp, dflash, dflash2; one server each, reused by every case). Every
 // constrained mode — json_schema, json_object, a forced tool call (any tool, and a named one), strict tools, tools
 // beside a JSON response format — and plain auto tools, on the three surfaces where each exists, streaming and not,
 // all of a mode's cases at once (batched). Every answer is checked with ajv against the schema it was given: the
 // JSON text, or each call's arguments against its tool's parameters, and the finish reason matches what came out.
 //
 // Streaming cases sample greedily and non-streaming ones with the model's defaults (seeded): greedy output is the
-// same with a drafter as without one, so the greedy answers of the mtp and dflash servers must equal the none
+// same with a drafter as without one, so the greedy answers of the mtp, dflash and dflash2 servers must equal the none
 // server's. json_object is greedy both ways: an object is unbounded, and the embedded model sampled at its defaults
 // starts a tool definition about one time in three and repeats itself inside a string until max_tokens. Modes a surface does not have are left out: Anthropic has no json_object, and its tool `strict` is
 // accepted and ignored (Claude Code sends it on every tool). Plain auto tools have no grammar: their calls must name
@@ -189,7 +189,7 @@ const label = (c: Case) => `${c.surface} ${c.stream ? "streaming" : "not streami
 // The greedy answers of the server without a drafter, which the drafting servers must reproduce.
 const greedy = new Map<string, Turn>();
 
-for (const draft of ["none", "mtp", "dflash"] as const) {
+for (const draft of ["none", "mtp", "dflash", "dflash2"] as const) {
   describe(`splash serve --draft ${draft}`, () => {
     let server: ServeProcess;
     let client: Client;

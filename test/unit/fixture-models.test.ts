@@ -71,6 +71,7 @@ describe("fixture checkpoints", () => {
       "qwen35-dense-tiny",
       "qwen35-dense-tiny-dflash",
       "qwen35-dense-tiny-dflash-swa",
+      "qwen35-dense-tiny-dflash2",
       "qwen35-dense-tiny-sharded",
       "qwen35-moe-tiny",
       "qwen35-moe-tiny-fused",

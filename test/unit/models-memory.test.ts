@@ -54,7 +54,7 @@ describe("tensor inventory matches real checkpoints", () => {
     });
   }
 
-  for (const name of ["qwen35-dense-tiny-dflash", "qwen35-dense-tiny-dflash-swa"]) {
+  for (const name of ["qwen35-dense-tiny-dflash", "qwen35-dense-tiny-dflash-swa", "qwen35-dense-tiny-dflash2"]) {
     test(`DFlash drafter ${name}`, () => {
       const dir = join(fixtures, name);
       const cfg = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as JsonObject & { dflash_config: JsonObject };
@@ -70,6 +70,9 @@ describe("tensor inventory matches real checkpoints", () => {
         block_size: cfg.dflash_config.block_size as number,
         vocab_size: cfg.vocab_size as number,
       };
+      // DFlash2: the convolutions and the candidate selector
+      for (const k of ["conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"] as const)
+        if (k in cfg.dflash_config) shapes[k] = cfg.dflash_config[k] as number;
       expect(inventoryShapes(dflashTensors(shapes))).toEqual(checkpointShapes(dir));
     });
   }
@@ -113,7 +116,7 @@ describe("committed specs", () => {
     });
     test(`${spec.id}: the recipe covers every tensor kind of the model and its drafter`, () => {
       const kinds = new Set(inventory(expectedConfig(spec)).map((t) => t.kind));
-      if (typeof spec.draft.dflash === "object") kinds.add("dflash");
+      if (typeof spec.draft.dflash === "object" || typeof spec.draft.dflash2 === "object") kinds.add("dflash");
       for (const kind of kinds) for (const q of QUANTS) expect(() => recipeType(spec.quantization.recipe, kind, q)).not.toThrow();
     });
   }

@@ -6,7 +6,7 @@ import { readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { configMismatches, describeMismatch, expectedConfig, interpretConfig, ConfigError, type JsonObject } from "../../src/models/config.ts";
 import { allSpecs, findSpec, hubSpecs, MODELS_DIR, specForConfig } from "../../src/models/registry.ts";
-import { parseSpec, type HubModelSpec } from "../../src/models/spec.ts";
+import { hubDrafter, parseSpec, type HubModelSpec } from "../../src/models/spec.ts";
 import { specConfigJson } from "../helpers/mock-hub.ts";
 
 const spec27 = findSpec("qwen3.8-27b") as HubModelSpec;
@@ -27,11 +27,11 @@ describe("registry", () => {
     expect(findSpec("qwen/qwen3.6-35b-a3b")?.id).toBe("qwen3.6-35b-a3b");
     expect(findSpec("qwen3.8-27")).toBeUndefined();
   });
-  test("hub models name a verified-or-assumed source for every format and a DFlash drafter", () => {
+  test("hub models name a verified-or-assumed source for every format and a separately downloaded drafter", () => {
     for (const s of hubSpecs()) {
       expect(Object.keys(s.sources).sort()).toEqual(["bf16", "mlx-4bit", "mlx-8bit"]);
       for (const src of Object.values(s.sources)) expect(src.evidence.length).toBeGreaterThan(20);
-      expect(typeof s.draft.dflash).toBe("object");
+      expect(hubDrafter(s)).toBeDefined();
       expect(s.draft.default).toBe("mtp");
     }
   });

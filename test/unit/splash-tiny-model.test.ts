@@ -14,6 +14,7 @@ const config = json(join(dir, "config.json"));
 const text = config.text_config;
 const spec = json(join(dir, "spec.json"));
 const drafterConfig = json(join(dir, "dflash/config.json"));
+const drafter2Config = json(join(dir, "dflash2/config.json"));
 const tokenizerConfig = json(join(dir, "tokenizer_config.json"));
 const tokenId = (content: string) =>
   Number(Object.entries(tokenizerConfig.added_tokens_decoder as Record<string, { content: string }>).find(([, v]) => v.content === content)?.[0]);
@@ -110,6 +111,27 @@ describe("splash-tiny DFlash drafter", () => {
     expect(perLayer.length).toBe(11);
     expect([...tensors.keys()].length).toBe(3 + 11 * drafterConfig.num_hidden_layers);
     expect(drafterConfig.dflash_config.block_size).toBe(8);
+  });
+});
+
+describe("splash-tiny DFlash2 drafter", () => {
+  const tensors = tensorsOf([join(dir, "dflash2/model.safetensors")]);
+  const dc = drafter2Config.dflash_config;
+
+  test("z-lab DFlash2 layout: the DFlash backbone, convolutions around each sublayer, the selector's codebooks", () => {
+    expect(drafter2Config.architectures).toEqual(["DFlash2DraftModel"]);
+    const H = drafter2Config.hidden_size;
+    for (const k of ["hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"]) expect(drafter2Config[k]).toBe(drafterConfig[k]);
+    expect({ ...dc, conv_kernel_size: undefined, conv_group_size: undefined, selector_rank: undefined, selector_top_k: undefined }).toMatchObject(drafterConfig.dflash_config);
+    expect(spec.draft.maskTokenId).toBe(dc.mask_token_id);
+    expect(tensors.get("fc.weight")?.shape).toEqual([H, dc.target_layer_ids.length * text.hidden_size]);
+    expect(tensors.get("layers.0.attention_conv.base_kernel")?.shape).toEqual([2, dc.conv_kernel_size, H]);
+    expect(tensors.get("layers.0.mlp_conv.kernel_projection.weight")?.shape).toEqual([(2 * dc.conv_kernel_size * H) / dc.conv_group_size, H]);
+    expect(tensors.get("candidate_selector.hidden_projection.weight")?.shape).toEqual([dc.selector_rank, H]);
+    for (const c of ["predecessor", "successor"]) expect(tensors.get(`candidate_selector.${c}_codebook`)?.shape).toEqual([text.vocab_size, dc.selector_rank]);
+    expect([...tensors.keys()].filter((k) => /embed|lm_head/.test(k))).toEqual([]);
+    expect([...tensors.keys()].length).toBe(6 + 15 * drafter2Config.num_hidden_layers);
+    expect([...tensors.values()].every((t) => t.dtype === "BF16")).toBe(true);
   });
 });
 
