@@ -135,7 +135,7 @@ static void test_attention_invariance(const sp_backend *be) {
             }
 #if defined(__x86_64__)
             /* each tiled form on its own (the op runs only the widest the CPU has), tiles of 64 (row, head) pairs */
-            float *conv = malloc(sizeof(float) * 2 * SP_ATTN_KEY_BLOCK * (size_t)hd);
+            float *scratch = malloc(sizeof(float) * 3 * SP_ATTN_KEY_BLOCK * (size_t)hd);
             sp_attn_args all = {out, q, &kv, n, n_past, Hq, Hkv, hd, scale};
             int32_t tile_rows = 64 / (Hq / Hkv);
             for (int f = 0; f < 2; f++) {
@@ -143,10 +143,10 @@ static void test_attention_invariance(const sp_backend *be) {
                 memset(out, 0, sizeof(float) * (size_t)rows);
                 for (int32_t i0 = 0; i0 < n; i0 += tile_rows)
                     for (int32_t g = 0; g < Hkv; g++)
-                        (f == 0 ? sp_attention_tile_avx2 : sp_attention_tile_avx512)(&all, i0, i0 + tile_rows < n ? i0 + tile_rows : n, g, conv);
+                        (f == 0 ? sp_attention_tile_avx2 : sp_attention_tile_avx512)(&all, i0, i0 + tile_rows < n ? i0 + tile_rows : n, g, scratch);
                 worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
             }
-            free(conv);
+            free(scratch);
 #endif
             char what[112];
             snprintf(what, sizeof what, "attention %d/%d×%d %s, pages of %d: all chunkings and forms = reference, bits", Hq,

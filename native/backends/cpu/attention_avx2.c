@@ -29,6 +29,21 @@ static inline __m256 scores_2x4(const float *qa, const float *qb, const float *c
     return _mm256_mul_ps(reduce_2x4(a0, a1, a2, a3, b0, b1, b2, b3), scale);
 }
 
+/* Rows r0..R−1 against keys 0..n_keys−1 (rounded up to 4), two rows × four keys at a time. */
+static void scores_rows(const float *const *q, int32_t r0, int32_t R, const float *const *k, int32_t n_keys, int32_t hd,
+                        float scale, float (*p)[SP_ATTN_KEY_BLOCK], float *scratch) {
+    (void)scratch;
+    __m256 vs = _mm256_set1_ps(scale);
+    for (int32_t r = r0; r < R; r += 2) {
+        int32_t rb = r + 1 < R ? r + 1 : r; /* an odd row out pairs with itself */
+        for (int32_t j = 0; j < n_keys; j += 4) {
+            __m256 s = scores_2x4(q[r], q[rb], k + j, hd, vs);
+            _mm_storeu_ps(p[r] + j, _mm256_castps256_ps128(s));
+            _mm_storeu_ps(p[rb] + j, _mm256_extractf128_ps(s, 1));
+        }
+    }
+}
+
 static inline float hmax8(__m256 v) {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));

@@ -3,8 +3,8 @@
  *
  * A tile is a block of query rows × one kv head: its rows are (query i, query head h of the group), at most 64.
  * For each block of 32 keys counted from position 0:
- *   scores   two rows × four keys at a time (scores_2x4, from the including file): each K row is read from the cache
- *            once per tile and used by every row of it (GQA heads and neighbouring queries alike);
+ *   scores   the tile's rows × the block's keys (scores_rows, from the including file): each K row is read from the
+ *            cache once per tile and used by every row of it (GQA heads and neighbouring queries alike);
  *   softmax  per row on the block's 32 scores (softmax_block, from the including file), keys past the row's
  *            position masked;
  *   p · v    two rows at a time (pv_2, from the including file), over the block's V rows.
@@ -15,8 +15,10 @@
  * The including file defines, before including this one:
  *   void kv_to_f32(int32_t type, const void *row, int32_t hd, float *out)
  *       a stored f16 / int8 row as the f32 values sp_kv_to_f32 gives (each exact or one product q · d);
- *   __m256 scores_2x4(const float *qa, const float *qb, const float *const *k, int32_t hd, __m256 scale)
- *       lanes [qa·k0 … qa·k3 | qb·k0 … qb·k3] · scale, each dot product as ops.h states it;
+ *   void scores_rows(const float *const *q, int32_t r0, int32_t R, const float *const *k, int32_t n_keys, int32_t hd,
+ *                    float scale, float (*p)[KB], float *scratch)
+ *       p[r][j] = q_r · k_j · scale for rows r0 ≤ r < R and keys j < n_keys rounded up to 4 (k holds that many
+ *       pointers), each dot product as ops.h states it; scratch: KB rows of head_dim floats;
  *   void softmax_block(float *p, int32_t nb, float *m, float *l, float *corr)
  *       the online softmax step of one row over its block of 32 scores p, in place (→ weights): keys j ≥ nb masked,
  *       m the running max, l the running sum (its block's part added as sp_attn_block_sum does), corr exp(m − m');
@@ -46,7 +48,7 @@ static void attention_tile(const sp_attn_args *a, int64_t i0, int64_t i1, int32_
         int64_t row = ((i0 + r / G) * a->n_heads + (int64_t)g * G + r % G) * hd;
         q[r] = a->q + row, o[r] = a->out + row, m[r] = -INFINITY, l[r] = 0;
     }
-    __m256 scale = _mm256_set1_ps(a->scale);
+    float scale = a->scale;
     int64_t end = a->n_past + i1; /* keys the tile's last row sees */
     for (int64_t p0 = 0; p0 < end; p0 += KB) {
         int32_t n_keys = (int32_t)(end - p0 < KB ? end - p0 : KB);
@@ -64,14 +66,7 @@ static void attention_tile(const sp_attn_args *a, int64_t i0, int64_t i1, int32_
         /* rows whose position n_past + i reaches this block: queries i ≥ p0 − n_past */
         int64_t first = p0 - a->n_past > i0 ? p0 - a->n_past : i0;
         int32_t r0 = (int32_t)(first - i0) * G;
-        for (int32_t r = r0; r < R; r += 2) {
-            int32_t rb = r + 1 < R ? r + 1 : r;
-            for (int32_t j = 0; j < n_keys; j += 4) {
-                __m256 s = scores_2x4(q[r], q[rb], k + j, hd, scale);
-                _mm_storeu_ps(p[r] + j, _mm256_castps256_ps128(s));
-                _mm_storeu_ps(p[rb] + j, _mm256_extractf128_ps(s, 1));
-            }
-        }
+        scores_rows(q, r0, R, k, n_keys, hd, scale, p, rows + (int64_t)2 * KB * hd);
         for (int32_t r = r0; r < R; r++) {
             int64_t seen = a->n_past + i0 + r / G + 1 - p0;
             nb[r] = (int32_t)(seen < KB ? seen : KB);

@@ -169,8 +169,9 @@ static inline float sp_attn_block_sum(const float *p) {
 }
 
 /* Rows [i0, i1) of kv head g, every query head of its group, as one tile (attention_tile.h; AVX2 needs
- * head_dim % 8 == 0, AVX-512 head_dim % 16 == 0; the same bits). rows: room for 2 · SP_ATTN_KEY_BLOCK rows of
- * head_dim floats, where an f16 / int8 cache's block of K and V rows is converted. */
+ * head_dim % 8 == 0, AVX-512 head_dim % 16 == 0; the same bits). rows: room for 3 · SP_ATTN_KEY_BLOCK rows of
+ * head_dim floats: an f16 / int8 cache's block of K and V rows converted, and the block's keys as the form lays
+ * them out for its score chains. */
 void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
 void sp_attention_tile_avx512(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
 /* The reference form over all of a's rows, whatever the CPU (for the lab and tests). */
