@@ -8,8 +8,8 @@
  *  - the reference below: one work item per (query row, kv head), plain C, the oracle for the others;
  *  - the tiled form (attention_tile.h, in attention_avx2.c and attention_avx512.c with the same bits): one work item
  *    per (block of query rows, kv head), every query head of the group and every row of the block sharing each key
- *    and value read, exp eight lanes at a time. Long prompts spend their time here: an 8K-token prefill of the
- *    embedded model was 2/3 attention in the reference form.
+ *    and value read, exp eight or sixteen lanes at a time. Long prompts spend their time here: an 8K-token prefill
+ *    of the embedded model was 2/3 attention in the reference form.
  * build/tools/attention_lab checks the two against each other bit for bit and times them.
  *
  * The cache holds rows of its KV type (backends/backend.h): an f32 cache is read in place, an f16 or int8 one row by
