@@ -1,16 +1,20 @@
 #version 460
 // attention.comp — causal grouped-query attention over the paged KV cache (define STAGE):
-//   KV_WRITE  K, V rows of positions n_past .. n_past+n−1 into the sequence's pages (one invocation per float)
+//   KV_WRITE  K, V rows of positions n_past .. n_past+n−1 into the sequence's pages, converted to the cache's type
+//             (one invocation per pair of values)
 //   ATTEND    out = softmax(q·kᵀ · scale + causal) · v, flash style, optionally split over key ranges
 //   REDUCE    combines the splits of ATTEND: out = Σ_s e^(m_s − M) o_s / Σ_s e^(m_s − M) l_s
 //
 // Paged layout (backends/backend.h, sp_kv_view): position p of kv head g lives in page pages[p / P], row p % P, at
-// floats page · page_stride + (g · P + p % P) · head_dim from the layer's K (or V) base.
+// byte page · page_stride + (g · P + p % P) · row_bytes from the layer's K (or V) base. Rows are f32 or f16
+// (kv_type, SPLASH_KV_*); values are read as f32 and every sum accumulates in f32.
 //
 // ATTEND: a workgroup takes one kv head g, a tile of up to QV query vectors that read g (RT rows × HB of g's query
 // heads), and one split of the keys. Keys go BK at a time: scores into shared memory, online softmax per vector
-// (running max m and sum l), then o = o · e^(m_old − m_new) + p · v with each invocation owning head_dim/WG dims of
+// (running max m and sum l), then o = o · e^(m_old − m_new) + p · v with each invocation owning two adjacent dims of
 // every vector. Decode has one row, so long contexts are split over workgroups (flash decoding); prefill tiles rows.
+// The loops over a key row and over the keys of a tile are unrolled with their loads issued before the arithmetic
+// that uses them: with few workgroups per multiprocessor, a decode is bound by how many loads are in flight.
 // Spec constants: 0 = workgroup size (128 for ATTEND, which its thread mapping assumes), 1 = head_dim (≤ 256).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -23,30 +27,66 @@ layout(constant_id = 1) const uint HD = 128;
 #define REDUCE 2
 #define QV 16
 #define BK 32
+#define PV_KEYS 8  // keys whose values are loaded together in o += p · v
 #define HD_MAX 256
 #define WG_ATTEND 128
+#define MAX_SPLITS 1024  // ops.c never splits further
+#define KV_F32 0
+#define KV_F16 1
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
 
 layout(push_constant) uniform P {
     // ATTEND/REDUCE: dst = out [n][heads][HD], src = q (same shape); KV_WRITE: src = new k rows, src2 = new v rows
     uint64_t dst, src, k, v, pages, part;  // k, v: this layer's K and V base; part: [n][heads][splits][HD + 2]
-    uint n_past, n, heads, kv_heads, page_tokens, page_stride;  // page_stride in floats
+    uint n_past, n, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
     uint split_len, n_splits, hb, rt;  // keys per split (multiple of BK); heads per block, rows per tile
     float scale;
+    uint kv_type;  // SPLASH_KV_F32 or SPLASH_KV_F16
     uint64_t src2;
 } p;
 
+// Byte address of the row of position pos, kv head g.
 uint64_t kv_row(uint64_t base, uint pos, uint g) {
     uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
-    return base + (uint64_t(page) * p.page_stride + uint64_t((g * p.page_tokens + pos % p.page_tokens) * HD)) * 4ul;
+    uint row_bytes = p.kv_type == KV_F16 ? HD * 2u : HD * 4u;
+    return base + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * row_bytes;
+}
+// Values 8c .. 8c+7 of a row, in one 16-byte load where the row is f16.
+void kv8(uint64_t row, uint c, out vec4 a, out vec4 b) {
+    if (p.kv_type == KV_F16) {
+        uvec4 h = Uvec4s(row).v[c];
+        a = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+        b = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
+    } else {
+        a = Vec4s(row).v[2u * c];
+        b = Vec4s(row).v[2u * c + 1u];
+    }
+}
+// Values 2c, 2c+1 of a row.
+vec2 kv2(uint64_t row, uint c) {
+    if (p.kv_type == KV_F16) return unpackHalf2x16(Uints(row).v[c]);
+    return Vec2s(row).v[c];
 }
 
 #if STAGE == KV_WRITE
+void kv_put(uint64_t row, uint c, vec2 x) {
+    if (p.kv_type == KV_F16) {
+        Uints(row).v[c] = packHalf2x16(x);
+    } else {
+        Floats(row).v[2u * c] = x.x;
+        Floats(row).v[2u * c + 1u] = x.y;
+    }
+}
+
 void main() {
-    uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    if (i >= p.n * p.kv_heads * HD) return;
-    uint d = i % HD, g = (i / HD) % p.kv_heads, row = i / (HD * p.kv_heads);
-    Floats(kv_row(p.k, p.n_past + row, g)).v[d] = Floats(p.src).v[i];
-    Floats(kv_row(p.v, p.n_past + row, g)).v[d] = Floats(p.src2).v[i];
+    uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;  // values 2i, 2i+1 of k and v
+    if (i >= p.n * p.kv_heads * (HD / 2u)) return;
+    uint c = i % (HD / 2u), g = (i / (HD / 2u)) % p.kv_heads, row = i / ((HD / 2u) * p.kv_heads);
+    Floats k = Floats(p.src), v = Floats(p.src2);
+    kv_put(kv_row(p.k, p.n_past + row, g), c, vec2(k.v[2u * i], k.v[2u * i + 1u]));
+    kv_put(kv_row(p.v, p.n_past + row, g), c, vec2(v.v[2u * i], v.v[2u * i + 1u]));
 }
 #elif STAGE == ATTEND
 shared vec4 Qs[QV][HD_MAX / 4];
@@ -75,9 +115,9 @@ void main() {
         mrun[tid] = -1.0 / 0.0;
         lsum[tid] = 0.0;
     }
-    float acc[QV][HD_MAX / WG_ATTEND];
-    [[unroll]] for (uint v = 0u; v < QV; v++)
-        [[unroll]] for (uint c = 0u; c < HD_MAX / WG_ATTEND; c++) acc[v][c] = 0.0;
+    vec2 acc[QV];  // dims 2·tid, 2·tid + 1 of every vector
+    [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] = vec2(0.0);
+    bool owns_dims = 2u * tid < HD;
     barrier();
 
     uint j = tid % BK, vg = tid / BK;  // scores: this invocation's key and its 4 vectors
@@ -85,10 +125,14 @@ void main() {
         uint key = k0 + j;
         float s[4] = float[4](0.0, 0.0, 0.0, 0.0);
         if (key < key_end) {
-            Vec4s kr = Vec4s(kv_row(p.k, key, g));
-            for (uint c = 0u; c < HD / 4u; c++) {
-                vec4 kv = kr.v[c];
-                [[unroll]] for (uint i = 0u; i < 4u; i++) s[i] += dot(Qs[vg * 4u + i][c], kv);
+            uint64_t kr = kv_row(p.k, key, g);
+            [[unroll]] for (uint c = 0u; c < HD / 8u; c++) {
+                vec4 a, b;
+                kv8(kr, c, a, b);
+                [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                    s[i] += dot(Qs[vg * 4u + i][2u * c], a);
+                    s[i] += dot(Qs[vg * 4u + i][2u * c + 1u], b);
+                }
             }
         }
         [[unroll]] for (uint i = 0u; i < 4u; i++) {
@@ -117,16 +161,15 @@ void main() {
             mrun[tid] = mx;
         }
         barrier();
-        [[unroll]] for (uint v = 0u; v < QV; v++)
-            [[unroll]] for (uint c = 0u; c < HD_MAX / WG_ATTEND; c++) acc[v][c] *= corr[v];
-        uint nk = min(BK, key_end - k0);
-        for (uint i = 0u; i < nk; i++) {
-            Floats vr = Floats(kv_row(p.v, k0 + i, g));
-            [[unroll]] for (uint c = 0u; c < HD_MAX / WG_ATTEND; c++) {
-                uint d = tid + c * WG_ATTEND;
-                if (d >= HD) break;
-                float x = vr.v[d];
-                [[unroll]] for (uint v = 0u; v < QV; v++) acc[v][c] += S[v][i] * x;
+        [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] *= corr[v];
+        uint nk = min(BK, key_end - k0);  // keys past nk have p = 0: their loads are skipped, not their products
+        if (owns_dims) {
+            for (uint i0 = 0u; i0 < nk; i0 += PV_KEYS) {
+                vec2 x[PV_KEYS];
+                [[unroll]] for (uint u = 0u; u < PV_KEYS; u++)
+                    x[u] = i0 + u < nk ? kv2(kv_row(p.v, k0 + i0 + u, g), tid) : vec2(0.0);
+                [[unroll]] for (uint u = 0u; u < PV_KEYS; u++)
+                    [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] += S[v][i0 + u] * x[u];
             }
         }
         barrier();
@@ -136,11 +179,16 @@ void main() {
         uint row = row0 + v / p.hb, h = h0 + v % p.hb;
         if (v >= p.hb * p.rt || row >= p.n || h >= h_end) continue;
         uint base = row * p.heads + h;
-        [[unroll]] for (uint c = 0u; c < HD_MAX / WG_ATTEND; c++) {
-            uint d = tid + c * WG_ATTEND;
-            if (d >= HD) break;
-            if (p.n_splits == 1u) Floats(p.dst).v[base * HD + d] = acc[v][c] / lsum[v];
-            else Floats(p.part).v[(base * p.n_splits + split) * (HD + 2u) + d] = acc[v][c];
+        if (owns_dims) {
+            if (p.n_splits == 1u) {
+                Floats o = Floats(p.dst + uint64_t(base * HD + 2u * tid) * 4ul);
+                o.v[0] = acc[v].x / lsum[v];
+                o.v[1] = acc[v].y / lsum[v];
+            } else {
+                Floats part = Floats(p.part + uint64_t((base * p.n_splits + split) * (HD + 2u) + 2u * tid) * 4ul);
+                part.v[0] = acc[v].x;
+                part.v[1] = acc[v].y;
+            }
         }
         if (p.n_splits > 1u && tid == 0u) {
             Floats part = Floats(p.part);
@@ -150,23 +198,34 @@ void main() {
     }
 }
 #else
-void main() {  // one workgroup per (row, head), invocations over dims
+shared float wsplit[MAX_SPLITS], lsplit[MAX_SPLITS];  // e^(m_s − M), and that times l_s
+
+void main() {  // one workgroup per (row, head): the splits' weights in parallel, then invocations over dims
     uint base = flat_group();
     if (base >= p.n * p.heads) return;
-    Floats part = Floats(p.part + uint64_t(base * p.n_splits * (HD + 2u)) * 4ul);
-    float M = -1.0 / 0.0;
-    for (uint s = 0u; s < p.n_splits; s++) M = max(M, part.v[s * (HD + 2u) + HD]);
-    float l = 0.0;
-    for (uint s = 0u; s < p.n_splits; s++) {
+    uint tid = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x, ns = p.n_splits;
+    Floats part = Floats(p.part + uint64_t(base * ns * (HD + 2u)) * 4ul);
+    float mx = -1.0 / 0.0;
+    for (uint s = tid; s < ns; s += WG) mx = max(mx, part.v[s * (HD + 2u) + HD]);
+    float M = workgroup_max(mx);
+    for (uint s = tid; s < ns; s += WG) {
         float m = part.v[s * (HD + 2u) + HD];
-        if (m != -1.0 / 0.0) l += exp(m - M) * part.v[s * (HD + 2u) + HD + 1u];
+        float w = m != -1.0 / 0.0 ? exp(m - M) : 0.0;
+        wsplit[s] = w;
+        lsplit[s] = w * part.v[s * (HD + 2u) + HD + 1u];
     }
-    for (uint d = gl_LocalInvocationID.x; d < HD; d += gl_WorkGroupSize.x) {
+    barrier();
+    float l = 0.0;  // the same order in every invocation
+    for (uint s = 0u; s < ns; s++) l += lsplit[s];
+    for (uint d = tid; d < HD; d += WG) {
         float o = 0.0;
-        for (uint s = 0u; s < p.n_splits; s++) {
-            float m = part.v[s * (HD + 2u) + HD];
-            if (m != -1.0 / 0.0) o += exp(m - M) * part.v[s * (HD + 2u) + d];
+        uint s = 0u;
+        for (; s + 8u <= ns; s += 8u) {  // eight loads in flight, summed in order
+            float x[8];
+            [[unroll]] for (uint u = 0u; u < 8u; u++) x[u] = part.v[(s + u) * (HD + 2u) + d];
+            [[unroll]] for (uint u = 0u; u < 8u; u++) o += wsplit[s + u] * x[u];
         }
+        for (; s < ns; s++) o += wsplit[s] * part.v[s * (HD + 2u) + d];
         Floats(p.dst).v[base * HD + d] = o / l;
     }
 }

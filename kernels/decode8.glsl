@@ -31,12 +31,12 @@ uvec4 load8(uint64_t row, uint col0, uint cols) {
 // The eight weights load8 read for column col0.
 void unpack8(uvec4 r, uint col0, uint cols, out float w[8]) {
 #if WT == W_BF16
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         w[2u * i] = bf16_lo(r[i]);
         w[2u * i + 1u] = bf16_hi(r[i]);
     }
 #elif WT == W_F16
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         vec2 h = unpackHalf2x16(r[i]);
         w[2u * i] = h.x;
         w[2u * i + 1u] = h.y;
@@ -44,7 +44,7 @@ void unpack8(uvec4 r, uint col0, uint cols, out float w[8]) {
 #elif WT == W_Q8
     uint nb = (cols + QK - 1u) / QK, db = nb * QK + (col0 / QK) * 2u;
     float d = f16_at(r.z, (db >> 1) & 1u) * 127.0;
-    for (uint i = 0u; i < 2u; i++) {
+    [[unroll]] for (uint i = 0u; i < 2u; i++) {
         vec4 s = unpackSnorm4x8(r[i]) * d;
         w[4u * i] = s.x;
         w[4u * i + 1u] = s.y;
@@ -58,12 +58,12 @@ void unpack8(uvec4 r, uint col0, uint cols, out float w[8]) {
 #if WT == W_MLX4
     // eight nibbles, element k at bits 4k
     vec4 even = unpackUnorm4x8(r.x & 0x0f0f0f0fu) * s + b, odd = unpackUnorm4x8((r.x >> 4) & 0x0f0f0f0fu) * s + b;
-    for (uint i = 0u; i < 4u; i++) {
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
         w[2u * i] = even[i];
         w[2u * i + 1u] = odd[i];
     }
 #else
-    for (uint i = 0u; i < 2u; i++) {
+    [[unroll]] for (uint i = 0u; i < 2u; i++) {
         vec4 t = unpackUnorm4x8(r[i]) * s + b;
         w[4u * i] = t.x;
         w[4u * i + 1u] = t.y;
@@ -75,7 +75,7 @@ void unpack8(uvec4 r, uint col0, uint cols, out float w[8]) {
     uint nb = (cols + QK - 1u) / QK, g = col0 / QK, qbytes = (nb + 1u) / 2u * QK;
     uint db = qbytes + g * 2u, mb = qbytes + nb * 2u + g * 2u;
     float d = f16_at(r.z, (db >> 1) & 1u) * 255.0, m = f16_at(r.w, (mb >> 1) & 1u);
-    for (uint i = 0u; i < 2u; i++) {
+    [[unroll]] for (uint i = 0u; i < 2u; i++) {
         vec4 s = unpackUnorm4x8((r[i] >> ((g & 1u) * 4u)) & 0x0f0f0f0fu) * d + m;
         w[4u * i] = s.x;
         w[4u * i + 1u] = s.y;

@@ -12,7 +12,8 @@
 // accumulates in f32 fragments. The rescale needs each fragment element's row, which the extension leaves to the
 // implementation: it is read once from a fragment loaded from a matrix of row indices.
 // Operands are f16 (q·scale, K, V, P); scores, softmax and O are f32. K and V values saturate at ±65504.
-// Paged layout as in attention.comp: position p of kv head g in page pages[p / P], row p % P.
+// Paged layout as in attention.comp: position p of kv head g in page pages[p / P], row p % P; rows of f32 (converted
+// to f16 here) or f16 (copied as they are).
 // Defines: D (head dim, a multiple of 16 up to 256). Workgroup: WARPS subgroups of 32 (spec constant 0 = 32·WARPS).
 // Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
 #extension GL_GOOGLE_include_directive : require
@@ -42,6 +43,7 @@ layout(push_constant) uniform P {
     uint n_past, n, heads, kv_heads, page_tokens, page_stride;
     uint split_len, n_splits, hb, rt;
     float scale;
+    uint kv_type;  // SPLASH_KV_F32 or SPLASH_KV_F16
     uint64_t src2;
 } p;
 
@@ -56,7 +58,8 @@ shared float corr[WARPS][16];
 
 uint64_t kv_row(uint64_t base, uint pos, uint g) {
     uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
-    return base + (uint64_t(page) * p.page_stride + uint64_t((g * p.page_tokens + pos % p.page_tokens) * D)) * 4ul;
+    uint row_bytes = p.kv_type == 1u ? D * 2u : D * 4u;
+    return base + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * row_bytes;
 }
 
 // Keys (or values) k0 … k0 + BC − 1 of kv head g into KV as f16; zeros from key_end on.
@@ -64,7 +67,9 @@ void load_tile(uint64_t base, uint k0, uint key_end, uint g) {
     for (uint u = gl_LocalInvocationID.x; u < BC * (D / 8u); u += THREADS) {
         uint key = u / (D / 8u), q = u % (D / 8u);
         uvec4 h = uvec4(0u);
-        if (k0 + key < key_end) {
+        if (k0 + key < key_end && p.kv_type == 1u) {
+            h = Uvec4s(kv_row(base, k0 + key, g)).v[q];
+        } else if (k0 + key < key_end) {
             Vec4s r = Vec4s(kv_row(base, k0 + key, g) + uint64_t(q) * 32ul);
             vec4 a = clamp(r.v[0], -65504.0, 65504.0), b = clamp(r.v[1], -65504.0, 65504.0);
             h = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));

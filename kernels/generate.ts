@@ -47,10 +47,10 @@ export const DEFAULT_TILES: Tile[] = [
 const CoopTile = z.object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), wm: z.number().int(), wn: z.number().int() });
 type CoopTile = z.infer<typeof CoopTile>;
 export const DEFAULT_COOP_TILES: CoopTile[] = [
-  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32 },
-  { bm: 128, bn: 64, bk: 64, wm: 32, wn: 32 },
-  { bm: 64, bn: 64, bk: 64, wm: 32, wn: 32 },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64 },
+  { bm: 128, bn: 64, bk: 32, wm: 64, wn: 32 },
+  { bm: 64, bn: 64, bk: 32, wm: 32, wn: 32 },
 ];
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
@@ -122,6 +122,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
     for (const nmax of GEMV_BATCHES) {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
+      v.push({ name: `gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax } });
       if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
@@ -137,12 +138,15 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   ["add", "silu_mul", "sigmoid_mul", "add_sigmoid_scaled", "copy2d"].forEach((op, i) =>
     v.push({ name: op, file: "elementwise.comp", defines: { OP: i, WT: 0 } }),
   );
-  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0 } });
-  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1 } });
+  v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
+  v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
+  v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
+  v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });

@@ -4,6 +4,8 @@
 //   MODE 0 (dense):  y[j][r] = Σ_c W[r][c] · x[j][c]                 j < n ≤ NMAX
 //   MODE 1 (MoE gate/up):  h[pair][r] = silu(gate_e[r] · x[tok]) · (up_e[r] · x[tok])   for the pairs of one tile
 //   MODE 2 (MoE down):     yo[pair][r] = down_e[r] · h[pair]
+//   MODE 3 (dense gate/up):  h[j][r] = silu(gate[r] · x[j]) · (up[r] · x[j])   j < n ≤ NMAX (the MLP's first half and
+//                            its gate in one dispatch: each x chunk meets the gate and up rows of the same index)
 // In MoE modes a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs routed
 // to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
 //
@@ -31,7 +33,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint CHECK = 1;
 layout(constant_id = 3) const uint GROUPS = 1;
-#if MODE == 1
+#if MODE == 1 || MODE == 3
 #define MATS 2  // gate and up rows of the same index
 #else
 #define MATS 1
@@ -42,7 +44,7 @@ layout(constant_id = 3) const uint GROUPS = 1;
 #elif NMAX <= 4
 #define MAX_ROWS (4 / MATS)
 #else
-#define MAX_ROWS 2
+#define MAX_ROWS (2 / MATS)
 #endif
 #define SLOTS (MATS * MAX_ROWS)
 
@@ -50,7 +52,7 @@ layout(push_constant) uniform P {
     uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
     uint64_t x;       // dense: x [n][x_stride]; MoE gate/up: x [tokens][cols]; down: h [pairs][cols]
     uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]
-    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order
+    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order; MODE 3: row 0 of up
     uint row_bytes;   // device bytes per weight row
     uint rows, cols;
     uint n;           // dense: x rows (≤ NMAX)
@@ -195,11 +197,14 @@ void main() {
     uint r0, n;
     uint64_t wbase[MATS];
     uint64_t xrows[NMAX];
-#if MODE == 0
+#if MODE == 0 || MODE == 3
     uint rg0 = flat_group() * GROUPS * ROWS;
     r0 = rg0 + grp * ROWS;
     n = p.n;
     wbase[0] = p.w;
+#if MODE == 3
+    wbase[1] = p.plan;
+#endif
     [[unroll]] for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
 #else
     Ints plan = Ints(p.plan);
@@ -340,6 +345,8 @@ void main() {
         }
 #if MODE == 0
         Floats(p.y).v[j * p.y_stride + row] = v[0];
+#elif MODE == 3
+        Floats(p.y).v[j * p.y_stride + row] = silu(v[0]) * v[1];
 #elif MODE == 1
         Floats(p.y).v[pairs[j] * p.rows + row] = silu(v[0]) * v[1];
 #else

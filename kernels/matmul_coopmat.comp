@@ -56,9 +56,9 @@ void main() {
 #ifndef BM
 #define BM 128
 #define BN 128
-#define BK 64
+#define BK 32
 #define WM 64
-#define WN 32
+#define WN 64
 #endif
 #define SUBGROUP 32
 #define THREADS ((BM / WM) * (BN / WN) * SUBGROUP)
@@ -83,28 +83,19 @@ shared float Cs[THREADS / SUBGROUP][16 * 16];  // a subgroup's result block on i
 #define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
 uint m0, n0;
-uvec4 wr[A_LOADS], xr[B_LOADS];  // the next step's words (weights: load8's; f16 of those past cols, flagged in wdone)
-bool wdone[A_LOADS];
+uvec4 wr[A_LOADS], xr[B_LOADS];  // the next step's words: load8's for the weights, halves of x16
 
 uvec4 pack8(float w[8]) {
     return uvec4(packHalf2x16(vec2(w[0], w[1])), packHalf2x16(vec2(w[2], w[3])), packHalf2x16(vec2(w[4], w[5])),
                  packHalf2x16(vec2(w[6], w[7])));
 }
 
-// Issues the loads of the tile at column k0 (zeros past rows, n and cols).
+// Issues the loads of the tile at column k0: whole groups of 8 weights inside the matrix (others are stash's).
 void fetch(uint k0) {
     uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-        uint64_t row = p.w + uint64_t(m0 + m) * p.row_bytes;
-        wdone[i] = m0 + m >= p.rows || c + 8u > p.cols;
-        if (!wdone[i]) wr[i] = load8(row, c, p.cols);
-        else if (m0 + m >= p.rows || c >= p.cols) wr[i] = uvec4(0u);
-        else {
-            float w[8];
-            decode8(row, c, p.cols, w);
-            wr[i] = pack8(w);
-        }
+        wr[i] = m0 + m < p.rows && c + 8u <= p.cols ? load8(p.w + uint64_t(m0 + m) * p.row_bytes, c, p.cols) : uvec4(0u);
     }
     [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
@@ -112,15 +103,18 @@ void fetch(uint k0) {
     }
 }
 
-// Decodes the fetched words into shared memory.
+// Decodes the fetched words into shared memory. The one group of 8 columns that the matrix ends inside (cols % 8 is
+// 4) goes through the general decoder, in a loop of its own, so the unrolled loads above stay small.
 void stash(uint k0) {
-    uint tid = gl_LocalInvocationID.x;
+    uint tid = gl_LocalInvocationID.x, cut = p.cols & ~7u;
+    bool partial = cut != p.cols && cut >= k0 && cut < k0 + BK;
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
-        uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u);
-        uvec4 h = wr[i];
-        if (!wdone[i]) {
+        uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u), c = k0 + q * 8u;
+        if (partial && c == cut) continue;
+        uvec4 h = uvec4(0u);
+        if (m0 + m < p.rows && c + 8u <= p.cols) {
             float w[8];
-            unpack8(wr[i], k0 + q * 8u, p.cols, w);
+            unpack8(wr[i], c, p.cols, w);
             h = pack8(w);
         }
         As[m * STRIDE + q] = h;
@@ -129,11 +123,21 @@ void stash(uint k0) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), q = t % (BK / 8u);
         Bs[j * STRIDE + q] = xr[i];
     }
+    if (partial)
+        for (uint m = tid; m < BM; m += THREADS) {
+            float w[8];
+            [[unroll]] for (uint e = 0u; e < 8u; e++)
+                w[e] = m0 + m < p.rows && cut + e < p.cols ? weight_at(WT, p.w + uint64_t(m0 + m) * p.row_bytes, cut + e, p.cols) : 0.0;
+            As[m * STRIDE + (cut - k0) / 8u] = pack8(w);
+        }
 }
 
 void main() {
-    m0 = gl_WorkGroupID.x * BM;
-    n0 = gl_WorkGroupID.y * BN;
+    // Consecutive workgroups take the x tiles of one weight tile, so that tile is read from memory once and the
+    // others find it in L2 (x, a few MiB in f16, stays there).
+    uint tiles_n = (p.n + BN - 1u) / BN, tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    m0 = tile / tiles_n * BM;
+    n0 = tile % tiles_n * BN;
     uint warp = gl_SubgroupID, wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
     MatC acc[WM / 16][WN / 16];
     [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
@@ -166,14 +170,16 @@ void main() {
             }
         return;
     }
-    // an edge tile: each subgroup stages its 16 × 16 blocks through shared memory and writes those inside y
+    // an edge tile: each subgroup stages its 16 × 16 blocks through shared memory and writes those inside y. Every
+    // loop here has a constant trip count and unrolls: one that did not would index acc at run time, and the driver
+    // would then keep all of acc in local memory for the whole kernel, products included.
     uint lane = gl_SubgroupInvocationID;
     [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
         [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
             coopMatStore(acc[i][j], Cs[warp], 0u, 16u, gl_CooperativeMatrixLayoutColumnMajor);
             subgroupBarrier();
-            for (uint e = lane; e < 256u; e += SUBGROUP) {
-                uint r = m0 + wm + i * 16u + e % 16u, c = n0 + wn + j * 16u + e / 16u;
+            [[unroll]] for (uint e0 = 0u; e0 < 256u; e0 += SUBGROUP) {
+                uint e = e0 + lane, r = m0 + wm + i * 16u + e % 16u, c = n0 + wn + j * 16u + e / 16u;
                 if (r < p.rows && c < p.n) Floats(p.y).v[c * p.y_stride + r] = Cs[warp][e];
             }
             subgroupBarrier();

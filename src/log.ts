@@ -1,5 +1,5 @@
 // The process-wide logger. consola/core with a reporter writing plain lines to stderr: the full `consola` import
-// costs ≈60 ms at start under Bun (bun-stack.md), stdout stays free for command output (`splash run` streams the
+// is a noticeable part of start-up under Bun (bun-stack.md), stdout stays free for command output (`splash run` streams the
 // answer there), and Bun's console.error would colour every line red on a terminal, information included.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 

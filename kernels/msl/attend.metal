@@ -45,7 +45,10 @@ struct spvUnsafeArray
 };
 
 struct Ints;
+struct Uvec4s;
 struct Vec4s;
+struct Uints;
+struct Vec2s;
 struct Floats;
 
 struct P
@@ -67,6 +70,7 @@ struct P
     uint hb;
     uint rt;
     float scale;
+    uint kv_type;
     ulong src2;
 };
 
@@ -77,37 +81,81 @@ struct Ints
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _171 = (HD / 4u);
-constant uint _172 = (16u * _171);
-constant uint _177 = (HD / 4u);
-constant uint _181 = (HD / 4u);
+constant uint _65 = (HD * 2u);
+constant uint _67 = (HD * 4u);
+
+struct Uvec4s
+{
+    uint4 v[1];
+};
 
 struct Vec4s
 {
     float4 v[1];
 };
 
-constant uint _353 = (HD / 4u);
+struct Uints
+{
+    uint v[1];
+};
+
+struct Vec2s
+{
+    float2 v[1];
+};
+
+constant uint _280 = (HD / 4u);
+constant uint _281 = (16u * _280);
+constant uint _285 = (HD / 4u);
+constant uint _289 = (HD / 4u);
+constant uint _449 = (HD / 8u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _772 = (HD + 2u);
-constant uint _802 = (HD + 2u);
-constant uint _816 = (HD + 2u);
-constant uint _833_tmp [[function_constant(0)]];
-constant uint _833 = is_function_constant_defined(_833_tmp) ? _833_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_833, 1u, 1u);
+constant uint _899 = (HD + 2u);
+constant uint _937 = (HD + 2u);
+constant uint _951 = (HD + 2u);
+constant uint _968_tmp [[function_constant(0)]];
+constant uint _968 = is_function_constant_defined(_968_tmp) ? _968_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_968, 1u, 1u);
 
-constant spvUnsafeArray<float, 4> _328 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+constant spvUnsafeArray<float, 4> _425 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
 
 static inline __attribute__((always_inline))
 ulong kv_row(thread const ulong& base, thread const uint& pos, thread const uint& g, constant P& p)
 {
     uint page = uint((reinterpret_cast<device Ints*>(p.pages))->v[pos / p.page_tokens]);
-    return base + (((ulong(page) * ulong(p.page_stride)) + ulong(((g * p.page_tokens) + (pos % p.page_tokens)) * HD)) * 4ul);
+    uint row_bytes = (p.kv_type == 1u) ? _65 : _67;
+    return (base + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(row_bytes));
+}
+
+static inline __attribute__((always_inline))
+void kv8(thread const ulong& row, thread const uint& c, thread float4& a, thread float4& b, constant P& p)
+{
+    if (p.kv_type == 1u)
+    {
+        uint4 h = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+        a = float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
+        b = float4(float2(as_type<half2>(h.z)), float2(as_type<half2>(h.w)));
+    }
+    else
+    {
+        a = (reinterpret_cast<device Vec4s*>(row))->v[2u * c];
+        b = (reinterpret_cast<device Vec4s*>(row))->v[(2u * c) + 1u];
+    }
+}
+
+static inline __attribute__((always_inline))
+float2 kv2(thread const ulong& row, thread const uint& c, constant P& p)
+{
+    if (p.kv_type == 1u)
+    {
+        return float2(as_type<half2>((reinterpret_cast<device Uints*>(row))->v[c]));
+    }
+    return (reinterpret_cast<device Vec2s*>(row))->v[c];
 }
 
 kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
@@ -130,24 +178,24 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint last_row = min((row0 + p.rt), p.n) - 1u;
     uint key_begin = split * p.split_len;
     uint key_end = min((key_begin + p.split_len), ((p.n_past + last_row) + 1u));
-    for (uint t = tid; t < _172; t += 128u)
+    for (uint t = tid; t < _281; t += 128u)
     {
-        uint v = t / _177;
-        uint c = t % _181;
+        uint v = t / _285;
+        uint c = t % _289;
         uint row = row0 + (v / p.hb);
         uint h = h0 + (v % p.hb);
         float4 x = float4(0.0);
-        bool _208 = v < (p.hb * p.rt);
-        bool _215;
-        if (_208)
+        bool _314 = v < (p.hb * p.rt);
+        bool _321;
+        if (_314)
         {
-            _215 = row < p.n;
+            _321 = row < p.n;
         }
         else
         {
-            _215 = _208;
+            _321 = _314;
         }
-        if (_215 && (h < h_end))
+        if (_321 && (h < h_end))
         {
             x = (reinterpret_cast<device Vec4s*>(p.src + (ulong(((row * p.heads) + h) * HD) * 4ul)))->v[c] * p.scale;
         }
@@ -158,18 +206,20 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         mrun[tid] = as_type<float>(0xff800000u /* -inf */);
         lsum[tid] = 0.0;
     }
-    spvUnsafeArray<spvUnsafeArray<float, 2>, 16> acc;
+    spvUnsafeArray<float2, 16> acc;
     for (uint v_1 = 0u; v_1 < 16u; v_1++)
     {
-        for (uint c_1 = 0u; c_1 < 2u; c_1++)
-        {
-            acc[v_1][c_1] = 0.0;
-        }
+        acc[v_1] = float2(0.0);
     }
+    bool owns_dims = (2u * tid) < HD;
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint j = tid % 32u;
     uint vg = tid / 32u;
-    float _455;
+    float4 param_5;
+    float4 param_6;
+    float _574;
+    spvUnsafeArray<float2, 8> x_1;
+    float2 _729;
     for (uint k0 = key_begin; k0 < key_end; k0 += 32u)
     {
         uint key = k0 + j;
@@ -179,13 +229,18 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             ulong param = p.k;
             uint param_1 = key;
             uint param_2 = g;
-            const device Vec4s* kr = reinterpret_cast<device Vec4s*>(kv_row(param, param_1, param_2, p));
-            for (uint c_2 = 0u; c_2 < _353; c_2++)
+            ulong kr = kv_row(param, param_1, param_2, p);
+            for (uint c_1 = 0u; c_1 < _449; c_1++)
             {
-                float4 kv = kr->v[c_2];
+                ulong param_3 = kr;
+                uint param_4 = c_1;
+                kv8(param_3, param_4, param_5, param_6, p);
+                float4 a = param_5;
+                float4 b = param_6;
                 for (uint i = 0u; i < 4u; i++)
                 {
-                    s[i] += dot(Qs[(vg * 4u) + i][c_2], kv);
+                    s[i] += dot(Qs[(vg * 4u) + i][2u * c_1], a);
+                    s[i] += dot(Qs[(vg * 4u) + i][(2u * c_1) + 1u], b);
                 }
             }
         }
@@ -193,53 +248,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             uint v_2 = (vg * 4u) + i_1;
             uint row_1 = row0 + (v_2 / p.hb);
-            bool _410 = key < key_end;
-            bool _420;
-            if (_410)
+            bool _529 = key < key_end;
+            bool _539;
+            if (_529)
             {
-                _420 = v_2 < (p.hb * p.rt);
+                _539 = v_2 < (p.hb * p.rt);
             }
             else
             {
-                _420 = _410;
+                _539 = _529;
             }
-            bool _427;
-            if (_420)
+            bool _546;
+            if (_539)
             {
-                _427 = row_1 < p.n;
+                _546 = row_1 < p.n;
             }
             else
             {
-                _427 = _420;
+                _546 = _539;
             }
-            bool _438;
-            if (_427)
+            bool _557;
+            if (_546)
             {
-                _438 = (h0 + (v_2 % p.hb)) < h_end;
+                _557 = (h0 + (v_2 % p.hb)) < h_end;
             }
             else
             {
-                _438 = _427;
+                _557 = _546;
             }
-            bool _447;
-            if (_438)
+            bool _566;
+            if (_557)
             {
-                _447 = key <= (p.n_past + row_1);
+                _566 = key <= (p.n_past + row_1);
             }
             else
             {
-                _447 = _438;
+                _566 = _557;
             }
-            bool ok = _447;
+            bool ok = _566;
             if (ok)
             {
-                _455 = s[i_1];
+                _574 = s[i_1];
             }
             else
             {
-                _455 = as_type<float>(0xff800000u /* -inf */);
+                _574 = as_type<float>(0xff800000u /* -inf */);
             }
-            S[v_2][j] = _455;
+            S[v_2][j] = _574;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (tid < 16u)
@@ -249,12 +304,12 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             {
                 mx = fast::max(mx, S[tid][i_2]);
             }
-            float c_3 = 1.0;
+            float c_2 = 1.0;
             float l = lsum[tid];
             if (mx != as_type<float>(0xff800000u /* -inf */))
             {
-                c_3 = exp(mrun[tid] - mx);
-                l *= c_3;
+                c_2 = exp(mrun[tid] - mx);
+                l *= c_2;
                 for (uint i_3 = 0u; i_3 < 32u; i_3++)
                 {
                     float e = exp(S[tid][i_3] - mx);
@@ -269,36 +324,43 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                     S[tid][i_4] = 0.0;
                 }
             }
-            corr[tid] = c_3;
+            corr[tid] = c_2;
             lsum[tid] = l;
             mrun[tid] = mx;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint v_3 = 0u; v_3 < 16u; v_3++)
         {
-            for (uint c_4 = 0u; c_4 < 2u; c_4++)
-            {
-                acc[v_3][c_4] *= corr[v_3];
-            }
+            acc[v_3] *= corr[v_3];
         }
         uint nk = min(32u, (key_end - k0));
-        for (uint i_5 = 0u; i_5 < nk; i_5++)
+        if (owns_dims)
         {
-            ulong param_3 = p.v;
-            uint param_4 = k0 + i_5;
-            uint param_5 = g;
-            device Floats* vr = reinterpret_cast<device Floats*>(kv_row(param_3, param_4, param_5, p));
-            for (uint c_5 = 0u; c_5 < 2u; c_5++)
+            for (uint i0 = 0u; i0 < nk; i0 += 8u)
             {
-                uint d = tid + (c_5 * 128u);
-                if (d >= HD)
+                for (uint u = 0u; u < 8u; u++)
                 {
-                    break;
+                    if ((i0 + u) < nk)
+                    {
+                        ulong param_7 = p.v;
+                        uint param_8 = (k0 + i0) + u;
+                        uint param_9 = g;
+                        ulong param_10 = kv_row(param_7, param_8, param_9, p);
+                        uint param_11 = tid;
+                        _729 = kv2(param_10, param_11, p);
+                    }
+                    else
+                    {
+                        _729 = float2(0.0);
+                    }
+                    x_1[u] = _729;
                 }
-                float x_1 = vr->v[d];
-                for (uint v_4 = 0u; v_4 < 16u; v_4++)
+                for (uint u_1 = 0u; u_1 < 8u; u_1++)
                 {
-                    acc[v_4][c_5] += (S[v_4][i_5] * x_1);
+                    for (uint v_4 = 0u; v_4 < 16u; v_4++)
+                    {
+                        acc[v_4] += (x_1[u_1] * S[v_4][i0 + u_1]);
+                    }
                 }
             }
         }
@@ -308,42 +370,41 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_2 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _698 = v_5 >= (p.hb * p.rt);
-        bool _706;
-        if (!_698)
+        bool _821 = v_5 >= (p.hb * p.rt);
+        bool _829;
+        if (!_821)
         {
-            _706 = row_2 >= p.n;
+            _829 = row_2 >= p.n;
         }
         else
         {
-            _706 = _698;
+            _829 = _821;
         }
-        if (_706 || (h_1 >= h_end))
+        if (_829 || (h_1 >= h_end))
         {
             continue;
         }
         uint base = (row_2 * p.heads) + h_1;
-        for (uint c_6 = 0u; c_6 < 2u; c_6++)
+        if (owns_dims)
         {
-            uint d_1 = tid + (c_6 * 128u);
-            if (d_1 >= HD)
-            {
-                break;
-            }
             if (p.n_splits == 1u)
             {
-                (reinterpret_cast<device Floats*>(p.dst))->v[(base * HD) + d_1] = acc[v_5][c_6] / lsum[v_5];
+                device Floats* o = reinterpret_cast<device Floats*>(p.dst + (ulong((base * HD) + (2u * tid)) * 4ul));
+                o->v[0] = acc[v_5].x / lsum[v_5];
+                o->v[1] = acc[v_5].y / lsum[v_5];
             }
             else
             {
-                (reinterpret_cast<device Floats*>(p.part))->v[(((base * p.n_splits) + split) * _772) + d_1] = acc[v_5][c_6];
+                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _899) + (2u * tid)) * 4ul));
+                part->v[0] = acc[v_5].x;
+                part->v[1] = acc[v_5].y;
             }
         }
         if ((p.n_splits > 1u) && (tid == 0u))
         {
-            device Floats* part = reinterpret_cast<device Floats*>(p.part);
-            part->v[(((base * p.n_splits) + split) * _802) + HD] = mrun[v_5];
-            part->v[((((base * p.n_splits) + split) * _816) + HD) + 1u] = lsum[v_5];
+            device Floats* part_1 = reinterpret_cast<device Floats*>(p.part);
+            part_1->v[(((base * p.n_splits) + split) * _937) + HD] = mrun[v_5];
+            part_1->v[((((base * p.n_splits) + split) * _951) + HD) + 1u] = lsum[v_5];
         }
     }
 }

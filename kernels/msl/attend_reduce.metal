@@ -1,9 +1,48 @@
 #pragma clang diagnostic ignored "-Wmissing-prototypes"
+#pragma clang diagnostic ignored "-Wmissing-braces"
 
 #include <metal_stdlib>
 #include <simd/simd.h>
 
 using namespace metal;
+
+template<typename T, size_t Num>
+struct spvUnsafeArray
+{
+    T elements[Num ? Num : 1];
+    
+    thread T& operator [] (size_t pos) thread
+    {
+        return elements[pos];
+    }
+    constexpr const thread T& operator [] (size_t pos) const thread
+    {
+        return elements[pos];
+    }
+    
+    device T& operator [] (size_t pos) device
+    {
+        return elements[pos];
+    }
+    constexpr const device T& operator [] (size_t pos) const device
+    {
+        return elements[pos];
+    }
+    
+    constexpr const constant T& operator [] (size_t pos) const constant
+    {
+        return elements[pos];
+    }
+    
+    threadgroup T& operator [] (size_t pos) threadgroup
+    {
+        return elements[pos];
+    }
+    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
+    {
+        return elements[pos];
+    }
+};
 
 struct Floats;
 
@@ -26,8 +65,13 @@ struct P
     uint hb;
     uint rt;
     float scale;
+    uint kv_type;
     ulong src2;
 };
+
+constant uint _102_tmp [[function_constant(0)]];
+constant uint _102 = is_function_constant_defined(_102_tmp) ? _102_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_102, 1u, 1u);
 
 struct Floats
 {
@@ -36,15 +80,12 @@ struct Floats
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _66 = (HD + 2u);
-constant uint _90 = (HD + 2u);
-constant uint _115 = (HD + 2u);
-constant uint _130 = (HD + 2u);
-constant uint _166 = (HD + 2u);
-constant uint _181 = (HD + 2u);
-constant uint _203_tmp [[function_constant(0)]];
-constant uint _203 = is_function_constant_defined(_203_tmp) ? _203_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_203, 1u, 1u);
+constant uint _122 = (HD + 2u);
+constant uint _144 = (HD + 2u);
+constant uint _171 = (HD + 2u);
+constant uint _201 = (HD + 2u);
+constant uint _266 = (HD + 2u);
+constant uint _311 = (HD + 2u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -52,40 +93,89 @@ uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
     return gl_WorkGroupID.x + (gl_WorkGroupID.y * gl_NumWorkGroups.x);
 }
 
-kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+static inline __attribute__((always_inline))
+float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
+{
+    v = simd_max(v);
+    bool _20 = simd_is_first();
+    if (_20)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = wg_red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++)
+    {
+        s = fast::max(s, wg_red[i]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     threadgroup float wg_red[256];
+    threadgroup float wsplit[1024];
+    threadgroup float lsplit[1024];
     threadgroup uint wg_red_u[256];
     uint base = flat_group(gl_WorkGroupID, gl_NumWorkGroups);
     if (base >= (p.n * p.heads))
     {
         return;
     }
-    device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((base * p.n_splits) * _66) * 4ul));
-    float M = as_type<float>(0xff800000u /* -inf */);
-    for (uint s = 0u; s < p.n_splits; s++)
+    uint tid = gl_LocalInvocationID.x;
+    uint WG = gl_WorkGroupSize.x;
+    uint ns = p.n_splits;
+    device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((base * ns) * _122) * 4ul));
+    float mx = as_type<float>(0xff800000u /* -inf */);
+    for (uint s = tid; s < ns; s += WG)
     {
-        M = fast::max(M, part->v[(s * _90) + HD]);
+        mx = fast::max(mx, part->v[(s * _144) + HD]);
     }
-    float l = 0.0;
-    for (uint s_1 = 0u; s_1 < p.n_splits; s_1++)
+    float param = mx;
+    float _157 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    float M = _157;
+    float _179;
+    for (uint s_1 = tid; s_1 < ns; s_1 += WG)
     {
-        float m = part->v[(s_1 * _115) + HD];
+        float m = part->v[(s_1 * _171) + HD];
         if (m != as_type<float>(0xff800000u /* -inf */))
         {
-            l += (exp(m - M) * part->v[((s_1 * _130) + HD) + 1u]);
+            _179 = exp(m - M);
         }
+        else
+        {
+            _179 = 0.0;
+        }
+        float w = _179;
+        wsplit[s_1] = w;
+        lsplit[s_1] = w * part->v[((s_1 * _201) + HD) + 1u];
     }
-    for (uint d = gl_LocalInvocationID.x; d < HD; d += gl_WorkGroupSize.x)
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float l = 0.0;
+    for (uint s_2 = 0u; s_2 < ns; s_2++)
+    {
+        l += lsplit[s_2];
+    }
+    spvUnsafeArray<float, 8> x;
+    for (uint d = tid; d < HD; d += WG)
     {
         float o = 0.0;
-        for (uint s_2 = 0u; s_2 < p.n_splits; s_2++)
+        uint s_3 = 0u;
+        for (; (s_3 + 8u) <= ns; s_3 += 8u)
         {
-            float m_1 = part->v[(s_2 * _166) + HD];
-            if (m_1 != as_type<float>(0xff800000u /* -inf */))
+            for (uint u = 0u; u < 8u; u++)
             {
-                o += (exp(m_1 - M) * part->v[(s_2 * _181) + d]);
+                x[u] = part->v[((s_3 + u) * _266) + d];
             }
+            for (uint u_1 = 0u; u_1 < 8u; u_1++)
+            {
+                o += (wsplit[s_3 + u_1] * x[u_1]);
+            }
+        }
+        for (; s_3 < ns; s_3++)
+        {
+            o += (wsplit[s_3] * part->v[(s_3 * _311) + d]);
         }
         (reinterpret_cast<device Floats*>(p.dst))->v[(base * HD) + d] = o / l;
     }

@@ -13,11 +13,11 @@ static uint64_t padded(uint64_t bytes) { return (bytes + 63) & ~(uint64_t)63; }
 uint64_t splash_cache_page_bytes(const splash_model *m, int32_t page_tokens) {
     if (!m || page_tokens < 1) return 0;
     return padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)) +
-           (m->spec ? padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)) : 0);
+           (m->speculator ? padded(sp_speculator_page_bytes(m->speculator, page_tokens, m->kv_type)) : 0);
 }
 
 uint64_t splash_cache_slot_bytes(const splash_model *m) {
-    return m ? sp_qwen35_slot_bytes(m->arch) + (m->spec ? sp_speculator_slot_bytes(m->spec) : 0) : 0;
+    return m ? sp_qwen35_slot_bytes(m->arch) + (m->speculator ? sp_speculator_slot_bytes(m->speculator) : 0) : 0;
 }
 
 sp_qwen35_memory sp_cache_memory(const splash_cache *c) {
@@ -37,16 +37,18 @@ splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t 
     *c = (splash_cache){.m = m, .page_tokens = page_tokens, .n_pages = n_pages, .n_slots = n_slots, .kv_type = m->kv_type,
                         .page_bytes = padded(sp_qwen35_page_bytes(m->arch, page_tokens, m->kv_type)),
                         .slot_bytes = sp_qwen35_slot_bytes(m->arch)};
-    if (m->spec)
-        c->draft_page_bytes = padded(sp_speculator_page_bytes(m->spec, page_tokens, m->kv_type)),
-        c->draft_slot_bytes = sp_speculator_slot_bytes(m->spec);
+    if (m->speculator)
+        c->draft_page_bytes = padded(sp_speculator_page_bytes(m->speculator, page_tokens, m->kv_type)),
+        c->draft_slot_bytes = sp_speculator_slot_bytes(m->speculator);
     uint64_t kv = c->page_bytes * (uint64_t)n_pages, st = c->slot_bytes * (uint64_t)n_slots;
     uint64_t dkv = c->draft_page_bytes * (uint64_t)n_pages, dst = c->draft_slot_bytes * (uint64_t)n_slots;
+    pthread_mutex_lock(&m->lock);
     c->kv = m->be.alloc(&m->be, kv ? kv : 64);
     c->state = m->be.alloc(&m->be, st ? st : 64);
     c->draft_kv = m->be.alloc(&m->be, dkv ? dkv : 64);
     c->draft_state = m->be.alloc(&m->be, dst ? dst : 64);
     m->n_caches++;
+    pthread_mutex_unlock(&m->lock);
     if (!c->kv || !c->state || !c->draft_kv || !c->draft_state) {
         splash_cache_free(c);
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the cache: %d pages × %llu bytes + %d slots × %llu bytes",
@@ -58,11 +60,13 @@ splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t 
 
 void splash_cache_free(splash_cache *c) {
     if (!c) return;
+    pthread_mutex_lock(&c->m->lock);
     c->m->be.free(&c->m->be, c->kv);
     c->m->be.free(&c->m->be, c->state);
     c->m->be.free(&c->m->be, c->draft_kv);
     c->m->be.free(&c->m->be, c->draft_state);
     c->m->n_caches--;
+    pthread_mutex_unlock(&c->m->lock);
     free(c->refusals);
     free(c);
 }
@@ -85,8 +89,10 @@ splash_status splash_cache_copy_page(splash_cache *c, int32_t src, int32_t dst) 
     splash_status st;
     if ((st = check_id("page", src, c->n_pages)) || (st = check_id("page", dst, c->n_pages))) return st;
     if (src == dst) return SPLASH_OK;
+    pthread_mutex_lock(&c->m->lock);
     copy_bytes(c->m, c->kv, dst, src, c->page_bytes);
     copy_bytes(c->m, c->draft_kv, dst, src, c->draft_page_bytes);
+    pthread_mutex_unlock(&c->m->lock);
     return SPLASH_OK;
 }
 
@@ -95,8 +101,10 @@ splash_status splash_cache_copy_slot(splash_cache *c, int32_t src, int32_t dst) 
     splash_status st;
     if ((st = check_id("slot", src, c->n_slots)) || (st = check_id("slot", dst, c->n_slots))) return st;
     if (src == dst) return SPLASH_OK;
+    pthread_mutex_lock(&c->m->lock);
     copy_bytes(c->m, c->state, dst, src, c->slot_bytes);
     copy_bytes(c->m, c->draft_state, dst, src, c->draft_slot_bytes);
+    pthread_mutex_unlock(&c->m->lock);
     return SPLASH_OK;
 }
 
@@ -104,8 +112,10 @@ splash_status splash_cache_clear_slot(splash_cache *c, int32_t slot) {
     if (!c) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_cache_clear_slot: cache is NULL");
     splash_status st = check_id("slot", slot, c->n_slots);
     if (st) return st;
+    pthread_mutex_lock(&c->m->lock);
     if (c->slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->state + slot * c->slot_bytes, c->slot_bytes);
     if (c->draft_slot_bytes) c->m->be.clear(&c->m->be, (uint8_t *)c->draft_state + slot * c->draft_slot_bytes, c->draft_slot_bytes);
+    pthread_mutex_unlock(&c->m->lock);
     return SPLASH_OK;
 }
 
@@ -121,6 +131,7 @@ static splash_status transfer(splash_cache *c, const char *what, int32_t id, int
                        (unsigned long long)(target_bytes + draft_bytes), (unsigned long long)bytes);
     const sp_backend *be = &c->m->be;
     uint8_t *t = (uint8_t *)target + (uint64_t)id * target_bytes, *d = (uint8_t *)draft + (uint64_t)id * draft_bytes, *h = host;
+    pthread_mutex_lock(&c->m->lock);
     if (to_host) {
         be->read(be, h, t, target_bytes);
         if (draft_bytes) be->read(be, h + target_bytes, d, draft_bytes);
@@ -128,6 +139,7 @@ static splash_status transfer(splash_cache *c, const char *what, int32_t id, int
         be->write(be, t, h, target_bytes);
         if (draft_bytes) be->write(be, d, h + target_bytes, draft_bytes);
     }
+    pthread_mutex_unlock(&c->m->lock);
     return SPLASH_OK;
 }
 

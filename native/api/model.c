@@ -101,6 +101,7 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     int n = o.n_threads ? o.n_threads : cpu.n_cores;
     splash_model *m = calloc(1, sizeof *m);
     if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&m->lock, NULL);
     splash_status st = sp_threadpool_create(n, &m->pool);
     if (!st) st = make_backend(&m->be, m->pool, n, &m->op_status, o.backend, NULL, 0);
     if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
@@ -155,11 +156,12 @@ splash_status splash_backend_probe(int32_t backend, char *name, int32_t name_cap
 
 void splash_model_free(splash_model *m) {
     if (!m) return;
-    sp_speculator_free(m->spec);
+    sp_speculator_free(m->speculator);
     sp_qwen35_vision_free(m->vision);
     sp_qwen35_free(m->arch);
     destroy_backend(&m->be);
     sp_threadpool_free(m->pool);
+    pthread_mutex_destroy(&m->lock);
     free(m);
 }
 
@@ -172,6 +174,6 @@ splash_status splash_model_get_info(const splash_model *m, splash_model_info *ou
     out->kv_type = m->kv_type;
     out->kv_bytes_per_token = sp_qwen35_page_bytes(m->arch, 1, m->kv_type);
     out->has_vision = m->vision != NULL;
-    if (m->spec) sp_speculator_add_info(m->spec, out); /* the drafter's weights and scratch */
+    if (m->speculator) sp_speculator_add_info(m->speculator, out); /* the drafter's weights and scratch */
     return SPLASH_OK;
 }

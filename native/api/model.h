@@ -5,15 +5,20 @@
 #include "arch/qwen3_5.h"
 #include "backends/backend.h"
 
+#include <pthread.h>
+
 typedef struct sp_speculator sp_speculator; /* speculate.c */
 typedef struct sp_qwen35_vision sp_qwen35_vision; /* arch/qwen3_5_vision.h */
 
 struct splash_model {
+    /* Held by every call that runs on the model's backend, pool or scratch (a step, a draft, an image, a cache copy):
+     * callers on different threads (the engine's step thread, the server's) take turns. */
+    pthread_mutex_t lock;
     sp_backend be;         /* the arch holds a pointer to it: the model never moves */
     sp_threadpool *pool;
     sp_qwen35 *arch;
     splash_status op_status; /* be.status points here */
-    sp_speculator *spec;   /* the attached drafter, or NULL */
+    sp_speculator *speculator; /* the attached drafter, or NULL */
     sp_qwen35_vision *vision; /* the checkpoint's vision tower, or NULL */
     int32_t n_caches;      /* caches alive: a drafter attaches, and the KV type changes, only before the first */
     int32_t kv_type;       /* SPLASH_KV_* of the caches */

@@ -8,7 +8,7 @@
  *   (the caller)       may refuse a draft (a grammar) and verify only a prefix
  *   splash_step_spec   the target runs [t, d1 … dk] at n … n + k in the same pass as the step's other sequences,
  *                      writing logits for every block row here (never to the caller: 248K floats a row); then
- *                      spec/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
+ *                      draft/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
  *                      sp_qwen35_commit replays the accepted rows into the GDN state, which the block left untouched
  *
  *   after the step:    positions n … n + a hold the accepted tokens, the final token is the target's own
@@ -24,7 +24,7 @@
 #include "arch/draft.h"
 #include "arch/mtp.h"
 #include "core/error.h"
-#include "spec/accept.h"
+#include "draft/accept.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,7 +32,13 @@
 
 /* Speculation pays less the more sequences share a step (their rows already amortize the weight reads), so by
  * default at most 8 verify per step: the verify buffers are sized for it (Qwen3.8-27B: ~0.5 GB with 16-token blocks). */
-enum { DEFAULT_MTP_DRAFT = 3, DEFAULT_MAX_SEQS = 8 };
+enum { DEFAULT_MAX_SEQS = 8 };
+
+/* The drafters by splash_drafter_options.kind. */
+static const struct {
+    int32_t kind;
+    sp_drafter_load load;
+} DRAFTERS[] = {{SPLASH_DRAFT_MTP, sp_mtp_load}, {SPLASH_DRAFT_DFLASH, sp_dflash_load}, {SPLASH_DRAFT_DFLASH2, sp_dflash2_load}};
 
 /* What the last splash_draft proposed for its sequence i. */
 typedef struct drafted {
@@ -45,15 +51,13 @@ struct sp_speculator {
     int32_t vocab;              /* the output head's rows: the stride of every logits row here */
     int32_t n_tokens;           /* the ids a draft or an accepted token may be (the rest of a row is padding) … */
     const uint32_t *tokens;     /* … of which those set here (NULL: all): the target's sp_qwen35_tokens */
-    sp_mtp *mtp;
-    sp_dflash *dflash;
-    const int32_t *tap_layers;  /* DFlash */
-    int32_t n_taps;
-    int64_t row_width;          /* floats per step row handed to the drafter: taps (DFlash) or normed hidden (MTP) */
+    sp_drafter *d;
+    int64_t row_width;          /* floats per step row handed to the drafter: its taps, or the normed hidden */
     const sp_backend *be;
-    /* buffers */
+    /* buffers: rows and logits in backend memory, the rest host memory (picks and sampled acceptance run there) */
     float *rows;                /* (max_step_tokens, row_width) */
-    float *logits;              /* (verify_rows, vocab): verify blocks' logits */
+    float *logits;              /* (verify_rows, vocab): verify blocks' logits, backend memory */
+    float *host_logits;         /* (max_draft + 1, vocab): one block's, read back to sample at temperature > 0 */
     float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
     float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
     void *dist_scratch;
@@ -70,10 +74,10 @@ struct sp_speculator {
 /* ---- sizes (the cache and the memory plan use these) ------------------------------------------------------------ */
 
 uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type) {
-    return s->mtp ? sp_mtp_page_bytes(s->mtp, page_tokens, kv_type) : sp_dflash_page_bytes(s->dflash, page_tokens, kv_type);
+    return s->d->ops->page_bytes(s->d, page_tokens, kv_type);
 }
 
-uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->mtp ? sp_mtp_slot_bytes(s->mtp) : 0; }
+uint64_t sp_speculator_slot_bytes(const sp_speculator *s) { return s->d->ops->slot_bytes(s->d); }
 
 void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info) {
     info->weight_bytes += s->weight_bytes;
@@ -82,11 +86,11 @@ void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info) {
 
 void sp_speculator_free(sp_speculator *s) {
     if (!s) return;
-    sp_mtp_free(s->mtp);
-    sp_dflash_free(s->dflash);
-    s->be->free(s->be, s->rows);
-    s->be->free(s->be, s->logits);
-    s->be->free(s->be, s->q);
+    if (s->d) s->d->ops->free(s->d);
+    if (s->rows) s->be->free(s->be, s->rows);
+    if (s->logits) s->be->free(s->be, s->logits);
+    free(s->host_logits);
+    free(s->q);
     free(s->z);
     free(s->p);
     free(s->dist_scratch);
@@ -109,10 +113,11 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     uint64_t q = sizeof(float) * (uint64_t)s->max_seqs * (uint64_t)s->max_draft * V;
     s->rows = be->alloc(be, rows);
     s->logits = be->alloc(be, logits);
-    s->q = be->alloc(be, q);
+    s->host_logits = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * V);
+    s->q = malloc(q);
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
-    s->dist_scratch = malloc(sp_spec_dist_scratch(s->vocab));
+    s->dist_scratch = malloc(sp_accept_dist_scratch(s->vocab));
     s->jobs = calloc((size_t)s->max_draft + 1, sizeof(sp_sample_job));
     uint64_t sample = (uint64_t)be->n_threads * sp_sample_scratch_bytes(s->vocab);
     s->sample_scratch = malloc(sample);
@@ -120,10 +125,11 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     s->top_logprobs = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * SPLASH_MAX_TOP_LOGPROBS);
     s->last = calloc((size_t)s->max_seqs, sizeof(drafted));
     s->last_tokens = calloc((size_t)s->max_seqs * (size_t)s->max_draft, sizeof(int32_t));
-    if (!s->rows || !s->logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch || !s->top_ids ||
-        !s->top_logprobs || !s->last || !s->last_tokens)
+    if (!s->rows || !s->logits || !s->host_logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch ||
+        !s->top_ids || !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + 2 * sizeof(float) * V + sp_spec_dist_scratch(s->vocab) + sample;
+    s->scratch_bytes += rows + logits + q + sizeof(float) * ((uint64_t)s->max_draft + 3) * V + sp_accept_dist_scratch(s->vocab) +
+                        sample;
     return SPLASH_OK;
 }
 
@@ -132,14 +138,14 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (opts->struct_size < sizeof *opts)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_options.struct_size %u < %zu: rebuild the binding",
                        opts->struct_size, sizeof *opts);
-    if (opts->kind != SPLASH_DRAFT_MTP && opts->kind != SPLASH_DRAFT_DFLASH && opts->kind != SPLASH_DRAFT_DFLASH2)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp), 2 (dflash) or 3 (dflash2)", opts->kind);
-    if (m->spec) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
+    sp_drafter_load load = NULL;
+    for (size_t i = 0; i < sizeof DRAFTERS / sizeof *DRAFTERS; i++)
+        if (DRAFTERS[i].kind == opts->kind) load = DRAFTERS[i].load;
+    if (!load) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp), 2 (dflash) or 3 (dflash2)", opts->kind);
+    if (m->speculator) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
     if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
     if (!m->be.attention_ext)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no attention_ext op: drafters cannot run on it", m->be.name);
-    if (opts->kind != SPLASH_DRAFT_MTP && !opts->dir)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     if (opts->max_draft < 0 || opts->max_draft > 64 || opts->max_seqs < 0 || opts->max_seqs > 1024)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d (0..64), max_seqs %d (0..1024)", opts->max_draft, opts->max_seqs);
     sp_draft_target t;
@@ -148,23 +154,11 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (!s) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *s = (sp_speculator){.kind = opts->kind, .max_seqs = opts->max_seqs ? opts->max_seqs : DEFAULT_MAX_SEQS,
                          .vocab = t.vocab_size, .n_tokens = t.n_tokens, .tokens = t.token_mask, .be = &m->be};
-    splash_status st;
-    if (opts->kind == SPLASH_DRAFT_MTP) {
-        s->max_draft = opts->max_draft ? opts->max_draft : DEFAULT_MTP_DRAFT;
-        s->row_width = t.hidden_size;
-        st = sp_mtp_load(&t, s->max_draft, s->max_seqs, &s->mtp);
-        if (!st) s->weight_bytes = sp_mtp_weight_bytes(s->mtp), s->scratch_bytes = sp_mtp_scratch_bytes(s->mtp);
-    } else {
-        st = sp_dflash_load(opts->dir, &t, opts->kind == SPLASH_DRAFT_DFLASH2 ? 2 : 1, s->max_seqs, &s->dflash);
-        if (!st) {
-            int32_t B = sp_dflash_block_size(s->dflash);
-            s->max_draft = opts->max_draft ? opts->max_draft : B - 1;
-            if (s->max_draft > B - 1)
-                st = SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d: a block of %d drafts at most %d", s->max_draft, B, B - 1);
-            s->tap_layers = sp_dflash_taps(s->dflash, &s->n_taps);
-            s->row_width = (int64_t)s->n_taps * t.hidden_size;
-            s->weight_bytes = sp_dflash_weight_bytes(s->dflash), s->scratch_bytes = sp_dflash_scratch_bytes(s->dflash);
-        }
+    splash_status st = load(&t, opts->dir, opts->max_draft, s->max_seqs, &s->d);
+    if (!st) {
+        s->max_draft = s->d->max_draft;
+        s->row_width = (int64_t)(s->d->n_taps ? s->d->n_taps : 1) * t.hidden_size;
+        s->weight_bytes = s->d->weight_bytes, s->scratch_bytes = s->d->scratch_bytes;
     }
     uint64_t kept = 0;
     s->verify_rows = s->max_seqs * (s->max_draft + 1);
@@ -175,7 +169,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
         sp_speculator_free(s);
         return st;
     }
-    m->spec = s;
+    m->speculator = s;
     return SPLASH_OK;
 }
 
@@ -184,14 +178,14 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     if (out->struct_size < sizeof *out)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_info.struct_size %u < %zu: rebuild the binding",
                        out->struct_size, sizeof *out);
-    const sp_speculator *s = m->spec;
+    const sp_speculator *s = m->speculator;
     *out = (splash_drafter_info){.struct_size = sizeof *out, .kind = SPLASH_DRAFT_NONE, .mask_token_id = -1};
     if (!s) return SPLASH_OK;
     out->kind = s->kind;
     out->max_draft = s->max_draft;
     out->max_seqs = s->max_seqs;
-    out->block_size = s->dflash ? sp_dflash_block_size(s->dflash) : 0;
-    out->mask_token_id = s->dflash ? sp_dflash_mask_token(s->dflash) : -1;
+    out->block_size = s->d->block_size;
+    out->mask_token_id = s->d->mask_token_id;
     out->weight_bytes = s->weight_bytes;
     out->scratch_bytes = s->scratch_bytes;
     out->kv_bytes_per_token = sp_speculator_page_bytes(s, 1, m->kv_type);
@@ -219,8 +213,8 @@ static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) 
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
     const splash_draft_seq *d = &c->drafts[i];
-    sp_spec_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
-    sp_spec_logits(&row, s->n_tokens, s->z, s->dist_scratch);
+    sp_dist_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+    sp_accept_logits(&row, s->n_tokens, s->z, s->dist_scratch);
     for (int32_t t = s->n_tokens; t < s->vocab; t++) s->z[t] = -INFINITY;
     return s->z;
 }
@@ -260,12 +254,12 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
         for (int32_t t = 0; t < N; t++)
             if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
-        sp_spec_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+        sp_dist_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
         int32_t arg;
-        sp_spec_dist(&row, N, s->z, q, &arg, s->dist_scratch);
+        sp_accept_dist(&row, N, s->z, q, &arg, s->dist_scratch);
         for (int32_t t = N; t < V; t++) q[t] = 0;
     }
-    if (sampled) token = sp_spec_draw(q, N, sp_spec_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+    if (sampled) token = sp_accept_draw(q, N, sp_accept_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
     d->tokens[j] = token;
     s->last_tokens[i * s->max_draft + j] = token;
     if (d->logits) memcpy(d->logits + (int64_t)j * V, ch->logits, sizeof(float) * (size_t)V);
@@ -285,7 +279,7 @@ static sp_draft_memory draft_memory(const splash_cache *c) {
 splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
     if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
     if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the cache belongs to another model");
-    sp_speculator *s = m->spec;
+    sp_speculator *s = m->speculator;
     if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the model has no drafter (splash_model_attach_drafter)");
     if (n > s->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: %d sequences, more than max_seqs %d", n, s->max_seqs);
     int32_t longest = 0;
@@ -314,6 +308,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     pick_ctx ctx = {s, drafts, malloc(sizeof(int32_t) * ((size_t)longest + (size_t)s->max_draft))};
     sp_draft_seq seqs[n];
     if (!ctx.penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_lock(&m->lock);
     s->n_last = 0; /* a failed draft leaves nothing to verify against */
     for (int32_t i = 0; i < n; i++) {
         seqs[i] = (sp_draft_seq){drafts[i].slot, drafts[i].n_past, drafts[i].anchor, drafts[i].n_draft, drafts[i].pages};
@@ -321,10 +316,11 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
     }
     m->op_status = SPLASH_OK;
     sp_draft_memory mem = draft_memory(c);
-    splash_status st = s->mtp ? sp_mtp_draft(s->mtp, &mem, seqs, n, pick, &ctx) : sp_dflash_draft(s->dflash, &mem, seqs, n, shape, pick, &ctx);
+    splash_status st = s->d->ops->draft(s->d, &mem, seqs, n, shape, pick, &ctx);
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
     if (!st) s->n_last = n;
+    pthread_mutex_unlock(&m->lock);
     return st;
 }
 
@@ -367,9 +363,11 @@ static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs
     return SPLASH_OK;
 }
 
-/* Accepts or rejects sequence q's drafts against its block logits; returns the accepted count, q->token set. */
+/* Accepts or rejects sequence q's drafts against its block logits (backend memory); returns the accepted count,
+ * q->token set. */
 /* Greedy: each block row goes through the backend's own sampler (the argmax, its log-probability and alternatives,
- * bit for bit what decoding without a drafter reports), all rows at once; drafts are kept while they are the argmax. */
+ * bit for bit what decoding without a drafter reports; a GPU returns the argmax rather than the rows), all rows at
+ * once; drafts are kept while they are the argmax. */
 static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, const int32_t *penalty) {
     const sp_backend *be = s->be;
     int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
@@ -403,54 +401,50 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
     if (greedy) return accept_greedy(s, q, v, logits, penalty);
+    s->be->read(s->be, s->host_logits, logits, sizeof(float) * (uint64_t)(k + 1) * (uint64_t)V);
+    logits = s->host_logits;
     for (int32_t r = 0; r <= k; r++) {
-        sp_spec_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
+        sp_dist_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                            v->allowed ? v->allowed + (int64_t)r * words : NULL, s->tokens};
         int32_t arg, token;
-        float lse = sp_spec_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
+        float lse = sp_accept_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
         if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: the masks of block position %d allow no token", r);
         int kept = 0;
-        if (r < k) kept = sp_spec_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
-        else token = sp_spec_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
+        if (r < k) kept = sp_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
+        else token = sp_accept_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
         if (kept) token = draft[r];
         if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
         if (q->n_top_logprobs > 0 && v->top_ids)
-            sp_spec_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
+            sp_accept_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
                         v->top_logprobs + (int64_t)r * q->n_top_logprobs);
         if (kept) continue;
         v->n_accepted = r;
         q->token = token;
         q->logprob = s->z[token] - lse;
-        if (q->n_top_logprobs > 0 && q->top_ids) sp_spec_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
+        if (q->n_top_logprobs > 0 && q->top_ids) sp_accept_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
         return SPLASH_OK;
     }
     return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
 }
 
 splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n) {
-    sp_speculator *s = m->spec;
+    sp_speculator *s = m->speculator;
     int32_t V = s->vocab, n_verify = 0, longest = 0;
     uint8_t is_verify[n];
-    int32_t saved_logits[n], saved_sample[n];
-    float *saved_out[n];
     int64_t off = 0;
     for (int32_t i = 0; i < n; i++) {
-        splash_seq *q = &seqs[i];
-        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows */
+        const splash_seq *q = &seqs[i];
+        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows; a verify block's logits stay
+         * in s->logits (backend memory), where the acceptance samples them */
         is_verify[i] = verify && q->sample && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
         if (!is_verify[i]) continue;
-        /* the block's logits come here, not to the caller; acceptance samples instead of the step */
-        saved_logits[i] = q->n_logits, saved_sample[i] = q->sample, saved_out[i] = q->logits;
-        q->n_logits = q->n_tokens, q->sample = 0, q->logits = s->logits + off * V;
-        off += q->n_tokens;
         n_verify++;
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
-    sp_qwen35_spec spec = {s->tap_layers, s->n_taps, s->dflash ? s->rows : NULL, s->mtp ? s->rows : NULL, is_verify};
+    sp_qwen35_speculate spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows,
+                                is_verify, s->logits};
     sp_qwen35_memory mem = sp_cache_memory(c);
-    splash_status st = sp_qwen35_step_spec(m->arch, &mem, seqs, n, &spec);
-    for (int32_t i = 0; i < n; i++)
-        if (is_verify[i]) seqs[i].n_logits = saved_logits[i], seqs[i].sample = saved_sample[i], seqs[i].logits = saved_out[i];
+    splash_status st = sp_qwen35_step_speculate(m->arch, &mem, seqs, n, &spec);
     if (st) return st;
     /* accept, then replay the accepted rows into each verify block's GDN state */
     int32_t *penalty = n_verify ? malloc(sizeof(int32_t) * (size_t)longest) : NULL;
@@ -478,8 +472,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     }
     sp_draft_memory dm = draft_memory(c);
     m->op_status = SPLASH_OK;
-    if (s->mtp) sp_mtp_ingest(s->mtp, &dm, rows, n);
-    else sp_dflash_ingest(s->dflash, &dm, rows, n);
+    s->d->ops->ingest(s->d, &dm, rows, n);
     return m->op_status;
 }
 
@@ -487,19 +480,22 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
     if (!st && verify) {
         for (int32_t i = 0; i < n_seqs; i++) verify[i].n_accepted = 0;
-        st = check_verify(m->spec, seqs, verify, n_seqs, 0);
+        st = check_verify(m->speculator, seqs, verify, n_seqs, 0);
     }
     if (st) return st;
     uint8_t refused[n_seqs];
-    if ((st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) return st;
-    sp_qwen35_memory mem = sp_cache_memory(c);
-    st = m->spec ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
-    sp_api_end_refusals(seqs, n_seqs, refused);
+    pthread_mutex_lock(&m->lock);
+    if (!(st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) {
+        sp_qwen35_memory mem = sp_cache_memory(c);
+        st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+        sp_api_end_refusals(seqs, n_seqs, refused);
+    }
+    pthread_mutex_unlock(&m->lock);
     return st;
 }
 
 int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
                            uint64_t seed, uint64_t pos0, int32_t *token) {
     if (!p || (k > 0 && (!q || !draft)) || !token || vocab < 1 || k < 0 || q_rows < k || q_rows > k + 1) return -1;
-    return sp_spec_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
+    return sp_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
 }

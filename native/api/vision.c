@@ -31,5 +31,8 @@ splash_status splash_vision_encode(splash_model *m, const float *pixels, int32_t
     if ((int64_t)grid_t * grid_h * grid_w > MAX_PATCHES)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_vision_encode: %lld patches, more than %d",
                        (long long)grid_t * grid_h * grid_w, MAX_PATCHES);
-    return sp_qwen35_vision_encode(m->vision, pixels, grid_t, grid_h, grid_w, NULL, out);
+    pthread_mutex_lock(&m->lock);
+    splash_status st = sp_qwen35_vision_encode(m->vision, pixels, grid_t, grid_h, grid_w, NULL, out);
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }

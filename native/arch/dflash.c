@@ -12,7 +12,8 @@
  *   logits = lm_head_target(norm(h)) on block rows 1 … B − 1: row j proposes the token at position s + j
  * Norms are Qwen3 RMSNorm with a plain weight; RoPE is 1-D NeoX over the whole head (YaRN when the config asks);
  * no attention output gate. full_attention layers are bidirectional inside the block, sliding_attention layers causal
- * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both.
+ * with a window (|q_pos − k_pos| < sliding_window); a config `is_causal` overrides both. Everything runs as backend
+ * ops on backend memory; only the token ids and positions go up and the drafted rows' logits come back.
  *
  * DFlash2 (DFlash2DraftModel) adds, on the block rows only:
  *   a grouped dynamic causal convolution around each sublayer, with its own kernel_projection P and base_kernel b:
@@ -26,15 +27,13 @@
  *     best score, sampling draws from softmax(s_t / T) over cand (the q that acceptance uses). */
 #include "dflash.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/rank.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +49,7 @@ typedef struct dflash_config {
     bool sliding[MAX_LAYERS];     /* layer_types[i] == "sliding_attention" */
     bool causal[MAX_LAYERS];      /* in-block causality: sliding layers, unless is_causal says otherwise */
     int32_t sliding_window;
-    float input_embedding_scale;  /* 1 for Qwen */
+    float input_embedding_scale;  /* 1 for Qwen (the only value taken) */
     float output_multiplier;      /* 1 for Qwen */
     float final_logit_softcapping; /* 0 = none */
     float attention_factor;       /* YaRN: cos and sin are scaled by it, so q·k by its square */
@@ -83,10 +82,7 @@ typedef struct dflash_weights {
     sp_matrix sel_hidden;                    /* DFlash2 candidate_selector.hidden_projection (R, H) */
     sp_matrix sel_pred, sel_succ;            /* predecessor / successor codebooks (vocab, R): rows gathered */
     float *inv_freq;                         /* (hd / 2) */
-    float *vectors;
-    void **owned;
-    int64_t n_owned;
-    uint64_t bytes;
+    sp_weights held;                         /* the vector block, quantized copies, bytes held */
 } dflash_weights;
 
 /* Scratch for N = max(max_step_tokens, max_seqs · B) rows. */
@@ -100,11 +96,11 @@ typedef struct dflash_scratch {
     float *logits;                           /* (LOGIT_ROWS, vocab) */
     float *proj;                             /* DFlash2: (LOGIT_ROWS, R) the selector's projections of drafted rows */
     float *pred, *succ;                      /* DFlash2: (R) prev's codebook row; (top_k, R) the candidates' rows */
-    int32_t *cand;                           /* DFlash2: (top_k) */
-    float *scores;                           /* DFlash2: (top_k) */
+    int32_t *cand;                           /* DFlash2: (1 + top_k) the previous draft and the candidates */
 } dflash_scratch;
 
-struct sp_dflash {
+typedef struct sp_dflash {
+    sp_drafter base;                         /* first: the drafter's table and sizes */
     dflash_config cfg;
     dflash_weights w;
     dflash_scratch s;
@@ -116,17 +112,20 @@ struct sp_dflash {
     const sp_backend *be;
     sp_checkpoint *ck;
     int32_t quant;
-};
+    int32_t *host_ints;                      /* (2N): tokens and positions, written to s.tokens and s.pos */
+    float *host_logits;                      /* (LOGIT_ROWS, vocab): the rows pick reads */
+    /* DFlash2's selector, on the host: [prev, candidates] (1 + top_k), their scores (top_k), the codebook rows
+     * (R; top_k · R) and the drafted rows' projections (LOGIT_ROWS · R) read back */
+    int32_t *sel_ids;
+    float *sel_scores, *sel_pred, *sel_succ, *sel_proj;
+} sp_dflash;
 
 /* Per page of P positions, per drafter layer i: K rows (Hkv, P) then V rows (Hkv, P) in the KV type. */
 
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab, uint8_t *base, dflash_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t taps = (int64_t)c->n_taps * H;
     TAKE(tokens, int32_t, N);
@@ -147,26 +146,10 @@ static uint64_t scratch_layout(const dflash_config *c, int64_t N, int32_t vocab,
         TAKE(proj, float, (int64_t)LOGIT_ROWS * R);
         TAKE(pred, float, R);
         TAKE(succ, float, (int64_t)c->selector_top_k * R);
-        TAKE(cand, int32_t, c->selector_top_k);
-        TAKE(scores, float, c->selector_top_k);
+        TAKE(cand, int32_t, c->selector_top_k + 1);
     }
 #undef TAKE
-    return off;
-}
-
-static splash_status int_at(const sp_json *o, const char *dir, const char *key, int64_t lo, int64_t dflt, int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x = dflt;
-    if ((v || dflt < lo) && !sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s: expected an integer", dir, key);
-    if (x < lo || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s = %lld is out of range", dir, key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
-
-static double number_or(const sp_json *v, double dflt) {
-    double x;
-    return sp_json_double(v, &x) ? x : dflt;
+    return at.off;
 }
 
 /* RoPE: rope_parameters (newer configs) or rope_theta + rope_scaling (older). Plain, or YaRN (HF
@@ -175,7 +158,7 @@ static double number_or(const sp_json *v, double dflt) {
 static splash_status rope(const sp_json *root, const char *dir, dflash_config *c, float *inv_freq) {
     const sp_json *rp = sp_json_get(root, "rope_parameters");
     const sp_json *sc = rp ? rp : sp_json_get(root, "rope_scaling");
-    double theta = number_or(sp_json_get(rp, "rope_theta"), number_or(sp_json_get(root, "rope_theta"), 10000.0));
+    double theta = sp_config_number(sp_json_get(rp, "rope_theta"), sp_config_number(sp_json_get(root, "rope_theta"), 10000.0));
     const char *type = sp_json_string(sp_json_get(sc, "rope_type"));
     if (!type) type = sp_json_string(sp_json_get(sc, "type"));
     int32_t d = c->head_dim, half = d / 2;
@@ -184,15 +167,15 @@ static splash_status rope(const sp_json *root, const char *dir, dflash_config *c
     if (!type || !strcmp(type, "default")) return SPLASH_OK;
     if (strcmp(type, "yarn"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: rope type \"%s\" is not supported (default or yarn)", dir, type);
-    double factor = number_or(sp_json_get(sc, "factor"), 0);
-    double original = number_or(sp_json_get(sc, "original_max_position_embeddings"),
-                                number_or(sp_json_get(root, "max_position_embeddings"), 0));
+    double factor = sp_config_number(sp_json_get(sc, "factor"), 0);
+    double original = sp_config_number(sp_json_get(sc, "original_max_position_embeddings"),
+                                sp_config_number(sp_json_get(root, "max_position_embeddings"), 0));
     if (!(factor >= 1) || !(original > 0))
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: yarn rope needs factor ≥ 1 and original_max_position_embeddings", dir);
-    double beta_fast = number_or(sp_json_get(sc, "beta_fast"), 32), beta_slow = number_or(sp_json_get(sc, "beta_slow"), 1);
-    double mscale = number_or(sp_json_get(sc, "mscale"), 0), mscale_all = number_or(sp_json_get(sc, "mscale_all_dim"), 0);
+    double beta_fast = sp_config_number(sp_json_get(sc, "beta_fast"), 32), beta_slow = sp_config_number(sp_json_get(sc, "beta_slow"), 1);
+    double mscale = sp_config_number(sp_json_get(sc, "mscale"), 0), mscale_all = sp_config_number(sp_json_get(sc, "mscale_all_dim"), 0);
 #define GET_MSCALE(s, m) ((s) <= 1 ? 1.0 : 0.1 * (m) * log(s) + 1.0)
-    double af = number_or(sp_json_get(sc, "attention_factor"), -1);
+    double af = sp_config_number(sp_json_get(sc, "attention_factor"), -1);
     if (af < 0) af = mscale && mscale_all ? GET_MSCALE(factor, mscale) / GET_MSCALE(factor, mscale_all) : GET_MSCALE(factor, 1);
 #undef GET_MSCALE
     c->attention_factor = (float)af;
@@ -244,22 +227,22 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
     const sp_json *dc = sp_json_get(root, "dflash_config");
     if (!dc) return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: no dflash_config (not a z-lab DFlash drafter)", dir);
     splash_status st;
-    if ((st = int_at(root, dir, "hidden_size", 1, -1, &c->hidden_size)) ||
-        (st = int_at(root, dir, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
-        (st = int_at(root, dir, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
-        (st = int_at(root, dir, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
-        (st = int_at(root, dir, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
-        (st = int_at(root, dir, "intermediate_size", 1, -1, &c->intermediate_size)))
+    if ((st = sp_config_int(root, dir, NULL, "hidden_size", 1, -1, &c->hidden_size)) ||
+        (st = sp_config_int(root, dir, NULL, "num_hidden_layers", 1, -1, &c->num_hidden_layers)) ||
+        (st = sp_config_int(root, dir, NULL, "num_attention_heads", 1, -1, &c->num_attention_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "num_key_value_heads", 1, -1, &c->num_key_value_heads)) ||
+        (st = sp_config_int(root, dir, NULL, "head_dim", 2, c->hidden_size / c->num_attention_heads, &c->head_dim)) ||
+        (st = sp_config_int(root, dir, NULL, "intermediate_size", 1, -1, &c->intermediate_size)))
         return st;
     /* block_size moved into dflash_config in newer revisions */
-    if ((st = int_at(draft_obj(root, dc, "block_size"), dir, "block_size", 2, -1, &c->block_size)) ||
-        (st = int_at(dc, dir, "mask_token_id", 0, -1, &c->mask_token_id)))
+    if ((st = sp_config_int(draft_obj(root, dc, "block_size"), dir, NULL, "block_size", 2, -1, &c->block_size)) ||
+        (st = sp_config_int(dc, dir, NULL, "mask_token_id", 0, -1, &c->mask_token_id)))
         return st;
     if (c->version == 2) {
-        if ((st = int_at(draft_obj(root, dc, "conv_kernel_size"), dir, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
-            (st = int_at(draft_obj(root, dc, "conv_group_size"), dir, "conv_group_size", 1, -1, &c->conv_group)) ||
-            (st = int_at(draft_obj(root, dc, "selector_rank"), dir, "selector_rank", 1, -1, &c->selector_rank)) ||
-            (st = int_at(draft_obj(root, dc, "selector_top_k"), dir, "selector_top_k", 1, -1, &c->selector_top_k)))
+        if ((st = sp_config_int(draft_obj(root, dc, "conv_kernel_size"), dir, NULL, "conv_kernel_size", 1, -1, &c->conv_kernel)) ||
+            (st = sp_config_int(draft_obj(root, dc, "conv_group_size"), dir, NULL, "conv_group_size", 1, -1, &c->conv_group)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_rank"), dir, NULL, "selector_rank", 1, -1, &c->selector_rank)) ||
+            (st = sp_config_int(draft_obj(root, dc, "selector_top_k"), dir, NULL, "selector_top_k", 1, -1, &c->selector_top_k)))
             return st;
         if (c->hidden_size % c->conv_group)
             return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: conv_group_size %d does not divide hidden_size %d", dir, c->conv_group,
@@ -294,13 +277,16 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
         c->causal[i] = has_causal ? is_causal : c->sliding[i];
         any_sliding |= c->sliding[i];
     }
-    if (any_sliding && (st = int_at(root, dir, "sliding_window", 1, -1, &c->sliding_window))) return st;
+    if (any_sliding && (st = sp_config_int(root, dir, NULL, "sliding_window", 1, -1, &c->sliding_window))) return st;
     double eps = 1e-6;
     sp_json_double(sp_json_get(root, "rms_norm_eps"), &eps);
     c->rms_norm_eps = (float)eps;
-    c->input_embedding_scale = (float)number_or(draft_key(root, dc, "input_embedding_scale"), 1.0);
-    c->output_multiplier = (float)number_or(draft_key(root, dc, "output_multiplier"), 1.0);
-    c->final_logit_softcapping = (float)number_or(draft_key(root, dc, "final_logit_softcapping"), 0.0);
+    c->input_embedding_scale = (float)sp_config_number(draft_key(root, dc, "input_embedding_scale"), 1.0);
+    c->output_multiplier = (float)sp_config_number(draft_key(root, dc, "output_multiplier"), 1.0);
+    c->final_logit_softcapping = (float)sp_config_number(draft_key(root, dc, "final_logit_softcapping"), 0.0);
+    if (c->input_embedding_scale != 1.0f)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: input_embedding_scale %g: Splash's targets (Qwen) take "
+                       "drafters that embed with scale 1", dir, (double)c->input_embedding_scale);
     if (c->hidden_size != t->hidden_size)
         return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: hidden_size %d differs from the target's %d (the drafter embeds "
                        "and decodes with the target's tables)", dir, c->hidden_size, t->hidden_size);
@@ -314,55 +300,23 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
 
-typedef struct loader {
-    sp_dflash *d;
-    float *next_vector;
-    char name[128];
-} loader;
+/* The tensor "layers.{i}.{suffix}". */
+static const char *lname(sp_loader *L, int32_t i, const char *suffix) { return sp_load_name(L, "layers.%d.%s", i, suffix); }
 
-static const char *lname(loader *L, int32_t i, const char *suffix) {
-    snprintf(L->name, sizeof L->name, "layers.%d.%s", i, suffix);
-    return L->name;
+static splash_status matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
+    return sp_load_matrix(L, name, rows, cols, true, out);
 }
 
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, (sp_quant)L->d->quant, out, &owned);
-    if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
+static splash_status vector(sp_loader *L, const char *name, int64_t n, const float **out) {
+    return sp_load_vector(L, name, n, 1, &n, 0.0f, out);
 }
 
-/* A small tensor of any rank (norm weights, conv base kernels) as f32. */
-static splash_status floats(loader *L, const char *name, int32_t ndim, const int64_t *shape, const float **out) {
-    const sp_tensor *t;
-    sp_matrix v;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
-    if (st) return st;
-    float *dst = L->next_vector;
-    for (int64_t r = 0; r < v.rows; r++) sp_matrix_row_f32(&v, r, dst + r * v.cols);
-    L->next_vector += v.rows * v.cols;
-    L->d->w.bytes += sizeof(float) * (uint64_t)(v.rows * v.cols);
-    *out = dst;
-    return SPLASH_OK;
-}
-
-static splash_status vector(loader *L, const char *name, int64_t n, const float **out) { return floats(L, name, 1, &n, out); }
-
-static splash_status conv(loader *L, int32_t i, const char *which, dflash_conv *out) {
-    const dflash_config *c = &L->d->cfg;
+static splash_status conv(sp_loader *L, const dflash_config *c, int32_t i, const char *which, dflash_conv *out) {
     int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
-    char name[160];
-    snprintf(name, sizeof name, "layers.%d.%s.kernel_projection.weight", i, which);
-    splash_status st = matrix(L, name, proj_rows, H, &out->proj);
+    splash_status st = matrix(L, sp_load_name(L, "layers.%d.%s.kernel_projection.weight", i, which), proj_rows, H, &out->proj);
     if (st) return st;
-    snprintf(name, sizeof name, "layers.%d.%s.base_kernel", i, which);
-    return floats(L, name, 3, (int64_t[]){2, K, H}, &out->base);
+    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
+                          &out->base);
 }
 
 static splash_status load_weights(sp_dflash *d) {
@@ -371,12 +325,12 @@ static splash_status load_weights(sp_dflash *d) {
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, I = c->intermediate_size;
     int64_t conv_floats = c->version == 2 ? 2 * 2 * (int64_t)c->conv_kernel * H : 0; /* two base kernels (2, K, H) */
     int64_t nv = 2 * H + (int64_t)c->num_hidden_layers * (2 * H + 2 * hd + conv_floats) + hd / 2;
-    w->vectors = malloc(sizeof(float) * (size_t)nv);
+    splash_status st = sp_weights_alloc(&w->held, d->ck, nv);
+    if (st) return st;
     w->layers = calloc((size_t)c->num_hidden_layers, sizeof(dflash_layer));
-    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
-    if (!w->vectors || !w->layers || !w->owned) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.d = d, .next_vector = w->vectors};
-    splash_status st;
+    if (!w->layers) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
+                   .w = &w->held};
     if ((st = matrix(&L, "fc.weight", H, (int64_t)c->n_taps * H, &w->fc)) || (st = vector(&L, "hidden_norm.weight", H, &w->hidden_norm)) ||
         (st = vector(&L, "norm.weight", H, &w->norm)))
         return st;
@@ -394,7 +348,7 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, lname(&L, i, "mlp.up_proj.weight"), I, H, &y->up_proj)) ||
             (st = matrix(&L, lname(&L, i, "mlp.down_proj.weight"), H, I, &y->down_proj)))
             return st;
-        if (c->version == 2 && ((st = conv(&L, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, i, "mlp_conv", &y->mlp_conv))))
+        if (c->version == 2 && ((st = conv(&L, c, i, "attention_conv", &y->attn_conv)) || (st = conv(&L, c, i, "mlp_conv", &y->mlp_conv))))
             return st;
     }
     if (c->version == 2) {
@@ -405,16 +359,37 @@ static splash_status load_weights(sp_dflash *d) {
             (st = matrix(&L, "candidate_selector.successor_codebook", V, R, &w->sel_succ)))
             return st;
     }
-    w->inv_freq = L.next_vector;
-    return rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq);
+    if ((st = sp_load_floats(&L, hd / 2, &w->inv_freq))) return st;
+    if ((st = rope(sp_checkpoint_config(d->ck), sp_checkpoint_dir(d->ck), &d->cfg, w->inv_freq))) return st;
+    /* on a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along */
+    if (!d->be->upload) return SPLASH_OK;
+    const float *base = w->held.vectors, *dev;
+    if ((st = sp_weights_upload(d->be, &w->held, &dev))) return st;
+#define MOVE(p) SP_MOVE(p, base, dev)
+    MOVE(w->hidden_norm), MOVE(w->norm), MOVE(w->inv_freq);
+    for (int32_t i = 0; i < c->num_hidden_layers; i++) {
+        dflash_layer *y = &w->layers[i];
+        MOVE(y->input_norm), MOVE(y->post_norm), MOVE(y->q_norm), MOVE(y->k_norm);
+        if (c->version == 2) MOVE(y->attn_conv.base), MOVE(y->mlp_conv.base);
+    }
+#undef MOVE
+    return SPLASH_OK;
 }
 
-splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t version, int32_t max_seqs, sp_dflash **out) {
+static const sp_drafter_ops DFLASH_OPS, DFLASH2_OPS;
+static void dflash_free(sp_drafter *base);
+
+static splash_status load(const sp_draft_target *t, const char *dir, int32_t version, int32_t max_draft, int32_t max_seqs,
+                          sp_drafter **out) {
     *out = NULL;
+    if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
+    if (version == 2 && !t->be->block_conv)
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no block_conv op (DFlash2's dynamic convolution): draft "
+                       "with mtp or dflash", t->be->name);
     sp_dflash *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    *d = (sp_dflash){.max_seqs = max_seqs, .vocab_size = t->vocab_size, .embed = t->embed, .lm_head = t->lm_head,
-                     .be = t->be, .quant = t->quant};
+    *d = (sp_dflash){.base = {.ops = version == 2 ? &DFLASH2_OPS : &DFLASH_OPS}, .max_seqs = max_seqs, .vocab_size = t->vocab_size,
+                     .embed = t->embed, .lm_head = t->lm_head, .be = t->be, .quant = t->quant};
     splash_status st = sp_checkpoint_open(dir, &d->ck);
     if (!st) st = parse_config(d->ck, t, version, &d->cfg);
     if (!st) st = load_weights(d);
@@ -423,40 +398,58 @@ splash_status sp_dflash_load(const char *dir, const sp_draft_target *t, int32_t 
         d->rows = t->max_step_tokens > block_rows ? t->max_step_tokens : block_rows;
         d->scratch_bytes = scratch_layout(&d->cfg, d->rows, d->vocab_size, NULL, &d->s);
         d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
-        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the DFlash drafter's scratch");
+        d->host_ints = malloc(sizeof(int32_t) * 2 * (size_t)d->rows);
+        d->host_logits = malloc(sizeof(float) * LOGIT_ROWS * (size_t)d->vocab_size);
+        if (version == 2) {
+            int64_t R = d->cfg.selector_rank, k = d->cfg.selector_top_k;
+            d->sel_ids = malloc(sizeof(int32_t) * (size_t)(1 + k));
+            d->sel_scores = malloc(sizeof(float) * (size_t)(k + R + k * R + LOGIT_ROWS * R));
+            if (d->sel_scores) d->sel_pred = d->sel_scores + k, d->sel_succ = d->sel_pred + R, d->sel_proj = d->sel_succ + k * R;
+        }
+        if (!d->scratch_mem || !d->host_ints || !d->host_logits || (version == 2 && (!d->sel_ids || !d->sel_scores)))
+            st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the DFlash drafter's scratch");
         else scratch_layout(&d->cfg, d->rows, d->vocab_size, d->scratch_mem, &d->s);
     }
+    int32_t B = st ? 0 : d->cfg.block_size;
+    if (!st && (max_draft < 0 || max_draft > B - 1))
+        st = SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "max_draft %d: a block of %d drafts at most %d", max_draft, B, B - 1);
     if (st) {
-        sp_dflash_free(d);
+        dflash_free(&d->base);
         return st;
     }
-    *out = d;
+    d->base.max_draft = max_draft ? max_draft : B - 1;
+    d->base.block_size = B;
+    d->base.mask_token_id = d->cfg.mask_token_id;
+    d->base.tap_layers = d->cfg.target_layer_ids;
+    d->base.n_taps = d->cfg.n_taps;
+    d->base.weight_bytes = d->w.held.bytes;
+    d->base.scratch_bytes = d->scratch_bytes;
+    *out = &d->base;
     return SPLASH_OK;
 }
 
-void sp_dflash_free(sp_dflash *d) {
+static void dflash_free(sp_drafter *base) {
+    sp_dflash *d = (sp_dflash *)base;
     if (!d) return;
-    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
-    free(d->w.owned);
+    free(d->host_ints);
+    free(d->host_logits);
+    free(d->sel_ids);
+    free(d->sel_scores);
+    sp_weights_free(&d->w.held);
     free(d->w.layers);
-    free(d->w.vectors);
     if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
     sp_checkpoint_close(d->ck);
     free(d);
 }
 
-int32_t sp_dflash_block_size(const sp_dflash *d) { return d->cfg.block_size; }
-int32_t sp_dflash_mask_token(const sp_dflash *d) { return d->cfg.mask_token_id; }
-const int32_t *sp_dflash_taps(const sp_dflash *d, int32_t *n_taps) {
-    *n_taps = d->cfg.n_taps;
-    return d->cfg.target_layer_ids;
-}
-uint64_t sp_dflash_page_bytes(const sp_dflash *d, int32_t page_tokens, int32_t kv_type) {
-    const dflash_config *c = &d->cfg;
+static uint64_t dflash_page_bytes(const sp_drafter *base, int32_t page_tokens, int32_t kv_type) {
+    const dflash_config *c = &((const sp_dflash *)base)->cfg;
     return (uint64_t)sp_kv_layers_bytes(kv_type, c->num_hidden_layers, c->num_key_value_heads, c->head_dim, page_tokens);
 }
-uint64_t sp_dflash_weight_bytes(const sp_dflash *d) { return d->w.bytes; }
-uint64_t sp_dflash_scratch_bytes(const sp_dflash *d) { return d->scratch_bytes; }
+static uint64_t dflash_slot_bytes(const sp_drafter *base) {
+    (void)base;
+    return 0;
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
@@ -477,17 +470,24 @@ static void keys_values(sp_dflash *d, const dflash_layer *y, const float *x, int
     be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->head_dim, s->pos, NULL, d->w.inv_freq);
 }
 
-void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+/* s->tokens, s->pos ← the first n of host_ints' tokens and positions (tokens only when drafting) */
+static void upload_rows(sp_dflash *d, int64_t n, bool tokens) {
+    if (tokens) d->be->write(d->be, d->s.tokens, d->host_ints, sizeof(int32_t) * (uint64_t)n);
+    d->be->write(d->be, d->s.pos, d->host_ints + d->rows, sizeof(int32_t) * (uint64_t)n);
+}
+
+static void dflash_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
     int64_t H = c->hidden_size, W = (int64_t)c->n_taps * H, Hkv = c->num_key_value_heads, hd = c->head_dim, n = 0;
-    for (int32_t i = 0; i < n_seqs; i++)
-        for (int32_t j = 0; j < seqs[i].n; j++, n++) {
-            s->pos[n] = seqs[i].pos0 + j;
-            memcpy(s->xb + n * W, seqs[i].rows + j * seqs[i].stride, sizeof(float) * (size_t)W);
-        }
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (seqs[i].n > 0) be->copy_rows(be, s->xb + n * W, W, seqs[i].rows, seqs[i].stride, seqs[i].n, W);
+        for (int32_t j = 0; j < seqs[i].n; j++, n++) d->host_ints[d->rows + n] = seqs[i].pos0 + j;
+    }
     if (n == 0) return;
+    upload_rows(d, n, false);
     /* ctx = hidden_norm(fc(taps)) */
     be->matmul(be, s->h, &d->w.fc, s->xb, n);
     be->rmsnorm(be, s->h, s->h, d->w.hidden_norm, n, H, c->rms_norm_eps);
@@ -503,45 +503,43 @@ void sp_dflash_ingest(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_r
 }
 
 /* The selector's candidates for one drafted row: the top_k tokens of z (the row shaped as the target samples it),
- * scored z + the bilinear term against the previous draft. */
+ * scored z + the bilinear term against the previous draft. The codebook rows are gathered by the backend and read
+ * back: a few hundred floats, scored here beside the row they extend. proj: the row's projection (host). */
 static void select_candidates(sp_dflash *d, const float *z, const float *proj, int32_t prev, sp_draft_choice *out) {
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
     int64_t R = c->selector_rank;
-    int32_t k = sp_rank_top(z, d->vocab_size, c->selector_top_k, s->cand);
-    be->embed(be, s->pred, &d->w.sel_pred, &prev, 1);
-    be->embed(be, s->succ, &d->w.sel_succ, s->cand, k);
-    for (int64_t r = 0; r < R; r++) s->pred[r] *= proj[r];
+    int32_t *ids = d->sel_ids; /* [prev, candidates …] */
+    ids[0] = prev;
+    int32_t k = sp_rank_top(z, d->vocab_size, c->selector_top_k, ids + 1);
+    be->write(be, s->cand, ids, sizeof(int32_t) * (uint64_t)(1 + k));
+    be->embed(be, s->pred, &d->w.sel_pred, s->cand, 1);
+    be->embed(be, s->succ, &d->w.sel_succ, s->cand + 1, k);
+    be->read(be, d->sel_pred, s->pred, sizeof(float) * (uint64_t)R);
+    be->read(be, d->sel_succ, s->succ, sizeof(float) * (uint64_t)(k * R));
+    for (int64_t r = 0; r < R; r++) d->sel_pred[r] *= proj[r];
     for (int32_t j = 0; j < k; j++) {
-        const float *succ = s->succ + j * R;
+        const float *succ = d->sel_succ + j * R;
         float dot = 0;
-        for (int64_t r = 0; r < R; r++) dot += s->pred[r] * succ[r];
-        s->scores[j] = z[s->cand[j]] + dot;
+        for (int64_t r = 0; r < R; r++) dot += d->sel_pred[r] * succ[r];
+        d->sel_scores[j] = z[ids[1 + j]] + dot;
     }
-    out->n_cand = k, out->cand = s->cand, out->scores = s->scores;
+    out->n_cand = k, out->cand = ids + 1, out->scores = d->sel_scores;
 }
 
-/* x[r] = conv(x, dyn side `side`, base[side]) over each block's rows (row0[i] … + len[i] − 1), in place: rows run last
- * to first, so x_{t−o} is still the input when row t reads it. dyn rows are [2][K][H / G] (P's output). */
-static void conv_blocks(const dflash_config *c, float *x, const float *dyn, const float *base, int32_t side, const int64_t *row0,
-                        const int32_t *len, int32_t n_seqs) {
-    int64_t H = c->hidden_size, K = c->conv_kernel, G = c->conv_group, groups = H / G, dyn_row = 2 * K * groups;
-    const float *b = base + side * K * H;
-    for (int32_t i = 0; i < n_seqs; i++)
-        for (int64_t t = len[i] - 1; t >= 0; t--) {
-            float *y = x + (row0[i] + t) * H;
-            const float *dt = dyn + (row0[i] + t) * dyn_row + side * K * groups;
-            for (int64_t ch = 0; ch < H; ch++) {
-                float acc = 0;
-                for (int64_t o = 0; o < K && o <= t; o++) acc += (b[o * H + ch] + dt[o * groups + ch / G]) * y[ch - o * H];
-                y[ch] = acc;
-            }
-        }
+/* DFlash2's convolution `side` (0 before a sublayer, 1 after) over every block's rows of x, in place. */
+static void conv_blocks(sp_dflash *d, float *x, const dflash_conv *cv, int32_t side, const int64_t *row0, const int32_t *len,
+                        int32_t n_seqs) {
+    const dflash_config *c = &d->cfg;
+    int64_t H = c->hidden_size, K = c->conv_kernel, groups = H / c->conv_group;
+    d->be->block_conv(d->be, x, d->s.dyn + side * K * groups, 2 * K * groups, cv->base + side * K * H, H, (int32_t)K,
+                      c->conv_group, row0, len, n_seqs);
 }
 
-splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                              sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
+static splash_status dflash_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                                  sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
+    sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
     dflash_scratch *s = &d->s;
@@ -557,13 +555,12 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
         len[i] = seqs[i].n_draft + 1 < c->block_size ? seqs[i].n_draft + 1 : c->block_size;
         row0[i] = n;
         for (int32_t j = 0; j < len[i]; j++, n++) {
-            s->tokens[n] = j == 0 ? seqs[i].anchor : c->mask_token_id;
-            s->pos[n] = seqs[i].n_past + j;
+            d->host_ints[n] = j == 0 ? seqs[i].anchor : c->mask_token_id;
+            d->host_ints[d->rows + n] = seqs[i].n_past + j;
         }
     }
+    upload_rows(d, n, true);
     be->embed(be, s->h, d->embed, s->tokens, n);
-    if (c->input_embedding_scale != 1.0f)
-        for (int64_t i = 0; i < n * H; i++) s->h[i] *= c->input_embedding_scale;
     float scale = c->attention_factor * c->attention_factor / sqrtf((float)hd);
     bool v2 = c->version == 2;
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
@@ -571,7 +568,7 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
         be->rmsnorm(be, s->xb, s->h, y->input_norm, n, H, c->rms_norm_eps);
         if (v2) {
             be->matmul(be, s->dyn, &y->attn_conv.proj, s->xb, n);
-            conv_blocks(c, s->xb, s->dyn, y->attn_conv.base, 0, row0, len, n_seqs);
+            conv_blocks(d, s->xb, &y->attn_conv, 0, row0, len, n_seqs);
         }
         be->matmul(be, s->q, &y->q_proj, s->xb, n);
         be->rmsnorm(be, s->q, s->q, y->q_norm, n * Hq, hd, c->rms_norm_eps);
@@ -586,18 +583,18 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
             be->attention_ext(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd, scale, &x);
         }
         be->matmul(be, s->out, &y->o_proj, s->att, n);
-        if (v2) conv_blocks(c, s->out, s->dyn, y->attn_conv.base, 1, row0, len, n_seqs);
+        if (v2) conv_blocks(d, s->out, &y->attn_conv, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
         be->rmsnorm(be, s->xb, s->h, y->post_norm, n, H, c->rms_norm_eps);
         if (v2) {
             be->matmul(be, s->dyn, &y->mlp_conv.proj, s->xb, n);
-            conv_blocks(c, s->xb, s->dyn, y->mlp_conv.base, 0, row0, len, n_seqs);
+            conv_blocks(d, s->xb, &y->mlp_conv, 0, row0, len, n_seqs);
         }
         be->matmul(be, s->g, &y->gate_proj, s->xb, n);
         be->matmul(be, s->u, &y->up_proj, s->xb, n);
         be->silu_mul(be, s->g, s->g, s->u, n * c->intermediate_size);
         be->matmul(be, s->out, &y->down_proj, s->g, n);
-        if (v2) conv_blocks(c, s->out, s->dyn, y->mlp_conv.base, 1, row0, len, n_seqs);
+        if (v2) conv_blocks(d, s->out, &y->mlp_conv, 1, row0, len, n_seqs);
         be->add(be, s->h, s->out, n * H);
     }
     /* norm, then lm_head on the rows each sequence drafts from (rows 1 … n_draft of its block) */
@@ -615,18 +612,31 @@ splash_status sp_dflash_draft(sp_dflash *d, const sp_draft_memory *mem, const sp
         int64_t nb = R - b0 < LOGIT_ROWS ? R - b0 : LOGIT_ROWS;
         be->matmul(be, s->logits, d->lm_head, s->xb + b0 * H, nb);
         if (v2) be->matmul(be, s->proj, &d->w.sel_hidden, s->xb + b0 * H, nb);
+        be->read(be, d->host_logits, s->logits, sizeof(float) * (uint64_t)(nb * V));
+        if (v2) be->read(be, d->sel_proj, s->proj, sizeof(float) * (uint64_t)(nb * c->selector_rank));
         if (*be->status) return *be->status;
         for (int64_t k = 0; k < nb; k++) {
-            float *row = s->logits + k * V;
+            float *row = d->host_logits + k * V;
             if (c->output_multiplier != 1.0f)
                 for (int64_t t = 0; t < V; t++) row[t] *= c->output_multiplier;
             if (c->final_logit_softcapping > 0)
                 for (int64_t t = 0; t < V; t++) row[t] = c->final_logit_softcapping * tanhf(row[t] / c->final_logit_softcapping);
             int32_t i = row_seq[b0 + k];
             sp_draft_choice choice = {.logits = row};
-            if (v2) select_candidates(d, shape(ctx, i, row_j[b0 + k], row), s->proj + k * c->selector_rank, prev[i], &choice);
+            if (v2) select_candidates(d, shape(ctx, i, row_j[b0 + k], row), d->sel_proj + k * c->selector_rank, prev[i], &choice);
             prev[i] = pick(ctx, i, row_j[b0 + k], &choice);
         }
     }
     return SPLASH_OK;
+}
+
+static const sp_drafter_ops DFLASH_OPS = {"dflash", dflash_free, dflash_page_bytes, dflash_slot_bytes, dflash_ingest, dflash_draft};
+static const sp_drafter_ops DFLASH2_OPS = {"dflash2", dflash_free, dflash_page_bytes, dflash_slot_bytes, dflash_ingest, dflash_draft};
+
+splash_status sp_dflash_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    return load(t, dir, 1, max_draft, max_seqs, out);
+}
+
+splash_status sp_dflash2_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    return load(t, dir, 2, max_draft, max_seqs, out);
 }

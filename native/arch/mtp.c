@@ -15,19 +15,20 @@
  * needs from before a step (hidden_{pos0−1}) is the slot state: the last committed row's final-normed hidden.
  *
  * Ingest needs only K and V of each committed pair (fc, input norm, k/v projections, k_norm, RoPE); drafting runs
- * the whole layer, norm and lm_head, one row per sequence per chained step. */
+ * the whole layer, norm and lm_head, one row per sequence per chained step. Everything runs as backend ops on backend
+ * memory; only the token ids and positions go up and the logits rows come back. */
 #include "mtp.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { DEFAULT_DRAFT = 3 }; /* chained steps per draft unless asked (each is a full layer and the lm_head) */
 
 /* ---- config (the target's text_config; HF names) -------------------------------------------------------------- */
 
@@ -59,10 +60,7 @@ typedef struct mtp_weights {
     sp_matrix shared_expert_gate;                     /* (1, H) */
     sp_matrix *expert_views;                          /* (3E) */
     float *inv_freq;                                  /* (rot_dim / 2) */
-    float *vectors;                                   /* behind every f32 vector above */
-    void **owned;
-    int64_t n_owned;
-    uint64_t bytes;
+    sp_weights held;                                  /* the vector block, quantized copies, bytes held */
 } mtp_weights;
 
 /* ---- scratch: N rows (a step's committed rows at ingest; one row per sequence when drafting) --------------------- */
@@ -82,28 +80,27 @@ typedef struct mtp_scratch {
     float *logits;                         /* (max_seqs, vocab) */
 } mtp_scratch;
 
-struct sp_mtp {
+typedef struct sp_mtp {
+    sp_drafter base;                       /* first: the drafter's table and sizes */
     mtp_config cfg;
     mtp_weights w;
     mtp_scratch s;
     void *scratch_mem;
     uint64_t scratch_bytes;
     int64_t rows;                          /* N */
-    int32_t max_draft, max_seqs;
+    int32_t max_seqs;
     const sp_matrix *embed, *lm_head;
     const sp_backend *be;
     sp_checkpoint *ck;
     int32_t quant;
-};
+    int32_t *host_ints;                    /* (2N): tokens and positions, written to s.tokens and s.pos */
+    float *host_logits;                    /* (max_seqs, vocab): a chained step's rows, read back for pick */
+} sp_mtp;
 
-
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_t *base, mtp_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     int64_t I = c->moe ? c->shared_expert_intermediate_size : c->intermediate_size;
     TAKE(tokens, int32_t, N);
@@ -133,27 +130,10 @@ static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_
     TAKE(chain, float, R * H);
     TAKE(logits, float, R * c->vocab_size);
 #undef TAKE
-    return off;
+    return at.off;
 }
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
-
-static splash_status int_key(const sp_json *o, const char *key, int64_t dflt, int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x = dflt;
-    if ((v || dflt < 0) && !sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s: expected an integer", key);
-    if (x < 1 || x > INT32_MAX) return SP_FAIL(SPLASH_ERR_FORMAT, "config.json: text_config.%s = %lld is out of range", key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
-
-static float rope_key(const sp_json *tc, const char *key, double dflt) {
-    double x;
-    if (sp_json_double(sp_json_get(sp_json_get(tc, "rope_parameters"), key), &x)) return (float)x;
-    if (sp_json_double(sp_json_get(tc, key), &x)) return (float)x;
-    return (float)dflt;
-}
 
 static splash_status parse_config(const sp_draft_target *t, mtp_config *c) {
     const sp_json *tc = t->text_config, *root = sp_checkpoint_config(t->ck);
@@ -166,196 +146,150 @@ static splash_status parse_config(const sp_draft_target *t, mtp_config *c) {
     if (sp_json_get(tc, "mtp_num_hidden_layers") && (!sp_json_int(sp_json_get(tc, "mtp_num_hidden_layers"), &layers) || layers != 1))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: mtp_num_hidden_layers = %lld: only one MTP layer is supported",
                        sp_checkpoint_dir(t->ck), (long long)layers);
+    const char *dir = sp_checkpoint_dir(t->ck);
     splash_status st;
-    if ((st = int_key(tc, "num_attention_heads", -1, &c->num_attention_heads)) ||
-        (st = int_key(tc, "num_key_value_heads", -1, &c->num_key_value_heads)) ||
-        (st = int_key(tc, "head_dim", 256, &c->head_dim)))
-        return st;
+#define INT(field, dflt) (st = sp_config_int(tc, dir, "text_config", #field, 1, dflt, &c->field))
+    if (INT(num_attention_heads, -1) || INT(num_key_value_heads, -1) || INT(head_dim, 256)) return st;
     if (c->moe) {
-        if ((st = int_key(tc, "num_experts", -1, &c->num_experts)) || (st = int_key(tc, "num_experts_per_tok", -1, &c->num_experts_per_tok)) ||
-            (st = int_key(tc, "moe_intermediate_size", -1, &c->moe_intermediate_size)) ||
-            (st = int_key(tc, "shared_expert_intermediate_size", -1, &c->shared_expert_intermediate_size)))
+        if (INT(num_experts, -1) || INT(num_experts_per_tok, -1) || INT(moe_intermediate_size, -1) ||
+            INT(shared_expert_intermediate_size, -1))
             return st;
-    } else if ((st = int_key(tc, "intermediate_size", -1, &c->intermediate_size))) {
+    } else if (INT(intermediate_size, -1)) {
         return st;
     }
-    c->rope_theta = rope_key(tc, "rope_theta", 10000000.0);
-    c->rot_dim = (int32_t)((float)c->head_dim * rope_key(tc, "partial_rotary_factor", 0.25));
+#undef INT
+    c->rope_theta = sp_config_rope(tc, "rope_theta", 10000000.0);
+    c->rot_dim = (int32_t)((float)c->head_dim * sp_config_rope(tc, "partial_rotary_factor", 0.25));
     if (c->rot_dim < 2 || c->rot_dim % 2 || c->rot_dim > c->head_dim || c->num_attention_heads % c->num_key_value_heads)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported MTP attention shape", sp_checkpoint_dir(t->ck));
-    return SPLASH_OK;
-}
-
-typedef struct loader {
-    sp_mtp *d;
-    float *next_vector;
-    char name[256];
-} loader;
-
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(L->d->be->pool, t, quantizable ? (sp_quant)L->d->quant : SP_QUANT_NONE, out, &owned);
-    if (st) return st;
-    if (owned) L->d->w.owned[L->d->w.n_owned++] = owned;
-    L->d->w.bytes += (uint64_t)out->rows * (uint64_t)out->row_bytes;
-    return SPLASH_OK;
-}
-
-/* A (1 + w) norm weight of n floats. */
-static splash_status norm(loader *L, const char *name, int64_t n, const float **out) {
-    const sp_tensor *t;
-    sp_matrix v;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->d->ck, name, SP_DTYPES_FLOAT, 1, (int64_t[]){n}, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned);
-    if (st) return st;
-    float *dst = L->next_vector;
-    L->next_vector += n;
-    sp_matrix_row_f32(&v, 0, dst);
-    for (int64_t i = 0; i < n; i++) dst[i] += 1.0f;
-    L->d->w.bytes += sizeof(float) * (uint64_t)n;
-    *out = dst;
-    return SPLASH_OK;
-}
-
-/* Routed experts, per expert (mtp.layers.0.mlp.experts.{e}.*) or fused (experts.gate_up_proj [E, 2·Im, H] with the
- * gate rows first, experts.down_proj [E, H, Im]): either way E views of each. */
-static splash_status experts(loader *L) {
-    sp_mtp *d = L->d;
-    const mtp_config *c = &d->cfg;
-    int32_t E = c->num_experts;
-    int64_t H = c->hidden_size, Im = c->moe_intermediate_size;
-    sp_matrix *views = d->w.expert_views;
-    d->w.experts = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
-    splash_status st;
-    const sp_tensor *t;
-    if (sp_checkpoint_find(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj")) {
-        sp_matrix gate_up, down;
-        void *owned = NULL;
-        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.gate_up_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, 2 * Im, H}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &gate_up, &owned)))
-            return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned, owned = NULL;
-        if ((st = sp_checkpoint_require(d->ck, "mtp.layers.0.mlp.experts.down_proj", SP_DTYPES_FLOAT, 3, (int64_t[]){E, H, Im}, &t)) ||
-            (st = sp_matrix_from_tensor(d->be->pool, t, (sp_quant)d->quant, &down, &owned)))
-            return st;
-        if (owned) d->w.owned[d->w.n_owned++] = owned;
-        d->w.bytes += (uint64_t)gate_up.rows * (uint64_t)gate_up.row_bytes + (uint64_t)down.rows * (uint64_t)down.row_bytes;
-        for (int32_t e = 0; e < E; e++) {
-            views[e] = sp_matrix_rows(&gate_up, e * 2 * Im, Im);
-            views[E + e] = sp_matrix_rows(&gate_up, e * 2 * Im + Im, Im);
-            views[2 * E + e] = sp_matrix_rows(&down, e * H, H);
-        }
-        return SPLASH_OK;
-    }
-    for (int32_t e = 0; e < E; e++) {
-        char name[160];
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.gate_proj.weight", e);
-        if ((st = matrix(L, name, Im, H, true, &views[e]))) return st;
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.up_proj.weight", e);
-        if ((st = matrix(L, name, Im, H, true, &views[E + e]))) return st;
-        snprintf(name, sizeof name, "mtp.layers.0.mlp.experts.%d.down_proj.weight", e);
-        if ((st = matrix(L, name, H, Im, true, &views[2 * E + e]))) return st;
-    }
+        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s/config.json: unsupported MTP attention shape", dir);
     return SPLASH_OK;
 }
 
 /* Checkpoint quirks: mtp.* sits at the root of the target's checkpoint; its norms are zero-centred (stored w − 1);
- * experts come per expert or fused. */
+ * experts come per expert or fused (sp_load_experts). */
 static splash_status load_weights(sp_mtp *d) {
     const mtp_config *c = &d->cfg;
     mtp_weights *w = &d->w;
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    int64_t nv = 7 * H + 2 * hd + c->rot_dim / 2;
-    w->vectors = malloc(sizeof(float) * (size_t)nv);
-    w->owned = calloc(sp_checkpoint_count(d->ck), sizeof(void *));
+    splash_status st = sp_weights_alloc(&w->held, d->ck, 5 * H + 2 * hd + c->rot_dim / 2);
+    if (st) return st;
     w->expert_views = c->moe ? calloc(3 * (size_t)c->num_experts, sizeof(sp_matrix)) : NULL;
-    if (!w->vectors || !w->owned || (c->moe && !w->expert_views)) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.d = d, .next_vector = w->vectors};
-    splash_status st;
+    if (c->moe && !w->expert_views) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
+                   .w = &w->held};
+#define MAT(name, rows, cols, quantizable, out) sp_load_matrix(&L, name, rows, cols, quantizable, out)
+#define NORM(name, n, out) sp_load_vector(&L, name, n, 1, (int64_t[]){n}, 1.0f, out)
 #define P "mtp.layers.0."
-    if ((st = matrix(&L, "mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
-        (st = norm(&L, "mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
-        (st = norm(&L, "mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = norm(&L, "mtp.norm.weight", H, &w->norm)) ||
-        (st = norm(&L, P "input_layernorm.weight", H, &w->input_norm)) ||
-        (st = norm(&L, P "post_attention_layernorm.weight", H, &w->post_norm)) ||
-        (st = matrix(&L, P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
-        (st = matrix(&L, P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
-        (st = matrix(&L, P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
-        (st = matrix(&L, P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
-        (st = norm(&L, P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = norm(&L, P "self_attn.k_norm.weight", hd, &w->k_norm)))
+    if ((st = MAT("mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
+        (st = NORM("mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
+        (st = NORM("mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = NORM("mtp.norm.weight", H, &w->norm)) ||
+        (st = NORM(P "input_layernorm.weight", H, &w->input_norm)) ||
+        (st = NORM(P "post_attention_layernorm.weight", H, &w->post_norm)) ||
+        (st = MAT(P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
+        (st = MAT(P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
+        (st = MAT(P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
+        (st = MAT(P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
+        (st = NORM(P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = NORM(P "self_attn.k_norm.weight", hd, &w->k_norm)))
         return st;
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
-        if ((st = matrix(&L, P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
-            (st = matrix(&L, P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
-            (st = matrix(&L, P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
-            (st = matrix(&L, P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
-            (st = matrix(&L, P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) || (st = experts(&L)))
+        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
+            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
+            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
+            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
+            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) ||
+            (st = sp_load_experts(&L, P "mlp.experts.", c->num_experts, c->num_experts_per_tok, H, c->moe_intermediate_size,
+                                  w->expert_views, &w->experts)))
             return st;
     } else {
         int64_t I = c->intermediate_size;
-        if ((st = matrix(&L, P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
-            (st = matrix(&L, P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
-            (st = matrix(&L, P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
+        if ((st = MAT(P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
+            (st = MAT(P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
+            (st = MAT(P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
             return st;
     }
 #undef P
-    w->inv_freq = L.next_vector;
+#undef NORM
+#undef MAT
+    if ((st = sp_load_floats(&L, c->rot_dim / 2, &w->inv_freq))) return st;
     for (int32_t i = 0; i < c->rot_dim / 2; i++) w->inv_freq[i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->rot_dim);
+    /* on a GPU backend the f32 vectors go to the device in one piece, and every pointer into them moves along */
+    if (!d->be->upload) return SPLASH_OK;
+    const float *base = w->held.vectors, *dev;
+    if ((st = sp_weights_upload(d->be, &w->held, &dev))) return st;
+#define MOVE(p) SP_MOVE(p, base, dev)
+    MOVE(w->norm_embedding), MOVE(w->norm_hidden), MOVE(w->norm), MOVE(w->input_norm), MOVE(w->post_norm);
+    MOVE(w->q_norm), MOVE(w->k_norm), MOVE(w->inv_freq);
+#undef MOVE
     return SPLASH_OK;
 }
 
-splash_status sp_mtp_load(const sp_draft_target *t, int32_t max_draft, int32_t max_seqs, sp_mtp **out) {
+static const sp_drafter_ops MTP_OPS;
+static void mtp_free(sp_drafter *base);
+
+splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    (void)dir;
     *out = NULL;
     if (!sp_checkpoint_find(t->ck, "mtp.fc.weight"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has no MTP layer (mtp.* tensors): draft with dflash or none",
                        sp_checkpoint_dir(t->ck));
     sp_mtp *d = calloc(1, sizeof *d);
     if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    *d = (sp_mtp){.max_draft = max_draft, .max_seqs = max_seqs, .embed = t->embed, .lm_head = t->lm_head, .be = t->be,
-                  .ck = t->ck, .quant = t->quant};
+    if (max_draft == 0) max_draft = DEFAULT_DRAFT;
+    *d = (sp_mtp){.base = {.ops = &MTP_OPS, .max_draft = max_draft, .mask_token_id = -1}, .max_seqs = max_seqs,
+                  .embed = t->embed, .lm_head = t->lm_head, .be = t->be, .ck = t->ck, .quant = t->quant};
     d->rows = t->max_step_tokens > max_seqs ? t->max_step_tokens : max_seqs;
     splash_status st = parse_config(t, &d->cfg);
     if (!st) st = load_weights(d);
     if (!st) {
         d->scratch_bytes = scratch_layout(&d->cfg, d->rows, max_seqs, NULL, &d->s);
         d->scratch_mem = d->be->alloc(d->be, d->scratch_bytes);
-        if (!d->scratch_mem) st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
+        d->host_ints = malloc(sizeof(int32_t) * 2 * (size_t)d->rows);
+        d->host_logits = malloc(sizeof(float) * (size_t)max_seqs * (size_t)d->cfg.vocab_size);
+        if (!d->scratch_mem || !d->host_ints || !d->host_logits)
+            st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the MTP drafter's scratch");
         else scratch_layout(&d->cfg, d->rows, max_seqs, d->scratch_mem, &d->s);
     }
     if (st) {
-        sp_mtp_free(d);
+        mtp_free(&d->base);
         return st;
     }
-    *out = d;
+    d->base.weight_bytes = d->w.held.bytes;
+    d->base.scratch_bytes = d->scratch_bytes;
+    *out = &d->base;
     return SPLASH_OK;
 }
 
-void sp_mtp_free(sp_mtp *d) {
+static void mtp_free(sp_drafter *base) {
+    sp_mtp *d = (sp_mtp *)base;
     if (!d) return;
-    for (int64_t i = 0; i < d->w.n_owned; i++) free(d->w.owned[i]);
-    free(d->w.owned);
+    free(d->host_ints);
+    free(d->host_logits);
+    sp_weights_free(&d->w.held);
     free(d->w.expert_views);
-    free(d->w.vectors);
     if (d->scratch_mem) d->be->free(d->be, d->scratch_mem);
     free(d);
 }
 
-uint64_t sp_mtp_page_bytes(const sp_mtp *d, int32_t page_tokens, int32_t kv_type) {
+static uint64_t mtp_page_bytes(const sp_drafter *base, int32_t page_tokens, int32_t kv_type) {
+    const sp_mtp *d = (const sp_mtp *)base;
     return (uint64_t)sp_kv_layers_bytes(kv_type, 1, d->cfg.num_key_value_heads, d->cfg.head_dim, page_tokens);
 }
-uint64_t sp_mtp_slot_bytes(const sp_mtp *d) { return sizeof(float) * (uint64_t)d->cfg.hidden_size; }
-uint64_t sp_mtp_weight_bytes(const sp_mtp *d) { return d->w.bytes; }
-uint64_t sp_mtp_scratch_bytes(const sp_mtp *d) { return d->scratch_bytes; }
+static uint64_t mtp_slot_bytes(const sp_drafter *base) {
+    return sizeof(float) * (uint64_t)((const sp_mtp *)base)->cfg.hidden_size;
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
 static sp_kv_view kv_view(const sp_mtp *d, const sp_draft_memory *mem, const int32_t *pages) {
     return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, 0, d->cfg.num_key_value_heads, d->cfg.head_dim,
                             mem->page_tokens, pages);
+}
+
+/* s->tokens, s->pos ← the first n of host_ints' tokens and positions */
+static void upload_rows(sp_mtp *d, int64_t n) {
+    d->be->write(d->be, d->s.tokens, d->host_ints, sizeof(int32_t) * (uint64_t)n);
+    d->be->write(d->be, d->s.pos, d->host_ints + d->rows, sizeof(int32_t) * (uint64_t)n);
 }
 
 /* x = fc([pre_fc_norm_embedding(embed(tokens)) ; pre_fc_norm_hidden(h)]) over n rows (s->tokens, s->h raw) */
@@ -367,10 +301,8 @@ static void fuse_inputs(sp_mtp *d, int64_t n) {
     be->embed(be, s->e, d->embed, s->tokens, n);
     be->rmsnorm(be, s->e, s->e, d->w.norm_embedding, n, H, eps);
     be->rmsnorm(be, s->h, s->h, d->w.norm_hidden, n, H, eps);
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(s->cat + i * 2 * H, s->e + i * H, sizeof(float) * (size_t)H);
-        memcpy(s->cat + i * 2 * H + H, s->h + i * H, sizeof(float) * (size_t)H);
-    }
+    be->copy_rows(be, s->cat, 2 * H, s->e, H, n, H);
+    be->copy_rows(be, s->cat + H, 2 * H, s->h, H, n, H);
     be->matmul(be, s->x, &d->w.fc, s->cat, n);
 }
 
@@ -385,7 +317,8 @@ static void keys_values(sp_mtp *d, int64_t n) {
     be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
 }
 
-void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+static void mtp_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+    sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
     mtp_scratch *s = &d->s;
@@ -394,16 +327,20 @@ void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *s
     int64_t n = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         const sp_draft_rows *q = &seqs[i];
-        const float *last = mem->state + (int64_t)q->slot * H;
-        for (int32_t j = 0; j < q->n; j++) {
-            if (q->pos0 + j == 0) continue;
-            s->tokens[n] = q->tokens[j];
-            s->pos[n] = q->pos0 + j - 1;
-            memcpy(s->h + n * H, j == 0 ? last : q->rows + (j - 1) * q->stride, sizeof(float) * (size_t)H);
-            n++;
+        int32_t j0 = q->pos0 == 0; /* position 0 has no pair */
+        if (j0 >= q->n) continue;
+        for (int32_t j = j0; j < q->n; j++) {
+            d->host_ints[n + j - j0] = q->tokens[j];
+            d->host_ints[d->rows + n + j - j0] = q->pos0 + j - 1;
         }
+        /* hidden_{pos0 − 1} is the slot's; the rest are this step's rows 0 … n − 2 */
+        if (j0 == 0) be->copy_rows(be, s->h + n * H, H, mem->state + (int64_t)q->slot * H, H, 1, H);
+        int32_t from = j0 == 0 ? 1 : j0;
+        if (from < q->n) be->copy_rows(be, s->h + (n + from - j0) * H, H, q->rows + (from - 1) * q->stride, q->stride, q->n - from, H);
+        n += q->n - j0;
     }
     if (n > 0) {
+        upload_rows(d, n);
         fuse_inputs(d, n);
         be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, c->rms_norm_eps);
         keys_values(d, n);
@@ -417,7 +354,7 @@ void sp_mtp_ingest(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_rows *s
             be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
             r += m;
         }
-        if (q->n > 0) memcpy(mem->state + (int64_t)q->slot * H, q->rows + (q->n - 1) * q->stride, sizeof(float) * (size_t)H);
+        if (q->n > 0) be->copy_rows(be, mem->state + (int64_t)q->slot * H, H, q->rows + (q->n - 1) * q->stride, q->stride, 1, H);
     }
 }
 
@@ -431,15 +368,13 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, eps);
     be->matmul(be, s->qg, &d->w.q_proj, s->xb, n);
     keys_values(d, n);
-    for (int64_t i = 0; i < n * Hq; i++) {
-        memcpy(s->q + i * hd, s->qg + i * 2 * hd, sizeof(float) * (size_t)hd);
-        memcpy(s->gate + i * hd, s->qg + i * 2 * hd + hd, sizeof(float) * (size_t)hd);
-    }
+    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, n * Hq, hd);
+    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, n * Hq, hd);
     be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
     be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
     for (int64_t i = 0; i < n; i++) {
         sp_kv_view kv = kv_view(d, mem, seqs[i].pages);
-        int32_t at = s->pos[i] + 1; /* storage position of this pair */
+        int32_t at = d->host_ints[d->rows + i] + 1; /* storage position of this pair */
         be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
         sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
         be->attention_ext(be, s->att + i * Hq * hd, s->q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
@@ -468,8 +403,10 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->h, s->x, w->norm, n, H, eps);
 }
 
-splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
-                           sp_draft_pick pick, void *ctx) {
+static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+                               sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
+    (void)shape; /* no candidate selector */
+    sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     mtp_scratch *s = &d->s;
     int64_t H = d->cfg.hidden_size, V = d->cfg.vocab_size;
@@ -489,20 +426,21 @@ splash_status sp_mtp_draft(sp_mtp *d, const sp_draft_memory *mem, const sp_draft
             if (seqs[i].n_draft <= j) continue;
             rows[n] = seqs[i];
             row_seq[n] = i;
-            s->tokens[n] = last[i];
-            s->pos[n] = seqs[i].n_past - 1 + j;
-            memcpy(s->h + n * H, j == 0 ? mem->state + (int64_t)seqs[i].slot * H : s->chain + (int64_t)i * H, sizeof(float) * (size_t)H);
+            d->host_ints[n] = last[i];
+            d->host_ints[d->rows + n] = seqs[i].n_past - 1 + j;
+            be->copy_rows(be, s->h + n * H, H, j == 0 ? mem->state + (int64_t)seqs[i].slot * H : s->chain + (int64_t)i * H, H, 1, H);
             n++;
         }
+        upload_rows(d, n);
         fuse_inputs(d, n);
         layer(d, mem, rows, n);
         be->matmul(be, s->logits, d->lm_head, s->h, n);
+        for (int64_t r = 0; r < n; r++) be->copy_rows(be, s->chain + (int64_t)row_seq[r] * H, H, s->h + r * H, H, 1, H);
+        be->read(be, d->host_logits, s->logits, sizeof(float) * (uint64_t)(n * V));
         if (*be->status) return *be->status;
-        for (int64_t r = 0; r < n; r++) {
-            int32_t i = row_seq[r];
-            memcpy(s->chain + (int64_t)i * H, s->h + r * H, sizeof(float) * (size_t)H);
-            last[i] = pick(ctx, i, j, &(sp_draft_choice){.logits = s->logits + r * V});
-        }
+        for (int64_t r = 0; r < n; r++) last[row_seq[r]] = pick(ctx, row_seq[r], j, &(sp_draft_choice){.logits = d->host_logits + r * V});
     }
     return SPLASH_OK;
 }
+
+static const sp_drafter_ops MTP_OPS = {"mtp", mtp_free, mtp_page_bytes, mtp_slot_bytes, mtp_ingest, mtp_draft};

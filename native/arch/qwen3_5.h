@@ -33,24 +33,26 @@ uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m);
 /* Runs one step over already validated sequences (native/api/step.c checks them). */
 splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs);
 
-/* ---- speculative decoding (issue 8; native/api/speculate.c) ---------------------------------------------------- */
+/* ---- speculative decoding (native/api/speculate.c) ------------------------------------------------------------- */
 
 /* What a speculative step asks besides the ordinary one (each field may be NULL / 0). Rows are the step's rows in
  * sequence order (sequence i's rows follow sequence i − 1's). */
-typedef struct sp_qwen35_spec {
+typedef struct sp_qwen35_speculate {
     const int32_t *tap_layers;  /* DFlash taps: layer ids whose residual output (after the layer, before the final */
     int32_t n_taps;             /* norm when it is the last layer) is copied to taps */
     float *taps;                /* out [rows][n_taps][H] */
     float *normed;              /* out [rows][H]: every row after the final norm (MTP's hidden input) */
     const uint8_t *verify;      /* [n_seqs]: 1 = a verify block whose GDN state stays as it was; its inputs are kept
                                    and sp_qwen35_commit folds the accepted rows in */
-} sp_qwen35_spec;
+    float *logits;              /* out, backend memory [verify rows][vocab]: every row of the verify blocks, in order
+                                   (they stay on the device; a verify sequence asks for no logits of its own) */
+} sp_qwen35_speculate;
 
-splash_status sp_qwen35_step_spec(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
-                                  const sp_qwen35_spec *spec);
+splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
+                                       const sp_qwen35_speculate *sp);
 /* Room for verify blocks of up to `rows` rows in one step (the block inputs kept for the replay); returns the bytes. */
 splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes);
-/* After a step with spec->verify: replays the first n_keep rows of a verify block into `slot`'s GDN state (left as
+/* After a step with sp->verify: replays the first n_keep rows of a verify block into `slot`'s GDN state (left as
  * it was before the step), so the state equals what token-by-token decoding of those rows would have left. The step
  * keeps verify blocks' rows in sequence order: kept_row = Σ n_tokens of the verify sequences before this one. Uses
  * the step's scratch: call it after the step, before the next one. */

@@ -13,8 +13,7 @@
  * per content (the TS side caches them) and the text model's backend may be a GPU without these ops. */
 #include "qwen3_5_vision.h"
 
-#include "backends/backend.h"
-#include "core/checkpoint.h"
+#include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
 
@@ -65,8 +64,7 @@ typedef struct vision_weights {
     sp_matrix merger_fc2;        /* (out_hidden_size, M) */
     const float *merger_fc2_b;   /* (out_hidden_size) */
     float *inv_h, *inv_w;        /* (head_dim / 2) each: the 2-D rotary frequencies, see rope_2d() */
-    float *vectors;              /* one allocation behind every f32 vector above */
-    uint64_t bytes;
+    sp_weights held;             /* the vector block behind every f32 vector above, bytes held */
 } vision_weights;
 
 struct sp_qwen35_vision {
@@ -89,13 +87,10 @@ typedef struct vision_scratch {
     float *out;                  /* (N, D) block output before the residual add */
 } vision_scratch;
 
+/* Lays the scratch out at `base` (NULL: only measures); returns its size in bytes. */
 static uint64_t scratch_layout(const vision_config *c, int64_t N, uint8_t *base, vision_scratch *s) {
-    uint64_t off = 0;
-#define TAKE(field, type, count)                                               \
-    do {                                                                       \
-        s->field = base ? (type *)(base + off) : NULL;                         \
-        off += ((uint64_t)(count) * sizeof(type) + 63) & ~(uint64_t)63;        \
-    } while (0)
+    sp_scratch at = {base, 0};
+#define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t D = c->hidden_size, I = c->intermediate_size > D ? c->intermediate_size : D;
     TAKE(pos_h, int32_t, N);
     TAKE(pos_w, int32_t, N);
@@ -109,29 +104,16 @@ static uint64_t scratch_layout(const vision_config *c, int64_t N, uint8_t *base,
     TAKE(h, float, N * I);
     TAKE(out, float, N * D);
 #undef TAKE
-    return off;
+    return at.off;
 }
 
 /* ---- config parsing ----------------------------------------------------------------------------------------- */
-
-static splash_status int_key(const sp_json *o, const char *dir, const char *where, const char *key, int64_t dflt,
-                             int32_t *out) {
-    const sp_json *v = sp_json_get(o, key);
-    int64_t x;
-    if (!v && dflt >= 0) x = dflt;
-    else if (!sp_json_int(v, &x))
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s.%s: expected an integer", dir, where, key);
-    if (x < 0 || x > INT32_MAX)
-        return SP_FAIL(SPLASH_ERR_FORMAT, "%s/config.json: %s.%s = %lld is out of range", dir, where, key, (long long)x);
-    *out = (int32_t)x;
-    return SPLASH_OK;
-}
 
 static splash_status parse_config(const sp_checkpoint *ck, const sp_json *vc, vision_config *c) {
     const char *dir = sp_checkpoint_dir(ck);
     const sp_json *root = sp_checkpoint_config(ck);
     splash_status st;
-#define INT(field, dflt) if ((st = int_key(vc, dir, "vision_config", #field, dflt, &c->field))) return st
+#define INT(field, dflt) if ((st = sp_config_int(vc, dir, "vision_config", #field, 0, dflt, &c->field))) return st
     INT(depth, -1);
     INT(hidden_size, -1);
     INT(num_heads, -1);
@@ -143,7 +125,7 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_json *vc, vi
     INT(num_position_embeddings, -1);
     INT(out_hidden_size, -1);
 #undef INT
-#define TOP(field, dflt) if ((st = int_key(root, dir, "config", #field, dflt, &c->field))) return st
+#define TOP(field, dflt) if ((st = sp_config_int(root, dir, "config", #field, 0, dflt, &c->field))) return st
     TOP(image_token_id, 248056);
     TOP(video_token_id, 248057);
     TOP(vision_start_token_id, 248053);
@@ -183,41 +165,11 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_json *vc, vi
 
 /* ---- loading ------------------------------------------------------------------------------------------------ */
 
-typedef struct loader {
-    sp_qwen35_vision *v;
-    float *next_vector;
-    char name[256];
-} loader;
-
-static const char *tname(loader *L, const char *fmt, int32_t i) {
+/* The tower's tensor printed from fmt and i, after "model.visual.". */
+static const char *tname(sp_loader *L, const char *fmt, int32_t i) {
     char mid[160];
     snprintf(mid, sizeof mid, fmt, i);
-    snprintf(L->name, sizeof L->name, "model.visual.%s", mid);
-    return L->name;
-}
-
-static splash_status matrix(loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
-    const sp_tensor *t;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->v->ck, name, SP_DTYPES_FLOAT, 2, (int64_t[]){rows, cols}, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, out, &owned);
-    if (!st) L->v->w.bytes += (uint64_t)t->nbytes;
-    return st;
-}
-
-/* n floats of tensor `name` (shape[ndim]) converted to f32 into the vector block. */
-static splash_status vector(loader *L, const char *name, int64_t n, int32_t ndim, const int64_t *shape, const float **out) {
-    const sp_tensor *t;
-    sp_matrix m;
-    void *owned = NULL;
-    splash_status st = sp_checkpoint_require(L->v->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
-    if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &m, &owned);
-    if (st) return st;
-    float *dst = L->next_vector;
-    L->next_vector += n;
-    for (int64_t r = 0; r < m.rows; r++) sp_matrix_row_f32(&m, r, dst + r * m.cols);
-    *out = dst;
-    return SPLASH_OK;
+    return sp_load_name(L, "model.visual.%s", mid);
 }
 
 static int64_t vector_floats(const vision_config *c) {
@@ -228,34 +180,27 @@ static int64_t vector_floats(const vision_config *c) {
 
 /* Checkpoint quirks, each from the spec: the Conv3d kernel [D, C, T, P, P] is one row of C·T·P·P weights per output
  * channel, in the same (channel, temporal, y, x) order as a processor row, so the patch embedding is a matmul. */
-static splash_status load_weights(loader *L) {
-    sp_qwen35_vision *v = L->v;
+static splash_status load_weights(sp_qwen35_vision *v) {
     const vision_config *c = &v->cfg;
     int64_t D = c->hidden_size, I = c->intermediate_size, P = c->patch_size;
     int64_t M = (int64_t)c->spatial_merge_size * c->spatial_merge_size * D; /* one merge window's rows side by side */
-    int64_t nv = vector_floats(c);
-    v->w.vectors = malloc(sizeof(float) * (size_t)nv);
+    splash_status st = sp_weights_alloc(&v->w.held, v->ck, vector_floats(c));
+    if (st) return st;
     v->w.blocks = calloc((size_t)c->depth, sizeof(vision_block));
-    if (!v->w.vectors || !v->w.blocks) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the vision tower");
-    v->w.bytes += sizeof(float) * (uint64_t)nv;
-    L->next_vector = v->w.vectors;
-    splash_status st;
-    const sp_tensor *t;
-    void *owned = NULL;
-    if ((st = sp_checkpoint_require(v->ck, tname(L, "patch_embed.proj.weight", 0), SP_DTYPES_FLOAT, 5,
-                                    (int64_t[]){D, c->in_channels, c->temporal_patch_size, P, P}, &t)) ||
-        (st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v->w.patch_embed, &owned)))
+    if (!v->w.blocks) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the vision tower");
+    sp_loader loader = {.ck = v->ck, .quant = SPLASH_QUANT_NONE, .w = &v->w.held}, *L = &loader; /* f32 compute */
+    if ((st = sp_load_matrix_nd(L, tname(L, "patch_embed.proj.weight", 0), 5,
+                                (int64_t[]){D, c->in_channels, c->temporal_patch_size, P, P}, false, &v->w.patch_embed)))
         return st;
     v->w.patch_embed.rows = D;
     v->w.patch_embed.cols = c->patch_dim;
     v->w.patch_embed.row_bytes = sp_mtype_row_bytes(v->w.patch_embed.type, c->patch_dim);
-    v->w.bytes += (uint64_t)t->nbytes;
-#define VEC(field, fmt, i, n) if ((st = vector(L, tname(L, fmt, i), n, 1, (int64_t[]){n}, &field))) return st
-#define MAT(field, fmt, i, r, cols) if ((st = matrix(L, tname(L, fmt, i), r, cols, &field))) return st
+#define VEC(field, fmt, i, n) if ((st = sp_load_vector(L, tname(L, fmt, i), n, 1, (int64_t[]){n}, 0.0f, &field))) return st
+#define MAT(field, fmt, i, r, cols) if ((st = sp_load_matrix(L, tname(L, fmt, i), r, cols, false, &field))) return st
     VEC(v->w.patch_b, "patch_embed.proj.bias", 0, D);
     const float *pos;
-    if ((st = vector(L, tname(L, "pos_embed.weight", 0), c->num_position_embeddings * D, 2,
-                     (int64_t[]){c->num_position_embeddings, D}, &pos)))
+    if ((st = sp_load_vector(L, tname(L, "pos_embed.weight", 0), c->num_position_embeddings * D, 2,
+                             (int64_t[]){c->num_position_embeddings, D}, 0.0f, &pos)))
         return st;
     v->w.pos_embed = (float *)pos;
     for (int32_t b = 0; b < c->depth; b++) {
@@ -286,9 +231,8 @@ static splash_status load_weights(loader *L) {
      * head. As two 1-D rotations: the rows' angles with the column frequencies zeroed, then the columns' with the
      * row frequencies zeroed (a zero angle is an exact identity). */
     int32_t half = c->head_dim / 2, q = c->head_dim / 4;
-    v->w.inv_h = L->next_vector;
-    v->w.inv_w = L->next_vector + half;
-    L->next_vector += 2 * half;
+    if ((st = sp_load_floats(L, 2 * half, &v->w.inv_h))) return st;
+    v->w.inv_w = v->w.inv_h + half;
     for (int32_t i = 0; i < half; i++) v->w.inv_h[i] = v->w.inv_w[i] = 0.0f;
     for (int32_t i = 0; i < q; i++)
         v->w.inv_h[i] = v->w.inv_w[q + i] = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)half);
@@ -307,9 +251,8 @@ splash_status sp_qwen35_vision_load(const char *dir, sp_threadpool *pool, int n_
         sp_qwen35_vision_free(v);
         return SPLASH_OK;
     }
-    loader L = {.v = v};
     if (!st) st = parse_config(v->ck, vc, &v->cfg);
-    if (!st) st = load_weights(&L);
+    if (!st) st = load_weights(v);
     if (st) {
         sp_qwen35_vision_free(v);
         return st;
@@ -321,7 +264,7 @@ splash_status sp_qwen35_vision_load(const char *dir, sp_threadpool *pool, int n_
 
 void sp_qwen35_vision_free(sp_qwen35_vision *v) {
     if (!v) return;
-    free(v->w.vectors);
+    sp_weights_free(&v->w.held);
     free(v->w.blocks);
     sp_checkpoint_close(v->ck);
     free(v);
@@ -342,7 +285,7 @@ void sp_qwen35_vision_info(const sp_qwen35_vision *v, splash_vision_info *out) {
         .video_token_id = c->video_token_id,
         .vision_start_token_id = c->vision_start_token_id,
         .vision_end_token_id = c->vision_end_token_id,
-        .weight_bytes = v->w.bytes,
+        .weight_bytes = v->w.held.bytes,
     };
 }
 

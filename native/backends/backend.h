@@ -150,6 +150,10 @@ struct sp_backend {
     void (*add_sigmoid_scaled)(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
     /* y[i] = silu(g[i]) · u[i] (SwiGLU), i < n. */
     void (*silu_mul)(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+    /* h[n][gate.rows] = silu(x · gateᵀ) ⊙ (x · upᵀ): matmul by gate and by up, then silu_mul (gate and up of one shape
+     * and type), which a GPU runs as one GEMV for few rows; u: scratch of h's size, which such a pass leaves alone. */
+    void (*matmul_gate_up)(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n);
     /* y[i] *= sigmoid(g[i]) (gated attention output), in place, i < n. */
     void (*sigmoid_mul)(const sp_backend *be, float *y, const float *g, int64_t n);
 
@@ -157,6 +161,10 @@ struct sp_backend {
     /* y = x / sqrt(mean(x²) + eps) · w over n rows of d; in place allowed. Zero-centred checkpoints store w − 1:
      * the loader adds the 1 once, so this one op serves every norm but the gated one. */
     void (*rmsnorm)(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+    /* x[n][d] += r (the residual add), then y = rmsnorm(x) · w: add followed by rmsnorm, which a GPU runs as one
+     * step; y must not overlap x or r. */
+    void (*add_rmsnorm)(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps);
     /* y = w · x / sqrt(mean(x²) + eps) · silu(z) over n rows of d (the GDN output norm; plain w); in place allowed. */
     void (*rmsnorm_gated)(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps);
@@ -200,6 +208,14 @@ struct sp_backend {
      * time is small: BENCHMARKS.md, GPU prefill) and leave this NULL. */
     void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                         const sp_gdn_shape *shape, float *S, int64_t n);
+
+    /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
+     * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes
+     *   y_t[c] = Σ_{o < K, o ≤ t} (base[o][c] + dyn_t[o][c / G]) · x_{t−o}[c]
+     * (nothing before a block's first row), dyn_t the row's K · H / G coefficients, dyn rows dyn_stride floats apart,
+     * base [K][H]. row0 and len are host arrays. */
+    void (*block_conv)(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                       int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks);
 
     /* ---- mixture of experts ---- */
     /* ids, w [n][top_k] from router logits [n][n_experts]: softmax in fp32, top k, weights renormalized to sum 1. */

@@ -11,8 +11,8 @@
  *                   q in 0..15, groups in pairs: byte j of chunk p holds element j of group 2p in its low nibble and
  *                   element j of group 2p+1 in its high nibble (zero when nb is odd), so one 32-byte load and three
  *                   ops (and, shift, and) give two groups in element order. Affine: d = (max-min)/15, m = min. The
- *                   min costs 0.5 bit/weight over a symmetric format and lowers the weight error by 9% (Gaussian
- *                   weights) to 20% (Student-t, heavier tails), measured (native-core section of BENCHMARKS.md).
+ *                   min costs 0.5 bit/weight over a symmetric format and lowers the weight error, the more so the
+ *                   heavier the weights' tails (native-core section of BENCHMARKS.md).
  *                   It is also the shape of MLX's affine formats.
  *   MLX4, MLX8      MLX's affine formats (mlx-lm checkpoints), group 64 (nb = cols / 64; cols must be a multiple):
  *                   packed quants as mlx.core.quantize writes them, then bf16 scales[nb], then bf16 biases[nb];

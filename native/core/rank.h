@@ -1,5 +1,5 @@
 /* rank.h — ordering token ids by a weight (a logit or a probability), deterministically: a larger weight ranks
- * first, ties go to the lower id. The CPU sampler and speculative acceptance (spec/accept.c) both build the
+ * first, ties go to the lower id. The CPU sampler and speculative acceptance (draft/accept.c) both build the
  * sampling distribution with these, so a drafted token is judged against exactly the distribution the sampler
  * would have drawn from. */
 #ifndef SP_CORE_RANK_H

@@ -11,6 +11,8 @@
  *  - Structs passed in carry `struct_size` first so the layout can grow; the binding writes sizeof as it knows it.
  *  - Sizes and byte counts are 64-bit. Token ids, positions, page ids and slot ids are int32.
  *  - The library never exits or prints; it never keeps hidden global state beyond the per-thread error message.
+ *  - A model and its caches may be called from any thread: calls that run on the model (steps, drafts, images, cache
+ *    copies) hold the model's lock, so calls from two threads take turns. A tokenizer serves one thread at a time.
  *
  * Bump SPLASH_ABI_VERSION on any change a binding must know about; src/native/ checks it at load.
  */
@@ -30,7 +32,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 12
+#define SPLASH_ABI_VERSION 13
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -52,7 +54,7 @@ SPLASH_API const char *splash_last_error(void);
 /* Space-separated CPU features the library detected and uses, e.g. "avx2 fma f16c". */
 SPLASH_API const char *splash_cpu_features(void);
 
-/* ---- tokenizer (issue 4, src/tokenizer/) ------------------------------------------------------------------- */
+/* ---- tokenizer (src/tokenizer/) ---------------------------------------------------------------------------- */
 /* The byte-level BPE hot path: pre-tokenizer regex split + merges. Normalization (NFC) and added/special tokens are
  * the caller's: it passes the plain-text segments between them, one call each. One thread at a time per tokenizer. */
 
@@ -84,7 +86,7 @@ SPLASH_API int64_t splash_checkpoint_tensor_count(const splash_checkpoint *ck);
  * last. The text lives as long as ck. */
 SPLASH_API const char *splash_checkpoint_file(const splash_checkpoint *ck, int32_t i, uint64_t *bytes);
 
-/* ---- model (issue 3, native/arch/ + native/api/) ---------------------------------------------------------- */
+/* ---- model (native/arch/ + native/api/) ------------------------------------------------------------------- */
 
 typedef struct splash_model splash_model;
 typedef struct splash_cache splash_cache;
@@ -225,7 +227,7 @@ typedef struct splash_seq {
  * share its scratch); the call returns when the step is done. */
 SPLASH_API splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
-/* ---- vision (issue 14, native/arch/qwen3_5_vision.c, native/api/vision.c) -------------------------------------
+/* ---- vision (native/arch/qwen3_5_vision.c, native/api/vision.c) -----------------------------------------------
  * The checkpoint's vision tower turns an image's patches into the rows that replace its <|image_pad|> tokens (passed
  * to a step through splash_seq.embeds, with M-RoPE positions in splash_seq.positions). Preprocessing (resize,
  * normalize, patch order) and the positions are the caller's (src/vision/); the tower runs on the CPU. */
@@ -246,7 +248,7 @@ SPLASH_API splash_status splash_vision_get_info(const splash_model *m, splash_vi
 SPLASH_API splash_status splash_vision_encode(splash_model *m, const float *pixels, int32_t grid_t, int32_t grid_h,
                                               int32_t grid_w, float *out);
 
-/* ---- speculative decoding (issue 8, native/api/speculate.c) --------------------------------------------------
+/* ---- speculative decoding (native/api/speculate.c) -----------------------------------------------------------
  * A drafter proposes tokens; the target scores them in one verify block; the longest prefix it agrees with (greedy)
  * or that rejection sampling keeps (temperature > 0) is accepted, plus one token of the target's own. The outputs are
  * exactly what decoding without a drafter gives (greedy) or distributed exactly like them (sampling). A cycle is two
@@ -336,7 +338,7 @@ SPLASH_API int32_t splash_spec_accept(const float *p, const float *q, int32_t q_
 SPLASH_API splash_status splash_bench_memory_bandwidth(int32_t n_threads, uint64_t bytes, int32_t reps, double *gbs,
                                                        double *cpu_gbs);
 
-/* ---- the Mac's GPU (issue 12, native/backends/metal/) ------------------------------------------------------ */
+/* ---- the Mac's GPU (native/backends/metal/) ---------------------------------------------------------------- */
 /* What Metal reports about the default GPU, without loading a model: `splash doctor` shows it and the memory plan
  * keeps a Mac's models within what the GPU can hold resident (unified memory). */
 typedef struct splash_metal_info {

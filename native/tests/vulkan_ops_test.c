@@ -152,6 +152,32 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     free(x), free(want), free(got), free(w.bytes);
 }
 
+/* The MLP's gate and up products with the gate (matmul_gate_up): against the GPU's own two matmuls and silu_mul bit for
+ * bit (few rows run one GEMV that sums each row as the separate ones do), and against the CPU op. */
+static void test_gate_up(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
+    weights g = make_weights(t, rows, cols), u = make_weights(t, rows, cols);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows)), *tmp = malloc(sizeof(float) * (size_t)(n * rows));
+    uint64_t bytes = sizeof(float) * (uint64_t)(n * rows);
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dh = to_gpu(NULL, bytes), *du = to_gpu(NULL, bytes);
+    float *dg2 = to_gpu(NULL, bytes), *du2 = to_gpu(NULL, bytes);
+    gpu.matmul_gate_up(&gpu, dh, du, &g.dev, &u.dev, dx, n);
+    gpu.matmul(&gpu, dg2, &g.dev, dx, n);
+    gpu.matmul(&gpu, du2, &u.dev, dx, n);
+    gpu.silu_mul(&gpu, dg2, dg2, du2, n * rows);
+    float *got = from_gpu(dh, n * rows), *sep = from_gpu(dg2, n * rows);
+    cpu.matmul_gate_up(&cpu, want, tmp, &g.host, &u.host, x, n);
+    char what[160];
+    snprintf(what, sizeof what, "matmul_gate_up %s %lldx%lld n=%lld vs matmul, matmul, silu_mul", sp_mtype_name(t), (long long)rows,
+             (long long)cols, (long long)n);
+    expect(what, memcmp(got, sep, bytes) ? nmse(got, sep, n * rows) + 1e-30 : 0, 0);
+    snprintf(what, sizeof what, "matmul_gate_up %s %lldx%lld n=%lld vs cpu", sp_mtype_name(t), (long long)rows, (long long)cols,
+             (long long)n);
+    double coop = coop_tolerance(t, n);
+    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : coop ? coop : 1e-10);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dh), gpu.free(&gpu, du), gpu.free(&gpu, dg2), gpu.free(&gpu, du2);
+    free(x), free(want), free(tmp), free(got), free(sep), free(g.bytes), free(u.bytes);
+}
+
 /* Every cooperative-matrix tile, forced, against the exact product (the rows the reference covers: all of them up to
  * 256 rows, else the first 64 and the last 64, so edge tiles in both dimensions are checked); skipped, with the
  * reason, where the device has no matrix units. */
@@ -248,7 +274,18 @@ static void test_norms(int64_t n, int64_t d) {
     got = from_gpu(dx, N);
     snprintf(what, sizeof what, "rmsnorm_gated %lldx%lld (in place)", (long long)n, (long long)d);
     expect(what, nmse(got, want, N), 1e-12);
-    free(got);
+    /* the residual add and the next norm: x (now the gated norm's output, the GPU's on both sides) += z,
+     * y = rmsnorm(x) · w; both written, the sum exact */
+    float *xs = got;
+    gpu.add_rmsnorm(&gpu, dy, dx, dz, dw, n, d, 1e-6f);
+    cpu.add_rmsnorm(&cpu, want, xs, z, w, n, d, 1e-6f);
+    got = from_gpu(dy, N);
+    float *got_x = from_gpu(dx, N);
+    snprintf(what, sizeof what, "add_rmsnorm %lldx%lld", (long long)n, (long long)d);
+    expect(what, nmse(got, want, N), 1e-12);
+    snprintf(what, sizeof what, "add_rmsnorm %lldx%lld, the sum it leaves in x", (long long)n, (long long)d);
+    expect(what, nmse(got_x, xs, N), 0);
+    free(got), free(got_x), free(xs);
     gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dy);
     free(x), free(z), free(w), free(want);
 }
@@ -289,19 +326,24 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
 
 /* ---- attention ---- */
 
-/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed). */
-static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
+/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed), in a
+ * cache of rows of kv_type (SPLASH_KV_*). Both backends read the same stored values, so the tolerance is the f32 one;
+ * the rows kv_write stores must be the CPU's bit for bit. */
+static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
     int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
-    int64_t page_floats = 2 * (int64_t)Hkv * P * hd; /* one layer: K then V */
+    int64_t row_bytes = sp_kv_row_bytes(kv_type, hd), page_rows = 2 * (int64_t)Hkv * P; /* one layer: K then V */
+    uint64_t cache_bytes = (uint64_t)(page_rows * row_bytes * cache_pages);
     int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
-    float *kv = randoms(page_floats * cache_pages, -1, 1); /* old positions: random keys and values */
+    float *old = randoms(page_rows * cache_pages * hd, -1, 1); /* old positions: random keys and values */
+    uint8_t *kv = malloc(cache_bytes);
+    for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, old + r * hd, hd, kv + r * row_bytes);
     float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
-    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages));
+    uint8_t *dkv = to_gpu(kv, cache_bytes);
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
-               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    int64_t half = page_rows / 2 * row_bytes, stride = page_rows * row_bytes;
+    sp_kv_view hv = {kv, kv + half, stride, pages, P, kv_type}, dvw = {dkv, dkv + half, stride, pages, P, kv_type};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     double t0 = now();
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
@@ -310,16 +352,64 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
     double ms = (now() - t0) * 1e3;
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
     cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
-    char what[160];
+    char what[192];
+    const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
     bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), hd, n);
-    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
-             flash ? " (f16 matrix units)" : "", ms);
+    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
+             type, flash ? " (f16 matrix units)" : "", ms);
     expect(what, nmse(got, want, n * Hq * hd), flash ? 1e-4 : 1e-10);
-    float *kv_got = from_gpu(dkv, page_floats * cache_pages);
-    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld", Hkv, hd, n_past, (long long)(n_past + n - 1));
-    expect(what, nmse(kv_got, kv, page_floats * cache_pages), 0);
+    uint8_t *kv_got = (uint8_t *)from_gpu(dkv, (int64_t)(cache_bytes / 4));
+    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld%s", Hkv, hd, n_past, (long long)(n_past + n - 1), type);
+    expect(what, memcmp(kv_got, kv, cache_bytes) ? 1 : 0, 0);
     gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
-    free(pages), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+}
+
+/* attention_ext: n rows at q_pos0 over page positions [page_lo, page_hi (+ i when causal)) of scattered pages and,
+ * with blk, the rows' own keys (causal or not), with an optional window: what the MTP and DFlash drafters ask. */
+static void test_attention_ext(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, int32_t q_pos0, int32_t page_lo, int32_t page_hi,
+                               int32_t page_causal, bool blk, int32_t blk_causal, int32_t window, int32_t P) {
+    int32_t total = page_hi + n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
+    int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
+    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
+    for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
+    float *kv = randoms(page_floats * cache_pages, -1, 1), *q = randoms((int64_t)n * Hq * hd, -1, 1);
+    float *kb = randoms((int64_t)n * Hkv * hd, -1, 1), *vb = randoms((int64_t)n * Hkv * hd, -1, 1);
+    float *dkv = to_gpu(kv, 4 * (uint64_t)(page_floats * cache_pages)), *dq = to_gpu(q, 4 * (uint64_t)n * Hq * hd);
+    float *dkb = to_gpu(kb, 4 * (uint64_t)n * Hkv * hd), *dvb = to_gpu(vb, 4 * (uint64_t)n * Hkv * hd);
+    float *dout = to_gpu(NULL, 4 * (uint64_t)n * Hq * hd), *want = malloc(4 * (size_t)n * Hq * hd);
+    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32},
+               dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    sp_attn_ext hx = {n, q_pos0, &hv, page_lo, page_hi, page_causal, window, blk ? kb : NULL, blk ? vb : NULL, blk_causal};
+    sp_attn_ext dx = {n, q_pos0, &dvw, page_lo, page_hi, page_causal, window, blk ? dkb : NULL, blk ? dvb : NULL, blk_causal};
+    float scale = 1.0f / sqrtf((float)hd);
+    gpu.attention_ext(&gpu, dout, dq, Hq, Hkv, hd, scale, &dx);
+    float *got = from_gpu(dout, (int64_t)n * Hq * hd);
+    cpu.attention_ext(&cpu, want, q, Hq, Hkv, hd, scale, &hx);
+    char what[200];
+    snprintf(what, sizeof what, "attention_ext %d/%d heads x %d, %d rows at %d, pages [%d, %d%s)%s%s, window %d", Hq, Hkv, hd, n,
+             q_pos0, page_lo, page_hi, page_causal ? " + i" : "", blk ? " + block" : "", blk && blk_causal ? " (causal)" : "", window);
+    expect(what, nmse(got, want, (int64_t)n * Hq * hd), 1e-10);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dkb), gpu.free(&gpu, dvb), gpu.free(&gpu, dout);
+    free(pages), free(kv), free(q), free(kb), free(vb), free(want), free(got);
+}
+
+/* block_conv: DFlash2's dynamic convolution over blocks of different lengths (rows of dyn_stride > its K·H/G). */
+static void test_block_conv(int64_t H, int32_t K, int32_t G) {
+    int64_t row0[3] = {0, 5, 6};
+    int32_t len[3] = {5, 1, 9};
+    int64_t rows = 15, stride = 2 * K * (H / G);
+    float *x = randoms(rows * H, -2, 2), *dyn = randoms(rows * stride, -1, 1), *base = randoms(K * H, -1, 1);
+    float *dx = to_gpu(x, 4 * (uint64_t)(rows * H)), *ddyn = to_gpu(dyn, 4 * (uint64_t)(rows * stride));
+    float *dbase = to_gpu(base, 4 * (uint64_t)(K * H));
+    gpu.block_conv(&gpu, dx, ddyn + K * (H / G), stride, dbase, H, K, G, row0, len, 3);
+    cpu.block_conv(&cpu, x, dyn + K * (H / G), stride, base, H, K, G, row0, len, 3);
+    float *got = from_gpu(dx, rows * H);
+    char what[128];
+    snprintf(what, sizeof what, "block_conv H %lld, K %d, G %d, blocks of 5, 1 and 9 rows", (long long)H, K, G);
+    expect(what, nmse(got, x, rows * H), 1e-12);
+    gpu.free(&gpu, dx), gpu.free(&gpu, ddyn), gpu.free(&gpu, dbase);
+    free(x), free(dyn), free(base), free(got);
 }
 
 /* ---- Gated DeltaNet ---- */
@@ -468,6 +558,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t <= SP_MAT_Q4; t++) test_matmul((sp_mtype)t, 37, 72, 1, true); /* the types the kernels decode */
     test_matmul(SP_MAT_F32, 70, 200, 3, true);
     test_matmul(SP_MAT_F32, 67, 168, 21, true);
+    test_matmul(SP_MAT_Q4, 67, 164, 21, true);
     if (!quick)
         for (int t = 1; t <= SP_MAT_Q4; t++) {
             test_matmul((sp_mtype)t, 70, 200, 3, true);
@@ -486,11 +577,19 @@ int main(int argc, char **argv) {
      * whole-tile case (the direct store), every weight type they take */
     test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
     test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
+    /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
+    test_gemm_coop(SP_MAT_F16, 67, 164, 21);
+    test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);
             test_gemm_coop((sp_mtype)t, 128, 256, 256);
         }
+    test_gate_up(SP_MAT_Q4, 200, 320, 1);
+    test_gate_up(SP_MAT_BF16, 130, 96, 3);
+    test_gate_up(SP_MAT_F32, 64, 36, 16);
+    test_gate_up(SP_MAT_MLX4, 70, 128, 4);
+    test_gate_up(SP_MAT_Q8, 50, 64, 20); /* more rows than a GEMV takes: the GEMMs */
     test_embed(SP_MAT_BF16, 300, 64, 7);
     test_embed(SP_MAT_F32, 50, 36, 3);
     test_embed(SP_MAT_MLX4, 300, 128, 7);
@@ -500,13 +599,24 @@ int main(int argc, char **argv) {
     test_norms(9, 300);
     test_rope(3, 4, 32, 8, false);
     test_rope(5, 3, 64, 16, true);
-    test_attention(4, 1, 32, 0, 13, 16);     /* prefill */
-    test_attention(4, 2, 32, 37, 1, 16);     /* decode */
-    test_attention(4, 2, 32, 300, 1, 4);     /* decode, split over keys */
-    test_attention(4, 1, 32, 20, 4, 16);     /* verify block */
-    if (!quick) test_attention(40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
-    test_attention(4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
-    test_attention(6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 13, 16);     /* prefill */
+    test_attention(SPLASH_KV_F32, 4, 2, 32, 37, 1, 16);     /* decode */
+    test_attention(SPLASH_KV_F32, 4, 2, 32, 300, 1, 4);     /* decode, split over keys */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 20, 4, 16);     /* verify block */
+    if (!quick) test_attention(SPLASH_KV_F32, 40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
+    test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
+    test_attention(SPLASH_KV_F32, 6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
+    test_attention(SPLASH_KV_F16, 4, 2, 32, 37, 1, 16);     /* f16 KV: decode, split decode, verify, prefill chunks */
+    test_attention(SPLASH_KV_F16, 4, 2, 32, 300, 1, 4);
+    test_attention(SPLASH_KV_F16, 4, 1, 32, 20, 4, 16);
+    test_attention(SPLASH_KV_F16, 6, 2, 64, 37, 29, 16);
+    test_attention(SPLASH_KV_F16, 4, 1, 32, 0, 40, 16);
+    test_attention_ext(4, 2, 32, 1, 36, 1, 37, 0, false, 0, 0, 16);  /* MTP: one row over its own pages from 1 */
+    test_attention_ext(4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
+    test_attention_ext(6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
+    test_attention_ext(4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);     /* causal pages */
+    test_block_conv(64, 2, 16);
+    test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
     test_gdn(2, 6, 32, 16, 70);
@@ -528,6 +638,8 @@ int main(int argc, char **argv) {
         test_matmul(SP_MAT_MLX4, 2048, 2048, 24, false);
         test_matmul(SP_MAT_BF16, 10240, 5120, 1, false);
         test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
+        test_gate_up(SP_MAT_Q4, 17408, 5120, 1);
+        test_gate_up(SP_MAT_Q4, 17408, 5120, 4);
         test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);
         /* prefill chunks on the matrix units (where the device has them): the 27B's gate at q4, its down at bf16 with
          * a partial x tile, the 35B's q at q8 */
@@ -538,11 +650,15 @@ int main(int argc, char **argv) {
         test_norms(2, 5120);
         test_norms(48, 128);
         test_rope(2, 24, 256, 64, false);
-        test_attention(24, 4, 256, 0, 40, 16);
-        test_attention(24, 4, 256, 1200, 1, 16);
-        test_attention(16, 2, 256, 700, 4, 16);
-        test_attention(24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
-        test_attention(16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 0, 40, 16);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 1, 16);
+        test_attention(SPLASH_KV_F32, 16, 2, 256, 700, 4, 16);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
+        test_attention(SPLASH_KV_F32, 16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 1, 16);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 5000, 1, 64);  /* a split decode of many splits */
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 5000, 1, 64);
+        test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 100, 16);
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);

@@ -2,9 +2,10 @@
  * each piece. Normalization (NFC) and added tokens are handled by the caller (src/tokenizer/), which passes the
  * plain-text segments between added tokens here one at a time, as tokenizers does.
  *
- * Why C: the 32K-token prompts agents resend every turn must encode in under 30 ms on a 2-core machine; the pure-JS
- * tokenizers measured 45-100 ms warm and 130-400 ms cold under Bun (bun-stack.md), and the regex alone is a large
- * share of that. This path does the split and the merges without allocating per piece. */
+ * Why C: the long prompts agents resend every turn must encode well within a step's time on a small machine; the
+ * pure-JS tokenizers were several times slower than that under Bun (bun-stack.md; `splash bench tokenize` measures
+ * this path), and the regex alone is a large share of it. This path does the split and the merges without allocating
+ * per piece. */
 #include "splash.h"
 
 #include "core/error.h"

@@ -2,8 +2,12 @@
  *
  *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers N] [--dir DIR]
  *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
+ *                            [--kv-type f32|f16] [--attention-workgroups N,N,...]
  *
  * --profile: afterwards, the model once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU times on stderr).
+ * --kv-type: the KV cache's element type (default f32). --attention-workgroups: afterwards, batch-1 decode at the long
+ * context once more for each count of workgroups a split decode attention aims for (the "attentionWorkgroups" of
+ * models/<id>/vulkan.json), on the same loaded model.
  *
  * Measures the whole Qwen3.8-27B (64 layers) or Qwen3.6-35B-A3B (40 layers) — every layer, nothing extrapolated —
  * on weights of the real shapes: prefill tokens/s of a `chunk`-token chunk at 0 and at (long context − chunk)
@@ -244,6 +248,7 @@ typedef struct figures {
     double streams[2];   /* seconds per step of 4 and of 16 sequences at the short context */
     double weight_bytes, kv_bytes_per_token, state_bytes; /* per decoded token, from splash_model_info */
     uint64_t dispatches, barriers; /* recorded by one batch-1 decode step */
+    double split_decode[8];        /* seconds per batch-1 step at the long context, per --attention-workgroups value */
 } figures;
 
 /* The same rows for llama.cpp's CUDA build on one H200 (random weights of the real shapes, every matrix Q4_0, 4.5
@@ -266,6 +271,9 @@ typedef struct bench {
     int quant;
     int contexts[2], chunk, steps;
     bool profile;
+    int32_t kv_type;
+    uint32_t attention_workgroups[8];
+    int n_attention_workgroups;
 } bench;
 
 static const splash_sampling GREEDY = {.top_p = 1, .repetition_penalty = 1};
@@ -292,6 +300,7 @@ static figures measure(const bench *b, const char *dir, int layers) {
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);
     f.load_s = now() - t0;
+    if (splash_model_set_kv_type(m, b->kv_type)) die("splash_model_set_kv_type");
     splash_model_info info = {.struct_size = sizeof info};
     splash_model_get_info(m, &info);
     f.weight_bytes = (double)info.decode_bytes_per_token;
@@ -320,6 +329,16 @@ static figures measure(const bench *b, const char *dir, int layers) {
         if (k < 2) f.decode[k] = best;
         else f.streams[k - 2] = best;
     }
+    sp_gpu *g = sp_gpu_of(&m->be);
+    uint32_t measured_workgroups = g->attention_workgroups;
+    for (int a = 0; a < b->n_attention_workgroups; a++) {
+        g->attention_workgroups = b->attention_workgroups[a];
+        double best = 1e30;
+        step(m, c, 1, long_ctx - 1, 1, pages_per_seq, pages, tokens);
+        for (int r = 0; r < b->steps; r++) best = fmin(best, step(m, c, 1, long_ctx + r, 1, pages_per_seq, pages, tokens));
+        f.split_decode[a] = best;
+    }
+    g->attention_workgroups = measured_workgroups;
     free(pages);
     free(tokens);
     splash_cache_free(c);
@@ -350,9 +369,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--chunk")) b.chunk = atoi(v), i++;
         else if (!strcmp(a, "--steps")) b.steps = atoi(v), i++;
         else if (!strcmp(a, "--profile")) b.profile = true;
-        else {
+        else if (!strcmp(a, "--kv-type")) {
+            b.kv_type = !strcmp(v, "f16") ? SPLASH_KV_F16 : !strcmp(v, "int8") ? SPLASH_KV_INT8 : !strcmp(v, "f32") ? SPLASH_KV_F32 : -1, i++;
+            if (b.kv_type < 0) {
+                fprintf(stderr, "vulkan_bench: --kv-type f32|f16|int8\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--attention-workgroups")) {
+            for (char *t = strtok((char *)v, ","); t && b.n_attention_workgroups < 8; t = strtok(NULL, ","))
+                if (atoi(t) > 0) b.attention_workgroups[b.n_attention_workgroups++] = (uint32_t)atoi(t);
+            i++;
+        } else {
             fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers N] [--dir DIR]\n"
-                            "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n");
+                            "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n"
+                            "       [--kv-type f32|f16|int8] [--attention-workgroups N,N,...]\n");
             return 2;
         }
     }
@@ -409,8 +439,9 @@ int main(int argc, char **argv) {
         if (!strcmp(PEERS[i].shape, b.s->name) && !strcmp(PEERS[i].quant, quant_name) && layers == b.s->layers) pe = &PEERS[i];
     static const peer none = {0};
     if (!pe) pe = &none;
-    printf("\n%s (%d of %d layers) %s on %s — read bandwidth %.1f GB/s; load %.1f s\n", b.s->model, layers, b.s->layers,
-           quant_name, device, gbs, f.load_s);
+    static const char *const KV_NAMES[] = {"f32", "f16", "int8"};
+    printf("\n%s (%d of %d layers) %s, %s KV, on %s — read bandwidth %.1f GB/s; load %.1f s\n", b.s->model, layers,
+           b.s->layers, quant_name, KV_NAMES[b.kv_type], device, gbs, f.load_s);
     printf("  %-36s %10s %9s %9s %10s %7s %8s\n", "", "tokens/s", "GB/token", "roofline", "llama.cpp", "ratio", "goal");
     printf("  prefill, chunk of %-5d from 0           %10.0f\n", b.chunk, b.chunk / f.prefill[0]);
     printf("  prefill, chunk of %-5d up to %-7d   %10.0f\n", b.chunk, b.contexts[1], b.chunk / f.prefill[1]);
@@ -429,14 +460,17 @@ int main(int argc, char **argv) {
     printf("  one decode step: %llu dispatches, %llu barriers (%.1f and %.1f per layer); 4 / 16 streams cost %.2fx / %.2fx one\n",
            (unsigned long long)f.dispatches, (unsigned long long)f.barriers, (double)f.dispatches / layers,
            (double)f.barriers / layers, f.streams[0] / f.decode[0], f.streams[1] / f.decode[0]);
+    for (int a = 0; a < b.n_attention_workgroups; a++)
+        printf("  decode, batch 1 at %-7d, attention split for %4u workgroups: %8.1f tokens/s, %.0f%% of roofline\n",
+               b.contexts[1], b.attention_workgroups[a], 1 / f.split_decode[a], 100 * bytes1[1] / bw / f.split_decode[a]);
     if (json) {
         FILE *j = fopen(json, "a");
         if (!j) die(json);
-        fprintf(j, "{\"shape\":\"%s\",\"model\":\"%s\",\"quant\":\"%s\",\"device\":\"%s\",\"bandwidth_gbs\":%.1f,\"layers\":%d,"
+        fprintf(j, "{\"shape\":\"%s\",\"model\":\"%s\",\"quant\":\"%s\",\"kv_type\":\"%s\",\"device\":\"%s\",\"bandwidth_gbs\":%.1f,\"layers\":%d,"
                    "\"load_s\":%.2f,\"chunk\":%d,\"contexts\":[%d,%d],\"prefill_tps\":[%.1f,%.1f],\"decode_tps\":[%.2f,%.2f],"
                    "\"streams_tps\":{\"4\":%.2f,\"16\":%.2f},\"decode_roofline\":[%.3f,%.3f],\"bytes_per_token\":[%.0f,%.0f],"
                    "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f,\"dispatches\":%llu,\"barriers\":%llu}\n",
-                b.s->name, b.s->model, quant_name, device, gbs, layers, f.load_s, b.chunk, b.contexts[0], b.contexts[1],
+                b.s->name, b.s->model, quant_name, KV_NAMES[b.kv_type], device, gbs, layers, f.load_s, b.chunk, b.contexts[0], b.contexts[1],
                 b.chunk / f.prefill[0], b.chunk / f.prefill[1], 1 / f.decode[0], 1 / f.decode[1], 4 / f.streams[0],
                 16 / f.streams[1], bytes1[0] / bw / f.decode[0], bytes1[1] / bw / f.decode[1], bytes1[0], bytes1[1], wbytes, kv,
                 state, (unsigned long long)f.dispatches, (unsigned long long)f.barriers);

@@ -33,6 +33,11 @@ fi
 # A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."), SPLASH_GPU_QUICK=1 (the ops test's quick set,
 # no launch-choice lab: the benchmarks use the committed models/<id>/vulkan.json tuning)
 RUNS=${SPLASH_GPU_RUNS:-$RUNS}
+# KV cache types each run is measured with (SPLASH_GPU_KV="f32 f16"), and workgroup counts for the split decode
+# attention, measured at the long context after each run (SPLASH_GPU_ATTENTION="256,1024": vulkan_bench
+# --attention-workgroups)
+KVS=${SPLASH_GPU_KV:-f32}
+ATTN=${SPLASH_GPU_ATTENTION:+--attention-workgroups $SPLASH_GPU_ATTENTION}
 QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
 
 stage "kernels against the CPU backend (real and odd shapes)"
@@ -51,13 +56,15 @@ awk '/^  [a-z_]+ +(q4|bf16) +[0-9]+ +(wg|tile)/{k=$1" "$2" "$3; if(!(k in b)||$5
 stage "benchmarks (the whole models, weights of the real shapes; tables below)"
 rm -f "$OUT/bench.jsonl"
 for run in $RUNS; do
-  s=${run%%:*}; q=${run##*:}
-  if [ "$(left)" -lt 60 ]; then echo "skipping $s $q: out of time"; continue; fi
+  for kv in $KVS; do
+  s=${run%%:*}; q=${run##*:}; log="$OUT/bench-$s-$q-$kv.log"
+  if [ "$(left)" -lt 60 ]; then echo "skipping $s $q $kv KV: out of time"; continue; fi
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
-  timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" \
-    $BENCH_ARGS $prof > "$OUT/bench-$s-$q.log" 2>&1
-  echo "$s $q: exit $?"; grep -v "^  [a-z_]* .*%$" "$OUT/bench-$s-$q.log" | grep -v "^splash vulkan profile\|^  op " | head -30
-  [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$OUT/bench-$s-$q.log" | head -28
+  timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" --kv-type "$kv" --dir /tmp/splash-vulkan-bench \
+    --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
+  echo "$s $q $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
+  [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28
+  done
 done
 stage "done"

@@ -10,33 +10,44 @@
 #   run:    bash scripts/bench/gpu-prefill-h200.sh     (SPLASH_PREFILL_BENCH="27b:q4:1024 …" picks the vulkan_bench runs)
 #   output: the tables on stdout; logs in $OUT (or /tmp/splash-gpu-out): build.log, ops.log, lab.log, bench.log,
 #           bench.jsonl (few files: the device tool returns at most 8)
-#   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build
+#   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build, run in that order;
+#   "coopmat" runs native/tools/coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
+#   build/coopmat-lab (carry it). SPLASH_PREFILL_MODELS picks the lab's models (both by default),
+#   SPLASH_PREFILL_OPS=--quick the short ops test.
 #
 # Locally (lavapipe, tiny shapes): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-prefill-h200.sh
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/bench/gpu-common.sh
 SMOKE=${SPLASH_GPU_SMOKE:-0}
-STAGES=" ${SPLASH_PREFILL_STAGES:-ops torch lab bench} "
-want() { [[ "$STAGES" == *" $1 "* ]]; }
+STAGES=${SPLASH_PREFILL_STAGES:-ops torch lab bench}
 
 gpu_loader
-gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench
+gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench tools/coopmat_lab
 
 if [ "$SMOKE" = 1 ]; then
   OPS="--quick"; MODELS="tiny"; LAB="--n 40 --context 200 --reps 2"; BENCH="--shape tiny --context 128,256 --chunk 32 --steps 2"
 else
-  OPS=""; MODELS="qwen3.8-27b qwen3.6-35b-a3b"; LAB=""; BENCH=""
+  OPS=${SPLASH_PREFILL_OPS:-}; MODELS=${SPLASH_PREFILL_MODELS:-"qwen3.8-27b qwen3.6-35b-a3b"}; LAB=""; BENCH=""
 fi
 
-if want ops; then
+run_coopmat() {
+  stage "coopmat_lab: what bounds the cooperative-matrix GEMM"
+  if [ "$SMOKE" = 1 ]; then CM="--m 256 --n 128 --k 256 --reps 2"; else CM=""; fi
+  timeout 240 "$B/coopmat_lab" build/coopmat-lab/list.txt $CM 2>&1 | tee "$OUT/coopmat.log"
+  echo "exit ${PIPESTATUS[0]}"
+}
+
+run_ops() {
   stage "kernels against the CPU backend"
   timeout 200 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
   echo "exit $?"; grep -E "device|NOT OK|checks|time:|coopmat|f16 matrix units|skip" "$OUT/ops.log"
-fi
+}
 
-want torch && [ "$SMOKE" != 1 ] && stage "dense f16 / bf16 matrix rate (PyTorch, 8192^3, random data, median of 20)" &&
-timeout 60 python3 - <<'EOF' 2>&1
+run_torch() {
+  [ "$SMOKE" = 1 ] && return
+  stage "dense f16 / bf16 matrix rate (PyTorch, 8192^3, random data, median of 20)"
+  timeout 60 python3 - <<'EOF' 2>&1
 import torch
 for dt in (torch.float16, torch.bfloat16):
     a = torch.randn(8192, 8192, device="cuda", dtype=dt); b = torch.randn(8192, 8192, device="cuda", dtype=dt)
@@ -48,22 +59,28 @@ for dt in (torch.float16, torch.bfloat16):
     ts.sort()
     print(f"dense {dt}: {2 * 8192**3 / (ts[10] * 1e-3) / 1e12:.0f} TFLOP/s")
 EOF
+}
 
-want lab && for m in $MODELS; do
-  stage "vulkan_prefill_lab $m"
-  types=q4,bf16; [ "$m" = qwen3.6-35b-a3b ] && types=q4
-  timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types "$types" $LAB 2>&1 | tee -a "$OUT/lab.log"
-  echo "exit ${PIPESTATUS[0]}"
-done
+run_lab() {
+  for m in $MODELS; do
+    stage "vulkan_prefill_lab $m"
+    types=q4,bf16; [ "$m" = qwen3.6-35b-a3b ] && types=q4
+    timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types "$types" $LAB 2>&1 | tee -a "$OUT/lab.log"
+    echo "exit ${PIPESTATUS[0]}"
+  done
+}
 
-want bench && stage "vulkan_bench prefill (shape:quant:chunk)"
-if [ "$SMOKE" = 1 ]; then runs="tiny:q4:32"; else runs=${SPLASH_PREFILL_BENCH:-"27b:q4:1024 27b:q4:4096 27b:bf16:1024 35b:q4:1024 35b:q4:4096"}; fi
-want bench || runs=""
-for r in $runs; do
-  IFS=: read -r s q c <<< "$r"
-  if [ "$SMOKE" = 1 ]; then args="$BENCH"; else args="--shape $s --chunk $c --steps 2"; fi
-  timeout 90 "$B/vulkan_bench" $args --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" > "$OUT/bench-one.log" 2>&1
-  echo "$s $q chunk $c: exit $?"; cat "$OUT/bench-one.log" >> "$OUT/bench.log"; grep -E "prefill|measured" "$OUT/bench-one.log"
-done
-rm -f "$OUT/bench-one.log"
+run_bench() {
+  stage "vulkan_bench prefill (shape:quant:chunk)"
+  if [ "$SMOKE" = 1 ]; then runs="tiny:q4:32"; else runs=${SPLASH_PREFILL_BENCH:-"27b:q4:1024 27b:q4:4096 27b:bf16:1024 35b:q4:1024 35b:q4:4096"}; fi
+  for r in $runs; do
+    IFS=: read -r s q c <<< "$r"
+    if [ "$SMOKE" = 1 ]; then args="$BENCH"; else args="--shape $s --chunk $c --steps 2"; fi
+    timeout 120 "$B/vulkan_bench" $args --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" > "$OUT/bench-one.log" 2>&1
+    echo "$s $q chunk $c: exit $?"; cat "$OUT/bench-one.log" >> "$OUT/bench.log"; grep -E "prefill|measured" "$OUT/bench-one.log"
+  done
+  rm -f "$OUT/bench-one.log"
+}
+
+for s in $STAGES; do "run_$s"; done
 stage "done"

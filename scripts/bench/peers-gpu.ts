@@ -1,5 +1,5 @@
 // llama.cpp's GPU builds (node-llama-cpp's Vulkan or CUDA prebuilt) on the Qwen3.8-27B layer shapes (random
-// weights, bench decode's checkpoint) in the GGUF types issue 11 compares (Q4_0 and BF16): prefill tokens/s, decode
+// weights, bench decode's checkpoint) in the GGUF types the GPU comparison uses (Q4_0 and BF16): prefill tokens/s, decode
 // tokens/s at 1K and 32K context, total decode over 4 and 16 streams, and decode as a fraction of the roofline
 // (weight bytes per token ÷ a bandwidth given with --bandwidth-gbs, the H200's measured HBM figure). Run by
 // scripts/bench/peers-h200.sh; `--gpu false` runs the same on the CPU build (to try it here).
@@ -11,7 +11,7 @@ import { ensureCheckpoint } from "../../src/cli/bench-decode.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import { exportGguf, ggufDecodeBytes, type ExportType } from "../../src/gguf/export.ts";
 import { cacheDir } from "../../src/paths.ts";
-import { LlamaPeer } from "./peers-client.ts";
+import { LlamaPeer } from "../../src/bench/peers-client.ts";
 
 const { values } = parseArgs({
   options: {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # llama.cpp's Vulkan and CUDA builds (node-llama-cpp 3.21.1's prebuilt @node-llama-cpp/linux-x64-vulkan and
-# linux-x64-cuda) on the H200, on the same GGUF weights as Splash, for issue 11's comparison rows. Not yet run.
+# linux-x64-cuda) on the H200, on the same GGUF weights as Splash, for BENCHMARKS.md's GPU comparison rows. Not yet run.
 #
 # The H200 has no Node, no Bun and no registry, so everything travels with the working tree, and one `run` call
 # carries at most 64 MiB in all — tracked files included (55 MiB as of 2026-11-30: models/splash-tiny alone is

@@ -3,7 +3,7 @@
 // too) installed all fourteen of its prebuilt builds, ≈680 MB (CUDA 181 MB and its fallback 357 MB, Vulkan 81 MB,
 // ARM, …), for a benchmark most users never run. Here the first use installs node-llama-cpp, its JavaScript
 // dependencies and the one prebuilt build asked for (its CPU build unless a GPU is named) from the npm registry into
-// build/node-llama-cpp-<version>/<build>/ (≈85 MB, 10–45 s), and later uses find it there.
+// build/node-llama-cpp-<version>/<build>/, and later uses find it there.
 //
 // Only that build: `--omit=optional` leaves out all of node-llama-cpp's optional platform packages and the build is
 // named explicitly, so it is a plain dependency of the install. `--ignore-scripts` skips node-llama-cpp's postinstall,

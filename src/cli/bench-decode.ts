@@ -9,10 +9,11 @@
 //
 // The checkpoint (bf16, official layout) is written once into the cache directory and loaded through the ordinary
 // loader, so what is measured is exactly what `splash serve` would run.
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { loadavg } from "node:os";
+import { writeRandomCheckpoint } from "../bench/random-checkpoint.ts";
 import { join } from "node:path";
 import type { Sampling } from "../engine/types.ts";
+import type { JsonObject } from "../models/config.ts";
 import { check } from "../native/errors.ts";
 import { native } from "../native/library.ts";
 import { Model, type Quant } from "../native/model.ts";
@@ -22,53 +23,7 @@ import { command, intOption, parseOption, UsageError } from "./_command.ts";
 
 const SHAPE = { hidden: 5120, heads: 24, kvHeads: 4, headDim: 256, kHeads: 16, vHeads: 48, linearDim: 128, inter: 17408, vocab: 248320 };
 
-function tensors(layers: number): [string, number[]][] {
-  const s = SHAPE;
-  const L = "model.language_model";
-  const conv = 2 * s.kHeads * s.linearDim + s.vHeads * s.linearDim;
-  const out: [string, number[]][] = [[`${L}.embed_tokens.weight`, [s.vocab, s.hidden]], [`${L}.norm.weight`, [s.hidden]], ["lm_head.weight", [s.vocab, s.hidden]]];
-  for (let i = 0; i < layers; i++) {
-    const p = `${L}.layers.${i}`;
-    out.push([`${p}.input_layernorm.weight`, [s.hidden]], [`${p}.post_attention_layernorm.weight`, [s.hidden]]);
-    out.push([`${p}.mlp.gate_proj.weight`, [s.inter, s.hidden]], [`${p}.mlp.up_proj.weight`, [s.inter, s.hidden]], [`${p}.mlp.down_proj.weight`, [s.hidden, s.inter]]);
-    if (i % 4 === 3)
-      out.push(
-        [`${p}.self_attn.q_proj.weight`, [2 * s.heads * s.headDim, s.hidden]],
-        [`${p}.self_attn.k_proj.weight`, [s.kvHeads * s.headDim, s.hidden]],
-        [`${p}.self_attn.v_proj.weight`, [s.kvHeads * s.headDim, s.hidden]],
-        [`${p}.self_attn.o_proj.weight`, [s.hidden, s.heads * s.headDim]],
-        [`${p}.self_attn.q_norm.weight`, [s.headDim]],
-        [`${p}.self_attn.k_norm.weight`, [s.headDim]],
-      );
-    else
-      out.push(
-        [`${p}.linear_attn.in_proj_qkv.weight`, [conv, s.hidden]],
-        [`${p}.linear_attn.in_proj_z.weight`, [s.vHeads * s.linearDim, s.hidden]],
-        [`${p}.linear_attn.in_proj_b.weight`, [s.vHeads, s.hidden]],
-        [`${p}.linear_attn.in_proj_a.weight`, [s.vHeads, s.hidden]],
-        [`${p}.linear_attn.conv1d.weight`, [conv, 1, 4]],
-        [`${p}.linear_attn.A_log`, [s.vHeads]],
-        [`${p}.linear_attn.dt_bias`, [s.vHeads]],
-        [`${p}.linear_attn.norm.weight`, [s.linearDim]],
-        [`${p}.linear_attn.out_proj.weight`, [s.hidden, s.vHeads * s.linearDim]],
-      );
-  }
-  return out;
-}
-
-// Half-width of a uniform draw per tensor: projections ~ 1/√fan_in so activations stay O(1) through the stack.
-function halfWidth(name: string, shape: number[]): [number, number] {
-  const u = (std: number): [number, number] => [-std * Math.sqrt(3), std * Math.sqrt(3)];
-  if (name.endsWith("linear_attn.norm.weight")) return [0.6, 1.4];
-  if (name.endsWith("A_log")) return [Math.log(0.05), Math.log(5)];
-  if (name.endsWith("dt_bias")) return [-2, 0.5];
-  if (name.endsWith("conv1d.weight")) return u(0.5);
-  if (/norm\.weight$|layernorm\.weight$/.test(name)) return u(0.2);
-  if (name.endsWith("embed_tokens.weight")) return u(1);
-  return u(1 / Math.sqrt(shape.at(-1)!));
-}
-
-function config(layers: number): object {
+function config(layers: number): JsonObject {
   const s = SHAPE;
   return {
     architectures: ["Qwen3_5ForConditionalGeneration"],
@@ -97,55 +52,9 @@ function config(layers: number): object {
   };
 }
 
-// Writes config.json and model.safetensors (bf16) into dir, streaming 16 MiB at a time; skipped when present.
+// Writes the random-weight checkpoint of `layers` layers into dir, once (bench/random-checkpoint.ts).
 export function ensureCheckpoint(dir: string, layers: number): void {
-  const file = join(dir, "model.safetensors");
-  const list = tensors(layers);
-  const header: Record<string, unknown> = { __metadata__: { format: "pt", producer: "splash bench decode (random weights)" } };
-  let offset = 0;
-  for (const [name, shape] of list) {
-    const bytes = shape.reduce((a, b) => a * b, 1) * 2;
-    header[name] = { dtype: "BF16", shape, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  }
-  let json = JSON.stringify(header);
-  json += " ".repeat((8 - ((json.length + 8) % 8)) % 8);
-  const total = 8 + json.length + offset;
-  if (existsSync(file) && statSync(file).size === total) return;
-  log.info(`writing a ${(total / 2 ** 30).toFixed(1)} GiB random-weight checkpoint to ${dir} (once)`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "config.json"), JSON.stringify(config(layers), null, 2));
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w");
-  try {
-    const head = new Uint8Array(8 + json.length);
-    new DataView(head.buffer).setBigUint64(0, BigInt(json.length), true);
-    head.set(new TextEncoder().encode(json), 8);
-    writeSync(fd, head);
-    const chunk = new Uint16Array(8 << 20);
-    const f32 = new Float32Array(1);
-    const u32 = new Uint32Array(f32.buffer);
-    let state = 0x9e3779b9;
-    for (const [name, shape] of list) {
-      const [lo, hi] = halfWidth(name, shape);
-      let left = shape.reduce((a, b) => a * b, 1);
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        for (let i = 0; i < n; i++) {
-          state ^= state << 13;
-          state ^= state >>> 17;
-          state ^= state << 5;
-          f32[0] = lo + ((state >>> 0) / 4294967296) * (hi - lo);
-          chunk[i] = (u32[0]! + 0x8000) >>> 16;
-        }
-        writeSync(fd, chunk.subarray(0, n));
-        left -= n;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
+  writeRandomCheckpoint(dir, config(layers), { seed: 0x9e3779b9, producer: "splash bench decode (random weights)" });
 }
 
 const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };

@@ -14,10 +14,9 @@ import { nativeStepModel } from "../engine/native-runner.ts";
 import { randomTokens } from "../engine/serve-bench.ts";
 import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
-import { chooseDrafter } from "../models/drafter.ts";
+import { backendKind, chooseDrafter } from "../models/drafter.ts";
 import { applyKvType, type KvType } from "../models/kv-type.ts";
 import { resolveModel } from "../models/resolve.ts";
-import { NativeError } from "../native/errors.ts";
 import { Model } from "../native/model.ts";
 import { cacheDir } from "../paths.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -46,12 +45,8 @@ export default command({
     const resolved = resolveModel(args.model);
     const load = async (kv: "auto" | KvType) => {
       const m = await Model.load(resolved.dir, { ...(flags.backend ? { backend: flags.backend } : {}), ...(flags.threads ? { threads: flags.threads } : {}) });
-      const drafter = chooseDrafter(resolved, "auto", m.info.hasMtp);
-      try {
-        if (drafter) m.attachDrafter(drafter);
-      } catch (e) {
-        if (!(e instanceof NativeError) || e.statusName !== "SPLASH_ERR_UNSUPPORTED") throw e; // no drafter ops (GPU)
-      }
+      const drafter = chooseDrafter(resolved, "auto", m.info.hasMtp, backendKind(m.info.backend));
+      if (drafter) m.attachDrafter(drafter);
       applyKvType(m, kv, resolved.spec?.cache?.kv);
       return m;
     };

@@ -2,13 +2,13 @@
 // thread count, same pre-tokenized prompts, alternating repetitions; medians and ratios for prefill, decode at a
 // short and a long context, time to first token on a reused prefix, and total decode over 4 concurrent streams,
 // plus each side's decode as a fraction of the memory-bandwidth roofline (weight bytes per token ÷ this machine's
-// read bandwidth, measured in the same run). The workloads are scripts/bench/peers.ts; llama.cpp runs under Node
+// read bandwidth, measured in the same run). The workloads are src/bench/peers.ts; llama.cpp runs under Node
 // from a development checkout, node-llama-cpp installed into build/ on first use (src/bench/node-llama-cpp.ts: not a
 // dependency, so the npm registry is needed once). Ends with one JSON line.
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
-import { measurePeers, median, memoryBandwidth, peerModels, prepareModel, type PeerResult, type PeersReport, type Timing } from "../../scripts/bench/peers.ts";
+import { LlamaPeer } from "../bench/peers-client.ts";
+import { measurePeers, median, memoryBandwidth, peerModels, prepareModel, type PeerResult, type PeersReport, type Timing } from "../bench/peers.ts";
 import { installNodeLlamaCpp, NODE_LLAMA_CPP_VERSION } from "../bench/node-llama-cpp.ts";
 import { log } from "../log.ts";
 import { command, intOption, parseOption, UsageError } from "./_command.ts";

@@ -1,4 +1,4 @@
-// `splash bench serve`: what the engine loop and its caches buy an agent workload (issue 6), on the native engine:
+// `splash bench serve`: what the engine loop and its caches buy an agent workload, on the native engine:
 //   agent      time to first token of a growing agent conversation (a long system prompt + tools, then turns that
 //              add tool results), resumed from the prefix cache (hit) vs computed from scratch (miss);
 //   stall      how much a long new prompt slows running streams (prefill chunked under the step budget);
@@ -12,7 +12,8 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { agentTurns, decodeStall, decodeStreams, tightBudget } from "../engine/serve-bench.ts";
-import { RANDOM_SIZES, writeRandomCheckpoint } from "../engine/serve-bench-model.ts";
+import { writeRandomCheckpoint } from "../bench/random-checkpoint.ts";
+import { RANDOM_SIZES, randomModelConfig } from "../engine/serve-bench-model.ts";
 import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { machine } from "../machine.ts";
@@ -32,10 +33,7 @@ function resolveModel(spec: string): string {
     const size = RANDOM_SIZES[random[1]!];
     if (!size) throw new CliError(`no random model size ${random[1]}`, `use one of ${Object.keys(RANDOM_SIZES).map((s) => `random:${s}`).join(", ")}`);
     const dir = join(cacheDir(), "bench", `serve-random-${random[1]}`);
-    if (!existsSync(join(dir, "model.safetensors"))) {
-      log.info(`writing a random-weight ${random[1]} checkpoint to ${dir} (once)`);
-      writeRandomCheckpoint(dir, size);
-    }
+    writeRandomCheckpoint(dir, randomModelConfig(size), { seed: 1, producer: "splash bench serve (random weights)" });
     return dir;
   }
   for (const dir of [resolve(spec), join(modelsDir, spec)]) if (existsSync(join(dir, "config.json")) && statSync(dir).isDirectory()) return dir;

@@ -1,4 +1,4 @@
-// `splash bench spec`: what speculative decoding buys on the embedded model (issue 8). Coding prompts of the kind the
+// `splash bench spec`: what speculative decoding buys on the embedded model. Coding prompts of the kind the
 // model was trained on, written for this benchmark (none is in its training data), answered greedily through the
 // engine with no drafter, with the MTP layer, with the DFlash drafter and with the DFlash2 drafter, at 1 and at 4
 // concurrent streams.
@@ -10,7 +10,8 @@
 // second of this process's CPU time (the steadier figure when other work shares the machine). Each group of prompts
 // runs under every drafter back to back, so a change in the machine's load hits all alike; figures are medians over
 // rounds. Every drafter's output must equal the output without one (greedy
-// speculation is lossless): the run fails otherwise. Ends with one JSON line.
+// speculation is lossless): the run fails otherwise. Runs on the backend asked for (--backend; the spec's
+// measuredSpeedup keeps one entry per backend, which --draft auto reads there). Ends with one JSON line.
 import { join } from "node:path";
 import { endOfTurnTokens, renderPrompt } from "../chat/generate.ts";
 import type { Conversation } from "../chat/ir.ts";
@@ -23,6 +24,7 @@ import { log } from "../log.ts";
 import { Model, type DrafterOptions } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { command, intOption, parseOption } from "./_command.ts";
+import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
 import { z } from "zod";
 
 const MODEL_DIR = join(import.meta.dir, "..", "..", "models", "splash-tiny");
@@ -86,6 +88,7 @@ export default command({
     maxTokens: { type: "string", description: "Tokens per answer at most (default 160)" },
     threads: { type: "string", description: "Threads (default: every core)" },
     quant: { type: "string", description: "Weight format: none (bf16 as stored, what serve uses), q8 or q4 (default none)" },
+    backend: loadFlags.backend,
   },
   async run({ args }) {
     const name = "bench spec";
@@ -93,6 +96,7 @@ export default command({
     const maxTokens = args.maxTokens === undefined ? 160 : parseOption(name, "max-tokens", intOption(8, 4096), args.maxTokens);
     const threads = args.threads === undefined ? 0 : parseOption(name, "threads", intOption(1, 1024), args.threads);
     const quant = args.quant === undefined ? "none" : parseOption(name, "quant", z.enum(["none", "q8", "q4"]), args.quant);
+    const { backend } = parseLoadFlags(name, args);
 
     const tokenizer = await Tokenizer.load(MODEL_DIR);
     const template = ChatTemplate.load(MODEL_DIR);
@@ -110,9 +114,10 @@ export default command({
 
     const engines = new Map<DraftMethod, { model: Model; engine: SplashEngine }>();
     for (const d of DRAFTERS) {
-      const model = await Model.load(MODEL_DIR, { threads, quant, drafter: drafterOptions(d) });
+      const model = await Model.load(MODEL_DIR, { threads, quant, drafter: drafterOptions(d), ...(backend ? { backend } : {}) });
       engines.set(d, { model, engine: createEngine(nativeStepModel(model), { kvBudget: 256 * 2 ** 20, prefixCache: false }) });
     }
+    const runsOn = engines.get("none")!.model.info.backend;
     // per stream count and drafter: every round's total time, and the answers of the first round
     const timings: Record<number, Record<DraftMethod, Timing[]>> = {};
     const answers: Record<number, Record<DraftMethod, Answer[]>> = {};
@@ -224,7 +229,7 @@ export default command({
       return row;
     });
     if (!lossless) log.error("a drafter changed the greedy output: speculation is not lossless");
-    console.log(JSON.stringify({ bench: "spec", model: "splash-tiny", quant, threads, prompts: prompts.length, maxTokens, rounds, generatedTokens: tokens, lossless, results: table, longestBlock: fixed }));
+    console.log(JSON.stringify({ bench: "spec", model: "splash-tiny", backend: runsOn, quant, threads, prompts: prompts.length, maxTokens, rounds, generatedTokens: tokens, lossless, results: table, longestBlock: fixed }));
     if (!lossless) process.exitCode = 1;
   },
 });

@@ -4,7 +4,12 @@ import { defineCommand, runCommand, type CommandDef, type SubCommandsDef } from 
 import { log } from "../log.ts";
 import { CliError } from "./_command.ts";
 import { renderUsage } from "./usage.ts";
+import type { Tool } from "../launch/tool.ts";
 import pkg from "../../package.json" with { type: "json" };
+
+// An agent launcher's command: the shared `splash <tool> [MODEL] [--url …] [-- args…]` over what is the tool's own
+// (src/launch/<tool>.ts: its environment, config files and flags).
+const launcher = (tool: () => Promise<Tool>) => async () => (await import("../launch/command.ts")).launcherCommand(await tool());
 
 const subCommands: SubCommandsDef = {
   bench: () => import("./bench.ts").then((m) => m.default),
@@ -18,11 +23,11 @@ const subCommands: SubCommandsDef = {
   verify: () => import("./verify.ts").then((m) => m.default),
   serve: () => import("./serve.ts").then((m) => m.default),
   run: () => import("./run.ts").then((m) => m.default),
-  claude: () => import("./claude.ts").then((m) => m.default),
-  codex: () => import("./codex.ts").then((m) => m.default),
-  opencode: () => import("./opencode.ts").then((m) => m.default),
-  hermes: () => import("./hermes.ts").then((m) => m.default),
-  qwen: () => import("./qwen.ts").then((m) => m.default),
+  claude: launcher(() => import("../launch/claude.ts").then((m) => m.claude)),
+  codex: launcher(() => import("../launch/codex.ts").then((m) => m.codex)),
+  opencode: launcher(() => import("../launch/opencode.ts").then((m) => m.opencode)),
+  hermes: launcher(() => import("../launch/hermes.ts").then((m) => m.hermes)),
+  qwen: launcher(() => import("../launch/qwen.ts").then((m) => m.qwen)),
   stop: () => import("./stop.ts").then((m) => m.default),
   version: () => import("./version.ts").then((m) => m.default),
 };

@@ -1,6 +1,10 @@
 // The Engine of one loaded model: one async loop that, at each step boundary, releases cancelled requests, admits
 // waiting ones, builds a step (scheduler.ts), runs it (the StepRunner) and applies its results. Requests join and
 // leave only at step boundaries, so the native step never sees a sequence change under it.
+//
+// The step computes on another thread (src/native/call-thread.ts) while this one serves requests: the loop starts
+// the next step as soon as it has applied the last one's results, and the streams write the tokens those results
+// handed them while it runs.
 import { join } from "node:path";
 import { machine } from "../machine.ts";
 import { formatBytes } from "../format.ts";
@@ -44,11 +48,19 @@ export function createEngine(model: StepModel, options: EngineOptions = {}): Spl
   return new SplashEngine(model, runner, plan, options);
 }
 
-// CPU milliseconds of this process since `since` (process.cpuUsage).
-function cpuMs(since: NodeJS.CpuUsage): number {
-  const d = process.cpuUsage(since);
-  return (d.user + d.system) / 1000;
+// CPU time of the threads that compute the steps: the process's, less this thread's (it serves requests meanwhile).
+type CpuMark = { process: NodeJS.CpuUsage; thread: NodeJS.CpuUsage };
+function cpuMark(): CpuMark {
+  return { process: process.cpuUsage(), thread: process.threadCpuUsage() };
 }
+function computeMs(since: CpuMark): number {
+  const p = process.cpuUsage(since.process);
+  const t = process.threadCpuUsage(since.thread);
+  return (p.user + p.system - t.user - t.system) / 1000;
+}
+
+// Resolves on the event loop's next turn.
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class SplashEngine implements Engine {
   readonly scheduler: Scheduler;
@@ -244,20 +256,22 @@ export class SplashEngine implements Engine {
       }
       try {
         const policy = this.scheduler.policy;
-        let cpu = process.cpuUsage();
+        let cpu = cpuMark();
         let draftMs = 0;
         if (plan.drafts.length > 0) {
           this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
-          draftMs = cpuMs(cpu);
+          draftMs = computeMs(cpu);
           policy!.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), draftMs);
-          cpu = process.cpuUsage();
+          cpu = cpuMark();
         }
         const t0 = performance.now();
-        const results = await this.runner.step(plan.batch);
+        // requests and aborts are read while the step computes; a step that resolves at once (a runner that computes
+        // on this thread) still lets them in
+        const [results] = await Promise.all([this.runner.step(plan.batch), nextTurn()]);
         this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
         /* decode-only steps: a verify row costs more than a prompt row (logits and a sample for every row) */
         if (policy && plan.promptTokens === 0) {
-          const stepMs = cpuMs(cpu);
+          const stepMs = computeMs(cpu);
           policy.observeStep(plan.decodeTokens, stepMs);
           const emitted = results.reduce((n, r) => n + (r && !(r instanceof Error) ? 1 + (r.accepted?.length ?? 0) : 0), 0);
           policy.observeDecode(emitted, stepMs + draftMs, plan.drafts.length > 0);
@@ -268,8 +282,6 @@ export class SplashEngine implements Engine {
         log.error(`engine step failed: ${error.message}`);
         this.scheduler.fail(plan, error);
       }
-      // Let the server read requests and aborts between steps (a native step may have held the thread).
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 }

@@ -31,8 +31,8 @@ class NativeRunner implements StepRunner {
     private readonly slotBytes: number,
   ) {}
 
-  // One synchronous native call; the engine loop yields to the event loop between steps. Sequences libsplash
-  // refused alone come back as their errors.
+  // One native call on the model's call thread (the JavaScript thread serves requests meanwhile). Sequences
+  // libsplash refused alone come back as their errors.
   async step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]> {
     const inputs = seqs.map((s) => ({
       slot: s.slot,
@@ -45,15 +45,15 @@ class NativeRunner implements StepRunner {
       positions: s.positions,
     }));
     try {
-      return this.cache.step(inputs);
+      return await this.cache.stepAsync(inputs);
     } catch (e) {
       if (e instanceof StepRefusals) return e.results;
       throw e;
     }
   }
 
-  async draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
-    return this.cache.draft(seqs);
+  draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
+    return this.cache.draftAsync(seqs);
   }
 
   copySlot(src: number, dst: number): void {

@@ -2,6 +2,7 @@
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
 import type { Drafter } from "../models/spec.ts";
+import type { CacheGeometry, SampledToken } from "../native/model.ts";
 import type { HostCopies } from "./cache-manager.ts";
 import type { Sampling } from "./types.ts";
 
@@ -27,7 +28,9 @@ export type DrafterSpec = {
   maxSeqs: number; // sequences one draft call or step verifies at most
 };
 
-export type CacheGeometry = { pageTokens: number; nPages: number; nSlots: number };
+// The binding's own types: a cache's shape, and what a step samples (after a verify block, `accepted` holds the
+// drafts kept before the token).
+export type { CacheGeometry, SampledToken, TokenChoice } from "../native/model.ts";
 
 // One sequence's share of a step: run `tokens` at positions nPast… with the pages and slot given.
 export type StepSequence = {
@@ -61,9 +64,6 @@ export type DraftSequence = {
   penaltyTokens: Int32Array;
 };
 
-export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
-// The token sampled after a sequence's last position; after a verify block, `accepted` holds the drafts kept before it.
-export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 // Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
 export interface StepRunner extends HostCopies {

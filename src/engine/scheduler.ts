@@ -17,6 +17,10 @@
 //
 // A constraint call that throws (the grammar engine failing) ends only its sequence: it runs the step unconstrained
 // and ends with the error when the step completes; the sequences beside it, and the loop, go on.
+//
+// A request may be cancelled while its step computes (the step runs on another thread); its caller then releases its
+// constraint at once, so a cancelled sequence's constraint is never called again: its drafts are verified
+// unconstrained and its verified block is applied without it, and the sequence ends when the step completes.
 import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
 import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
@@ -30,7 +34,7 @@ export type SchedulerOptions = {
   maxQueue: number;
   vocabSize: number;
   drafter?: DrafterSpec;
-  draftLength?: number; // fixed drafts per cycle instead of the adaptive policy's
+  draftLength?: number; // fixed drafts per cycle (at most the drafter's maximum) instead of the adaptive policy's
 };
 
 // A chunk that drafts asks for `draft` tokens; once attached, `verify` says how many are verified of how many
@@ -182,7 +186,8 @@ export class Scheduler {
       if (!c.draft) return;
       const seq = c.seq;
       const proposed = drafts[d]!;
-      const { nDraft, masks } = this.guard(seq, () => prepareDrafts(proposed, seq.request.constraint, this.options.vocabSize), { nDraft: 0, masks: null });
+      const constraint = seq.cancelled ? undefined : seq.request.constraint;
+      const { nDraft, masks } = this.guard(seq, () => prepareDrafts(proposed, constraint, this.options.vocabSize), { nDraft: 0, masks: null });
       seq.tokens.set(proposed.subarray(0, nDraft), seq.length);
       c.count = 1 + nDraft;
       c.verify = { nDraft, nProposed: proposed.length };
@@ -201,7 +206,8 @@ export class Scheduler {
       if (r instanceof Error) return this.finish(seq, r);
       if (c.sample && !r) throw new Error(`step returned no token for sequence ${seq.id}`);
       /* a verify block keeps its anchor and the accepted drafts (already in seq.tokens past seq.length) */
-      const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, seq.request.constraint), null) : null;
+      const constraint = seq.cancelled ? undefined : seq.request.constraint;
+      const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, constraint), null) : null;
       if (seq.failed) return this.finish(seq, seq.failed);
       if (c.verify) this.policy!.record(seq.spec!, c.verify.nDraft, emitted!.length - 1);
       seq.computed = c.start + (emitted ? emitted.length : c.count);
@@ -314,7 +320,7 @@ export class Scheduler {
     const policy = this.policy!;
     const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0)));
     const fixed = this.options.draftLength;
-    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => fixed);
+    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => Math.min(fixed, drafter.maxDraft));
     for (const [i, c] of speculating.entries()) {
       const seq = c.seq;
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */

@@ -2,13 +2,14 @@
 // own mtp.* layer; DFlash and DFlash2 are separate drafter directories (the embedded model's dflash/ and dflash2/,
 // or a hub model's drafter downloaded with `splash pull MODEL --drafter`).
 //
-// auto: the drafter whose decode speedup the spec records as measured (spec.measuredSpeedup, from `splash bench
-// spec`) is highest, when it is a real gain; without measurements, the spec's declared default; else none.
+// auto: the drafter whose decode speedup the spec records as measured on the backend the model runs on
+// (spec.measuredSpeedup[backend], from `splash bench spec --backend`) is highest, when it is a real gain; without
+// measurements on that backend, the spec's declared default; else none.
 import { join } from "node:path";
 import { CliError } from "../cli/_command.ts";
 import type { DrafterOptions } from "../native/model.ts";
 import type { ResolvedModel } from "./resolve.ts";
-import { DRAFT_METHODS, DRAFTER_NAMES, hubDrafter, type Drafter } from "./spec.ts";
+import { DRAFT_METHODS, DRAFTER_NAMES, hubDrafter, type BackendKind, type Drafter } from "./spec.ts";
 
 export const DRAFT_CHOICES = ["auto", ...DRAFT_METHODS] as const;
 export type DraftChoice = (typeof DRAFT_CHOICES)[number];
@@ -35,9 +36,14 @@ function options(kind: Drafter, where: string | boolean): DrafterOptions {
   return kind === "mtp" ? { kind } : { kind, dir: where as string };
 }
 
-// drafterDir: a DFlash or DFlash2 drafter directory given explicitly, for --draft dflash or dflash2 (a checkpoint
-// directory has no known place for one).
-export function chooseDrafter(resolved: ResolvedModel, choice: DraftChoice, hasMtp: boolean, drafterDir?: string): DrafterOptions | null {
+// The backend kind of Model.info.backend ("cpu", "vulkan: NVIDIA H200", "metal: Apple M4").
+export function backendKind(runsOn: string): BackendKind {
+  return runsOn.split(":")[0] as BackendKind;
+}
+
+// backend: what the model runs on. drafterDir: a DFlash or DFlash2 drafter directory given explicitly, for --draft
+// dflash or dflash2 (a checkpoint directory has no known place for one).
+export function chooseDrafter(resolved: ResolvedModel, choice: DraftChoice, hasMtp: boolean, backend: BackendKind, drafterDir?: string): DrafterOptions | null {
   const have = available(resolved, hasMtp);
   if (choice === "none") return null;
   if (choice !== "auto") {
@@ -48,7 +54,7 @@ export function chooseDrafter(resolved: ResolvedModel, choice: DraftChoice, hasM
     const pull = hub?.method === choice ? `download it with \`splash pull ${resolved.id} --drafter\`, or ` : "";
     throw new CliError(`${resolved.id} has no ${DRAFTER_NAMES[choice]} drafter here`, `${pull}use --draft mtp or --draft none`);
   }
-  const measured = resolved.spec?.measuredSpeedup;
+  const measured = resolved.spec?.measuredSpeedup?.[backend];
   if (measured) {
     const best = (["mtp", "dflash", "dflash2"] as const).filter((k) => have[k] && (measured[k] ?? 0) >= MIN_GAIN).sort((a, b) => measured[b]! - measured[a]!)[0];
     return best ? options(best, have[best]) : null;

@@ -14,7 +14,6 @@ import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
-import { NativeError } from "../native/errors.ts";
 import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
@@ -23,7 +22,7 @@ import { formatBytes } from "../format.ts";
 import { cacheDir } from "../paths.ts";
 import { topKOrOff } from "../api/options.ts";
 import { Penalty, Probability, RepetitionPenalty, Temperature, TopK } from "../api/schema-common.ts";
-import { chooseDrafter, type DraftChoice } from "./drafter.ts";
+import { backendKind, chooseDrafter, type DraftChoice } from "./drafter.ts";
 import { applyKvType, type KvChoice } from "./kv-type.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import { DRAFTER_NAMES, type DraftMethod, type Quant } from "./spec.ts";
@@ -37,6 +36,7 @@ export type LoadModelOptions = {
   diskCache?: number; // bytes of the prefix cache's disk tier under <cache>/prefix/ (default 0: none)
   draft?: DraftChoice; // speculative drafter (default auto: see src/models/drafter.ts)
   drafterDir?: string; // a DFlash drafter directory to use instead of the model's own (checkpoint directories, tests)
+  draftLength?: number; // drafts per cycle, fixed (benchmarks, tests); default: the adaptive policy (engine/speculation.ts)
   vision?: VisionOptions; // image inputs of a checkpoint with a vision tower (URL fetching, limits, cache size)
 };
 
@@ -124,22 +124,17 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
     throw e;
   }
   try {
-    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, options.drafterDir);
+    const drafter = chooseDrafter(resolved, options.draft ?? "auto", model.info.hasMtp, backendKind(model.info.backend), options.drafterDir);
     if (drafter) {
-      try {
-        model.attachDrafter(drafter);
-        log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the ${DRAFTER_NAMES[drafter.kind]} drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
-      } catch (e) {
-        // draft auto on a GPU backend without the drafters' ops (Vulkan): run without speculation rather than not at all
-        if ((options.draft ?? "auto") !== "auto" || !(e instanceof NativeError) || e.statusName !== "SPLASH_ERR_UNSUPPORTED") throw e;
-        log.info(`speculative decoding off: ${e.detail}`);
-      }
+      model.attachDrafter(drafter);
+      log.info(`speculative decoding with ${drafter.kind === "mtp" ? "the MTP layer" : `the ${DRAFTER_NAMES[drafter.kind]} drafter in ${drafter.dir}`} (${model.drafter!.maxDraft} drafts a cycle at most)`);
     }
     applyKvType(model, options.kvType ?? "auto", resolved.spec?.cache?.kv);
     const template = ChatTemplate.load(resolved.dir);
     const engine = createEngine(nativeStepModel(model), {
       kvBudget: options.kvBudget,
       cacheSalt: stateSalt(resolved, quant, model, drafter?.dir),
+      ...(options.draftLength !== undefined ? { draftLength: options.draftLength } : {}),
       ...(options.diskCache ? { diskCache: { dir: join(cacheDir(), "prefix"), budget: options.diskCache } } : {}),
     });
     const spec = resolved.spec;
@@ -171,6 +166,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
       async close() {
         await engine.close();
         structuredOutput.close();
+        await model.settled();
         model.free();
         tokenizer.free();
       },

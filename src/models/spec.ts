@@ -168,6 +168,15 @@ export type CacheTypes = z.infer<typeof cacheTypes>;
 
 const thinking = z.strictObject({ start: z.string(), end: z.string(), defaultEnabled: z.boolean() });
 
+const speedups = z.strictObject({
+  mtp: z.number().positive().optional(),
+  dflash: z.number().positive().optional(),
+  dflash2: z.number().positive().optional(),
+  command: z.string().min(1),
+});
+// What a model runs on (Model.info.backend before its colon), the keys of measuredSpeedup.
+export type BackendKind = "cpu" | "vulkan" | "metal";
+
 export const ModelSpecSchema = z
   .strictObject({
     id,
@@ -201,11 +210,10 @@ export const ModelSpecSchema = z
       maskTokenId: int.optional(),
     }),
     measuredAcceptance: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
-    // Decode speedup of each drafter over none, measured by the engine (`splash bench spec`; `command` says how):
-    // what --draft auto picks from.
-    measuredSpeedup: z
-      .strictObject({ mtp: z.number().positive().optional(), dflash: z.number().positive().optional(), dflash2: z.number().positive().optional(), command: z.string().min(1) })
-      .optional(),
+    // Decode speedup of each drafter over none per backend, measured by the engine (`splash bench spec --backend B`;
+    // `command` says how): what --draft auto picks from on that backend (a drafter's cost against a step differs
+    // between a CPU computing every row and a GPU streaming the weights once for all of them).
+    measuredSpeedup: z.strictObject({ cpu: speedups.optional(), vulkan: speedups.optional(), metal: speedups.optional() }).optional(),
 
     quantization: z.strictObject({ default: z.enum(QUANTS), recipe: z.array(recipeRule).min(1) }).optional(),
     cache: cacheTypes.optional(),

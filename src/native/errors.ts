@@ -28,11 +28,14 @@ export class NativeError extends Error {
   }
 }
 
+// The error of a failed call, from its status and the message of the thread it ran on.
+export function nativeError(call: string, status: number, detail: string): NativeError {
+  return new NativeError(call, status, STATUS_NAMES[status] ?? "SPLASH_ERR_UNKNOWN", detail);
+}
+
 // Throws NativeError unless `status` is SPLASH_OK.
 export function check(lib: NativeLibrary, call: string, status: number): void {
-  if (status === 0) return;
-  const name = STATUS_NAMES[status] ?? "SPLASH_ERR_UNKNOWN";
-  throw new NativeError(call, status, name, String(lib.splash_last_error()));
+  if (status !== 0) throw nativeError(call, status, String(lib.splash_last_error()));
 }
 
 // A step in which libsplash refused some sequences alone (splash_seq.error: a sample that could not be taken, for its

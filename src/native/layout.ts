@@ -178,12 +178,20 @@ export function flatten(layout: StructLayout, prefix = "", base = 0): { name: st
   );
 }
 
+// Each layout's fields by path ("sampling.seed"), resolved once: the step writes a few dozen fields per sequence.
+const resolved = new WeakMap<StructLayout, Map<string, { offset: number; type: FieldType }>>();
+
+function field(layout: StructLayout, path: string): { offset: number; type: FieldType } {
+  let fields = resolved.get(layout);
+  if (!fields) resolved.set(layout, (fields = new Map(flatten(layout).map((f) => [f.name, f]))));
+  const f = fields.get(path);
+  if (!f) throw new Error(`${layout.name} has no field ${path}`);
+  return f;
+}
+
 // Writes `value` into field `path` ("sampling.seed") of the struct at `base` in `view`.
 export function setField(view: DataView, layout: StructLayout, path: string, value: number | bigint, base = 0): void {
-  const [head, ...rest] = path.split(".");
-  const f = layout.fields[head!];
-  if (!f) throw new Error(`${layout.name} has no field ${head}`);
-  if (typeof f.type !== "string") return setField(view, f.type, rest.join("."), value, base + f.offset);
+  const f = field(layout, path);
   const at = base + f.offset;
   switch (f.type) {
     case "i32":
@@ -194,15 +202,17 @@ export function setField(view: DataView, layout: StructLayout, path: string, val
       return view.setFloat32(at, Number(value), true);
     case "u64":
     case "ptr":
+      if (typeof value === "number" && value >= 0) {
+        // two halves: no BigInt for each pointer of each step
+        view.setUint32(at, value % 2 ** 32, true);
+        return view.setUint32(at + 4, Math.floor(value / 2 ** 32), true);
+      }
       return view.setBigUint64(at, BigInt(value), true);
   }
 }
 
 export function getField(view: DataView, layout: StructLayout, path: string, base = 0): number {
-  const [head, ...rest] = path.split(".");
-  const f = layout.fields[head!];
-  if (!f) throw new Error(`${layout.name} has no field ${head}`);
-  if (typeof f.type !== "string") return getField(view, f.type, rest.join("."), base + f.offset);
+  const f = field(layout, path);
   const at = base + f.offset;
   switch (f.type) {
     case "i32":

@@ -39,6 +39,16 @@ export function extractLibrary(path: string, cache = join(cacheDir(), "lib")): s
   return target;
 }
 
+// Where each opened library came from: its call thread (call-thread.ts) opens the same file.
+const paths = new WeakMap<NativeLibrary, string>();
+
+// The file `lib` was opened from.
+export function libraryPath(lib: NativeLibrary): string {
+  const path = paths.get(lib);
+  if (path === undefined) throw new Error("this library was not opened by openLibrary");
+  return path;
+}
+
 // Opens the library at `path` and checks its ABI version against `expectedAbi`.
 export function openLibrary(path: string, expectedAbi = ABI_VERSION): NativeLibrary {
   let lib: NativeLibrary;
@@ -55,6 +65,7 @@ export function openLibrary(path: string, expectedAbi = ABI_VERSION): NativeLibr
         `rebuild it with \`bun run build:native\` (or delete ${path} if it is a stale extracted copy)`,
     );
   }
+  paths.set(lib, path);
   return lib;
 }
 

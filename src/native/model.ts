@@ -6,24 +6,28 @@
 //   cache.free(); model.free();
 //
 // Handles are freed explicitly (free() is idempotent); a failing call throws NativeError with the status name and
-// the library's message.
+// the library's message. step() and draft() block their caller (tools, tests); stepAsync(), draftAsync() and
+// encodeImage() run on the model's call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import type { Drafter } from "../models/spec.ts";
+import { CallThread, invoke, type ThreadCall } from "./call-thread.ts";
 import { check, StepRefusals } from "./errors.ts";
-import { native, type NativeLibrary } from "./library.ts";
+import { libraryPath, native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
 import { metalInfo } from "./metal.ts";
 import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
-const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+// The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
+// prefix: test/unit/native-layout.test.ts checks each against the header.
+export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.
 export const BACKENDS = ["auto", "cpu", "vulkan", "metal"] as const;
 export type Backend = (typeof BACKENDS)[number];
-const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 }; // SPLASH_BACKEND_*
+export const BACKEND_CODES: Record<Backend, number> = { auto: 0, cpu: 1, vulkan: 2, metal: 3 };
 // SPLASH_BACKEND=cpu|vulkan|metal replaces "auto" when a load names no backend: CI runs the whole suite on one.
 function defaultBackend(): Backend {
   const b = process.env.SPLASH_BACKEND;
@@ -31,6 +35,7 @@ function defaultBackend(): Backend {
   if (b in BACKEND_CODES) return b as Backend;
   throw new Error(`SPLASH_BACKEND=${b}: expected one of ${Object.keys(BACKEND_CODES).join(", ")}`);
 }
+export const ARCH_CODES = { qwen3_5: 1, qwen3_5_moe: 2 } as const;
 export const MAX_TOP_LOGPROBS = 20; // SPLASH_MAX_TOP_LOGPROBS
 
 // What a load asking for `backend` would run on, found by creating that backend and letting it go (no model):
@@ -61,7 +66,7 @@ export type LoadOptions = {
 export type TokenIds = { count: number; mask: Uint32Array | null };
 
 export type DrafterKind = Drafter;
-const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 };
+export const DRAFTER_CODES: Record<DrafterKind, number> = { mtp: 1, dflash: 2, dflash2: 3 }; // SPLASH_DRAFT_NONE (0): no drafter
 const DRAFTER_KINDS = Object.fromEntries(Object.entries(DRAFTER_CODES).map(([k, v]) => [v, k])) as Record<number, DrafterKind>;
 
 export type DrafterOptions = {
@@ -170,13 +175,9 @@ export type StepInput = {
 // Log-probabilities are log_softmax of the logits after penalties, the bias and the masks (allowed, the model's
 // tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
 // mask leaves fewer).
-export type SampledToken = {
-  token: number;
-  logprob: number;
-  top: { id: number; logprob: number }[] | null;
-  // Verify blocks: the drafts kept (they precede `token`) with their log-probabilities and alternatives.
-  accepted?: { token: number; logprob: number; top: { id: number; logprob: number }[] | null }[];
-};
+export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
+// Verify blocks: `accepted` holds the drafts kept (they precede `token`) with their log-probabilities and alternatives.
+export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
 
 // Top-logprob outputs without the entries (id −1) a mask left with no alternative.
 function alternatives(ids: Int32Array, logprobs: Float32Array): { id: number; logprob: number }[] {
@@ -191,7 +192,7 @@ function u64(n: number): bigint {
   return BigInt.asUintN(64, BigInt(Math.trunc(n)));
 }
 
-function addr(a: Int32Array | Uint32Array | Float32Array | null | undefined): number {
+function addr(a: Uint8Array | Int32Array | Uint32Array | Float32Array | null | undefined): number {
   return a && a.byteLength > 0 ? ptr(a) : 0;
 }
 
@@ -211,7 +212,7 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
   set("bias", addr(p.logitBias?.values));
 }
 
-// The acceptance rule alone on given distributions (spec/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
+// The acceptance rule alone on given distributions (draft/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
 // or k + 1 when a further draft was refused before verification), drafts [k]. For tests with fixed probabilities.
 export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
   const token = new Int32Array(1);
@@ -225,6 +226,7 @@ export class Model {
   #info!: ModelInfo;
   #drafter: DrafterInfo | null = null;
   #vision: VisionInfo | null = null;
+  #thread: CallThread | null = null;
 
   private constructor(
     readonly lib: NativeLibrary,
@@ -244,8 +246,14 @@ export class Model {
     return this.#vision;
   }
 
-  // One image's patches ([t·h·w][C·T·P·P], the processor's order) through the tower: [t·h·w / merge²][outHiddenSize].
-  encodeImage(pixels: Float32Array, grid: readonly [number, number, number]): Float32Array {
+  // The thread the model's long calls run on, started by the first of them.
+  get thread(): CallThread {
+    return (this.#thread ??= new CallThread(libraryPath(this.lib)));
+  }
+
+  // One image's patches ([t·h·w][C·T·P·P], the processor's order) through the tower, on the call thread:
+  // [t·h·w / merge²][outHiddenSize].
+  async encodeImage(pixels: Float32Array, grid: readonly [number, number, number]): Promise<Float32Array> {
     const v = this.#vision;
     if (!v) throw new Error("encodeImage: this checkpoint has no vision tower");
     const [t, h, w] = grid;
@@ -253,7 +261,7 @@ export class Model {
     if (pixels.length !== t * h * w * rowFloats)
       throw new RangeError(`encodeImage: ${pixels.length} floats for a ${t}×${h}×${w} grid of ${rowFloats}-float patches`);
     const out = new Float32Array(((t * h * w) / v.spatialMergeSize ** 2) * v.outHiddenSize);
-    check(this.lib, "splash_vision_encode", this.lib.splash_vision_encode(this.handle, pixels, t, h, w, out));
+    await this.thread.run({ fn: "splash_vision_encode", args: [this.handle, addr(pixels), t, h, w, addr(out)] }); // pixels and out live on here
     return out;
   }
 
@@ -271,7 +279,7 @@ export class Model {
     check(lib, "splash_model_get_info", lib.splash_model_get_info(handle, bytes));
     const f = (name: string) => getField(buf, MODEL_INFO, name);
     this.#info = {
-      arch: f("arch") === 2 ? "qwen3_5_moe" : "qwen3_5",
+      arch: f("arch") === ARCH_CODES.qwen3_5_moe ? "qwen3_5_moe" : "qwen3_5",
       vocabSize: f("vocab_size"),
       hiddenSize: f("hidden_size"),
       layers: f("n_layers"),
@@ -407,16 +415,29 @@ export class Model {
     return new Cache(this, Number(out[0]) as Pointer, geometry);
   }
 
+  // Resolves once none of the model's calls is running on its thread: free() may follow.
+  settled(): Promise<void> {
+    return this.#thread?.settled() ?? Promise.resolve();
+  }
+
+  // Frees the model (its caches first; no call may be running: see settled()).
   free(): void {
     if (this.#handle === null) return;
+    this.#thread?.close();
+    this.#thread = null;
     this.lib.splash_model_free(this.#handle);
     this.#handle = null;
   }
 }
 
+// A call built for the thread or for the caller's, and what reads its outputs once it returned. Holding it holds
+// every buffer the call's structs point at.
+type PreparedCall<T> = { call: ThreadCall; buffers: unknown; finish(): T };
+
 export class Cache {
   #handle: Pointer | null;
   #seqs = new Uint8Array(0);
+  #busy = false; // a call on the thread is in flight (it may be reading #seqs)
 
   constructor(
     readonly model: Model,
@@ -456,10 +477,42 @@ export class Cache {
     check(this.model.lib, "splash_cache_write_slot", this.model.lib.splash_cache_write_slot(this.handle, slot, src, src.byteLength));
   }
 
-  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft() call,
-  // for verify blocks in step(). Returns each sequence's drafts.
+  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft call, for
+  // verify blocks in the step. Returns each sequence's drafts.
   draft(seqs: readonly DraftInput[]): Int32Array[] {
-    const lib = this.model.lib;
+    return this.#blocking(this.#draftCall(seqs));
+  }
+  draftAsync(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
+    return this.#onThread(this.#draftCall(seqs));
+  }
+
+  // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
+  // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
+  step(seqs: readonly StepInput[]): (SampledToken | null)[] {
+    return this.#blocking(this.#stepCall(seqs));
+  }
+  stepAsync(seqs: readonly StepInput[]): Promise<(SampledToken | null)[]> {
+    return this.#onThread(this.#stepCall(seqs));
+  }
+
+  #blocking<T>(p: PreparedCall<T>): T {
+    check(this.model.lib, p.call.fn, invoke(this.model.lib, p.call));
+    return p.finish();
+  }
+
+  // One call in flight per cache: the engine runs its steps one after the other.
+  async #onThread<T>(p: PreparedCall<T>): Promise<T> {
+    this.#busy = true;
+    try {
+      await this.model.thread.run(p.call);
+    } finally {
+      this.#busy = false;
+    }
+    return p.finish();
+  }
+
+  #draftCall(seqs: readonly DraftInput[]): PreparedCall<Int32Array[]> {
+    if (this.#busy) throw new Error("a call on this cache is still running");
     const size = seqs.length * DRAFT_SEQ.size;
     const bytes = new Uint8Array(size);
     const view = new DataView(bytes.buffer);
@@ -481,14 +534,11 @@ export class Cache {
       set("probs", addr(d.probs));
       return tokens;
     });
-    check(lib, "splash_draft", lib.splash_draft(this.model.handle, this.handle, bytes, seqs.length));
-    return outs;
+    return { call: { fn: "splash_draft", args: [this.model.handle, this.handle, addr(bytes), seqs.length] }, buffers: [bytes, seqs], finish: () => outs };
   }
 
-  // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
-  // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
-  step(seqs: readonly StepInput[]): (SampledToken | null)[] {
-    const lib = this.model.lib;
+  #stepCall(seqs: readonly StepInput[]): PreparedCall<(SampledToken | null)[]> {
+    if (this.#busy) throw new Error("a call on this cache is still running");
     const V = this.model.info.vocabSize;
     const size = seqs.length * SEQ.size;
     if (this.#seqs.byteLength < size) this.#seqs = new Uint8Array(size);
@@ -532,8 +582,14 @@ export class Cache {
       set("top_logprobs", addr(t.logprobs));
     });
     const verify = seqs.some((s) => s.verify) ? this.verifyBlocks(seqs) : null;
-    if (verify) check(lib, "splash_step_spec", lib.splash_step_spec(this.model.handle, this.handle, bytes, verify.bytes, seqs.length));
-    else check(lib, "splash_step", lib.splash_step(this.model.handle, this.handle, bytes, seqs.length));
+    const call: ThreadCall = verify
+      ? { fn: "splash_step_spec", args: [this.model.handle, this.handle, addr(bytes), addr(verify.bytes), seqs.length] }
+      : { fn: "splash_step", args: [this.model.handle, this.handle, addr(bytes), seqs.length] };
+    return { call, buffers: [bytes, verify, seqs, tops], finish: () => this.stepResults(seqs, view, tops, verify) };
+  }
+
+  // Each sequence's sample after the step returned.
+  private stepResults(seqs: readonly StepInput[], view: DataView, tops: { ids: Int32Array; logprobs: Float32Array }[], verify: ReturnType<Cache["verifyBlocks"]> | null): (SampledToken | null)[] {
     let refused = false;
     const results = seqs.map((s, i): SampledToken | Error | null => {
       if (!s.sample) return null;
@@ -591,6 +647,7 @@ export class Cache {
 
   free(): void {
     if (this.#handle === null) return;
+    if (this.#busy) throw new Error("the cache is still computing");
     this.model.lib.splash_cache_free(this.#handle);
     this.#handle = null;
   }

@@ -2,14 +2,14 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 12;
+export const ABI_VERSION = 13;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
   splash_version: { args: [], returns: FFIType.cstring },
   splash_last_error: { args: [], returns: FFIType.cstring },
   splash_cpu_features: { args: [], returns: FFIType.cstring },
-  // ---- tokenizer (issue 4, src/tokenizer/native.ts) ----
+  // ---- tokenizer (src/tokenizer/native.ts) ----
   splash_tokenizer_create: {
     args: [FFIType.cstring, FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr],
     returns: FFIType.i32,
@@ -24,7 +24,7 @@ export const symbols = {
   splash_checkpoint_close: { args: [FFIType.ptr], returns: FFIType.void },
   splash_checkpoint_tensor_count: { args: [FFIType.ptr], returns: FFIType.i64 },
   splash_checkpoint_file: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr], returns: FFIType.ptr },
-  // ---- model, cache, step (issue 3, src/native/model.ts) ----
+  // ---- model, cache, step (src/native/model.ts) ----
   splash_model_load: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_model_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
@@ -44,13 +44,13 @@ export const symbols = {
   splash_cache_read_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
   splash_cache_write_slot: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i32 },
   splash_step: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
-  // ---- vision (issue 14, src/native/model.ts) ----
+  // ---- vision (src/native/model.ts) ----
   splash_vision_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_vision_encode: {
     args: [FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr],
     returns: FFIType.i32,
   },
-  // ---- speculative decoding (issue 8, src/native/model.ts) ----
+  // ---- speculative decoding (src/native/model.ts) ----
   splash_model_attach_drafter: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_get_drafter_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_draft: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
@@ -60,6 +60,6 @@ export const symbols = {
     returns: FFIType.i32,
   },
   splash_bench_memory_bandwidth: { args: [FFIType.i32, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-  // ---- the Mac's GPU (issue 12, src/native/metal.ts) ----
+  // ---- the Mac's GPU (src/native/metal.ts) ----
   splash_metal_query: { args: [FFIType.ptr], returns: FFIType.i32 },
 } as const;

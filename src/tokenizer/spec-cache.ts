@@ -1,7 +1,7 @@
 // A tokenizer.json is parsed once per content: the parsed spec is kept in binary form under
-// <cache>/tokenizers/<sha256 of tokenizer.json>.bin. Parsing the JSON and converting 150-250K byte-level strings
-// costs about 0.5-1.5 s of CPU on the 2-core machine (JSON.parse alone ~0.3 s for Qwen3's 11 MB); reading the binary
-// form is a few milliseconds, leaving hashing the file and building the native tables.
+// <cache>/tokenizers/<sha256 of tokenizer.json>.bin. Parsing the JSON and converting 150-250K byte-level strings is
+// most of a tokenizer's load time; reading the binary form is a copy, leaving hashing the file and building the
+// native tables.
 //
 // Layout: "SPLTOK01", u32 header length, header JSON {pattern, nfc, ignoreMerges, added, nTokens, nMerges, nBytes},
 // padding to 4 bytes, then u32 offsets [nTokens + 1], i32 merges [2 nMerges], token bytes [nBytes]. A file that does

@@ -95,7 +95,7 @@ export class VisionEncoder {
 
   private async encodeNew(hash: string, bytes: Uint8Array): Promise<EncodedImage> {
     const patches = preprocess(await decodeImage(bytes, this.limits), this.settings);
-    const embeds = this.model.encodeImage(patches.pixels, patches.grid);
+    const embeds = await this.model.encodeImage(patches.pixels, patches.grid);
     const image: EncodedImage = { hash, grid: patches.grid, tokens: patches.tokens, embeds };
     this.cache.set(image);
     return image;

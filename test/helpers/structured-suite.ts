@@ -2,7 +2,7 @@
 // every schema of test/fixtures/grammar/schemas.ts as a json_schema response format, and tool calls forced by
 // tool_choice, each output checked with ajv. Used by test/integration/structured-output.test.ts on the fixture model.
 //
-// Speculative decoding (issue 8) reuses it as is: pass `draft` (GenerationOptions.draft, e.g. "dflash" on a model
+// Speculative decoding reuses it as is: pass `draft` (GenerationOptions.draft, e.g. "dflash" on a model
 // loaded with the qwen35-dense-tiny-dflash drafter) and the same outputs must validate, with drafted tokens checked
 // against the grammar before verification.
 import type { ChatModel, Conversation, GenerationOptions, ToolCall, ToolDef } from "../../src/chat/ir.ts";

@@ -1,7 +1,7 @@
 // Shared by the GGUF parity tests: export a checkpoint, run the same prompts through llama.cpp (teacher-forced
 // log-probabilities) and through Splash (logits of the safetensors as stored), and compare position by position.
 import { join } from "node:path";
-import type { LlamaPeer } from "../../scripts/bench/peers-client.ts";
+import type { LlamaPeer } from "../../src/bench/peers-client.ts";
 import { promptLogits } from "../../src/cli/logits.ts";
 import { exportGguf, type ExportType } from "../../src/gguf/export.ts";
 import { Model } from "../../src/native/model.ts";

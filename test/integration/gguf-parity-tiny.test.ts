@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
+import { LlamaPeer } from "../../src/bench/peers-client.ts";
 import { NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS } from "../../src/bench/node-llama-cpp.ts";
 import { exportGguf } from "../../src/gguf/export.ts";
 import type { Model } from "../../src/native/model.ts";

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LlamaPeer } from "../../scripts/bench/peers-client.ts";
+import { LlamaPeer } from "../../src/bench/peers-client.ts";
 import { NODE_LLAMA_CPP_INSTALL_TIMEOUT_MS, NODE_LLAMA_CPP_VERSION } from "../../src/bench/node-llama-cpp.ts";
 import type { Model } from "../../src/native/model.ts";
 import { DENSE_TEXT, MOE_TEXT, writeCheckpoint } from "./gguf-checkpoints.ts";

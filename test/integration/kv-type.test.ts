@@ -2,9 +2,10 @@
 // shorter sequences than `splash bench kv` measures (BENCHMARKS.md has 4K and 16K): splash-tiny on the mixed agent
 // conversation and the dense fixture on random tokens, for f16 and int8. The MoE fixture holds the argmax part only:
 // its random router sits near ties, where any perturbation of the attention output (f16 too) flips an expert and
-// moves a log-probability by more than the bound (why auto keeps f32 for the MoE model, BENCHMARKS.md). And the
-// flag: it takes effect (int8 logits differ from f32 ones, by little), a backend without the type refuses it with a
-// clear message, and auto falls back to what the backend has, saying so.
+// moves a log-probability by more than the bound (why auto keeps f32 for the MoE model, BENCHMARKS.md). The Vulkan
+// backend's f16 cache (lavapipe here) holds the same bound against its own f32 cache. And the flag: it takes effect
+// (int8 logits differ from f32 ones, by little), a backend without the type refuses it with a clear message, and auto
+// falls back to what the backend has, saying so.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,11 +23,12 @@ const TINY = join(repoRoot, "models/splash-tiny");
 const tmp = mkdtempSync(join(tmpdir(), "splash-kv-type-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-async function loadAll(dir: string): Promise<Record<KvType, Model>> {
-  const out = {} as Record<KvType, Model>;
-  for (const t of KV_TYPES) {
-    out[t] = await Model.load(dir, { threads: 2, backend: "cpu", maxStepTokens: 256 });
-    out[t].setKvType(t);
+async function loadAll(dir: string, backend: "cpu" | "vulkan" = "cpu", types: readonly KvType[] = KV_TYPES): Promise<Partial<Record<KvType, Model>>> {
+  const out: Partial<Record<KvType, Model>> = {};
+  for (const t of types) {
+    const m = await Model.load(dir, { threads: 2, backend, maxStepTokens: 256 });
+    m.setKvType(t);
+    out[t] = m;
   }
   return out;
 }
@@ -50,7 +52,7 @@ describe("parity bound against the f32 cache", () => {
     test(c.name, async () => {
       const models = await loadAll(c.dir);
       try {
-        const rows = kvParity(models, await c.tokens(models.f32), [1024], 256);
+        const rows = kvParity(models, await c.tokens(models.f32!), [1024], 256);
         expect(rows.map((r) => [r.type, r.positions])).toEqual([["f16", 1024], ["int8", 1024]]);
         for (const r of rows) {
           const within = c.argmaxOnly ? r.argmaxAgreement >= KV_PARITY_BOUND.argmaxAgreement : withinBound(r);
@@ -63,6 +65,18 @@ describe("parity bound against the f32 cache", () => {
       }
     }, 120_000);
   }
+
+  test("the Vulkan backend's f16 cache, dense fixture, random tokens", async () => {
+    const models = await loadAll(join(FIXTURES, "qwen35-dense-tiny"), "vulkan", ["f32", "f16"]);
+    try {
+      const rows = kvParity(models, randomTokens(1024, 5, models.f32!.info.vocabSize), [1024], 256);
+      expect(rows.map((r) => [r.type, r.positions])).toEqual([["f16", 1024]]);
+      expect({ ...rows[0]!, within: withinBound(rows[0]!) }).toEqual({ ...rows[0]!, within: true });
+      expect(rows[0]!.meanKl).toBeGreaterThan(0);
+    } finally {
+      for (const m of Object.values(models)) m.free();
+    }
+  }, 300_000);
 });
 
 describe("--kv-type", () => {
@@ -92,12 +106,24 @@ describe("--kv-type", () => {
     expect(r.stderr).toMatch(/--kvType \(int4\)\. Expected one of: auto, f32, f16, int8/);
   });
 
-  test("the Vulkan backend has f32 only: int8 is refused naming what it has; auto falls back with a log line", async () => {
+  test("the Vulkan backend has f32 and f16: f16 takes effect, int8 is refused naming what it has; auto falls back with a log line", async () => {
+    const vulkan = async (kv: string) => {
+      const out = join(tmp, `v-${kv}.bin`);
+      const r = await splash(["logits", dir, "--tokens", "1,2,3,4,5,6,7,8", "--out", out, "--backend", "vulkan", "--kv-type", kv]);
+      expect(r.code).toBe(0);
+      const b = readFileSync(out);
+      return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+    };
+    const [f32, f16] = [await vulkan("f32"), await vulkan("f16")];
+    expect(f16).not.toEqual(f32);
+    let max = 0;
+    for (let i = 0; i < f32.length; i++) max = Math.max(max, Math.abs(f32[i]! - f16[i]!));
+    expect(max).toBeLessThan(0.01);
     const refused = await splash(["logits", dir, "--tokens", "1,2", "--out", join(tmp, "v.bin"), "--backend", "vulkan", "--kv-type", "int8"]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/--kv-type int8: the vulkan: .* backend has no int8 KV cache \(it has f32\)/);
+    expect(refused.stderr).toMatch(/--kv-type int8: the vulkan: .* backend has no int8 KV cache \(it has f32, f16\)/);
     const run = await splash(["run", "--backend", "vulkan", "--max-tokens", "1", "--draft", "none", "hello"], { env: { SPLASH_CACHE_DIR: tmp } });
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/KV cache f32: the vulkan: .* backend has no int8 KV cache/);
-  }, 120_000);
+    expect(run.stderr).toMatch(/KV cache f16: the vulkan: .* backend has no int8 KV cache/);
+  }, 180_000);
 });

@@ -1,9 +1,8 @@
-// Shared by the MLX-format and packed-format tests: a safetensors tensor read as numbers, the logits of a whole
-// prompt from the native engine, and the comparison figures (max |Δ| / std, argmax agreement).
+// Shared by the MLX-format, packed-format and pull tests: a safetensors tensor read as numbers, and MLX checkpoints
+// rewritten (dequantized, tied) for the comparisons test/helpers/parity.ts runs.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readSafetensorsHeader } from "../../src/models/safetensors.ts";
-import type { Model } from "../../src/native/model.ts";
 
 export function tensor(path: string, name: string): Float32Array | Int32Array {
   const h = readSafetensorsHeader(path);
@@ -14,48 +13,6 @@ export function tensor(path: string, name: string): Float32Array | Int32Array {
   if (t.dtype === "F32") return new Float32Array(copy);
   if (t.dtype === "I32") return new Int32Array(copy);
   throw new Error(`${name}: dtype ${t.dtype} is not read here`);
-}
-
-// Logits at every position of `tokens`, fed as one prefill of a fresh sequence.
-export function promptLogits(model: Model, tokens: ArrayLike<number>): Float32Array {
-  const V = model.info.vocabSize;
-  const pageTokens = 16;
-  const nPages = Math.ceil(tokens.length / pageTokens);
-  const cache = model.createCache({ pageTokens, nPages, nSlots: 1 });
-  try {
-    const logits = new Float32Array(tokens.length * V);
-    cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(tokens), pages: Int32Array.from({ length: nPages }, (_, i) => i), logits }]);
-    return logits;
-  } finally {
-    cache.free();
-  }
-}
-
-export type Agreement = { positions: number; same: number; maxOverStd: number; meanOverStd: number };
-
-// Compares logits [T][V] with the reference over the first `vocab` entries of each row (goldens may pad the vocabulary).
-export function agreement(got: Float32Array, want: Float32Array, V: number, T: number): Agreement {
-  let sum = 0;
-  let sq = 0;
-  for (let i = 0; i < T * V; i++) (sum += want[i]!), (sq += want[i]! * want[i]!);
-  const std = Math.sqrt(sq / (T * V) - (sum / (T * V)) ** 2);
-  let same = 0;
-  let max = 0;
-  let mean = 0;
-  for (let t = 0; t < T; t++) {
-    let a = 0;
-    let b = 0;
-    for (let v = 0; v < V; v++) {
-      const i = t * V + v;
-      if (got[i]! > got[t * V + a]!) a = v;
-      if (want[i]! > want[t * V + b]!) b = v;
-      const d = Math.abs(got[i]! - want[i]!) / std;
-      max = Math.max(max, Number.isFinite(d) ? d : Infinity);
-      mean += d;
-    }
-    if (a === b) same++;
-  }
-  return { positions: T, same, maxOverStd: max, meanOverStd: mean / (T * V) };
 }
 
 // An MLX checkpoint with every quantized module dequantized to f32 (w = q·scale + bias, exactly as stored) and no

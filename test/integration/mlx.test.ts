@@ -1,5 +1,5 @@
-// MLX affine-quantized checkpoints load as they are (native/core/mlx.h, the mlx-lm quirks in qwen3_5.c's
-// checkpoint_quirks): fixtures written by the real mlx-lm (scripts/fixtures/mlx_fixtures.py, run at test time into
+// MLX affine-quantized checkpoints load as they are (native/core/mlx.h, the mlx-lm quirks in
+// qwen3_5_load.c's sanitize()): fixtures written by the real mlx-lm (scripts/fixtures/mlx_fixtures.py, run at test time into
 // build/mlx-fixtures by test/helpers/mlx-fixtures.ts) must reproduce mlx-lm's own logits on the same quantized weights,
 // and the 8-bit conversion of the embedded (trained) model must keep the transformers argmax of its bf16 weights at
 // ≥ 99% of positions; on the Vulkan backend too (the same checkpoints, nothing converted on load). Prints the evidence
@@ -11,7 +11,8 @@ import { join } from "node:path";
 import type { Sampling } from "../../src/engine/types.ts";
 import { type Backend, Model } from "../../src/native/model.ts";
 import { MLX_FIXTURES_TIMEOUT_MS, mlxFixtures, skipMlxFixtures } from "../helpers/mlx-fixtures.ts";
-import { agreement, dequantizedCopy, promptLogits, tensor, tiedCopy } from "./mlx-lib.ts";
+import { argmaxRow, compare, promptLogits } from "../helpers/parity.ts";
+import { dequantizedCopy, tensor, tiedCopy } from "./mlx-lib.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
 let MODELS = ""; // the generated MLX checkpoints
@@ -27,12 +28,6 @@ async function load(dir: string, backend: Backend = "cpu"): Promise<Model> {
 
 const tmp = mkdtempSync(join(tmpdir(), "splash-mlx-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-function argmaxRow(l: Float32Array, V: number, t: number): number {
-  let a = 0;
-  for (let v = 1; v < V; v++) if (l[t * V + v]! > l[t * V + a]!) a = v;
-  return a;
-}
 
 // Each fixture twice against mlx-lm's float32 logits on the same weights (golden.safetensors):
 //  - dequantized to f32 in the same mlx-lm layout (dequantizedCopy): only the layout and quirks are under test, so
@@ -62,12 +57,12 @@ describe.skipIf(skipMlxFixtures).each(CHECKPOINTS)("%s", (name, types, meanBound
     try {
       expect(model.info.hasMtp).toBe(false);
       const V = model.info.vocabSize;
-      const exact = agreement(promptLogits(deq, ids), want, V, ids.length);
-      const stored = agreement(promptLogits(model, ids), want, V, ids.length);
-      rows.push({ checkpoint: name, weights: "dequantized f32", reference: "mlx-lm f32, same weights", argmax: `${exact.same}/${exact.positions}`, "max |Δ|/std": exact.maxOverStd.toExponential(1), "mean |Δ|/std": exact.meanOverStd.toExponential(1) });
-      rows.push({ checkpoint: name, weights: types, reference: "mlx-lm f32, same weights", argmax: `${stored.same}/${stored.positions}`, "max |Δ|/std": stored.maxOverStd.toFixed(3), "mean |Δ|/std": stored.meanOverStd.toFixed(3) });
+      const exact = compare([want], [promptLogits(deq, ids)], V);
+      const stored = compare([want], [promptLogits(model, ids)], V);
+      rows.push({ checkpoint: name, weights: "dequantized f32", reference: "mlx-lm f32, same weights", argmax: `${exact.same}/${exact.total}`, "max |Δ|/std": exact.maxOverStd.toExponential(1), "mean |Δ|/std": exact.meanOverStd.toExponential(1) });
+      rows.push({ checkpoint: name, weights: types, reference: "mlx-lm f32, same weights", argmax: `${stored.same}/${stored.total}`, "max |Δ|/std": stored.maxOverStd.toFixed(3), "mean |Δ|/std": stored.meanOverStd.toFixed(3) });
       expect(exact.maxOverStd).toBeLessThan(1e-3);
-      expect(exact.same).toBe(exact.positions);
+      expect(exact.same).toBe(exact.total);
       expect(stored.meanOverStd).toBeLessThan(meanBound);
       expect(model.info.weightBytes).toBeLessThan(deq.info.weightBytes / 3);
     } finally {
@@ -137,24 +132,6 @@ describe.skipIf(skipMlxFixtures).each([
 const VULKAN = process.platform !== "darwin";
 const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
 
-// Logits of every position of `tokens`, fed `chunk` tokens per step.
-function chunkLogits(model: Model, tokens: ArrayLike<number>, chunk: number): Float32Array {
-  const V = model.info.vocabSize;
-  const nPages = Math.ceil(tokens.length / 16);
-  const pages = Int32Array.from({ length: nPages }, (_, i) => i);
-  const cache = model.createCache({ pageTokens: 16, nPages, nSlots: 1 });
-  try {
-    const logits = new Float32Array(tokens.length * V);
-    for (let t = 0; t < tokens.length; t += chunk) {
-      const n = Math.min(chunk, tokens.length - t);
-      cache.step([{ slot: 0, nPast: t, tokens: Int32Array.from(Array.from(tokens).slice(t, t + n)), pages, logits: logits.subarray(t * V, (t + n) * V) }]);
-    }
-    return logits;
-  } finally {
-    cache.free();
-  }
-}
-
 // n tokens sampled greedily (on the device for a GPU backend) after the prompt.
 function greedyTokens(model: Model, prompt: ArrayLike<number>, n: number): number[] {
   const nPages = Math.ceil((prompt.length + n) / 16);
@@ -168,29 +145,6 @@ function greedyTokens(model: Model, prompt: ArrayLike<number>, n: number): numbe
   } finally {
     cache.free();
   }
-}
-
-// Argmax agreement with the reference at its confident positions (top-1 − top-2 ≥ 0.5 × std of the reference).
-function confidentAgreement(got: Float32Array, ref: Float32Array, V: number, T: number): { same: number; confident: number } {
-  let sum = 0;
-  let sq = 0;
-  for (let i = 0; i < T * V; i++) (sum += ref[i]!), (sq += ref[i]! * ref[i]!);
-  const std = Math.sqrt(sq / (T * V) - (sum / (T * V)) ** 2);
-  let same = 0;
-  let confident = 0;
-  for (let t = 0; t < T; t++) {
-    let first = -Infinity;
-    let second = -Infinity;
-    for (let v = 0; v < V; v++) {
-      const x = ref[t * V + v]!;
-      if (x > first) (second = first), (first = x);
-      else if (x > second) second = x;
-    }
-    if (first - second < 0.5 * std) continue;
-    confident++;
-    if (argmaxRow(got, V, t) === argmaxRow(ref, V, t)) same++;
-  }
-  return { same, confident };
 }
 
 describe.skipIf(skipMlxFixtures || !VULKAN)("on the Vulkan backend", () => {
@@ -235,17 +189,16 @@ describe.skipIf(skipMlxFixtures || !VULKAN).each(CHECKPOINTS)("%s on Vulkan", (n
         const T = ids.length;
         const floats = promptLogits(deq, ids);
         const stored = promptLogits(cpu, ids);
-        const paths = [["whole", promptLogits(vk, ids)], ["by token", chunkLogits(vk, ids, 1)], ["chunks of 3", chunkLogits(vk, ids, 3)]] as const;
+        const paths = [["whole", promptLogits(vk, ids)], ["by token", promptLogits(vk, ids, 1)], ["chunks of 3", promptLogits(vk, ids, 3)]] as const;
         for (const [path, got] of paths) {
-          const vsDeq = agreement(got, floats, V, T);
-          const vsCpu = agreement(got, stored, V, T);
-          const vsCpuConfident = confidentAgreement(got, stored, V, T);
-          const vsMlx = label ? undefined : agreement(got, want, V, T);
-          rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: "cpu, dequantized copy", argmax: `${vsDeq.same}/${vsDeq.positions}`, "max |Δ|/std": vsDeq.maxOverStd.toExponential(1), "mean |Δ|/std": vsDeq.meanOverStd.toExponential(1) });
+          const vsDeq = compare([floats], [got], V);
+          const vsCpu = compare([stored], [got], V);
+          const vsMlx = label ? undefined : compare([want], [got], V);
+          rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: "cpu, dequantized copy", argmax: `${vsDeq.same}/${vsDeq.total}`, "max |Δ|/std": vsDeq.maxOverStd.toExponential(1), "mean |Δ|/std": vsDeq.meanOverStd.toExponential(1) });
           if (vsMlx)
-            rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: "mlx-lm f32, same weights", argmax: `${vsMlx.same}/${vsMlx.positions}`, "max |Δ|/std": vsMlx.maxOverStd.toExponential(1), "mean |Δ|/std": vsMlx.meanOverStd.toExponential(1) });
+            rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: "mlx-lm f32, same weights", argmax: `${vsMlx.same}/${vsMlx.total}`, "max |Δ|/std": vsMlx.maxOverStd.toExponential(1), "mean |Δ|/std": vsMlx.meanOverStd.toExponential(1) });
           if (path === "whole")
-            rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: `cpu as stored (confident ${vsCpuConfident.same}/${vsCpuConfident.confident})`, argmax: `${vsCpu.same}/${vsCpu.positions}`, "max |Δ|/std": vsCpu.maxOverStd.toFixed(3), "mean |Δ|/std": vsCpu.meanOverStd.toFixed(3) });
+            rows.push({ checkpoint: `${name}${label}`, weights: `${types}, vulkan ${path}`, reference: `cpu as stored (confident ${vsCpu.confidentSame}/${vsCpu.confident})`, argmax: `${vsCpu.same}/${vsCpu.total}`, "max |Δ|/std": vsCpu.maxOverStd.toFixed(3), "mean |Δ|/std": vsCpu.meanOverStd.toFixed(3) });
           expect(vsDeq.maxOverStd).toBeLessThan(1e-3);
           expect(vsDeq.same).toBe(T);
           if (vsMlx) {
@@ -253,7 +206,7 @@ describe.skipIf(skipMlxFixtures || !VULKAN).each(CHECKPOINTS)("%s on Vulkan", (n
             expect(vsMlx.same).toBe(T);
           }
           expect(vsCpu.meanOverStd).toBeLessThan(meanBound);
-          expect(vsCpuConfident.same).toBe(vsCpuConfident.confident);
+          expect(vsCpu.confidentSame).toBe(vsCpu.confident);
         }
         expect(greedyTokens(vk, ids, 24)).toEqual(greedyTokens(deq, ids, 24));
         expect(vk.info.weightBytes).toBe(cpu.info.weightBytes);

@@ -16,7 +16,8 @@ import { importModel } from "../../src/models/packed-import.ts";
 import { resolveModel } from "../../src/models/resolve.ts";
 import { Model, type Quant } from "../../src/native/model.ts";
 import { MLX_FIXTURES_TIMEOUT_MS, mlxFixtures, skipMlxFixtures } from "../helpers/mlx-fixtures.ts";
-import { promptLogits, tensor } from "./mlx-lib.ts";
+import { promptLogits } from "../helpers/parity.ts";
+import { tensor } from "./mlx-lib.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const MODELS = join(ROOT, "test/fixtures/models");
@@ -38,7 +39,7 @@ function tensorsOf(dir: string): { name: string; shape: number[] }[] {
 
 const load = (dir: string, quant: Quant = "none") => Model.load(dir, { threads: 2, backend: "cpu", quant });
 
-// The plan that reproduces load-time quantization (qwen3_5.c): every matrix but the embedding, the MoE router and the
+// The plan that reproduces load-time quantization (qwen3_5_load.c): every matrix but the embedding, the MoE router and the
 // shared expert's gate.
 function loadTimePlan(dir: string, quant: "q8" | "q4") {
   const plan: Record<string, { kind: string; type?: "q8" | "q4" }> = {};

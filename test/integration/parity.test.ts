@@ -12,17 +12,13 @@
 // agreement over all positions is reported, and so is everything about q4.
 // Prints the evidence table.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Model, type Quant, type StepInput } from "../../src/native/model.ts";
+import { Model, type Quant } from "../../src/native/model.ts";
+import { compare, type EvidenceRow, f32, FIXTURE_MODELS as ROOT, type GoldenPrompt, goldenLogits, goldenPrompts, expectQuantized, PATHS, printEvidence, quantizedRow, runPath, runPrompts } from "../helpers/parity.ts";
 
-const ROOT = join(import.meta.dir, "../fixtures/models");
 const TRACE = join(import.meta.dir, "../../build/debug/tests/qwen35_trace");
-const PAGE = 16;
-
-type Prompt = { tokens: number[]; n_tokens: number; std_logits: number; argmax: number[]; logits: { file: string }; hidden: { file: string; shape: number[] } };
-type Manifest = { prompts: Prompt[] };
 
 const FIXTURES = [
   { dir: "qwen35-dense-tiny", golden: "qwen35-dense-tiny" },
@@ -32,105 +28,11 @@ const FIXTURES = [
   { dir: "qwen35-moe-tiny-fused", golden: "qwen35-moe-tiny" },
 ];
 
-function f32(path: string): Float32Array {
-  const b = readFileSync(path);
-  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
-}
-
-function manifest(golden: string): Manifest {
-  return JSON.parse(readFileSync(join(ROOT, golden, "golden/manifest.json"), "utf8")) as Manifest;
-}
-
-// Runs every prompt as its own sequence (slot k, its own pages). Each step, prompt k advances by advance(k, done)
-// tokens and asks logits for all of them, so the logits of every position come back. Returns [n][vocab] per prompt.
-function run(model: Model, prompts: Prompt[], advance: (k: number, done: number) => number): Float32Array[] {
-  const V = model.info.vocabSize;
-  const pagesPer = Math.ceil(Math.max(...prompts.map((p) => p.n_tokens)) / PAGE);
-  const cache = model.createCache({ pageTokens: PAGE, nPages: pagesPer * prompts.length, nSlots: prompts.length });
-  try {
-    const out = prompts.map((p) => new Float32Array(p.n_tokens * V));
-    const done = prompts.map(() => 0);
-    // page tables interleave the prompts' pages, so a wrong page lookup reads another sequence's keys
-    const pages = prompts.map((_, k) => Int32Array.from({ length: pagesPer }, (_, i) => i * prompts.length + k));
-    while (done.some((d, k) => d < prompts[k]!.n_tokens)) {
-      const seqs: StepInput[] = [];
-      prompts.forEach((p, k) => {
-        const n = Math.min(advance(k, done[k]!), p.n_tokens - done[k]!);
-        if (n <= 0) return;
-        seqs.push({
-          slot: k,
-          nPast: done[k]!,
-          tokens: Int32Array.from(p.tokens.slice(done[k]!, done[k]! + n)),
-          pages: pages[k]!,
-          logits: out[k]!.subarray(done[k]! * V, (done[k]! + n) * V),
-        });
-        done[k]! += n;
-      });
-      cache.step(seqs);
-    }
-    return out;
-  } finally {
-    cache.free();
-  }
-}
-
-const PATHS: { name: string; advance: (prompt: Prompt) => (k: number, done: number) => number; together: boolean }[] = [
-  { name: "whole", advance: (p) => () => p.n_tokens, together: false },
-  { name: "chunks of 1", advance: () => () => 1, together: false },
-  { name: "chunks of 3", advance: () => () => 3, together: false },
-  { name: "chunks of 64", advance: () => () => 64, together: false },
-  // every prompt decoded token by token, all sequences in the same steps
-  { name: "batched decode", advance: () => () => 1, together: true },
-  // prefill chunks and single-token decodes in the same steps
-  { name: "mixed batch 1/2/5/7", advance: () => (k) => [1, 2, 5, 7][k % 4]!, together: true },
-  // half the prompt as a prefill, then verify blocks of 4 positions (n_logits = 4) for every sequence at once
-  { name: "verify blocks of 4", advance: (p) => (_, done) => (done === 0 ? Math.ceil(p.n_tokens / 2) : 4), together: true },
-];
-
-type Row = { fixture: string; weights: string; path: string; maxOverStd: number; argmax: string; note?: string };
-const evidence: Row[] = [];
-
-// Max and mean |Δ| / std over every prompt, how many positions keep the golden argmax, and the same count over the
-// confident positions (golden top-1/top-2 margin ≥ 0.5 × std).
-function compare(prompts: Prompt[], golden: string, got: Float32Array[], V: number) {
-  let maxOverStd = 0;
-  let sumOverStd = 0;
-  let same = 0;
-  let total = 0;
-  let confidentSame = 0;
-  let confident = 0;
-  prompts.forEach((p, k) => {
-    const g = f32(join(ROOT, golden, "golden", p.logits.file));
-    const o = got[k]!;
-    let md = 0;
-    for (let i = 0; i < g.length; i++) {
-      const d = Math.abs(g[i]! - o[i]!);
-      md = Math.max(md, Number.isFinite(d) ? d : Infinity);
-      sumOverStd += d / p.std_logits;
-    }
-    maxOverStd = Math.max(maxOverStd, md / p.std_logits);
-    for (let t = 0; t < p.n_tokens; t++) {
-      let a = 0;
-      let first = -Infinity;
-      let second = -Infinity;
-      for (let v = 0; v < V; v++) {
-        if (o[t * V + v]! > o[t * V + a]!) a = v;
-        const x = g[t * V + v]!;
-        if (x > first) (second = first), (first = x);
-        else if (x > second) second = x;
-      }
-      const ok = a === p.argmax[t] ? 1 : 0;
-      same += ok;
-      total++;
-      if (first - second >= 0.5 * p.std_logits) (confidentSame += ok), confident++;
-    }
-  });
-  return { maxOverStd, meanOverStd: sumOverStd / (total * V), same, total, confidentSame, confident };
-}
+const evidence: EvidenceRow[] = [];
 
 // The first traced intermediate (embeddings, each layer's residual stream, final norm) that leaves the golden
 // hidden states, from the debug build's trace tool: where to look when the logits disagree.
-function divergence(dir: string, golden: string, prompt: Prompt): { layers: { name: string; maxDiff: number }[] } {
+function divergence(dir: string, golden: string, prompt: GoldenPrompt): { layers: { name: string; maxDiff: number }[] } {
   const out = mkdtempSync(join(tmpdir(), "splash-trace-"));
   try {
     const r = Bun.spawnSync([TRACE, join(ROOT, dir), prompt.tokens.join(","), out]);
@@ -154,17 +56,17 @@ function divergence(dir: string, golden: string, prompt: Prompt): { layers: { na
 }
 
 describe.each(FIXTURES)("parity $dir", ({ dir, golden }) => {
-  const prompts = manifest(golden).prompts;
+  const prompts = goldenPrompts(golden);
+  const tokens = prompts.map((p) => p.tokens);
+  const judge = (got: Float32Array[], V: number) => compare(goldenLogits(golden, prompts), got, V, prompts.map((p) => p.std_logits));
 
   test("bf16 weights: every path within 1e-3 × std with the same argmax everywhere", async () => {
     const model = await Model.load(join(ROOT, dir), { maxStepTokens: 512 });
     try {
-      const whole = run(model, prompts, (k) => prompts[k]!.n_tokens);
-      for (const path of PATHS) {
-        const got = path.together
-          ? run(model, prompts, (k, done) => path.advance(prompts[k]!)(k, done))
-          : prompts.map((p, k) => run(model, [p], (_, done) => path.advance(p)(k, done))[0]!);
-        const c = compare(prompts, golden, got, model.info.vocabSize);
+      const whole = runPrompts(model, tokens, (k) => tokens[k]!.length); // every prompt in one step
+      for (const path of Object.values(PATHS)) {
+        const got = runPath(model, tokens, path);
+        const c = judge(got, model.info.vocabSize);
         const identical = got.every((g, k) => g.every((x, i) => x === whole[k]![i]));
         evidence.push({
           fixture: dir,
@@ -191,24 +93,10 @@ describe.each(FIXTURES)("parity $dir", ({ dir, golden }) => {
     test(`${quant} weights: ${quant === "q8" ? "confident positions keep the argmax" : "reported"}`, async () => {
       const model = await Model.load(join(ROOT, dir), { quant, maxStepTokens: 512 });
       try {
-        for (const path of [PATHS[0]!, PATHS[4]!]) {
-          const got = path.together
-            ? run(model, prompts, (k, done) => path.advance(prompts[k]!)(k, done))
-            : prompts.map((p, k) => run(model, [p], (_, done) => path.advance(p)(k, done))[0]!);
-          const c = compare(prompts, golden, got, model.info.vocabSize);
-          evidence.push({
-            fixture: dir,
-            weights: quant,
-            path: path.name,
-            maxOverStd: c.maxOverStd,
-            argmax: `${c.same}/${c.total}`,
-            note: `mean ${c.meanOverStd.toExponential(1)}, confident ${c.confidentSame}/${c.confident}`,
-          });
-          expect(Number.isFinite(c.maxOverStd)).toBe(true);
-          if (quant === "q8") {
-            expect(c.meanOverStd).toBeLessThan(0.15);
-            expect(c.confidentSame / c.confident).toBeGreaterThanOrEqual(0.95);
-          }
+        for (const path of [PATHS.whole, PATHS.batchedDecode]) {
+          const c = judge(runPath(model, tokens, path), model.info.vocabSize);
+          evidence.push(quantizedRow(dir, quant, path.name, c));
+          expectQuantized(quant, c);
         }
       } finally {
         model.free();
@@ -221,7 +109,7 @@ describe("per-layer hidden states against the golden (debug build's trace hook)"
   for (const { dir, golden } of [FIXTURES[0]!, FIXTURES[2]!, FIXTURES[3]!]) {
     test(dir, () => {
       expect(existsSync(TRACE)).toBe(true);
-      const prompt = manifest(golden).prompts.at(-1)!;
+      const prompt = goldenPrompts(golden).at(-1)!;
       const d = divergence(dir, golden, prompt);
       console.log(`${dir}, prompt of ${prompt.n_tokens}: ${d.layers.map((l) => `${l.name} ${l.maxDiff.toExponential(1)}`).join("  ")}`);
       for (const l of d.layers) expect(l.maxDiff).toBeLessThan(1e-3);
@@ -229,12 +117,4 @@ describe("per-layer hidden states against the golden (debug build's trace hook)"
   }
 });
 
-afterAll(() => {
-  if (!evidence.length) return;
-  const w = Math.max(...evidence.map((r) => r.path.length));
-  console.log("\nfixture                     weights  path" + " ".repeat(w - 4) + "  max|Δ|/std   argmax");
-  for (const r of evidence)
-    console.log(
-      `${r.fixture.padEnd(28)}${r.weights.padEnd(9)}${r.path.padEnd(w)}  ${r.maxOverStd.toExponential(2).padStart(9)}   ${r.argmax.padEnd(8)} ${r.note ?? ""}`,
-    );
-});
+afterAll(() => printEvidence("fixture", evidence));

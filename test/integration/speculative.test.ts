@@ -4,7 +4,7 @@
 // resumed from the prefix cache — also with splash-tiny's weights quantized to q8 and q4 at load, where a verify
 // block's rows go through the integer GEMM and decode's single row through the GEMV, which must agree bit for bit.
 // The drafters match the fixtures' golden draft logits, and verify blocks whose drafts go wrong at every possible
-// position leave exactly the state token-by-token decoding leaves (the GDN rollback).
+// position leave exactly the state token-by-token decoding leaves (the GDN rollback), on the CPU and on Vulkan.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +12,7 @@ import { createEngine, type EngineOptions, type SplashEngine } from "../../src/e
 import { nativeStepModel } from "../../src/engine/native-runner.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import type { EngineEvent, Sampling, SpeculationCounts } from "../../src/engine/types.ts";
-import { Model, type DrafterOptions, type Quant } from "../../src/native/model.ts";
+import { Model, probeBackend, type DrafterOptions, type Quant } from "../../src/native/model.ts";
 import type { KvType } from "../../src/models/kv-type.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 
@@ -91,10 +91,18 @@ describe("drafters against the fixtures' goldens", () => {
   }
 });
 
+// On the CPU for both architectures, and on Vulkan (lavapipe; where a device exists) for the dense one: the replay
+// of the accepted rows into the GDN state runs as backend ops on the device.
+const ROLLBACK = [
+  { fixture: "qwen35-dense-tiny", backend: "cpu" as const },
+  { fixture: "qwen35-moe-tiny", backend: "cpu" as const },
+  ...(probeBackend("vulkan").runsOn !== null ? [{ fixture: "qwen35-dense-tiny", backend: "vulkan" as const }] : []),
+];
+
 describe("verify blocks wrong at every position leave the token-by-token state", () => {
-  for (const fixture of ["qwen35-dense-tiny", "qwen35-moe-tiny"]) {
-    test(fixture, async () => {
-      const model = await Model.load(join(FIXTURES, fixture), { threads: 2, drafter: { kind: "mtp", maxDraft: 6 } });
+  for (const { fixture, backend } of ROLLBACK) {
+    test(`${fixture} on ${backend}`, async () => {
+      const model = await Model.load(join(FIXTURES, fixture), { threads: 2, backend, drafter: { kind: "mtp", maxDraft: 6 } });
       const cache = model.createCache({ pageTokens: 16, nPages: 16, nSlots: 2 });
       const pages = Int32Array.from({ length: 8 }, (_, i) => i);
       const pages2 = Int32Array.from({ length: 8 }, (_, i) => 8 + i);
@@ -127,7 +135,7 @@ describe("verify blocks wrong at every position leave the token-by-token state",
       expect(got).toEqual(want.slice(0, got.length).map(({ token, logprob }) => ({ token, logprob })));
       cache.free();
       model.free();
-    });
+    }, 30_000);
   }
 });
 

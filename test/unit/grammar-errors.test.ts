@@ -37,7 +37,8 @@ describe("unsupported keywords name the keyword and path", () => {
     ["repetition too large", { type: "string", pattern: "^.{0,500}$" }, "pattern", "/pattern"],
     ["counts in a union the output cannot be followed through", { type: "object", properties: { a: { anyOf: [{ type: "string", maxLength: 3 }, { type: "string", pattern: "^a+$" }] } } }, "anyOf", "/properties/a/anyOf"],
     ["counts in a union with an enum that starts alike", { oneOf: [{ type: "array", maxItems: 2 }, { const: [1, 2, 3] }] }, "oneOf", "/oneOf"],
-    ["pattern with maxLength", { type: "string", pattern: "^a+$", maxLength: 5 }, "maxLength", ""],
+    ["maxLength with a pattern that does not end in a repeated class", { type: "string", pattern: "^(ab)+$", maxLength: 5 }, "maxLength", ""],
+    ["minLength with a pattern whose repetition is not the last thing", { type: "string", pattern: "^[a-z]+-x$", minLength: 5 }, "minLength", ""],
     ["remote $ref", { $ref: "https://example.com/schema.json" }, "$ref", "/$ref"],
     ["dangling $ref", { $ref: "#/$defs/missing" }, "$ref", "/$ref"],
     ["draft 7 tuple items", { type: "array", items: [{ type: "string" }] }, "items", "/items"],
@@ -69,6 +70,7 @@ describe("invalid and unsatisfiable schemas", () => {
     ["allOf of different types", { allOf: [{ type: "string" }, { type: "integer" }] }, /no type in common/],
     ["negative minLength", { type: "string", minLength: -1 }, /non-negative integer/],
     ["non-ASCII-only pattern range", { type: "string", pattern: "^[\\u4e00-\\u9fff]+$" }, /cannot write/],
+    ["a pattern no string of the lengths matches", { type: "string", pattern: "^[A-Z]{2}[0-9]{0,3}$", minLength: 6 }, /no string matching "pattern" has a length within/],
   ];
   for (const [name, schema, message] of cases) {
     test(name, () => expect(refusal(json(schema)).message).toMatch(message));

@@ -230,6 +230,29 @@ describe("cache and step", () => {
     cache.free();
   });
 
+  test("on the model's call thread: the same samples as a blocking step, refusals with the library's message from that thread, one call at a time per cache", async () => {
+    const cache = model.createCache({ pageTokens: 16, nPages: 4, nSlots: 2 });
+    const other = model.createCache({ pageTokens: 16, nPages: 4, nSlots: 2 });
+    const hot: Sampling = { ...greedy, temperature: 1.2, topK: 50, seed: 7 };
+    const seq: StepInput = { slot: 0, nPast: 0, tokens, pages, sample: { sampling: hot, topLogprobs: 3 } };
+    const blocking = cache.step([seq]);
+    // while it computes, the JavaScript thread goes on: a copy on another cache of the model waits for the lock
+    const pending = other.stepAsync([seq]);
+    expect(() => other.step([seq])).toThrow(/still running/);
+    cache.copySlot(0, 1);
+    expect(await pending).toEqual(blocking);
+    const e = await nativeError(other.stepAsync([{ slot: 5, nPast: 0, tokens, pages }]));
+    expect<string>(e.statusName).toBe("SPLASH_ERR_CAPACITY");
+    expect(e.message).toContain("splash_step: SPLASH_ERR_CAPACITY");
+    expect(e.message).toContain("seqs[0].slot 5");
+    expect(model.lib.splash_last_error()).not.toContain("seqs[0].slot 5"); // set on the call thread, not here
+    const refused = await other.stepAsync([{ ...seq, slot: 1, sample: { sampling: { ...greedy, topP: 1.5 } } }]).catch((x: unknown) => x);
+    expect(refused).toBeInstanceOf(StepRefusals);
+    expect(((refused as StepRefusals).results[0] as Error).message).toContain("sampling.top_p 1.5");
+    cache.free();
+    other.free();
+  });
+
   test("a sequence whose sample cannot be taken is refused alone; the rest of the step samples as it would alone", () => {
     const cache = model.createCache({ pageTokens: 16, nPages: 6, nSlots: 3 });
     const hot: Sampling = { ...greedy, temperature: 1.2, topK: 50, seed: 7 };

@@ -114,3 +114,49 @@ test("a constraint that throws while drafts are checked ends only its sequence, 
   expect(runs[1]!.events).toEqual(["4", "8", "6"]);
   expect(scheduler.running.map((s) => s.id)).toEqual([1]);
 });
+
+// The caller releases a cancelled request's constraint at once, while its draft or its verify step may still be
+// computing on the model's thread: the scheduler must not call it again.
+class Released extends Closing {
+  released = false;
+  private check(): void {
+    if (this.released) throw new Error("the constraint was called after its release");
+  }
+  override fillMask(mask: Uint32Array): void {
+    this.check();
+    super.fillMask(mask);
+  }
+  override accept(t: number): boolean {
+    this.check();
+    return super.accept(t);
+  }
+  override rollback(n: number): void {
+    this.check();
+    super.rollback(n);
+  }
+  override isComplete(): boolean {
+    this.check();
+    return super.isComplete();
+  }
+}
+
+test("a sequence cancelled while its draft or its verify step computes never calls its released constraint; its computed blocks are kept", () => {
+  for (const cancelAt of ["draft", "step"] as const) {
+    const constraint = new Released();
+    const { scheduler, seq, events } = setup(constraint);
+    const plan = scheduler.schedule()!;
+    const k = plan.drafts[0]!.nDraft;
+    const drafts = Int32Array.from({ length: k }, (_, j) => 8 + j);
+    const cancel = () => {
+      scheduler.cancel(seq);
+      constraint.released = true;
+    };
+    if (cancelAt === "draft") cancel();
+    scheduler.attachDrafts(plan, [drafts]);
+    if (cancelAt === "step") cancel();
+    scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
+    expect(events).toEqual(["4", "done cancelled"]);
+    expect(scheduler.running).toHaveLength(0);
+    expect(seq.computed).toBe(5); // anchor and the accepted draft
+  }
+});

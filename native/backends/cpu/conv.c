@@ -54,3 +54,21 @@ void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n,
     if (n * channels < (1 << 14)) conv_channels(&a, 0, channels, 0);
     else sp_cpu_for(be, channels, conv_channels, &a);
 }
+
+/* DFlash2's convolution: a handful of rows per block, so one loop. Rows run last to first, so x_{t−o} is still the
+ * input when row t reads it. */
+void sp_cpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                       int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks) {
+    (void)be;
+    int64_t groups = H / G;
+    for (int32_t b = 0; b < n_blocks; b++)
+        for (int64_t t = len[b] - 1; t >= 0; t--) {
+            float *y = x + (row0[b] + t) * H;
+            const float *dt = dyn + (row0[b] + t) * dyn_stride;
+            for (int64_t ch = 0; ch < H; ch++) {
+                float acc = 0;
+                for (int64_t o = 0; o < K && o <= t; o++) acc += (base[o * H + ch] + dt[o * groups + ch / G]) * y[ch - o * H];
+                y[ch] = acc;
+            }
+        }
+}

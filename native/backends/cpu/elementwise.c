@@ -71,6 +71,14 @@ void sp_cpu_silu_mul(const sp_backend *be, float *y, const float *g, const float
     run_blocks(be, n, silu_mul_range, &a);
 }
 
+/* The CPU gains nothing from one pass: the two products and the gate as they are, so the results are theirs. */
+void sp_cpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n) {
+    sp_cpu_matmul(be, h, gate, x, n);
+    sp_cpu_matmul(be, u, up, x, n);
+    sp_cpu_silu_mul(be, h, h, u, n * gate->rows);
+}
+
 void sp_cpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n) {
     ew_args a = gates(be);
     a.y = y, a.g = g;

@@ -3,7 +3,8 @@
  * Both split the v heads over workers; each head owns its state S_h [dk][dv] (fp32), read and written in place.
  * The token loop touches S twice per token (decay + read, then update + output) while it sits in L1/L2; the chunked
  * form (HF torch_chunk_gated_delta_rule, FLA) turns a chunk into small matrix products, which is what a GPU wants.
- * On this CPU the arch file uses whichever measured faster (see qwen3_5.c). */
+ * The forward pass (qwen3_5.c) calls the token form; the chunked one is checked against it (native/tests/cpu_ops_test.c)
+ * and timed beside it (native/tests/cpu_ops_lab.c). */
 #include "ops.h"
 
 #include <stdlib.h>

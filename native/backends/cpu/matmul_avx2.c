@@ -32,7 +32,8 @@ INLINE const uint8_t *row_ptr(const sp_matrix *W, int64_t r) { return (const uin
 
 /* Prefetches bytes [from, to) of each of the R rows after this tile (first row `row`), while the tile is at the same
  * fraction of its rows. Without it the hardware prefetcher retrains on R new streams at every tile and a GEMV from
- * DRAM ran ~30% slower (matmul_lab, native-core section of BENCHMARKS.md). Prefetching past the matrix is harmless. */
+ * DRAM runs markedly slower (matmul_lab, native-core section of BENCHMARKS.md). Prefetching past the matrix is
+ * harmless. */
 INLINE void prefetch_next_tile(const sp_matrix *W, const uint8_t *row, const int R, int64_t from, int64_t to) {
     const uint8_t *next = row + R * W->row_bytes;
     for (int i = 0; i < R; i++)
@@ -291,7 +292,7 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
 
 /* Q8/Q4 rows: 4×2 and 4×1 tiles as TILED_ROWS, except that four or more x rows go four at a time against two
  * weight rows (2×4): each weight group is loaded and its |w| taken once for four x rows instead of twice for two
- * pairs of two, 11–14% faster than 4×2 tiles at n = 4 in L2 (one thread; BENCHMARKS.md, native-core section). */
+ * pairs of two, faster than 4×2 tiles at n = 4 in L2 (one thread; BENCHMARKS.md, native-core section). */
 #define QUANT_ROWS(name, q4)                                                                                          \
     static void name(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {                        \
         int64_t r = r0;                                                                                               \

@@ -67,6 +67,13 @@ void sp_cpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float 
     run_rows(be, n, d, rmsnorm_rows, &a);
 }
 
+/* The CPU gains nothing from fusing the two passes: the ops as they are, so the results are theirs. */
+void sp_cpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps) {
+    sp_cpu_add(be, x, r, n * d);
+    sp_cpu_rmsnorm(be, y, x, w, n, d, eps);
+}
+
 void sp_cpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps) {
     norm_args a = {.y = y, .x = x, .z = z, .w = w, .d = d, .eps = eps, .fast = fast_rows(be)};

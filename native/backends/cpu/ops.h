@@ -182,8 +182,12 @@ void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const 
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);
 void sp_cpu_add_sigmoid_scaled(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
 void sp_cpu_silu_mul(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
+void sp_cpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                           const float *x, int64_t n);
 void sp_cpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n);
 void sp_cpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps);
+void sp_cpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                        float eps);
 void sp_cpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                           int64_t d, float eps);
 void sp_cpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
@@ -196,6 +200,8 @@ void sp_cpu_attention_ext(const sp_backend *be, float *out, const float *q, int3
                           int32_t head_dim, float scale, const sp_attn_ext *x);
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
                       int32_t kernel, float *tail);
+void sp_cpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                       int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks);
 void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
 void sp_cpu_gdn_chunked(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,

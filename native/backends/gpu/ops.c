@@ -14,7 +14,7 @@
 
 /* GEMV_MAX_N: x rows up to which a matmul reads each weight once (the GEMV's largest batch bucket); MoE tiles are
  * the NMAX 4 variant's. */
-enum { GEMV_MAX_N = 16, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, GDN_COLS = 32, MOE_TILE = 4 };
+enum { GEMV_MAX_N = 16, ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024, GDN_COLS = 32, MOE_TILE = 4 };
 /* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
  * (decode and verify blocks keep the split scalar kernel) */
 enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
@@ -28,6 +28,8 @@ static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) /
 #define BY_TYPE(prefix) {prefix##_F32, prefix##_BF16, prefix##_F16, prefix##_Q8, prefix##_Q4, prefix##_MLX4, prefix##_MLX8}
 static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MATMUL), BY_TYPE(SP_GPU_MATMUL4),
                                                                                BY_TYPE(SP_GPU_MATMUL16)};
+static const sp_gpu_kernel_id DENSE_GATE_UP[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
+    BY_TYPE(SP_GPU_GATE_UP), BY_TYPE(SP_GPU_GATE_UP4), BY_TYPE(SP_GPU_GATE_UP16)};
 static const sp_gpu_kernel_id GATE_UP[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_GATE_UP), BY_TYPE(SP_GPU_MOE_GATE_UP4)};
 static const sp_gpu_kernel_id DOWN[2][SP_MAT_TYPE_COUNT] = {BY_TYPE(SP_GPU_MOE_DOWN), BY_TYPE(SP_GPU_MOE_DOWN4)};
 static const sp_gpu_kernel_id EMBED[SP_MAT_TYPE_COUNT] = BY_TYPE(SP_GPU_EMBED);
@@ -183,6 +185,44 @@ static void gpu_silu_mul(const sp_backend *be, float *y, const float *g, const f
     elementwise(gpu, "silu_mul", SP_GPU_SILU_MUL, (ew_push){w.lo, r[1].lo, r[0].lo, (uint32_t)n, 1, 0, 0}, r, 2, w);
 }
 
+/* Few rows: one GEMV over the gate and up rows of each index (matmul.comp MODE 3), with the launch measured for the
+ * gate matrix, half its rows per group for two matrices: the same lanes sum each row as in separate matmuls, so the
+ * products are theirs bit for bit. More rows: the two GEMMs and the gate. */
+static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                               const float *x, int64_t n) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t wg, wu;
+    uint32_t stride, stride_up;
+    if (!weights(gpu, gate, &wg, &stride) || !weights(gpu, up, &wu, &stride_up)) return;
+    uint64_t xa = sp_gpu_addr(gpu, x);
+    if (n > GEMV_MAX_N || gate->type != up->type || gate->rows != up->rows || gate->cols != up->cols || stride != stride_up ||
+        gate->cols % 4 || xa % 16) {
+        gpu_matmul(be, h, gate, x, n);
+        gpu_matmul(be, u, up, x, n);
+        gpu_silu_mul(be, h, h, u, n * gate->rows);
+        return;
+    }
+    int bucket = sp_gpu_gemv_bucket(n);
+    sp_gpu_mm_launch l = sp_gpu_gemv_params(gpu, gate, bucket);
+    uint32_t max_rows = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+    l.rows = l.rows > 1 ? l.rows / 2 : 1; /* two matrices: the accumulators per invocation the measured launch had */
+    if (l.rows > max_rows) l.rows = max_rows;
+    if (!gemv_launch_ok(&l, (int)max_rows)) {
+        fail(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
+        return;
+    }
+    sp_gpu_range reads[3] = {{wg, wg + (uint64_t)gate->rows * stride}, {wu, wu + (uint64_t)up->rows * stride},
+                             {xa, xa + (uint64_t)n * (uint64_t)gate->cols * 4}};
+    sp_gpu_range write = sp_gpu_span(gpu, h, (uint64_t)n * (uint64_t)gate->rows * 4);
+    uint32_t groups[3];
+    sp_gpu_grid(div_up((uint64_t)gate->rows, (uint64_t)l.rows * l.groups), groups);
+    mm_push p = {wg, xa, write.lo, wu, stride, (uint32_t)gate->rows, (uint32_t)gate->cols, (uint32_t)n, (uint32_t)gate->cols,
+                 (uint32_t)gate->rows, 0, 0};
+    uint32_t check = gate->cols % CHUNK_COLS[gate->type] != 0;
+    sp_gpu_dispatch(gpu, "matmul_gate_up", DENSE_GATE_UP[bucket][gate->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups},
+                    &p, sizeof p, groups, reads, 3, &write, 1, NULL);
+}
+
 static void gpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t n) {
     sp_gpu *gpu = sp_gpu_of(be);
     sp_gpu_range r[2] = {sp_gpu_span(gpu, g, (uint64_t)n * 4), sp_gpu_span(gpu, y, (uint64_t)n * 4)};
@@ -216,19 +256,25 @@ typedef struct {
     float eps;
 } norm_push;
 
+/* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm). */
 static void norm(sp_gpu *gpu, sp_gpu_kernel_id k, const char *name, float *y, const float *x, const float *z, const float *w,
                  int64_t n, int64_t d, float eps) {
     uint64_t bytes = (uint64_t)(n * d) * 4;
     sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)d * 4), z ? sp_gpu_span(gpu, z, bytes) : (sp_gpu_range){0, 0}};
-    sp_gpu_range wr = sp_gpu_span(gpu, y, bytes);
-    norm_push p = {wr.lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps};
+    sp_gpu_range wr[2] = {sp_gpu_span(gpu, y, bytes), r[0]};
+    norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps};
     uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64;
     sp_gpu_grid((uint64_t)n, groups);
-    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, r, 3, &wr, 1, NULL);
+    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, k == SP_GPU_ADD_RMSNORM ? 2 : 1, NULL);
 }
 
 static void gpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps) {
     norm(sp_gpu_of(be), SP_GPU_RMSNORM, "rmsnorm", y, x, NULL, w, n, d, eps);
+}
+
+static void gpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
+                            float eps) {
+    norm(sp_gpu_of(be), SP_GPU_ADD_RMSNORM, "add_rmsnorm", y, x, r, w, n, d, eps);
 }
 
 static void gpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
@@ -257,11 +303,15 @@ static void gpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads,
 
 /* ---- attention ---- */
 
+/* The KV row types kv_write and both attention kernels (attention.comp, flash_attention_coopmat.comp) take: f32, and
+ * f16 converted on write and read back to f32 for the arithmetic. */
+#define GPU_KV_TYPES (1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16)
+
 typedef struct {
     uint64_t dst, src, k, v, pages, part;
     uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
     float scale;
-    uint32_t pad;
+    uint32_t kv_type; /* SPLASH_KV_F32 or SPLASH_KV_F16: the type of every row */
     uint64_t src2;
 } attn_push;
 
@@ -273,14 +323,16 @@ static sp_gpu_range kv_range(sp_gpu *gpu, const sp_kv_view *kv) {
 
 static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t n, int32_t head_dim, attn_push *p,
                       sp_gpu_range *pages) {
-    if (head_dim > ATTN_HD_MAX || head_dim % 4) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 4");
+    if (head_dim > ATTN_HD_MAX || head_dim % 8) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 8");
+    if (!(GPU_KV_TYPES & 1u << kv->type)) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention reads f32 or f16 KV rows");
+    if (kv->page_stride > UINT32_MAX) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "a KV page of more than 4 GiB");
     uint64_t n_pages = ((uint64_t)n_past + (uint64_t)n + (uint64_t)kv->page_tokens - 1) / (uint64_t)kv->page_tokens;
     uint64_t pa = sp_gpu_stage(gpu, kv->pages, n_pages * 4);
     if (!pa) return false;
     *pages = (sp_gpu_range){pa, pa + n_pages * 4};
     *p = (attn_push){.k = sp_gpu_addr(gpu, kv->k), .v = sp_gpu_addr(gpu, kv->v), .pages = pa, .n_past = (uint32_t)n_past,
                      .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens,
-                     .page_stride = (uint32_t)(kv->page_stride / sizeof(float))};
+                     .page_stride = (uint32_t)kv->page_stride, .kv_type = (uint32_t)kv->type};
     return true;
 }
 
@@ -296,7 +348,7 @@ static void gpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float
     p.src2 = r[1].lo;
     p.kv_heads = (uint32_t)n_kv_heads;
     uint32_t groups[3];
-    sp_gpu_grid(div_up(bytes / 4, 256), groups);
+    sp_gpu_grid(div_up(bytes / 8, 256), groups); /* an invocation per pair of values */
     sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){256, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
                     &w, 1, NULL);
 }
@@ -346,6 +398,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         uint64_t want = div_up(gpu->attention_workgroups, wgs), len = div_up(keys, want);
         len = (len + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
         if (len < 4 * ATTN_BK) len = 4 * ATTN_BK;
+        if (div_up(keys, len) > ATTN_MAX_SPLITS) len = (div_up(keys, ATTN_MAX_SPLITS) + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
         p.split_len = (uint32_t)len;
         splits = div_up(keys, len);
     }
@@ -373,6 +426,79 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     sp_gpu_grid((uint64_t)n * (uint64_t)n_heads, groups);
     spec[0] = head_dim >= 128 ? 128 : 64;
     sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, &pr, 1, &w, 1, NULL);
+}
+
+/* Drafters' attention (kernels/attention_ext.comp): one workgroup per (row, query head). */
+static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
+                              int32_t head_dim, float scale, const sp_attn_ext *x) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    if (head_dim > ATTN_HD_MAX || head_dim % 4) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext needs head_dim ≤ 256, a multiple of 4");
+        return;
+    }
+    struct {
+        uint64_t dst, q, k, v, pages, k_blk, v_blk;
+        uint32_t n_rows, heads, kv_heads, page_tokens, page_stride;
+        uint32_t q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
+        float scale;
+    } p = {0};
+    uint64_t qbytes = (uint64_t)x->n_rows * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    uint64_t blk = (uint64_t)x->n_rows * (uint64_t)n_kv_heads * (uint64_t)head_dim * 4;
+    sp_gpu_range r[5];
+    int nr = 0;
+    r[nr++] = sp_gpu_span(gpu, q, qbytes);
+    /* pages cover every position a row may see: page_hi + (n_rows − 1) when causal */
+    int64_t last = (int64_t)x->page_hi + (x->page_causal ? x->n_rows - 1 : 0);
+    if (x->kv && last > x->page_lo) {
+        uint64_t n_pages = (uint64_t)(last + x->kv->page_tokens - 1) / (uint64_t)x->kv->page_tokens;
+        uint64_t pa = sp_gpu_stage(gpu, x->kv->pages, n_pages * 4);
+        if (!pa) return;
+        r[nr++] = (sp_gpu_range){pa, pa + n_pages * 4};
+        r[nr++] = kv_range(gpu, x->kv);
+        p.pages = pa, p.k = sp_gpu_addr(gpu, x->kv->k), p.v = sp_gpu_addr(gpu, x->kv->v);
+        p.page_tokens = (uint32_t)x->kv->page_tokens, p.page_stride = (uint32_t)(x->kv->page_stride / sizeof(float));
+        p.page_lo = (uint32_t)x->page_lo, p.page_hi = (uint32_t)x->page_hi, p.page_causal = (uint32_t)x->page_causal;
+    }
+    if (x->k_blk) {
+        r[nr++] = sp_gpu_span(gpu, x->k_blk, blk);
+        r[nr++] = sp_gpu_span(gpu, x->v_blk, blk);
+        p.k_blk = r[nr - 2].lo, p.v_blk = r[nr - 1].lo, p.blk_causal = (uint32_t)x->blk_causal;
+    }
+    sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
+    p.dst = w.lo, p.q = r[0].lo, p.n_rows = (uint32_t)x->n_rows, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads;
+    p.q_pos0 = (uint32_t)x->q_pos0, p.window = (uint32_t)x->window, p.scale = scale;
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)x->n_rows * (uint64_t)n_heads, groups);
+    sp_gpu_dispatch(gpu, "attention_ext", SP_GPU_ATTENTION_EXT, (uint32_t[4]){128, (uint32_t)head_dim, 0, 0}, &p, sizeof p,
+                    groups, r, nr, &w, 1, NULL);
+}
+
+/* DFlash2's dynamic convolution (kernels/block_conv.comp): one invocation per (block, channel). */
+static void gpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t dyn_stride, const float *base, int64_t H,
+                           int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    int32_t blocks[2 * 64];
+    int64_t rows = 0;
+    if (n_blocks > 64) {
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "block_conv over more than 64 blocks");
+        return;
+    }
+    for (int32_t b = 0; b < n_blocks; b++) {
+        blocks[2 * b] = (int32_t)row0[b], blocks[2 * b + 1] = len[b];
+        if (row0[b] + len[b] > rows) rows = row0[b] + len[b];
+    }
+    uint64_t ba = sp_gpu_stage(gpu, blocks, 8 * (uint64_t)n_blocks);
+    if (!ba) return;
+    sp_gpu_range r[4] = {sp_gpu_span(gpu, x, (uint64_t)rows * (uint64_t)H * 4),
+                         sp_gpu_span(gpu, dyn, ((uint64_t)(rows - 1) * (uint64_t)dyn_stride + (uint64_t)K * (uint64_t)(H / G)) * 4),
+                         sp_gpu_span(gpu, base, (uint64_t)K * (uint64_t)H * 4), {ba, ba + 8 * (uint64_t)n_blocks}};
+    struct {
+        uint64_t x, dyn, base, blocks;
+        uint32_t H, K, G, dyn_stride, n_blocks;
+    } p = {r[0].lo, r[1].lo, r[2].lo, ba, (uint32_t)H, (uint32_t)K, (uint32_t)G, (uint32_t)dyn_stride, (uint32_t)n_blocks};
+    uint32_t groups[3];
+    sp_gpu_grid(div_up((uint64_t)n_blocks * (uint64_t)H, 64), groups);
+    sp_gpu_dispatch(gpu, "block_conv", SP_GPU_BLOCK_CONV, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 4, r, 1, NULL);
 }
 
 /* ---- Gated DeltaNet ---- */
@@ -647,13 +773,17 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->add = gpu_add;
     be->add_sigmoid_scaled = gpu_add_sigmoid_scaled;
     be->silu_mul = gpu_silu_mul;
+    be->matmul_gate_up = gpu_matmul_gate_up;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->rmsnorm = gpu_rmsnorm;
+    be->add_rmsnorm = gpu_add_rmsnorm;
     be->rmsnorm_gated = gpu_rmsnorm_gated;
     be->rope = gpu_rope;
     be->kv_write = gpu_kv_write;
     be->attention = gpu_attention;
-    be->kv_types = 1u << SPLASH_KV_F32; /* the kernels read and write f32 rows */
+    be->attention_ext = gpu_attention_ext;
+    be->block_conv = gpu_block_conv;
+    be->kv_types = GPU_KV_TYPES;
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
     be->moe_route = gpu_moe_route;

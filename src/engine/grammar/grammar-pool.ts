@@ -11,11 +11,10 @@ import { CHANNEL, channelBytes, channelViews, OP } from "./grammar-channel.ts";
 import type { FromWorker, ToWorker } from "./grammar-worker.ts";
 import type { Vocabulary } from "./vocab.ts";
 import type { VocabTableData } from "./vocab-tables.ts";
+import { workerUrl } from "../../worker-url.ts";
 
 const MAX_WORKERS = 4;
-// Inside the compiled binary (Bun.main in its /$bunfs/ file system) the worker is the entry point that
-// scripts/build/binary.ts bundles, named from src/; under `bun run` it is this file's neighbour.
-const WORKER_URL = /^\/\$bunfs\/|^[A-Z]:[\\/]~BUN[\\/]/.test(Bun.main) ? "./engine/grammar/grammar-worker.ts" : new URL("./grammar-worker.ts", import.meta.url).href;
+const WORKER_URL = workerUrl("engine/grammar/grammar-worker.ts");
 // A call that takes this long means the worker is gone (a call takes microseconds, a mask at most milliseconds).
 const CALL_TIMEOUT_MS = 30_000;
 

@@ -34,8 +34,8 @@ export class StructuredOutput {
   private readonly pool: GrammarPool;
   private readonly tables: Promise<VocabTables>;
 
-  // Starts the first grammar worker, which prepares the vocabulary for xgrammar in the background (≈1 s for 151K
-  // tokens), and builds the vocabulary's tables there unless they are on disk already (vocab-tables.ts); a request
+  // Starts the first grammar worker, which prepares the vocabulary for xgrammar in the background (a pass over every
+  // token), and builds the vocabulary's tables there unless they are on disk already (vocab-tables.ts); a request
   // that needs a grammar before then waits for them, no other request does.
   constructor(readonly vocabulary: Vocabulary) {
     this.pool = new GrammarPool(vocabulary);

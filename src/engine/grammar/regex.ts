@@ -5,7 +5,8 @@
 // The grammar generates whole matches of the pattern. JSON Schema patterns are unanchored (a match anywhere), so a
 // whole match always satisfies them; `^` and `$` are accepted at the ends of the top-level alternatives only.
 // Repetition bounds are capped (MAX_REPEAT): xgrammar precomputes token masks for every position of a bounded
-// repetition at compile time, about 80 ms each for a broad class over a 151K vocabulary (BENCHMARKS.md).
+// repetition at compile time, a cost per position that a broad class over a large vocabulary makes heavy (BENCHMARKS.md,
+// "Grammar").
 import * as cs from "./charset.ts";
 import type { CharSet } from "./charset.ts";
 import { charSetParts, lit, partsToEbnf, starOf, type SetParts } from "./ebnf.ts";

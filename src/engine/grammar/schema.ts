@@ -235,9 +235,6 @@ class Compiler {
       pattern = s.pattern;
     }
     if (pattern === undefined) return { kind: "string", minLength, ...(maxLength !== undefined && { maxLength }) };
-    if (s.minLength !== undefined || s.maxLength !== undefined) {
-      throw new SchemaError(`minLength/maxLength together with "${keyword}" is not supported`, path, s.minLength !== undefined ? "minLength" : "maxLength");
-    }
     let regex: Regex;
     try {
       regex = parseRegex(pattern);
@@ -248,7 +245,18 @@ class Compiler {
     if (regexToEbnf(regex, "json") === null) {
       throw new SchemaError("pattern: every match needs characters the grammar cannot write (large non-ASCII ranges)", at(path, keyword), keyword);
     }
-    return { kind: "string", minLength: 0, regex, pattern };
+    if (s.minLength === undefined && s.maxLength === undefined) return { kind: "string", minLength: 0, regex, pattern };
+    const lengthKey = s.minLength !== undefined ? "minLength" : "maxLength";
+    const counted = countedPattern(regex, minLength, maxLength);
+    if (counted === "unsatisfiable") throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
+    if (!counted) {
+      throw new SchemaError(
+        `minLength/maxLength together with "${keyword}" is supported when the pattern ends in a repeated character class after fixed characters (such as ^[a-z][a-z0-9_]*$); put the length in the pattern instead`,
+        path,
+        lengthKey,
+      );
+    }
+    return { kind: "string", ...counted, pattern };
   }
 
   private arrayNode(s: Obj, path: string, depth: number): Node {
@@ -309,6 +317,28 @@ class Compiler {
     if (!Array.isArray(v)) throw new SchemaError(`"${keyword}" must be an array`, path, keyword);
     return v;
   }
+}
+
+// A pattern with length bounds, written so the constraint can count the length (bounds.ts) instead of the grammar:
+// when every match is some fixed characters followed by a repeated character class, the string can close or grow by
+// one class character at any length past the fixed part, so counting the total length never leads to a dead end. The
+// class repetition is written unbounded and its own bounds join the length bounds. undefined: the pattern has
+// another shape (a bound beside it could need the pattern's state to count).
+function countedPattern(re: Regex, minLength: number, maxLength: number | undefined): { regex: Regex; minLength: number; maxLength?: number } | "unsatisfiable" | undefined {
+  const items = re.t === "seq" ? re.items : [re];
+  const last = items.at(-1);
+  if (!last || last.t !== "rep" || last.item.t !== "set") return undefined;
+  let fixed = 0;
+  for (const item of items.slice(0, -1)) {
+    if (item.t === "set") fixed++;
+    else if (item.t === "rep" && item.item.t === "set" && item.min === item.max) fixed += item.min;
+    else return undefined;
+  }
+  const min = Math.max(minLength, fixed + last.min);
+  const max = Math.min(maxLength ?? Infinity, last.max === null ? Infinity : fixed + last.max);
+  if (min > max) return "unsatisfiable";
+  const regex: Regex = { t: "seq", items: [...items.slice(0, -1), { t: "rep", item: last.item, min: 0, max: null }] };
+  return { regex, minLength: min, ...(max !== Infinity && { maxLength: max }) };
 }
 
 function checkKeywords(s: Obj, path: string): void {

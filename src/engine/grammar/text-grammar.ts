@@ -49,7 +49,7 @@ export function watchedText(rules: Rules, hint: string, watches: Watch[], end: s
   };
   const asciiOthers = cs.minus([[0, 0x7f]], cs.chars(...alphabet));
   // Every state leaves on a non-ASCII character to the start state (the watched strings are ASCII): one shared
-  // rule, so xgrammar precomputes that broad class once instead of once per state (~0.1 s each on 151K tokens).
+  // rule, so xgrammar precomputes that broad class once instead of once per state (each costs a pass over the vocabulary).
   let nonAscii = "";
   const names = new Map<number, string>();
   const ruleOf = (s: number): string => {

@@ -2,11 +2,9 @@
 // against the vocabulary and answers, per sequence, which tokens may come next. It runs in grammar workers
 // (grammar-worker.ts, grammar-pool.ts), never on the engine thread.
 //
-// Why xgrammar, and why only its EBNF entry point. Measured on the shared 2-core dev machine (load average ~10
-// from other builds), Qwen3 vocabulary (151,669 tokens, 151,936 logits), `splash bench grammar` on a nested schema
-// (BENCHMARKS.md "Grammar"): mask per token p50 0.02 ms, p90 0.15 ms, p99 2.8 ms CPU (wall p99 6–12 ms: the process
-// was preempted); vocabulary preparation 2.5–3.6 s once per model; compile 3.8–4.6 s cold for that schema, ~0.2 s
-// for a small one, cached after.
+// Why xgrammar, and why only its EBNF entry point. Its per-token mask costs a small fraction of a decode step, its
+// vocabulary preparation is paid once per model and its compile once per schema (cached after): `splash bench grammar`
+// measures all three (BENCHMARKS.md "Grammar").
 // - The per-token mask is fast because xgrammar precomputes, per grammar position, the tokens decided without
 //   context; building that engine again in TS would cost far more than it saves. It runs under Bun and inside
 //   `bun build --compile` binaries: the WASM is inlined as base64, so it loads offline with nothing beside the binary.
@@ -15,9 +13,9 @@
 //   through as garbage ("1\u00005"), and puts unescaped quotes and control characters into pattern strings. Every
 //   error it meets aborts the WASM call. schema.ts validates and json-grammar.ts writes EBNF instead.
 // - Its EBNF has traps the writers avoid: character-class members above U+007F match single bytes (ebnf.ts charSet),
-//   a star over alternatives makes masks take hundreds of ms (ebnf.ts starOf), and bounded repetitions cost ~70 ms of
-//   compile per position over this vocabulary, also past 128 where it repeats natively (it still writes out 128
-//   positions on each side): regex.ts caps them, and string lengths and item counts are counted beside the grammar
+//   a star over alternatives makes masks slow enough to stall a step (ebnf.ts starOf), and bounded repetitions cost
+//   compile time per position over the whole vocabulary, also past 128 where it repeats natively (it still writes out
+//   128 positions on each side): regex.ts caps them, and string lengths and item counts are counted beside the grammar
 //   instead (bounds.ts).
 // - The package only offers an async getNextTokenBitmask() (it awaits its lazy init on every call). The worker
 //   answers the engine's synchronous calls, so the binding's WebAssembly memory is captured when the module instantiates and
@@ -67,7 +65,7 @@ export class XgrammarVocab {
     private readonly compiler: xg.GrammarCompiler,
   ) {}
 
-  // Preprocesses the vocabulary (≈0.2 s for 151K tokens). Special tokens and padding are passed as empty strings,
+  // Preprocesses the vocabulary (once per model). Special tokens and padding are passed as empty strings,
   // which xgrammar never generates; stop tokens are allowed when the grammar can end.
   static async create(vocab: Vocabulary): Promise<XgrammarVocab> {
     const mem = await loadModule();

@@ -1,8 +1,8 @@
 // llama.cpp, driven through node-llama-cpp as one of its users would, behind a JSON-lines protocol on stdin/stdout:
 // the peer side of the GGUF parity tests and of `splash bench peers`. It runs under Node (node-llama-cpp ships a
-// Node addon; Bun does not load it), so Splash's Bun process spawns it (scripts/bench/peers-client.ts):
+// Node addon; Bun does not load it), so Splash's Bun process spawns it (src/bench/peers-client.ts):
 //
-//   node scripts/bench/peers-llama.mjs --modules DIR [--gpu false|vulkan|cuda]
+//   node src/bench/peers-llama.mjs --modules DIR [--gpu false|vulkan|cuda]
 //
 // DIR holds node_modules/node-llama-cpp and its prebuilt build for --gpu: installNodeLlamaCpp (src/bench/
 // node-llama-cpp.ts) installs them on first use and returns it. node-llama-cpp is not a dependency of the project.

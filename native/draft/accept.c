@@ -1,5 +1,5 @@
 /* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
-#include "spec/accept.h"
+#include "draft/accept.h"
 
 #include "core/mask.h"
 #include "core/rank.h"
@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* splitmix64 finalizer over (seed, stream, position): counter-based, no state between calls. */
-double sp_spec_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
+double sp_accept_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
     uint64_t z = seed ^ (0xD1B54A32D192ED03ull * stream);
     z += 0x9E3779B97F4A7C15ull * (position + 1);
     for (int i = 0; i < 2; i++) {
@@ -19,7 +19,7 @@ double sp_spec_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
     return (double)(z >> 11) * 0x1.0p-53;
 }
 
-int32_t sp_spec_draw(const float *probs, int32_t V, double u) {
+int32_t sp_accept_draw(const float *probs, int32_t V, double u) {
     double cum = 0;
     int32_t last = -1;
     for (int32_t t = 0; t < V; t++) {
@@ -35,7 +35,7 @@ int32_t sp_spec_draw(const float *probs, int32_t V, double u) {
 static int32_t residual(const float *p, const float *q, int32_t V, double u) {
     double total = 0;
     for (int32_t t = 0; t < V; t++) total += p[t] > q[t] ? p[t] - q[t] : 0;
-    if (!(total > 0)) return sp_spec_draw(p, V, u);
+    if (!(total > 0)) return sp_accept_draw(p, V, u);
     double r = u * total, cum = 0;
     int32_t last = -1;
     for (int32_t t = 0; t < V; t++) {
@@ -47,30 +47,30 @@ static int32_t residual(const float *p, const float *q, int32_t V, double u) {
     return last;
 }
 
-int sp_spec_accept_row(const float *p, const float *q, int32_t V, int32_t d, uint64_t seed, uint64_t pos, int32_t *token) {
-    if (sp_spec_uniform(seed, SP_STREAM_ACCEPT, pos) * q[d] < p[d]) return 1;
-    *token = residual(p, q, V, sp_spec_uniform(seed, SP_STREAM_RESIDUAL, pos));
+int sp_accept_row(const float *p, const float *q, int32_t V, int32_t d, uint64_t seed, uint64_t pos, int32_t *token) {
+    if (sp_accept_uniform(seed, SP_STREAM_ACCEPT, pos) * q[d] < p[d]) return 1;
+    *token = residual(p, q, V, sp_accept_uniform(seed, SP_STREAM_RESIDUAL, pos));
     return 0;
 }
 
-int32_t sp_spec_bonus(const float *p, const float *q, int32_t V, uint64_t seed, uint64_t pos) {
-    double u = sp_spec_uniform(seed, SP_STREAM_RESIDUAL, pos);
-    return q ? residual(p, q, V, u) : sp_spec_draw(p, V, u);
+int32_t sp_accept_bonus(const float *p, const float *q, int32_t V, uint64_t seed, uint64_t pos) {
+    double u = sp_accept_uniform(seed, SP_STREAM_RESIDUAL, pos);
+    return q ? residual(p, q, V, u) : sp_accept_draw(p, V, u);
 }
 
-int32_t sp_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t V, const int32_t *draft, int32_t k,
+int32_t sp_accept(const float *p, const float *q, int32_t q_rows, int32_t V, const int32_t *draft, int32_t k,
                        uint64_t seed, uint64_t pos0, int32_t *token) {
     for (int32_t i = 0; i < k; i++)
-        if (!sp_spec_accept_row(p + (int64_t)i * V, q + (int64_t)i * V, V, draft[i], seed, pos0 + i, token)) return i;
-    *token = sp_spec_bonus(p + (int64_t)k * V, q_rows > k ? q + (int64_t)k * V : NULL, V, seed, pos0 + k);
+        if (!sp_accept_row(p + (int64_t)i * V, q + (int64_t)i * V, V, draft[i], seed, pos0 + i, token)) return i;
+    *token = sp_accept_bonus(p + (int64_t)k * V, q_rows > k ? q + (int64_t)k * V : NULL, V, seed, pos0 + k);
     return k;
 }
 
 /* ---- the sampler's distribution (same rules and order as backends/cpu/sample.c) ------------------------------- */
 
-uint64_t sp_spec_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
+uint64_t sp_accept_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
 
-static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) {
+static void penalize(float *z, const sp_dist_row *r, uint32_t *seen, int32_t V) {
     const splash_sampling *s = r->params;
     int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
     if (!rep && s->presence_penalty == 0 && s->frequency_penalty == 0) return;
@@ -87,7 +87,7 @@ static void penalize(float *z, const sp_spec_row *r, uint32_t *seen, int32_t V) 
     }
 }
 
-void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch) {
+void sp_accept_logits(const sp_dist_row *r, int32_t V, float *z, void *scratch) {
     const splash_sampling *s = r->params;
     memcpy(z, r->logits, sizeof(float) * (size_t)V);
     penalize(z, r, (uint32_t *)((int32_t *)((float *)scratch + V) + V), V);
@@ -95,11 +95,11 @@ void sp_spec_logits(const sp_spec_row *r, int32_t V, float *z, void *scratch) {
     sp_mask_row(z, V, r->allowed, r->tokens);
 }
 
-float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
+float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
     const splash_sampling *s = r->params;
     float *w = scratch;
     int32_t *idx = (int32_t *)(w + V);
-    sp_spec_logits(r, V, z, scratch);
+    sp_accept_logits(r, V, z, scratch);
     float mx = -INFINITY;
     int32_t arg = -1;
     for (int32_t t = 0; t < V; t++)
@@ -167,7 +167,7 @@ float sp_spec_dist(const sp_spec_row *r, int32_t V, float *z, float *probs, int3
     return lse;
 }
 
-void sp_spec_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
+void sp_accept_top(const float *z, int32_t V, float lse, int32_t n, int32_t *ids, float *logprobs) {
     int32_t have = sp_rank_top(z, V, n, ids);
     for (int32_t i = 0; i < have; i++) logprobs[i] = z[ids[i]] - lse;
     for (int32_t i = have; i < n; i++) ids[i] = -1, logprobs[i] = -INFINITY;

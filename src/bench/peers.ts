@@ -1,26 +1,26 @@
-// Splash against llama.cpp on the same weights (issue 15): the workloads of `splash bench peers`. Each model is
+// Splash against llama.cpp on the same weights: the workloads of `splash bench peers`. Each model is
 // exported once to GGUF (Q8_0 for Splash's q8, Q4_0 for its q4), both engines load it with the same thread count,
 // and every measurement runs Splash then llama.cpp, repetition after repetition, on the same pre-tokenized prompts
 // (seeded random ids); medians are reported with their ratio. No speculation on either side. llama.cpp runs in a
-// Node process through node-llama-cpp (scripts/bench/peers-llama.mjs) as its users drive it; Splash runs in this
+// Node process through node-llama-cpp (peers-llama.mjs) as its users drive it; Splash runs in this
 // process through its native step (prefill, decode) and its engine (prefix cache, concurrent streams).
 //
 // Timings come twice: wall clock, and CPU time of the engine's process ÷ threads (this machine is shared: wall time
 // also measures the neighbours; CPU time is what the engine got while it held the cores).
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ensureCheckpoint } from "../../src/cli/bench-decode.ts";
-import { createEngine } from "../../src/engine/engine.ts";
-import { nativeStepModel } from "../../src/engine/native-runner.ts";
-import { decodeStreams, randomTokens } from "../../src/engine/serve-bench.ts";
-import type { EngineEvent, Sampling } from "../../src/engine/types.ts";
-import { exportGguf, ggufDecodeBytes } from "../../src/gguf/export.ts";
-import { log } from "../../src/log.ts";
-import { check } from "../../src/native/errors.ts";
-import { native } from "../../src/native/library.ts";
-import { Model, type Cache, type Quant } from "../../src/native/model.ts";
-import { cacheDir } from "../../src/paths.ts";
-import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { ensureCheckpoint } from "../cli/bench-decode.ts";
+import { createEngine } from "../engine/engine.ts";
+import { nativeStepModel } from "../engine/native-runner.ts";
+import { decodeStreams, randomTokens } from "../engine/serve-bench.ts";
+import type { EngineEvent, Sampling } from "../engine/types.ts";
+import { exportGguf, ggufDecodeBytes } from "../gguf/export.ts";
+import { log } from "../log.ts";
+import { check } from "../native/errors.ts";
+import { native } from "../native/library.ts";
+import { Model, type Cache, type Quant } from "../native/model.ts";
+import { cacheDir } from "../paths.ts";
+import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { LlamaPeer, type PeerInfo } from "./peers-client.ts";
 
 export type PeerModel = {

@@ -1,12 +1,12 @@
-// The Bun side of scripts/bench/peers-llama.mjs: spawns it under Node and sends it one request at a time. The first
-// start installs node-llama-cpp (src/bench/node-llama-cpp.ts: into build/, ≈85 MB, needs the npm registry once).
+// The Bun side of peers-llama.mjs: spawns it under Node and sends it one request at a time. The first
+// start installs node-llama-cpp (node-llama-cpp.ts: into build/, ≈85 MB, needs the npm registry once).
 //   const peer = await LlamaPeer.start();
 //   await peer.request({ op: "load", model: "x.gguf", exact: true });
 //   const { logprobs } = await peer.logprobs(tokens, vocab);
 //   await peer.close();
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { installNodeLlamaCpp, type LlamaGpu } from "../../src/bench/node-llama-cpp.ts";
+import { installNodeLlamaCpp, type LlamaGpu } from "./node-llama-cpp.ts";
 
 const SCRIPT = join(import.meta.dir, "peers-llama.mjs");
 

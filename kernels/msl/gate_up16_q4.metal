@@ -1,0 +1,395 @@
+#pragma clang diagnostic ignored "-Wmissing-prototypes"
+#pragma clang diagnostic ignored "-Wmissing-braces"
+
+#include <metal_stdlib>
+#include <simd/simd.h>
+
+using namespace metal;
+
+template<typename T, size_t Num>
+struct spvUnsafeArray
+{
+    T elements[Num ? Num : 1];
+    
+    thread T& operator [] (size_t pos) thread
+    {
+        return elements[pos];
+    }
+    constexpr const thread T& operator [] (size_t pos) const thread
+    {
+        return elements[pos];
+    }
+    
+    device T& operator [] (size_t pos) device
+    {
+        return elements[pos];
+    }
+    constexpr const device T& operator [] (size_t pos) const device
+    {
+        return elements[pos];
+    }
+    
+    constexpr const constant T& operator [] (size_t pos) const constant
+    {
+        return elements[pos];
+    }
+    
+    threadgroup T& operator [] (size_t pos) threadgroup
+    {
+        return elements[pos];
+    }
+    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
+    {
+        return elements[pos];
+    }
+};
+
+struct Uints;
+struct Uvec4s;
+struct Vec4s;
+struct Floats;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
+
+struct Uints
+{
+    uint v[1];
+};
+
+struct P
+{
+    ulong w;
+    ulong x;
+    ulong y;
+    ulong plan;
+    uint row_bytes;
+    uint rows;
+    uint cols;
+    uint n;
+    uint x_stride;
+    uint y_stride;
+    uint top_k;
+    uint order_at;
+};
+
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _254 = (CHECK == 0u);
+constant bool _274 = (CHECK == 0u);
+constant uint _342_tmp [[function_constant(0)]];
+constant uint _342 = is_function_constant_defined(_342_tmp) ? _342_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_342, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
+constant uint ROWS_tmp [[function_constant(1)]];
+constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+constant uint _789 = (GROUPS * ROWS);
+
+struct Floats
+{
+    float v[1];
+};
+
+static inline __attribute__((always_inline))
+uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
+{
+    return gl_WorkGroupID.x + (gl_WorkGroupID.y * gl_NumWorkGroups.x);
+}
+
+static inline __attribute__((always_inline))
+uint n_chunks(constant P& p)
+{
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    return ((nb + 1u) / 2u) * 2u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+}
+
+static inline __attribute__((always_inline))
+float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    if ((byte & 2u) == 0u)
+    {
+        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+    }
+    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+}
+
+static inline __attribute__((always_inline))
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
+{
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    uint pair = c >> uint(1);
+    uint qbytes = ((nb + 1u) / 2u) * 32u;
+    ulong param = row;
+    uint param_1 = qbytes + (pair * 4u);
+    float2 d = f16x2_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
+    float2 m = f16x2_at(param_2, param_3);
+    bool two = ((2u * pair) + 1u) < nb;
+    float _216;
+    if (two)
+    {
+        _216 = d.y;
+    }
+    else
+    {
+        _216 = 0.0;
+    }
+    float _226;
+    if (two)
+    {
+        _226 = m.y;
+    }
+    else
+    {
+        _226 = 0.0;
+    }
+    k.s = float4(d.x, _216, m.x, _226);
+    return k;
+}
+
+static inline __attribute__((always_inline))
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
+{
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    uint cb = ca + 32u;
+    bool _262;
+    if (!_254)
+    {
+        _262 = ca < p.cols;
+    }
+    else
+    {
+        _262 = _254;
+    }
+    float4 _263;
+    if (_262)
+    {
+        _263 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _263 = float4(0.0);
+    }
+    a = _263;
+    bool _282;
+    if (!_274)
+    {
+        _282 = cb < p.cols;
+    }
+    else
+    {
+        _282 = _274;
+    }
+    float4 _283;
+    if (_282)
+    {
+        _283 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _283 = float4(0.0);
+    }
+    b = _283;
+}
+
+static inline __attribute__((always_inline))
+float silu(thread const float& x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+kernel void splash_gate_up16_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+{
+    threadgroup float partial[4128];
+    threadgroup float wg_red[256];
+    threadgroup uint wg_red_u[256];
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint rg0 = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
+    uint n = p.n;
+    spvUnsafeArray<ulong, 2> wbase;
+    wbase[0] = p.w;
+    wbase[1] = p.plan;
+    spvUnsafeArray<ulong, 16> xrows;
+    for (uint j = 0u; j < 16u; j++)
+    {
+        xrows[j] = p.x + (ulong(j * p.x_stride) * 4ul);
+    }
+    if (rg0 >= p.rows)
+    {
+        return;
+    }
+    spvUnsafeArray<ulong, 2> rowaddr;
+    for (uint m = 0u; m < 2u; m++)
+    {
+        for (uint r = 0u; r < 1u; r++)
+        {
+            rowaddr[(m * 1u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+        }
+    }
+    spvUnsafeArray<spvUnsafeArray<float, 16>, 2> acc;
+    for (uint s = 0u; s < 2u; s++)
+    {
+        for (uint j_1 = 0u; j_1 < 16u; j_1++)
+        {
+            acc[s][j_1] = 0.0;
+        }
+    }
+    uint _491;
+    if (r0 < p.rows)
+    {
+        _491 = n_chunks(p);
+    }
+    else
+    {
+        _491 = 0u;
+    }
+    uint chunks = _491;
+    spvUnsafeArray<Chunk, 2> k;
+    spvUnsafeArray<float4, 2> wa;
+    spvUnsafeArray<float4, 2> wb;
+    float4 param_4;
+    float4 param_5;
+    float4 param_9;
+    float4 param_10;
+    for (uint c = lane; c < chunks; c += lanes)
+    {
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
+        {
+            for (uint r_1 = 0u; r_1 < 1u; r_1++)
+            {
+                if (r_1 < ROWS)
+                {
+                    ulong param_1 = rowaddr[(m_1 * 1u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 1u) + r_1] = load_chunk(param_1, param_2, p);
+                }
+            }
+        }
+        for (uint i = 0u; i < 4u; i++)
+        {
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
+            {
+                for (uint r_2 = 0u; r_2 < 1u; r_2++)
+                {
+                    if (r_2 >= ROWS)
+                    {
+                        break;
+                    }
+                    uint s_1 = (m_2 * 1u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 16u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 1u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 1u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                    }
+                }
+            }
+        }
+    }
+    for (uint s_3 = 0u; s_3 < 2u; s_3++)
+    {
+        for (uint j_3 = 0u; j_3 < 16u; j_3++)
+        {
+            if (((s_3 % 1u) >= ROWS) || (j_3 >= n))
+            {
+                break;
+            }
+            partial[(((s_3 * 16u) + j_3) * 129u) + tid] = acc[s_3][j_3];
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    spvUnsafeArray<float, 2> v;
+    for (uint o = tid; o < (_789 * n); o += wg)
+    {
+        uint g = o / (ROWS * n);
+        uint r_4 = (o / n) % ROWS;
+        uint j_4 = o % n;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
+        {
+            continue;
+        }
+        for (uint m_4 = 0u; m_4 < 2u; m_4++)
+        {
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 1u) + r_4) * 16u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
+        }
+        float param_11 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = silu(param_11) * v[1];
+    }
+}
+

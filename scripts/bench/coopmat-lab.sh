@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Compiles the cooperative-matrix lab's variants (native/tools/coopmat_lab.comp probes and kernels/matmul_coopmat.comp
+# tiles) to SPIR-V in DIR with the list native/tools/coopmat_lab.c reads. Here, with glslang 13 (build/glslang, which
+# `bun scripts/build/native.ts` installs): the device machine has no glslang, so DIR travels with the device call and
+# gpu-prefill-h200.sh's `coopmat` stage runs the lab on it.
+#
+#   bash scripts/bench/coopmat-lab.sh DIR [all|product]
+# all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
+# and the product kernel's tiles (the check after a change to the kernel).
+set -eu
+cd "$(dirname "$0")/../.."
+DIR=${1:?usage: coopmat-lab.sh DIR [all|product]}
+SET=${2:-all}
+G=build/glslang/cmeel.prefix
+GLSLANG=$(command -v glslangValidator || true)
+if [ -x "$G/bin/glslangValidator" ]; then GLSLANG=$G/bin/glslangValidator; export LD_LIBRARY_PATH=$PWD/$G/lib:${LD_LIBRARY_PATH:-}; fi
+mkdir -p "$DIR"
+LIST=$DIR/list.txt
+echo "# name file mode threads bm bn bk fm fn ty wt" > "$LIST"
+
+# lab NAME MODE THREADS BM BN BK FM FN TY WT DEFINES...: one probe of coopmat_lab.comp
+lab() {
+  local name=$1; shift
+  local mode=$1 threads=$2 bm=$3 bn=$4 bk=$5 fm=$6 fn=$7 ty=$8 wt=$9; shift 9
+  "$GLSLANG" -V --target-env vulkan1.2 -DMODE="$mode" "$@" -o "$DIR/$name.spv" native/tools/coopmat_lab.comp > "$DIR/$name.log" ||
+    { cat "$DIR/$name.log"; exit 1; }
+  rm -f "$DIR/$name.log"
+  echo "$name $name.spv $mode $threads $bm $bn $bk $fm $fn $ty $wt" >> "$LIST"
+}
+# product NAME WT(f16|q4) BM BN BK WM WN [FILE]: a tile of the product kernel (or of FILE, a candidate beside it)
+product() {
+  local name=$1 wt=$2 bm=$3 bn=$4 bk=$5 wm=$6 wn=$7 file=${8:-kernels/matmul_coopmat.comp} w=2
+  [ "$wt" = bf16 ] && w=1
+  [ "$wt" = q4 ] && w=4
+  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DSTAGE=1 -DWT=$w -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn \
+    -o "$DIR/$name.spv" "$file" > "$DIR/$name.log" || { cat "$DIR/$name.log"; exit 1; }
+  rm -f "$DIR/$name.log"
+  echo "$name $name.spv 3 $(( bm / wm * bn / wn * 32 )) $bm $bn $bk 0 0 0 $wt" >> "$LIST"
+}
+
+# (d) the product kernel: its tiles, f16, bf16 and q4 weights
+for wt in f16 bf16 q4; do
+  product "product_${wt}_128x128x32_64x64" $wt 128 128 32 64 64
+  product "product_${wt}_128x128x32_64x32" $wt 128 128 32 64 32
+  product "product_${wt}_256x128x32_64x64" $wt 256 128 32 64 64
+  product "product_${wt}_128x64x32_64x32" $wt 128 64 32 64 32
+  product "product_${wt}_64x64x32_32x32" $wt 64 64 32 32 32
+done
+lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
+lab peak_s8s32_4x2_t128 0 128 0 0 0 4 2 2 - -DTY=2 -DFM=4 -DFN=2
+lab staged_128x128x32_64x64_sh0 2 128 128 128 32 0 0 0 - -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=64 -DSH=0 -DDB=0
+if [ "$SET" = product ]; then echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0; fi
+
+# (a) products only: accumulators per subgroup, workgroup size, operand types, arrays vs named accumulators
+for t in 128 256; do
+  for f in "1 1" "2 2" "4 2" "4 4"; do
+    set -- $f
+    lab "peak_f16f32_${1}x${2}_t$t" 0 $t 0 0 0 $1 $2 0 - -DTY=0 -DFM=$1 -DFN=$2
+  done
+done
+lab peak_f16f32_2x2_named_t128 0 128 0 0 0 2 2 0 - -DTY=0 -DFM=2 -DFN=2 -DUNROLLED=1
+lab peak_f16f16_2x2_t128 0 128 0 0 0 2 2 1 - -DTY=1 -DFM=2 -DFN=2
+lab peak_f16f16_4x2_t128 0 128 0 0 0 4 2 1 - -DTY=1 -DFM=4 -DFN=2
+lab peak_s8s32_2x2_t128 0 128 0 0 0 2 2 2 - -DTY=2 -DFM=2 -DFN=2
+lab peak_s8s32_4x2_t128 0 128 0 0 0 4 2 2 - -DTY=2 -DFM=4 -DFN=2
+
+# (b) + fragments from shared memory each step; (c) + global → shared staging (single, double buffered);
+# tiles BM BN BK / WM WN and the shared arrays' element type
+tile() {  # tile BM BN BK WM WN: every probe of one tile shape
+  local bm=$1 bn=$2 bk=$3 wm=$4 wn=$5 th=$(( $1 / $4 * $2 / $5 * 32 )) d="-DBM=$1 -DBN=$2 -DBK=$3 -DWM=$4 -DWN=$5"
+  local n="${bm}x${bn}x${bk}_${wm}x${wn}"
+  for sh in 0 2; do
+    lab "shmem_${n}_sh$sh" 1 $th $bm $bn $bk 0 0 0 - $d -DSH=$sh
+    lab "staged_${n}_sh$sh" 2 $th $bm $bn $bk 0 0 0 - $d -DSH=$sh -DDB=0
+    [ $(( (bm + bn) * (bk + 8) * 4 )) -le 49152 ] && lab "staged_db_${n}_sh$sh" 2 $th $bm $bn $bk 0 0 0 - $d -DSH=$sh -DDB=1
+  done
+  lab "shmem_${n}_sh1" 1 $th $bm $bn $bk 0 0 0 - $d -DSH=1
+}
+tile 128 128 32 64 32
+tile 128 128 32 64 64
+tile 128 128 32 32 32
+tile 128 128 64 64 32
+tile 64 64 32 32 32
+tile 128 64 32 64 32
+tile 256 128 32 64 64
+
+echo "$(grep -vc '^#' "$LIST") variants in $LIST"

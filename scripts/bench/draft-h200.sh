@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What speculative decoding costs on one NVIDIA H200 (the device tool's nvidia-h200), with no Bun there: builds
+# libsplash's C sources with the Vulkan backend (gpu-common.sh), checks the kernels against the CPU backend
+# (vulkan_ops_test --quick, with the drafters' attention_ext), writes vulkan_bench's sparse Qwen3.8-27B (64 layers, q4)
+# and measures its decode step, then draft_lab on it: a verify block of 8 rows, a DFlash draft of 8 and four
+# sequences of each against one decode step, with the speedups they predict at τ = 3.4 and 5.5.
+#
+#   carry:  .gl and build/gen, as gpu-h200.sh says
+#   run:    bash scripts/bench/draft-h200.sh
+#   output: the tables on stdout; logs in $OUT (or /tmp/splash-gpu-out)
+#
+# Locally (lavapipe, tiny shapes, to try the script itself): SPLASH_GPU_SMOKE=1 bash scripts/bench/draft-h200.sh
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/bench/gpu-common.sh
+SMOKE=${SMOKE:-${SPLASH_GPU_SMOKE:-0}}
+
+gpu_loader
+gpu_build tests/vulkan_ops_test tools/vulkan_bench tools/draft_lab
+
+if [ "$SMOKE" = 1 ]; then
+  SHAPE=tiny; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; LAB_ARGS="--draft-shape tiny --context 64 --reps 2"
+else
+  SHAPE=27b; BENCH_ARGS="--context 1024,2048 --chunk 256 --steps 4"; LAB_ARGS="--draft-shape 27b --context 1024 --reps 5"
+fi
+
+stage "kernels against the CPU backend (quick set, with attention_ext)"
+timeout 90 "$B/vulkan_ops_test" --quick > "$OUT/ops.log" 2>&1
+echo "exit $?"; grep -E "device|NOT OK|checks|attention_ext" "$OUT/ops.log"
+
+stage "the target: vulkan_bench's sparse checkpoint and its decode step"
+timeout 200 "$B/vulkan_bench" --shape "$SHAPE" --quant q4 --dir /tmp/splash-vulkan-bench $BENCH_ARGS > "$OUT/bench.log" 2>&1
+echo "exit $?"; grep -E "^  (decode|one decode)|read bandwidth|wrote" "$OUT/bench.log"
+
+stage "draft_lab: verify blocks and DFlash drafts against one decode step"
+TARGET=$(ls -d /tmp/splash-vulkan-bench/"$SHAPE"-*l | head -1)
+timeout 200 "$B/draft_lab" --target "$TARGET" --quant q4 $LAB_ARGS > "$OUT/draft.log" 2>&1
+echo "exit $?"; cat "$OUT/draft.log"
+stage "done"
