@@ -98,8 +98,9 @@ static const char *const KV_NAMES[] = {"f32", "f16", "int8"};
 
 /* The attention op gives each query row the same bits whatever shares its call: one call over all rows, chunks of
  * 1, 3 and 64, and rows one at a time (decode) all equal the reference form (attention.c) bit for bit, for every KV
- * type. Shapes: the embedded model's heads (4/2 × 64), the 27B's (24/4 × 256), an odd group (3/1 × 16) and a head
- * size that is not a multiple of 32 (2/2 × 24); pages of 64, 16, 5 and 7 positions in a shuffled table. An f16 or
+ * type; so does each tiled form the CPU runs (eight lanes; sixteen where head_dim % 16 == 0), called directly.
+ * Shapes: the embedded model's heads (4/2 × 64), the 27B's (24/4 × 256), an odd group (3/1 × 16) and a head size
+ * that is not a multiple of 32 (2/2 × 24); pages of 64, 16, 5 and 7 positions in a shuffled table. An f16 or
  * int8 cache also gives the bits of an f32 cache holding the values it stores (its rows converted back). */
 static void test_attention_invariance(const sp_backend *be) {
     static const int32_t shapes[][6] = {/* Hq, Hkv, hd, P, n_past, n */
@@ -132,9 +133,24 @@ static void test_attention_invariance(const sp_backend *be) {
                 }
                 worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
             }
+#if defined(__x86_64__)
+            /* each tiled form on its own (the op runs only the widest the CPU has), tiles of 64 (row, head) pairs */
+            float *scratch = malloc(sizeof(float) * 3 * SP_ATTN_KEY_BLOCK * (size_t)hd);
+            sp_attn_args all = {out, q, &kv, n, n_past, Hq, Hkv, hd, scale};
+            int32_t tile_rows = 64 / (Hq / Hkv);
+            for (int f = 0; f < 2; f++) {
+                if (f == 0 ? !sp_backend_avx2(be) || hd % 8 : !sp_backend_avx512(be) || hd % 16) continue;
+                memset(out, 0, sizeof(float) * (size_t)rows);
+                for (int32_t i0 = 0; i0 < n; i0 += tile_rows)
+                    for (int32_t g = 0; g < Hkv; g++)
+                        (f == 0 ? sp_attention_tile_avx2 : sp_attention_tile_avx512)(&all, i0, i0 + tile_rows < n ? i0 + tile_rows : n, g, scratch);
+                worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
+            }
+            free(scratch);
+#endif
             char what[112];
-            snprintf(what, sizeof what, "attention %d/%d×%d %s, pages of %d: all chunkings = reference, bits", Hq, Hkv, hd,
-                     KV_NAMES[type], P);
+            snprintf(what, sizeof what, "attention %d/%d×%d %s, pages of %d: all chunkings and forms = reference, bits", Hq,
+                     Hkv, hd, KV_NAMES[type], P);
             check(what, worst, 0);
             if (type != SPLASH_KV_F32) {
                 /* the values the cache stores, written to an f32 cache: the same attention, bit for bit */

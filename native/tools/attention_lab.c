@@ -2,8 +2,9 @@
  *
  *   build/tools/attention_lab [--threads N] [--quick]
  *
- * Forms: "reference" (attention.c: one item per (query row, kv head), plain C) and "tiled" (attention_avx2.c: a
- * block of query rows × a kv head per item, which the op runs on AVX2+FMA machines).
+ * Forms: "reference" (attention.c: one item per (query row, kv head), plain C) and "tiled" (attention_tile.h: a
+ * block of query rows × a kv head per item, which the op runs in sixteen lanes on AVX-512 machines, in eight on
+ * AVX2 ones, with the same bits).
  * 1. check: the op against the reference, bit for bit, over every chunking (whole, 1, 7, 64 rows) at head shapes
  *    4/2×64, 24/4×256, 3/1×16, pages of 64 and 16;
  * 2. time the op (best of 2) on the embedded model's heads (4 q / 2 kv × 64: a whole prompt prefilled in 512-row
@@ -149,7 +150,9 @@ int main(int argc, char **argv) {
     sp_cpu_backend_init(&be, pool, sp_threadpool_size(pool), &status);
     const sp_cpu *cpu = sp_threadpool_cpu(pool);
     printf("attention lab: %d threads, tiled form %s\n", sp_threadpool_size(pool),
-           sp_cpu_avx2(cpu) ? "AVX2+FMA" : "not available on this CPU (the op runs the reference)");
+           sp_cpu_avx512(cpu) ? "AVX-512 (AVX2 where head_dim % 16 != 0)"
+           : sp_cpu_avx2(cpu) ? "AVX2+FMA"
+                              : "not available on this CPU (the op runs the reference)");
     int bad = check(&be);
     int reps = quick ? 1 : 2;
     int32_t T = quick ? 2048 : 8192;

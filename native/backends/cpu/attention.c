@@ -6,9 +6,10 @@
  *
  * Two forms of it:
  *  - the reference below: one work item per (query row, kv head), plain C, the oracle for the others;
- *  - the tiled form (attention_avx2.c): one work item per (block of query rows, kv head), every query head of the
- *    group and every row of the block sharing each key and value read, exp eight lanes at a time. Long prompts
- *    spend their time here: an 8K-token prefill of the embedded model was 2/3 attention in the reference form.
+ *  - the tiled form (attention_tile.h, in attention_avx2.c and attention_avx512.c with the same bits): one work item
+ *    per (block of query rows, kv head), every query head of the group and every row of the block sharing each key
+ *    and value read, exp eight or sixteen lanes at a time. Long prompts spend their time here: an 8K-token prefill
+ *    of the embedded model was 2/3 attention in the reference form.
  * build/tools/attention_lab checks the two against each other bit for bit and times them.
  *
  * The cache holds rows of its KV type (backends/backend.h): an f32 cache is read in place, an f16 or int8 one row by
@@ -105,16 +106,17 @@ static void attend_ref(void *ctx, int64_t begin, int64_t end, int thread) {
 typedef struct {
     const sp_attn_args *a;
     int64_t n_blocks, rows;
-    float *converted;            /* per worker: 2 · KB rows of head_dim floats (an f16 / int8 cache), or NULL */
+    float *scratch;              /* per worker: 3 · KB rows of head_dim floats (ops.h, sp_attention_tile_avx2) */
+    void (*tile)(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
 } tile_items;
 
 static void attend_tiles(void *ctx, int64_t begin, int64_t end, int thread) {
     const tile_items *t = ctx;
-    float *rows = t->converted ? t->converted + (int64_t)thread * 2 * KB * t->a->head_dim : NULL;
+    float *rows = t->scratch + (int64_t)thread * 3 * KB * t->a->head_dim;
     for (int64_t item = begin; item < end; item++) {
         int64_t z = item / t->a->n_kv_heads, b = z % 2 ? t->n_blocks - 1 - z / 2 : z / 2;
         int64_t i1 = (b + 1) * t->rows < t->a->n ? (b + 1) * t->rows : t->a->n;
-        sp_attention_tile_avx2(t->a, b * t->rows, i1, (int32_t)(item % t->a->n_kv_heads), rows);
+        t->tile(t->a, b * t->rows, i1, (int32_t)(item % t->a->n_kv_heads), rows);
     }
 }
 #endif
@@ -123,22 +125,20 @@ void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp
                       int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
     sp_attn_args a = {out, q, kv, n, n_past, n_heads, n_kv_heads, head_dim, scale};
 #if defined(__x86_64__)
-    const sp_cpu *cpu = be->pool ? sp_threadpool_cpu(be->pool) : NULL;
-    if (cpu && cpu->avx2 && cpu->fma && cpu->f16c && head_dim % 8 == 0) {
+    if (sp_backend_avx2(be) && head_dim % 8 == 0) {
         /* about 64 (query row, head) pairs per tile: K and V blocks stay in L1/L2 while every pair uses them */
         int32_t G = n_heads / n_kv_heads;
-        tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1, NULL};
+        tile_items t = {&a, 0, 64 / G > 1 ? 64 / G : 1, NULL, sp_attention_tile_avx2};
+        if (sp_backend_avx512(be) && head_dim % 16 == 0) t.tile = sp_attention_tile_avx512;
         t.n_blocks = (n + t.rows - 1) / t.rows;
-        if (kv->type != SPLASH_KV_F32) {
-            t.converted = malloc(sizeof(float) * 2 * KB * (size_t)head_dim * (size_t)sp_threadpool_size(be->pool));
-            if (!t.converted) {
-                splash_status st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for attention's converted K/V rows");
-                if (*be->status == SPLASH_OK) *be->status = st;
-                return;
-            }
+        t.scratch = malloc(sizeof(float) * 3 * KB * (size_t)head_dim * (size_t)sp_threadpool_size(be->pool));
+        if (!t.scratch) {
+            splash_status st = SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for attention's tile scratch");
+            if (*be->status == SPLASH_OK) *be->status = st;
+            return;
         }
         sp_cpu_for(be, t.n_blocks * n_kv_heads, attend_tiles, &t);
-        free(t.converted);
+        free(t.scratch);
         return;
     }
 #endif

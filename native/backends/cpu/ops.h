@@ -98,10 +98,9 @@ static inline const void *sp_kv_at(const sp_kv_view *kv, const void *half, int64
            ((int64_t)g * kv->page_tokens + row) * sp_kv_row_bytes(kv->type, head_dim);
 }
 
-/* A stored K or V row of KV type `type` as head_dim floats in out (the scalar form; attention_avx2.c has the same
- * conversion eight lanes at a time, giving the same bits: every value is exact or one product q · d). */
+/* A stored K or V row of KV type `type` as head_dim floats in out (the scalar form; the tiled attention forms have
+ * the same conversion in eight and sixteen lanes, giving the same bits: every value is exact or one product q · d). */
 void sp_kv_to_f32(int32_t type, const void *row, int32_t head_dim, float *out);
-void sp_kv_to_f32_avx2(int32_t type, const void *row, int32_t head_dim, float *out);
 /* f32 values in, one stored row out (f16: round to nearest even; int8: core/quant.h's Q8 quantizer). */
 void sp_kv_from_f32(const sp_backend *be, int32_t type, const float *x, int32_t head_dim, void *row);
 
@@ -169,9 +168,12 @@ static inline float sp_attn_block_sum(const float *p) {
     return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7]));
 }
 
-/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (needs head_dim % 8 == 0). rows: room for
- * 2 · SP_ATTN_KEY_BLOCK rows of head_dim floats, where an f16 / int8 cache's block of K and V rows is converted. */
+/* Rows [i0, i1) of kv head g, every query head of its group, as one tile (attention_tile.h; AVX2 needs
+ * head_dim % 8 == 0, AVX-512 head_dim % 16 == 0; the same bits). rows: room for 3 · SP_ATTN_KEY_BLOCK rows of
+ * head_dim floats: an f16 / int8 cache's block of K and V rows converted, and the block's keys as the form lays
+ * them out for its score chains. */
 void sp_attention_tile_avx2(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
+void sp_attention_tile_avx512(const sp_attn_args *a, int64_t i0, int64_t i1, int32_t g, float *rows);
 /* The reference form over all of a's rows, whatever the CPU (for the lab and tests). */
 void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a);
 
