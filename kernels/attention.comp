@@ -1,13 +1,13 @@
 #version 460
 // attention.comp — causal grouped-query attention over the paged KV cache (define STAGE):
 //   KV_WRITE  K, V rows of positions n_past .. n_past+n−1 into the sequence's pages, converted to the cache's type
-//             (one invocation per pair of values)
+//             (f32, f16: one invocation per pair of values; int8: a workgroup per pair of rows, below)
 //   ATTEND    out = softmax(q·kᵀ · scale + causal) · v, flash style, optionally split over key ranges
 //   REDUCE    combines the splits of ATTEND: out = Σ_s e^(m_s − M) o_s / Σ_s e^(m_s − M) l_s
 //
 // Paged layout (backends/backend.h, sp_kv_view): position p of kv head g lives in page pages[p / P], row p % P, at
-// byte page · page_stride + (g · P + p % P) · row_bytes from the layer's K (or V) base. Rows are f32 or f16
-// (kv_type, SPLASH_KV_*); values are read as f32 and every sum accumulates in f32.
+// byte page · page_stride + (g · P + p % P) · row_bytes from the layer's K (or V) base. Rows are f32, f16 or int8
+// (kv_type, SPLASH_KV_*; kv_rows.glsl); values are read as f32 and every sum accumulates in f32.
 //
 // ATTEND: a workgroup takes one kv head g, a tile of up to QV query vectors that read g (RT rows × HB of g's query
 // heads), and one split of the keys. Keys go BK at a time: scores into shared memory, online softmax per vector
@@ -22,6 +22,8 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 128;
 
+#include "kv_rows.glsl"
+
 #define KV_WRITE 0
 #define ATTEND 1
 #define REDUCE 2
@@ -31,8 +33,6 @@ layout(constant_id = 1) const uint HD = 128;
 #define HD_MAX 256
 #define WG_ATTEND 128
 #define MAX_SPLITS 1024  // ops.c never splits further
-#define KV_F32 0
-#define KV_F16 1
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
@@ -43,19 +43,21 @@ layout(push_constant) uniform P {
     uint n_past, n, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
     uint split_len, n_splits, hb, rt;  // keys per split (multiple of BK); heads per block, rows per tile
     float scale;
-    uint kv_type;  // SPLASH_KV_F32 or SPLASH_KV_F16
+    uint kv_type;  // SPLASH_KV_*
     uint64_t src2;
 } p;
 
 // Byte address of the row of position pos, kv head g.
 uint64_t kv_row(uint64_t base, uint pos, uint g) {
     uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
-    uint row_bytes = p.kv_type == KV_F16 ? HD * 2u : HD * 4u;
-    return base + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * row_bytes;
+    return base + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * kv_row_bytes(p.kv_type);
 }
 // Values 8c .. 8c+7 of a row, in one 16-byte load where the row is f16.
 void kv8(uint64_t row, uint c, out vec4 a, out vec4 b) {
-    if (p.kv_type == KV_F16) {
+    if (p.kv_type == KV_INT8) {
+        a = q8_kv4(row, 2u * c);
+        b = q8_kv4(row, 2u * c + 1u);
+    } else if (p.kv_type == KV_F16) {
         uvec4 h = Uvec4s(row).v[c];
         a = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
         b = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
@@ -66,6 +68,7 @@ void kv8(uint64_t row, uint c, out vec4 a, out vec4 b) {
 }
 // Values 2c, 2c+1 of a row.
 vec2 kv2(uint64_t row, uint c) {
+    if (p.kv_type == KV_INT8) return q8_kv2(row, c);
     if (p.kv_type == KV_F16) return unpackHalf2x16(Uints(row).v[c]);
     return Vec2s(row).v[c];
 }
@@ -80,7 +83,98 @@ void kv_put(uint64_t row, uint c, vec2 x) {
     }
 }
 
+// int8 rows are quantized as sp_quantize_row_q8 does, to the same bits for finite values: per group of 32,
+// d = f16(max|x| / 127) rounded to nearest even, then q = round-to-even(clamp(x · (1 / d), −127, 127)). A device's
+// division and f16 conversion need not be correctly rounded (nor keep subnormals), so both are computed exactly here:
+// the f16 of amax / 127 by comparing amax with 127 × the midpoints around a guess (products exact in f32, and the
+// CPU's f32 quotient never lands on a midpoint it did not start on), and 1 / d in integers.
+#define Q8_MAX_GROUPS 8  // HD ≤ 256
+shared uint q8_d[2 * Q8_MAX_GROUPS];     // f16 bits of d, group j of the pair's row k at [k · KV_NB + j]
+shared float q8_inv[2 * Q8_MAX_GROUPS];  // 1 / d, or 0 where d = 0
+
+// Whether amax / 127 rounds up from f16 lo to lo + 1 (ties to even).
+bool q8_rounds_up(float amax, uint lo) {
+    float t = 127.0 * (0.5 * (f16_exact(lo) + f16_exact(lo + 1u)));
+    return amax > t || (amax == t && (lo & 1u) == 1u);
+}
+uint q8_d_bits(float amax) {
+    float a = amax / 127.0;  // within a few ulps: its f16 (truncated) is the answer or one below it
+    uint h = a < 0.00006103515625 ? uint(a * 16777216.0) : min((floatBitsToUint(a) >> 13) - (112u << 10), 0x7c00u);
+    if (h < 0x7c00u && q8_rounds_up(amax, h)) h++;
+    if (h > 0u && !q8_rounds_up(amax, h - 1u)) h--;
+    return h;
+}
+// 1 / d of f16 bits h (0 < h < 0x7c00), correctly rounded: d = M · 2^e with 1024 ≤ M < 2048, 1/d = round(2^34 / M) · 2^(−34−e).
+float q8_recip(uint h) {
+    uint m = h & 0x3ffu, e = h >> 10;
+    int s = e == 0u ? 10 - findMSB(m) : 0, ex = e == 0u ? -24 - s : int(e) - 25;
+    uint M = e == 0u ? m << s : m | 0x400u;
+    uint64_t num = 1ul << 34;
+    uint r = uint(num / uint64_t(M)), rem = uint(num - uint64_t(r) * uint64_t(M));
+    if (2u * rem > M || (2u * rem == M && (r & 1u) == 1u)) r++;
+    return ldexp(float(r), -34 - ex);
+}
+
+// Row r (= g · P + p % P) of logical page lp is being written; its new values in src ([n][kv_heads][HD]).
+bool q8_written(uint lp, uint r) { return lp * p.page_tokens + r % p.page_tokens - p.n_past < p.n; }
+Floats q8_source(uint64_t src, uint lp, uint r) {
+    uint P = p.page_tokens;
+    return Floats(src + uint64_t(((lp * P + r % P - p.n_past) * p.kv_heads + r / P) * HD) * 4ul);
+}
+
+// A workgroup per written row of K or V: with 2-byte aligned rows, two rows share a word, so the even row of each
+// pair (r, r + 1) of a page's rows writes the pair's whole words (the odd one when the even is not written), and the
+// bytes of a row not written are kept. ops.c makes K and V start 4-byte aligned, so pairs never share a word.
+void kv_write_q8() {
+    uint rows = p.n * p.kv_heads, idx = flat_group(), tid = gl_LocalInvocationID.x;
+    if (idx >= 2u * rows) return;
+    uint i = idx % rows, pos = p.n_past + i / p.kv_heads, g = i % p.kv_heads;
+    uint P = p.page_tokens, lp = pos / P, r0 = (g * P + pos % P) & ~1u;
+    if (r0 != g * P + pos % P && q8_written(lp, r0)) return;
+    uint nrows = min(2u, p.kv_heads * P - r0), RB = KV_NB * 34u;
+    uint64_t base = (idx < rows ? p.k : p.v) + uint64_t(Ints(p.pages).v[lp]) * p.page_stride + uint64_t(r0) * RB;
+    uint64_t src = idx < rows ? p.src : p.src2;
+    if (tid < nrows * KV_NB) {
+        uint k = tid / KV_NB, j = tid % KV_NB, r = r0 + k;
+        if (q8_written(lp, r)) {
+            Floats x = q8_source(src, lp, r);
+            float amax = 0.0;
+            for (uint c = 32u * j; c < min(32u * j + 32u, HD); c++) amax = max(amax, abs(x.v[c]));
+            uint h = q8_d_bits(amax);
+            q8_d[tid] = h;
+            q8_inv[tid] = h > 0u && h < 0x7c00u ? q8_recip(h) : 0.0;
+        }
+    }
+    barrier();
+    for (uint w = tid; w < nrows * RB / 4u; w += gl_WorkGroupSize.x) {
+        uint word = 0u, keep = 0u;
+        for (uint b = 0u; b < 4u; b++) {
+            uint k = (4u * w + b) / RB, o = (4u * w + b) % RB, r = r0 + k, byte = 0u;
+            if (!q8_written(lp, r)) {
+                keep |= 0xffu << (8u * b);
+                continue;
+            }
+            if (o < KV_NB * 32u) {
+                if (o < HD) {
+                    float x = q8_source(src, lp, r).v[o];
+                    byte = uint(int(roundEven(clamp(x * q8_inv[k * KV_NB + o / 32u], -127.0, 127.0)))) & 0xffu;
+                }
+            } else {
+                uint e = o - KV_NB * 32u;
+                byte = (q8_d[k * KV_NB + e / 2u] >> (8u * (e & 1u))) & 0xffu;
+            }
+            word |= byte << (8u * b);
+        }
+        Uints dst = Uints(base + uint64_t(4u * w));
+        if (keep != 0xffffffffu) dst.v[0] = keep == 0u ? word : (dst.v[0] & keep) | word;
+    }
+}
+
 void main() {
+    if (p.kv_type == KV_INT8) {
+        kv_write_q8();
+        return;
+    }
     uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;  // values 2i, 2i+1 of k and v
     if (i >= p.n * p.kv_heads * (HD / 2u)) return;
     uint c = i % (HD / 2u), g = (i / (HD / 2u)) % p.kv_heads, row = i / ((HD / 2u) * p.kv_heads);

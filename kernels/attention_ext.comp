@@ -2,7 +2,7 @@
 // attention_ext.comp — attention with explicit visibility, for drafters (backends/backend.h attention_ext; the CPU
 // reference is backends/cpu/attention_ext.c). Query row i (position q_pos0 + i) sees two ranges of keys:
 //   page positions [page_lo, page_hi + i · page_causal) of the sequence's pages (attention.comp's paged layout,
-//   rows f32 or f16 as kv_type says)
+//   rows f32, f16 or int8 as kv_type says: kv_rows.glsl)
 //   block rows [0, blk_causal ? i + 1 : n_rows) of k_blk / v_blk ([n_rows][kv_heads][HD], the rows' own keys)
 // both cut to |q_pos − k_pos| < window when window > 0 (block row j sits at q_pos0 + j). A row that sees no key
 // outputs zeros.
@@ -17,10 +17,11 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HD = 128;
 
+#include "kv_rows.glsl"
+
 #define BK 32
 #define HD_MAX 256
 #define WG 128
-#define KV_F16 1
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
 
@@ -29,7 +30,7 @@ layout(push_constant) uniform P {
     uint n_rows, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
     uint q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
     float scale;
-    uint kv_type;  // the pages' rows: SPLASH_KV_F32 or SPLASH_KV_F16 (block rows are always f32)
+    uint kv_type;  // the pages' rows: SPLASH_KV_* (block rows are always f32)
 } p;
 
 shared vec4 Qs[HD_MAX / 4];
@@ -44,22 +45,24 @@ uint64_t key_row(bool value, uint t, uint p0, uint np, uint b0, uint g) {
     if (t < np) {
         uint pos = p0 + t;
         uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
-        uint row_bytes = p.kv_type == KV_F16 ? HD * 2u : HD * 4u;
-        return (value ? p.v : p.k) + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * row_bytes;
+        return (value ? p.v : p.k) + uint64_t(page) * p.page_stride +
+               uint64_t(g * p.page_tokens + pos % p.page_tokens) * kv_row_bytes(p.kv_type);
     }
     uint r = b0 + (t - np);
     return (value ? p.v_blk : p.k_blk) + uint64_t((r * p.kv_heads + g) * HD) * 4ul;
 }
-// Values 4c .. 4c+3 and value d of a key row; half: an f16 page row.
-vec4 row4(uint64_t a, bool half_row, uint c) {
-    if (half_row) {
+// Values 4c .. 4c+3 and value d of a key row of type t (KV_F32 for block rows).
+vec4 row4(uint64_t a, uint t, uint c) {
+    if (t == KV_INT8) return q8_kv4(a, c);
+    if (t == KV_F16) {
         uvec2 h = Uvec2s(a).v[c];
         return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
     }
     return Vec4s(a).v[c];
 }
-float row1(uint64_t a, bool half_row, uint d) {
-    if (half_row) return unpackHalf2x16(Uints(a).v[d >> 1u])[d & 1u];
+float row1(uint64_t a, uint t, uint d) {
+    if (t == KV_INT8) return q8_kv1(a, d);
+    if (t == KV_F16) return unpackHalf2x16(Uints(a).v[d >> 1u])[d & 1u];
     return Floats(a).v[d];
 }
 
@@ -98,9 +101,9 @@ void main() {
             float s = -1.0 / 0.0;
             if (tid < nb) {
                 uint64_t kr = key_row(false, k0 + tid, uint(p0), np, uint(b0), g);
-                bool half_row = p.kv_type == KV_F16 && k0 + tid < np;
+                uint t = k0 + tid < np ? p.kv_type : KV_F32;
                 s = 0.0;
-                for (uint c = 0u; c < HD / 4u; c++) s += dot(Qs[c], row4(kr, half_row, c));
+                for (uint c = 0u; c < HD / 4u; c++) s += dot(Qs[c], row4(kr, t, c));
             }
             S[tid] = s;
         }
@@ -124,7 +127,7 @@ void main() {
             if (d >= HD) break;
             float a = acc[c] * CORR;
             for (uint j = 0u; j < nb; j++)
-                a += S[j] * row1(key_row(true, k0 + j, uint(p0), np, uint(b0), g), p.kv_type == KV_F16 && k0 + j < np, d);
+                a += S[j] * row1(key_row(true, k0 + j, uint(p0), np, uint(b0), g), k0 + j < np ? p.kv_type : KV_F32, d);
             acc[c] = a;
         }
         barrier();

@@ -44,12 +44,29 @@ struct spvUnsafeArray
     }
 };
 
+struct Uints;
 struct Ints;
 struct Uvec4s;
 struct Vec4s;
-struct Uints;
 struct Vec2s;
 struct Floats;
+
+constant uint HD_tmp [[function_constant(1)]];
+constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
+constant uint _71 = (HD + 31u);
+constant uint _73 = (_71 / 32u);
+constant uint _75 = (_73 * 34u);
+constant uint _80 = (HD * 2u);
+constant uint _82 = (HD * 4u);
+
+struct Uints
+{
+    uint v[1];
+};
+
+constant uint _178 = (HD + 31u);
+constant uint _179 = (_178 / 32u);
+constant uint _180 = (_179 * 32u);
 
 struct P
 {
@@ -79,11 +96,6 @@ struct Ints
     int v[1];
 };
 
-constant uint HD_tmp [[function_constant(1)]];
-constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _65 = (HD * 2u);
-constant uint _67 = (HD * 4u);
-
 struct Uvec4s
 {
     uint4 v[1];
@@ -94,63 +106,157 @@ struct Vec4s
     float4 v[1];
 };
 
-struct Uints
-{
-    uint v[1];
-};
-
 struct Vec2s
 {
     float2 v[1];
 };
 
-constant uint _280 = (HD / 4u);
-constant uint _281 = (16u * _280);
-constant uint _285 = (HD / 4u);
-constant uint _289 = (HD / 4u);
-constant uint _449 = (HD / 8u);
+constant uint _518 = (HD / 4u);
+constant uint _519 = (16u * _518);
+constant uint _523 = (HD / 4u);
+constant uint _527 = (HD / 4u);
+constant uint _683 = (HD / 8u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _899 = (HD + 2u);
-constant uint _937 = (HD + 2u);
-constant uint _951 = (HD + 2u);
-constant uint _968_tmp [[function_constant(0)]];
-constant uint _968 = is_function_constant_defined(_968_tmp) ? _968_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_968, 1u, 1u);
+constant uint _1131 = (HD + 2u);
+constant uint _1169 = (HD + 2u);
+constant uint _1183 = (HD + 2u);
+constant uint _1200_tmp [[function_constant(0)]];
+constant uint _1200 = is_function_constant_defined(_1200_tmp) ? _1200_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1200, 1u, 1u);
 
-constant spvUnsafeArray<float, 4> _425 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+constant spvUnsafeArray<float, 4> _660 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+
+static inline __attribute__((always_inline))
+uint kv_row_bytes(thread const uint& type)
+{
+    uint _66;
+    if (type == 2u)
+    {
+        _66 = _75;
+    }
+    else
+    {
+        _66 = (type == 1u) ? _80 : _82;
+    }
+    return _66;
+}
 
 static inline __attribute__((always_inline))
 ulong kv_row(thread const ulong& base, thread const uint& pos, thread const uint& g, constant P& p)
 {
     uint page = uint((reinterpret_cast<device Ints*>(p.pages))->v[pos / p.page_tokens]);
-    uint row_bytes = (p.kv_type == 1u) ? _65 : _67;
-    return (base + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(row_bytes));
+    uint param = p.kv_type;
+    return (base + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(kv_row_bytes(param)));
+}
+
+static inline __attribute__((always_inline))
+uint kv_word(thread const ulong& a)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(a & 18446744073709551612ul);
+    uint _133;
+    if ((a & 2ul) == 0ul)
+    {
+        _133 = u->v[0];
+    }
+    else
+    {
+        _133 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
+    }
+    return _133;
+}
+
+static inline __attribute__((always_inline))
+float4 s8x4(thread const uint& w)
+{
+    return float4(int4(int(w << uint(24)), int(w << uint(16)), int(w << uint(8)), int(w)) >> int4(24));
+}
+
+static inline __attribute__((always_inline))
+float f16_exact(thread const uint& h)
+{
+    uint e = h >> uint(10);
+    float _96;
+    if (e == 0u)
+    {
+        _96 = float(h) * 5.9604644775390625e-08;
+    }
+    else
+    {
+        _96 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
+    }
+    return _96;
+}
+
+static inline __attribute__((always_inline))
+float q8_scale(thread const ulong& row, thread const uint& j)
+{
+    ulong a = row + ulong(_180 + (2u * j));
+    uint param = ((reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] >> ((uint(a) & 2u) * 8u)) & 65535u;
+    return f16_exact(param);
+}
+
+static inline __attribute__((always_inline))
+float4 q8_kv4(thread const ulong& row, thread const uint& c)
+{
+    ulong param = row + ulong(4u * c);
+    uint param_1 = kv_word(param);
+    ulong param_2 = row;
+    uint param_3 = c / 8u;
+    return s8x4(param_1) * q8_scale(param_2, param_3);
 }
 
 static inline __attribute__((always_inline))
 void kv8(thread const ulong& row, thread const uint& c, thread float4& a, thread float4& b, constant P& p)
 {
-    if (p.kv_type == 1u)
+    if (p.kv_type == 2u)
     {
-        uint4 h = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-        a = float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
-        b = float4(float2(as_type<half2>(h.z)), float2(as_type<half2>(h.w)));
+        ulong param = row;
+        uint param_1 = 2u * c;
+        a = q8_kv4(param, param_1);
+        ulong param_2 = row;
+        uint param_3 = (2u * c) + 1u;
+        b = q8_kv4(param_2, param_3);
     }
     else
     {
-        a = (reinterpret_cast<device Vec4s*>(row))->v[2u * c];
-        b = (reinterpret_cast<device Vec4s*>(row))->v[(2u * c) + 1u];
+        if (p.kv_type == 1u)
+        {
+            uint4 h = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+            a = float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
+            b = float4(float2(as_type<half2>(h.z)), float2(as_type<half2>(h.w)));
+        }
+        else
+        {
+            a = (reinterpret_cast<device Vec4s*>(row))->v[2u * c];
+            b = (reinterpret_cast<device Vec4s*>(row))->v[(2u * c) + 1u];
+        }
     }
+}
+
+static inline __attribute__((always_inline))
+float2 q8_kv2(thread const ulong& row, thread const uint& c)
+{
+    ulong a = row + ulong(2u * c);
+    uint w = (reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] >> ((uint(a) & 2u) * 8u);
+    ulong param = row;
+    uint param_1 = c / 16u;
+    return float2(int2(int(w << uint(24)), int(w << uint(16))) >> int2(24)) * q8_scale(param, param_1);
 }
 
 static inline __attribute__((always_inline))
 float2 kv2(thread const ulong& row, thread const uint& c, constant P& p)
 {
+    if (p.kv_type == 2u)
+    {
+        ulong param = row;
+        uint param_1 = c;
+        return q8_kv2(param, param_1);
+    }
     if (p.kv_type == 1u)
     {
         return float2(as_type<half2>((reinterpret_cast<device Uints*>(row))->v[c]));
@@ -178,24 +284,24 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint last_row = min((row0 + p.rt), p.n) - 1u;
     uint key_begin = split * p.split_len;
     uint key_end = min((key_begin + p.split_len), ((p.n_past + last_row) + 1u));
-    for (uint t = tid; t < _281; t += 128u)
+    for (uint t = tid; t < _519; t += 128u)
     {
-        uint v = t / _285;
-        uint c = t % _289;
+        uint v = t / _523;
+        uint c = t % _527;
         uint row = row0 + (v / p.hb);
         uint h = h0 + (v % p.hb);
         float4 x = float4(0.0);
-        bool _314 = v < (p.hb * p.rt);
-        bool _321;
-        if (_314)
+        bool _552 = v < (p.hb * p.rt);
+        bool _559;
+        if (_552)
         {
-            _321 = row < p.n;
+            _559 = row < p.n;
         }
         else
         {
-            _321 = _314;
+            _559 = _552;
         }
-        if (_321 && (h < h_end))
+        if (_559 && (h < h_end))
         {
             x = (reinterpret_cast<device Vec4s*>(p.src + (ulong(((row * p.heads) + h) * HD) * 4ul)))->v[c] * p.scale;
         }
@@ -217,9 +323,9 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint vg = tid / 32u;
     float4 param_5;
     float4 param_6;
-    float _574;
+    float _807;
     spvUnsafeArray<float2, 8> x_1;
-    float2 _729;
+    float2 _962;
     for (uint k0 = key_begin; k0 < key_end; k0 += 32u)
     {
         uint key = k0 + j;
@@ -230,7 +336,7 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             uint param_1 = key;
             uint param_2 = g;
             ulong kr = kv_row(param, param_1, param_2, p);
-            for (uint c_1 = 0u; c_1 < _449; c_1++)
+            for (uint c_1 = 0u; c_1 < _683; c_1++)
             {
                 ulong param_3 = kr;
                 uint param_4 = c_1;
@@ -248,53 +354,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             uint v_2 = (vg * 4u) + i_1;
             uint row_1 = row0 + (v_2 / p.hb);
-            bool _529 = key < key_end;
-            bool _539;
-            if (_529)
+            bool _762 = key < key_end;
+            bool _772;
+            if (_762)
             {
-                _539 = v_2 < (p.hb * p.rt);
+                _772 = v_2 < (p.hb * p.rt);
             }
             else
             {
-                _539 = _529;
+                _772 = _762;
             }
-            bool _546;
-            if (_539)
+            bool _779;
+            if (_772)
             {
-                _546 = row_1 < p.n;
+                _779 = row_1 < p.n;
             }
             else
             {
-                _546 = _539;
+                _779 = _772;
             }
-            bool _557;
-            if (_546)
+            bool _790;
+            if (_779)
             {
-                _557 = (h0 + (v_2 % p.hb)) < h_end;
+                _790 = (h0 + (v_2 % p.hb)) < h_end;
             }
             else
             {
-                _557 = _546;
+                _790 = _779;
             }
-            bool _566;
-            if (_557)
+            bool _799;
+            if (_790)
             {
-                _566 = key <= (p.n_past + row_1);
+                _799 = key <= (p.n_past + row_1);
             }
             else
             {
-                _566 = _557;
+                _799 = _790;
             }
-            bool ok = _566;
+            bool ok = _799;
             if (ok)
             {
-                _574 = s[i_1];
+                _807 = s[i_1];
             }
             else
             {
-                _574 = as_type<float>(0xff800000u /* -inf */);
+                _807 = as_type<float>(0xff800000u /* -inf */);
             }
-            S[v_2][j] = _574;
+            S[v_2][j] = _807;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (tid < 16u)
@@ -347,13 +453,13 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                         uint param_9 = g;
                         ulong param_10 = kv_row(param_7, param_8, param_9, p);
                         uint param_11 = tid;
-                        _729 = kv2(param_10, param_11, p);
+                        _962 = kv2(param_10, param_11, p);
                     }
                     else
                     {
-                        _729 = float2(0.0);
+                        _962 = float2(0.0);
                     }
-                    x_1[u] = _729;
+                    x_1[u] = _962;
                 }
                 for (uint u_1 = 0u; u_1 < 8u; u_1++)
                 {
@@ -370,17 +476,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_2 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _821 = v_5 >= (p.hb * p.rt);
-        bool _829;
-        if (!_821)
+        bool _1054 = v_5 >= (p.hb * p.rt);
+        bool _1062;
+        if (!_1054)
         {
-            _829 = row_2 >= p.n;
+            _1062 = row_2 >= p.n;
         }
         else
         {
-            _829 = _821;
+            _1062 = _1054;
         }
-        if (_829 || (h_1 >= h_end))
+        if (_1062 || (h_1 >= h_end))
         {
             continue;
         }
@@ -395,7 +501,7 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             }
             else
             {
-                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _899) + (2u * tid)) * 4ul));
+                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1131) + (2u * tid)) * 4ul));
                 part->v[0] = acc[v_5].x;
                 part->v[1] = acc[v_5].y;
             }
@@ -403,8 +509,8 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         if ((p.n_splits > 1u) && (tid == 0u))
         {
             device Floats* part_1 = reinterpret_cast<device Floats*>(p.part);
-            part_1->v[(((base * p.n_splits) + split) * _937) + HD] = mrun[v_5];
-            part_1->v[((((base * p.n_splits) + split) * _951) + HD) + 1u] = lsum[v_5];
+            part_1->v[(((base * p.n_splits) + split) * _1169) + HD] = mrun[v_5];
+            part_1->v[((((base * p.n_splits) + split) * _1183) + HD) + 1u] = lsum[v_5];
         }
     }
 }

@@ -44,11 +44,28 @@ struct spvUnsafeArray
     }
 };
 
+struct Uints;
 struct Ints;
 struct Uvec2s;
 struct Vec4s;
-struct Uints;
 struct Floats;
+
+constant uint HD_tmp [[function_constant(1)]];
+constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
+constant uint _93 = (HD + 31u);
+constant uint _95 = (_93 / 32u);
+constant uint _97 = (_95 * 34u);
+constant uint _101 = (HD * 2u);
+constant uint _103 = (HD * 4u);
+
+struct Uints
+{
+    uint v[1];
+};
+
+constant uint _198 = (HD + 31u);
+constant uint _199 = (_198 / 32u);
+constant uint _200 = (_199 * 32u);
 
 struct P
 {
@@ -79,11 +96,6 @@ struct Ints
     int v[1];
 };
 
-constant uint HD_tmp [[function_constant(1)]];
-constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _95 = (HD * 2u);
-constant uint _97 = (HD * 4u);
-
 struct Uvec2s
 {
     uint2 v[1];
@@ -94,26 +106,36 @@ struct Vec4s
     float4 v[1];
 };
 
-struct Uints
-{
-    uint v[1];
-};
-
 struct Floats
 {
     float v[1];
 };
 
-constant uint _392 = (HD / 4u);
-constant uint _506 = (HD / 4u);
-constant uint _733_tmp [[function_constant(0)]];
-constant uint _733 = is_function_constant_defined(_733_tmp) ? _733_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_733, 1u, 1u);
+constant uint _611 = (HD / 4u);
+constant uint _723 = (HD / 4u);
+constant uint _951_tmp [[function_constant(0)]];
+constant uint _951 = is_function_constant_defined(_951_tmp) ? _951_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_951, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
 {
     return gl_WorkGroupID.x + (gl_WorkGroupID.y * gl_NumWorkGroups.x);
+}
+
+static inline __attribute__((always_inline))
+uint kv_row_bytes(thread const uint& type)
+{
+    uint _88;
+    if (type == 2u)
+    {
+        _88 = _97;
+    }
+    else
+    {
+        _88 = (type == 1u) ? _101 : _103;
+    }
+    return _88;
 }
 
 static inline __attribute__((always_inline))
@@ -123,35 +145,97 @@ ulong key_row(thread const bool& value, thread const uint& t, thread const uint&
     {
         uint pos = p0 + t;
         uint page = uint((reinterpret_cast<device Ints*>(p.pages))->v[pos / p.page_tokens]);
-        uint row_bytes = (p.kv_type == 1u) ? _95 : _97;
-        ulong _100;
+        ulong _302;
         if (value)
         {
-            _100 = p.v;
+            _302 = p.v;
         }
         else
         {
-            _100 = p.k;
+            _302 = p.k;
         }
-        return (_100 + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(row_bytes));
+        uint param = p.kv_type;
+        return (_302 + (ulong(page) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(kv_row_bytes(param)));
     }
     uint r = b0 + (t - np);
-    ulong _141;
+    ulong _347;
     if (value)
     {
-        _141 = p.v_blk;
+        _347 = p.v_blk;
     }
     else
     {
-        _141 = p.k_blk;
+        _347 = p.k_blk;
     }
-    return _141 + (ulong(((r * p.kv_heads) + g) * HD) * 4ul);
+    return _347 + (ulong(((r * p.kv_heads) + g) * HD) * 4ul);
 }
 
 static inline __attribute__((always_inline))
-float4 row4(thread const ulong& a, thread const bool& half_row, thread const uint& c)
+uint kv_word(thread const ulong& a)
 {
-    if (half_row)
+    device Uints* u = reinterpret_cast<device Uints*>(a & 18446744073709551612ul);
+    uint _153;
+    if ((a & 2ul) == 0ul)
+    {
+        _153 = u->v[0];
+    }
+    else
+    {
+        _153 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
+    }
+    return _153;
+}
+
+static inline __attribute__((always_inline))
+float4 s8x4(thread const uint& w)
+{
+    return float4(int4(int(w << uint(24)), int(w << uint(16)), int(w << uint(8)), int(w)) >> int4(24));
+}
+
+static inline __attribute__((always_inline))
+float f16_exact(thread const uint& h)
+{
+    uint e = h >> uint(10);
+    float _116;
+    if (e == 0u)
+    {
+        _116 = float(h) * 5.9604644775390625e-08;
+    }
+    else
+    {
+        _116 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
+    }
+    return _116;
+}
+
+static inline __attribute__((always_inline))
+float q8_scale(thread const ulong& row, thread const uint& j)
+{
+    ulong a = row + ulong(_200 + (2u * j));
+    uint param = ((reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] >> ((uint(a) & 2u) * 8u)) & 65535u;
+    return f16_exact(param);
+}
+
+static inline __attribute__((always_inline))
+float4 q8_kv4(thread const ulong& row, thread const uint& c)
+{
+    ulong param = row + ulong(4u * c);
+    uint param_1 = kv_word(param);
+    ulong param_2 = row;
+    uint param_3 = c / 8u;
+    return s8x4(param_1) * q8_scale(param_2, param_3);
+}
+
+static inline __attribute__((always_inline))
+float4 row4(thread const ulong& a, thread const uint& t, thread const uint& c)
+{
+    if (t == 2u)
+    {
+        ulong param = a;
+        uint param_1 = c;
+        return q8_kv4(param, param_1);
+    }
+    if (t == 1u)
     {
         uint2 h = (reinterpret_cast<device Uvec2s*>(a))->v[c];
         return float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
@@ -160,9 +244,24 @@ float4 row4(thread const ulong& a, thread const bool& half_row, thread const uin
 }
 
 static inline __attribute__((always_inline))
-float row1(thread const ulong& a, thread const bool& half_row, thread const uint& d)
+float q8_kv1(thread const ulong& row, thread const uint& d)
 {
-    if (half_row)
+    ulong a = row + ulong(d);
+    ulong param = row;
+    uint param_1 = d / 32u;
+    return float(int((reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] << (24u - ((uint(a) & 3u) * 8u))) >> 24) * q8_scale(param, param_1);
+}
+
+static inline __attribute__((always_inline))
+float row1(thread const ulong& a, thread const uint& t, thread const uint& d)
+{
+    if (t == 2u)
+    {
+        ulong param = a;
+        uint param_1 = d;
+        return q8_kv1(param, param_1);
+    }
+    if (t == 1u)
     {
         return float2(as_type<half2>((reinterpret_cast<device Uints*>(a))->v[d >> 1u]))[d & 1u];
     }
@@ -186,36 +285,36 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
     }
     int qpos = int(p.q_pos0 + i);
     int p0 = int(p.page_lo);
-    int _287;
+    int _509;
     if (p.page_causal != 0u)
     {
-        _287 = int(i);
+        _509 = int(i);
     }
     else
     {
-        _287 = 0;
+        _509 = 0;
     }
-    int p1 = int(p.page_hi) + _287;
+    int p1 = int(p.page_hi) + _509;
     int b0 = 0;
-    int _301;
+    int _522;
     if (p.k_blk != 0ul)
     {
-        int _308;
+        int _529;
         if (p.blk_causal != 0u)
         {
-            _308 = int(i) + 1;
+            _529 = int(i) + 1;
         }
         else
         {
-            _308 = int(p.n_rows);
+            _529 = int(p.n_rows);
         }
-        _301 = _308;
+        _522 = _529;
     }
     else
     {
-        _301 = 0;
+        _522 = 0;
     }
-    int b1 = _301;
+    int b1 = _522;
     if (p.window > 0u)
     {
         int w = int(p.window);
@@ -229,7 +328,7 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
     uint np = uint(p1 - p0);
     uint len = np + uint(b1 - b0);
     ulong qa = p.q + (ulong(((i * p.heads) + h) * HD) * 4ul);
-    for (uint c = tid; c < _392; c += 128u)
+    for (uint c = tid; c < _611; c += 128u)
     {
         Qs[c] = (reinterpret_cast<device Vec4s*>(qa))->v[c] * p.scale;
     }
@@ -244,6 +343,8 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         acc[c_1] = 0.0;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint _709;
+    uint _869;
     for (uint k0 = 0u; k0 < len; k0 += 32u)
     {
         uint nb = min(32u, (len - k0));
@@ -259,22 +360,20 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
                 uint param_4 = uint(b0);
                 uint param_5 = g;
                 ulong kr = key_row(param, param_1, param_2, param_3, param_4, param_5, p);
-                bool _490 = p.kv_type == 1u;
-                bool _498;
-                if (_490)
+                if ((k0 + tid) < np)
                 {
-                    _498 = (k0 + tid) < np;
+                    _709 = p.kv_type;
                 }
                 else
                 {
-                    _498 = _490;
+                    _709 = 0u;
                 }
-                bool half_row = _498;
+                uint t = _709;
                 s = 0.0;
-                for (uint c_2 = 0u; c_2 < _506; c_2++)
+                for (uint c_2 = 0u; c_2 < _723; c_2++)
                 {
                     ulong param_6 = kr;
-                    bool param_7 = half_row;
+                    uint param_7 = t;
                     uint param_8 = c_2;
                     s += dot(Qs[c_2], row4(param_6, param_7, param_8));
                 }
@@ -318,18 +417,16 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
                 uint param_12 = np;
                 uint param_13 = uint(b0);
                 uint param_14 = g;
-                bool _649 = p.kv_type == 1u;
-                bool _657;
-                if (_649)
+                if ((k0 + j_2) < np)
                 {
-                    _657 = (k0 + j_2) < np;
+                    _869 = p.kv_type;
                 }
                 else
                 {
-                    _657 = _649;
+                    _869 = 0u;
                 }
                 ulong param_15 = key_row(param_9, param_10, param_11, param_12, param_13, param_14, p);
-                bool param_16 = _657;
+                uint param_16 = _869;
                 uint param_17 = d;
                 a += (S[j_2] * row1(param_15, param_16, param_17));
             }
@@ -338,7 +435,7 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     ulong oa = p.dst + (ulong(((i * p.heads) + h) * HD) * 4ul);
-    float _712;
+    float _930;
     for (uint c_5 = 0u; c_5 < 2u; c_5++)
     {
         uint d_1 = tid + (c_5 * 128u);
@@ -348,13 +445,13 @@ kernel void splash_attention_ext(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         }
         if (stat[1] > 0.0)
         {
-            _712 = acc[c_5] / stat[1];
+            _930 = acc[c_5] / stat[1];
         }
         else
         {
-            _712 = 0.0;
+            _930 = 0.0;
         }
-        (reinterpret_cast<device Floats*>(oa))->v[d_1] = _712;
+        (reinterpret_cast<device Floats*>(oa))->v[d_1] = _930;
     }
 }
 

@@ -354,7 +354,7 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     char what[192];
     const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
-    bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), hd, n);
+    bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), kv_type, hd, n);
     snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
              type, flash ? " (f16 matrix units)" : "", ms);
     expect(what, nmse(got, want, n * Hq * hd), flash ? 1e-4 : 1e-10);
@@ -365,30 +365,59 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
 }
 
+/* kv_write into an int8 cache on the rows where the quantizer's roundings decide: a zero group, scales that are f16
+ * subnormals, max|x| / 127 exactly on an f16 midpoint (ties to the even scale, both ways), x / d exactly halfway
+ * between integers (ties to even), ±max|x| itself and large values. The bytes must be the CPU's. */
+static void test_kv_write_int8_edges(void) {
+    enum { HD = 32, ROWS = 9, P = 16 };
+    float rows[ROWS][HD];
+    float m0 = (sp_f16_to_f32(0x2000) + sp_f16_to_f32(0x2001)) / 2, m1 = (sp_f16_to_f32(0x2001) + sp_f16_to_f32(0x2002)) / 2;
+    for (int j = 0; j < HD; j++) {
+        float u = uniform(-1, 1);
+        rows[0][j] = 0;
+        rows[1][j] = 3e-3f * u;                       /* d below 2^-14: an f16 subnormal */
+        rows[2][j] = 1e-7f * u;                       /* d rounds to the smallest subnormals or to 0 */
+        rows[3][j] = j ? m0 * 127 * u : m0 * 127;     /* amax / 127 on the midpoint below an odd f16: down */
+        rows[4][j] = j ? m1 * 127 * u : -m1 * 127;    /* on the midpoint below an even f16: up */
+        rows[5][j] = j ? (float)((j % 20) - 10 + 0.5) / 128 : 127.0f / 128; /* d = 2^-7: x / d = k + 1/2 */
+        rows[6][j] = 1e4f * u;
+        rows[7][j] = j % 2 ? -0.75f : 0.75f;          /* every value ±amax: q = ±127 */
+        rows[8][j] = u;
+    }
+    int64_t row_bytes = sp_kv_row_bytes(SPLASH_KV_INT8, HD), bytes = 2 * P * row_bytes;
+    int32_t pages[1] = {0};
+    uint8_t *kv = calloc(1, (size_t)bytes), *dkv = to_gpu(kv, (uint64_t)bytes);
+    float *dk = to_gpu(rows, sizeof rows);
+    sp_kv_view hv = {kv, kv + P * row_bytes, bytes, pages, P, SPLASH_KV_INT8}, dvw = {dkv, dkv + P * row_bytes, bytes, pages, P, SPLASH_KV_INT8};
+    gpu.kv_write(&gpu, &dvw, dk, dk, 3, ROWS, 1, HD);
+    cpu.kv_write(&cpu, &hv, &rows[0][0], &rows[0][0], 3, ROWS, 1, HD);
+    uint8_t *got = (uint8_t *)from_gpu(dkv, bytes / 4);
+    uint8_t ref[ROWS * 34];
+    for (int r = 0; r < ROWS; r++) sp_quantize_row_q8(rows[r], HD, ref + r * row_bytes); /* the scalar reference too */
+    expect("kv_write int8 rows on rounding edges", memcmp(got, kv, (size_t)bytes) || memcmp(kv + 3 * row_bytes, ref, (size_t)(ROWS * row_bytes)) ? 1 : 0, 0);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dk);
+    free(kv), free(got);
+}
+
 /* attention_ext: n rows at q_pos0 over page positions [page_lo, page_hi (+ i when causal)) of scattered pages and,
  * with blk, the rows' own keys (causal or not), with an optional window: what the MTP and DFlash drafters ask. */
 static void test_attention_ext(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n, int32_t q_pos0, int32_t page_lo,
                                int32_t page_hi, int32_t page_causal, bool blk, int32_t blk_causal, int32_t window, int32_t P) {
     int32_t total = page_hi + n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
-    int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
+    int64_t page_rows = 2 * (int64_t)Hkv * P, row_bytes = sp_kv_row_bytes(kv_type, hd); /* one layer: K then V */
     int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
-    float *kv = randoms(page_floats * cache_pages, -1, 1), *q = randoms((int64_t)n * Hq * hd, -1, 1);
+    float *vals = randoms(page_rows * cache_pages * hd, -1, 1), *q = randoms((int64_t)n * Hq * hd, -1, 1);
     float *kb = randoms((int64_t)n * Hkv * hd, -1, 1), *vb = randoms((int64_t)n * Hkv * hd, -1, 1);
-    /* an f16 cache holds the same values rounded, in rows half as wide */
-    int64_t value_bytes = kv_type == SPLASH_KV_F16 ? 2 : 4;
-    if (kv_type == SPLASH_KV_F16) {
-        uint16_t *h = (uint16_t *)kv; /* in place: element i is read before element i/2 is written over it */
-        for (int64_t i = 0; i < page_floats * cache_pages; i++) h[i] = sp_f32_to_f16(kv[i]);
-    }
-    char *hkv = (char *)kv;
-    char *dkv = (char *)to_gpu(kv, (uint64_t)(value_bytes * page_floats * cache_pages));
+    char *hkv = malloc((size_t)(page_rows * cache_pages * row_bytes)); /* the values in the cache's row type */
+    for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, vals + r * hd, hd, hkv + r * row_bytes);
+    char *dkv = (char *)to_gpu(hkv, (uint64_t)(page_rows * cache_pages * row_bytes));
     float *dq = to_gpu(q, 4 * (uint64_t)n * Hq * hd);
     float *dkb = to_gpu(kb, 4 * (uint64_t)n * Hkv * hd), *dvb = to_gpu(vb, 4 * (uint64_t)n * Hkv * hd);
     float *dout = to_gpu(NULL, 4 * (uint64_t)n * Hq * hd), *want = malloc(4 * (size_t)n * Hq * hd);
-    int64_t half_page = value_bytes * page_floats / 2;
-    sp_kv_view hv = {hkv, hkv + half_page, value_bytes * page_floats, pages, P, kv_type},
-               dvw = {dkv, dkv + half_page, value_bytes * page_floats, pages, P, kv_type};
+    int64_t half_page = page_rows / 2 * row_bytes;
+    sp_kv_view hv = {hkv, hkv + half_page, page_rows * row_bytes, pages, P, kv_type},
+               dvw = {dkv, dkv + half_page, page_rows * row_bytes, pages, P, kv_type};
     sp_attn_ext hx = {n, q_pos0, &hv, page_lo, page_hi, page_causal, window, blk ? kb : NULL, blk ? vb : NULL, blk_causal};
     sp_attn_ext dx = {n, q_pos0, &dvw, page_lo, page_hi, page_causal, window, blk ? dkb : NULL, blk ? dvb : NULL, blk_causal};
     float scale = 1.0f / sqrtf((float)hd);
@@ -398,10 +427,10 @@ static void test_attention_ext(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t
     char what[200];
     snprintf(what, sizeof what, "attention_ext %d/%d heads x %d, %d rows at %d, pages [%d, %d%s)%s%s, window %d%s", Hq, Hkv, hd,
              n, q_pos0, page_lo, page_hi, page_causal ? " + i" : "", blk ? " + block" : "", blk && blk_causal ? " (causal)" : "",
-             window, kv_type == SPLASH_KV_F16 ? ", f16 KV" : "");
+             window, kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "");
     expect(what, nmse(got, want, (int64_t)n * Hq * hd), 1e-10);
     gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dkb), gpu.free(&gpu, dvb), gpu.free(&gpu, dout);
-    free(pages), free(kv), free(q), free(kb), free(vb), free(want), free(got);
+    free(pages), free(vals), free(hkv), free(q), free(kb), free(vb), free(want), free(got);
 }
 
 /* block_conv: DFlash2's dynamic convolution over blocks of different lengths (rows of dyn_stride > its K·H/G). */
@@ -621,12 +650,23 @@ int main(int argc, char **argv) {
     test_attention(SPLASH_KV_F16, 4, 1, 32, 20, 4, 16);
     test_attention(SPLASH_KV_F16, 6, 2, 64, 37, 29, 16);
     test_attention(SPLASH_KV_F16, 4, 1, 32, 0, 40, 16);
+    test_attention(SPLASH_KV_INT8, 4, 2, 32, 37, 1, 16);    /* int8 KV: 34-byte rows (2-byte aligned), the same cases */
+    test_attention(SPLASH_KV_INT8, 4, 2, 32, 300, 1, 4);
+    test_attention(SPLASH_KV_INT8, 4, 1, 32, 20, 4, 16);
+    test_attention(SPLASH_KV_INT8, 6, 2, 64, 37, 29, 16);
+    test_attention(SPLASH_KV_INT8, 4, 1, 32, 0, 40, 16);
+    test_attention(SPLASH_KV_INT8, 4, 1, 40, 5, 11, 4);     /* a partial last group (head_dim 40: 2 groups, 68 bytes) */
+    test_attention(SPLASH_KV_INT8, 4, 1, 96, 3, 7, 2);      /* 3 groups, 102-byte rows, pages of 2 */
+    test_kv_write_int8_edges();
     test_attention_ext(SPLASH_KV_F32, 4, 2, 32, 1, 36, 1, 37, 0, false, 0, 0, 16);  /* MTP: one row over its own pages from 1 */
     test_attention_ext(SPLASH_KV_F32, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
     test_attention_ext(SPLASH_KV_F32, 6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
     test_attention_ext(SPLASH_KV_F32, 4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);     /* causal pages */
     test_attention_ext(SPLASH_KV_F16, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* f16 pages beside f32 block rows */
     test_attention_ext(SPLASH_KV_F16, 4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);
+    test_attention_ext(SPLASH_KV_INT8, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);  /* int8 pages beside f32 block rows */
+    test_attention_ext(SPLASH_KV_INT8, 4, 2, 32, 3, 4, 0, 4, 1, false, 0, 0, 4);    /* 2-byte aligned rows */
+    test_attention_ext(SPLASH_KV_INT8, 6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);
     test_block_conv(64, 2, 16);
     test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);
@@ -671,6 +711,9 @@ int main(int argc, char **argv) {
         test_attention(SPLASH_KV_F16, 24, 4, 256, 5000, 1, 64);  /* a split decode of many splits */
         test_attention(SPLASH_KV_F32, 24, 4, 256, 5000, 1, 64);
         test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 100, 16);
+        test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 1, 16);
+        test_attention(SPLASH_KV_INT8, 24, 4, 256, 5000, 1, 64);
+        test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 100, 16); /* prefill chunks: attention.comp, not the matrix units */
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);

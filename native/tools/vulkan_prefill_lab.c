@@ -239,7 +239,7 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int64_t 
     }
     /* visible keys summed over the chunk's rows: past + 1 … past + n */
     double keys = (double)n * past + (double)n * (n + 1) / 2, flops = 4.0 * hd * Hq * keys;
-    bool flash = sp_gpu_flash_attention(sp_gpu_of(be), hd, n);
+    bool flash = sp_gpu_flash_attention(sp_gpu_of(be), SPLASH_KV_F32, hd, n);
     printf("  attention %d/%d x %d, %lld rows at %6d, %s: %9.1f us %8.1f TFLOP/s  nmse %.1e%s\n", Hq, Hkv, hd, (long long)n, past,
            flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, s > 0 ? e / s : e,
            (s > 0 ? e / s : e) > (flash ? 1e-4 : 1e-8) || *be->status ? "  NOT OK" : "");

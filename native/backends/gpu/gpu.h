@@ -284,8 +284,8 @@ void sp_gpu_ops_install(sp_backend *be);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
-/* Whether attention of n rows with this head dim runs on the matrix units (flash_attention_coopmat.comp, f16
- * operands) rather than attention.comp's scalar kernel. */
-bool sp_gpu_flash_attention(const sp_gpu *g, int32_t head_dim, int64_t n);
+/* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
+ * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n);
 
 #endif

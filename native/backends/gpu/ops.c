@@ -303,15 +303,15 @@ static void gpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads,
 
 /* ---- attention ---- */
 
-/* The KV row types kv_write and both attention kernels (attention.comp, flash_attention_coopmat.comp) take: f32, and
- * f16 converted on write and read back to f32 for the arithmetic. */
-#define GPU_KV_TYPES (1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16)
+/* The KV row types kv_write and the attention kernels (attention.comp, attention_ext.comp; kernels/kv_rows.glsl) take:
+ * f32, and f16 and int8 converted on write and read back to f32 for the arithmetic. */
+#define GPU_KV_TYPES (1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16 | 1u << SPLASH_KV_INT8)
 
 typedef struct {
     uint64_t dst, src, k, v, pages, part;
     uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
     float scale;
-    uint32_t kv_type; /* SPLASH_KV_F32 or SPLASH_KV_F16: the type of every row */
+    uint32_t kv_type; /* SPLASH_KV_*: the type of every row */
     uint64_t src2;
 } attn_push;
 
@@ -324,7 +324,7 @@ static sp_gpu_range kv_range(sp_gpu *gpu, const sp_kv_view *kv) {
 static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t n, int32_t head_dim, attn_push *p,
                       sp_gpu_range *pages) {
     if (head_dim > ATTN_HD_MAX || head_dim % 8) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 8");
-    if (!(GPU_KV_TYPES & 1u << kv->type)) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention reads f32 or f16 KV rows");
+    if (!(GPU_KV_TYPES & 1u << kv->type)) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention reads f32, f16 or int8 KV rows");
     if (kv->page_stride > UINT32_MAX) return fail(gpu, SPLASH_ERR_UNSUPPORTED, "a KV page of more than 4 GiB");
     uint64_t n_pages = ((uint64_t)n_past + (uint64_t)n + (uint64_t)kv->page_tokens - 1) / (uint64_t)kv->page_tokens;
     uint64_t pa = sp_gpu_stage(gpu, kv->pages, n_pages * 4);
@@ -348,6 +348,19 @@ static void gpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float
     p.src2 = r[1].lo;
     p.kv_heads = (uint32_t)n_kv_heads;
     uint32_t groups[3];
+    if (kv->type == SPLASH_KV_INT8) {
+        /* a workgroup per K or V row; two rows that share a word are one workgroup's, which needs the K and V
+         * halves and pages to start on words (2-byte aligned rows: an even page_tokens · n_kv_heads) */
+        if ((p.k | p.v | p.page_stride) % 4) {
+            sp_gpu_fail(gpu, SPLASH_ERR_UNSUPPORTED, "int8 KV rows of %lld bytes need K, V and pages 4-byte aligned (page_tokens %d)",
+                        (long long)sp_kv_row_bytes(kv->type, head_dim), kv->page_tokens);
+            return;
+        }
+        sp_gpu_grid(2 * (uint64_t)n * (uint64_t)n_kv_heads, groups);
+        sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){64, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
+                        &w, 1, NULL);
+        return;
+    }
     sp_gpu_grid(div_up(bytes / 8, 256), groups); /* an invocation per pair of values */
     sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){256, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
                     &w, 1, NULL);
@@ -364,8 +377,10 @@ static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) 
     return gpu->part;
 }
 
-bool sp_gpu_flash_attention(const sp_gpu *g, int32_t head_dim, int64_t n) {
-    return !g->no_coopmat && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+/* Not for int8 rows: the matrix-unit kernel loads f32/f16 tiles only, and no device this project is tested on before
+ * release (lavapipe has no matrix units) could check an int8 variant; those caches take attention.comp. */
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n) {
+    return !g->no_coopmat && kv_type != SPLASH_KV_INT8 && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
 }
 
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
@@ -376,7 +391,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     if (!attn_base(gpu, kv, n_past, n, head_dim, &p, &pages)) return;
     uint32_t G = (uint32_t)(n_heads / n_kv_heads);
     uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
-    if (sp_gpu_flash_attention(gpu, head_dim, n)) {
+    if (sp_gpu_flash_attention(gpu, kv->type, head_dim, n)) {
         sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages}, w = sp_gpu_span(gpu, out, qbytes);
         p.src = r[0].lo, p.dst = w.lo, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads, p.scale = scale;
         sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, 0, 0, 0},
@@ -437,7 +452,7 @@ static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, 
         return;
     }
     if (x->kv && !(GPU_KV_TYPES & 1u << x->kv->type)) {
-        fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext reads f32 or f16 KV rows");
+        fail(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext reads f32, f16 or int8 KV rows");
         return;
     }
     struct {
