@@ -157,7 +157,7 @@ void kv_write_q8() {
             if (o < KV_NB * 32u) {
                 if (o < HD) {
                     float x = q8_source(src, lp, r).v[o];
-                    byte = uint(int(roundEven(clamp(x * q8_inv[k * KV_NB + o / 32u], -127.0, 127.0)))) & 0xffu;
+                    byte = uint(int(roundEven(min(max(x * q8_inv[k * KV_NB + o / 32u], -127.0), 127.0)))) & 0xffu;
                 }
             } else {
                 uint e = o - KV_NB * 32u;

@@ -76,18 +76,18 @@ constant uint _739 = (_738 / 32u);
 constant uint _740 = (_739 * 32u);
 constant uint _761 = (HD + 31u);
 constant uint _762 = (_761 / 32u);
-constant uint _779 = (HD + 31u);
-constant uint _780 = (_779 / 32u);
-constant uint _781 = (_780 * 32u);
-constant uint _784 = (HD + 31u);
-constant uint _785 = (_784 / 32u);
-constant uint _835_tmp [[function_constant(0)]];
-constant uint _835 = is_function_constant_defined(_835_tmp) ? _835_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_835, 1u, 1u);
-constant uint _860 = (HD / 2u);
-constant uint _868 = (HD / 2u);
-constant uint _872 = (HD / 2u);
-constant uint _879 = (HD / 2u);
+constant uint _780 = (HD + 31u);
+constant uint _781 = (_780 / 32u);
+constant uint _782 = (_781 * 32u);
+constant uint _785 = (HD + 31u);
+constant uint _786 = (_785 / 32u);
+constant uint _836_tmp [[function_constant(0)]];
+constant uint _836 = is_function_constant_defined(_836_tmp) ? _836_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_836, 1u, 1u);
+constant uint _861 = (HD / 2u);
+constant uint _869 = (HD / 2u);
+constant uint _873 = (HD / 2u);
+constant uint _880 = (HD / 2u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -357,7 +357,7 @@ void kv_write_q8(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups, c
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint _821;
+    uint _822;
     for (uint w = tid; w < ((nrows * RB) / 4u); w += gl_WorkGroupSize.x)
     {
         uint word = 0u;
@@ -383,13 +383,13 @@ void kv_write_q8(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups, c
                     uint param_12 = lp;
                     uint param_13 = r_1;
                     float x_1 = q8_source(param_11, param_12, param_13, p)->v[o];
-                    byte = uint(int(rint(fast::clamp(x_1 * q8_inv[(k_1 * _762) + (o / 32u)], -127.0, 127.0)))) & 255u;
+                    byte = uint(int(rint(fast::min(fast::max(x_1 * q8_inv[(k_1 * _762) + (o / 32u)], -127.0), 127.0)))) & 255u;
                 }
             }
             else
             {
-                uint e = o - _781;
-                byte = (q8_d[(k_1 * _785) + (e / 2u)] >> (8u * (e & 1u))) & 255u;
+                uint e = o - _782;
+                byte = (q8_d[(k_1 * _786) + (e / 2u)] >> (8u * (e & 1u))) & 255u;
             }
             word |= (byte << (8u * b));
         }
@@ -398,13 +398,13 @@ void kv_write_q8(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups, c
         {
             if (keep == 0u)
             {
-                _821 = word;
+                _822 = word;
             }
             else
             {
-                _821 = (dst->v[0] & keep) | word;
+                _822 = (dst->v[0] & keep) | word;
             }
-            dst->v[0] = _821;
+            dst->v[0] = _822;
         }
     }
 }
@@ -458,13 +458,13 @@ kernel void splash_kv_write(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[
         return;
     }
     uint i = (flat_group(gl_WorkGroupID, gl_NumWorkGroups) * gl_WorkGroupSize.x) + gl_LocalInvocationID.x;
-    if (i >= ((p.n * p.kv_heads) * _860))
+    if (i >= ((p.n * p.kv_heads) * _861))
     {
         return;
     }
-    uint c = i % _868;
-    uint g = (i / _872) % p.kv_heads;
-    uint row = i / (_879 * p.kv_heads);
+    uint c = i % _869;
+    uint g = (i / _873) % p.kv_heads;
+    uint row = i / (_880 * p.kv_heads);
     device Floats* k = reinterpret_cast<device Floats*>(p.src);
     device Floats* v = reinterpret_cast<device Floats*>(p.src2);
     ulong param = p.k;
