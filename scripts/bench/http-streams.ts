@@ -1,6 +1,6 @@
 // Concurrent streams through the HTTP API: tokens per second of 1 streaming chat completion, then of N at once, on
 // a model served in this process as `splash serve` serves it (SSE over a loopback socket), and the ratio.
-//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N]
+//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N] [--draft auto]
 // Each request asks for --tokens tokens at temperature 1 with a different seed; a stream that ends early counts the
 // tokens it wrote (usage). The clients run in a worker thread, as a separate program would: the server's thread
 // does only the server's work. Beside each rate, CPU time per 1000 tokens: the process's (every thread: the step's,
@@ -57,12 +57,15 @@ if (!isMainThread) {
   const { loadModel } = await import("../../src/models/load.ts");
   const { resolveModel } = await import("../../src/models/resolve.ts");
   const { createServer } = await import("../../src/server/server.ts");
+  const { DRAFT_CHOICES } = await import("../../src/models/drafter.ts");
 
-  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" }, draft: { type: "string", default: "auto" } }, allowPositionals: true });
   const streams = Number(values.streams);
   const maxTokens = Number(values.tokens);
   const rounds = Number(values.rounds);
-  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads) }); // 0: every core
+  const draft = DRAFT_CHOICES.find((c) => c === values.draft);
+  if (!draft) throw new Error(`--draft ${values.draft}: expected one of ${DRAFT_CHOICES.join(", ")}`);
+  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads), draft }); // 0: every core
   const server = createServer({ host: "127.0.0.1", port: 0, models: [loaded.chat] });
   const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens } });
 
@@ -101,6 +104,7 @@ if (!isMainThread) {
       max_tokens: maxTokens,
       rounds,
       threads: loaded.model.info.threads,
+      draft: loaded.draft,
       load_average: +load.toFixed(2),
       one_tok_s: +oneTokS.toFixed(1),
       many_tok_s: +manyTokS.toFixed(1),
