@@ -16,11 +16,11 @@ const APT_PACKAGES: string[] = [
   "spirv-tools",
   "libvulkan-dev",
   "mesa-vulkan-drivers",
-  // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/metal-translate.test.ts)
+  // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/kernels/metal-translate.test.ts)
   "spirv-cross",
   // … and parses under clang (C++ for OpenCL with a stand-in metal_stdlib), as does the Objective-C device layer
   "clang",
-  // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native-core-neon.test.ts);
+  // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native/core/neon.test.ts);
   // the arm64 C library headers are only a recommendation of the cross compiler, which --no-install-recommends skips
   "gcc-aarch64-linux-gnu",
   "libc6-dev-arm64-cross",

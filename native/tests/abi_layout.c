@@ -1,6 +1,6 @@
 /* abi_layout.c — prints the size of every ABI struct the binding writes and the offset of each field, as JSON:
  *   {"splash_seq": {"size": 136, "fields": {"slot": 0, ...}}, ...}
- * test/unit/native-layout.test.ts compares it with src/native/layout.ts. */
+ * test/unit/native/layout.test.ts compares it with src/native/layout.ts. */
 #include "splash.h"
 
 #include <stddef.h>

@@ -9,7 +9,7 @@
 // would emit other text), and a Mac build needs no shader tools. When a kernel changes, the test that compares
 // kernels/msl/ with a fresh translation fails until this script is run again.
 //
-// What a kernel's interface is, and where each part is checked (test/unit/metal-translate.test.ts):
+// What a kernel's interface is, and where each part is checked (test/unit/kernels/metal-translate.test.ts):
 // - The push constants are the only argument: kernels read every buffer through 64-bit device addresses
 //   (kernels/common.glsl), which SPIRV-Cross turns into `device T*` casts. The translated entry point takes
 //   `constant P& p [[buffer(0)]]` plus built-ins; `--msl-decoration-binding` pins that index. The manifest

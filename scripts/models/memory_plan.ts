@@ -4,7 +4,7 @@
 //   bun scripts/models/memory_plan.ts --check   exit 1 if a committed plan differs from the computation
 // The arithmetic (bytes per weight type, KV and GDN state sizes) is stated in src/models/memory.ts; the tensor
 // inventory it counts over is src/models/tensors.ts, checked against the fixture checkpoints' headers by
-// test/unit/models-memory.test.ts. A table of the results is printed.
+// test/unit/models/memory.test.ts. A table of the results is printed.
 import { readdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { expectedConfig } from "../../src/models/config.ts";

@@ -1,7 +1,7 @@
 """Checks that chat_template.jinja renders identically in Python jinja2 (transformers) and in
 @huggingface/jinja (the engine's renderer, run through bun). Run from the repository root:
     python3 scripts/train/check_template.py [-v]
-(The suite's test/unit/template.test.ts checks the committed template against Python goldens too.)"""
+(The suite's test/unit/chat/template.test.ts checks the committed template against Python goldens too.)"""
 
 import json
 import random

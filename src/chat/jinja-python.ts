@@ -1,7 +1,7 @@
 // Makes @huggingface/jinja 0.5.11 (pinned exactly) print values the way Python's jinja2 does under transformers'
 // apply_chat_template, so a chat template renders byte-for-byte as the model saw it in training. The library renders
 // Qwen templates, but silently differs from Python in ways that change Qwen prompts (bun-stack.md, and measured
-// side by side in test/unit/template.test.ts):
+// side by side in test/unit/chat/template.test.ts):
 //   1. str.strip/lstrip/rstrip(chars) ignore `chars` and trim whitespace (Qwen3's reasoning history);
 //   2. booleans print true/false, also through |string and ~ (Python: True/False; Qwen3.5 tool arguments);
 //   3. None prints nothing and |string on it fails (Python: "None");

@@ -17,7 +17,7 @@
 // to JSON.stringify of its final arguments.
 //
 // The parser only ever decides on text it holds in `buf`, never on how that text was split into pushes, so any
-// split of the same text gives the same events (after merging adjacent deltas); test/unit/parser.test.ts checks it
+// split of the same text gives the same events (after merging adjacent deltas); test/unit/chat/output-parser.test.ts checks it
 // over random splits. Markup it cannot read is never dropped: before a call's name is known it is passed on as
 // content, after that it closes the call with what was parsed; both are logged.
 import { log } from "../log.ts";

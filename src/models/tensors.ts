@@ -1,6 +1,6 @@
 // The tensor inventory of a Qwen3.5-family checkpoint, derived from its config alone: every tensor of the official
 // layout (names as in the safetensors files, shapes in PyTorch order) with its kind and the part it belongs to. The
-// memory plan counts bytes over it; test/unit/models-memory.test.ts checks it name by name and shape by shape
+// memory plan counts bytes over it; test/unit/models/memory.test.ts checks it name by name and shape by shape
 // against the fixture checkpoints' safetensors headers, so the arithmetic is the checkpoint's, not a guess.
 import type { JsonObject, LayerKind } from "./config.ts";
 import type { Architecture, DflashShapes, TensorKind } from "./spec.ts";

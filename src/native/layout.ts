@@ -1,5 +1,5 @@
 // Struct layouts of the ABI structs the binding reads and writes (native/include/splash.h), in one place.
-// Offsets follow C's natural alignment; test/unit/native-layout.test.ts compares every field with offsetof() as the
+// Offsets follow C's natural alignment; test/unit/native/layout.test.ts compares every field with offsetof() as the
 // C compiler sees it (native/tests/abi_layout.c), so a header change that the binding missed fails the suite.
 
 export type FieldType = "i32" | "u32" | "f32" | "u64" | "ptr";

@@ -21,7 +21,7 @@ import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL
 
 export type Quant = "none" | "q8" | "q4";
 // The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
-// prefix: test/unit/native-layout.test.ts checks each against the header.
+// prefix: test/unit/native/layout.test.ts checks each against the header.
 export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.

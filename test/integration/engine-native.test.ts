@@ -118,7 +118,7 @@ for (const [fixture, kvType] of [["qwen35-dense-tiny", "f32"], ["qwen35-moe-tiny
       await engine.close();
     }, 60_000);
 
-    test("200 requests with random cancels: every one ends, and no memory stays held (1000 on the toy: engine-loop.test.ts)", async () => {
+    test("200 requests with random cancels: every one ends, and no memory stays held (1000 on the toy: test/unit/engine/engine.test.ts)", async () => {
       const engine = createEngine(step, { ...base, kvBudget: 60 * model.pageBytes(16) + 8 * model.slotBytes + 1, maxSeqs: 4, maxQueue: 200 });
       let seed = 7;
       const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;

@@ -4,7 +4,7 @@
 // not served); every answer is in its surface's error shape, names the field at fault where there is one, and none is
 // a 500. Rows are generated from a few tables: body-level shapes, every sampling and output field with values out of
 // its range or of the wrong type, conversation shapes (empty, skipped-only, wrong types), tools and output formats,
-// and prompts too long for the context. test/unit/server-malformed.test.ts checks exact messages for a hand-picked set.
+// and prompts too long for the context. test/unit/server/malformed.test.ts checks exact messages for a hand-picked set.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { LoadedModel } from "../../src/models/load.ts";
 import { loadModel } from "../../src/models/load.ts";

@@ -1,0 +1,38 @@
+// The Vulkan kernels op by op against the CPU backend (native/tests/vulkan_ops_test.c): every op on random inputs of
+// the real Qwen3.8-27B / Qwen3.6-35B-A3B shapes and of odd ones, NMSE tolerances per dtype (stated in the C file).
+// Runs on lavapipe (CI installs mesa-vulkan-drivers), first at its native subgroup size, then the quick set again
+// at subgroup sizes 4 and 16 (LP_NATIVE_VECTOR_WIDTH 128 and 512): the kernels must not depend on it.
+// lavapipe compiles each pipeline on first use (seconds each on 2 cores, cached on disk by Mesa afterwards).
+import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+const exe = join(import.meta.dir, "../../../../build/tests/vulkan_ops_test");
+const linux = process.platform === "linux";
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const r = Bun.spawnSync([exe, ...args], { env: { ...process.env, ...env } });
+  const out = r.stdout.toString();
+  console.log(out.trim());
+  return { code: r.exitCode, out, err: r.stderr.toString() };
+}
+
+test.skipIf(!linux)("built with the Vulkan backend", () => {
+  expect(existsSync(exe)).toBe(true);
+});
+
+test.skipIf(!linux)("every op matches the CPU backend, odd and real shapes", () => {
+  const r = run([]);
+  expect(r.out).toContain("matmul q4 17408x5120 n=1");
+  expect(r.out).toContain("gdn 16/48 heads, dk 128 dv 128");
+  expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
+  expect(r.code).toBe(0);
+}, 600_000);
+
+for (const width of ["128", "512"])
+  test.skipIf(!linux)(`the quick set at LP_NATIVE_VECTOR_WIDTH=${width} (subgroup ${Number(width) / 32})`, () => {
+    const r = run(["--quick"], { LP_NATIVE_VECTOR_WIDTH: width });
+    expect(r.out).toContain(`subgroup size ${Number(width) / 32}`);
+    expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
+    expect(r.code).toBe(0);
+  }, 600_000);
