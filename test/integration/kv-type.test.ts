@@ -5,7 +5,7 @@
 // moves a log-probability by more than the bound (why auto keeps f32 for the MoE model, BENCHMARKS.md). The Vulkan
 // backend's f16 and int8 caches (lavapipe here) hold the same bound against its own f32 cache. And the flag: it takes
 // effect on both backends (f16 and int8 logits differ from f32 ones, by little), and auto gives a model's measured type
-// (int8 for splash-tiny) on the GPU too. A backend without a type refuses it: test/unit/kv-type.test.ts.
+// (int8 for splash-tiny) on the GPU too. A backend without a type refuses it: test/unit/models/kv-type.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,9 +1,9 @@
 // applyKvType against a backend that lacks a KV type (every built-in backend now runs all three, so the CLI cannot
 // reach this): an explicit choice is refused naming the types it has, and auto falls back to the next wider type.
 import { expect, test } from "bun:test";
-import { CliError } from "../../src/cli/_command.ts";
-import { applyKvType, type KvType } from "../../src/models/kv-type.ts";
-import type { Model } from "../../src/native/model.ts";
+import { CliError } from "../../../src/cli/_command.ts";
+import { applyKvType, type KvType } from "../../../src/models/kv-type.ts";
+import type { Model } from "../../../src/native/model.ts";
 
 function stub(have: KvType[]) {
   const set: KvType[] = [];
