@@ -7,7 +7,8 @@
 // the adaptive policy follows measured step times and may draft little on a busy machine, and this is about
 // verification. Prompts are a few words and answers 8 tokens; lavapipe computes every row of a step on the CPU (a
 // request takes seconds there, against milliseconds on the CPU backend), so on Vulkan the first 4 prompts run four
-// at once and the first alone.
+// at once and the first alone. The caches are f32, and on Vulkan int8 too (what `--kv-type auto` gives splash-tiny
+// there): the drafters' attention reads int8 pages and verify rows quantize their K/V as decode rows do.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type LoadedModel } from "../../src/models/load.ts";
 import { resolveModel } from "../../src/models/resolve.ts";
@@ -22,18 +23,20 @@ const SCHEMA = { type: "object", properties: { answer: { type: "string" }, n: { 
 type Draft = "none" | "mtp" | "dflash" | "dflash2";
 
 // prompts: how many run four at once; alone: how many of them run one at a time
+const vulkan = probeBackend("vulkan").runsOn !== null;
 const BACKENDS = [
-  { backend: "cpu" as const, run: true, prompts: 16, alone: 16 },
-  { backend: "vulkan" as const, run: probeBackend("vulkan").runsOn !== null, prompts: 4, alone: 1 },
+  { backend: "cpu" as const, kvType: "f32" as const, run: true, prompts: 16, alone: 16 },
+  { backend: "vulkan" as const, kvType: "f32" as const, run: vulkan, prompts: 4, alone: 1 },
+  { backend: "vulkan" as const, kvType: "int8" as const, run: vulkan, prompts: 4, alone: 1 },
 ];
 const DRAFTERS = ["mtp", "dflash", "dflash2"] as const;
 
-for (const { backend, run, prompts, alone } of BACKENDS) {
-  describe.skipIf(!run)(`lossless through the API: splash-tiny on ${backend}`, () => {
+for (const { backend, kvType, run, prompts, alone } of BACKENDS) {
+  describe.skipIf(!run)(`lossless through the API: splash-tiny on ${backend}, ${kvType} KV`, () => {
     const servers = new Map<Draft, { loaded: LoadedModel; app: ReturnType<typeof createApp> }>();
     beforeAll(async () => {
       for (const draft of ["none", ...DRAFTERS] as const) {
-        const loaded = await loadModel(resolveModel(M), { threads: 2, kvBudget: 32 << 20, backend, draft, kvType: "f32", draftLength: draft === "none" ? undefined : 8 });
+        const loaded = await loadModel(resolveModel(M), { threads: 2, kvBudget: 32 << 20, backend, draft, kvType, draftLength: draft === "none" ? undefined : 8 });
         servers.set(draft, { loaded, app: createApp({ models: [loaded.chat] }) });
       }
     }, 60_000);
