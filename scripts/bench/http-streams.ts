@@ -1,8 +1,9 @@
 // Concurrent streams through the HTTP API: tokens per second of 1 streaming chat completion, then of N at once, on
 // a model served in this process as `splash serve` serves it (SSE over a loopback socket), and the ratio.
-//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N]
-// Each request asks for --tokens tokens at temperature 1 with a different seed; a stream that ends early counts the
-// tokens it wrote (usage). The clients run in a worker thread, as a separate program would: the server's thread
+//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N] [--draft auto]
+// Each request asks for --tokens tokens at temperature 1 with a different seed, its end-of-turn tokens biased out
+// (logit_bias -100), so every stream writes all of them and N streams decode together from start to end (a stream
+// that ended early would leave the others to finish alone, and the round would time fewer streams than asked). The clients run in a worker thread, as a separate program would: the server's thread
 // does only the server's work. Beside each rate, CPU time per 1000 tokens: the process's (every thread: the step's,
 // the server's, the clients') and the server thread's alone; a machine shared with other work changes them less
 // than wall time. Ends with one JSON line.
@@ -16,7 +17,7 @@ type ClientResult = { tokens: number; ms: number };
 // ---- the clients (worker thread) ----
 
 // One streamed completion: its completion tokens.
-async function stream(url: string, model: string, maxTokens: number, seed: number): Promise<number> {
+async function stream(url: string, model: string, maxTokens: number, seed: number, logitBias: Record<string, number>): Promise<number> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -27,6 +28,7 @@ async function stream(url: string, model: string, maxTokens: number, seed: numbe
       max_tokens: maxTokens,
       temperature: 1,
       seed,
+      logit_bias: logitBias,
       reasoning_effort: "none",
       messages: [{ role: "user", content: "Write a Python module with ten small utility functions, each with a docstring." }],
     }),
@@ -47,24 +49,30 @@ async function stream(url: string, model: string, maxTokens: number, seed: numbe
 }
 
 if (!isMainThread) {
-  const { url, model, maxTokens } = workerData as { url: string; model: string; maxTokens: number };
+  const { url, model, maxTokens, endTokens } = workerData as { url: string; model: string; maxTokens: number; endTokens: number[] };
+  const logitBias = Object.fromEntries(endTokens.map((t) => [String(t), -100]));
   parentPort!.on("message", async (r: Round) => {
     const t = performance.now();
-    const counts = await Promise.all(Array.from({ length: r.streams }, (_, i) => stream(url, model, maxTokens, r.seed + i)));
+    const counts = await Promise.all(Array.from({ length: r.streams }, (_, i) => stream(url, model, maxTokens, r.seed + i, logitBias)));
     parentPort!.postMessage({ tokens: counts.reduce((a, b) => a + b, 0), ms: performance.now() - t } satisfies ClientResult);
   });
 } else {
   const { loadModel } = await import("../../src/models/load.ts");
   const { resolveModel } = await import("../../src/models/resolve.ts");
   const { createServer } = await import("../../src/server/server.ts");
+  const { DRAFT_CHOICES } = await import("../../src/models/drafter.ts");
+  const { END_OF_TURN } = await import("../../src/chat/generate.ts");
 
-  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" }, draft: { type: "string", default: "auto" } }, allowPositionals: true });
   const streams = Number(values.streams);
   const maxTokens = Number(values.tokens);
   const rounds = Number(values.rounds);
-  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads) }); // 0: every core
+  const draft = DRAFT_CHOICES.find((c) => c === values.draft);
+  if (!draft) throw new Error(`--draft ${values.draft}: expected one of ${DRAFT_CHOICES.join(", ")}`);
+  const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads), draft }); // 0: every core
+  const endTokens = END_OF_TURN.map((t) => loaded.chat.tokenizer.encodeWithAddedTokens(t)).flatMap((ids) => (ids.length === 1 ? [ids[0]!] : [])); // added tokens only
   const server = createServer({ host: "127.0.0.1", port: 0, models: [loaded.chat] });
-  const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens } });
+  const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens, endTokens } });
 
   type Rate = { tokS: number; cpuMsPer1k: number; serverCpuMsPer1k: number };
   const rate = async (n: number, seed: number): Promise<Rate> => {
@@ -74,6 +82,7 @@ if (!isMainThread) {
       clients.once("message", resolve);
       clients.postMessage({ streams: n, seed } satisfies Round);
     });
+    if (r.tokens < n * maxTokens) console.log(`  (${n} stream${n > 1 ? "s" : ""} wrote ${r.tokens} of ${n * maxTokens} tokens)`);
     const used = process.cpuUsage(cpu);
     const own = process.threadCpuUsage(thread);
     return { tokS: r.tokens / (r.ms / 1000), cpuMsPer1k: (used.user + used.system) / r.tokens, serverCpuMsPer1k: (own.user + own.system) / r.tokens };
@@ -101,6 +110,7 @@ if (!isMainThread) {
       max_tokens: maxTokens,
       rounds,
       threads: loaded.model.info.threads,
+      draft: loaded.draft,
       load_average: +load.toFixed(2),
       one_tok_s: +oneTokS.toFixed(1),
       many_tok_s: +manyTokS.toFixed(1),

@@ -55,9 +55,10 @@ async function prepareGrammar(model: ChatModelParts, conversation: Conversation)
   return null;
 }
 
-// The end-of-turn tokens of a Qwen-family tokenizer (<|im_end|>, <|endoftext|>), for ChatModelParts.stopTokens.
+// The end-of-turn tokens of a Qwen-family tokenizer, for ChatModelParts.stopTokens.
+export const END_OF_TURN = ["<|im_end|>", "<|endoftext|>"] as const;
 export function endOfTurnTokens(tokenizer: Tokenizer): number[] {
-  return ["<|im_end|>", "<|endoftext|>"].map((t) => tokenizer.addedTokenId(t)).filter((id): id is number => id !== undefined);
+  return END_OF_TURN.map((t) => tokenizer.addedTokenId(t)).filter((id): id is number => id !== undefined);
 }
 
 export type RenderedPrompt = {

@@ -53,6 +53,11 @@ async function load(spec: string, quant: Quant, flags: LoadFlags): Promise<{ mod
 }
 
 const quantOption = z.enum(["none", "q8", "q4"], { error: "expected none, q8 or q4" });
+const RUNS = ["agent", "stall", "streams", "admission"] as const;
+const runsOption = z
+  .string()
+  .transform((s) => s.split(",").map((r) => r.trim()))
+  .pipe(z.array(z.enum(RUNS, { error: `expected a comma-separated list of ${RUNS.join(", ")}` })).min(1));
 
 export default command({
   meta: { name: "serve", description: "Prefix-cache TTFT, decode stall, concurrent decode and admission under a tight KV budget" },
@@ -65,6 +70,7 @@ export default command({
     turn: { type: "string", description: "Tokens each agent turn adds (default 512)" },
     target: { type: "string", description: "Shared prefix the agent conversation grows to (default 8192)" },
     context: { type: "string", description: "Served context of the admission run (default 2048)" },
+    runs: { type: "string", description: "Comma-separated runs to do: agent, stall, streams, admission (default all)" },
   },
   async run({ args }) {
     const name = "bench serve";
@@ -78,38 +84,50 @@ export default command({
     const mainSpec = args.model ?? (existsSync(join(modelsDir, "splash-tiny", "config.json")) ? "splash-tiny" : "random:small");
     const decodeSpec = args.decodeModel ?? "random:medium";
     const engineOptions = { pageTokens: 64, kvBudget: 512 * 2 ** 20 };
+    const runs = new Set(args.runs === undefined ? RUNS : parseOption(name, "runs", runsOption, args.runs));
 
-    const main = await load(mainSpec, quant, flags);
-    const kvTypes: Record<string, string> = { main: main.model.info.kvType };
-    let agent, stall, admission;
-    try {
-      const step = nativeStepModel(main.model);
-      log.info(`agent: ${system}-token system prompt, +${turn} tokens a turn, until ${target} tokens are cached`);
-      const turns = await agentTurns(step, engineOptions, { systemTokens: system, turnTokens: turn, outputTokens: 32, targetPrefix: target, missTurns: "first-and-last" });
-      for (const t of turns) log.info(`  turn ${t.turn}: ${t.promptTokens} tokens, ${t.cachedTokens} cached, TTFT ${t.hitMs.toFixed(0)} ms${t.missMs === undefined ? "" : ` vs ${t.missMs.toFixed(0)} ms uncached (${t.speedup!.toFixed(1)}×)`}`);
-      agent = { turns, speedupAtTarget: turns.at(-1)!.speedup };
-      log.info("stall: 2 streams decoding while a 2048-token prompt arrives, with the 200 ms step target and without it");
-      stall = { target200ms: await decodeStall(step, engineOptions, 2, 2048), budgetOnly: await decodeStall(step, { ...engineOptions, stallTargetMs: Infinity }, 2, 2048) };
-      for (const [policy, r] of Object.entries(stall)) {
-        log.info(`  ${policy}: gap between tokens ${r.baselineGapMs.toFixed(0)} ms before, ${r.medianGapDuringPrefillMs.toFixed(0)} ms median / ${r.maxGapDuringPrefillMs.toFixed(0)} ms max during its ${r.prefillMs.toFixed(0)} ms prefill`);
+    const kvTypes: Record<string, string> = {};
+    let agent, stall, admission, streams;
+    if (runs.has("agent") || runs.has("stall") || runs.has("admission")) {
+      const main = await load(mainSpec, quant, flags);
+      kvTypes.main = main.model.info.kvType;
+      try {
+        const step = nativeStepModel(main.model);
+        if (runs.has("agent")) {
+          log.info(`agent: ${system}-token system prompt, +${turn} tokens a turn, until ${target} tokens are cached`);
+          const turns = await agentTurns(step, engineOptions, { systemTokens: system, turnTokens: turn, outputTokens: 32, targetPrefix: target, missTurns: "first-and-last" });
+          for (const t of turns) log.info(`  turn ${t.turn}: ${t.promptTokens} tokens, ${t.cachedTokens} cached, TTFT ${t.hitMs.toFixed(0)} ms${t.missMs === undefined ? "" : ` vs ${t.missMs.toFixed(0)} ms uncached (${t.speedup!.toFixed(1)}×)`}`);
+          agent = { turns, speedupAtTarget: turns.at(-1)!.speedup };
+        }
+        if (runs.has("stall")) {
+          log.info("stall: 2 streams decoding while a 2048-token prompt arrives, with the 200 ms step target and without it");
+          stall = { target200ms: await decodeStall(step, engineOptions, 2, 2048), budgetOnly: await decodeStall(step, { ...engineOptions, stallTargetMs: Infinity }, 2, 2048) };
+          for (const [policy, r] of Object.entries(stall)) {
+            log.info(`  ${policy}: gap between tokens ${r.baselineGapMs.toFixed(0)} ms before, ${r.medianGapDuringPrefillMs.toFixed(0)} ms median / ${r.maxGapDuringPrefillMs.toFixed(0)} ms max during its ${r.prefillMs.toFixed(0)} ms prefill`);
+          }
+        }
+        if (runs.has("admission")) {
+          log.info(`admission: 16 requests, context ${context}, budget for 9 full contexts`);
+          admission = await tightBudget(step, { pageTokens: 64 }, { requests: 16, contextTokens: context, reserveAdmits: 9, outputTokens: 16 });
+          log.info(`  ${admission.completed}/16 completed, ${admission.peakRunning} at once; peak ${formatBytes(admission.peakSequenceBytes)} held of ${formatBytes(admission.budgetBytes)}`);
+        }
+      } finally {
+        main.model.free();
       }
-      log.info(`admission: 16 requests, context ${context}, budget for 9 full contexts`);
-      admission = await tightBudget(step, { pageTokens: 64 }, { requests: 16, contextTokens: context, reserveAdmits: 9, outputTokens: 16 });
-      log.info(`  ${admission.completed}/16 completed, ${admission.peakRunning} at once; peak ${formatBytes(admission.peakSequenceBytes)} held of ${formatBytes(admission.budgetBytes)}`);
-    } finally {
-      main.model.free();
     }
 
-    const dec = await load(decodeSpec, quant, flags);
-    kvTypes.decode = dec.model.info.kvType;
-    let one, four;
-    try {
-      const step = nativeStepModel(dec.model);
-      one = await decodeStreams(step, engineOptions, 1, 16, 48);
-      four = await decodeStreams(step, engineOptions, 4, 16, 48);
-      log.info(`streams: ${one.tokensPerSecond.toFixed(1)} tokens/s alone, ${four.tokensPerSecond.toFixed(1)} in all with 4 (${(four.tokensPerSecond / one.tokensPerSecond).toFixed(2)}×)`);
-    } finally {
-      dec.model.free();
+    if (runs.has("streams")) {
+      const dec = await load(decodeSpec, quant, flags);
+      kvTypes.decode = dec.model.info.kvType;
+      try {
+        const step = nativeStepModel(dec.model);
+        const one = await decodeStreams(step, engineOptions, 1, 16, 48);
+        const four = await decodeStreams(step, engineOptions, 4, 16, 48);
+        log.info(`streams: ${one.tokensPerSecond.toFixed(1)} tokens/s alone, ${four.tokensPerSecond.toFixed(1)} in all with 4 (${(four.tokensPerSecond / one.tokensPerSecond).toFixed(2)}×); CPU per token ${one.cpuMsPerToken.toFixed(1)} ms alone, ${four.cpuMsPerToken.toFixed(1)} ms with 4`);
+        streams = { one, four, ratio: four.tokensPerSecond / one.tokensPerSecond };
+      } finally {
+        dec.model.free();
+      }
     }
 
     const m = machine();
@@ -120,7 +138,7 @@ export default command({
         models: { main: mainSpec, decode: decodeSpec, quant, threads: threads || m.cores, kvType: kvTypes },
         agent,
         stall,
-        streams: { one, four, ratio: four.tokensPerSecond / one.tokensPerSecond },
+        streams,
         admission,
       }),
     );

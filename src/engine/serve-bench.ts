@@ -100,19 +100,24 @@ export async function agentTurns(model: StepModel, engineOptions: EngineOptions,
   return turns;
 }
 
-export type StreamsResult = { streams: number; tokens: number; seconds: number; tokensPerSecond: number };
+// cpuMsPerToken: the process's CPU time over the whole run (prompts included) per token generated; on a machine
+// shared with other work it moves less than the wall-time rate.
+export type StreamsResult = { streams: number; tokens: number; seconds: number; tokensPerSecond: number; cpuMsPerToken: number };
 
 // Total decode throughput of n concurrent streams: the tokens produced while all of them were decoding, over that
 // time (from the last stream's first token to the last token).
 export async function decodeStreams(model: StepModel, engineOptions: EngineOptions, n: number, promptTokens: number, outputTokens: number): Promise<StreamsResult> {
   const engine = createEngine(model, { ...engineOptions, prefixCache: false });
   try {
+    const cpu = process.cpuUsage();
     const runs = await Promise.all(Array.from({ length: n }, (_, i) => timed(engine.generate(request(randomTokens(promptTokens, 7 + i, model.vocabSize), outputTokens)))));
+    const used = process.cpuUsage(cpu);
+    const generated = runs.reduce((acc, r) => acc + r.tokens.length, 0);
     const start = Math.max(...runs.map((r) => r.at[0]!));
     const end = Math.min(...runs.map((r) => r.at.at(-1)!));
     const tokens = runs.reduce((acc, r) => acc + r.at.filter((t) => t > start && t <= end).length, 0);
     const seconds = (end - start) / 1000;
-    return { streams: n, tokens, seconds, tokensPerSecond: tokens / seconds };
+    return { streams: n, tokens, seconds, tokensPerSecond: tokens / seconds, cpuMsPerToken: (used.user + used.system) / 1000 / generated };
   } finally {
     await engine.close();
   }
