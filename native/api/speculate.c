@@ -487,6 +487,7 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     pthread_mutex_lock(&m->lock);
     if (!(st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) {
         sp_seq_memory mem = sp_cache_memory(c);
+        /* with a drafter, it ingests what the step commits */
         st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
         sp_api_end_refusals(seqs, n_seqs, refused);
     }
