@@ -20,9 +20,9 @@ uint64_t splash_cache_slot_bytes(const splash_model *m) {
     return m ? sp_qwen35_slot_bytes(m->arch) + (m->speculator ? sp_speculator_slot_bytes(m->speculator) : 0) : 0;
 }
 
-sp_qwen35_memory sp_cache_memory(const splash_cache *c) {
-    return (sp_qwen35_memory){.kv = c->kv, .page_bytes = (int64_t)c->page_bytes, .page_tokens = c->page_tokens,
-                              .kv_type = c->kv_type, .state = c->state};
+sp_seq_memory sp_cache_memory(const splash_cache *c) {
+    return (sp_seq_memory){.kv = c->kv, .page_bytes = (int64_t)c->page_bytes, .page_tokens = c->page_tokens,
+                            .kv_type = c->kv_type, .state = c->state};
 }
 
 splash_status splash_cache_create(splash_model *m, int32_t page_tokens, int32_t n_pages, int32_t n_slots,

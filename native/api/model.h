@@ -44,7 +44,7 @@ struct splash_cache {
 };
 
 /* Where a step on this cache finds the target's sequence state. */
-sp_qwen35_memory sp_cache_memory(const splash_cache *c);
+sp_seq_memory sp_cache_memory(const splash_cache *c);
 
 /* Checks a step's sequences against the model and cache (step.c); nothing is written. */
 splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs);

@@ -271,9 +271,9 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
     return token;
 }
 
-static sp_draft_memory draft_memory(const splash_cache *c) {
-    return (sp_draft_memory){.kv = c->draft_kv, .page_bytes = (int64_t)c->draft_page_bytes, .page_tokens = c->page_tokens,
-                             .kv_type = c->kv_type, .state = c->draft_state};
+static sp_seq_memory draft_memory(const splash_cache *c) {
+    return (sp_seq_memory){.kv = c->draft_kv, .page_bytes = (int64_t)c->draft_page_bytes, .page_tokens = c->page_tokens,
+                           .kv_type = c->kv_type, .state = c->draft_state};
 }
 
 splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
@@ -315,7 +315,7 @@ splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *d
         s->last[i] = (drafted){drafts[i].slot, drafts[i].n_past, drafts[i].n_draft, drafts[i].sampling.temperature > 0};
     }
     m->op_status = SPLASH_OK;
-    sp_draft_memory mem = draft_memory(c);
+    sp_seq_memory mem = draft_memory(c);
     splash_status st = s->d->ops->draft(s->d, &mem, seqs, n, shape, pick, &ctx);
     free(ctx.penalty);
     if (!st && m->op_status) st = m->op_status;
@@ -443,7 +443,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     }
     sp_qwen35_speculate spec = {s->d->tap_layers, s->d->n_taps, s->d->n_taps ? s->rows : NULL, s->d->n_taps ? NULL : s->rows,
                                 is_verify, s->logits};
-    sp_qwen35_memory mem = sp_cache_memory(c);
+    sp_seq_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_speculate(m->arch, &mem, seqs, n, &spec);
     if (st) return st;
     /* accept, then replay the accepted rows into each verify block's GDN state */
@@ -470,7 +470,7 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
                                   s->rows + row0 * s->row_width, s->row_width};
         row0 += seqs[i].n_tokens;
     }
-    sp_draft_memory dm = draft_memory(c);
+    sp_seq_memory dm = draft_memory(c);
     m->op_status = SPLASH_OK;
     s->d->ops->ingest(s->d, &dm, rows, n);
     return m->op_status;
@@ -486,7 +486,8 @@ splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seq
     uint8_t refused[n_seqs];
     pthread_mutex_lock(&m->lock);
     if (!(st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) {
-        sp_qwen35_memory mem = sp_cache_memory(c);
+        sp_seq_memory mem = sp_cache_memory(c);
+        /* with a drafter, it ingests what the step commits */
         st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
         sp_api_end_refusals(seqs, n_seqs, refused);
     }

@@ -159,16 +159,5 @@ splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_s
 }
 
 splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
-    splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
-    if (st) return st;
-    uint8_t refused[n_seqs];
-    pthread_mutex_lock(&m->lock);
-    if (!(st = sp_api_refuse(m, c, seqs, NULL, n_seqs, refused))) {
-        sp_qwen35_memory mem = sp_cache_memory(c);
-        /* with a drafter, it ingests what the step commits */
-        st = m->speculator ? sp_speculator_step(m, c, seqs, NULL, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
-        sp_api_end_refusals(seqs, n_seqs, refused);
-    }
-    pthread_mutex_unlock(&m->lock);
-    return st;
+    return splash_step_spec(m, c, seqs, NULL, n_seqs); /* a step without verify blocks (speculate.c) */
 }

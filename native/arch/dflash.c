@@ -453,12 +453,6 @@ static uint64_t dflash_slot_bytes(const sp_drafter *base) {
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
-static sp_kv_view kv_view(const sp_dflash *d, const sp_draft_memory *mem, int32_t layer, const int32_t *pages) {
-    const dflash_config *c = &d->cfg;
-    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, layer, c->num_key_value_heads, c->head_dim,
-                            mem->page_tokens, pages);
-}
-
 /* k = rope(k_norm(k_proj(x))), v = v_proj(x) for drafter layer i over n rows of x at s->pos */
 static void keys_values(sp_dflash *d, const dflash_layer *y, const float *x, int64_t n) {
     const sp_backend *be = d->be;
@@ -476,7 +470,7 @@ static void upload_rows(sp_dflash *d, int64_t n, bool tokens) {
     d->be->write(d->be, d->s.pos, d->host_ints + d->rows, sizeof(int32_t) * (uint64_t)n);
 }
 
-static void dflash_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+static void dflash_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
     sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
     const dflash_config *c = &d->cfg;
@@ -495,7 +489,7 @@ static void dflash_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp
         keys_values(d, &d->w.layers[l], s->h, n);
         int64_t r = 0;
         for (int32_t i = 0; i < n_seqs; i++) {
-            sp_kv_view kv = kv_view(d, mem, l, seqs[i].pages);
+            sp_kv_view kv = sp_memory_kv(mem, l, c->num_key_value_heads, c->head_dim, seqs[i].pages);
             be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, seqs[i].pos0, seqs[i].n, (int32_t)Hkv, (int32_t)hd);
             r += seqs[i].n;
         }
@@ -537,7 +531,7 @@ static void conv_blocks(sp_dflash *d, float *x, const dflash_conv *cv, int32_t s
                       c->conv_group, row0, len, n_seqs);
 }
 
-static splash_status dflash_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+static splash_status dflash_draft(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
                                   sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
     sp_dflash *d = (sp_dflash *)base;
     const sp_backend *be = d->be;
@@ -575,7 +569,7 @@ static splash_status dflash_draft(sp_drafter *base, const sp_draft_memory *mem, 
         be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, (int32_t)hd, s->pos, NULL, d->w.inv_freq);
         keys_values(d, y, s->xb, n);
         for (int32_t i = 0; i < n_seqs; i++) {
-            sp_kv_view kv = kv_view(d, mem, l, seqs[i].pages);
+            sp_kv_view kv = sp_memory_kv(mem, l, c->num_key_value_heads, c->head_dim, seqs[i].pages);
             int64_t r0 = row0[i];
             sp_attn_ext x = {.n_rows = len[i], .q_pos0 = seqs[i].n_past, .kv = &kv, .page_lo = 0, .page_hi = seqs[i].n_past,
                              .window = c->sliding[l] ? c->sliding_window : 0, .k_blk = s->k + r0 * Hkv * hd,

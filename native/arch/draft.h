@@ -11,6 +11,7 @@
 #ifndef SP_ARCH_DRAFT_H
 #define SP_ARCH_DRAFT_H
 
+#include "arch/memory.h"
 #include "splash.h"
 
 #include <stdint.h>
@@ -33,15 +34,6 @@ typedef struct sp_draft_target {
     int32_t quant;                  /* SPLASH_QUANT_*: the drafter's matrices follow the target's */
     int32_t max_step_tokens;        /* rows one step carries: ingest is sized for it */
 } sp_draft_target;
-
-/* The drafter's share of the cache: K/V pages (same ids and page_tokens as the target's) and per-slot state. */
-typedef struct sp_draft_memory {
-    void *kv;
-    int64_t page_bytes;         /* from one page to the next: the drafter's page bytes, padded */
-    int32_t page_tokens;
-    int32_t kv_type;            /* SPLASH_KV_* of the pages, the target's */
-    float *state;
-} sp_draft_memory;
 
 /* Committed rows of one sequence in a step: positions pos0 .. pos0 + n − 1 with their tokens and the target's
  * rows for them (MTP: final-normed hidden [n][H]; DFlash: taps [n][n_taps · H]), row stride `stride` floats. */
@@ -88,10 +80,10 @@ typedef struct sp_drafter_ops {
     uint64_t (*slot_bytes)(const sp_drafter *d);
     /* takes in the committed rows of a step: each sequence's rows hold the target's taps of those positions
      * (tap_layers below), or its final-normed hidden when the drafter names no taps */
-    void (*ingest)(sp_drafter *d, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs);
+    void (*ingest)(sp_drafter *d, const sp_seq_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs);
     /* proposes seqs[i].n_draft tokens per sequence, calling pick for each (a drafter with a candidate selector
      * takes its candidates from the row shape gives) */
-    splash_status (*draft)(sp_drafter *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+    splash_status (*draft)(sp_drafter *d, const sp_seq_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
                            sp_draft_shape shape, sp_draft_pick pick, void *ctx);
 } sp_drafter_ops;
 

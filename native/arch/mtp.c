@@ -281,11 +281,6 @@ static uint64_t mtp_slot_bytes(const sp_drafter *base) {
 
 /* ---- forward ------------------------------------------------------------------------------------------------ */
 
-static sp_kv_view kv_view(const sp_mtp *d, const sp_draft_memory *mem, const int32_t *pages) {
-    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, 0, d->cfg.num_key_value_heads, d->cfg.head_dim,
-                            mem->page_tokens, pages);
-}
-
 /* s->tokens, s->pos ← the first n of host_ints' tokens and positions */
 static void upload_rows(sp_mtp *d, int64_t n) {
     d->be->write(d->be, d->s.tokens, d->host_ints, sizeof(int32_t) * (uint64_t)n);
@@ -317,7 +312,7 @@ static void keys_values(sp_mtp *d, int64_t n) {
     be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
 }
 
-static void mtp_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
+static void mtp_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
     sp_mtp *d = (sp_mtp *)base;
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
@@ -350,7 +345,7 @@ static void mtp_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_dr
         const sp_draft_rows *q = &seqs[i];
         int32_t skip = q->pos0 == 0, m = q->n - skip;
         if (m > 0) {
-            sp_kv_view kv = kv_view(d, mem, q->pages);
+            sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, q->pages);
             be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
             r += m;
         }
@@ -359,7 +354,7 @@ static void mtp_ingest(sp_drafter *base, const sp_draft_memory *mem, const sp_dr
 }
 
 /* The MTP layer on n rows (one per sequence, seqs[i] at storage position pos[i] + 1), then mtp.norm into s->h. */
-static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seqs, int64_t n) {
+static void layer(sp_mtp *d, const sp_seq_memory *mem, const sp_draft_seq *seqs, int64_t n) {
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
     mtp_scratch *s = &d->s;
@@ -373,7 +368,7 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
     be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
     for (int64_t i = 0; i < n; i++) {
-        sp_kv_view kv = kv_view(d, mem, seqs[i].pages);
+        sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, seqs[i].pages);
         int32_t at = d->host_ints[d->rows + i] + 1; /* storage position of this pair */
         be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
         sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
@@ -403,7 +398,7 @@ static void layer(sp_mtp *d, const sp_draft_memory *mem, const sp_draft_seq *seq
     be->rmsnorm(be, s->h, s->x, w->norm, n, H, eps);
 }
 
-static splash_status mtp_draft(sp_drafter *base, const sp_draft_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
+static splash_status mtp_draft(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_seq *seqs, int32_t n_seqs,
                                sp_draft_shape shape, sp_draft_pick pick, void *ctx) {
     (void)shape; /* no candidate selector */
     sp_mtp *d = (sp_mtp *)base;

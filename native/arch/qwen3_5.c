@@ -39,16 +39,10 @@ typedef struct step_rows {
     int64_t row0[];
 } step_rows;
 
-static sp_kv_view kv_view(const sp_qwen35 *m, const sp_qwen35_memory *mem, const qwen35_layer *y, const splash_seq *s) {
-    const qwen35_config *c = &m->cfg;
-    return sp_kv_layer_view(mem->kv, mem->page_bytes, mem->kv_type, y->index, c->num_key_value_heads, c->head_dim,
-                            mem->page_tokens, s->pages);
-}
-
 /* Gated full attention (HF Qwen3_5Attention), xb → s->out:
  *   [query | gate] = q_proj(x) per head;  q = rope(q_norm(query));  k = rope(k_norm(k_proj(x)));  v = v_proj(x)
  *   out = o_proj(softmax(q·kᵀ/√hd + causal) · v · sigmoid(gate)) */
-static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const sp_qwen35_memory *mem,
+static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const sp_seq_memory *mem,
                            const step_rows *r) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
@@ -68,7 +62,7 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     TRACE(m, "attn_k", l, s->k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
-        sp_kv_view kv = kv_view(m, mem, y, q);
+        sp_kv_view kv = sp_memory_kv(mem, y->index, c->num_key_value_heads, c->head_dim, q->pages);
         int64_t r0 = r->row0[i];
         be->kv_write(be, &kv, s->k + r0 * Hkv * hd, s->v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
         be->attention(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
@@ -107,7 +101,7 @@ static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, 
 /* Gated DeltaNet (HF Qwen3_5GatedDeltaNet), xb → s->out:
  *   qkv = silu(conv1d(in_proj_qkv(x)));  z = in_proj_z(x);  b = in_proj_b(x);  a = in_proj_a(x)
  *   o = delta rule(q, k, v, g(a), β(b)) per v head;  out = out_proj(rmsnorm_gated(o, z)) */
-static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const sp_qwen35_memory *mem,
+static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const sp_seq_memory *mem,
                            const step_rows *r) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
@@ -257,11 +251,11 @@ static void image_rows(sp_qwen35 *m, const step_rows *r) {
     }
 }
 
-splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs) {
+splash_status sp_qwen35_step(sp_qwen35 *m, const sp_seq_memory *mem, splash_seq *seqs, int32_t n_seqs) {
     return sp_qwen35_step_speculate(m, mem, seqs, n_seqs, NULL);
 }
 
-splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
+splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, splash_seq *seqs, int32_t n_seqs,
                                        const sp_qwen35_speculate *sp) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
@@ -345,7 +339,7 @@ splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *byt
     return SPLASH_OK;
 }
 
-void sp_qwen35_commit(sp_qwen35 *m, const sp_qwen35_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep) {
+void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;

@@ -2,19 +2,11 @@
 #ifndef SP_QWEN3_5_H
 #define SP_QWEN3_5_H
 
+#include "arch/memory.h"
 #include "splash.h"
 
 typedef struct sp_backend sp_backend;
 typedef struct sp_qwen35 sp_qwen35;
-
-/* Where a step finds sequence state: the cache's pages and slots (sizes from sp_qwen35_page/slot_bytes). */
-typedef struct sp_qwen35_memory {
-    void *kv;             /* n_pages pages */
-    int64_t page_bytes;   /* from one page to the next: sp_qwen35_page_bytes, padded */
-    int32_t page_tokens;
-    int32_t kv_type;      /* SPLASH_KV_* of the pages */
-    float *state;         /* n_slots slots */
-} sp_qwen35_memory;
 
 /* Loads `dir` onto `be` (which must outlive the model). quant: SPLASH_QUANT_*. */
 splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
@@ -31,7 +23,7 @@ uint64_t sp_qwen35_page_bytes(const sp_qwen35 *m, int32_t page_tokens, int32_t k
 uint64_t sp_qwen35_slot_bytes(const sp_qwen35 *m);
 
 /* Runs one step over already validated sequences (native/api/step.c checks them). */
-splash_status sp_qwen35_step(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs);
+splash_status sp_qwen35_step(sp_qwen35 *m, const sp_seq_memory *mem, splash_seq *seqs, int32_t n_seqs);
 
 /* ---- speculative decoding (native/api/speculate.c) ------------------------------------------------------------- */
 
@@ -48,7 +40,7 @@ typedef struct sp_qwen35_speculate {
                                    (they stay on the device; a verify sequence asks for no logits of its own) */
 } sp_qwen35_speculate;
 
-splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_qwen35_memory *mem, splash_seq *seqs, int32_t n_seqs,
+splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, splash_seq *seqs, int32_t n_seqs,
                                        const sp_qwen35_speculate *sp);
 /* Room for verify blocks of up to `rows` rows in one step (the block inputs kept for the replay); returns the bytes. */
 splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes);
@@ -56,7 +48,7 @@ splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *byt
  * it was before the step), so the state equals what token-by-token decoding of those rows would have left. The step
  * keeps verify blocks' rows in sequence order: kept_row = Σ n_tokens of the verify sequences before this one. Uses
  * the step's scratch: call it after the step, before the next one. */
-void sp_qwen35_commit(sp_qwen35 *m, const sp_qwen35_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep);
+void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep);
 
 /* What a drafter borrows from the target (arch/draft.h). */
 typedef struct sp_draft_target sp_draft_target;

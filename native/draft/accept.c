@@ -1,8 +1,8 @@
 /* accept.c — speculative acceptance (rejection sampling) and the sampler's distribution over a logits row. */
 #include "draft/accept.h"
 
-#include "core/mask.h"
 #include "core/rank.h"
+#include "core/sampling.h"
 
 #include <math.h>
 #include <string.h>
@@ -70,29 +70,9 @@ int32_t sp_accept(const float *p, const float *q, int32_t q_rows, int32_t V, con
 
 uint64_t sp_accept_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
 
-static void penalize(float *z, const sp_dist_row *r, uint32_t *seen, int32_t V) {
-    const splash_sampling *s = r->params;
-    int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
-    if (!rep && s->presence_penalty == 0 && s->frequency_penalty == 0) return;
-    memset(seen, 0, (size_t)(V + 31) / 32 * sizeof(uint32_t));
-    for (int32_t i = 0; i < r->n_penalty; i++) {
-        int32_t t = r->penalty[i];
-        if (t < 0 || t >= V) continue;
-        if (!(seen[t >> 5] & (1u << (t & 31)))) {
-            seen[t >> 5] |= 1u << (t & 31);
-            if (rep) z[t] = z[t] > 0 ? z[t] / s->repetition_penalty : z[t] * s->repetition_penalty;
-            z[t] -= s->presence_penalty;
-        }
-        z[t] -= s->frequency_penalty;
-    }
-}
-
 void sp_accept_logits(const sp_dist_row *r, int32_t V, float *z, void *scratch) {
-    const splash_sampling *s = r->params;
-    memcpy(z, r->logits, sizeof(float) * (size_t)V);
-    penalize(z, r, (uint32_t *)((int32_t *)((float *)scratch + V) + V), V);
-    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
-    sp_mask_row(z, V, r->allowed, r->tokens);
+    sp_sampling_row(z, r->logits, V, r->params, r->penalty, r->n_penalty, r->allowed, r->tokens,
+                    (uint32_t *)((int32_t *)((float *)scratch + V) + V));
 }
 
 float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch) {
@@ -155,12 +135,7 @@ float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, in
         while (keep < c && cum < s->top_p * total) cum += w[idx[keep++]];
         c = keep > 0 ? keep : 1;
     }
-    if (s->min_p > 0) {
-        int64_t m = 0;
-        for (int64_t i = 0; i < c; i++)
-            if (w[idx[i]] >= s->min_p) idx[m++] = idx[i];
-        c = m > 0 ? m : 1;
-    }
+    if (s->min_p > 0) c = sp_min_p_keep(idx, c, w, s->min_p);
     double total = 0;
     for (int64_t i = 0; i < c; i++) total += w[idx[i]];
     for (int64_t i = 0; i < c; i++) probs[idx[i]] = (float)(w[idx[i]] / total);

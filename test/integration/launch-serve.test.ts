@@ -60,7 +60,7 @@ test("splash stop ends it", async () => {
 test("from the single executable, the launcher starts that executable's own serve", async () => {
   const dir = mkdtempSync(join(tmpdir(), "splash-bin-"));
   const exe = join(dir, "splash");
-  await $`${process.execPath} build --compile --minify --bytecode ${join(repoRoot, "src/main.ts")} --outfile ${exe}`.cwd(repoRoot).quiet();
+  await $`${process.execPath} ${join(repoRoot, "scripts/build/binary.ts")} --outfile ${exe}`.quiet();
   // A stand-in tool: the launch under test is the server's, not the tool's.
   writeFileSync(join(dir, "codex"), "#!/bin/sh\nexit 0\n");
   chmodSync(join(dir, "codex"), 0o755);

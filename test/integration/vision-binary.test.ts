@@ -14,8 +14,7 @@ let url: string;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "splash-vision-bin-"));
-  await $`bun ${join(repoRoot, "scripts/build/native.ts")}`.quiet();
-  await $`bun build --compile ${join(repoRoot, "src/main.ts")} --outfile ${join(dir, "empty", "splash")}`.cwd(repoRoot).quiet();
+  await $`bun ${join(repoRoot, "scripts/build/binary.ts")} --outfile ${join(dir, "empty", "splash")}`.quiet();
   cpSync(visionFixtureModelDir(), join(dir, "model"), { recursive: true, dereference: true });
   proc = Bun.spawn([join(dir, "empty", "splash"), "serve", join(dir, "model"), "--port", "0", "--kv-budget", "64M", "--threads", "2"], {
     cwd: join(dir, "empty"),

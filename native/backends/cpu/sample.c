@@ -4,7 +4,8 @@
  * Order (each step sees the previous one's output):
  *   z = logits; repetition penalty (HF: z>0 ? z/r : z·r, once per distinct token); presence (−p once per distinct
  *   token) and frequency (−f per occurrence) penalties (OpenAI); the logit bias (OpenAI) added; ids outside the
- *   allowed mask or the model's token mask (unused tokenizer ids) → −inf.
+ *   allowed mask or the model's token mask (unused tokenizer ids) → −inf (core/sampling.c, which speculative
+ *   acceptance shares).
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
  *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
@@ -19,8 +20,8 @@
 #include "ops.h"
 
 #include "core/error.h"
-#include "core/mask.h"
 #include "core/rank.h"
+#include "core/sampling.h"
 
 #include <string.h>
 
@@ -79,23 +80,6 @@ static int64_t nucleus(int32_t *idx, int64_t c, const float *w, double need, dou
     return keep > 0 ? keep : 1;
 }
 
-static void apply_penalties(float *z, const sp_sample_job *job, uint32_t *seen, int32_t vocab) {
-    const splash_sampling *s = job->params;
-    int rep = s->repetition_penalty != 1.0f && s->repetition_penalty > 0;
-    if (!rep && s->presence_penalty == 0 && s->frequency_penalty == 0) return;
-    memset(seen, 0, (size_t)(vocab + 31) / 32 * sizeof(uint32_t));
-    for (int32_t i = 0; i < job->n_penalty; i++) {
-        int32_t t = job->penalty_tokens[i];
-        if (t < 0 || t >= vocab) continue;
-        if (!(seen[t >> 5] & (1u << (t & 31)))) {
-            seen[t >> 5] |= 1u << (t & 31);
-            if (rep) z[t] = z[t] > 0 ? z[t] / s->repetition_penalty : z[t] * s->repetition_penalty;
-            z[t] -= s->presence_penalty;
-        }
-        z[t] -= s->frequency_penalty;
-    }
-}
-
 /* The two exp passes over a row (logsumexp for the logprobs; sampling weights), per ISA. Masked tokens hold −inf
  * and give 0. */
 typedef struct {
@@ -120,10 +104,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     int32_t *idx = (int32_t *)(w + V);
     uint32_t *seen = (uint32_t *)(idx + V);
     double *bins = (double *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
-    memcpy(z, job->logits, sizeof(float) * (size_t)V);
-    apply_penalties(z, job, seen, V);
-    for (int32_t k = 0; k < s->n_bias; k++) z[s->bias_ids[k]] += s->bias[k];
-    sp_mask_row(z, V, job->allowed, job->tokens);
+    sp_sampling_row(z, job->logits, V, s, job->penalty_tokens, job->n_penalty, job->allowed, job->tokens, seen);
     int32_t arg = 0;
     float mx = z[0];
     for (int32_t t = 1; t < V; t++)
@@ -178,12 +159,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
                 c = nucleus(idx, c, w, need, bins);
             }
         }
-        if (s->min_p > 0) { /* the largest weight is 1 */
-            int64_t m = 0;
-            for (int64_t i = 0; i < c; i++)
-                if (w[idx[i]] >= s->min_p) idx[m++] = idx[i];
-            c = m > 0 ? m : 1;
-        }
+        if (s->min_p > 0) c = sp_min_p_keep(idx, c, w, s->min_p);
         double total = 0;
         for (int64_t i = 0; i < c; i++) total += w[idx[i]];
         double r = uniform01(s->seed, job->position) * total, cum = 0;

@@ -1,4 +1,4 @@
-// The speculative acceptance rule (native/spec/accept.c) on fixed probabilities: the tokens it emits are distributed
+// The speculative acceptance rule (native/draft/accept.c) on fixed probabilities: the tokens it emits are distributed
 // as the target's p whatever the draft distribution q, checked by a chi-square goodness-of-fit test at significance
 // 0.001 with fixed seeds (deterministic: the same draws every run). A control shows the test has power: the drafts
 // themselves (distributed as q) fail it.

@@ -1,0 +1,90 @@
+/* backend_test.h — what the backend-op tests share (vulkan_ops_test.c, metal_host_test.c, in the manner of ggml's
+ * test-backend-ops): a backend under test, `gpu`, checked op by op against the CPU backend, `cpu` (the reference),
+ * on the same random inputs, by normalized MSE (Σ(gpu − cpu)² / Σ cpu²). Each program creates both backends in
+ * main and runs its cases; a check passes when the error is within tolerance and the backend reported no error. */
+#ifndef SP_TEST_BACKEND_TEST_H
+#define SP_TEST_BACKEND_TEST_H
+
+#include "backends/backend.h"
+#include "check.h"
+#include "core/error.h"
+#include "core/quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static sp_backend cpu, gpu;
+static splash_status cpu_status, gpu_status;
+
+/* A fixed seed keeps every run's inputs the same. */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static inline float uniform(float lo, float hi) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((rng >> 40) * 0x1.0p-24);
+}
+static inline float *randoms(int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+    return x;
+}
+
+/* Backend memory holding a copy of host data (or uninitialized, without it), and the way back. */
+static inline void *to_gpu(const void *host, uint64_t bytes) {
+    void *d = gpu.alloc(&gpu, bytes);
+    if (d && host) gpu.write(&gpu, d, host, bytes);
+    return d;
+}
+static inline float *from_gpu(const void *dev, int64_t n) {
+    float *h = calloc((size_t)(n ? n : 1), sizeof(float));
+    gpu.read(&gpu, h, dev, sizeof(float) * (uint64_t)n);
+    return h;
+}
+
+static inline double nmse(const float *got, const float *want, int64_t n) {
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        e += d * d;
+        s += (double)want[i] * want[i];
+    }
+    return s > 0 ? e / s : e;
+}
+
+/* One check: err within tol and no error from the backend under test (whose status is then cleared). */
+static inline void expect(const char *what, double err, double tol) {
+    CHECK(err <= tol && gpu_status == SPLASH_OK, "%-58s nmse %.2e (tolerance %.0e)%s%s", what, err, tol,
+          gpu_status ? " status: " : "", gpu_status ? splash_last_error() : "");
+    gpu_status = SPLASH_OK;
+}
+
+/* A random weight matrix of type t, on the host (the CPU's operand) and uploaded (the backend's). Every seventh
+ * column is three times larger, so quantization groups carry an outlier as real checkpoints do. */
+typedef struct {
+    sp_matrix host, dev;
+    void *bytes;
+} weights;
+
+static inline weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
+    weights w = {.host = {t, rows, cols, NULL, sp_mtype_row_bytes(t, cols)}};
+    w.bytes = calloc((size_t)rows, (size_t)w.host.row_bytes);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) row[c] = uniform(-1, 1) * (c % 7 == 0 ? 3.0f : 1.0f);
+        uint8_t *dst = (uint8_t *)w.bytes + r * w.host.row_bytes;
+        switch (t) {
+        case SP_MAT_F32: memcpy(dst, row, sizeof(float) * (size_t)cols); break;
+        case SP_MAT_BF16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_bf16(row[c]); break;
+        case SP_MAT_F16: for (int64_t c = 0; c < cols; c++) ((uint16_t *)dst)[c] = sp_f32_to_f16(row[c]); break;
+        case SP_MAT_Q8: sp_quantize_row_q8(row, cols, dst); break;
+        case SP_MAT_Q4: sp_quantize_row_q4(row, cols, dst); break;
+        default: sp_quantize_row_mlx(row, cols, t == SP_MAT_MLX4 ? 4 : 8, dst); break;
+        }
+    }
+    free(row);
+    w.host.data = w.bytes;
+    w.dev = w.host;
+    w.dev.data = gpu.upload(&gpu, w.bytes, rows, w.host.row_bytes);
+    return w;
+}
+
+#endif
