@@ -9,9 +9,11 @@
  *
  * with dot_b the group's exact integer dot product — one lane's chain, whatever the path, so results do not depend
  * on n, on the panel a row falls in, or on the thread (batch invariance, matmul.h):
- *  - GEMM (n ≥ 2): each panel is first repacked into lane order — per group eight 64-byte vectors, vector k holding
+ *  - GEMM (n > 8): each panel is first repacked into lane order — per group eight 64-byte vectors, vector k holding
  *    bytes 4k..4k+3 of the 16 rows, and the 16 rows' scales as f32 — and then meets the x rows eight at a time:
  *    a group is eight vpdpbusd per x row (x's 4 bytes broadcast), the panel's vectors held in registers for all eight.
+ *  - A few x rows (2 ≤ n ≤ 8): the same lane order, but each chunk of the panel is transposed in registers and meets
+ *    all n x rows there, without the trip through memory that only a larger n repays.
  *  - GEMV (n = 1): repacking would cost as much as the product, so each row's pair of groups meets x in one vpdpbusd
  *    (lanes 0-7 group b, 8-15 group b+1) and a transpose-and-add of the 16 rows' vectors gives the exact group sums.
  * vpdpbusd multiplies unsigned by signed bytes: x stays signed; Q8 weights enter as w + 128 (w ^ 0x80) and the
@@ -29,8 +31,7 @@
 enum {
     LANES = 16,               /* weight rows per panel */
     GROUP_BYTES = 8 * 64,     /* one group of a repacked panel: eight vectors of 16 rows × 4 bytes */
-    X_TILE = 8,               /* x rows per GEMM tile */
-    GEMM_MIN_N = 2,           /* fewer x rows take the GEMV path */
+    X_TILE = 8,               /* x rows per GEMM tile, and the most the few-row path takes */
 };
 
 /* An unaligned int32 that may alias the int8 x quants (4 of them, broadcast to every lane). */
@@ -273,6 +274,53 @@ static void gemv_panel_q4(const sp_matrix *W, const int8_t *xq, const float *xd,
     _mm512_mask_storeu_ps(y + r, (__mmask16)((1u << v) - 1), acc);
 }
 
+/* ---- few x rows: panels transposed in registers ------------------------------------------------------------------ */
+
+/* For a few x rows, repacking a panel through memory costs more than the product, and the GEMV's reductions are paid
+ * per x row. Here each chunk of the 16 rows is transposed into GEMM's lane order in registers and meets all C x rows
+ * at once: the same per-(row, x row) chain as gemm_tile (eight vpdpbusd from the Q8 correction or zero, then the
+ * scale and min multiply-adds), so the same bits. */
+INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int v, const int C) {
+    const int64_t nb = x->nb, steps = q4 ? (nb + 1) / 2 : nb;
+    const uint8_t *row[LANES];
+    for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
+    const __m512i flip = _mm512_set1_epi8((char)0x80), low = _mm512_set1_epi8(15), offsets = lane_offsets(W, v);
+    const uint8_t *sc = row[0] + scales_at(q4, nb);
+    __m512 acc[X_TILE];
+    for (int j = 0; j < C; j++) acc[j] = _mm512_setzero_ps();
+    __m512 d[2], m[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t p = 0; p < steps; p++) {
+        prefetch_ahead(W, r, p, steps);
+        __m512i out[8];
+        transpose_16x8(row, p * SP_QK, out);
+        const int64_t b0 = q4 ? 2 * p : p;
+        if (q4 || p % 2 == 0) { /* one gather reads two groups' scales: Q8 reads them every other step */
+            gather_halves(sc, offsets, b0, nb, &d[0], &d[1]);
+            if (q4) gather_halves(sc + 2 * nb, offsets, b0, nb, &m[0], &m[1]);
+        }
+        for (int h = 0; h < (q4 ? 2 : 1) && b0 + h < nb; h++) {
+            const int64_t b = b0 + h;
+            __m512i w[8], s[X_TILE];
+            for (int k = 0; k < 8; k++)
+                w[k] = q4 ? _mm512_and_si512(h ? _mm512_srli_epi16(out[k], 4) : out[k], low) : _mm512_xor_si512(out[k], flip);
+            for (int j = 0; j < C; j++) s[j] = q4 ? _mm512_setzero_si512() : _mm512_set1_epi32(-128 * x->sum[j * nb + b]);
+            for (int k = 0; k < 8; k++)
+                for (int j = 0; j < C; j++)
+                    s[j] = _mm512_dpbusd_epi32(s[j], w[k], _mm512_set1_epi32(*(const i32_unaligned *)(x->q + (j * nb + b) * SP_QK + 4 * k)));
+            const __m512 dw = q4 ? d[h] : d[b % 2];
+            for (int j = 0; j < C; j++) {
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(x->d[j * nb + b])), acc[j]);
+                if (q4) acc[j] = _mm512_fmadd_ps(m[h], _mm512_set1_ps(x->s[j * nb + b]), acc[j]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++) _mm512_mask_storeu_ps(y + j * W->rows + r, (__mmask16)((1u << v) - 1), acc[j]);
+}
+
+INLINE void few_rows(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1, const int C) {
+    for (int64_t r = r0; r < r1; r += LANES) few_panel(q4, W, x, y, r, r1 - r < LANES ? (int)(r1 - r) : LANES, C);
+}
+
 /* ---- rows ---------------------------------------------------------------------------------------------------------- */
 
 static void gemv_rows(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
@@ -292,7 +340,16 @@ INLINE void rows_quant(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
     const int64_t nb = x->nb, tiles = (x->n + X_TILE - 1) / X_TILE;
     const size_t panel_bytes = (size_t)nb * (GROUP_BYTES + 2 * LANES * sizeof(float));
     const size_t bytes = (panel_bytes + (size_t)(tiles * nb) * sizeof(xgroup) + 63) & ~(size_t)63;
-    uint8_t *buf = x->n >= GEMM_MIN_N ? aligned_alloc(64, bytes) : NULL;
+    switch (x->n) { /* constant widths: acc in registers; one x row takes the GEMV below */
+    case 2: few_rows(q4, W, x, y, r0, r1, 2); return;
+    case 3: few_rows(q4, W, x, y, r0, r1, 3); return;
+    case 4: few_rows(q4, W, x, y, r0, r1, 4); return;
+    case 5: few_rows(q4, W, x, y, r0, r1, 5); return;
+    case 6: few_rows(q4, W, x, y, r0, r1, 6); return;
+    case 7: few_rows(q4, W, x, y, r0, r1, 7); return;
+    case 8: few_rows(q4, W, x, y, r0, r1, 8); return;
+    }
+    uint8_t *buf = x->n > X_TILE ? aligned_alloc(64, bytes) : NULL;
     if (!buf) { /* one x row, or no memory for the packed copies: the same bits the slower way */
         gemv_rows(q4, W, x, y, r0, r1);
         return;
