@@ -10,9 +10,11 @@
  *
  * with dot_b the group's exact integer dot product, whatever the path (batch invariance, matmul.h) — and the same
  * chain as the AVX-512 kernels', so the two ISAs agree bit for bit, though only each one's own invariance is promised.
- *  - GEMM (n ≥ 2): each 8-row panel is repacked into lane order (per group eight 32-byte vectors, vector k holding bytes
+ *  - GEMM (n > 6): each 8-row panel is repacked into lane order (per group eight 32-byte vectors, vector k holding bytes
  *    4k..4k+3 of the 8 rows, and the rows' scales as f32) and meets the x rows six at a time, eight vpdpbusd per
  *    group and x row with x's 4 bytes broadcast.
+ *  - A few x rows (2 ≤ n ≤ 6): the same lane order, but each chunk of the panel is transposed in registers and meets
+ *    all n x rows there, without the trip through memory that only a larger n repays.
  *  - GEMV (n = 1): each row's group meets x in one vpdpbusd and horizontal adds give the 8 rows' exact group sums.
  * Q8 weights enter vpdpbusd as w + 128 (w ^ 0x80), corrected by −128·Σq_x in integers; Q4 nibbles are unsigned.
  */
@@ -27,8 +29,8 @@
 enum {
     LANES = 8,            /* weight rows per panel */
     GROUP_BYTES = 8 * 32, /* one group of a repacked panel: eight vectors of 8 rows × 4 bytes */
-    X_TILE = 6,           /* x rows per GEMM tile: 6 accumulators + 6 dot products + a weight vector in 16 registers */
-    GEMM_MIN_N = 2,       /* fewer x rows take the GEMV path */
+    X_TILE = 6,           /* x rows per GEMM tile (6 accumulators + 6 dot products + a weight vector in 16 registers),
+                             and the most the few-row path takes */
 };
 
 /* An unaligned int32 that may alias the int8 x quants (4 of them, broadcast to every lane). */
@@ -237,6 +239,52 @@ static void gemv_panel(bool q4, const sp_matrix *W, const int8_t *xq, const floa
     _mm256_maskstore_ps(y + r, lane_mask(v), acc);
 }
 
+/* ---- few x rows: panels transposed in registers ------------------------------------------------------------------ */
+
+/* matmul_avx512.c's few_panel in eight lanes: each chunk of the 8 rows transposed into GEMM's lane order in registers
+ * meets all C x rows at once, with gemm_tile's per-(row, x row) chain, so the same bits. */
+INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r, int v, const int C) {
+    const int64_t nb = x->nb, steps = q4 ? (nb + 1) / 2 : nb;
+    const uint8_t *row[LANES];
+    for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
+    const __m256i flip = _mm256_set1_epi8((char)0x80), low = _mm256_set1_epi8(15), offsets = lane_offsets(W, v);
+    const uint8_t *sc = row[0] + scales_at(q4, nb);
+    __m256 acc[X_TILE];
+    for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_ps();
+    __m256 d[2], m[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t p = 0; p < steps; p++) {
+        prefetch_ahead(W, r, p, steps);
+        __m256i out[8];
+        transpose_8x8(row, p * SP_QK, out);
+        const int64_t b0 = q4 ? 2 * p : p;
+        if (q4 || p % 2 == 0) { /* one gather reads two groups' scales: Q8 reads them every other step */
+            gather_halves(sc, offsets, b0, nb, &d[0], &d[1]);
+            if (q4) gather_halves(sc + 2 * nb, offsets, b0, nb, &m[0], &m[1]);
+        }
+        for (int h = 0; h < (q4 ? 2 : 1) && b0 + h < nb; h++) {
+            const int64_t b = b0 + h;
+            __m256i s[X_TILE];
+            for (int j = 0; j < C; j++) s[j] = q4 ? _mm256_setzero_si256() : _mm256_set1_epi32(-128 * x->sum[j * nb + b]);
+            for (int k = 0; k < 8; k++) {
+                __m256i w = q4 ? _mm256_and_si256(h ? _mm256_srli_epi16(out[k], 4) : out[k], low) : _mm256_xor_si256(out[k], flip);
+                for (int j = 0; j < C; j++)
+                    s[j] = _mm256_dpbusd_avx_epi32(s[j], w, _mm256_set1_epi32(*(const i32_unaligned *)(x->q + (j * nb + b) * SP_QK + 4 * k)));
+            }
+            const __m256 dw = q4 ? d[h] : d[b % 2];
+            for (int j = 0; j < C; j++) {
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j]), _mm256_mul_ps(dw, _mm256_set1_ps(x->d[j * nb + b])), acc[j]);
+                if (q4) acc[j] = _mm256_fmadd_ps(m[h], _mm256_set1_ps(x->s[j * nb + b]), acc[j]);
+            }
+        }
+    }
+    const __m256i keep = lane_mask(v);
+    for (int j = 0; j < C; j++) _mm256_maskstore_ps(y + j * W->rows + r, keep, acc[j]);
+}
+
+INLINE void few_rows(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1, const int C) {
+    for (int64_t r = r0; r < r1; r += LANES) few_panel(q4, W, x, y, r, r1 - r < LANES ? (int)(r1 - r) : LANES, C);
+}
+
 /* ---- rows ---------------------------------------------------------------------------------------------------------- */
 
 static void gemv_rows(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {
@@ -251,7 +299,14 @@ INLINE void rows_quant(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
     const int64_t nb = x->nb, tiles = (x->n + X_TILE - 1) / X_TILE;
     const size_t panel_bytes = (size_t)nb * (GROUP_BYTES + 2 * LANES * sizeof(float));
     const size_t bytes = (panel_bytes + (size_t)(tiles * nb) * sizeof(xgroup) + 63) & ~(size_t)63;
-    uint8_t *buf = x->n >= GEMM_MIN_N ? aligned_alloc(64, bytes) : NULL;
+    switch (x->n) { /* constant widths: acc in registers; one x row takes the GEMV below */
+    case 2: few_rows(q4, W, x, y, r0, r1, 2); return;
+    case 3: few_rows(q4, W, x, y, r0, r1, 3); return;
+    case 4: few_rows(q4, W, x, y, r0, r1, 4); return;
+    case 5: few_rows(q4, W, x, y, r0, r1, 5); return;
+    case 6: few_rows(q4, W, x, y, r0, r1, 6); return;
+    }
+    uint8_t *buf = x->n > X_TILE ? aligned_alloc(64, bytes) : NULL;
     if (!buf) { /* one x row, or no memory for the packed copies: the same bits the slower way */
         gemv_rows(q4, W, x, y, r0, r1);
         return;
