@@ -134,33 +134,6 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->out, &y->out_proj, s->o, T);
 }
 
-/* down(silu(gate(x)) · up(x)), xb → dst */
-static void swiglu(sp_qwen35 *m, float *dst, const sp_matrix *gate, const sp_matrix *up, const sp_matrix *down, int64_t T) {
-    const sp_backend *be = m->be;
-    qwen35_scratch *s = &m->s;
-    be->matmul_gate_up(be, s->g, s->u, gate, up, s->xb, T);
-    be->matmul(be, dst, down, s->g, T);
-}
-
-/* FFN, xb → s->out. Dense: SwiGLU. MoE (HF Qwen3_5MoeSparseMoeBlock):
- *   routed = Σ_topk w_e · expert_e(x) (softmax over all experts, top k, renormalized)
- *   out = routed + sigmoid(shared_expert_gate(x)) · shared_expert(x) */
-static void ffn(sp_qwen35 *m, const qwen35_layer *y, int64_t T) {
-    const sp_backend *be = m->be;
-    const qwen35_config *c = &m->cfg;
-    qwen35_scratch *s = &m->s;
-    if (!c->moe) {
-        swiglu(m, s->out, &y->gate_proj, &y->up_proj, &y->down_proj, T);
-        return;
-    }
-    be->matmul(be, s->router, &y->router, s->xb, T);
-    be->moe_route(be, s->ids, s->w, s->router, T, c->num_experts, c->num_experts_per_tok);
-    be->moe_experts(be, s->out, s->xb, s->ids, s->w, T, &y->experts, s->moe);
-    swiglu(m, s->shared, &y->shared_gate, &y->shared_up, &y->shared_down, T);
-    be->matmul(be, s->sg, &y->shared_expert_gate, s->xb, T);
-    be->add_sigmoid_scaled(be, s->out, s->shared, s->sg, T, c->hidden_size);
-}
-
 /* Whether sequence i of the step is a verify block (its logits go to the speculative request's buffer). */
 static bool verifying(const step_rows *r, int32_t i) {
     return r->sp && r->sp->verify && r->sp->verify[i];
@@ -303,13 +276,14 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, s
     TRACE(m, "embed", -1, s->x, T, H);
     /* each residual add runs with the norm after it (add_rmsnorm): the next layer's input norm, the post norm */
     be->rmsnorm(be, s->xb, s->x, m->w.layers[0].input_norm, T, H, c->rms_norm_eps);
+    const sp_ffn_shape ffn = qwen35_ffn_shape(c);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
         if (y->kind == LAYER_FULL_ATTENTION) full_attention(m, y, l, mem, r);
         else gated_deltanet(m, y, l, mem, r);
         TRACE(m, "mixer_out", l, s->out, T, H);
         be->add_rmsnorm(be, s->xb, s->x, s->out, y->post_norm, T, H, c->rms_norm_eps);
-        ffn(m, y, T);
+        sp_ffn_forward(be, &ffn, &y->ffn, &s->ffn, s->out, s->xb, T);
         TRACE(m, "ffn_out", l, s->out, T, H);
         if (l + 1 < c->num_hidden_layers) be->add_rmsnorm(be, s->xb, s->x, s->out, m->w.layers[l + 1].input_norm, T, H, c->rms_norm_eps);
         else be->add(be, s->x, s->out, T * H);
