@@ -8,7 +8,7 @@
 //   model.free();
 import { StepRefusals } from "../native/errors.ts";
 import type { Cache, Model } from "../native/model.ts";
-import type { CacheGeometry, DraftSequence, SampledToken, StepInput, StepModel, StepRunner } from "./runner.ts";
+import type { CacheGeometry, DraftInput, SampledToken, StepInput, StepModel, StepRunner } from "./runner.ts";
 
 export function nativeStepModel(model: Model): StepModel {
   const info = model.info;
@@ -42,7 +42,7 @@ class NativeRunner implements StepRunner {
     }
   }
 
-  draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
+  draft(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
     return this.cache.draftAsync(seqs);
   }
 

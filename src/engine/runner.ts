@@ -2,9 +2,8 @@
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
 import type { Drafter } from "../models/spec.ts";
-import type { CacheGeometry, SampledToken, StepInput } from "../native/model.ts";
+import type { CacheGeometry, DraftInput, SampledToken, StepInput } from "../native/model.ts";
 import type { HostCopies } from "./cache-manager.ts";
-import type { Sampling } from "./types.ts";
 
 // A model before its sequence-state cache exists: enough to plan memory and then create the cache.
 export interface StepModel {
@@ -29,21 +28,10 @@ export type DrafterSpec = {
 };
 
 // The binding's own types: a cache's shape, one sequence's share of a step (its tokens at positions nPast…, its
-// pages and slot, what to sample after the last position, a verify block's drafts, images), and what a step samples
-// (after a verify block, `accepted` holds the drafts kept before the token).
-export type { CacheGeometry, SampledToken, StepInput, TokenChoice } from "../native/model.ts";
-
-// One sequence to draft for: its last sampled token (anchor) sits at position nPast, not yet computed.
-export type DraftSequence = {
-  slot: number;
-  nPast: number;
-  anchor: number;
-  nDraft: number;
-  pages: Int32Array; // covering [0, nPast + nDraft)
-  sampling: Sampling;
-  penaltyTokens: Int32Array;
-};
-
+// pages and slot, what to sample after the last position, a verify block's drafts, images), one sequence to draft
+// for (its last sampled token, the anchor, at position nPast, not yet computed), and what a step samples (after a
+// verify block, `accepted` holds the drafts kept before the token).
+export type { CacheGeometry, DraftInput, SampledToken, StepInput, TokenChoice } from "../native/model.ts";
 
 // Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
 export interface StepRunner extends HostCopies {
@@ -52,7 +40,7 @@ export interface StepRunner extends HostCopies {
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
   step(seqs: readonly StepInput[]): Promise<(SampledToken | Error | null)[]>;
   // Proposes drafts for each sequence (only when the model has a drafter); the step right after verifies them.
-  draft?(seqs: readonly DraftSequence[]): Promise<Int32Array[]>;
+  draft?(seqs: readonly DraftInput[]): Promise<Int32Array[]>;
   copySlot(src: number, dst: number): void; // GDN snapshot save and restore
   clearSlot(slot: number): void; // state of an empty prefix
   close(): void; // frees the cache (the model stays loaded)

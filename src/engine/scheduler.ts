@@ -22,7 +22,7 @@
 // constraint at once, so a cancelled sequence's constraint is never called again: its drafts are verified
 // unconstrained and its verified block is applied without it, and the sequence ends when the step completes.
 import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
-import type { DraftSequence, DrafterSpec, StepInput, SampledToken, TokenChoice } from "./runner.ts";
+import type { DraftInput, DrafterSpec, StepInput, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
 import { applyVerified, prepareDrafts, SpeculationPolicy, wantsDraft } from "./speculation.ts";
@@ -43,7 +43,7 @@ export type StepChunk = { seq: Sequence; start: number; count: number; sample: b
 export type StepPlan = {
   chunks: StepChunk[];
   batch: StepInput[]; // a drafting chunk's entry is complete only after attachDrafts
-  drafts: DraftSequence[]; // in the order of the drafting chunks
+  drafts: DraftInput[]; // in the order of the drafting chunks
   decodeTokens: number; // decode and draft tokens
   promptTokens: number;
 };
@@ -334,7 +334,7 @@ export class Scheduler {
     return tokens;
   }
 
-  private draftSequence(c: StepChunk): DraftSequence {
+  private draftSequence(c: StepChunk): DraftInput {
     const seq = c.seq;
     const h = seq.cache!;
     return {
