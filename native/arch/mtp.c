@@ -19,6 +19,7 @@
  * memory; only the token ids and positions go up and the logits rows come back. */
 #include "mtp.h"
 
+#include "arch/attention.h"
 #include "arch/ffn.h"
 #include "arch/loader.h"
 #include "core/error.h"
@@ -72,9 +73,7 @@ typedef struct mtp_scratch {
     float *e, *h;                          /* (N, H) normed embedding and hidden */
     float *cat;                            /* (N, 2H) */
     float *x, *xb, *out;                   /* (N, H) */
-    float *qg;                             /* (N, Hq·2·hd) */
-    float *q, *gate, *att;                 /* (N, Hq·hd) */
-    float *k, *v;                          /* (N, Hkv·hd) */
+    sp_attn_scratch attn;
     sp_ffn_scratch ffn;
     float *chain;                          /* (max_seqs, H): each drafting sequence's last normed MTP output */
     float *logits;                         /* (max_seqs, vocab) */
@@ -110,12 +109,7 @@ static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_
     TAKE(x, float, N * H);
     TAKE(xb, float, N * H);
     TAKE(out, float, N * H);
-    TAKE(qg, float, N * Hq * 2 * hd);
-    TAKE(q, float, N * Hq * hd);
-    TAKE(gate, float, N * Hq * hd);
-    TAKE(att, float, N * Hq * hd);
-    TAKE(k, float, N * Hkv * hd);
-    TAKE(v, float, N * Hkv * hd);
+    sp_attn_take(&at, N, Hq, Hkv, hd, &s->attn);
     sp_ffn_shape ffn = ffn_shape(c);
     sp_ffn_take(&at, &ffn, N, &s->ffn);
     TAKE(chain, float, R * H);
@@ -297,10 +291,10 @@ static void keys_values(sp_mtp *d, int64_t n) {
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
     mtp_scratch *s = &d->s;
-    be->matmul(be, s->k, &d->w.k_proj, s->xb, n);
-    be->matmul(be, s->v, &d->w.v_proj, s->xb, n);
-    be->rmsnorm(be, s->k, s->k, d->w.k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
-    be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+    be->matmul(be, s->attn.k, &d->w.k_proj, s->xb, n);
+    be->matmul(be, s->attn.v, &d->w.v_proj, s->xb, n);
+    be->rmsnorm(be, s->attn.k, s->attn.k, d->w.k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
+    be->rope(be, s->attn.k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
 }
 
 static void mtp_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
@@ -337,7 +331,7 @@ static void mtp_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draf
         int32_t skip = q->pos0 == 0, m = q->n - skip;
         if (m > 0) {
             sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, q->pages);
-            be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
+            be->kv_write(be, &kv, s->attn.k + r * Hkv * hd, s->attn.v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
             r += m;
         }
         if (q->n > 0) be->copy_rows(be, mem->state + (int64_t)q->slot * H, H, q->rows + (q->n - 1) * q->stride, q->stride, 1, H);
@@ -352,22 +346,22 @@ static void layer(sp_mtp *d, const sp_seq_memory *mem, const sp_draft_seq *seqs,
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     float eps = c->rms_norm_eps;
     be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, eps);
-    be->matmul(be, s->qg, &d->w.q_proj, s->xb, n);
+    be->matmul(be, s->attn.qg, &d->w.q_proj, s->xb, n);
     keys_values(d, n);
-    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, n * Hq, hd);
-    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, n * Hq, hd);
-    be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
-    be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, n * Hq, hd);
+    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, n * Hq, hd);
+    be->rmsnorm(be, s->attn.q, s->attn.q, d->w.q_norm, n * Hq, hd, eps);
+    be->rope(be, s->attn.q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
     for (int64_t i = 0; i < n; i++) {
         sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, seqs[i].pages);
         int32_t at = d->host_ints[d->rows + i] + 1; /* storage position of this pair */
-        be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
+        be->kv_write(be, &kv, s->attn.k + i * Hkv * hd, s->attn.v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
         sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
-        be->attention_ext(be, s->att + i * Hq * hd, s->q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
+        be->attention_ext(be, s->attn.att + i * Hq * hd, s->attn.q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
                           1.0f / sqrtf((float)hd), &x);
     }
-    be->sigmoid_mul(be, s->att, s->gate, n * Hq * hd);
-    be->matmul(be, s->out, &d->w.o_proj, s->att, n);
+    be->sigmoid_mul(be, s->attn.att, s->attn.gate, n * Hq * hd);
+    be->matmul(be, s->out, &d->w.o_proj, s->attn.att, n);
     be->add(be, s->x, s->out, n * H);
     be->rmsnorm(be, s->xb, s->x, d->w.post_norm, n, H, eps);
     const mtp_weights *w = &d->w;

@@ -48,28 +48,28 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
     int64_t T = r->n, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    be->matmul(be, s->qg, &y->q_proj, s->xb, T);
-    be->matmul(be, s->k, &y->k_proj, s->xb, T);
-    be->matmul(be, s->v, &y->v_proj, s->xb, T);
-    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
-    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, T * Hq, hd);
-    be->rmsnorm(be, s->q, s->q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
-    be->rmsnorm(be, s->k, s->k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
+    be->matmul(be, s->attn.qg, &y->q_proj, s->xb, T);
+    be->matmul(be, s->attn.k, &y->k_proj, s->xb, T);
+    be->matmul(be, s->attn.v, &y->v_proj, s->xb, T);
+    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
+    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, T * Hq, hd);
+    be->rmsnorm(be, s->attn.q, s->attn.q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
+    be->rmsnorm(be, s->attn.k, s->attn.k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
     const int32_t *mrope = r->mrope ? c->mrope_section : NULL;
-    be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    be->rope(be, s->k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    TRACE(m, "attn_q", l, s->q, T, Hq * hd);
-    TRACE(m, "attn_k", l, s->k, T, Hkv * hd);
+    be->rope(be, s->attn.q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    be->rope(be, s->attn.k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    TRACE(m, "attn_q", l, s->attn.q, T, Hq * hd);
+    TRACE(m, "attn_k", l, s->attn.k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
         sp_kv_view kv = sp_memory_kv(mem, y->index, c->num_key_value_heads, c->head_dim, q->pages);
         int64_t r0 = r->row0[i];
-        be->kv_write(be, &kv, s->k + r0 * Hkv * hd, s->v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
-        be->attention(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
+        be->kv_write(be, &kv, s->attn.k + r0 * Hkv * hd, s->attn.v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
+        be->attention(be, s->attn.att + r0 * Hq * hd, s->attn.q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
                       (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd));
     }
-    be->sigmoid_mul(be, s->att, s->gate, T * Hq * hd);
-    be->matmul(be, s->out, &y->o_proj, s->att, T);
+    be->sigmoid_mul(be, s->attn.att, s->attn.gate, T * Hq * hd);
+    be->matmul(be, s->out, &y->o_proj, s->attn.att, T);
 }
 
 /* ---- speculative decoding: verify blocks leave the GDN state alone --------------------------------------------

@@ -133,12 +133,7 @@ static uint64_t scratch_layout(const qwen35_config *c, int64_t N, uint8_t *base,
     TAKE(logits, float, (int64_t)LOGIT_ROWS * c->vocab_size);
     uint64_t phase = at.off, end = at.off;
     /* attention */
-    TAKE(qg, float, N * Hq * 2 * hd);
-    TAKE(q, float, N * Hq * hd);
-    TAKE(gate, float, N * Hq * hd);
-    TAKE(k, float, N * Hkv * hd);
-    TAKE(v, float, N * Hkv * hd);
-    TAKE(att, float, N * Hq * hd);
+    sp_attn_take(&at, N, Hq, Hkv, hd, &s->attn);
     end = at.off > end ? at.off : end;
     at.off = phase;
     /* GDN */

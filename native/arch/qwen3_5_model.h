@@ -5,6 +5,7 @@
 
 #include "qwen3_5.h"
 
+#include "arch/attention.h"
 #include "arch/ffn.h"
 #include "arch/loader.h"
 #include "backends/backend.h"
@@ -101,10 +102,7 @@ typedef struct qwen35_scratch {
     float *xb;                   /* (N, H) normed input of the current block */
     float *out;                  /* (N, H) block output before the residual add */
     /* full attention phase */
-    float *qg;                   /* (N, Hq, 2·hd) q_proj output */
-    float *q, *gate;             /* (N, Hq, hd) */
-    float *k, *v;                /* (N, Hkv, hd) */
-    float *att;                  /* (N, Hq, hd) */
+    sp_attn_scratch attn;
     /* GDN phase */
     float *qkv;                  /* (N, conv_dim) raw in_proj_qkv */
     float *qkv_conv;             /* (N, conv_dim) after conv + SiLU */
