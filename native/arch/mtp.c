@@ -19,6 +19,8 @@
  * memory; only the token ids and positions go up and the logits rows come back. */
 #include "mtp.h"
 
+#include "arch/attention.h"
+#include "arch/ffn.h"
 #include "arch/loader.h"
 #include "core/error.h"
 #include "core/quant.h"
@@ -41,6 +43,11 @@ typedef struct mtp_config {
     int32_t num_experts, num_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size; /* MoE */
 } mtp_config;
 
+static sp_ffn_shape ffn_shape(const mtp_config *c) {
+    return (sp_ffn_shape){c->moe, c->hidden_size, c->moe ? c->shared_expert_intermediate_size : c->intermediate_size,
+                          c->num_experts, c->num_experts_per_tok, c->moe_intermediate_size};
+}
+
 /* ---- weights ------------------------------------------------------------------------------------------------ */
 
 typedef struct mtp_weights {
@@ -53,11 +60,7 @@ typedef struct mtp_weights {
     sp_matrix k_proj, v_proj;              /* (Hkv·hd, H) */
     sp_matrix o_proj;                      /* (H, Hq·hd) */
     const float *q_norm, *k_norm;          /* (hd) 1 + w */
-    sp_matrix gate_proj, up_proj, down_proj;          /* dense (I, H), (I, H), (H, I) */
-    sp_matrix router;                                 /* MoE (E, H) */
-    sp_moe_experts experts;                           /* E views each of gate, up, down */
-    sp_matrix shared_gate, shared_up, shared_down;    /* (Is, H), (Is, H), (H, Is) */
-    sp_matrix shared_expert_gate;                     /* (1, H) */
+    sp_ffn_weights ffn;                               /* dense or MoE */
     sp_matrix *expert_views;                          /* (3E) */
     float *inv_freq;                                  /* (rot_dim / 2) */
     sp_weights held;                                  /* the vector block, quantized copies, bytes held */
@@ -70,12 +73,8 @@ typedef struct mtp_scratch {
     float *e, *h;                          /* (N, H) normed embedding and hidden */
     float *cat;                            /* (N, 2H) */
     float *x, *xb, *out;                   /* (N, H) */
-    float *qg;                             /* (N, Hq·2·hd) */
-    float *q, *gate, *att;                 /* (N, Hq·hd) */
-    float *k, *v;                          /* (N, Hkv·hd) */
-    float *g, *u;                          /* (N, I or Is) */
-    float *shared, *router, *w, *sg, *moe; /* MoE */
-    int32_t *ids;
+    sp_attn_scratch attn;
+    sp_ffn_scratch ffn;
     float *chain;                          /* (max_seqs, H): each drafting sequence's last normed MTP output */
     float *logits;                         /* (max_seqs, vocab) */
 } mtp_scratch;
@@ -102,7 +101,6 @@ static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_
     sp_scratch at = {base, 0};
 #define TAKE(field, type, count) SP_TAKE(&at, s->field, type, count)
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    int64_t I = c->moe ? c->shared_expert_intermediate_size : c->intermediate_size;
     TAKE(tokens, int32_t, N);
     TAKE(pos, int32_t, N);
     TAKE(e, float, N * H);
@@ -111,22 +109,9 @@ static uint64_t scratch_layout(const mtp_config *c, int64_t N, int64_t R, uint8_
     TAKE(x, float, N * H);
     TAKE(xb, float, N * H);
     TAKE(out, float, N * H);
-    TAKE(qg, float, N * Hq * 2 * hd);
-    TAKE(q, float, N * Hq * hd);
-    TAKE(gate, float, N * Hq * hd);
-    TAKE(att, float, N * Hq * hd);
-    TAKE(k, float, N * Hkv * hd);
-    TAKE(v, float, N * Hkv * hd);
-    TAKE(g, float, N * I);
-    TAKE(u, float, N * I);
-    if (c->moe) {
-        TAKE(shared, float, N * H);
-        TAKE(router, float, N * c->num_experts);
-        TAKE(ids, int32_t, N * c->num_experts_per_tok);
-        TAKE(w, float, N * c->num_experts_per_tok);
-        TAKE(sg, float, N);
-        TAKE(moe, float, sp_moe_scratch_floats(N, c->num_experts_per_tok, H, c->moe_intermediate_size));
-    }
+    sp_attn_take(&at, N, Hq, Hkv, hd, &s->attn);
+    sp_ffn_shape ffn = ffn_shape(c);
+    sp_ffn_take(&at, &ffn, N, &s->ffn);
     TAKE(chain, float, R * H);
     TAKE(logits, float, R * c->vocab_size);
 #undef TAKE
@@ -193,19 +178,19 @@ static splash_status load_weights(sp_mtp *d) {
         return st;
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
-        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, false, &w->router)) ||
-            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->shared_gate)) ||
-            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->shared_up)) ||
-            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->shared_down)) ||
-            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, false, &w->shared_expert_gate)) ||
+        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, false, &w->ffn.router)) ||
+            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->ffn.shared_gate)) ||
+            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->ffn.shared_up)) ||
+            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->ffn.shared_down)) ||
+            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, false, &w->ffn.shared_expert_gate)) ||
             (st = sp_load_experts(&L, P "mlp.experts.", c->num_experts, c->num_experts_per_tok, H, c->moe_intermediate_size,
-                                  w->expert_views, &w->experts)))
+                                  w->expert_views, &w->ffn.experts)))
             return st;
     } else {
         int64_t I = c->intermediate_size;
-        if ((st = MAT(P "mlp.gate_proj.weight", I, H, true, &w->gate_proj)) ||
-            (st = MAT(P "mlp.up_proj.weight", I, H, true, &w->up_proj)) ||
-            (st = MAT(P "mlp.down_proj.weight", H, I, true, &w->down_proj)))
+        if ((st = MAT(P "mlp.gate_proj.weight", I, H, true, &w->ffn.gate_proj)) ||
+            (st = MAT(P "mlp.up_proj.weight", I, H, true, &w->ffn.up_proj)) ||
+            (st = MAT(P "mlp.down_proj.weight", H, I, true, &w->ffn.down_proj)))
             return st;
     }
 #undef P
@@ -306,10 +291,10 @@ static void keys_values(sp_mtp *d, int64_t n) {
     const sp_backend *be = d->be;
     const mtp_config *c = &d->cfg;
     mtp_scratch *s = &d->s;
-    be->matmul(be, s->k, &d->w.k_proj, s->xb, n);
-    be->matmul(be, s->v, &d->w.v_proj, s->xb, n);
-    be->rmsnorm(be, s->k, s->k, d->w.k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
-    be->rope(be, s->k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+    be->matmul(be, s->attn.k, &d->w.k_proj, s->xb, n);
+    be->matmul(be, s->attn.v, &d->w.v_proj, s->xb, n);
+    be->rmsnorm(be, s->attn.k, s->attn.k, d->w.k_norm, n * c->num_key_value_heads, c->head_dim, c->rms_norm_eps);
+    be->rope(be, s->attn.k, n, c->num_key_value_heads, c->head_dim, c->rot_dim, s->pos, NULL, d->w.inv_freq);
 }
 
 static void mtp_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draft_rows *seqs, int32_t n_seqs) {
@@ -346,7 +331,7 @@ static void mtp_ingest(sp_drafter *base, const sp_seq_memory *mem, const sp_draf
         int32_t skip = q->pos0 == 0, m = q->n - skip;
         if (m > 0) {
             sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, q->pages);
-            be->kv_write(be, &kv, s->k + r * Hkv * hd, s->v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
+            be->kv_write(be, &kv, s->attn.k + r * Hkv * hd, s->attn.v + r * Hkv * hd, q->pos0 + skip, m, (int32_t)Hkv, (int32_t)hd);
             r += m;
         }
         if (q->n > 0) be->copy_rows(be, mem->state + (int64_t)q->slot * H, H, q->rows + (q->n - 1) * q->stride, q->stride, 1, H);
@@ -361,39 +346,27 @@ static void layer(sp_mtp *d, const sp_seq_memory *mem, const sp_draft_seq *seqs,
     int64_t H = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     float eps = c->rms_norm_eps;
     be->rmsnorm(be, s->xb, s->x, d->w.input_norm, n, H, eps);
-    be->matmul(be, s->qg, &d->w.q_proj, s->xb, n);
+    be->matmul(be, s->attn.qg, &d->w.q_proj, s->xb, n);
     keys_values(d, n);
-    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, n * Hq, hd);
-    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, n * Hq, hd);
-    be->rmsnorm(be, s->q, s->q, d->w.q_norm, n * Hq, hd, eps);
-    be->rope(be, s->q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
+    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, n * Hq, hd);
+    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, n * Hq, hd);
+    be->rmsnorm(be, s->attn.q, s->attn.q, d->w.q_norm, n * Hq, hd, eps);
+    be->rope(be, s->attn.q, n, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, NULL, d->w.inv_freq);
     for (int64_t i = 0; i < n; i++) {
         sp_kv_view kv = sp_memory_kv(mem, 0, c->num_key_value_heads, c->head_dim, seqs[i].pages);
         int32_t at = d->host_ints[d->rows + i] + 1; /* storage position of this pair */
-        be->kv_write(be, &kv, s->k + i * Hkv * hd, s->v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
+        be->kv_write(be, &kv, s->attn.k + i * Hkv * hd, s->attn.v + i * Hkv * hd, at, 1, (int32_t)Hkv, (int32_t)hd);
         sp_attn_ext x = {.n_rows = 1, .q_pos0 = at, .kv = &kv, .page_lo = 1, .page_hi = at + 1};
-        be->attention_ext(be, s->att + i * Hq * hd, s->q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
+        be->attention_ext(be, s->attn.att + i * Hq * hd, s->attn.q + i * Hq * hd, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
                           1.0f / sqrtf((float)hd), &x);
     }
-    be->sigmoid_mul(be, s->att, s->gate, n * Hq * hd);
-    be->matmul(be, s->out, &d->w.o_proj, s->att, n);
+    be->sigmoid_mul(be, s->attn.att, s->attn.gate, n * Hq * hd);
+    be->matmul(be, s->out, &d->w.o_proj, s->attn.att, n);
     be->add(be, s->x, s->out, n * H);
     be->rmsnorm(be, s->xb, s->x, d->w.post_norm, n, H, eps);
     const mtp_weights *w = &d->w;
-    const sp_matrix *gate = c->moe ? &w->shared_gate : &w->gate_proj, *up = c->moe ? &w->shared_up : &w->up_proj,
-                    *down = c->moe ? &w->shared_down : &w->down_proj;
-    float *ffn = c->moe ? s->shared : s->out;
-    be->matmul(be, s->g, gate, s->xb, n);
-    be->matmul(be, s->u, up, s->xb, n);
-    be->silu_mul(be, s->g, s->g, s->u, n * gate->rows);
-    be->matmul(be, ffn, down, s->g, n);
-    if (c->moe) { /* routed experts + sigmoid-gated shared expert (qwen3_5.c ffn) */
-        be->matmul(be, s->router, &w->router, s->xb, n);
-        be->moe_route(be, s->ids, s->w, s->router, n, c->num_experts, c->num_experts_per_tok);
-        be->moe_experts(be, s->out, s->xb, s->ids, s->w, n, &w->experts, s->moe);
-        be->matmul(be, s->sg, &w->shared_expert_gate, s->xb, n);
-        be->add_sigmoid_scaled(be, s->out, s->shared, s->sg, n, H);
-    }
+    const sp_ffn_shape ffn = ffn_shape(c);
+    sp_ffn_forward(be, &ffn, &w->ffn, &s->ffn, s->out, s->xb, n);
     be->add(be, s->x, s->out, n * H);
     be->rmsnorm(be, s->h, s->x, w->norm, n, H, eps);
 }

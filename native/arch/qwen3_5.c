@@ -48,28 +48,28 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
     int64_t T = r->n, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
-    be->matmul(be, s->qg, &y->q_proj, s->xb, T);
-    be->matmul(be, s->k, &y->k_proj, s->xb, T);
-    be->matmul(be, s->v, &y->v_proj, s->xb, T);
-    be->copy_rows(be, s->q, hd, s->qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
-    be->copy_rows(be, s->gate, hd, s->qg + hd, 2 * hd, T * Hq, hd);
-    be->rmsnorm(be, s->q, s->q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
-    be->rmsnorm(be, s->k, s->k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
+    be->matmul(be, s->attn.qg, &y->q_proj, s->xb, T);
+    be->matmul(be, s->attn.k, &y->k_proj, s->xb, T);
+    be->matmul(be, s->attn.v, &y->v_proj, s->xb, T);
+    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
+    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, T * Hq, hd);
+    be->rmsnorm(be, s->attn.q, s->attn.q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
+    be->rmsnorm(be, s->attn.k, s->attn.k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
     const int32_t *mrope = r->mrope ? c->mrope_section : NULL;
-    be->rope(be, s->q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    be->rope(be, s->k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    TRACE(m, "attn_q", l, s->q, T, Hq * hd);
-    TRACE(m, "attn_k", l, s->k, T, Hkv * hd);
+    be->rope(be, s->attn.q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    be->rope(be, s->attn.k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    TRACE(m, "attn_q", l, s->attn.q, T, Hq * hd);
+    TRACE(m, "attn_k", l, s->attn.k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
         sp_kv_view kv = sp_memory_kv(mem, y->index, c->num_key_value_heads, c->head_dim, q->pages);
         int64_t r0 = r->row0[i];
-        be->kv_write(be, &kv, s->k + r0 * Hkv * hd, s->v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
-        be->attention(be, s->att + r0 * Hq * hd, s->q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
+        be->kv_write(be, &kv, s->attn.k + r0 * Hkv * hd, s->attn.v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
+        be->attention(be, s->attn.att + r0 * Hq * hd, s->attn.q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
                       (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd));
     }
-    be->sigmoid_mul(be, s->att, s->gate, T * Hq * hd);
-    be->matmul(be, s->out, &y->o_proj, s->att, T);
+    be->sigmoid_mul(be, s->attn.att, s->attn.gate, T * Hq * hd);
+    be->matmul(be, s->out, &y->o_proj, s->attn.att, T);
 }
 
 /* ---- speculative decoding: verify blocks leave the GDN state alone --------------------------------------------
@@ -132,33 +132,6 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     TRACE(m, "gdn_core", l, s->o, T, Hv * dv);
     be->rmsnorm_gated(be, s->o, s->o, s->z, y->gdn_norm, T * Hv, dv, c->rms_norm_eps);
     be->matmul(be, s->out, &y->out_proj, s->o, T);
-}
-
-/* down(silu(gate(x)) · up(x)), xb → dst */
-static void swiglu(sp_qwen35 *m, float *dst, const sp_matrix *gate, const sp_matrix *up, const sp_matrix *down, int64_t T) {
-    const sp_backend *be = m->be;
-    qwen35_scratch *s = &m->s;
-    be->matmul_gate_up(be, s->g, s->u, gate, up, s->xb, T);
-    be->matmul(be, dst, down, s->g, T);
-}
-
-/* FFN, xb → s->out. Dense: SwiGLU. MoE (HF Qwen3_5MoeSparseMoeBlock):
- *   routed = Σ_topk w_e · expert_e(x) (softmax over all experts, top k, renormalized)
- *   out = routed + sigmoid(shared_expert_gate(x)) · shared_expert(x) */
-static void ffn(sp_qwen35 *m, const qwen35_layer *y, int64_t T) {
-    const sp_backend *be = m->be;
-    const qwen35_config *c = &m->cfg;
-    qwen35_scratch *s = &m->s;
-    if (!c->moe) {
-        swiglu(m, s->out, &y->gate_proj, &y->up_proj, &y->down_proj, T);
-        return;
-    }
-    be->matmul(be, s->router, &y->router, s->xb, T);
-    be->moe_route(be, s->ids, s->w, s->router, T, c->num_experts, c->num_experts_per_tok);
-    be->moe_experts(be, s->out, s->xb, s->ids, s->w, T, &y->experts, s->moe);
-    swiglu(m, s->shared, &y->shared_gate, &y->shared_up, &y->shared_down, T);
-    be->matmul(be, s->sg, &y->shared_expert_gate, s->xb, T);
-    be->add_sigmoid_scaled(be, s->out, s->shared, s->sg, T, c->hidden_size);
 }
 
 /* Whether sequence i of the step is a verify block (its logits go to the speculative request's buffer). */
@@ -303,13 +276,14 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, s
     TRACE(m, "embed", -1, s->x, T, H);
     /* each residual add runs with the norm after it (add_rmsnorm): the next layer's input norm, the post norm */
     be->rmsnorm(be, s->xb, s->x, m->w.layers[0].input_norm, T, H, c->rms_norm_eps);
+    const sp_ffn_shape ffn = qwen35_ffn_shape(c);
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
         if (y->kind == LAYER_FULL_ATTENTION) full_attention(m, y, l, mem, r);
         else gated_deltanet(m, y, l, mem, r);
         TRACE(m, "mixer_out", l, s->out, T, H);
         be->add_rmsnorm(be, s->xb, s->x, s->out, y->post_norm, T, H, c->rms_norm_eps);
-        ffn(m, y, T);
+        sp_ffn_forward(be, &ffn, &y->ffn, &s->ffn, s->out, s->xb, T);
         TRACE(m, "ffn_out", l, s->out, T, H);
         if (l + 1 < c->num_hidden_layers) be->add_rmsnorm(be, s->xb, s->x, s->out, m->w.layers[l + 1].input_norm, T, H, c->rms_norm_eps);
         else be->add(be, s->x, s->out, T * H);

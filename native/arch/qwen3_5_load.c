@@ -133,12 +133,7 @@ static uint64_t scratch_layout(const qwen35_config *c, int64_t N, uint8_t *base,
     TAKE(logits, float, (int64_t)LOGIT_ROWS * c->vocab_size);
     uint64_t phase = at.off, end = at.off;
     /* attention */
-    TAKE(qg, float, N * Hq * 2 * hd);
-    TAKE(q, float, N * Hq * hd);
-    TAKE(gate, float, N * Hq * hd);
-    TAKE(k, float, N * Hkv * hd);
-    TAKE(v, float, N * Hkv * hd);
-    TAKE(att, float, N * Hq * hd);
+    sp_attn_take(&at, N, Hq, Hkv, hd, &s->attn);
     end = at.off > end ? at.off : end;
     at.off = phase;
     /* GDN */
@@ -150,18 +145,8 @@ static uint64_t scratch_layout(const qwen35_config *c, int64_t N, uint8_t *base,
     TAKE(o, float, N * vd);
     end = at.off > end ? at.off : end;
     at.off = phase;
-    /* FFN */
-    int64_t I = c->moe ? c->shared_expert_intermediate_size : c->intermediate_size;
-    TAKE(g, float, N * I);
-    TAKE(u, float, N * I);
-    if (c->moe) {
-        TAKE(shared, float, N * H);
-        TAKE(router, float, N * c->num_experts);
-        TAKE(ids, int32_t, N * c->num_experts_per_tok);
-        TAKE(w, float, N * c->num_experts_per_tok);
-        TAKE(sg, float, N);
-        TAKE(moe, float, sp_moe_scratch_floats(N, c->num_experts_per_tok, H, c->moe_intermediate_size));
-    }
+    sp_ffn_shape ffn = qwen35_ffn_shape(c);
+    sp_ffn_take(&at, &ffn, N, &s->ffn);
     end = at.off > end ? at.off : end;
 #undef TAKE
     return end;
@@ -319,18 +304,18 @@ static splash_status load_layer(loader *L, int32_t l) {
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
         /* the router and the shared expert's scalar gate stay as stored: routing decisions are sensitive */
-        MAT(router, "mlp.gate.weight", c->num_experts, H, false);
-        MAT(shared_gate, "mlp.shared_expert.gate_proj.weight", Is, H, true);
-        MAT(shared_up, "mlp.shared_expert.up_proj.weight", Is, H, true);
-        MAT(shared_down, "mlp.shared_expert.down_proj.weight", H, Is, true);
-        MAT(shared_expert_gate, "mlp.shared_expert_gate.weight", 1, H, false);
+        MAT(ffn.router, "mlp.gate.weight", c->num_experts, H, false);
+        MAT(ffn.shared_gate, "mlp.shared_expert.gate_proj.weight", Is, H, true);
+        MAT(ffn.shared_up, "mlp.shared_expert.up_proj.weight", Is, H, true);
+        MAT(ffn.shared_down, "mlp.shared_expert.down_proj.weight", H, Is, true);
+        MAT(ffn.shared_expert_gate, "mlp.shared_expert_gate.weight", 1, H, false);
         int32_t moe_index = l; /* every layer is MoE: layer l owns views [l · 3E, (l + 1) · 3E) */
-        if ((st = load_experts(L, l, &y->experts, L->m->w.expert_views + (int64_t)moe_index * 3 * c->num_experts))) return st;
+        if ((st = load_experts(L, l, &y->ffn.experts, L->m->w.expert_views + (int64_t)moe_index * 3 * c->num_experts))) return st;
     } else {
         int64_t I = c->intermediate_size;
-        MAT(gate_proj, "mlp.gate_proj.weight", I, H, true);
-        MAT(up_proj, "mlp.up_proj.weight", I, H, true);
-        MAT(down_proj, "mlp.down_proj.weight", H, I, true);
+        MAT(ffn.gate_proj, "mlp.gate_proj.weight", I, H, true);
+        MAT(ffn.up_proj, "mlp.up_proj.weight", I, H, true);
+        MAT(ffn.down_proj, "mlp.down_proj.weight", H, I, true);
     }
 #undef MAT
 #undef VEC
@@ -509,13 +494,14 @@ static uint64_t decode_bytes(const sp_qwen35 *m) {
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
         const sp_matrix *all[] = {&y->q_proj, &y->k_proj, &y->v_proj, &y->o_proj, &y->in_proj_qkv, &y->in_proj_z,
-                                  &y->in_proj_b, &y->in_proj_a, &y->out_proj, &y->gate_proj, &y->up_proj, &y->down_proj,
-                                  &y->router, &y->shared_gate, &y->shared_up, &y->shared_down, &y->shared_expert_gate};
+                                  &y->in_proj_b, &y->in_proj_a, &y->out_proj, &y->ffn.gate_proj, &y->ffn.up_proj, &y->ffn.down_proj,
+                                  &y->ffn.router, &y->ffn.shared_gate, &y->ffn.shared_up, &y->ffn.shared_down,
+                                  &y->ffn.shared_expert_gate};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) b += matrix_bytes(all[i]);
         if (!c->moe) continue;
         uint64_t experts = 0;
         for (int32_t e = 0; e < c->num_experts; e++)
-            experts += matrix_bytes(&y->experts.gate[e]) + matrix_bytes(&y->experts.up[e]) + matrix_bytes(&y->experts.down[e]);
+            experts += matrix_bytes(&y->ffn.experts.gate[e]) + matrix_bytes(&y->ffn.experts.up[e]) + matrix_bytes(&y->ffn.experts.down[e]);
         b += experts / (uint64_t)c->num_experts * (uint64_t)c->num_experts_per_tok;
     }
     return b;

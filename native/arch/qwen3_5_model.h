@@ -5,6 +5,8 @@
 
 #include "qwen3_5.h"
 
+#include "arch/attention.h"
+#include "arch/ffn.h"
 #include "arch/loader.h"
 #include "backends/backend.h"
 #include "core/checkpoint.h"
@@ -39,6 +41,11 @@ typedef struct qwen35_config {
     int32_t n_full, n_linear;
 } qwen35_config;
 
+static inline sp_ffn_shape qwen35_ffn_shape(const qwen35_config *c) {
+    return (sp_ffn_shape){c->moe, c->hidden_size, c->moe ? c->shared_expert_intermediate_size : c->intermediate_size,
+                          c->num_experts, c->num_experts_per_tok, c->moe_intermediate_size};
+}
+
 /* ---- weights ------------------------------------------------------------------------------------------------ */
 
 /* One decoder layer. Matrices are [out, in] (PyTorch order); vectors are f32 after sanitize(). */
@@ -62,15 +69,7 @@ typedef struct qwen35_layer {
     const float *dt_bias;        /* (Hv) */
     const float *gdn_norm;       /* (dv) plain w */
     sp_matrix out_proj;          /* (H, Hv·dv) */
-    /* dense FFN */
-    sp_matrix gate_proj, up_proj; /* (I, H) */
-    sp_matrix down_proj;         /* (H, I) */
-    /* MoE FFN */
-    sp_matrix router;            /* (E, H) mlp.gate */
-    sp_moe_experts experts;      /* E × {gate (Im, H), up (Im, H), down (H, Im)} views */
-    sp_matrix shared_gate, shared_up; /* (Is, H) */
-    sp_matrix shared_down;       /* (H, Is) */
-    sp_matrix shared_expert_gate; /* (1, H) */
+    sp_ffn_weights ffn;          /* dense or MoE */
 } qwen35_layer;
 
 typedef struct qwen35_weights {
@@ -103,24 +102,14 @@ typedef struct qwen35_scratch {
     float *xb;                   /* (N, H) normed input of the current block */
     float *out;                  /* (N, H) block output before the residual add */
     /* full attention phase */
-    float *qg;                   /* (N, Hq, 2·hd) q_proj output */
-    float *q, *gate;             /* (N, Hq, hd) */
-    float *k, *v;                /* (N, Hkv, hd) */
-    float *att;                  /* (N, Hq, hd) */
+    sp_attn_scratch attn;
     /* GDN phase */
     float *qkv;                  /* (N, conv_dim) raw in_proj_qkv */
     float *qkv_conv;             /* (N, conv_dim) after conv + SiLU */
     float *z;                    /* (N, Hv·dv) */
     float *a, *b;                /* (N, Hv) */
     float *o;                    /* (N, Hv, dv) */
-    /* FFN phase */
-    float *g, *u;                /* (N, I or Is) */
-    float *shared;               /* (N, H) shared expert output */
-    float *router;               /* (N, E) */
-    int32_t *ids;                /* (N, k) chosen experts */
-    float *w;                    /* (N, k) their weights */
-    float *sg;                   /* (N) shared expert gate logit */
-    float *moe;                  /* sp_moe_scratch_floats(N, k, H, Im) */
+    sp_ffn_scratch ffn;          /* FFN phase */
     /* logits */
     float *hn;                   /* (N, H) final-normed rows that need logits */
     float *logits;               /* (LOGIT_ROWS, vocab) */

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/quant.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,42 @@ static inline weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
     w.dev = w.host;
     w.dev.data = gpu.upload(&gpu, w.bytes, rows, w.host.row_bytes);
     return w;
+}
+
+/* Sampling: greedy rows run on the backend, the rest (temperature, penalties, top-5 logprobs) via the host; both
+ * must give the CPU's tokens and log-probabilities for the same seeds. */
+static inline void test_sample(int32_t V) {
+    enum { ROWS = 4 };
+    float *logits = randoms((int64_t)ROWS * V, -8, 8);
+    logits[V + 7] = 30;                   /* a clear winner in row 1 */
+    logits[5] = logits[9] = 40;           /* a tie in row 0: the lowest id wins */
+    float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
+    splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
+    int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
+    float top_lp[2][5];
+    sp_sample_job g[ROWS], c[ROWS];
+    for (int j = 0; j < ROWS; j++) {
+        const splash_sampling *s = j < 2 ? &greedy : &hot;
+        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, NULL};
+        c[j] = g[j];
+        c[j].logits = logits + (int64_t)j * V;
+        c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
+    }
+    /* one scratch region per thread of whichever backend has more */
+    size_t sb = (size_t)sp_sample_scratch_bytes(V), regions = (size_t)(cpu.n_threads > gpu.n_threads ? cpu.n_threads : gpu.n_threads);
+    void *scratch = malloc(sb * regions);
+    splash_status sg = gpu.sample(&gpu, g, ROWS, V, scratch, sb), sc = cpu.sample(&cpu, c, ROWS, V, scratch, sb);
+    int same = sg == SPLASH_OK && sc == SPLASH_OK && !memcmp(top_ids[0], top_ids[1], sizeof top_ids[0]);
+    double lp = 0;
+    for (int j = 0; j < ROWS; j++) {
+        same = same && g[j].token == c[j].token;
+        lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
+    }
+    CHECK(same && lp < 1e-4, "sample vocab %d: greedy rows on the device, sampling with penalties and top-5 via the host: "
+          "same tokens (%d %d %d %d), max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token, g[3].token, lp);
+    gpu.free(&gpu, dl);
+    free(logits), free(scratch);
 }
 
 #endif

@@ -17,31 +17,13 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "backends/vulkan/coopmat_khr.h"
+
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef VK_KHR_cooperative_matrix
-#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR ((VkStructureType)1000506000)
-#define VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR ((VkStructureType)1000506001)
-typedef struct VkCooperativeMatrixPropertiesKHR {
-    VkStructureType sType;
-    void *pNext;
-    uint32_t MSize, NSize, KSize;
-    uint32_t AType, BType, CType, ResultType;
-    VkBool32 saturatingAccumulation;
-    uint32_t scope;
-} VkCooperativeMatrixPropertiesKHR;
-typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
-    VkStructureType sType;
-    void *pNext;
-    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
-} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
-typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(VkPhysicalDevice, uint32_t *,
-                                                                                   VkCooperativeMatrixPropertiesKHR *);
-#endif
 
 /* libvulkan is opened at run time, as libsplash does (no link-time dependency): every entry point through
  * vkGetInstanceProcAddr, device ones through the loader's trampolines. */

@@ -8,7 +8,7 @@
 //   model.free();
 import { StepRefusals } from "../native/errors.ts";
 import type { Cache, Model } from "../native/model.ts";
-import type { CacheGeometry, DraftSequence, SampledToken, StepModel, StepRunner, StepSequence } from "./runner.ts";
+import type { CacheGeometry, DraftInput, SampledToken, StepInput, StepModel, StepRunner } from "./runner.ts";
 
 export function nativeStepModel(model: Model): StepModel {
   const info = model.info;
@@ -33,26 +33,16 @@ class NativeRunner implements StepRunner {
 
   // One native call on the model's call thread (the JavaScript thread serves requests meanwhile). Sequences
   // libsplash refused alone come back as their errors.
-  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]> {
-    const inputs = seqs.map((s) => ({
-      slot: s.slot,
-      nPast: s.nPast,
-      tokens: s.tokens,
-      pages: s.pages,
-      sample: s.sample ? { sampling: s.sampling, penaltyTokens: s.penaltyTokens, topLogprobs: s.topLogprobs, allowed: s.verify ? null : s.allowed } : undefined,
-      verify: s.verify ? { ...s.verify, allowed: s.allowed } : undefined,
-      embeds: s.embeds,
-      positions: s.positions,
-    }));
+  async step(seqs: readonly StepInput[]): Promise<(SampledToken | Error | null)[]> {
     try {
-      return await this.cache.stepAsync(inputs);
+      return await this.cache.stepAsync(seqs);
     } catch (e) {
       if (e instanceof StepRefusals) return e.results;
       throw e;
     }
   }
 
-  draft(seqs: readonly DraftSequence[]): Promise<Int32Array[]> {
+  draft(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
     return this.cache.draftAsync(seqs);
   }
 

@@ -2,9 +2,8 @@
 // (src/engine/native-runner.ts adapts src/native/ to it; the unit tests use a toy). Ids of pages and slots are
 // 0..n-1 and the engine owns their allocation; the runner only reads and writes what a step tells it.
 import type { Drafter } from "../models/spec.ts";
-import type { CacheGeometry, SampledToken } from "../native/model.ts";
+import type { CacheGeometry, DraftInput, SampledToken, StepInput } from "../native/model.ts";
 import type { HostCopies } from "./cache-manager.ts";
-import type { Sampling } from "./types.ts";
 
 // A model before its sequence-state cache exists: enough to plan memory and then create the cache.
 export interface StepModel {
@@ -28,51 +27,20 @@ export type DrafterSpec = {
   maxSeqs: number; // sequences one draft call or step verifies at most
 };
 
-// The binding's own types: a cache's shape, and what a step samples (after a verify block, `accepted` holds the
-// drafts kept before the token).
-export type { CacheGeometry, SampledToken, TokenChoice } from "../native/model.ts";
-
-// One sequence's share of a step: run `tokens` at positions nPast… with the pages and slot given.
-export type StepSequence = {
-  slot: number;
-  nPast: number; // positions already in the cache (and folded into the slot's GDN state)
-  tokens: Int32Array; // positions nPast … nPast + tokens.length - 1
-  pages: Int32Array; // page table covering positions [0, nPast + tokens.length)
-  sample: boolean; // sample one token after the last position
-  sampling: Sampling;
-  penaltyTokens: Int32Array; // tokens generated so far, for the penalties
-  topLogprobs: number; // 0 = none
-  allowed: Uint32Array | null; // allowed-token bitmask for the sampled position, null = all
-  // A speculative verify block: tokens = [last token, drafts[0..nDraft)], the drafts of entry draftIndex of the
-  // step's draft call; nProposed > nDraft when the rest were refused before verification (a grammar). `allowed` then
-  // holds nDraft + 1 masks, one per block position.
-  verify?: { nDraft: number; nProposed: number; draftIndex: number };
-  // Images (src/engine/images.ts): the rows of the pad tokens among `tokens`, in order, and every token's M-RoPE
-  // (t, h, w) position [tokens.length][3]; absent for text, where token j sits at nPast + j.
-  embeds?: Float32Array;
-  positions?: Int32Array;
-};
-
-// One sequence to draft for: its last sampled token (anchor) sits at position nPast, not yet computed.
-export type DraftSequence = {
-  slot: number;
-  nPast: number;
-  anchor: number;
-  nDraft: number;
-  pages: Int32Array; // covering [0, nPast + nDraft)
-  sampling: Sampling;
-  penaltyTokens: Int32Array;
-};
-
+// The binding's own types: a cache's shape, one sequence's share of a step (its tokens at positions nPast…, its
+// pages and slot, what to sample after the last position, a verify block's drafts, images), one sequence to draft
+// for (its last sampled token, the anchor, at position nPast, not yet computed), and what a step samples (after a
+// verify block, `accepted` holds the drafts kept before the token).
+export type { CacheGeometry, DraftInput, SampledToken, StepInput, TokenChoice } from "../native/model.ts";
 
 // Host copies (the prefix cache's disk tier) are of pageBytes(pageTokens) and slotBytes bytes, called between steps.
 export interface StepRunner extends HostCopies {
   // One forward pass over the batch; an entry per sequence: its sample, null where it did not sample, or an Error
   // when the sample of that sequence alone could not be taken (the others are unaffected). The sample of a
   // sequence must not depend on the rest of the batch (its RNG is a function of its seed and position).
-  step(seqs: readonly StepSequence[]): Promise<(SampledToken | Error | null)[]>;
+  step(seqs: readonly StepInput[]): Promise<(SampledToken | Error | null)[]>;
   // Proposes drafts for each sequence (only when the model has a drafter); the step right after verifies them.
-  draft?(seqs: readonly DraftSequence[]): Promise<Int32Array[]>;
+  draft?(seqs: readonly DraftInput[]): Promise<Int32Array[]>;
   copySlot(src: number, dst: number): void; // GDN snapshot save and restore
   clearSlot(slot: number): void; // state of an empty prefix
   close(): void; // frees the cache (the model stays loaded)

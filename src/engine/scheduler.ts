@@ -22,7 +22,7 @@
 // constraint at once, so a cancelled sequence's constraint is never called again: its drafts are verified
 // unconstrained and its verified block is applied without it, and the sequence ends when the step completes.
 import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
-import type { DraftSequence, DrafterSpec, StepSequence, SampledToken, TokenChoice } from "./runner.ts";
+import type { DraftInput, DrafterSpec, StepInput, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
 import { applyVerified, prepareDrafts, SpeculationPolicy, wantsDraft } from "./speculation.ts";
@@ -42,8 +42,8 @@ export type SchedulerOptions = {
 export type StepChunk = { seq: Sequence; start: number; count: number; sample: boolean; draft?: number; verify?: { nDraft: number; nProposed: number } };
 export type StepPlan = {
   chunks: StepChunk[];
-  batch: StepSequence[]; // a drafting chunk's entry is complete only after attachDrafts
-  drafts: DraftSequence[]; // in the order of the drafting chunks
+  batch: StepInput[]; // a drafting chunk's entry is complete only after attachDrafts
+  drafts: DraftInput[]; // in the order of the drafting chunks
   decodeTokens: number; // decode and draft tokens
   promptTokens: number;
 };
@@ -191,7 +191,7 @@ export class Scheduler {
       seq.tokens.set(proposed.subarray(0, nDraft), seq.length);
       c.count = 1 + nDraft;
       c.verify = { nDraft, nProposed: proposed.length };
-      plan.batch[i] = { ...this.stepSequence(c), allowed: masks, verify: { nDraft, nProposed: proposed.length, draftIndex: d } };
+      plan.batch[i] = { ...this.stepSequence(c), verify: { nDraft, nProposed: proposed.length, draftIndex: d, allowed: masks } };
       d++;
     });
   }
@@ -247,7 +247,7 @@ export class Scheduler {
     return Math.max(0, Math.floor((start + room) / B) * B - start);
   }
 
-  private stepSequence(c: StepChunk): StepSequence {
+  private stepSequence(c: StepChunk): StepInput {
     const seq = c.seq;
     const h = seq.cache!;
     this.cache.allocate(h, c.start + c.count);
@@ -263,11 +263,9 @@ export class Scheduler {
       tokens: seq.tokens.subarray(c.start, c.start + c.count),
       // the pages covering the chunk (a sequence may hold more: pages meant for an abandoned disk read)
       pages: h.pages.subarray(0, Math.ceil((c.start + c.count) / this.cache.options.pageTokens)),
-      sample: c.sample,
-      sampling: seq.request.sampling,
-      penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),
-      topLogprobs: seq.request.topLogprobs ?? 0,
-      allowed,
+      sample: c.sample
+        ? { sampling: seq.request.sampling, penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length), topLogprobs: seq.request.topLogprobs ?? 0, allowed }
+        : undefined,
       ...stepImages(seq.request.images, c.start, c.count),
     };
   }
@@ -336,7 +334,7 @@ export class Scheduler {
     return tokens;
   }
 
-  private draftSequence(c: StepChunk): DraftSequence {
+  private draftSequence(c: StepChunk): DraftInput {
     const seq = c.seq;
     const h = seq.cache!;
     return {

@@ -68,7 +68,7 @@ test("a decoding sequence drafts; the accepted drafts and the target's token adv
   const k = plan.drafts[0]!.nDraft;
   scheduler.attachDrafts(plan, [Int32Array.from({ length: k }, (_, j) => 8 + j)]);
   expect([...plan.batch[0]!.tokens]).toEqual([4, ...Array.from({ length: k }, (_, j) => 8 + j)]);
-  expect(plan.batch[0]!.verify).toEqual({ nDraft: k, nProposed: k, draftIndex: 0 });
+  expect(plan.batch[0]!.verify).toEqual({ nDraft: k, nProposed: k, draftIndex: 0, allowed: null });
   // the target keeps the first draft and then says 11
   scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
   expect(events).toEqual(["4", "8", "11"]);
@@ -85,7 +85,7 @@ test("a constraint keeps the drafts it allows, rolls back the rejected ones, and
   // 13 is not allowed: only [9] is verified, with the mask at each block position
   scheduler.attachDrafts(plan, [Int32Array.of(9, 13, 5).subarray(0, plan.drafts[0]!.nDraft)]);
   expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 1 });
-  expect(plan.batch[0]!.allowed).toHaveLength(2);
+  expect(plan.batch[0]!.verify!.allowed).toHaveLength(2);
   scheduler.complete(plan, [{ token: 6, logprob: 0, top: null }]); // 9 rejected
   expect(constraint.taken).toEqual([4, 6]);
   plan = scheduler.schedule()!;
@@ -107,7 +107,7 @@ test("a constraint that throws while drafts are checked ends only its sequence, 
   scheduler.attachDrafts(plan, plan.drafts.map((d) => Int32Array.from({ length: d.nDraft }, (_, j) => 8 + j)));
   // the failing one verifies its anchor alone, unconstrained; the other keeps its drafts and masks
   expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 0 });
-  expect(plan.batch[0]!.allowed).toBeNull();
+  expect(plan.batch[0]!.verify!.allowed).toBeNull();
   expect(plan.batch[1]!.verify!.nDraft).toBeGreaterThan(0);
   scheduler.complete(plan, [{ token: 5, logprob: 0, top: null }, { token: 6, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
   expect(runs[0]!.events).toEqual(["4", "error grammar engine failed"]);

@@ -63,7 +63,7 @@ describe("Scheduler", () => {
     plan = scheduler.schedule()!;
     expect(shape(plan)).toEqual([`${id}:30+1s`]); // decode: the sampled token is the one pending token
     expect([...plan.batch[0]!.tokens]).toEqual([7]);
-    expect([...plan.batch[0]!.penaltyTokens]).toEqual([7]);
+    expect([...plan.batch[0]!.sample!.penaltyTokens!]).toEqual([7]);
     scheduler.complete(plan, reply(plan, 8));
     expect(events).toEqual(["admitted 30 0", "tokens 7", "tokens 8", "done length"]);
     expect(scheduler.running.length).toBe(0);

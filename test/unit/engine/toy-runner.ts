@@ -4,7 +4,7 @@
 // a wrong page table, a page overwritten while shared, a badly restored snapshot or a skipped token changes the
 // output, exactly as it would with a model. It also checks the step contract: page tables cover the positions, no
 // page is written by two sequences of a step, and shared (read-only) pages are never written.
-import type { CacheGeometry, SampledToken, StepModel, StepRunner, StepSequence } from "../../../src/engine/runner.ts";
+import type { CacheGeometry, SampledToken, StepModel, StepInput, StepRunner } from "../../../src/engine/runner.ts";
 
 export type ToyOptions = {
   vocabSize?: number;
@@ -33,7 +33,7 @@ export class ToyRunner implements StepRunner {
     this.slots = new Uint32Array(geometry.nSlots).fill(0xdeadbeef);
   }
 
-  async step(seqs: readonly StepSequence[]): Promise<(SampledToken | null)[]> {
+  async step(seqs: readonly StepInput[]): Promise<(SampledToken | null)[]> {
     if (this.stepDelayMs > 0) await Bun.sleep(this.stepDelayMs);
     const B = this.geometry.pageTokens;
     const writtenBy = new Map<number, number>();
@@ -54,6 +54,8 @@ export class ToyRunner implements StepRunner {
       }
       this.slots[s.slot] = state;
       if (!s.sample) return null;
+      const { sampling, topLogprobs = 0 } = s.sample;
+      const allowed = s.verify ? s.verify.allowed : s.sample.allowed;
       let acc = 0;
       for (let pos = 0; pos < end; pos++) {
         const v = this.kv[s.pages[Math.floor(pos / B)]!]![pos % B]!;
@@ -61,11 +63,11 @@ export class ToyRunner implements StepRunner {
         acc = mix(acc, v);
       }
       let token = mix(state, acc) % this.vocabSize;
-      if (s.sampling.temperature > 0) token = mix(token, mix(s.sampling.seed, end)) % this.vocabSize;
-      if (s.allowed) {
-        while (((s.allowed[token >>> 5]! >>> (token & 31)) & 1) === 0) token = (token + 1) % this.vocabSize;
+      if (sampling.temperature > 0) token = mix(token, mix(sampling.seed, end)) % this.vocabSize;
+      if (allowed) {
+        while (((allowed[token >>> 5]! >>> (token & 31)) & 1) === 0) token = (token + 1) % this.vocabSize;
       }
-      const top = s.topLogprobs > 0 ? Array.from({ length: s.topLogprobs }, (_, j) => ({ id: (token + j) % this.vocabSize, logprob: -j })) : null;
+      const top = topLogprobs > 0 ? Array.from({ length: topLogprobs }, (_, j) => ({ id: (token + j) % this.vocabSize, logprob: -j })) : null;
       return { token, logprob: -0.5, top };
     });
   }
