@@ -162,7 +162,7 @@ describe("the page against splash serve on the embedded model", () => {
     await page.waitForFunction(() => document.getElementById("request-counts")!.textContent === "4 ok, 0 failed");
     const st = await status(server.url);
     expect(st.models[0]!.tokens.cachedPromptTokens).toBeGreaterThan(0);
-    expect(await page.locator("#cache-hits").innerText()).toMatch(/^\d+(\.\d)?% of \d+ prompt tokens$/);
+    expect(await page.locator("#cache-hits").innerText()).toMatch(/^\d+(\.\d)?% of \d{1,3}(,\d{3})* prompt tokens$/);
     expect(await page.locator("#speculation").innerText()).toMatch(/^(none|mtp|dflash)/);
     // The chart has drawn the output rate, which was above zero while the long answer ran.
     expect(Math.max(...st.models[0]!.throughput.generated)).toBeGreaterThan(0);
