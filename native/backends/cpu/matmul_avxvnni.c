@@ -32,14 +32,7 @@ enum {
     X_TILE = 6,           /* x rows per GEMM tile (6 accumulators + 6 dot products + a weight vector in 16 registers),
                              and the most the few-row path takes */
 };
-
-/* An unaligned int32 that may alias the int8 x quants (4 of them, broadcast to every lane). */
-typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
-
-INLINE const uint8_t *row_ptr(const sp_matrix *W, int64_t r) { return (const uint8_t *)W->data + r * W->row_bytes; }
-
-/* Where a row's f16 scales start; Q4's f16 mins follow them, nb halves later (quant.h). */
-INLINE int64_t scales_at(bool q4, int64_t nb) { return q4 ? (nb + 1) / 2 * SP_QK : nb * SP_QK; }
+#include "matmul_panel.h"
 
 /* Byte offsets of a panel's 8 rows from its first; lanes past the v valid rows repeat the last one. */
 INLINE __m256i lane_offsets(const sp_matrix *W, int v) {
@@ -62,15 +55,6 @@ INLINE void gather_halves(const uint8_t *base, __m256i offsets, int64_t b, int64
     __m256i hi = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_srli_epi32(g, 16), pack), 0x08);
     *h0 = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
     *h1 = b + 1 < nb ? _mm256_cvtph_ps(_mm256_castsi256_si128(hi)) : _mm256_setzero_ps();
-}
-
-/* A panel's rows are one contiguous block of memory, read 8 strided streams at a time, which the hardware
- * prefetcher does not follow: step s of S prefetches the s-th S-th of the block PREFETCH_PANELS ahead. */
-enum { PREFETCH_PANELS = 2 };
-INLINE void prefetch_ahead(const sp_matrix *W, int64_t r, int64_t s, int64_t S) {
-    const int64_t bytes = LANES * W->row_bytes;
-    const char *next = (const char *)row_ptr(W, r) + PREFETCH_PANELS * bytes;
-    for (int64_t o = (s * bytes / S) & ~(int64_t)63; o < (s + 1) * bytes / S; o += 64) _mm_prefetch(next + o, _MM_HINT_T0);
 }
 
 /* ---- GEMM: repacked panels --------------------------------------------------------------------------------------- */
@@ -135,28 +119,6 @@ INLINE void pack_panel(bool q4, const sp_matrix *W, int64_t r, int v, int64_t nb
             gather_halves(sc + 2 * nb, offsets, b, nb, &h0, &h1);
             _mm256_store_ps(P->m + b * LANES, h0);
             if (b + 1 < nb) _mm256_store_ps(P->m + (b + 1) * LANES, h1);
-        }
-    }
-}
-
-/* x rows in tiles of X_TILE, each group of a tile together (matmul_avx512.c's layout). */
-typedef struct xgroup {
-    int8_t q[X_TILE][SP_QK];
-    float d[X_TILE];
-    int32_t corr[X_TILE];
-    float s[X_TILE];
-} xgroup;
-
-/* Rows [c, c + C) of x into tile t (nb groups); rows past C are left as they are (never read). */
-static void pack_x(const sp_act *x, int64_t c, int C, xgroup *t) {
-    const int64_t nb = x->nb;
-    for (int j = 0; j < C; j++) {
-        const int8_t *q = x->q + (c + j) * nb * SP_QK;
-        const float *d = x->d + (c + j) * nb, *s = x->s + (c + j) * nb;
-        const int32_t *sum = x->sum + (c + j) * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            _mm256_storeu_si256((__m256i *)t[b].q[j], _mm256_loadu_si256((const __m256i *)(q + b * SP_QK)));
-            t[b].d[j] = d[b], t[b].corr[j] = -128 * sum[b], t[b].s[j] = s[b];
         }
     }
 }
