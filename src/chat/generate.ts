@@ -113,7 +113,7 @@ export function countTokens(model: Pick<ChatModelParts, "tokenizer" | "template"
   return promptTokens(model, conversation, renderPrompt(model, conversation).ids);
 }
 
-// The rendered prompt's tokens with each image's placeholder counted at the image's size.
+// How many tokens the model sees for the rendered prompt: each image's one placeholder id stands for tokensFor(image).
 function promptTokens(model: Pick<ChatModelParts, "vision">, conversation: Conversation, ids: Int32Array): number {
   const sources = conversationImages(conversation);
   if (sources.length === 0 || !model.vision) return ids.length;

@@ -244,7 +244,9 @@ function advance(p: string, f: Int32Array, match: number, b: number): number {
 
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 const isScalarByte = (b: number) => (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a) || b === 0x2e || b === 0x2b || b === 0x2d;
-const isHex = (b: number) => (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66) || (b >= 0x41 && b <= 0x46);
+// The value of an ASCII hex digit, -1 for any other byte.
+const hexValue = (b: number): number =>
+  b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x61 && b <= 0x66 ? b - 0x57 : b >= 0x41 && b <= 0x46 ? b - 0x37 : -1;
 
 export class Bounds {
   private readonly history: (Stack | null)[] = [];
@@ -411,9 +413,10 @@ export class Bounds {
       if (esc === 0) high = false;
       hex = 0;
     } else {
-      // \uXXXX: esc - 2 hex digits read so far
-      if (!isHex(b)) return FAIL;
-      hex = (hex << 4) | parseInt(String.fromCharCode(b), 16);
+      // inside \uXXXX: esc is 2 + the number of hex digits read before this byte
+      const digit = hexValue(b);
+      if (digit < 0) return FAIL;
+      hex = (hex << 4) | digit;
       esc = esc === 5 ? 0 : esc + 1;
       if (esc === 0) {
         if (high && hex >= 0xdc00 && hex <= 0xdfff) n--;
