@@ -2,8 +2,9 @@
 # What speculative decoding costs on one NVIDIA H200 (the device tool's nvidia-h200), with no Bun there: builds
 # libsplash's C sources with the Vulkan backend (gpu-common.sh), checks the kernels against the CPU backend
 # (vulkan_ops_test --quick, with the drafters' attention_ext), writes vulkan_bench's sparse Qwen3.8-27B (64 layers, q4)
-# and measures its decode step, then draft_lab on it: a verify block of 8 rows, a DFlash draft of 8 and four
-# sequences of each against one decode step, with the speedups they predict at τ = 3.4 and 5.5.
+# and measures its decode step, then draft_lab on it: a verify block of 8 rows, the same step also drafting the next 8
+# (one speculative cycle, one call; the draft's cost is the difference) and four sequences of each against one decode
+# step, with the speedups they predict at τ = 3.4 and 5.5.
 #
 #   carry:  .gl and build/gen, as gpu-h200.sh says
 #   run:    bash scripts/bench/draft-h200.sh

@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 13;
+export const ABI_VERSION = 14;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -53,8 +53,6 @@ export const symbols = {
   // ---- speculative decoding (src/native/model.ts) ----
   splash_model_attach_drafter: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_get_drafter_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-  splash_draft: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
-  splash_step_spec: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   splash_spec_accept: {
     args: [FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.u64, FFIType.u64, FFIType.ptr],
     returns: FFIType.i32,
