@@ -514,8 +514,8 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     return draft_next(m, c, seqs, n, committed);
 }
 
-int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
-                           uint64_t seed, uint64_t pos0, int32_t *token) {
+int32_t splash_draft_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
+                            uint64_t seed, uint64_t pos0, int32_t *token) {
     if (!p || (k > 0 && (!q || !draft)) || !token || vocab < 1 || k < 0 || q_rows < k || q_rows > k + 1) return -1;
     return sp_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
 }

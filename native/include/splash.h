@@ -324,8 +324,8 @@ SPLASH_API splash_status splash_model_get_drafter_info(const splash_model *m, sp
 /* The acceptance rule alone, on given distributions (for tests): p [k + 1][vocab] target, q [q_rows][vocab] draft
  * (q_rows = k, or k + 1 when a (k+1)-th draft was refused before verification), drafts [k]; draws from (seed,
  * position pos0 + i). Writes the final token; returns the number of drafts accepted. */
-SPLASH_API int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
-                                      int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
+SPLASH_API int32_t splash_draft_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
+                                       int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
 
 /* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
 

@@ -204,10 +204,10 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
 
 // The acceptance rule alone on given distributions (draft/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
 // or k + 1 when a further draft was refused before verification), drafts [k]. For tests with fixed probabilities.
-export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
+export function draftAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
   const token = new Int32Array(1);
-  const accepted = lib.splash_spec_accept(p, q.byteLength ? q : null, qRows, vocab, drafts.byteLength ? drafts : null, drafts.length, u64(seed), u64(pos0), token);
-  if (accepted < 0) throw new RangeError("specAccept: bad arguments");
+  const accepted = lib.splash_draft_accept(p, q.byteLength ? q : null, qRows, vocab, drafts.byteLength ? drafts : null, drafts.length, u64(seed), u64(pos0), token);
+  if (accepted < 0) throw new RangeError("draftAccept: bad arguments");
   return { accepted, token: token[0]! };
 }
 
