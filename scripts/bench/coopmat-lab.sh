@@ -4,9 +4,10 @@
 # `bun scripts/build/native.ts` installs): the device machine has no glslang, so DIR travels with the device call and
 # gpu-prefill-h200.sh's `coopmat` stage runs the lab on it.
 #
-#   bash scripts/bench/coopmat-lab.sh DIR [all|product]
+#   bash scripts/bench/coopmat-lab.sh DIR [all|product|flash]
 # all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
-# and the product kernel's tiles (the check after a change to the kernel).
+# and the product kernel's tiles (the check after a change to the kernel); flash: the flash attention kernel
+# (kernels/flash_attention_coopmat.comp, head dim 256) on each KV type, at 0 and after 31K positions, beside the kernel as committed at git revision $FLASH_BASE if set (the comparison after a change).
 set -eu
 cd "$(dirname "$0")/../.."
 DIR=${1:?usage: coopmat-lab.sh DIR [all|product]}
@@ -37,6 +38,29 @@ product() {
   rm -f "$DIR/$name.log"
   echo "$name $name.spv 3 $(( bm / wm * bn / wn * 32 )) $bm $bn $bk 0 0 0 $wt" >> "$LIST"
 }
+
+# flash NAME WARPS [FILE]: the flash attention kernel (or FILE) at head dim 256 with WARPS subgroups of 16 query vectors,
+# each KV type at 0 and after 31744 positions (a chunk of the lab's --n rows: 1024 makes the second end at 32K)
+flash() {
+  local name=$1 warps=$2 file=${3:-kernels/flash_attention_coopmat.comp}
+  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DD=256 -DWARPS=$warps -o "$DIR/$name.spv" "$file" > "$DIR/$name.log" ||
+    { cat "$DIR/$name.log"; exit 1; }
+  rm -f "$DIR/$name.log"
+  for kv in 0 1 2; do
+    for past in 0 31744; do echo "${name}_kv${kv}_at$past $name.spv 4 $(( warps * 32 )) $(( warps * 16 )) $past 256 0 0 $kv -" >> "$LIST"; done
+  done
+}
+if [ "$SET" = flash ]; then
+  flash flash_w4 4
+  flash flash_w8 8
+  if [ -n "${FLASH_BASE:-}" ]; then
+    git show "$FLASH_BASE:kernels/flash_attention_coopmat.comp" > "$DIR/flash_base.comp"
+    # the base reads f32 and f16 rows only
+    flash flash_base 4 "$DIR/flash_base.comp"
+    sed -i '/^flash_base_kv2/d' "$LIST"
+  fi
+  echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0
+fi
 
 # (d) the product kernel: its tiles, f16, bf16 and q4 weights
 for wt in f16 bf16 q4; do

@@ -84,10 +84,9 @@ static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) 
     return gpu->part;
 }
 
-/* Not for int8 rows: the matrix-unit kernel loads f32/f16 tiles only, and no device this project is tested on before
- * release (lavapipe has no matrix units) could check an int8 variant; those caches take attention.comp. */
+/* Every KV type: the kernel rounds f32 and int8 rows to f16 as it loads a tile. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n) {
-    return !g->no_coopmat && kv_type != SPLASH_KV_INT8 && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+    return !g->no_coopmat && (GPU_KV_TYPES & 1u << kv_type) && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
 }
 
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
