@@ -51,6 +51,7 @@ flash() {
   done
 }
 if [ "$SET" = flash ]; then
+  lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
   flash flash_w4 4
   flash flash_w8 8
   if [ -n "${FLASH_BASE:-}" ]; then
