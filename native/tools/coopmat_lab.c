@@ -265,7 +265,7 @@ static uint32_t *read_spv(const char *path, size_t *bytes) {
 }
 
 /* The pipeline of `path` with `threads` invocations per workgroup; its driver statistics printed. NULL on failure. */
-static VkPipeline pipeline(const char *path, uint32_t threads, char *stats, size_t stats_len) {
+static VkPipeline pipeline(const char *path, uint32_t threads, uint32_t spec1, char *stats, size_t stats_len) {
     size_t bytes = 0;
     uint32_t *code = read_spv(path, &bytes);
     stats[0] = 0;
@@ -281,8 +281,10 @@ static VkPipeline pipeline(const char *path, uint32_t threads, char *stats, size
         snprintf(stats, stats_len, "vkCreateShaderModule %d", (int)r);
         return VK_NULL_HANDLE;
     }
-    VkSpecializationMapEntry e = {.constantID = 0, .offset = 0, .size = 4};
-    VkSpecializationInfo si = {.mapEntryCount = 1, .pMapEntries = &e, .dataSize = 4, .pData = &threads};
+    /* spec constant 0: the workgroup size; 1: the flash kernel's KV type (ignored by kernels without it) */
+    uint32_t spec[2] = {threads, spec1};
+    VkSpecializationMapEntry e[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
+    VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = e, .dataSize = 8, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .flags = have_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
@@ -493,7 +495,7 @@ int main(int argc, char **argv) {
             continue;
         char path[800];
         snprintf(path, sizeof path, "%s%s", dir, file);
-        VkPipeline p = pipeline(path, (uint32_t)threads, stats, sizeof stats);
+        VkPipeline p = pipeline(path, (uint32_t)threads, mode == 4 ? (uint32_t)ty : 0, stats, sizeof stats);
         if (!p) {
             printf("%-34s %8d  FAILED: %s\n", name, threads, stats);
             fflush(stdout);

@@ -14,7 +14,8 @@
 #   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build, run in that order;
 #   "coopmat" runs native/tools/coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
 #   build/coopmat-lab (carry it; its `flash` set: the flash attention kernel on each KV type at 0 and at 32K). SPLASH_PREFILL_MODELS picks the lab's models (both by default),
-#   SPLASH_PREFILL_OPS=--quick the short ops test.
+#   SPLASH_PREFILL_OPS=--quick the short ops test, SPLASH_PREFILL_LAB_TYPES the lab's GEMM weight types ("none": attention
+#   and GDN only).
 #
 # Locally (lavapipe, tiny shapes): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-prefill-h200.sh
 set -u
@@ -66,6 +67,7 @@ run_lab() {
   for m in $MODELS; do
     stage "vulkan_prefill_lab $m"
     types=q4,bf16; [ "$m" = qwen3.6-35b-a3b ] && types=q4
+    types=${SPLASH_PREFILL_LAB_TYPES:-$types}  # "none": attention and GDN only
     timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types "$types" $LAB 2>&1 | tee -a "$OUT/lab.log"
     echo "exit ${PIPESTATUS[0]}"
   done
