@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* libvulkan is opened at run time, as libsplash does (no link-time dependency): every entry point through
  * vkGetInstanceProcAddr, device ones through the loader's trampolines. */
@@ -340,22 +341,32 @@ typedef struct push_attention { /* kernels/flash_attention_coopmat.comp's (atten
     uint64_t src2;
 } push_attention;
 
-/* Seconds per launch: one warm-up submission, then `reps` launches with a barrier between each, timed by timestamps. */
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Seconds per launch: warm-up submissions of `reps` launches for at least WARM_S (the host's work before a variant
+ * leaves the GPU idle, and its clocks take a few hundred ms to come back up), then `reps` launches with a barrier
+ * between each, timed by timestamps. */
+#define WARM_S 0.5
 static double run(VkPipeline p, const void *pc, uint32_t pc_bytes, uint32_t gx, uint32_t gy, int reps) {
+    double t0 = now();
     for (int pass = 0; pass < 2; pass++) {
         VkCommandBuffer cb = begin();
         vkCmdResetQueryPool(cb, queries, 0, 2);
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p);
         vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_bytes, pc);
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
-        int n = pass ? reps : 1;
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < reps; r++) {
             vkCmdDispatch(cb, gx, gy, 1);
             barrier(cb);
         }
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
         end_wait(cb);
-        if (pass) {
+        if (!pass && now() - t0 < WARM_S) pass--;  /* warm up again */
+        else if (pass) {
             uint64_t t[2];
             CHECK(vkGetQueryPoolResults(dev, queries, 0, 2, sizeof t, t, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
             return (double)(t[1] - t[0]) * tick_ns * 1e-9 / reps;

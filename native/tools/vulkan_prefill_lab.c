@@ -10,8 +10,8 @@
  * TFLOP/s = 2 · rows · cols · n / time. Prints the fastest coop tile per matrix as the "gemmCoopmat" entries of
  * models/<id>/vulkan.json. Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
  * cache, against the CPU op on the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
- * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after a
- * warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
+ * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after
+ * half a second of warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
@@ -94,12 +94,17 @@ static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     free(row);
 }
 
-/* Runs `run` once (a warm-up, and its result checked by the caller), then `reps` times in one submission: seconds per run. */
+/* Runs `run` for at least half a second (a warm-up: the host's work before a case leaves the GPU idle, and its clocks
+ * take a few hundred ms to come back up; the last result is checked by the caller), then `reps` times in one
+ * submission: seconds per run. */
 typedef void (*run_fn)(void *ctx);
 static double timed(const sp_backend *be, run_fn run, void *ctx, int reps) {
-    run(ctx);
-    sp_gpu_finish(be);
     double t0 = now();
+    do {
+        run(ctx);
+        sp_gpu_finish(be);
+    } while (now() - t0 < 0.5);
+    t0 = now();
     for (int r = 0; r < reps; r++) run(ctx);
     sp_gpu_finish(be);
     return (now() - t0) / reps;
