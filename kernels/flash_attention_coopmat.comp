@@ -6,17 +6,18 @@
 // A workgroup takes one kv head g and 16·WARPS query vectors that read it: vector v is (row r0 + v / G, head
 // g·G + v % G), so the G query heads of a kv head share every K and V tile the workgroup loads. Keys go BC at a time,
 // up to the last key its last row sees (tiles past the diagonal are never loaded). Per tile: K to shared memory as f16
-// (its loads issued during the previous tile's P·V, V's during this tile's scores and softmax); each subgroup computes its 16 vectors' scores S = Q·Kᵀ (Q, pre-scaled, in registers as 16 × 16 f16 fragments),
-// stages them in shared memory, where two lanes per vector (half the keys each) apply the causal mask and the online
-// softmax (running max m and sum l; P = e^(S − m) as f16), then V replaces K in shared memory and O = O·e^(m_old − m_new) + P·V
-// accumulates in f32 fragments. The rescale needs each fragment element's row, which the extension leaves to the
-// implementation: it is read once from a fragment loaded from a matrix of row indices.
+// (its loads issued during the previous tile's P·V, V's during this tile's scores and softmax); each subgroup computes
+// its 16 vectors' scores S = Q·Kᵀ (Q, pre-scaled, in registers as 16 × 16 f16 fragments) and stages them in shared
+// memory, where two lanes per vector (half the keys each) apply the causal mask and the online softmax (running max m
+// and sum l; P = e^(S − m) as f16); then V replaces K in shared memory and O = O·e^(m_old − m_new) + P·V accumulates in
+// f32 fragments, the rescale skipped when no row's max moved. The rescale needs each fragment element's row, which
+// the extension leaves to the implementation: it is read once from a fragment loaded from a matrix of row indices.
 // Operands are f16 (q·scale, K, V, P); scores, softmax and O are f32. K and V values saturate at ±65504.
 // Paged layout as in attention.comp, rows in the cache's type (kernels/kv_rows.glsl): f32 (rounded to f16 here), f16
 // (copied as they are) or int8 (each value q · d rounded to f16 here, as the f32 rows are).
-// Every loop inside the loops over the fragment arrays q[], s[] and o[] has a constant trip count, so the driver
-// unrolls them and keeps the fragments in registers: a run-time trip count there makes it index the array at run time
-// and keep the whole array in local memory.
+// Every loop inside the loops over the fragment arrays q[], s[] and o[] has a constant trip count, so the driver can
+// unroll them and keep the fragments in registers (a run-time trip count there made the GEMM's driver index its
+// accumulator array at run time and keep all of it in local memory).
 // Defines: D (head dim, a multiple of 16 up to 256), WARPS (default 8). Workgroup: WARPS subgroups of 32 (spec constant
 // 0 = 32·WARPS); spec constant 1: the KV type, so each type's pipeline holds only its own loads and conversions.
 // Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
