@@ -373,7 +373,7 @@ static splash_status draft_next(splash_model *m, splash_cache *c, splash_seq *se
         if (!v || v->n_next == 0 || !q->sample || q->token < 0) continue;
         /* the penalties' tokens: the generated ones, the verify block's accepted drafts, the sampled token */
         int32_t accepted = v->n_proposed > 0 ? v->n_accepted : 0;
-        memcpy(at, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
+        if (q->n_penalty_tokens) memcpy(at, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
         memcpy(at + q->n_penalty_tokens, q->tokens + 1, sizeof(int32_t) * (size_t)accepted);
         at[q->n_penalty_tokens + accepted] = q->token;
         int32_t n_past = q->n_past + committed[i];
@@ -431,7 +431,7 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_speculate *v
     int32_t V = s->vocab, N = s->n_tokens, k = v->n_draft, words = (V + 31) / 32;
     const int32_t *draft = q->tokens + 1;
     uint64_t pos0 = (uint64_t)q->n_past + 1; /* block row r decides position n_past + 1 + r */
-    memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
+    if (q->n_penalty_tokens) memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
     if (!(q->sampling.temperature > 0)) return accept_greedy(s, q, v, logits, penalty);
     s->be->read(s->be, s->host_logits, logits, sizeof(float) * (uint64_t)(k + 1) * (uint64_t)V);
