@@ -150,8 +150,9 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
         }
         const sp_gpu_coop_tile *ct = &sp_gpu_coop_tiles[tile];
         char what[160];
-        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d vs exact (%.0f ms)", sp_mtype_name(t),
-                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ms);
+        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d%s%s vs exact (%.0f ms)", sp_mtype_name(t),
+                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ct->db ? " db" : "",
+                 ct->xf32 ? " xf32" : "", ms);
         expect(what, s > 0 ? e / s : e, 1e-5);
         free(got);
     }
@@ -488,6 +489,35 @@ static void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int
     free(gu.bytes), free(dn.bytes);
 }
 
+/* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
+ * build did not compile is ignored, so the shape keeps the default. Host-side: needs no matrix units. */
+static void test_coop_tuning_file(void) {
+    int want = -1;
+    for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++)
+        if (sp_gpu_coop_tiles[i].xf32 && sp_gpu_coop_tiles[i].bn == 256) want = i;
+    char path[] = "/tmp/splash-coop-tuning-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(want >= 0 && f, "coop tuning file: a compiled xf32 tile 256 x rows wide (%d), a temporary file", want);
+    if (want < 0 || !f) return;
+    const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[want];
+    fprintf(f, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": {\"bm\": %d, \"bn\": %d, "
+               "\"bk\": %d, \"wm\": %d, \"wn\": %d, \"xf32\": true}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
+               "{\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
+    fclose(f);
+    sp_gpu *g = calloc(1, sizeof *g);
+    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
+    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    sp_matrix q4 = {SP_MAT_Q4, 12288, 5120, NULL, 0}, bf16 = {SP_MAT_BF16, 12288, 5120, NULL, 0}, other = {SP_MAT_Q4, 12288, 6144, NULL, 0};
+    int got = sp_gpu_gemm_coop_tile(g, &q4, 1024), kept = sp_gpu_gemm_coop_tile(g, &bf16, 1024), dflt = sp_gpu_gemm_coop_tile(g, &other, 1024);
+    CHECK(!st && got == want && kept == dflt && dflt != want,
+          "coop tuning file: q4 12288x5120 takes tile %d (want %d), an uncompiled tile leaves bf16 on %d, another shape %d", got, want,
+          kept, dflt);
+    unsetenv("SPLASH_OPS_TEST_TUNING");
+    remove(path);
+    free(g);
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     sp_threadpool *pool;
@@ -524,11 +554,13 @@ int main(int argc, char **argv) {
     }
     /* the matrix units: partial tiles in rows, x rows and columns (a column step past cols, a partial group), a
      * whole-tile case (the direct store), every weight type they take */
+    test_coop_tuning_file();
     test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
     test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
     /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
     test_gemm_coop(SP_MAT_F16, 67, 164, 21);
     test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
+    test_gemm_coop(SP_MAT_Q4, 256, 256, 256); /* whole tiles of 256 rows of either operand */
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);

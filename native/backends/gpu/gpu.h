@@ -200,6 +200,8 @@ struct sp_gpu {
     /* launch parameters read from the backend's tuning file (tuning.c) */
     sp_gpu_gemv_tuning gemv[SP_GPU_MAX_TUNINGS];
     int32_t n_gemv;
+    sp_gpu_gemm_tuning gemm_coop[SP_GPU_MAX_TUNINGS]; /* the tuning file's "gemmCoopmat" (tile: sp_gpu_coop_tiles index) */
+    int32_t n_gemm_coop;
     uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
 };
 
