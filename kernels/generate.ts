@@ -65,12 +65,16 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
 ];
 // Compiled always after the defaults, for vulkan_prefill_lab to time against them on the device (no default picks
 // them; a model's tuning does once measured faster): 8 subgroups over 256 weight rows (each x fragment serves twice the
-// products) or over 256 x rows (each dequantized weight serves twice the x rows: half the decode work per product), the
-// double-buffered staging, and x rounded to f16 in the tile loads.
+// products; a third more products per byte a tile loads) or over 256 x rows (each dequantized weight serves twice the x
+// rows: half the decode work per product), 64 columns a step (twice the products per load latency, the next step's
+// loads twice as many registers), the double-buffered staging (with 4 subgroups of 64 × 64, two workgroups fit a
+// multiprocessor's registers), and x rounded to f16 in the tile loads.
 export const CANDIDATE_COOP_TILES: CoopTile[] = [
   { bm: 256, bn: 128, bk: 32, wm: 64, wn: 64 },
   { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 },
+  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, db: true },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64, db: true },
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, xf32: true },
   { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64, xf32: true },
 ];
