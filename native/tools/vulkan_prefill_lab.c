@@ -202,6 +202,10 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
                 if (launches[l].coopmat && !bad && sec < best) best = sec, best_l = l;
             }
             if (best_l >= 0 && dflt > 0) {
+                const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[best_l].tile];
+                printf("  -> %-9s %-5s fastest coopmat %dx%dx%d/%dx%d%s%s %.1f TFLOP/s, default %.1f (%.2fx)\n", m->name,
+                       sp_mtype_name(t), c->bm, c->bn, c->bk, c->wm, c->wn, c->db ? " db" : "", c->xf32 ? " xf32" : "", flops / best / 1e12,
+                       flops / dflt / 1e12, dflt / best);
                 /* an entry only where another tile beats the default by more than the spread */
                 if (launches[best_l].tile != dflt_tile && best < dflt * (1 - SPREAD)) {
                     char tile[128];

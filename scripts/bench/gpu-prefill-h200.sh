@@ -58,8 +58,11 @@ run_gemm() {
   for m in $models; do
     stage "cooperative-matrix GEMM tiles, $m (vulkan_prefill_lab --parts gemm; * = the default tile)"
     rm -f "$OUT/gemm-$m.json"
-    timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types q4,bf16 --parts gemm --out "$OUT/gemm-$m.json" $args 2>&1 | tee -a "$OUT/gemm.log"
-    echo "exit ${PIPESTATUS[0]}"
+    timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types q4,bf16 --parts gemm --out "$OUT/gemm-$m.json" $args > "$OUT/gemm-one.log" 2>&1
+    echo "exit $? (every launch in gemm.log; here the fastest tile per matrix)"
+    cat "$OUT/gemm-one.log" >> "$OUT/gemm.log"
+    grep -E "^vulkan_prefill_lab|^GEMM|->|NOT OK|all matrices" "$OUT/gemm-one.log"
+    rm -f "$OUT/gemm-one.log"
     [ -f "$OUT/gemm-$m.json" ] && cat "$OUT/gemm-$m.json" && export SPLASH_VULKAN_TUNING=$OUT/gemm-$m.json
   done
 }
