@@ -409,7 +409,7 @@ int main(int argc, char **argv) {
     bool small = b.s->hidden < 1024;
     if (sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
     char device[256];
-    snprintf(device, sizeof device, "%s", sp_vulkan_device_name(&be));
+    snprintf(device, sizeof device, "%s", be.device); /* the name and the kernel paths it takes */
     sp_vulkan_backend_destroy(&be);
 
     char dir[2048];

@@ -153,6 +153,8 @@ struct sp_gpu {
     const char *no_coopmat;    /* why the cooperative-matrix kernels (matmul_coopmat.comp, flash_attention_coopmat.comp)
                                 * cannot run, NULL when they do: then GEMMs and prefill attention take f16 operands on
                                 * the matrix units, else the tiled f32 GEMM and the scalar attention kernel run */
+    const char *no_int_dot;    /* why the integer-dot GEMV (matmul.comp DOT: Q4/Q8 weights against x quantized to int8,
+                                * the CPU backend's numerics) cannot run, NULL when it does; else the float GEMV */
     char description[192];     /* what the backend reports at load (sp_backend.device): the device and its GEMM path */
 
     splash_status *status;     /* the backend's op status (first failure wins) */
@@ -193,6 +195,11 @@ struct sp_gpu {
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
+    void *x8;                  /* x quantized for the integer-dot GEMV (quantize.comp): of the x at x8_of, x8_cols wide;
+                                * kept while nothing writes that x, so GEMVs of one x quantize it once */
+    uint64_t x8_bytes;
+    sp_gpu_range x8_of;
+    uint32_t x8_cols;
     void *stats;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
@@ -251,6 +258,8 @@ void sp_gpu_dispatch(sp_gpu *g, const char *op, sp_gpu_kernel_id k, const uint32
 void sp_gpu_copy(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offset, const sp_gpu_buffer *dst, uint64_t dst_offset,
                  uint64_t bytes, sp_gpu_range read, sp_gpu_range write);
 void sp_gpu_fill(sp_gpu *g, const sp_gpu_buffer *dst, uint64_t offset, uint64_t bytes, sp_gpu_range write);
+/* Memory in r is being written (by a command, or by the host): forgets a quantized copy of it (gpu->x8). */
+void sp_gpu_wrote(sp_gpu *g, sp_gpu_range r);
 /* Runs what is recorded and waits; the staging ring is free again after it. */
 splash_status sp_gpu_sync(sp_gpu *g);
 /* Releases every pipeline (after a sync). */
