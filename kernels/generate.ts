@@ -146,6 +146,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
   v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
   v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
+  // the same, also leaving y quantized for the integer-dot GEMV (Vulkan-only like it)
+  v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
+  v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });

@@ -59,10 +59,11 @@ static void exact_matmul(float *y, const sp_matrix *W, const float *x, int64_t n
 
 /* The f16-operand tolerance when this product runs on the matrix units (as the op chooses), else 0. */
 static double coop_tolerance(sp_mtype t, int64_t n) {
-    return n > 4 && !sp_gpu_of(&gpu)->no_coopmat && sp_gpu_gemm_coop_first[t] >= 0 ? 1e-5 : 0;
+    return n > SP_GPU_GEMV_MAX_N && !sp_gpu_of(&gpu)->no_coopmat && sp_gpu_gemm_coop_first[t] >= 0 ? 1e-5 : 0;
 }
 
-/* Whether the GPU's GEMV of n rows runs on integer dot products against int8 x (as the op chooses). */
+/* Whether the GPU's GEMV of n rows runs on integer dot products against int8 x (as the op chooses, with
+ * int_dot_min_bytes 0). */
 static bool int_dot(sp_mtype t, int64_t n) {
     return !sp_gpu_of(&gpu)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8) && n <= SP_GPU_GEMV_MAX_N;
 }
@@ -278,6 +279,50 @@ static void test_norms(int64_t n, int64_t d) {
     free(got), free(got_x), free(xs);
     gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dy);
     free(x), free(z), free(w), free(want);
+}
+
+/* A norm whose output feeds GEMVs leaves it quantized for them (norm.comp QUANT) where the integer-dot GEMV runs: the
+ * norm, then two matmuls of its output record no dispatch quantizing it; results against the CPU's norm and matmuls
+ * (x passed through the CPU norm, the GPU's norm output being the GPU's side). */
+static void test_norm_gemv(bool residual, sp_mtype t, int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *x = randoms(N, -3, 3), *z = randoms(N, -1, 1), *w = randoms(d, 0.5f, 1.5f), *xn = malloc(4 * (size_t)N);
+    float *dx = to_gpu(x, 4 * (uint64_t)N), *dz = to_gpu(z, 4 * (uint64_t)N), *dw = to_gpu(w, 4 * (uint64_t)d);
+    float *dxn = to_gpu(NULL, 4 * (uint64_t)N);
+    weights a = make_weights(t, 96, d), b = make_weights(t, 40, d);
+    float *dya = to_gpu(NULL, 4 * (uint64_t)(n * 96)), *dyb = to_gpu(NULL, 4 * (uint64_t)(n * 40));
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t c0 = g->n_commands;
+    if (residual) gpu.add_rmsnorm(&gpu, dxn, dx, dz, dw, n, d, 1e-6f);
+    else gpu.rmsnorm(&gpu, dxn, dx, dw, n, d, 1e-6f);
+    gpu.matmul(&gpu, dya, &a.dev, dxn, n);
+    gpu.matmul(&gpu, dyb, &b.dev, dxn, n);
+    uint64_t commands = g->n_commands - c0;
+    char what[160];
+    bool fused = sp_gpu_quantize_rows(g, n, d);
+    snprintf(what, sizeof what, "%s %lldx%lld then two %s matmuls: %llu dispatches (%s)", residual ? "add_rmsnorm" : "rmsnorm",
+             (long long)n, (long long)d, sp_mtype_name(t), (unsigned long long)commands, fused ? "x quantized by the norm" : "no int8 path");
+    expect(what, commands == 3 ? 0 : 1, 0);
+    float *xs = malloc(4 * (size_t)N);
+    memcpy(xs, x, 4 * (size_t)N);
+    if (residual) cpu.add_rmsnorm(&cpu, xn, xs, z, w, n, d, 1e-6f);
+    else cpu.rmsnorm(&cpu, xn, xs, w, n, d, 1e-6f);
+    float *got_xn = from_gpu(dxn, N);
+    snprintf(what, sizeof what, "%s %lldx%lld (the norm's output)", residual ? "add_rmsnorm" : "rmsnorm", (long long)n, (long long)d);
+    expect(what, nmse(got_xn, xn, N), 1e-12);
+    const weights *ws[2] = {&a, &b};
+    float *dys[2] = {dya, dyb};
+    for (int i = 0; i < 2; i++) {
+        int64_t rows = ws[i]->dev.rows;
+        float *got = from_gpu(dys[i], n * rows), *want = malloc(4 * (size_t)(n * rows));
+        cpu.matmul(&cpu, want, &ws[i]->host, got_xn, n); /* the GPU's norm output on both sides */
+        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld of that output vs cpu", sp_mtype_name(t), (long long)rows, (long long)d,
+                 (long long)n);
+        expect(what, nmse(got, want, n * rows), fused ? 1e-10 : 2e-4);
+        free(got), free(want);
+    }
+    gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dxn), gpu.free(&gpu, dya), gpu.free(&gpu, dyb);
+    free(x), free(z), free(w), free(xn), free(xs), free(got_xn), free(a.bytes), free(b.bytes);
 }
 
 static void test_rope(int64_t n, int32_t heads, int32_t hd, int32_t rot, bool mrope) {
@@ -543,6 +588,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("device: %s, subgroup size %u\n", sp_vulkan_device_name(&gpu), sp_vulkan_subgroup_size(&gpu));
+    sp_gpu_of(&gpu)->int_dot_min_bytes = 0; /* every Q4/Q8 GEMV on integer dot products where the device has them */
     double t0 = now();
 
     /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,
@@ -556,6 +602,8 @@ int main(int argc, char **argv) {
     test_matmul(SP_MAT_Q4, 67, 168, 12, true);
     test_x8_reuse(SP_MAT_Q4, 320, 2);
     test_x8_reuse(SP_MAT_Q8, 96, 1);
+    test_norm_gemv(false, SP_MAT_Q4, 1, 1088);
+    test_norm_gemv(true, SP_MAT_Q8, 3, 1024);
     if (!quick)
         for (int t = 1; t <= SP_MAT_Q4; t++) {
             test_matmul((sp_mtype)t, 70, 200, 3, true);

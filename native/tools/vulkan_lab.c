@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vulkan_lab: %s\n", splash_last_error());
         return 1;
     }
+    sp_gpu_of(&be)->int_dot_min_bytes = 0; /* Q4/Q8 GEMVs on integer dot products where the device has them */
     double bw = 0;
     bool small = !strcmp(models, "tiny");
     sp_gpu_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);

@@ -208,6 +208,8 @@ struct sp_gpu {
     sp_gpu_gemv_tuning gemv[SP_GPU_MAX_TUNINGS];
     int32_t n_gemv;
     uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+    uint64_t int_dot_min_bytes;    /* a batch-1 GEMV whose x is not quantized yet quantizes it for the integer-dot GEMV
+                                    * from this many bytes of weights (below, a dispatch more costs more than it saves) */
 };
 
 /* The op layer behind a GPU backend made by sp_gpu_init. */
@@ -316,6 +318,12 @@ bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
+/* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
+ * range and row stride in bytes. */
+bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
+/* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
+ * QUANT): rows as wide as a model's hidden size, few of them, on a device with the integer-dot GEMV. */
+bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
 /* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
  * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n);

@@ -29,19 +29,16 @@ bool sp_gpu_weights(sp_gpu *gpu, const sp_matrix *W, uint64_t *addr, uint32_t *s
     return true;
 }
 
-/* Whether a GEMV of W runs on integer dot products (matmul.comp DOT). */
-static bool int_dot(const sp_gpu *gpu, const sp_matrix *W) {
-    return !gpu->no_int_dot && (W->type == SP_MAT_Q4 || W->type == SP_MAT_Q8);
-}
+/* Whether a GEMV of n rows of x (at xa) by W runs on integer dot products (matmul.comp DOT): for Q4 and Q8 weights
+ * where the device has them, when x is quantized already (a norm did it, or the GEMV of another matrix), for several
+ * rows, or for a matrix large enough (gpu->int_dot_min_bytes) that the faster GEMV pays for a dispatch quantizing x;
+ * else the float GEMV. */
+static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint64_t xa, int64_t n);
 
-/* x [n][cols] (at device address xa) quantized to int8 groups into gpu->x8 (quantize.comp), unless x8 holds them
- * already: the projections of one x quantize it once. Returns false on failure; else the quantized rows' range and
- * their stride in 4-byte words. */
-static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride) {
+bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint64_t nbp = ((uint64_t)(cols + 31) / 32 + 1) / 2 * 2, row = nbp * 40, bytes = (uint64_t)n * row;
-    sp_gpu_range src = {xa, xa + (uint64_t)n * (uint64_t)cols * 4};
-    *stride = (uint32_t)(row / 4);
+    *row_bytes = (uint32_t)row;
     if (bytes > gpu->x8_bytes) {
         sp_gpu_sync(gpu);
         if (gpu->x8) sp_gpu_free(be, gpu->x8);
@@ -53,11 +50,37 @@ static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
         }
     }
     *q = sp_gpu_span(gpu, gpu->x8, bytes);
-    if (gpu->x8_of.lo == src.lo && gpu->x8_of.hi == src.hi && gpu->x8_cols == (uint32_t)cols) return true;
+    return true;
+}
+
+bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d) {
+    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d % 32 == 0;
+}
+
+/* Whether x [n][cols] at device address xa is in gpu->x8 already (quantized by a norm or an earlier GEMV). */
+static bool x8_holds(const sp_gpu *gpu, uint64_t xa, int64_t cols, int64_t n) {
+    return gpu->x8_of.lo == xa && gpu->x8_of.hi == xa + (uint64_t)n * (uint64_t)cols * 4 && gpu->x8_cols == (uint32_t)cols;
+}
+
+static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint64_t xa, int64_t n) {
+    if (gpu->no_int_dot || (W->type != SP_MAT_Q4 && W->type != SP_MAT_Q8)) return false;
+    return n > 1 || x8_holds(gpu, xa, W->cols, n) || (uint64_t)W->rows * stride >= gpu->int_dot_min_bytes;
+}
+
+/* x [n][cols] (at device address xa) quantized to int8 groups into gpu->x8 (quantize.comp), unless x8 holds them
+ * already. Returns false on failure; else the quantized rows' range and their stride in 4-byte words. */
+static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint32_t row;
+    if (!sp_gpu_x8_space(be, cols, n, q, &row)) return false;
+    *stride = row / 4;
+    if (x8_holds(gpu, xa, cols, n)) return true;
+    uint64_t nbp = row / 40;
+    sp_gpu_range src = {xa, xa + (uint64_t)n * (uint64_t)cols * 4};
     struct {
         uint64_t x, q;
         uint32_t cols, n, x_stride, q_stride;
-    } p = {xa, q->lo, (uint32_t)cols, (uint32_t)n, (uint32_t)cols, (uint32_t)row};
+    } p = {xa, q->lo, (uint32_t)cols, (uint32_t)n, (uint32_t)cols, row};
     uint32_t groups[3];
     sp_gpu_grid(sp_gpu_div_up((uint64_t)n * nbp, 64), groups);
     sp_gpu_dispatch(gpu, "quantize_x", SP_GPU_QUANTIZE_X, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, &src, 1, q, 1, NULL);
@@ -96,7 +119,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
                      (uint32_t)W->rows, 0, 0};
         uint32_t check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
         sp_gpu_kernel_id k = MATMUL[bucket][W->type];
-        if (int_dot(gpu, W)) {
+        if (int_dot(gpu, W, stride, xa, n)) {
             if (!quantized_x(be, xa, W->cols, n, &reads[1], &p.x_stride)) return;
             p.x = reads[1].lo, check = 0;
             k = MATMUL_DOT[bucket][W->type == SP_MAT_Q4];
@@ -197,7 +220,7 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
                  (uint32_t)gate->rows, 0, 0};
     uint32_t check = gate->cols % sp_gpu_chunk_cols[gate->type] != 0;
     sp_gpu_kernel_id k = DENSE_GATE_UP[bucket][gate->type];
-    if (int_dot(gpu, gate)) {
+    if (int_dot(gpu, gate, stride, xa, n)) {
         if (!quantized_x(be, xa, gate->cols, n, &reads[2], &p.x_stride)) return;
         p.x = reads[2].lo, check = 0;
         k = GATE_UP_DOT[bucket][gate->type == SP_MAT_Q4];

@@ -72,10 +72,10 @@ describe("committed kernels", () => {
     try {
       const { header, variants } = writeTables(dir);
       // every kernel but the cooperative-matrix and integer-dot ones (SPIRV-Cross cannot translate them; Metal never
-      // selects them) and the int8 quantizer of x that only the integer-dot GEMV reads
+      // selects them) and the int8 quantizers of x that only the integer-dot GEMV reads
       expect(variants.filter((v) => !v.vulkanOnly).map((v) => v.name)).toEqual(manifest.kernels.map((k) => k.name));
       const coop = (file: string) => readFileSync(join(root, "kernels", file), "utf8").includes("GL_KHR_cooperative_matrix");
-      const intDot = (v: Variant) => v.defines.DOT === 1 || v.file === "quantize.comp";
+      const intDot = (v: Variant) => v.defines.DOT === 1 || v.defines.QUANT === 1 || v.file === "quantize.comp";
       for (const v of variants) expect(!!v.vulkanOnly, v.name).toBe(coop(v.file) || intDot(v));
       const ids = readFileSync(header, "utf8");
       manifest.kernels.forEach((k) => expect(ids).toContain(`${kernelIdent(k.name)} = ${variants.findIndex((v) => v.name === k.name)},`));
