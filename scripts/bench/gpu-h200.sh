@@ -33,7 +33,7 @@ fi
 # A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."; "shape:quant:float" runs the float GEMV instead of
 # the integer-dot one, SPLASH_VULKAN_INT_DOT=0), SPLASH_GPU_QUICK=1 (the ops test's quick set, no launch-choice lab: the
 # benchmarks use the committed models/<id>/vulkan.json tuning), SPLASH_GPU_LAB_TYPES (the lab's weight types, q4,bf16),
-# SPLASH_GPU_LAB_MODELS (the lab's models)
+# SPLASH_GPU_LAB_MODELS (the lab's models), SPLASH_GPU_LAB=0 (no lab: the committed tuning)
 RUNS=${SPLASH_GPU_RUNS:-$RUNS}
 LAB_TYPES=${SPLASH_GPU_LAB_TYPES:-q4,bf16}
 LAB=${SPLASH_GPU_LAB_MODELS:-$LAB}
@@ -51,10 +51,10 @@ echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^O
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
-[ "$QUICK" = 1 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types "$LAB_TYPES" --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
-echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
+[ "$QUICK" = 1 ] || [ "${SPLASH_GPU_LAB:-1}" = 0 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types "$LAB_TYPES" --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
+echo "exit $?"
 [ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING && cp "$TUNING" "$OUT/tuning.json"
-echo "fastest launch per matrix:"
+[ -f "$OUT/lab.log" ] && grep -E "vulkan_lab|NOT OK" "$OUT/lab.log" && echo "fastest launch per matrix:" &&
 awk '/^  [a-z_]+ +(q4|q8|bf16) +[0-9]+ +(wg|tile)/{k=$1" "$2" "$3; if(!(k in b)||$5+0<b[k]){b[k]=$5+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
 
 stage "benchmarks (the whole models, weights of the real shapes; tables below)"
