@@ -23,7 +23,8 @@
 //            the group scales are applied once per chunk.
 //   NMAX > 1: each weight is dequantized once, w = f·(2^bits·d) + (m − 2^bits·d) (one FMA), then meets every x row.
 // DOT (Q4 and Q8, MODE 0 and 3; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
-// 32 (quantize.comp, the bits of the CPU's sp_quantize_act_ref), so each group's product is an exact integer made
+// 32 (quant8.glsl, the bits of the CPU's sp_quantize_act_ref, by the norm that made x or by quantize.comp), so each
+// group's product is an exact integer made
 // four bytes at a time by OpSDot (SPV_KHR_integer_dot_product): per 32 weights 8 integer dots and 8 and/shift, where
 // the float path spends ≥ 2 instructions per weight; then y += dot·(d_w·d_x) (Q4 also + m_w·d_x·Σq_x once per group).
 // The results differ from the CPU's only in the order of the f32 sums over groups.

@@ -36,34 +36,34 @@ void main() {
     if (row >= p.rows) return;
     uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, nb = p.d / QK, nbp = (nb + 1u) / 2u * 2u;
     uint64_t xrow = p.x + uint64_t(row) * p.d * 4ul, yrow = p.y + uint64_t(row) * p.d * 4ul;
+    // each pass loads its group's vectors before it stores any (a store may alias a later load: the compiler would
+    // otherwise wait for each load in turn)
     float ss = 0.0;
     for (uint g = tid; g < nb; g += wg) {
-        [[unroll]] for (uint k = 0u; k < 8u; k++) {
-            uint i = g * 8u + k;
-            vec4 v = Vec4s(xrow).v[i];
+        vec4 v[8];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] = Vec4s(xrow).v[g * 8u + k];
 #if RESIDUAL
-            v += Vec4s(p.z + uint64_t(row) * p.d * 4ul).v[i];
-            Floats(xrow + uint64_t(i) * 16ul).v[0] = v.x;
-            Floats(xrow + uint64_t(i) * 16ul).v[1] = v.y;
-            Floats(xrow + uint64_t(i) * 16ul).v[2] = v.z;
-            Floats(xrow + uint64_t(i) * 16ul).v[3] = v.w;
-#endif
-            ss += dot(v, v);
+        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] += Vec4s(p.z + uint64_t(row) * p.d * 4ul).v[g * 8u + k];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) {
+            Floats o = Floats(xrow + uint64_t(g * 8u + k) * 16ul);
+            o.v[0] = v[k].x, o.v[1] = v[k].y, o.v[2] = v[k].z, o.v[3] = v[k].w;
         }
+#endif
+        [[unroll]] for (uint k = 0u; k < 8u; k++) ss += dot(v[k], v[k]);
     }
     float r = inversesqrt(workgroup_sum(ss) / float(p.d) + p.eps);
     uint64_t qrow = p.q + uint64_t(row) * p.q_stride;
     for (uint g = tid; g < nbp; g += wg) {
-        vec4 y[8];
+        vec4 y[8], wv[8];
         [[unroll]] for (uint k = 0u; k < 8u; k++) {
-            uint i = g * 8u + k;
-            y[k] = vec4(0.0);
+            y[k] = g < nb ? Vec4s(xrow).v[g * 8u + k] : vec4(0.0);
+            wv[k] = g < nb ? Vec4s(p.w).v[g * 8u + k] : vec4(0.0);
+        }
+        [[unroll]] for (uint k = 0u; k < 8u; k++) {
+            y[k] = (y[k] * r) * wv[k];
             if (g < nb) {
-                y[k] = (Vec4s(xrow).v[i] * r) * Vec4s(p.w).v[i];
-                Floats(yrow + uint64_t(i) * 16ul).v[0] = y[k].x;
-                Floats(yrow + uint64_t(i) * 16ul).v[1] = y[k].y;
-                Floats(yrow + uint64_t(i) * 16ul).v[2] = y[k].z;
-                Floats(yrow + uint64_t(i) * 16ul).v[3] = y[k].w;
+                Floats o = Floats(yrow + uint64_t(g * 8u + k) * 16ul);
+                o.v[0] = y[k].x, o.v[1] = y[k].y, o.v[2] = y[k].z, o.v[3] = y[k].w;
             }
         }
         uint words[8];

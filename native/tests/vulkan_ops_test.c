@@ -310,6 +310,12 @@ static void test_norm_gemv(bool residual, sp_mtype t, int64_t n, int64_t d) {
     float *got_xn = from_gpu(dxn, N);
     snprintf(what, sizeof what, "%s %lldx%lld (the norm's output)", residual ? "add_rmsnorm" : "rmsnorm", (long long)n, (long long)d);
     expect(what, nmse(got_xn, xn, N), 1e-12);
+    if (residual) {
+        float *got_x = from_gpu(dx, N);
+        snprintf(what, sizeof what, "add_rmsnorm %lldx%lld, the sum it leaves in x", (long long)n, (long long)d);
+        expect(what, nmse(got_x, xs, N), 0);
+        free(got_x);
+    }
     const weights *ws[2] = {&a, &b};
     float *dys[2] = {dya, dyb};
     for (int i = 0; i < 2; i++) {

@@ -4,8 +4,8 @@
  *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
  *                            [--kv-type f32|f16] [--attention-workgroups N,N,...]
  *
- * --profile: afterwards, batch-1 decode steps at the short context once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU
- * times of those steps on stderr).
+ * --profile: afterwards, the model loaded once more and batch-1 decode steps at the short context with
+ * SPLASH_VULKAN_PROFILE=1 (per-op GPU times of the load's copies and of those steps, no prefill, on stderr).
  * --kv-type: the KV cache's element type (default f32). --attention-workgroups: afterwards, batch-1 decode at the long
  * context once more for each count of workgroups a split decode attention aims for (the "attentionWorkgroups" of
  * models/<id>/vulkan.json), on the same loaded model.

@@ -29,12 +29,6 @@ bool sp_gpu_weights(sp_gpu *gpu, const sp_matrix *W, uint64_t *addr, uint32_t *s
     return true;
 }
 
-/* Whether a GEMV of n rows of x (at xa) by W runs on integer dot products (matmul.comp DOT): for Q4 and Q8 weights
- * where the device has them, when x is quantized already (a norm did it, or the GEMV of another matrix), for several
- * rows, or for a matrix large enough (gpu->int_dot_min_bytes) that the faster GEMV pays for a dispatch quantizing x;
- * else the float GEMV. */
-static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint64_t xa, int64_t n);
-
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint64_t nbp = ((uint64_t)(cols + 31) / 32 + 1) / 2 * 2, row = nbp * 40, bytes = (uint64_t)n * row;
@@ -62,6 +56,10 @@ static bool x8_holds(const sp_gpu *gpu, uint64_t xa, int64_t cols, int64_t n) {
     return gpu->x8_of.lo == xa && gpu->x8_of.hi == xa + (uint64_t)n * (uint64_t)cols * 4 && gpu->x8_cols == (uint32_t)cols;
 }
 
+/* Whether a GEMV of n rows of x (at xa) by W (rows `stride` bytes apart) runs on integer dot products (matmul.comp
+ * DOT): for Q4 and Q8 weights where the device has them, when x is quantized already (a norm did it, or the GEMV of
+ * another matrix), for several rows, or for a matrix large enough (gpu->int_dot_min_bytes) that the faster GEMV pays
+ * for a dispatch quantizing x; else the float GEMV. */
 static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint64_t xa, int64_t n) {
     if (gpu->no_int_dot || (W->type != SP_MAT_Q4 && W->type != SP_MAT_Q8)) return false;
     return n > 1 || x8_holds(gpu, xa, W->cols, n) || (uint64_t)W->rows * stride >= gpu->int_dot_min_bytes;
