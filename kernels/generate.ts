@@ -149,6 +149,11 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
       v.push({ name: `gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax } });
+      if (t === "q4" || t === "q8") {
+        // integer dot products (SPV_KHR_integer_dot_product): SPIRV-Cross has no MSL for them, so Metal keeps the float GEMV
+        v.push({ name: `matmul_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+        v.push({ name: `gate_up_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+      }
       if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
@@ -167,6 +172,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
   v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
   v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
+  // the same, also leaving y quantized for the integer-dot GEMV (Vulkan-only like it)
+  v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
+  v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
@@ -177,6 +185,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });
   for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
+  v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
   for (const t of COOP_TYPES)
     for (const tile of coop)
