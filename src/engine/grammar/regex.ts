@@ -207,6 +207,24 @@ export function largestRepeat(re: Regex): number {
   }
 }
 
+// The fewest and most characters a whole match has (max Infinity when unbounded).
+export function matchLengths(re: Regex): { min: number; max: number } {
+  switch (re.t) {
+    case "set":
+      return { min: 1, max: 1 };
+    case "seq":
+      return re.items.map(matchLengths).reduce((a, b) => ({ min: a.min + b.min, max: a.max + b.max }), { min: 0, max: 0 });
+    case "alt": {
+      const all = re.options.map(matchLengths);
+      return { min: Math.min(...all.map((l) => l.min)), max: Math.max(...all.map((l) => l.max)) };
+    }
+    case "rep": {
+      const item = matchLengths(re.item);
+      return { min: re.min * item.min, max: re.max === null ? (item.max === 0 ? 0 : Infinity) : re.max * item.max };
+    }
+  }
+}
+
 // Parses a pattern; throws RegexError for what is not a valid `u`-flag ECMAScript pattern or not supported here.
 export function parseRegex(pattern: string): Regex {
   try {

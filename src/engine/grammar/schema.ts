@@ -7,7 +7,7 @@
 // without `items` gets no further items; a pattern is matched whole. Every output still validates.
 import { FORMATS } from "./formats.ts";
 import { integerEbnf, numberEbnf, Unsatisfiable, type Bound } from "./numbers.ts";
-import { largestRepeat, MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
+import { largestRepeat, matchLengths, MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
 import { Rules } from "./ebnf.ts";
 
 export type Property = { name: string; node: Node; required: boolean };
@@ -246,8 +246,13 @@ class Compiler {
       throw new SchemaError("pattern: every match needs characters the grammar cannot write (large non-ASCII ranges)", at(path, keyword), keyword);
     }
     const large = largestRepeat(regex) > MAX_REPEAT;
-    if (s.minLength === undefined && s.maxLength === undefined && !large) return { kind: "string", minLength: 0, regex, pattern };
     const lengthKey = s.minLength !== undefined ? "minLength" : "maxLength";
+    // Bounds every match already keeps (a uuid's maxLength 36, a five-digit pattern's minLength 5) say nothing more.
+    const lengths = matchLengths(regex);
+    if (Math.max(minLength, lengths.min) > Math.min(maxLength ?? Infinity, lengths.max)) {
+      throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
+    }
+    if (minLength <= lengths.min && (maxLength ?? Infinity) >= lengths.max && !large) return { kind: "string", minLength: 0, regex, pattern };
     const counted = countedPattern(regex, minLength, maxLength);
     if (counted === "unsatisfiable") throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
     if (!counted || largestRepeat(counted.regex) > MAX_REPEAT) {

@@ -76,6 +76,8 @@ describe("invalid and unsatisfiable schemas", () => {
     ["a pattern no string of the lengths matches", { type: "string", pattern: "^[A-Z]{2}[0-9]{0,3}$", minLength: 6 }, /no string matching "pattern" has a length within/],
     ["a large repetition whose bounds miss the lengths", { type: "string", pattern: "^[a-z]{100,10000}$", maxLength: 50 }, /no string matching "pattern" has a length within/],
     ["a format with lengths it cannot count", { type: "string", format: "email", maxLength: 254 }, /together with format "email" is not supported/],
+    ["a bounded format with lengths inside its range", { type: "string", format: "date-time", maxLength: 22 }, /together with format "date-time" is not supported/],
+    ["a format no length allows", { type: "string", format: "uuid", maxLength: 30 }, /no string matching "format" has a length within/],
   ];
   for (const [name, schema, message] of cases) {
     test(name, () => expect(refusal(json(schema)).message).toMatch(message));
