@@ -47,7 +47,7 @@ import type { GenerateRequest, TokenConstraint } from "./types.ts";
 const ALPHA = 0.2; // acceptance-rate averaging
 const FORGET = 0.97; // weight of the previous observations in the cost fits, per observation
 const PROBE_EVERY = 8; // steps between one-draft probes of a sequence that drafts nothing
-const MIN_REACH = 0.25; // sampling sequences: how likely the last draft of a block must be to be accepted
+const MIN_REACH = 0.25; // seeded sequences: how likely the last draft of a block must be to be accepted
 const GATE_ALPHA = 0.1; // averaging of the gate's token rates
 const GATE_PROBE = 16; // steps between the gate's probes of the way it is not taking
 
