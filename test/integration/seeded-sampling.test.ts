@@ -39,7 +39,7 @@ async function answer(api: Api, text: string, stream: boolean, seed?: number): P
   const res = await post(server.url + path, body);
   expect(res.status).toBe(200);
   if (!stream) {
-    const j = (await res.json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const j = (await res.json()) as Record<string, any>;
     if (api === "chat") return j.choices[0].message.content;
     if (api === "responses") return j.output.filter((o: { type: string }) => o.type === "message").flatMap((o: { content: { text: string }[] }) => o.content.map((c) => c.text)).join("");
     return j.content.filter((c: { type: string }) => c.type === "text").map((c: { text: string }) => c.text).join("");
@@ -47,7 +47,7 @@ async function answer(api: Api, text: string, stream: boolean, seed?: number): P
   let out = "";
   await readSse(res, (e) => {
     if (!e.data || e.data === "[DONE]") return false;
-    const j = JSON.parse(e.data) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const j = JSON.parse(e.data) as Record<string, any>;
     if (api === "chat") out += j.choices?.[0]?.delta?.content ?? "";
     else if (api === "responses") out += j.type === "response.output_text.delta" ? j.delta : "";
     else out += j.type === "content_block_delta" && j.delta?.type === "text_delta" ? j.delta.text : "";
