@@ -66,10 +66,11 @@ INLINE void scales_8(const uint8_t *const row[LANES], __m512i offsets, int64_t a
             if (b + k < nb) gather_halves(row[0] + at, offsets, b + k, nb, &out[k], &out[k + 1]);
         return;
     }
-    __m512i z[4]; /* z[i], 128-bit lane j: row i + 4j's eight halves */
+    __m512i z[4]; /* z[i], 128-bit lane j: row i + 4j's eight halves (the lane an immediate, also in debug builds) */
     for (int i = 0; i < 4; i++) {
-        z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(row[i] + at + 2 * b)));
-        for (int j = 1; j < 4; j++) z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(row[i + 4 * j] + at + 2 * b)), j);
+#define HALVES(l) _mm_loadu_si128((const __m128i *)(row[l] + at + 2 * b))
+        z[i] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(HALVES(i)), HALVES(i + 4), 1), HALVES(i + 8), 2), HALVES(i + 12), 3);
+#undef HALVES
     }
     /* per 128-bit lane j, rows 4j..4j+3: u[k] holds groups 2k and 2k + 1, four rows each */
     const __m512i t0 = _mm512_unpacklo_epi16(z[0], z[1]), t1 = _mm512_unpackhi_epi16(z[0], z[1]);
