@@ -309,7 +309,8 @@ export class Scheduler {
     let tokens = 0;
     let rows = 0;
     let seqs = 0;
-    for (const c of chunks) {
+    /* seeded sequences first, as when their drafts were asked for (planDrafts) */
+    for (const c of [...chunks].sort((a, b) => Number(b.seq.spec?.seeded ?? false) - Number(a.seq.spec?.seeded ?? false))) {
       const seq = c.seq;
       const drafts = seq.drafts;
       seq.drafts = undefined;
@@ -340,10 +341,13 @@ export class Scheduler {
     let seqs = 0;
     const speculating = chunks.filter((c) => c.sample && !c.seq.cancelled && wantsDraft(c.seq.request, drafter));
     const policy = this.policy!;
-    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0)));
+    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0 && c.seq.request.seeded === true)));
     const fixed = this.options.draftLength;
     const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => Math.min(fixed, drafter.maxDraft));
-    for (const [i, c] of speculating.entries()) {
+    /* seeded sequences first: the step's caps fall on the others, whose block lengths may vary with the batch */
+    const order = speculating.map((_, i) => i).sort((i, j) => Number(specs[j]!.seeded) - Number(specs[i]!.seeded));
+    for (const i of order) {
+      const c = speculating[i]!;
       const seq = c.seq;
       /* after this step's token at least one fewer is left, and the next verify block takes ≤ tokens left − 1; the
          drafts' positions stay within the sequence's worst case */

@@ -33,14 +33,15 @@ class Closing implements TokenConstraint {
 }
 
 // One sequence per constraint given (undefined: unconstrained), prefilled together, each having sampled 4 and drafted
-// `drafts[i]` after it (3 drafts a cycle).
-function setupMany(constraints: (TokenConstraint | undefined)[], drafts: Int32Array[] = []) {
+// `drafts[i]` after it (3 drafts a cycle, the drafter's seats allowing). `requests` overrides fields of each
+// sequence's request; `maxSeqs` is how many sequences the drafter takes a step.
+function setupMany(constraints: (TokenConstraint | undefined)[], { drafts = [], requests = [], maxSeqs = 4 }: { drafts?: Int32Array[]; requests?: Partial<GenerateRequest>[]; maxSeqs?: number } = {}) {
   const pool = new BlockPool(64, 8);
   const cache = new KVCacheManager(pool, { copySlot: () => {}, clearSlot: () => {} }, { pageTokens: 4, pageBytes: 1, slotBytes: 1, root: rootHash("s"), prefixCache: true, snapshotInterval: 64 });
-  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs: 4 }, draftLength: 3 });
+  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs }, draftLength: 3 });
   const runs = constraints.map((constraint, i) => {
     const events: string[] = [];
-    const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint };
+    const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint, ...requests[i] };
     const seq = new Sequence(i, request, 20, {
       admitted: () => {},
       tokens: (t) => events.push(...t.map((x) => String(x.id))),
@@ -53,15 +54,17 @@ function setupMany(constraints: (TokenConstraint | undefined)[], drafts: Int32Ar
   scheduler.admit();
   const prefill = scheduler.schedule()!;
   // the prompt's last chunk samples and asks for the next block in the same step
-  expect(prefill.chunks.map((c) => c.next)).toEqual(constraints.map(() => 3));
-  expect(prefill.batch.map((b) => b.speculate)).toEqual(constraints.map(() => ({ next: 3 })));
-  expect(prefill.batch[0]!.pages).toHaveLength(2); // positions 0 … 5: the drafter writes its K/V ahead
-  scheduler.complete(prefill, prefill.chunks.map((_, i) => ({ token: 4, logprob: 0, top: null, drafts: drafts[i] ?? Int32Array.of(8, 9, 10) })));
-  return { scheduler, runs };
+  if (constraints.length <= maxSeqs) {
+    expect(prefill.chunks.map((c) => c.next)).toEqual(constraints.map(() => 3));
+    expect(prefill.batch.map((b) => b.speculate)).toEqual(constraints.map(() => ({ next: 3 })));
+    expect(prefill.batch[0]!.pages).toHaveLength(2); // positions 0 … 5: the drafter writes its K/V ahead
+  }
+  scheduler.complete(prefill, prefill.chunks.map((c, i) => ({ token: 4, logprob: 0, top: null, ...(c.next ? { drafts: drafts[i] ?? Int32Array.of(8, 9, 10) } : {}) })));
+  return { scheduler, runs, prefill };
 }
 
 function setup(constraint?: TokenConstraint, drafts?: Int32Array) {
-  const { scheduler, runs } = setupMany([constraint], drafts ? [drafts] : []);
+  const { scheduler, runs } = setupMany([constraint], drafts ? { drafts: [drafts] } : {});
   return { scheduler, ...runs[0]! };
 }
 
@@ -159,4 +162,12 @@ test("a sequence cancelled while its verify step computes never calls its releas
   expect(events).toEqual(["4", "done cancelled"]);
   expect(scheduler.running).toHaveLength(0);
   expect(seq.computed).toBe(5); // anchor and the accepted draft
+});
+
+test("a sampling sequence speculates by its own acceptance only when its caller chose the seed, and takes the drafter's seat first", () => {
+  const sampled = { ...greedy, temperature: 1 };
+  const { runs, prefill } = setupMany([undefined, undefined], { requests: [{ sampling: sampled }, { sampling: sampled, seeded: true }], maxSeqs: 1 });
+  expect(runs.map((r) => r.seq.spec!.seeded)).toEqual([false, true]);
+  // one seat: the seeded sequence's block length must not depend on its neighbour, so it drafts
+  expect(prefill.chunks.map((c) => c.next ?? 0)).toEqual([0, 3]);
 });
