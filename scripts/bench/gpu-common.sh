@@ -45,5 +45,5 @@ gpu_build() {
   for p in "$@"; do
     $CC $CFLAGS -o "$B/$(basename "$p")" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"
   done
-  ls "$B"/vulkan_* || exit 1
+  for p in "$@"; do [ -x "$B/$(basename "$p")" ] || { echo "$p did not build (build.log)"; exit 1; }; done
 }
