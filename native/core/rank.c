@@ -9,7 +9,7 @@ static inline void swap(int32_t *idx, int64_t i, int64_t j) {
     idx[j] = t;
 }
 
-/* A heap whose root ranks last, so popping roots to the end leaves the array worst-first (then reversed). */
+/* A heap whose root ranks last, so popping roots to the end leaves the array best-first. */
 static void sift(int32_t *idx, int64_t root, int64_t n, const float *w) {
     for (;;) {
         int64_t c = 2 * root + 1;
@@ -27,7 +27,6 @@ void sp_rank_sort(int32_t *idx, int64_t n, const float *w) {
         swap(idx, 0, end);
         sift(idx, 0, end, w);
     }
-    for (int64_t i = 0, j = n - 1; i < j; i++, j--) swap(idx, i, j);
 }
 
 void sp_rank_select(int32_t *idx, int64_t n, int64_t k, const float *w) {

@@ -6,6 +6,7 @@
  * scale, so a gate bug cannot hide behind uniform [−1, 1] data. */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
+#include "core/rank.h"
 #include "core/threadpool.h"
 
 #include <stdio.h>
@@ -365,6 +366,14 @@ static void test_route(const sp_backend *be) {
           1e-6);
 }
 
+/* The ranking the samplers' top-k and top-p cuts rely on: best first, ties to the lower id. */
+static void test_rank(void) {
+    float w[6] = {0.1f, 0.9f, 0.5f, 0.3f, 0.7f, 0.5f};
+    int32_t idx[6] = {5, 0, 3, 1, 4, 2}, want[6] = {1, 4, 2, 5, 3, 0};
+    sp_rank_sort(idx, 6, w);
+    check("rank_sort: best first, ties to the lower id", memcmp(idx, want, sizeof idx) != 0, 0.5);
+}
+
 static void test_sample(const sp_backend *be, int n_threads) {
     int32_t V = 1000;
     float *logits = randoms(V, -3, 3);
@@ -468,6 +477,7 @@ int main(void) {
     test_fast_forms(&be);
     test_rope(&be);
     test_route(&be);
+    test_rank();
     test_sample(&be, sp_threadpool_size(pool));
     sp_threadpool_free(pool);
     printf("%s\n", failures ? "FAILED" : "all OK");
