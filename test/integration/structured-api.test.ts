@@ -103,6 +103,16 @@ describe("OpenAI chat response_format", () => {
     expect(e.param).toBe("tools.3.function.parameters");
     expect(e.message).toContain('"not"');
   });
+
+  test("a text-written tool parameter with a length beside a pattern counting would need the state of: 400 naming it", async () => {
+    const parameters = { type: "object", properties: { slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 64 } }, required: ["slug"] };
+    const tools = [...toolsFor.openai, { type: "function" as const, function: { name: "tag", parameters } }];
+    const e = (await rejection(openai.chat.completions.create({ model, messages, tools, tool_choice: "required" }))) as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(e.status).toBe(400);
+    expect(e.param).toBe("tools.3.function.parameters");
+    expect(e.message).toContain("/properties/slug");
+    expect(e.message).toContain("maxLength");
+  });
 });
 
 describe("OpenAI Responses text.format", () => {
