@@ -177,11 +177,44 @@ export type BoundsData = {
   byCharsDesc: Int32Array; // token ids by chars, most first
 };
 
+// Where a token leads a pattern's DFA from a state: the state after its characters, or one of these.
+const END_UNKNOWN = -2;
+const LONG_TOKEN = 16; // characters; tokens longer than this are a small share of a vocabulary
+const END_MID_CHARACTER = -3; // the token ends inside a UTF-8 sequence: walked byte by byte instead
+
 export class BoundsTable {
+  // Per pattern DFA and state, each token's end state, filled as tokens are met (the DFA lives as long as its cached
+  // schema, so later requests reuse them).
+  private readonly ends = new WeakMap<LengthDfa, Int32Array[]>();
+
   constructor(
     readonly bytes: readonly Uint8Array[],
     readonly data: BoundsData,
   ) {}
+
+  // The state a token of plain characters leads the DFA to from `state`: -1 when no match continues that way.
+  tokenEnd(d: LengthDfa, state: number, token: number): number {
+    let byState = this.ends.get(d);
+    if (!byState) this.ends.set(d, (byState = []));
+    const row = (byState[state] ??= new Int32Array(this.bytes.length).fill(END_UNKNOWN));
+    if (row[token] !== END_UNKNOWN) return row[token]!;
+    let s = state;
+    let cp = 0;
+    let more = 0;
+    for (const b of this.bytes[token]!) {
+      if (more > 0) {
+        cp = (cp << 6) | (b & 0x3f);
+        more--;
+      } else if (b < 0x80) cp = b;
+      else if (b < 0xc0 || b >= 0xf8) return (row[token] = -1);
+      else {
+        more = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+        cp = b & (0x3f >> more);
+      }
+      if (more === 0 && (s = dfaStep(d, s, cp)) < 0) return (row[token] = -1);
+    }
+    return (row[token] = more > 0 ? END_MID_CHARACTER : s);
+  }
 
   static data(bytes: readonly Uint8Array[]): BoundsData {
     const words = Math.ceil(bytes.length / 32);
@@ -488,14 +521,15 @@ export class Bounds {
   // one from which a match can end; the state after a whole token being feasible makes every one before it so.)
   private restrictPattern(mask: Uint32Array, f: PatternString): void {
     const { byCharsDesc, chars, plainString: plain } = this.table.data;
-    const bytes = this.table.bytes;
     const lo = f.min - f.n;
     const hi = f.max - f.n - f.dfa.farthest; // tokens of lo..hi characters need no walk
     const check = (t: number) => {
       const bit = 1 << (t & 31);
-      if (mask[t >>> 5]! & plain[t >>> 5]! & bit && !this.patternFits(f, bytes[t]!)) mask[t >>> 5]! &= ~bit;
+      if (mask[t >>> 5]! & plain[t >>> 5]! & bit && !this.patternFits(f, t)) mask[t >>> 5]! &= ~bit;
     };
-    if (lo > 0) {
+    // Far from maxLength few tokens are long enough to matter: found from the longest down. Near it (or short of
+    // minLength), the tokens the grammar allows are fewer than the vocabulary.
+    if (lo > 0 || hi < LONG_TOKEN) {
       for (let w = 0; w < mask.length; w++) {
         let bits = mask[w]! & plain[w]!;
         while (bits !== 0) {
@@ -510,9 +544,13 @@ export class Bounds {
     }
   }
 
-  private patternFits(f: PatternString, bytes: Uint8Array): boolean {
+  // Whether a token of plain characters keeps the string able to end as a match within its bounds: when the state
+  // after the token is, so is each state before it (the rest of the token is a way on from there).
+  private patternFits(f: PatternString, token: number): boolean {
+    const end = this.table.tokenEnd(f.dfa, f.state, token);
+    if (end !== END_MID_CHARACTER) return end >= 0 && feasible(f.dfa, end, f.n + this.table.data.chars[token]!);
     const c: CharRead = { n: f.n, state: f.state, cp: 0, more: 0 };
-    for (let i = 0; i < bytes.length; i++) if (!charByte(f.dfa, f.max, c, bytes[i]!)) return false;
+    for (const b of this.table.bytes[token]!) if (!charByte(f.dfa, f.max, c, b)) return false;
     return true;
   }
 
