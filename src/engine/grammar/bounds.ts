@@ -185,7 +185,7 @@ const END_MID_CHARACTER = -3; // the token ends inside a UTF-8 sequence: walked 
 export class BoundsTable {
   // Per pattern DFA and state, each token's end state, filled as tokens are met (the DFA lives as long as its cached
   // schema, so later requests reuse them).
-  private readonly ends = new WeakMap<LengthDfa, Int32Array[]>();
+  private readonly ends = new WeakMap<LengthDfa, Int16Array[]>(); // DFAs have at most 2,000 states
 
   constructor(
     readonly bytes: readonly Uint8Array[],
@@ -196,7 +196,7 @@ export class BoundsTable {
   tokenEnd(d: LengthDfa, state: number, token: number): number {
     let byState = this.ends.get(d);
     if (!byState) this.ends.set(d, (byState = []));
-    const row = (byState[state] ??= new Int32Array(this.bytes.length).fill(END_UNKNOWN));
+    const row = (byState[state] ??= new Int16Array(this.bytes.length).fill(END_UNKNOWN));
     if (row[token] !== END_UNKNOWN) return row[token]!;
     let s = state;
     let cp = 0;
