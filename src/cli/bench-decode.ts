@@ -19,7 +19,8 @@ import { native } from "../native/library.ts";
 import { Model, type Quant } from "../native/model.ts";
 import { cacheDir } from "../paths.ts";
 import { log } from "../log.ts";
-import { command, intOption, parseOption, UsageError } from "./_command.ts";
+import { command, intOption, parseOption } from "./_command.ts";
+import { loadFlags, parseQuants, parseThreads, quantsFlag } from "./_load-flags.ts";
 
 const SHAPE = { hidden: 5120, heads: 24, kvHeads: 4, headDim: 256, kHeads: 16, vHeads: 48, linearDim: 128, inter: 17408, vocab: 248320 };
 
@@ -136,19 +137,18 @@ function measure(model: Model, quant: Quant, loadSeconds: number, prefill: numbe
 export default command({
   meta: { name: "decode", description: "Prefill and decode speed on the real Qwen3.8-27B layer shapes (few layers, random weights)" },
   args: {
-    quant: { type: "string", description: "Comma-separated formats to measure (q8,q4)" },
+    quant: quantsFlag(["q8", "q4"], ["q8", "q4"]),
     layers: { type: "string", description: "Decoder layers, every fourth full attention (default 4)" },
     prefill: { type: "string", description: "Prompt tokens prefilled in one step (default 64)" },
     steps: { type: "string", description: "Timed decode steps per batch size (default 8)" },
-    threads: { type: "string", description: "Threads (default: every core)" },
+    threads: loadFlags.threads,
   },
   async run({ args }) {
-    const quants = (args.quant ?? "q8,q4").split(",");
-    for (const q of quants) if (q !== "q8" && q !== "q4") throw new UsageError(`--quant ${q}: expected q8 and/or q4`, "bench decode");
+    const quants = parseQuants("bench decode", args.quant, ["q8", "q4"] as const, ["q8", "q4"]);
     const layers = args.layers === undefined ? 4 : parseOption("bench decode", "layers", intOption(4, 64), args.layers);
     const prefill = args.prefill === undefined ? 64 : parseOption("bench decode", "prefill", intOption(1, 4096), args.prefill);
     const steps = args.steps === undefined ? 8 : parseOption("bench decode", "steps", intOption(1, 1000), args.steps);
-    const threads = args.threads === undefined ? 0 : parseOption("bench decode", "threads", intOption(1, 1024), args.threads);
+    const threads = parseThreads("bench decode", args.threads) ?? 0;
 
     const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
     ensureCheckpoint(dir, layers);
@@ -160,7 +160,7 @@ export default command({
     };
     const load0 = loadavg()[0]!;
     const results: QuantFigures[] = [];
-    for (const quant of quants as Quant[]) {
+    for (const quant of quants) {
       const t0 = performance.now();
       const model = await Model.load(dir, { quant, threads, maxStepTokens: Math.max(prefill, 32) });
       const loadSeconds = (performance.now() - t0) / 1000;
