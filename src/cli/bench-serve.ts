@@ -13,7 +13,7 @@ import { z } from "zod";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { agentTurns, decodeStall, decodeStreams, tightBudget } from "../engine/serve-bench.ts";
 import { writeRandomCheckpoint } from "../bench/random-checkpoint.ts";
-import { RANDOM_SIZES, randomModelConfig } from "../engine/serve-bench-model.ts";
+import { RANDOM_SIZES, randomModelConfig } from "../bench/random-model.ts";
 import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { machine } from "../machine.ts";

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeRandomCheckpoint } from "../../../src/bench/random-checkpoint.ts";
-import { randomModelConfig } from "../../../src/engine/serve-bench-model.ts";
+import { randomModelConfig } from "../../../src/bench/random-model.ts";
 import { expectedConfig, readCheckpointConfig } from "../../../src/models/config.ts";
 import { KV_TYPES } from "../../../src/models/kv-type.ts";
 import { kvBytesByType, stateBytesPerSequence } from "../../../src/models/memory.ts";
@@ -28,7 +28,7 @@ describe("sequence-state bytes: spec vs libsplash", () => {
       const size = {
         hidden: 64, layers: 4, intermediate: 64, vocab: 256, context: 4096,
         heads: n("num_attention_heads"), kvHeads: n("num_key_value_heads"), headDim: n("head_dim"),
-        linearKeyHeads: n("linear_num_key_heads"), linearValueHeads: n("linear_num_value_heads"), linearHeadDim: n("linear_value_head_dim"),
+        linearKeyHeads: n("linear_num_key_heads"), linearValueHeads: n("linear_num_value_heads"), linearHeadDim: n("linear_value_head_dim"), vision: true,
       };
       writeRandomCheckpoint(dir, randomModelConfig(size), { seed: 1, producer: "memory-native.test.ts" });
       expect(n("linear_key_head_dim")).toBe(n("linear_value_head_dim")); // the random writer has one GDN head dim
