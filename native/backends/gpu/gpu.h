@@ -2,7 +2,7 @@
  *
  * Both backends run the same kernels (kernels/: SPIR-V on Vulkan, its SPIRV-Cross translation on Metal), so every
  * decision is made once, here, and tested on Linux: which kernel and specialization values an op runs, its push
- * constants and dispatch size (ops.c), launch parameters per shape (tuning.c), where every byte lives and how the
+ * constants and dispatch size (ops*.c), launch parameters per shape (tuning.c), where every byte lives and how the
  * host reaches it (memory.c), when a barrier is needed (record.c). A backend fills an sp_gpu_device: the API calls
  * that make buffers and pipelines and record what they are told, deciding nothing.
  *
@@ -279,8 +279,31 @@ int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
 /* The cooperative-matrix GEMM tile (index into sp_gpu_coop_tiles) for n rows of x. */
 int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n);
 
-/* ---- ops.c ---- */
+/* ---- ops.c, ops_matmul.c, ops_attention.c, ops_moe.c, ops_sample.c: the backend.h ops ---- */
 void sp_gpu_ops_install(sp_backend *be);
+void sp_gpu_install_matmul(sp_backend *be);
+void sp_gpu_install_attention(sp_backend *be);
+void sp_gpu_install_moe(sp_backend *be);
+void sp_gpu_install_sample(sp_backend *be);
+/* A kernel id per weight type, in sp_mtype order. */
+#define SP_GPU_BY_TYPE(prefix) {prefix##_F32, prefix##_BF16, prefix##_F16, prefix##_Q8, prefix##_Q4, prefix##_MLX4, prefix##_MLX8}
+/* x rows up to which a matmul reads each weight once (the GEMV's largest batch bucket). */
+enum { SP_GPU_GEMV_MAX_N = 16 };
+/* matmul.comp's push constants. */
+typedef struct {
+    uint64_t w, x, y, plan;
+    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, top_k, order_at;
+} sp_gpu_mm_push;
+/* Columns one 16-byte chunk of a GEMV covers, by type: x reads need masking when cols is not a multiple (Q4: the chunk
+ * pairs two groups; MLX rows are whole groups of 64, so never). */
+extern const int64_t sp_gpu_chunk_cols[SP_MAT_TYPE_COUNT];
+static inline uint32_t sp_gpu_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+/* sp_gpu_fail with a fixed message (no format: messages may contain '%'). */
+static inline bool sp_gpu_fail_msg(sp_gpu *g, splash_status st, const char *msg) { return sp_gpu_fail(g, st, "%s", msg); }
+/* Device address of row 0 of W and its device row stride. */
+bool sp_gpu_weights(sp_gpu *g, const sp_matrix *W, uint64_t *addr, uint32_t *stride);
+/* Row groups of at least 32 invocations that divide the workgroup (≤ 128), 1..max rows each (matmul.comp). */
+bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);

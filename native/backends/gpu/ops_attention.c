@@ -1,0 +1,209 @@
+/* ops_attention.c — the KV cache and attention on a GPU: kv_write, attention (split-key scalar kernel for decode and
+ * verify blocks, the cooperative-matrix flash attention for prefill chunks), and the drafters' attention_ext.
+ * Kernels: kv_write.comp, attention.comp, attention_reduce.comp, flash_attention_coopmat.comp, attention_ext.comp. */
+#include "gpu.h"
+
+#include "core/error.h"
+
+enum { ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
+/* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
+ * (decode and verify blocks keep the split scalar kernel) */
+enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
+
+/* The KV row types kv_write and the attention kernels (attention.comp, attention_ext.comp; kernels/kv_rows.glsl) take:
+ * f32, and f16 and int8 converted on write and read back to f32 for the arithmetic. */
+#define GPU_KV_TYPES (1u << SPLASH_KV_F32 | 1u << SPLASH_KV_F16 | 1u << SPLASH_KV_INT8)
+
+typedef struct {
+    uint64_t dst, src, k, v, pages, part;
+    uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
+    float scale;
+    uint32_t kv_type; /* SPLASH_KV_*: the type of every row */
+    uint64_t src2;
+} attn_push;
+
+/* The whole KV allocation as one range (pages are scattered; kernels touch only the sequence's). */
+static sp_gpu_range kv_range(sp_gpu *gpu, const sp_kv_view *kv) {
+    const sp_gpu_chunk *c = sp_gpu_chunk_of(gpu, kv->k);
+    return c ? (sp_gpu_range){c->buf.addr + c->offset, c->buf.addr + c->offset + c->size} : (sp_gpu_range){0, 0};
+}
+
+static bool attn_base(sp_gpu *gpu, const sp_kv_view *kv, int32_t n_past, int64_t n, int32_t head_dim, attn_push *p,
+                      sp_gpu_range *pages) {
+    if (head_dim > ATTN_HD_MAX || head_dim % 8) return sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256, a multiple of 8");
+    if (!(GPU_KV_TYPES & 1u << kv->type)) return sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention reads f32, f16 or int8 KV rows");
+    if (kv->page_stride > UINT32_MAX) return sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "a KV page of more than 4 GiB");
+    uint64_t n_pages = ((uint64_t)n_past + (uint64_t)n + (uint64_t)kv->page_tokens - 1) / (uint64_t)kv->page_tokens;
+    uint64_t pa = sp_gpu_stage(gpu, kv->pages, n_pages * 4);
+    if (!pa) return false;
+    *pages = (sp_gpu_range){pa, pa + n_pages * 4};
+    *p = (attn_push){.k = sp_gpu_addr(gpu, kv->k), .v = sp_gpu_addr(gpu, kv->v), .pages = pa, .n_past = (uint32_t)n_past,
+                     .n = (uint32_t)n, .page_tokens = (uint32_t)kv->page_tokens,
+                     .page_stride = (uint32_t)kv->page_stride, .kv_type = (uint32_t)kv->type};
+    return true;
+}
+
+static void gpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
+                         int64_t n, int32_t n_kv_heads, int32_t head_dim) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    attn_push p;
+    sp_gpu_range pages;
+    if (!attn_base(gpu, kv, n_past, n, head_dim, &p, &pages)) return;
+    uint64_t bytes = (uint64_t)n * (uint64_t)n_kv_heads * (uint64_t)head_dim * 4;
+    sp_gpu_range r[3] = {sp_gpu_span(gpu, k, bytes), sp_gpu_span(gpu, v, bytes), pages}, w = kv_range(gpu, kv);
+    p.src = r[0].lo;
+    p.src2 = r[1].lo;
+    p.kv_heads = (uint32_t)n_kv_heads;
+    uint32_t groups[3];
+    if (kv->type == SPLASH_KV_INT8) {
+        /* a workgroup per K or V row; two rows that share a word are one workgroup's, which needs the K and V
+         * halves and pages to start on words (2-byte aligned rows: an even page_tokens · n_kv_heads) */
+        if ((p.k | p.v | p.page_stride) % 4) {
+            sp_gpu_fail(gpu, SPLASH_ERR_UNSUPPORTED, "int8 KV rows of %lld bytes need K, V and pages 4-byte aligned (page_tokens %d)",
+                        (long long)sp_kv_row_bytes(kv->type, head_dim), kv->page_tokens);
+            return;
+        }
+        sp_gpu_grid(2 * (uint64_t)n * (uint64_t)n_kv_heads, groups);
+        sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){64, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
+                        &w, 1, NULL);
+        return;
+    }
+    sp_gpu_grid(sp_gpu_div_up(bytes / 8, 256), groups); /* an invocation per pair of values */
+    sp_gpu_dispatch(gpu, "kv_write", SP_GPU_KV_WRITE, (uint32_t[4]){256, (uint32_t)head_dim, 0, 0}, &p, sizeof p, groups, r, 3,
+                    &w, 1, NULL);
+}
+
+/* Split-key partials of one attention call: n · heads · splits · (head_dim + 2) floats, grown on demand. */
+static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) {
+    if (floats * 4 <= gpu->part_bytes) return gpu->part;
+    sp_gpu_sync(gpu);
+    if (gpu->part) sp_gpu_free(be, gpu->part);
+    gpu->part_bytes = floats * 4 * 2;
+    gpu->part = sp_gpu_alloc(be, gpu->part_bytes);
+    if (!gpu->part) gpu->part_bytes = 0;
+    return gpu->part;
+}
+
+/* Not for int8 rows: the matrix-unit kernel loads f32/f16 tiles only, and no device this project is tested on before
+ * release (lavapipe has no matrix units) could check an int8 variant; those caches take attention.comp. */
+bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n) {
+    return !g->no_coopmat && kv_type != SPLASH_KV_INT8 && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+}
+
+static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
+                          int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    attn_push p;
+    sp_gpu_range pages;
+    if (!attn_base(gpu, kv, n_past, n, head_dim, &p, &pages)) return;
+    uint32_t G = (uint32_t)(n_heads / n_kv_heads);
+    uint64_t qbytes = (uint64_t)n * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    if (sp_gpu_flash_attention(gpu, kv->type, head_dim, n)) {
+        sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages}, w = sp_gpu_span(gpu, out, qbytes);
+        p.src = r[0].lo, p.dst = w.lo, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads, p.scale = scale;
+        sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, 0, 0, 0},
+                        &p, sizeof p, (uint32_t[3]){(uint32_t)n_kv_heads, sp_gpu_div_up((uint64_t)n * G, FLASH_VECTORS), 1}, r, 3, &w, 1,
+                        NULL);
+        return;
+    }
+    p.hb = G <= ATTN_QV ? G : ATTN_QV;
+    p.rt = G <= ATTN_QV ? ATTN_QV / G : 1;
+    p.heads = (uint32_t)n_heads;
+    p.kv_heads = (uint32_t)n_kv_heads;
+    p.scale = scale;
+    uint32_t blocks = sp_gpu_div_up(G, p.hb), tiles = sp_gpu_div_up((uint64_t)n, p.rt);
+    uint64_t keys = (uint64_t)n_past + (uint64_t)n, wgs = (uint64_t)n_kv_heads * blocks * tiles;
+    /* flash decoding: few query tiles → split the keys so about attention_workgroups workgroups run */
+    uint32_t splits = 1;
+    p.split_len = (uint32_t)((keys + ATTN_BK - 1) / ATTN_BK * ATTN_BK);
+    if (wgs < gpu->attention_workgroups && keys > 4 * ATTN_BK) {
+        uint64_t want = sp_gpu_div_up(gpu->attention_workgroups, wgs), len = sp_gpu_div_up(keys, want);
+        len = (len + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
+        if (len < 4 * ATTN_BK) len = 4 * ATTN_BK;
+        if (sp_gpu_div_up(keys, len) > ATTN_MAX_SPLITS) len = (sp_gpu_div_up(keys, ATTN_MAX_SPLITS) + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
+        p.split_len = (uint32_t)len;
+        splits = sp_gpu_div_up(keys, len);
+    }
+    p.n_splits = splits;
+    sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages};
+    sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
+    p.src = r[0].lo;
+    p.dst = w.lo;
+    uint32_t spec[4] = {128, (uint32_t)head_dim, 0, 0};
+    if (splits == 1) {
+        sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
+                        3, &w, 1, NULL);
+        return;
+    }
+    float *part = attn_partials(gpu, be, (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2));
+    if (!part) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "attention partials");
+        return;
+    }
+    sp_gpu_range pr = sp_gpu_span(gpu, part, (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2) * 4);
+    p.part = pr.lo;
+    sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
+                    3, &pr, 1, NULL);
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)n * (uint64_t)n_heads, groups);
+    spec[0] = head_dim >= 128 ? 128 : 64;
+    sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, &pr, 1, &w, 1, NULL);
+}
+
+/* Drafters' attention (kernels/attention_ext.comp): one workgroup per (row, query head). */
+static void gpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
+                              int32_t head_dim, float scale, const sp_attn_ext *x) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    if (head_dim > ATTN_HD_MAX || head_dim % 4) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext needs head_dim ≤ 256, a multiple of 4");
+        return;
+    }
+    if (x->kv && !(GPU_KV_TYPES & 1u << x->kv->type)) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention_ext reads f32, f16 or int8 KV rows");
+        return;
+    }
+    struct {
+        uint64_t dst, q, k, v, pages, k_blk, v_blk;
+        uint32_t n_rows, heads, kv_heads, page_tokens, page_stride;
+        uint32_t q_pos0, page_lo, page_hi, page_causal, window, blk_causal;
+        float scale;
+        uint32_t kv_type;
+    } p = {0};
+    uint64_t qbytes = (uint64_t)x->n_rows * (uint64_t)n_heads * (uint64_t)head_dim * 4;
+    uint64_t blk = (uint64_t)x->n_rows * (uint64_t)n_kv_heads * (uint64_t)head_dim * 4;
+    sp_gpu_range r[5];
+    int nr = 0;
+    r[nr++] = sp_gpu_span(gpu, q, qbytes);
+    /* pages cover every position a row may see: page_hi + (n_rows − 1) when causal */
+    int64_t last = (int64_t)x->page_hi + (x->page_causal ? x->n_rows - 1 : 0);
+    if (x->kv && last > x->page_lo) {
+        uint64_t n_pages = (uint64_t)(last + x->kv->page_tokens - 1) / (uint64_t)x->kv->page_tokens;
+        uint64_t pa = sp_gpu_stage(gpu, x->kv->pages, n_pages * 4);
+        if (!pa) return;
+        r[nr++] = (sp_gpu_range){pa, pa + n_pages * 4};
+        r[nr++] = kv_range(gpu, x->kv);
+        p.pages = pa, p.k = sp_gpu_addr(gpu, x->kv->k), p.v = sp_gpu_addr(gpu, x->kv->v);
+        p.page_tokens = (uint32_t)x->kv->page_tokens, p.page_stride = (uint32_t)x->kv->page_stride;
+        p.kv_type = (uint32_t)x->kv->type;
+        p.page_lo = (uint32_t)x->page_lo, p.page_hi = (uint32_t)x->page_hi, p.page_causal = (uint32_t)x->page_causal;
+    }
+    if (x->k_blk) {
+        r[nr++] = sp_gpu_span(gpu, x->k_blk, blk);
+        r[nr++] = sp_gpu_span(gpu, x->v_blk, blk);
+        p.k_blk = r[nr - 2].lo, p.v_blk = r[nr - 1].lo, p.blk_causal = (uint32_t)x->blk_causal;
+    }
+    sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
+    p.dst = w.lo, p.q = r[0].lo, p.n_rows = (uint32_t)x->n_rows, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads;
+    p.q_pos0 = (uint32_t)x->q_pos0, p.window = (uint32_t)x->window, p.scale = scale;
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)x->n_rows * (uint64_t)n_heads, groups);
+    sp_gpu_dispatch(gpu, "attention_ext", SP_GPU_ATTENTION_EXT, (uint32_t[4]){128, (uint32_t)head_dim, 0, 0}, &p, sizeof p,
+                    groups, r, nr, &w, 1, NULL);
+}
+
+void sp_gpu_install_attention(sp_backend *be) {
+    be->kv_write = gpu_kv_write;
+    be->attention = gpu_attention;
+    be->attention_ext = gpu_attention_ext;
+    be->kv_types = GPU_KV_TYPES;
+}

@@ -1,0 +1,158 @@
+/* ops_matmul.c — the dense products on a GPU: matmul (the GEMV for a few x rows, reading each weight once; the tiled
+ * or cooperative-matrix GEMM for more) and the fused gate·up·silu of an FFN. Kernels: matmul.comp, matmul_tiled.comp,
+ * matmul_coopmat.comp. */
+#include "gpu.h"
+
+#include "core/error.h"
+
+/* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
+static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
+    SP_GPU_BY_TYPE(SP_GPU_MATMUL), SP_GPU_BY_TYPE(SP_GPU_MATMUL4), SP_GPU_BY_TYPE(SP_GPU_MATMUL16)};
+static const sp_gpu_kernel_id DENSE_GATE_UP[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
+    SP_GPU_BY_TYPE(SP_GPU_GATE_UP), SP_GPU_BY_TYPE(SP_GPU_GATE_UP4), SP_GPU_BY_TYPE(SP_GPU_GATE_UP16)};
+
+const int64_t sp_gpu_chunk_cols[SP_MAT_TYPE_COUNT] = {4, 8, 8, 16, 64, 32, 16};
+
+bool sp_gpu_weights(sp_gpu *gpu, const sp_matrix *W, uint64_t *addr, uint32_t *stride) {
+    *addr = 0, *stride = 0;
+    if ((unsigned)W->type >= SP_MAT_TYPE_COUNT) return sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "no kernels for these weights");
+    const sp_gpu_chunk *c = sp_gpu_chunk_of(gpu, W->data);
+    if (!c) return sp_gpu_fail_msg(gpu, SPLASH_ERR_INTERNAL, "a weight matrix that was not uploaded");
+    *addr = sp_gpu_addr(gpu, W->data);
+    *stride = (uint32_t)(c->host_row ? c->dev_row : W->row_bytes);
+    return true;
+}
+
+bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
+    return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
+           l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
+}
+
+void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
+                          const sp_gpu_mm_launch *force) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t w;
+    uint32_t stride;
+    if (!sp_gpu_weights(gpu, W, &w, &stride)) return;
+    uint64_t xa = sp_gpu_addr(gpu, x), ya = sp_gpu_addr(gpu, y);
+    if (W->cols % 4 || xa % 16) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "matmul needs cols % 4 == 0 and 16-byte aligned inputs");
+        return;
+    }
+    sp_gpu_range reads[2] = {{w, w + (uint64_t)W->rows * stride}, {xa, xa + (uint64_t)n * (uint64_t)W->cols * 4}};
+    sp_gpu_range write = {ya, ya + (uint64_t)n * (uint64_t)W->rows * 4};
+    if (force ? force->workgroup != 0 : n <= SP_GPU_GEMV_MAX_N) {
+        uint32_t groups[3];
+        int bucket = sp_gpu_gemv_bucket(n);
+        sp_gpu_mm_launch l = force ? *force : sp_gpu_gemv_params(gpu, W, bucket);
+        if (n > SP_GPU_GEMV_MAX_N || !sp_gpu_gemv_launch_ok(&l, sp_gpu_gemv_max_rows(bucket, 1))) {
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
+            return;
+        }
+        sp_gpu_grid(sp_gpu_div_up((uint64_t)W->rows, (uint64_t)l.rows * l.groups), groups);
+        sp_gpu_mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
+                     (uint32_t)W->rows, 0, 0};
+        uint32_t check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
+        sp_gpu_dispatch(gpu, "matmul", MATMUL[bucket][W->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p,
+                        groups, reads, 2, &write, 1, NULL);
+        return;
+    }
+    struct {
+        uint64_t w, x, y;
+        uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
+    } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows};
+    /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
+    bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
+    if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "no cooperative-matrix GEMM for these weights on this device");
+        return;
+    }
+    uint32_t groups[3] = {0, 0, 1}, wg;
+    sp_gpu_kernel_id k;
+    if (coop) {
+        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
+        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
+        if (bytes16 > gpu->x16_bytes) {
+            sp_gpu_sync(gpu);
+            if (gpu->x16) sp_gpu_free(be, gpu->x16);
+            gpu->x16_bytes = bytes16 * 2;
+            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
+            if (!gpu->x16) {
+                gpu->x16_bytes = 0;
+                sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
+                return;
+            }
+        }
+        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+        p.y = r16.lo;
+        p.y_stride = (uint32_t)stride16;
+        uint32_t hg[3];
+        sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
+        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
+                        &r16, 1, NULL);
+        p.x = r16.lo;
+        p.y = ya;
+        p.x_stride = (uint32_t)stride16;
+        p.y_stride = (uint32_t)W->rows;
+        reads[1] = r16;
+        int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
+        const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
+        groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
+    } else {
+        int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
+        const sp_gpu_tile *t = &sp_gpu_tiles[tile];
+        groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn);
+        wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
+        k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
+    }
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &write, 1, NULL);
+}
+
+static void gpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
+    sp_gpu_matmul_launch(be, y, W, x, n, NULL);
+}
+
+/* Few rows: one GEMV over the gate and up rows of each index (matmul.comp MODE 3), with the launch measured for the
+ * gate matrix, half its rows per group for two matrices: the same lanes sum each row as in separate matmuls, so the
+ * products are theirs bit for bit. More rows: the two GEMMs and the gate. */
+static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
+                               const float *x, int64_t n) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t wg, wu;
+    uint32_t stride, stride_up;
+    if (!sp_gpu_weights(gpu, gate, &wg, &stride) || !sp_gpu_weights(gpu, up, &wu, &stride_up)) return;
+    uint64_t xa = sp_gpu_addr(gpu, x);
+    if (n > SP_GPU_GEMV_MAX_N || gate->type != up->type || gate->rows != up->rows || gate->cols != up->cols || stride != stride_up ||
+        gate->cols % 4 || xa % 16) {
+        gpu_matmul(be, h, gate, x, n);
+        gpu_matmul(be, u, up, x, n);
+        be->silu_mul(be, h, h, u, n * gate->rows);
+        return;
+    }
+    int bucket = sp_gpu_gemv_bucket(n);
+    sp_gpu_mm_launch l = sp_gpu_gemv_params(gpu, gate, bucket);
+    uint32_t max_rows = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+    l.rows = l.rows > 1 ? l.rows / 2 : 1; /* two matrices: the accumulators per invocation the measured launch had */
+    if (l.rows > max_rows) l.rows = max_rows;
+    if (!sp_gpu_gemv_launch_ok(&l, (int)max_rows)) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
+        return;
+    }
+    sp_gpu_range reads[3] = {{wg, wg + (uint64_t)gate->rows * stride}, {wu, wu + (uint64_t)up->rows * stride},
+                             {xa, xa + (uint64_t)n * (uint64_t)gate->cols * 4}};
+    sp_gpu_range write = sp_gpu_span(gpu, h, (uint64_t)n * (uint64_t)gate->rows * 4);
+    uint32_t groups[3];
+    sp_gpu_grid(sp_gpu_div_up((uint64_t)gate->rows, (uint64_t)l.rows * l.groups), groups);
+    sp_gpu_mm_push p = {wg, xa, write.lo, wu, stride, (uint32_t)gate->rows, (uint32_t)gate->cols, (uint32_t)n, (uint32_t)gate->cols,
+                 (uint32_t)gate->rows, 0, 0};
+    uint32_t check = gate->cols % sp_gpu_chunk_cols[gate->type] != 0;
+    sp_gpu_dispatch(gpu, "matmul_gate_up", DENSE_GATE_UP[bucket][gate->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups},
+                    &p, sizeof p, groups, reads, 3, &write, 1, NULL);
+}
+
+void sp_gpu_install_matmul(sp_backend *be) {
+    be->matmul = gpu_matmul;
+    be->matmul_gate_up = gpu_matmul_gate_up;
+}
