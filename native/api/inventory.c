@@ -24,6 +24,7 @@ struct splash_inventory {
     int32_t *parts, *ndims;
     int64_t (*shapes)[SPLASH_MAX_DIMS];
     uint64_t (*bytes)[SPLASH_N_WEIGHT_TYPES];
+    uint64_t kv[3], mtp_kv[3], slot; /* splash_inventory_state's, by SPLASH_KV_* */
 };
 
 void splash_inventory_free(splash_inventory *inv) {
@@ -102,9 +103,12 @@ static splash_status describe(splash_inventory *inv, sp_backend *be, sp_threadpo
     sp_qwen35_draft_target(m, &t);
     sp_drafter *d = NULL;
     sp_qwen35_vision *v = NULL;
+    for (int32_t kv = SPLASH_KV_F32; kv <= SPLASH_KV_INT8; kv++) inv->kv[kv] = sp_qwen35_page_bytes(m, 1, kv);
+    inv->slot = sp_qwen35_slot_bytes(m);
     if (drafter_kind == SPLASH_DRAFT_NONE) {
         size_t n_text = sp_checkpoint_count(ck), n_mtp = n_text;
         if (sp_checkpoint_find(ck, "mtp.fc.weight") && !(st = sp_mtp_load(&t, NULL, 1, 1, &d))) n_mtp = sp_checkpoint_count(ck);
+        for (int32_t kv = SPLASH_KV_F32; d && kv <= SPLASH_KV_INT8; kv++) inv->mtp_kv[kv] = d->ops->page_bytes(d, 1, kv);
         if (!st) st = sp_qwen35_vision_load(ck, pool, 1, &v);
         if (!st) st = collect(inv, ck, 0, n_text, SPLASH_PART_TEXT);
         if (!st) st = collect(inv, ck, n_text, n_mtp, SPLASH_PART_MTP);
@@ -161,4 +165,12 @@ const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int3
     if (shape) memcpy(shape, inv->shapes[i], sizeof inv->shapes[i]);
     if (bytes) memcpy(bytes, inv->bytes[i], sizeof inv->bytes[i]);
     return inv->names[i];
+}
+
+void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token, uint64_t *mtp_kv_bytes_per_token,
+                            uint64_t *slot_bytes) {
+    if (!inv) return;
+    if (kv_bytes_per_token) memcpy(kv_bytes_per_token, inv->kv, sizeof inv->kv);
+    if (mtp_kv_bytes_per_token) memcpy(mtp_kv_bytes_per_token, inv->mtp_kv, sizeof inv->mtp_kv);
+    if (slot_bytes) *slot_bytes = inv->slot;
 }

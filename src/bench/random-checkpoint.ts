@@ -30,7 +30,7 @@ function range(name: string, shape: readonly number[]): [number, number] {
 // run leaves no half-written checkpoint); a model.safetensors of the expected size is kept as it is.
 export function writeRandomCheckpoint(dir: string, config: JsonObject, options: { seed: number; producer: string }): void {
   const file = join(dir, "model.safetensors");
-  const tensors = inventory(config);
+  const { tensors } = inventory(config);
   const header: Record<string, unknown> = { __metadata__: { format: "pt", producer: options.producer } };
   let offset = 0;
   for (const t of tensors) {

@@ -1,19 +1,13 @@
-// Bytes of a model, counted over its tensor inventory (libsplash's loaders, src/native/inventory.ts: each tensor's
-// bytes in every weight type come from there, with native/core/quant.h's row layouts): weights per part at each
-// quantization level, the fixed part of the memory plan (weights + drafter), and the sequence state per token and per
-// sequence. Which type a tensor takes is decided here: the model's recipe per tensor kind for Splash's levels, and
-// mlx-lm's rule for an MLX checkpoint.
-//
-//   KV per token          full-attention layers · 2 (K, V) · kv heads · row bytes (src/models/kv-type.ts: head_dim ·
-//                         4 or 2, or ceil(head_dim / 32) · 34 for int8)
-//   state per sequence    linear-attention layers · (value heads · key_dim · value_dim · 4   recurrent S, fp32
-//                                                    + (conv kernel − 1) · conv_dim · 4)  conv tail, fp32
+// A hub model's memory plan, counted over its inventory (libsplash's loaders, src/native/inventory.ts: each tensor's
+// bytes in every weight type, with native/core/quant.h's row layouts, and the sequence state as the cache sizes it):
+// weights per part at each quantization level, the fixed part (weights + drafter), and the sequence state per token
+// and per sequence. Which type a tensor takes is decided here: the model's recipe per tensor kind for Splash's levels,
+// and mlx-lm's rule for an MLX checkpoint.
 import type { CheckpointConfig, JsonObject } from "./config.ts";
-import { kvBytesPerToken, type KvType } from "./kv-type.ts";
 import { tensorKind } from "./packed.ts";
 import type { DflashShapes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
 import { recipeType } from "./spec.ts";
-import { inventory, type InventoryTensor, type Part } from "../native/inventory.ts";
+import { inventory, type InventoryTensor, type Part, type SequenceState } from "../native/inventory.ts";
 
 // Kinds mlx-lm's quantize() turns into QuantizedLinear / QuantizedEmbedding (Linear, Embedding and the experts'
 // SwitchLinear); conv1d, norms, A_log and dt_bias stay as they are.
@@ -39,9 +33,10 @@ function sumBytes(tensors: readonly PlanTensor[], typeOf: (t: PlanTensor) => Wei
   return tensors.reduce((a, t) => a + t.bytes[typeOf(t)], 0);
 }
 
-// Every tensor of the checkpoint a config describes (text, MTP, vision), with its kind.
-export function modelTensors(cfg: Pick<CheckpointConfig, "root">): PlanTensor[] {
-  return inventory(cfg.root).map(withKind);
+// Every tensor of the checkpoint a config describes (text, MTP, vision) with its kind, and its sequence state.
+export function modelInventory(cfg: Pick<CheckpointConfig, "root">): { tensors: PlanTensor[]; state: SequenceState } {
+  const { tensors, state } = inventory(cfg.root);
+  return { tensors: tensors.map(withKind), state };
 }
 
 // A z-lab drafter's config.json with these shapes: what its loader reads (the shapes, dflash_config's taps and block,
@@ -63,7 +58,7 @@ function drafterConfig(s: DflashShapes, kind: "dflash" | "dflash2"): JsonObject 
 
 // The tensors of a DFlash or DFlash2 drafter of these shapes for the target cfg describes.
 export function drafterTensors(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): PlanTensor[] {
-  return inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) }).map(withKind);
+  return inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) }).tensors.map(withKind);
 }
 
 function ofPart(tensors: readonly PlanTensor[], part: Part): PlanTensor[] {
@@ -74,25 +69,9 @@ function atQuant(tensors: readonly PlanTensor[], recipe: readonly RecipeRule[], 
   return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
 }
 
-// KV bytes per token of every full-attention layer, in each KV type.
-export function kvBytesByType(layerTypes: readonly string[], text: CheckpointConfig["text"]): Record<KvType, number> {
-  const full = layerTypes.filter((k) => k === "full_attention").length;
-  return { f32: kvBytesPerToken(full, text, "f32"), f16: kvBytesPerToken(full, text, "f16"), int8: kvBytesPerToken(full, text, "int8") };
-}
-
-export function stateBytesPerSequence(layerTypes: readonly string[], text: CheckpointConfig["text"]): number {
-  const linear = layerTypes.filter((k) => k === "linear_attention").length;
-  const dk = Number(text.linear_key_head_dim);
-  const dv = Number(text.linear_value_head_dim);
-  const hv = Number(text.linear_num_value_heads);
-  const convDim = 2 * Number(text.linear_num_key_heads) * dk + hv * dv;
-  const conv = (Number(text.linear_conv_kernel_dim) - 1) * convDim * 4;
-  return linear * (hv * dk * dv * 4 + conv);
-}
-
 // The whole plan of a hub model, from its expected config (the shapes every matching checkpoint has).
-export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig, "root" | "text" | "layerTypes">): MemoryPlan {
-  const all = modelTensors(cfg);
+export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig, "root">): MemoryPlan {
+  const { tensors: all, state } = modelInventory(cfg);
   const text = ofPart(all, "text");
   const mtp = ofPart(all, "mtp");
   const vision = ofPart(all, "vision");
@@ -153,8 +132,8 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig
       "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), "bf16"),
       "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), "bf16"),
     },
-    kvBytesPerToken: kvBytesByType(cfg.layerTypes, cfg.text),
-    mtpKvBytesPerToken: kvBytesByType(hasMtp ? Array<string>(Number(cfg.text.mtp_num_hidden_layers)).fill("full_attention") : [], cfg.text),
-    stateBytesPerSequence: stateBytesPerSequence(cfg.layerTypes, cfg.text),
+    kvBytesPerToken: state.kvBytesPerToken,
+    mtpKvBytesPerToken: state.mtpKvBytesPerToken,
+    stateBytesPerSequence: state.slotBytes,
   };
 }

@@ -1,9 +1,11 @@
 // The tensors of a checkpoint of a given config.json as libsplash's loaders read them (splash_inventory_*,
 // native/api/inventory.c), without any weights: name, shape (PyTorch order), the part that loads it, and its bytes in
-// each weight type. The one list of a checkpoint's tensors: the memory plan (models/memory.ts), random-weight
-// checkpoints (bench/random-checkpoint.ts) and the GGUF export's tests count over it.
+// each weight type; and the sequence state a load of it sizes. The one list of a checkpoint's tensors: the memory
+// plan (models/memory.ts), random-weight checkpoints (bench/random-checkpoint.ts) and the GGUF export's tests count
+// over it.
 import { CString, type Pointer } from "bun:ffi";
 import type { JsonObject } from "../models/config.ts";
+import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import type { WeightType } from "../models/spec.ts";
 import { check } from "./errors.ts";
 import { native } from "./library.ts";
@@ -16,6 +18,10 @@ export const MAX_DIMS = 8;
 
 export type Part = keyof typeof PART_CODES;
 export type InventoryTensor = { name: string; shape: number[]; part: Part; bytes: Record<WeightType, number> };
+// The target's: K/V bytes per token of its full-attention layers and of its MTP layer (0 without one) in each KV type,
+// and one GDN state slot's bytes.
+export type SequenceState = { kvBytesPerToken: Record<KvType, number>; mtpKvBytesPerToken: Record<KvType, number>; slotBytes: number };
+export type Inventory = { tensors: InventoryTensor[]; state: SequenceState };
 
 const PARTS = Object.keys(PART_CODES) as Part[];
 const WEIGHT_OF: Record<WeightType, keyof typeof WEIGHT_CODES> = { bf16: "bf16", q8: "q8", q4: "q4", "mlx-affine-4": "mlx4", "mlx-affine-8": "mlx8" };
@@ -23,7 +29,7 @@ const WEIGHT_OF: Record<WeightType, keyof typeof WEIGHT_CODES> = { bf16: "bf16",
 // The tensors of the checkpoint a target's config.json describes (parts text, mtp, vision); with a DFlash or DFlash2
 // drafter's config.json, that drafter's tensors alone (part drafter), as attaching it to that target reads them.
 // Throws NativeError with the loader's message when the config is one it refuses.
-export function inventory(config: JsonObject, drafter?: { kind: "dflash" | "dflash2"; config: JsonObject }): InventoryTensor[] {
+export function inventory(config: JsonObject, drafter?: { kind: "dflash" | "dflash2"; config: JsonObject }): Inventory {
   const lib = native();
   const out = new BigUint64Array(1);
   const cstr = (o: JsonObject) => Buffer.from(`${JSON.stringify(o)}\0`);
@@ -46,7 +52,12 @@ export function inventory(config: JsonObject, drafter?: { kind: "dflash" | "dfla
         bytes: Object.fromEntries(Object.entries(WEIGHT_OF).map(([w, code]) => [w, Number(bytes[WEIGHT_CODES[code]]!)])) as Record<WeightType, number>,
       });
     }
-    return tensors;
+    const kv = new BigUint64Array(KV_TYPES.length);
+    const mtpKv = new BigUint64Array(KV_TYPES.length);
+    const slot = new BigUint64Array(1);
+    lib.splash_inventory_state(handle, kv, mtpKv, slot);
+    const byType = (a: BigUint64Array) => Object.fromEntries(KV_TYPES.map((t, code) => [t, Number(a[code]!)])) as Record<KvType, number>;
+    return { tensors, state: { kvBytesPerToken: byType(kv), mtpKvBytesPerToken: byType(mtpKv), slotBytes: Number(slot[0]!) } };
   } finally {
     lib.splash_inventory_free(handle);
   }

@@ -92,7 +92,7 @@ export function writeCheckpoint(dir: string, text: JsonObject, options: { perExp
     }
     return out;
   };
-  for (const t of inventory(config)) {
+  for (const t of inventory(config).tensors) {
     const data = draw(t.name, t.shape);
     if (options.perExpert && /\.mlp\.experts\.(gate_up|down)_proj$/.test(t.name)) {
       const [E, R, C] = t.shape as [number, number, number];

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { hubSpecs } from "../../../src/models/registry.ts";
 import { join } from "node:path";
 import { expectedConfig } from "../../../src/models/config.ts";
-import { computeMemoryPlan, drafterTensors, kvBytesByType, modelTensors, stateBytesPerSequence } from "../../../src/models/memory.ts";
+import { computeMemoryPlan, drafterTensors, modelInventory } from "../../../src/models/memory.ts";
 import { isHubSpec, parseSpec, recipeType, QUANTS } from "../../../src/models/spec.ts";
 import { repoRoot } from "../../helpers/cli.ts";
 
@@ -14,9 +14,11 @@ describe("sizes", () => {
   test("sequence state of the 27B shapes (ARCHITECTURE.md §6): 16 KV layers of 4×256, 48 GDN layers of 48×128×128 fp32", () => {
     const spec = parseSpec(JSON.parse(readFileSync(join(repoRoot, "models/qwen3.8-27b/spec.json"), "utf8")), "27b");
     if (!isHubSpec(spec)) throw new Error("not a hub spec");
-    const cfg = expectedConfig(spec);
-    expect(kvBytesByType(cfg.layerTypes, cfg.text)).toEqual({ f32: 16 * 2 * 4 * 256 * 4, f16: 16 * 2 * 4 * 256 * 2, int8: 16 * 2 * 4 * 8 * 34 });
-    expect(stateBytesPerSequence(cfg.layerTypes, cfg.text)).toBe(48 * (48 * 128 * 128 * 4 + 3 * 10240 * 4));
+    const plan = computeMemoryPlan(spec, expectedConfig(spec));
+    expect(plan.kvBytesPerToken).toEqual({ f32: 16 * 2 * 4 * 256 * 4, f16: 16 * 2 * 4 * 256 * 2, int8: 16 * 2 * 4 * 8 * 34 });
+    // the MTP layer: one more attention layer of the same heads
+    expect(plan.mtpKvBytesPerToken).toEqual({ f32: 2 * 4 * 256 * 4, f16: 2 * 4 * 256 * 2, int8: 2 * 4 * 8 * 34 });
+    expect(plan.stateBytesPerSequence).toBe(48 * (48 * 128 * 128 * 4 + 3 * 10240 * 4));
   });
 
   test("the 27B's bf16 tensors add up to the published 55.56 GB of safetensors", () => {
@@ -37,7 +39,7 @@ describe("committed specs", () => {
     });
     test(`${spec.id}: the recipe covers every tensor kind of the model and its drafter`, () => {
       const cfg = expectedConfig(spec);
-      const kinds = new Set(modelTensors(cfg).map((t) => t.kind));
+      const kinds = new Set(modelInventory(cfg).tensors.map((t) => t.kind));
       for (const kind of ["dflash", "dflash2"] as const) {
         const d = spec.draft[kind];
         if (typeof d === "object") for (const t of drafterTensors(cfg, kind, d.shapes)) kinds.add(t.kind);

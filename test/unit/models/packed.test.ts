@@ -13,7 +13,7 @@ describe("tensorKind", () => {
   test("names every tensor of the official layout's text and MTP parts (dense, MoE, vision configs)", () => {
     const kinds = new Map<string, string>();
     for (const dir of ["qwen35-dense-tiny", "qwen35-moe-tiny-fused", "qwen35-vision-tiny"]) {
-      const all = inventory(readCheckpointConfig(join(FIXTURES, dir)).root).filter((t) => t.part === "text" || t.part === "mtp");
+      const all = inventory(readCheckpointConfig(join(FIXTURES, dir)).root).tensors.filter((t) => t.part === "text" || t.part === "mtp");
       expect(all.length).toBeGreaterThan(20);
       for (const t of all) kinds.set(t.name.replace(/\.\d+\./g, ".N."), tensorKind(t.name));
     }

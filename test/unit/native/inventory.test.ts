@@ -1,7 +1,7 @@
 // The tensor inventory libsplash describes from a config alone (src/native/inventory.ts) against real checkpoints:
 // every tensor of each fixture (saved by transformers or z-lab's code) with its exact shape and part, its bf16 bytes
 // those of the file, and its Q8/Q4 bytes those `splash import` writes — dense, MoE (per-expert and fused), vision, MTP
-// and the DFlash and DFlash2 drafters.
+// and the DFlash and DFlash2 drafters; and the sequence state, which a load of the same checkpoint sizes.
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,8 +9,10 @@ import { join } from "node:path";
 import type { JsonObject } from "../../../src/models/config.ts";
 import { DEFAULT_RECIPE, packPlan, readPackedHeader, writePacked } from "../../../src/models/packed.ts";
 import { readSafetensorsHeader } from "../../../src/models/safetensors.ts";
+import { KV_TYPES } from "../../../src/models/kv-type.ts";
 import { NativeError } from "../../../src/native/errors.ts";
 import { inventory, type InventoryTensor, type Part } from "../../../src/native/inventory.ts";
+import { Model } from "../../../src/native/model.ts";
 import { repoRoot } from "../../helpers/cli.ts";
 
 const fixtures = join(repoRoot, "test/fixtures/models");
@@ -64,7 +66,7 @@ describe("a target's tensors are its checkpoint's", () => {
   ];
   for (const [dir, parts] of targets) {
     test(dir.slice(repoRoot.length + 1), () => {
-      const got = inventory(config(dir));
+      const got = inventory(config(dir)).tensors;
       expectSame(got, checkpointTensors(dir));
       expect(got.filter((t) => t.part !== partOf(t.name))).toEqual([]);
       expect([...new Set(got.map((t) => t.part))].sort()).toEqual([...parts].sort());
@@ -85,7 +87,7 @@ describe("a drafter's tensors are its checkpoint's", () => {
   ];
   for (const [target, dir, kind] of cases) {
     test(`${kind} ${dir.slice(repoRoot.length + 1)}`, () => {
-      const got = inventory(config(target), { kind, config: config(dir) });
+      const got = inventory(config(target), { kind, config: config(dir) }).tensors;
       expectSame(got, checkpointTensors(dir));
       expect(new Set(got.map((t) => t.part))).toEqual(new Set(["drafter"]));
     });
@@ -107,20 +109,50 @@ describe("bytes in each weight type", () => {
         await writePacked(dir, out, packPlan(tensors, DEFAULT_RECIPE, quant), {}, 1);
         const packed = readPackedHeader(out).tensors.filter((t) => t.type === "q8" || t.type === "q4");
         expect(packed.some((t) => t.type === quant && Math.ceil(t.cols / 32) % 2 === 1)).toBe(true);
-        const got = new Map(inventory(config(dir)).map((t) => [t.name, t.bytes]));
+        const got = new Map(inventory(config(dir)).tensors.map((t) => [t.name, t.bytes]));
         for (const t of packed) expect({ name: t.name, bytes: got.get(t.name)![t.type as "q8" | "q4"] }).toEqual({ name: t.name, bytes: t.rows * t.row_bytes });
       });
     }
   }
 
   test("MLX affine: packed bits plus a bf16 scale and bias per 64; a row MLX cannot group stays bf16", () => {
-    for (const t of inventory(config(tiny))) {
+    for (const t of inventory(config(tiny)).tensors) {
       const cols = t.shape.at(-1)!;
       const rows = t.shape.reduce((a, b) => a * b, 1) / cols;
       const mlx = (bits: number) => (cols % 64 ? t.bytes.bf16 : rows * ((cols * bits) / 8 + (cols / 64) * 4));
       expect({ name: t.name, m4: t.bytes["mlx-affine-4"], m8: t.bytes["mlx-affine-8"] }).toEqual({ name: t.name, m4: mlx(4), m8: mlx(8) });
     }
   });
+});
+
+test("the sequence state is what a load of the config sizes (its cache's page and slot bytes)", async () => {
+  for (const dir of [join(fixtures, "qwen35-dense-tiny"), join(fixtures, "qwen35-moe-tiny-fused"), join(fixtures, "qwen35-dense-rope50")]) {
+    const { state } = inventory(config(dir));
+    const model = await Model.load(dir, { threads: 1 });
+    try {
+      for (const type of KV_TYPES) {
+        model.setKvType(type);
+        expect({ dir, type, kv: state.kvBytesPerToken[type] }).toEqual({ dir, type, kv: model.pageBytes(64) / 64 });
+      }
+      expect(state.slotBytes).toBe(model.slotBytes);
+    } finally {
+      model.free();
+    }
+    // the MTP layer's own K/V: what attaching the MTP drafter adds to a page (none without the layer)
+    if (!config(dir).text_config || !((config(dir).text_config as JsonObject).mtp_num_hidden_layers as number)) {
+      expect(state.mtpKvBytesPerToken).toEqual({ f32: 0, f16: 0, int8: 0 });
+      continue;
+    }
+    const withMtp = await Model.load(dir, { threads: 1, drafter: { kind: "mtp" } });
+    try {
+      for (const type of KV_TYPES) {
+        withMtp.setKvType(type);
+        expect({ dir, type, mtp: state.mtpKvBytesPerToken[type] }).toEqual({ dir, type, mtp: withMtp.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
+      }
+    } finally {
+      withMtp.free();
+    }
+  }
 });
 
 test("a config the loader refuses is refused by name", () => {
