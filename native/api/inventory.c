@@ -24,7 +24,7 @@ struct splash_inventory {
     int32_t *parts, *ndims;
     int64_t (*shapes)[SPLASH_MAX_DIMS];
     uint64_t (*bytes)[SPLASH_N_WEIGHT_TYPES];
-    uint64_t kv[3], mtp_kv[3], slot; /* splash_inventory_state's, by SPLASH_KV_* */
+    uint64_t kv[3], slot, drafter_kv[3], drafter_slot; /* splash_inventory_state's, by SPLASH_KV_* */
 };
 
 void splash_inventory_free(splash_inventory *inv) {
@@ -108,7 +108,6 @@ static splash_status describe(splash_inventory *inv, sp_backend *be, sp_threadpo
     if (drafter_kind == SPLASH_DRAFT_NONE) {
         size_t n_text = sp_checkpoint_count(ck), n_mtp = n_text;
         if (sp_checkpoint_find(ck, "mtp.fc.weight") && !(st = sp_mtp_load(&t, NULL, 1, 1, &d))) n_mtp = sp_checkpoint_count(ck);
-        for (int32_t kv = SPLASH_KV_F32; d && kv <= SPLASH_KV_INT8; kv++) inv->mtp_kv[kv] = d->ops->page_bytes(d, 1, kv);
         if (!st) st = sp_qwen35_vision_load(ck, pool, 1, &v);
         if (!st) st = collect(inv, ck, 0, n_text, SPLASH_PART_TEXT);
         if (!st) st = collect(inv, ck, n_text, n_mtp, SPLASH_PART_MTP);
@@ -119,6 +118,8 @@ static splash_status describe(splash_inventory *inv, sp_backend *be, sp_threadpo
         if (!st) st = (drafter_kind == SPLASH_DRAFT_DFLASH2 ? sp_dflash2_load : sp_dflash_load)(&t, dck, 0, 1, &d); /* d owns dck */
         if (!st) st = collect(inv, dck, 0, sp_checkpoint_count(dck), SPLASH_PART_DRAFTER);
     }
+    for (int32_t kv = SPLASH_KV_F32; d && kv <= SPLASH_KV_INT8; kv++) inv->drafter_kv[kv] = d->ops->page_bytes(d, 1, kv);
+    if (d) inv->drafter_slot = d->ops->slot_bytes(d);
     if (d) d->ops->free(d);
     sp_qwen35_vision_free(v);
     sp_qwen35_free(m);
@@ -167,10 +168,11 @@ const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int3
     return inv->names[i];
 }
 
-void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token, uint64_t *mtp_kv_bytes_per_token,
-                            uint64_t *slot_bytes) {
+void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token, uint64_t *slot_bytes,
+                            uint64_t *drafter_kv_bytes_per_token, uint64_t *drafter_slot_bytes) {
     if (!inv) return;
     if (kv_bytes_per_token) memcpy(kv_bytes_per_token, inv->kv, sizeof inv->kv);
-    if (mtp_kv_bytes_per_token) memcpy(mtp_kv_bytes_per_token, inv->mtp_kv, sizeof inv->mtp_kv);
     if (slot_bytes) *slot_bytes = inv->slot;
+    if (drafter_kv_bytes_per_token) memcpy(drafter_kv_bytes_per_token, inv->drafter_kv, sizeof inv->drafter_kv);
+    if (drafter_slot_bytes) *drafter_slot_bytes = inv->drafter_slot;
 }

@@ -357,11 +357,12 @@ SPLASH_API int64_t splash_inventory_count(const splash_inventory *inv);
  * pointer may be NULL. */
 SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *ndim,
                                                int64_t *shape, uint64_t *bytes);
-/* The target's sequence state as a load of the config sizes it (splash_cache_page_bytes and _slot_bytes, less any
- * drafter's): K/V bytes per token of all its full-attention layers in each SPLASH_KV_* type [3], those of its MTP
- * layer [3] (zeros without one), and the bytes of one GDN state slot. Any out pointer may be NULL. */
-SPLASH_API void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token,
-                                       uint64_t *mtp_kv_bytes_per_token, uint64_t *slot_bytes);
+/* The sequence state as a load of the config sizes it (splash_cache_page_bytes and _slot_bytes are the two added):
+ * the target's K/V bytes per token of all its full-attention layers in each SPLASH_KV_* type [3] and one GDN state
+ * slot's bytes; and the drafter's, the MTP layer's in a target's inventory (zeros without one), the DFlash drafter's in
+ * a drafter's. Any out pointer may be NULL. */
+SPLASH_API void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token, uint64_t *slot_bytes,
+                                       uint64_t *drafter_kv_bytes_per_token, uint64_t *drafter_slot_bytes);
 
 /* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
 

@@ -44,7 +44,7 @@ for (const id of readdirSync(modelsDir).sort()) {
   const path = join(modelsDir, id, "spec.json");
   if (!existsSync(path)) continue;
   const raw = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  const spec = parseSpec(raw, path);
+  const spec = parseSpec({ ...raw, memory: undefined }, path); // the plan is recomputed: a stale or older one must not stop it
   if (!isHubSpec(spec)) continue;
   const plan = computeMemoryPlan(spec, expectedConfig(spec));
   const p = plan.parameters;

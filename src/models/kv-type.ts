@@ -18,14 +18,6 @@ export type KvType = (typeof KV_TYPES)[number];
 export const KV_CHOICES = ["auto", ...KV_TYPES] as const;
 export type KvChoice = (typeof KV_CHOICES)[number];
 
-const GROUP = 32;
-
-// Bytes of one K or V row of headDim values.
-export function kvRowBytes(type: KvType, headDim: number): number {
-  if (type === "int8") return Math.ceil(headDim / GROUP) * (GROUP + 2);
-  return headDim * (type === "f16" ? 2 : 4);
-}
-
 // From the most compact to f32: the order auto falls back along.
 const WIDER: Record<KvType, KvType[]> = { int8: ["int8", "f16", "f32"], f16: ["f16", "f32"], f32: ["f32"] };
 

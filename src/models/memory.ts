@@ -56,9 +56,10 @@ function drafterConfig(s: DflashShapes, kind: "dflash" | "dflash2"): JsonObject 
   };
 }
 
-// The tensors of a DFlash or DFlash2 drafter of these shapes for the target cfg describes.
-export function drafterTensors(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): PlanTensor[] {
-  return inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) }).tensors.map(withKind);
+// The tensors of a DFlash or DFlash2 drafter of these shapes for the target cfg describes, and its sequence state.
+export function drafterInventory(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): { tensors: PlanTensor[]; state: SequenceState } {
+  const { tensors, state } = inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) });
+  return { tensors: tensors.map(withKind), state };
 }
 
 function ofPart(tensors: readonly PlanTensor[], part: Part): PlanTensor[] {
@@ -78,10 +79,12 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig
   const recipe = spec.quantization.recipe;
   const drafter = (kind: "dflash" | "dflash2") => {
     const d = spec.draft[kind];
-    return typeof d === "object" ? drafterTensors(cfg, kind, d.shapes) : undefined;
+    return typeof d === "object" ? drafterInventory(cfg, kind, d.shapes) : undefined;
   };
-  const dflash = drafter("dflash");
-  const dflash2 = drafter("dflash2");
+  const dflashInventory = drafter("dflash");
+  const dflash2Inventory = drafter("dflash2");
+  const dflash = dflashInventory?.tensors;
+  const dflash2 = dflash2Inventory?.tensors;
   const mlx = (f: Format) => spec.sources[f]?.quantization ?? { mode: "affine" as const, bits: f === "mlx-4bit" ? (4 as const) : (8 as const), groupSize: 64 as const, overrides: {} };
   const mlxText = (f: "mlx-4bit" | "mlx-8bit") => sumBytes(text, (t) => mlxType(t.kind, mlx(f)));
   const quantBytes = (ts: readonly PlanTensor[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
@@ -133,7 +136,10 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig
       "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), "bf16"),
     },
     kvBytesPerToken: state.kvBytesPerToken,
-    mtpKvBytesPerToken: state.mtpKvBytesPerToken,
+    mtpKvBytesPerToken: state.drafter.kvBytesPerToken,
+    dflashKvBytesPerToken: dflashInventory?.state.drafter.kvBytesPerToken ?? null,
+    dflash2KvBytesPerToken: dflash2Inventory?.state.drafter.kvBytesPerToken ?? null,
     stateBytesPerSequence: state.slotBytes,
+    mtpStateBytes: state.drafter.slotBytes,
   };
 }

@@ -148,11 +148,14 @@ const memoryPlan = z.strictObject({
   // Fixed bytes = weights + drafter, per level and draft method (null: that draft is not available there).
   fixed: z.strictObject({ bf16: bytesByDraft, q8: bytesByDraft, q4: bytesByDraft, "mlx-4bit": bytesByDraft, "mlx-8bit": bytesByDraft }),
   // Sequence state, as the native allocator sizes it: KV of every full-attention layer (K and V) per token in each
-  // KV type, the MTP layer's own KV per token when drafting with MTP, and one sequence's GDN state (recurrent S +
-  // conv tail).
+  // KV type, a drafter's own KV per token (the MTP layer's, a DFlash or DFlash2 drafter's; null: none), one
+  // sequence's GDN state (recurrent S + conv tail), and the MTP layer's state (its last hidden row).
   kvBytesPerToken: bytesByKv,
   mtpKvBytesPerToken: bytesByKv,
+  dflashKvBytesPerToken: bytesByKv.nullable(),
+  dflash2KvBytesPerToken: bytesByKv.nullable(),
   stateBytesPerSequence: int,
+  mtpStateBytes: int,
 });
 export type MemoryPlan = z.infer<typeof memoryPlan>;
 

@@ -18,9 +18,11 @@ export const MAX_DIMS = 8;
 
 export type Part = keyof typeof PART_CODES;
 export type InventoryTensor = { name: string; shape: number[]; part: Part; bytes: Record<WeightType, number> };
-// The target's: K/V bytes per token of its full-attention layers and of its MTP layer (0 without one) in each KV type,
-// and one GDN state slot's bytes.
-export type SequenceState = { kvBytesPerToken: Record<KvType, number>; mtpKvBytesPerToken: Record<KvType, number>; slotBytes: number };
+// K/V bytes per token in each KV type and one state slot's bytes: the target's (its full-attention layers, a GDN
+// slot), and the drafter's (the MTP layer in a target's inventory, zeros without one; the DFlash drafter in a
+// drafter's).
+type State = { kvBytesPerToken: Record<KvType, number>; slotBytes: number };
+export type SequenceState = State & { drafter: State };
 export type Inventory = { tensors: InventoryTensor[]; state: SequenceState };
 
 const PARTS = Object.keys(PART_CODES) as Part[];
@@ -52,12 +54,14 @@ export function inventory(config: JsonObject, drafter?: { kind: "dflash" | "dfla
         bytes: Object.fromEntries(Object.entries(WEIGHT_OF).map(([w, code]) => [w, Number(bytes[WEIGHT_CODES[code]]!)])) as Record<WeightType, number>,
       });
     }
-    const kv = new BigUint64Array(KV_TYPES.length);
-    const mtpKv = new BigUint64Array(KV_TYPES.length);
-    const slot = new BigUint64Array(1);
-    lib.splash_inventory_state(handle, kv, mtpKv, slot);
-    const byType = (a: BigUint64Array) => Object.fromEntries(KV_TYPES.map((t, code) => [t, Number(a[code]!)])) as Record<KvType, number>;
-    return { tensors, state: { kvBytesPerToken: byType(kv), mtpKvBytesPerToken: byType(mtpKv), slotBytes: Number(slot[0]!) } };
+    const [kv, drafterKv] = [new BigUint64Array(KV_TYPES.length), new BigUint64Array(KV_TYPES.length)];
+    const [slot, drafterSlot] = [new BigUint64Array(1), new BigUint64Array(1)];
+    lib.splash_inventory_state(handle, kv, slot, drafterKv, drafterSlot);
+    const state = (k: BigUint64Array, s: BigUint64Array): State => ({
+      kvBytesPerToken: Object.fromEntries(KV_TYPES.map((t, code) => [t, Number(k[code]!)])) as Record<KvType, number>,
+      slotBytes: Number(s[0]!),
+    });
+    return { tensors, state: { ...state(kv, slot), drafter: state(drafterKv, drafterSlot) } };
   } finally {
     lib.splash_inventory_free(handle);
   }

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { hubSpecs } from "../../../src/models/registry.ts";
 import { join } from "node:path";
 import { expectedConfig } from "../../../src/models/config.ts";
-import { computeMemoryPlan, drafterTensors, modelInventory } from "../../../src/models/memory.ts";
+import { computeMemoryPlan, drafterInventory, modelInventory } from "../../../src/models/memory.ts";
 import { isHubSpec, parseSpec, recipeType, QUANTS } from "../../../src/models/spec.ts";
 import { repoRoot } from "../../helpers/cli.ts";
 
@@ -19,6 +19,13 @@ describe("sizes", () => {
     // the MTP layer: one more attention layer of the same heads
     expect(plan.mtpKvBytesPerToken).toEqual({ f32: 2 * 4 * 256 * 4, f16: 2 * 4 * 256 * 2, int8: 2 * 4 * 8 * 34 });
     expect(plan.stateBytesPerSequence).toBe(48 * (48 * 128 * 128 * 4 + 3 * 10240 * 4));
+    expect(plan.mtpStateBytes).toBe(5120 * 4); // the MTP layer's last hidden row, f32
+    // the DFlash2 drafter: its layers of K/V heads, as its spec's shapes say
+    const d = spec.draft.dflash2;
+    if (typeof d !== "object") throw new Error("the 27B spec has a DFlash2 drafter");
+    const s = d.shapes;
+    const rows = s.num_hidden_layers * 2 * s.num_key_value_heads;
+    expect(plan.dflash2KvBytesPerToken).toEqual({ f32: rows * s.head_dim * 4, f16: rows * s.head_dim * 2, int8: rows * Math.ceil(s.head_dim / 32) * 34 });
   });
 
   test("the 27B's bf16 tensors add up to the published 55.56 GB of safetensors", () => {
@@ -42,7 +49,7 @@ describe("committed specs", () => {
       const kinds = new Set(modelInventory(cfg).tensors.map((t) => t.kind));
       for (const kind of ["dflash", "dflash2"] as const) {
         const d = spec.draft[kind];
-        if (typeof d === "object") for (const t of drafterTensors(cfg, kind, d.shapes)) kinds.add(t.kind);
+        if (typeof d === "object") for (const t of drafterInventory(cfg, kind, d.shapes).tensors) kinds.add(t.kind);
       }
       for (const kind of kinds) for (const q of QUANTS) expect(() => recipeType(spec.quantization.recipe, kind, q)).not.toThrow();
     });

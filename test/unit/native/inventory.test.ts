@@ -140,17 +140,36 @@ test("the sequence state is what a load of the config sizes (its cache's page an
     }
     // the MTP layer's own K/V: what attaching the MTP drafter adds to a page (none without the layer)
     if (!config(dir).text_config || !((config(dir).text_config as JsonObject).mtp_num_hidden_layers as number)) {
-      expect(state.mtpKvBytesPerToken).toEqual({ f32: 0, f16: 0, int8: 0 });
+      expect(state.drafter).toEqual({ kvBytesPerToken: { f32: 0, f16: 0, int8: 0 }, slotBytes: 0 });
       continue;
     }
     const withMtp = await Model.load(dir, { threads: 1, drafter: { kind: "mtp" } });
     try {
       for (const type of KV_TYPES) {
         withMtp.setKvType(type);
-        expect({ dir, type, mtp: state.mtpKvBytesPerToken[type] }).toEqual({ dir, type, mtp: withMtp.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
+        expect({ dir, type, mtp: state.drafter.kvBytesPerToken[type] }).toEqual({ dir, type, mtp: withMtp.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
       }
+      expect(state.drafter.slotBytes).toBe(withMtp.slotBytes - state.slotBytes);
     } finally {
       withMtp.free();
+    }
+  }
+});
+
+test("a DFlash drafter's sequence state is what attaching it adds", async () => {
+  const target = join(fixtures, "qwen35-dense-tiny");
+  for (const [name, kind] of [["qwen35-dense-tiny-dflash", "dflash"], ["qwen35-dense-tiny-dflash2", "dflash2"]] as const) {
+    const dir = join(fixtures, name);
+    const { state } = inventory(config(target), { kind, config: config(dir) });
+    const model = await Model.load(target, { threads: 1, drafter: { kind, dir } });
+    try {
+      for (const type of KV_TYPES) {
+        model.setKvType(type);
+        expect({ name, type, kv: state.drafter.kvBytesPerToken[type] }).toEqual({ name, type, kv: model.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
+      }
+      expect(state.drafter.slotBytes).toBe(model.slotBytes - state.slotBytes);
+    } finally {
+      model.free();
     }
   }
 });
