@@ -203,11 +203,6 @@ struct sp_backend {
      *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
-    /* Same result in the chunked (UT transform) form, chunks of 64 tokens from the first row: the reference for a
-     * chunked kernel. The CPU has it; the GPU backends run the token loop in prefill too (its share of a chunk's
-     * time is small: BENCHMARKS.md, GPU prefill) and leave this NULL. */
-    void (*gdn_chunked)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
-                        const sp_gdn_shape *shape, float *S, int64_t n);
 
     /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
      * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes

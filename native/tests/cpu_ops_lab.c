@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
             double c0 = cpu_now();
             be.gdn_recurrent(&be, oa, qkv, a, b, &shape, Sa, T);
             double t1 = now(), c1 = cpu_now();
-            be.gdn_chunked(&be, ob, qkv, a, b, &shape, Sb, T);
+            sp_cpu_gdn_chunked(&be, ob, qkv, a, b, &shape, Sb, T);
             double t2 = now(), c2 = cpu_now();
             best_r = fmin(best_r, t1 - t0), best_c = fmin(best_c, t2 - t1);
             cpu_r = fmin(cpu_r, (c1 - c0) / threads), cpu_c = fmin(cpu_c, (c2 - c1) / threads);

@@ -50,8 +50,8 @@ static void test_gdn(const sp_backend *be) {
     float *S1 = calloc((size_t)(Hv * dk * dv), sizeof(float)), *S2 = calloc((size_t)(Hv * dk * dv), sizeof(float));
     float *o1 = malloc(sizeof(float) * (size_t)(n * Hv * dv)), *o2 = malloc(sizeof(float) * (size_t)(n * Hv * dv));
     be->gdn_recurrent(be, o1, qkv, a, b, &s, S1, n);
-    be->gdn_chunked(be, o2, qkv, a, b, &s, S2, split);
-    be->gdn_chunked(be, o2 + split * Hv * dv, qkv + split * W, a + split * Hv, b + split * Hv, &s, S2, n - split);
+    sp_cpu_gdn_chunked(be, o2, qkv, a, b, &s, S2, split);
+    sp_cpu_gdn_chunked(be, o2 + split * Hv * dv, qkv + split * W, a + split * Hv, b + split * Hv, &s, S2, n - split);
     double scale = 0;
     for (int64_t i = 0; i < n * Hv * dv; i++) scale = o1[i] > scale ? o1[i] : -o1[i] > scale ? -o1[i] : scale;
     check("gdn: chunked vs recurrent, 600 tokens, outputs", max_diff(o1, o2, n * Hv * dv), 1e-4 * scale);

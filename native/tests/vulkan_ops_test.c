@@ -14,8 +14,8 @@
  * GEMMs on the matrix units (kernels/matmul_coopmat.comp, where the device has cooperative matrices) take f16
  * operands: x and the dequantized weights each rounded to 11 significant bits (relative error ≤ 2⁻¹¹, NMSE about
  * 1e-7 on these inputs), so their tolerance is 1e-5 against the exact product; each of their tiles runs forced too.
- * Attention of prefill chunks there (flash_attention_coopmat.comp) rounds q·scale, K, V and the probabilities to f16:
- * tolerance 1e-4 against the CPU op. */
+ * Attention of prefill chunks there (flash_attention_coopmat.comp) rounds q·scale, K, V (f32 and int8 rows too) and the
+ * probabilities to f16: tolerance 1e-4 against the CPU op. */
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
@@ -262,6 +262,21 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
 }
 
+/* Which attention kernel a call takes: the matrix units for chunks of 16 rows or more at the head dims they are compiled
+ * for, on every KV type, where the device has cooperative matrices (here asked of this device with them turned on, so
+ * that a device without them checks the choice too); the scalar kernel for decode and verify blocks, other head dims,
+ * and devices without them. */
+static void test_flash_choice(void) {
+    sp_gpu on = *sp_gpu_of(&gpu), off = on;
+    on.no_coopmat = NULL, off.no_coopmat = "off";
+    bool ok = true;
+    for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++)
+        ok = ok && sp_gpu_flash_attention(&on, t, 256, 1024) && sp_gpu_flash_attention(&on, t, 32, 16) &&
+             !sp_gpu_flash_attention(&on, t, 256, 15) && !sp_gpu_flash_attention(&on, t, 40, 1024) &&
+             !sp_gpu_flash_attention(&off, t, 256, 1024);
+    expect("attention kernel choice: matrix units for chunks on every KV type", ok ? 0 : 1, 0);
+}
+
 /* kv_write into an int8 cache on the rows where the quantizer's roundings decide: a zero group, scales that are f16
  * subnormals, max|x| / 127 exactly on an f16 midpoint (ties to the even scale, both ways), x / d exactly halfway
  * between integers (ties to even), ±max|x| itself and large values. The bytes must be the CPU's. */
@@ -476,6 +491,7 @@ int main(int argc, char **argv) {
     test_attention(SPLASH_KV_INT8, 4, 1, 40, 5, 11, 4);     /* a partial last group (head_dim 40: 2 groups, 68 bytes) */
     test_attention(SPLASH_KV_INT8, 4, 1, 96, 3, 7, 2);      /* 3 groups, 102-byte rows, pages of 2 */
     test_kv_write_int8_edges();
+    test_flash_choice();
     test_attention_ext(SPLASH_KV_F32, 4, 2, 32, 1, 36, 1, 37, 0, false, 0, 0, 16);  /* MTP: one row over its own pages from 1 */
     test_attention_ext(SPLASH_KV_F32, 4, 1, 64, 8, 50, 0, 50, 0, true, 0, 0, 16);   /* DFlash: context + bidirectional block */
     test_attention_ext(SPLASH_KV_F32, 6, 2, 32, 5, 70, 0, 70, 0, true, 1, 9, 8);    /* a sliding layer: causal block, window 9 */
@@ -531,7 +547,9 @@ int main(int argc, char **argv) {
         test_attention(SPLASH_KV_F16, 24, 4, 256, 1200, 100, 16);
         test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 1, 16);
         test_attention(SPLASH_KV_INT8, 24, 4, 256, 5000, 1, 64);
-        test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 100, 16); /* prefill chunks: attention.comp, not the matrix units */
+        test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
+        test_attention(SPLASH_KV_INT8, 16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);

@@ -7,7 +7,11 @@
  *
  * LIST: one variant a line, `name file.spv mode threads bm bn bk fm fn ty wt` (mode 0 PEAK, 1 SHMEM, 2 STAGED, 3 the
  * product kernel; bm bn bk its workgroup tile and step; fm fn ty the PEAK probe's accumulators per subgroup and types; wt the
- * product kernel's weight type, f16 or q4). Prints the device's cooperative-matrix shapes, then per variant the
+ * product kernel's weight type, f16 or q4). Mode 4 is the flash attention kernel (kernels/flash_attention_coopmat.comp)
+ * on the 27B's attention (24/4 heads, a chunk of --n rows): bm its query vectors per workgroup, bn the positions before
+ * the chunk, bk the head dim, ty the KV rows' type (SPLASH_KV_*: 0 f32, 1 f16, 2 int8); TFLOP/s over the causal
+ * product (4 · head_dim multiply-adds per query head and visible key), error on sampled rows against the exact
+ * attention over the stored rows. Prints the device's cooperative-matrix shapes, then per variant the
  * driver's statistics of the pipeline (registers, spills: VK_KHR_pipeline_executable_properties where the driver
  * has it), its time and TFLOP/s, and for the GEMMs the relative error on sampled outputs against the exact product
  * of the f16 operands (PEAK and SHMEM compute what no one needs: no check). The device is made here (not through
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* libvulkan is opened at run time, as libsplash does (no link-time dependency): every entry point through
  * vkGetInstanceProcAddr, device ones through the loader's trampolines. */
@@ -261,7 +266,7 @@ static uint32_t *read_spv(const char *path, size_t *bytes) {
 }
 
 /* The pipeline of `path` with `threads` invocations per workgroup; its driver statistics printed. NULL on failure. */
-static VkPipeline pipeline(const char *path, uint32_t threads, char *stats, size_t stats_len) {
+static VkPipeline pipeline(const char *path, uint32_t threads, uint32_t spec1, char *stats, size_t stats_len) {
     size_t bytes = 0;
     uint32_t *code = read_spv(path, &bytes);
     stats[0] = 0;
@@ -277,8 +282,10 @@ static VkPipeline pipeline(const char *path, uint32_t threads, char *stats, size
         snprintf(stats, stats_len, "vkCreateShaderModule %d", (int)r);
         return VK_NULL_HANDLE;
     }
-    VkSpecializationMapEntry e = {.constantID = 0, .offset = 0, .size = 4};
-    VkSpecializationInfo si = {.mapEntryCount = 1, .pMapEntries = &e, .dataSize = 4, .pData = &threads};
+    /* spec constant 0: the workgroup size; 1: the flash kernel's KV type (ignored by kernels without it) */
+    uint32_t spec[2] = {threads, spec1};
+    VkSpecializationMapEntry e[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
+    VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = e, .dataSize = 8, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .flags = have_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
@@ -326,22 +333,40 @@ typedef struct push_product {  /* kernels/matmul_coopmat.comp's */
     uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
 } push_product;
 
-/* Seconds per launch: one warm-up submission, then `reps` launches with a barrier between each, timed by timestamps. */
+typedef struct push_attention { /* kernels/flash_attention_coopmat.comp's (attention.comp's) */
+    uint64_t dst, src, k, v, pages, part;
+    uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
+    float scale;
+    uint32_t kv_type;
+    uint64_t src2;
+} push_attention;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Seconds per launch: warm-up submissions of `reps` launches for at least WARM_S (the host's work before a variant
+ * leaves the GPU idle, and its clocks take a few hundred ms to come back up), then `reps` launches with a barrier
+ * between each, timed by timestamps. */
+#define WARM_S 0.5
 static double run(VkPipeline p, const void *pc, uint32_t pc_bytes, uint32_t gx, uint32_t gy, int reps) {
+    double t0 = now();
     for (int pass = 0; pass < 2; pass++) {
         VkCommandBuffer cb = begin();
         vkCmdResetQueryPool(cb, queries, 0, 2);
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p);
         vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_bytes, pc);
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
-        int n = pass ? reps : 1;
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < reps; r++) {
             vkCmdDispatch(cb, gx, gy, 1);
             barrier(cb);
         }
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
         end_wait(cb);
-        if (pass) {
+        if (!pass && now() - t0 < WARM_S) pass--;  /* warm up again */
+        else if (pass) {
             uint64_t t[2];
             CHECK(vkGetQueryPoolResults(dev, queries, 0, 2, sizeof t, t, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
             return (double)(t[1] - t[0]) * tick_ns * 1e-9 / reps;
@@ -354,6 +379,79 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float uni(void) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return (float)((rng >> 40) * 0x1.0p-24) * 2 - 1;
+}
+
+/* Mode 4: the flash attention kernel on the 27B's heads (24 query, 4 kv, head dim hd) for a chunk of n rows after
+ * n_past positions, pages of 64 in order, K and V rows random in ±1 stored in the KV type (0 f32, 1 f16, 2 int8: Q8 rows);
+ * q random in ±1. Returns seconds per launch; *err the relative error of 16 sampled (row, head) outputs against the
+ * exact attention over the stored (dequantized) rows. */
+static double flash(VkPipeline p, uint32_t threads, uint32_t vecs, uint32_t n_past, uint32_t n, uint32_t hd, uint32_t kv_type,
+                    int reps, double *err, double *flops) {
+    enum { HQ = 24, HKV = 4, PT = 64 };
+    uint32_t total = n_past + n, n_pages = (total + PT - 1) / PT;
+    sp_mtype mt = kv_type == 1 ? SP_MAT_F16 : kv_type == 2 ? SP_MAT_Q8 : SP_MAT_F32;
+    uint64_t rb = (uint64_t)sp_mtype_row_bytes(mt, hd), page_bytes = 2ull * HKV * PT * rb; /* K then V of each page */
+    uint8_t *kv = malloc(page_bytes * n_pages);
+    float *vals = malloc(4ull * hd);
+    for (uint64_t r = 0; r < 2ull * HKV * PT * n_pages; r++) {
+        for (uint32_t d = 0; d < hd; d++) vals[d] = uni();
+        uint8_t *row = kv + r * rb;
+        if (mt == SP_MAT_Q8) sp_quantize_row_q8(vals, hd, row);
+        else if (mt == SP_MAT_F16) for (uint32_t d = 0; d < hd; d++) ((uint16_t *)row)[d] = sp_f32_to_f16(vals[d]);
+        else memcpy(row, vals, 4ull * hd);
+    }
+    int32_t *pages = malloc(4ull * n_pages);
+    for (uint32_t i = 0; i < n_pages; i++) pages[i] = (int32_t)i;
+    float *q = malloc(4ull * n * HQ * hd), *out = malloc(4ull * n * HQ * hd);
+    for (uint64_t i = 0; i < (uint64_t)n * HQ * hd; i++) q[i] = uni();
+    buf dkv = make_buf(page_bytes * n_pages, false), dp = make_buf(4ull * n_pages, false);
+    buf dq = make_buf(4ull * n * HQ * hd, false), dout = make_buf(4ull * n * HQ * hd, false);
+    upload(&dkv, kv, page_bytes * n_pages), upload(&dp, pages, 4ull * n_pages), upload(&dq, q, 4ull * n * HQ * hd);
+    float scale = 1.0f / sqrtf((float)hd);
+    push_attention pc = {.dst = dout.addr, .src = dq.addr, .k = dkv.addr, .v = dkv.addr + HKV * PT * rb, .pages = dp.addr,
+                         .n_past = n_past, .n = n, .heads = HQ, .kv_heads = HKV, .page_tokens = PT,
+                         .page_stride = (uint32_t)page_bytes, .scale = scale, .kv_type = kv_type};
+    uint32_t G = HQ / HKV;
+    double sec = run(p, &pc, sizeof pc, HKV, (n * G + vecs - 1) / vecs, reps);
+    (void)threads;
+    download(out, &dout, 4ull * n * HQ * hd);
+    /* the exact attention of sampled (row, head) over the stored rows */
+    sp_matrix rows_k = {mt, 1, hd, NULL, rb};
+    float *kr = malloc(4ull * hd), *sc = malloc(4ull * total);
+    double *acc = malloc(8ull * hd), e = 0, s = 0;
+    for (int t = 0; t < 16; t++) {
+        uint32_t r = t == 0 ? n - 1 : (uint32_t)((t * 7919u + 13u) % n), h = (uint32_t)((t * 31u + 5u) % HQ), g = h / G;
+        uint32_t seen = n_past + r + 1;
+        const float *qr = q + ((uint64_t)r * HQ + h) * hd;
+        double mx = -1e300;
+        for (uint32_t j = 0; j < seen; j++) {
+            rows_k.data = kv + (uint64_t)(j / PT) * page_bytes + ((uint64_t)g * PT + j % PT) * rb;
+            sp_matrix_row_f32(&rows_k, 0, kr);
+            double d = 0;
+            for (uint32_t c = 0; c < hd; c++) d += (double)qr[c] * kr[c];
+            sc[j] = (float)(d * scale);
+            if (sc[j] > mx) mx = sc[j];
+        }
+        double l = 0;
+        for (uint32_t c = 0; c < hd; c++) acc[c] = 0;
+        for (uint32_t j = 0; j < seen; j++) {
+            double w = exp(sc[j] - mx);
+            l += w;
+            rows_k.data = kv + (uint64_t)(j / PT) * page_bytes + ((uint64_t)(HKV + g) * PT + j % PT) * rb;
+            sp_matrix_row_f32(&rows_k, 0, kr);
+            for (uint32_t c = 0; c < hd; c++) acc[c] += w * kr[c];
+        }
+        for (uint32_t c = 0; c < hd; c++) {
+            double d = out[((uint64_t)r * HQ + h) * hd + c] - acc[c] / l;
+            e += d * d, s += acc[c] / l * acc[c] / l;
+        }
+    }
+    *err = sqrt(e / s);
+    *flops = 4.0 * hd * HQ * ((double)n * n_past + (double)n * (n + 1) / 2);
+    vkDestroyBuffer(dev, dkv.b, NULL), vkFreeMemory(dev, dkv.m, NULL), vkDestroyBuffer(dev, dp.b, NULL), vkFreeMemory(dev, dp.m, NULL);
+    vkDestroyBuffer(dev, dq.b, NULL), vkFreeMemory(dev, dq.m, NULL), vkDestroyBuffer(dev, dout.b, NULL), vkFreeMemory(dev, dout.m, NULL);
+    free(kv), free(vals), free(pages), free(q), free(out), free(kr), free(sc), free(acc);
+    return sec;
 }
 
 int main(int argc, char **argv) {
@@ -408,7 +506,7 @@ int main(int argc, char **argv) {
             continue;
         char path[800];
         snprintf(path, sizeof path, "%s%s", dir, file);
-        VkPipeline p = pipeline(path, (uint32_t)threads, stats, sizeof stats);
+        VkPipeline p = pipeline(path, (uint32_t)threads, mode == 4 ? (uint32_t)ty : 0, stats, sizeof stats);
         if (!p) {
             printf("%-34s %8d  FAILED: %s\n", name, threads, stats);
             fflush(stdout);
@@ -416,7 +514,9 @@ int main(int argc, char **argv) {
         }
         double sec, flops;
         double err = -1;
-        if (mode == 0) {
+        if (mode == 4) {
+            sec = flash(p, (uint32_t)threads, (uint32_t)bm, (uint32_t)bn, N, (uint32_t)bk, (uint32_t)ty, reps, &err, &flops);
+        } else if (mode == 0) {
             uint32_t groups = 132 * 16, iters = 4096, kk = ty == 2 ? 32 : 16;
             buf out = make_buf(4ull * groups * (threads / 32) * 256, false);
             push pc = {dA.addr, 0, out.addr, iters, 0, 0, 0};

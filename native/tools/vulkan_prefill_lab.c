@@ -8,10 +8,10 @@
  * GEMM (y = x · Wᵀ, n rows of x): each cooperative-matrix tile (kernels/matmul_coopmat.comp, f16 operands, where the
  * device has them) and the tiled f32 kernel's square tile (matmul_tiled.comp), against the exact product on 64 rows;
  * TFLOP/s = 2 · rows · cols · n / time. Prints the fastest coop tile per matrix as the "gemmCoopmat" entries of
- * models/<id>/vulkan.json. Attention: a chunk of n rows at position 0 and ending at --context, against the CPU op on
- * the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
- * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after a
- * warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
+ * models/<id>/vulkan.json. Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
+ * cache, against the CPU op on the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
+ * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after
+ * half a second of warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
@@ -94,12 +94,17 @@ static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     free(row);
 }
 
-/* Runs `run` once (a warm-up, and its result checked by the caller), then `reps` times in one submission: seconds per run. */
+/* Runs `run` for at least half a second (a warm-up: the host's work before a case leaves the GPU idle, and its clocks
+ * take a few hundred ms to come back up; the last result is checked by the caller), then `reps` times in one
+ * submission: seconds per run. */
 typedef void (*run_fn)(void *ctx);
 static double timed(const sp_backend *be, run_fn run, void *ctx, int reps) {
-    run(ctx);
-    sp_gpu_finish(be);
     double t0 = now();
+    do {
+        run(ctx);
+        sp_gpu_finish(be);
+    } while (now() - t0 < 0.5);
+    t0 = now();
     for (int r = 0; r < reps; r++) run(ctx);
     sp_gpu_finish(be);
     return (now() - t0) / reps;
@@ -213,24 +218,30 @@ static void run_attn(void *ctx) {
     j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd));
 }
 
-/* A chunk of n rows at position `past`, pages of 64 in order; the CPU op on the same cache checks the last 8 rows. */
-static void attention(sp_backend *be, sp_backend *cpu, const model *md, int64_t n, int32_t past, int reps) {
+/* A chunk of n rows at position `past` over a cache of kv_type rows (SPLASH_KV_*), pages of 64 in order; the CPU op
+ * on the same cache checks the last 8 rows. */
+static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t kv_type, int64_t n, int32_t past, int reps) {
     enum { P = 64 };
     int32_t total = past + (int32_t)n, n_pages = (total + P - 1) / P, hd = md->head_dim, Hkv = md->kv_heads, Hq = md->heads;
-    int64_t page_floats = 2 * (int64_t)Hkv * P * hd;
+    int64_t page_rows = 2 * (int64_t)Hkv * P, rb = sp_kv_row_bytes(kv_type, hd), page_bytes = page_rows * rb;
     int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
     for (int32_t i = 0; i < n_pages; i++) pages[i] = i;
-    float *kv = randoms(page_floats * n_pages, -1, 1), *q = randoms(n * Hq * hd, -1, 1);
-    float *dkv = be->alloc(be, 4 * (uint64_t)(page_floats * n_pages)), *dq = be->alloc(be, 4 * (uint64_t)(n * Hq * hd));
-    float *dout = be->alloc(be, 4 * (uint64_t)(n * Hq * hd));
-    be->write(be, dkv, kv, 4 * (uint64_t)(page_floats * n_pages));
+    float *vals = randoms(hd, -1, 1), *q = randoms(n * Hq * hd, -1, 1);
+    uint8_t *kv = malloc((size_t)(page_bytes * n_pages));
+    for (int64_t r = 0; r < page_rows * n_pages; r++) {
+        for (int32_t d = 0; d < hd; d++) vals[d] = uniform(-1, 1);
+        sp_kv_from_f32(cpu, kv_type, vals, hd, kv + r * rb);
+    }
+    uint8_t *dkv = be->alloc(be, (uint64_t)(page_bytes * n_pages));
+    float *dq = be->alloc(be, 4 * (uint64_t)(n * Hq * hd)), *dout = be->alloc(be, 4 * (uint64_t)(n * Hq * hd));
+    be->write(be, dkv, kv, (uint64_t)(page_bytes * n_pages));
     be->write(be, dq, q, 4 * (uint64_t)(n * Hq * hd));
-    attn_job j = {be, dout, dq, {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32}, past, Hq, Hkv, hd, n};
+    attn_job j = {be, dout, dq, {dkv, dkv + page_bytes / 2, page_bytes, pages, P, kv_type}, past, Hq, Hkv, hd, n};
     double sec = timed(be, run_attn, &j, reps);
     int64_t tail = n < 8 ? n : 8;
     float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
-    sp_kv_view hv = {kv, kv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
+    sp_kv_view hv = {kv, kv + page_bytes / 2, page_bytes, pages, P, kv_type};
     cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     double e = 0, s = 0;
     for (int64_t i = 0; i < tail * Hq * hd; i++) {
@@ -239,13 +250,14 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int64_t 
     }
     /* visible keys summed over the chunk's rows: past + 1 … past + n */
     double keys = (double)n * past + (double)n * (n + 1) / 2, flops = 4.0 * hd * Hq * keys;
-    bool flash = sp_gpu_flash_attention(sp_gpu_of(be), SPLASH_KV_F32, hd, n);
-    printf("  attention %d/%d x %d, %lld rows at %6d, %s: %9.1f us %8.1f TFLOP/s  nmse %.1e%s\n", Hq, Hkv, hd, (long long)n, past,
-           flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, s > 0 ? e / s : e,
+    bool flash = sp_gpu_flash_attention(sp_gpu_of(be), kv_type, hd, n);
+    static const char *kv_names[] = {"f32", "f16", "int8"};
+    printf("  attention %d/%d x %d, %-4s KV, %lld rows at %6d, %s: %9.1f us %8.1f TFLOP/s  nmse %.1e%s\n", Hq, Hkv, hd,
+           kv_names[kv_type], (long long)n, past, flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, s > 0 ? e / s : e,
            (s > 0 ? e / s : e) > (flash ? 1e-4 : 1e-8) || *be->status ? "  NOT OK" : "");
     *be->status = SPLASH_OK;
     be->free(be, dkv), be->free(be, dq), be->free(be, dout);
-    free(pages), free(kv), free(q), free(got), free(want);
+    free(pages), free(vals), free(kv), free(q), free(got), free(want);
 }
 
 /* ---- Gated DeltaNet ---- */
@@ -319,8 +331,10 @@ int main(int argc, char **argv) {
     printf("vulkan_prefill_lab: %s\n", be.device);
     gemm(&be, pool, md, types, n, reps);
     printf("\nattention and GDN, %s, chunks of %lld\n", md->id, (long long)n);
-    attention(&be, &cpu, md, n, 0, reps);
-    attention(&be, &cpu, md, n, context - (int32_t)n, reps);
+    for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++) {
+        attention(&be, &cpu, md, t, n, 0, reps);
+        attention(&be, &cpu, md, t, n, context - (int32_t)n, reps);
+    }
     gdn(&be, md, n, reps);
     sp_vulkan_backend_destroy(&be);
     sp_threadpool_free(pool);

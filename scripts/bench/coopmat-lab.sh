@@ -4,9 +4,10 @@
 # `bun scripts/build/native.ts` installs): the device machine has no glslang, so DIR travels with the device call and
 # gpu-prefill-h200.sh's `coopmat` stage runs the lab on it.
 #
-#   bash scripts/bench/coopmat-lab.sh DIR [all|product]
+#   bash scripts/bench/coopmat-lab.sh DIR [all|product|flash]
 # all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
-# and the product kernel's tiles (the check after a change to the kernel).
+# and the product kernel's tiles (the check after a change to the kernel); flash: the flash attention kernel
+# (kernels/flash_attention_coopmat.comp, head dim 256) on each KV type, at 0 and after 31K positions, beside the kernel as committed at git revision $FLASH_BASE if set (the comparison after a change).
 set -eu
 cd "$(dirname "$0")/../.."
 DIR=${1:?usage: coopmat-lab.sh DIR [all|product]}
@@ -37,6 +38,37 @@ product() {
   rm -f "$DIR/$name.log"
   echo "$name $name.spv 3 $(( bm / wm * bn / wn * 32 )) $bm $bn $bk 0 0 0 $wt" >> "$LIST"
 }
+
+# flash NAME WARPS FILE KV PAST...: a variant of the flash attention kernel (FILE) at head dim 256 with WARPS subgroups of
+# 16 query vectors, on KV rows of type KV (SPLASH_KV_*: 0 f32, 1 f16, 2 int8), once per PAST positions before the chunk
+# (a chunk of the lab's --n rows: 1024 after 31744 ends at 32K)
+flash() {
+  local name=$1 warps=$2 file=$3 kv=$4; shift 4
+  [ -f "$DIR/$name.spv" ] || { "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DD=256 -DWARPS=$warps -o "$DIR/$name.spv" "$file" > "$DIR/$name.log" ||
+    { cat "$DIR/$name.log"; exit 1; }; }
+  rm -f "$DIR/$name.log"
+  for past in "$@"; do echo "${name}_kv${kv}_at$past $name.spv 4 $(( warps * 32 )) $(( warps * 16 )) $past 256 0 0 $kv -" >> "$LIST"; done
+}
+if [ "$SET" = flash ]; then
+  K=kernels/flash_attention_coopmat.comp
+  for kv in 0 1 2; do flash flash $(grep -m1 -o 'define WARPS [0-9]*' $K | cut -d' ' -f3) $K $kv 0 31744; done
+  # where the time goes: the kernel without its global loads, without S = Q·Kᵀ, without P·V, and with the softmax's
+  # lanes reading their scores in the same order (one bank) (f16 rows, at 32K)
+  sed '/fetch(p\./d' $K > "$DIR/flash_noload.comp"
+  sed '/s\[kb\] = coopMatMulAdd/d' $K > "$DIR/flash_noqk.comp"
+  sed '/o\[db\] = coopMatMulAdd/d' $K > "$DIR/flash_nopv.comp"
+  sed 's/((j + mine) \& (HALF_BC - 1u))/j/' $K > "$DIR/flash_samebank.comp"
+  for v in noload noqk nopv samebank; do
+    cmp -s $K "$DIR/flash_$v.comp" && { echo "flash_$v: the sed matched nothing"; exit 1; }
+    flash flash_$v 8 "$DIR/flash_$v.comp" 1 31744
+  done
+  if [ -n "${FLASH_BASE:-}" ]; then  # the kernel as committed at FLASH_BASE, at FLASH_BASE_WARPS
+    git show "$FLASH_BASE:$K" > "$DIR/flash_base.comp"
+    for kv in ${FLASH_BASE_KV:-0 1}; do flash flash_base ${FLASH_BASE_WARPS:-4} "$DIR/flash_base.comp" $kv 0 31744; done
+  fi
+  lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
+  echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0
+fi
 
 # (d) the product kernel: its tiles, f16, bf16 and q4 weights
 for wt in f16 bf16 q4; do

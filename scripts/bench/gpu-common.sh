@@ -10,7 +10,7 @@
 T0=$(date +%s)
 OUT=${OUT:-/tmp/splash-gpu-out}
 mkdir -p "$OUT"
-B=/tmp/splash-gpu-build
+B=${SPLASH_GPU_BUILD:-/tmp/splash-gpu-build}  # one per checkout where several build at once
 stage() { echo; echo "== $1 ($(( $(date +%s) - T0 )) s)"; }
 
 gpu_loader() {

@@ -7,13 +7,15 @@
 # 32K, GDN) on the 27B and 35B-A3B shapes, and vulkan_bench's prefill rows.
 #
 #   carry:  .gl (Vulkan loader and headers, see scripts/bench/gpu-h200.sh), build/gen
-#   run:    bash scripts/bench/gpu-prefill-h200.sh     (SPLASH_PREFILL_BENCH="27b:q4:1024 …" picks the vulkan_bench runs)
+#   run:    bash scripts/bench/gpu-prefill-h200.sh     (SPLASH_PREFILL_BENCH="27b:q4:1024:int8 …" picks the vulkan_bench
+#           runs: shape, weights, chunk and KV type, f32 where none is given)
 #   output: the tables on stdout; logs in $OUT (or /tmp/splash-gpu-out): build.log, ops.log, lab.log, bench.log,
 #           bench.jsonl (few files: the device tool returns at most 8)
 #   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build, run in that order;
 #   "coopmat" runs native/tools/coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
-#   build/coopmat-lab (carry it). SPLASH_PREFILL_MODELS picks the lab's models (both by default),
-#   SPLASH_PREFILL_OPS=--quick the short ops test.
+#   build/coopmat-lab (carry it; its `flash` set: the flash attention kernel on each KV type at 0 and at 32K). SPLASH_PREFILL_MODELS picks the lab's models (both by default),
+#   SPLASH_PREFILL_OPS=--quick the short ops test, SPLASH_PREFILL_LAB_TYPES the lab's GEMM weight types ("none": attention
+#   and GDN only).
 #
 # Locally (lavapipe, tiny shapes): SPLASH_GPU_SMOKE=1 bash scripts/bench/gpu-prefill-h200.sh
 set -u
@@ -65,19 +67,21 @@ run_lab() {
   for m in $MODELS; do
     stage "vulkan_prefill_lab $m"
     types=q4,bf16; [ "$m" = qwen3.6-35b-a3b ] && types=q4
+    types=${SPLASH_PREFILL_LAB_TYPES:-$types}  # "none": attention and GDN only
     timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types "$types" $LAB 2>&1 | tee -a "$OUT/lab.log"
     echo "exit ${PIPESTATUS[0]}"
   done
 }
 
 run_bench() {
-  stage "vulkan_bench prefill (shape:quant:chunk)"
-  if [ "$SMOKE" = 1 ]; then runs="tiny:q4:32"; else runs=${SPLASH_PREFILL_BENCH:-"27b:q4:1024 27b:q4:4096 27b:bf16:1024 35b:q4:1024 35b:q4:4096"}; fi
+  stage "vulkan_bench prefill (shape:quant:chunk[:kv type])"
+  if [ "$SMOKE" = 1 ]; then runs="tiny:q4:32:int8"; else runs=${SPLASH_PREFILL_BENCH:-"27b:q4:1024:int8 27b:q4:1024:f16 27b:q4:4096:int8 27b:bf16:1024:int8 35b:q4:1024:int8"}; fi
   for r in $runs; do
-    IFS=: read -r s q c <<< "$r"
+    IFS=: read -r s q c kv <<< "$r"
+    kv=${kv:-f32}
     if [ "$SMOKE" = 1 ]; then args="$BENCH"; else args="--shape $s --chunk $c --steps 2"; fi
-    timeout 120 "$B/vulkan_bench" $args --quant "$q" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" > "$OUT/bench-one.log" 2>&1
-    echo "$s $q chunk $c: exit $?"; cat "$OUT/bench-one.log" >> "$OUT/bench.log"; grep -E "prefill|measured" "$OUT/bench-one.log"
+    timeout 120 "$B/vulkan_bench" $args --quant "$q" --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" > "$OUT/bench-one.log" 2>&1
+    echo "$s $q chunk $c, $kv KV: exit $?"; cat "$OUT/bench-one.log" >> "$OUT/bench.log"; grep -E "prefill|measured" "$OUT/bench-one.log"
   done
   rm -f "$OUT/bench-one.log"
 }

@@ -6,9 +6,9 @@
 #include "core/error.h"
 
 enum { ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
-/* flash_attention_coopmat.comp: 4 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
+/* flash_attention_coopmat.comp: 8 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
  * (decode and verify blocks keep the split scalar kernel) */
-enum { FLASH_THREADS = 128, FLASH_VECTORS = 64, FLASH_MIN_ROWS = 16 };
+enum { FLASH_THREADS = 256, FLASH_VECTORS = 128, FLASH_MIN_ROWS = 16 };
 
 /* The KV row types kv_write and the attention kernels (attention.comp, attention_ext.comp; kernels/kv_rows.glsl) take:
  * f32, and f16 and int8 converted on write and read back to f32 for the arithmetic. */
@@ -84,10 +84,9 @@ static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) 
     return gpu->part;
 }
 
-/* Not for int8 rows: the matrix-unit kernel loads f32/f16 tiles only, and no device this project is tested on before
- * release (lavapipe has no matrix units) could check an int8 variant; those caches take attention.comp. */
+/* Every KV type: the kernel rounds f32 and int8 rows to f16 as it loads a tile. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n) {
-    return !g->no_coopmat && kv_type != SPLASH_KV_INT8 && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
+    return !g->no_coopmat && (GPU_KV_TYPES & 1u << kv_type) && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
 }
 
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
@@ -101,7 +100,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     if (sp_gpu_flash_attention(gpu, kv->type, head_dim, n)) {
         sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages}, w = sp_gpu_span(gpu, out, qbytes);
         p.src = r[0].lo, p.dst = w.lo, p.heads = (uint32_t)n_heads, p.kv_heads = (uint32_t)n_kv_heads, p.scale = scale;
-        sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, 0, 0, 0},
+        sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, (uint32_t)kv->type, 0, 0},
                         &p, sizeof p, (uint32_t[3]){(uint32_t)n_kv_heads, sp_gpu_div_up((uint64_t)n * G, FLASH_VECTORS), 1}, r, 3, &w, 1,
                         NULL);
         return;
