@@ -9,10 +9,10 @@ import { join } from "node:path";
 import type { JsonObject } from "../../../src/models/config.ts";
 import { DEFAULT_RECIPE, packPlan, readPackedHeader, writePacked } from "../../../src/models/packed.ts";
 import { readSafetensorsHeader } from "../../../src/models/safetensors.ts";
-import { KV_TYPES } from "../../../src/models/kv-type.ts";
+import { KV_TYPES, type KvType } from "../../../src/models/kv-type.ts";
 import { NativeError } from "../../../src/native/errors.ts";
 import { inventory, type InventoryTensor, type Part } from "../../../src/native/inventory.ts";
-import { Model } from "../../../src/native/model.ts";
+import { Model, type DrafterOptions } from "../../../src/native/model.ts";
 import { repoRoot } from "../../helpers/cli.ts";
 
 const fixtures = join(repoRoot, "test/fixtures/models");
@@ -125,52 +125,49 @@ describe("bytes in each weight type", () => {
   });
 });
 
-test("the sequence state is what a load of the config sizes (its cache's page and slot bytes)", async () => {
+// The K/V bytes per token a loaded model's pages hold in each KV type, and its slot bytes: what a load sizes.
+function loadedState(model: Model): { kvBytesPerToken: Record<KvType, number>; slotBytes: number } {
+  const kv = {} as Record<KvType, number>;
+  for (const type of KV_TYPES) {
+    model.setKvType(type);
+    kv[type] = model.pageBytes(64) / 64; // pages of 64 tokens need no padding
+  }
+  return { kvBytesPerToken: kv, slotBytes: model.slotBytes };
+}
+
+async function loaded(dir: string, drafter?: DrafterOptions): Promise<ReturnType<typeof loadedState>> {
+  const model = await Model.load(dir, { threads: 1, ...(drafter ? { drafter } : {}) });
+  try {
+    return loadedState(model);
+  } finally {
+    model.free();
+  }
+}
+
+// What attaching a drafter adds to the target's state.
+const added = (withDrafter: ReturnType<typeof loadedState>, target: ReturnType<typeof loadedState>): ReturnType<typeof loadedState> => ({
+  kvBytesPerToken: Object.fromEntries(KV_TYPES.map((t) => [t, withDrafter.kvBytesPerToken[t] - target.kvBytesPerToken[t]])) as Record<KvType, number>,
+  slotBytes: withDrafter.slotBytes - target.slotBytes,
+});
+
+test("the sequence state is what a load of the config sizes, the MTP layer's what attaching it adds", async () => {
   for (const dir of [join(fixtures, "qwen35-dense-tiny"), join(fixtures, "qwen35-moe-tiny-fused"), join(fixtures, "qwen35-dense-rope50")]) {
     const { state } = inventory(config(dir));
-    const model = await Model.load(dir, { threads: 1 });
-    try {
-      for (const type of KV_TYPES) {
-        model.setKvType(type);
-        expect({ dir, type, kv: state.kvBytesPerToken[type] }).toEqual({ dir, type, kv: model.pageBytes(64) / 64 });
-      }
-      expect(state.slotBytes).toBe(model.slotBytes);
-    } finally {
-      model.free();
-    }
-    // the MTP layer's own K/V: what attaching the MTP drafter adds to a page (none without the layer)
-    if (!config(dir).text_config || !((config(dir).text_config as JsonObject).mtp_num_hidden_layers as number)) {
-      expect(state.drafter).toEqual({ kvBytesPerToken: { f32: 0, f16: 0, int8: 0 }, slotBytes: 0 });
-      continue;
-    }
-    const withMtp = await Model.load(dir, { threads: 1, drafter: { kind: "mtp" } });
-    try {
-      for (const type of KV_TYPES) {
-        withMtp.setKvType(type);
-        expect({ dir, type, mtp: state.drafter.kvBytesPerToken[type] }).toEqual({ dir, type, mtp: withMtp.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
-      }
-      expect(state.drafter.slotBytes).toBe(withMtp.slotBytes - state.slotBytes);
-    } finally {
-      withMtp.free();
-    }
+    const target = await loaded(dir);
+    expect({ dir, kvBytesPerToken: state.kvBytesPerToken, slotBytes: state.slotBytes }).toEqual({ dir, ...target });
+    const mtp = Boolean((config(dir).text_config as JsonObject | undefined)?.mtp_num_hidden_layers);
+    const none = { kvBytesPerToken: { f32: 0, f16: 0, int8: 0 }, slotBytes: 0 };
+    expect({ dir, drafter: state.drafter }).toEqual({ dir, drafter: mtp ? added(await loaded(dir, { kind: "mtp" }), target) : none });
   }
 });
 
 test("a DFlash drafter's sequence state is what attaching it adds", async () => {
-  const target = join(fixtures, "qwen35-dense-tiny");
+  const dir = join(fixtures, "qwen35-dense-tiny");
+  const target = await loaded(dir);
   for (const [name, kind] of [["qwen35-dense-tiny-dflash", "dflash"], ["qwen35-dense-tiny-dflash2", "dflash2"]] as const) {
-    const dir = join(fixtures, name);
-    const { state } = inventory(config(target), { kind, config: config(dir) });
-    const model = await Model.load(target, { threads: 1, drafter: { kind, dir } });
-    try {
-      for (const type of KV_TYPES) {
-        model.setKvType(type);
-        expect({ name, type, kv: state.drafter.kvBytesPerToken[type] }).toEqual({ name, type, kv: model.pageBytes(64) / 64 - state.kvBytesPerToken[type] });
-      }
-      expect(state.drafter.slotBytes).toBe(model.slotBytes - state.slotBytes);
-    } finally {
-      model.free();
-    }
+    const drafter = join(fixtures, name);
+    const { state } = inventory(config(dir), { kind, config: config(drafter) });
+    expect({ name, drafter: state.drafter }).toEqual({ name, drafter: added(await loaded(dir, { kind, dir: drafter }), target) });
   }
 });
 
