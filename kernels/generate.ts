@@ -42,15 +42,41 @@ export const DEFAULT_TILES: Tile[] = [
   { bm: 128, bn: 16, bk: 32, tm: 8, tn: 1 },
 ];
 // Cooperative-matrix GEMM tiles (matmul_coopmat.comp): BM × BN of y per workgroup, BK columns per step, WM × WN per
-// subgroup of 32. Compiled always (tuning.c's defaults pick by index): 0 and 1 for prefill chunks, 2 for fewer rows of
-// x, 3 for matrices of few rows.
-const CoopTile = z.object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), wm: z.number().int(), wn: z.number().int() });
+// subgroup of 32; db: two shared-memory buffers (one barrier a step), xf32: x read as f32 and rounded to f16 in the tile
+// loads (no separate f16 copy of x). Compiled always (tuning.c's defaults pick by index): 0 and 1 for prefill chunks,
+// 2 for fewer rows of x, 3 for matrices of few rows.
+const CoopTile = z
+  .object({
+    bm: z.number().int(),
+    bn: z.number().int(),
+    bk: z.number().int(),
+    wm: z.number().int(),
+    wn: z.number().int(),
+    db: z.boolean().optional(),
+    xf32: z.boolean().optional(),
+  })
+  .strict();
 type CoopTile = z.infer<typeof CoopTile>;
 export const DEFAULT_COOP_TILES: CoopTile[] = [
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32 },
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64 },
   { bm: 128, bn: 64, bk: 32, wm: 64, wn: 32 },
   { bm: 64, bn: 64, bk: 32, wm: 32, wn: 32 },
+];
+// Compiled always after the defaults, for vulkan_prefill_lab to time against them on the device (no default picks
+// them; a model's tuning does once measured faster): 8 subgroups over 256 weight rows (each x fragment serves twice the
+// products; a third more products per byte a tile loads) or over 256 x rows (each dequantized weight serves twice the x
+// rows: half the decode work per product), 64 columns a step (twice the products per load latency, the next step's
+// loads twice as many registers), the double-buffered staging (with 4 subgroups of 64 × 64, two workgroups fit a
+// multiprocessor's registers), and x rounded to f16 in the tile loads.
+export const CANDIDATE_COOP_TILES: CoopTile[] = [
+  { bm: 256, bn: 128, bk: 32, wm: 64, wn: 64 },
+  { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 },
+  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, db: true },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64, db: true },
+  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, xf32: true },
+  { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64, xf32: true },
 ];
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
@@ -102,7 +128,7 @@ export type Tuning = z.infer<typeof Tuning>;
 export type Variant = { name: string; file: string; defines: Record<string, string | number>; vulkanOnly?: true };
 
 const tileName = (t: Tile) => `${t.bm}x${t.bn}x${t.bk}_${t.tm}x${t.tn}`;
-const coopName = (t: CoopTile) => `${t.bm}x${t.bn}x${t.bk}_${t.wm}x${t.wn}`;
+const coopName = (t: CoopTile) => `${t.bm}x${t.bn}x${t.bk}_${t.wm}x${t.wn}${t.db ? "_db" : ""}${t.xf32 ? "_xf32" : ""}`;
 
 // Every model's tuning file, by model id.
 export function tunings(): Map<string, Tuning> {
@@ -123,6 +149,11 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
       const s = nmax === 1 ? "" : `${nmax}`;
       v.push({ name: `matmul${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax } });
       v.push({ name: `gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax } });
+      if (t === "q4" || t === "q8") {
+        // integer dot products (SPV_KHR_integer_dot_product): SPIRV-Cross has no MSL for them, so Metal keeps the float GEMV
+        v.push({ name: `matmul_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+        v.push({ name: `gate_up_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+      }
       if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
@@ -141,6 +172,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });
   v.push({ name: "rmsnorm_gated", file: "norm.comp", defines: { GATED: 1, RESIDUAL: 0 } });
   v.push({ name: "add_rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1 } });
+  // the same, also leaving y quantized for the integer-dot GEMV (Vulkan-only like it)
+  v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
+  v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
@@ -151,13 +185,14 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });
   for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
+  v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
   for (const t of COOP_TYPES)
     for (const tile of coop)
       v.push({
         name: `gemm_coopmat_${t}_${coopName(tile)}`,
         file: "matmul_coopmat.comp",
-        defines: { STAGE: 1, WT: WEIGHT_TYPES.indexOf(t), BM: tile.bm, BN: tile.bn, BK: tile.bk, WM: tile.wm, WN: tile.wn },
+        defines: { STAGE: 1, WT: WEIGHT_TYPES.indexOf(t), BM: tile.bm, BN: tile.bn, BK: tile.bk, WM: tile.wm, WN: tile.wn, DB: tile.db ? 1 : 0, XF32: tile.xf32 ? 1 : 0 },
         vulkanOnly: true,
       });
   return v;
@@ -225,9 +260,9 @@ function allTiles(all: Map<string, Tuning>): Tile[] {
   return tiles;
 }
 
-// The coop tiles compiled: the defaults, then every other tile a model's tuning names.
+// The coop tiles compiled: the defaults, the candidates, then every other tile a model's tuning names.
 function allCoopTiles(all: Map<string, Tuning>): CoopTile[] {
-  const tiles = [...DEFAULT_COOP_TILES];
+  const tiles = [...DEFAULT_COOP_TILES, ...CANDIDATE_COOP_TILES];
   for (const t of all.values())
     for (const g of t.gemmCoopmat) if (!tiles.some((x) => coopName(x) === coopName(g.tile))) tiles.push(g.tile);
   return tiles; // a tile the kernel cannot take fails its compile (#error in matmul_coopmat.comp)
@@ -254,7 +289,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const sp_gpu_tile sp_gpu_tiles[SP_GPU_TILE_COUNT];",
     `extern const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}];`,
     "/* Cooperative-matrix GEMM tiles (kernels/matmul_coopmat.comp) and the first such kernel per weight type (-1: none). */",
-    "typedef struct sp_gpu_coop_tile { int bm, bn, bk, wm, wn; } sp_gpu_coop_tile;",
+    "typedef struct sp_gpu_coop_tile { int bm, bn, bk, wm, wn, db, xf32; } sp_gpu_coop_tile; /* db, xf32: 0 or 1 */",
     `#define SP_GPU_COOP_TILE_COUNT ${coop.length}`,
     "extern const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT];",
     `extern const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}];`,
@@ -290,7 +325,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   c.push(
     `const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => kernelIdent(`gemm_${t}_${tileName(tiles[0]!)}`)).join(", ")}};`,
     "const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT] = {",
-    ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}},`),
+    ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}, ${t.db ? 1 : 0}, ${t.xf32 ? 1 : 0}},`),
     "};",
     `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
     "",

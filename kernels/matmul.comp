@@ -22,12 +22,33 @@
 //   NMAX 1:  Σ_j (q_j·d + m)·x_j = d·2^bits·(Σ f_j x_j − Σ x_j) + m·Σ x_j, so the inner loop is one FMA per weight and
 //            the group scales are applied once per chunk.
 //   NMAX > 1: each weight is dequantized once, w = f·(2^bits·d) + (m − 2^bits·d) (one FMA), then meets every x row.
-// Defines: WT (weight type, common.glsl), MODE, NMAX (1, 4 or 16: most x rows per dispatch, or pairs per MoE tile).
+// DOT (Q4 and Q8, MODE 0 and 3; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
+// 32 (quant8.glsl, the bits of the CPU's sp_quantize_act_ref, by the norm that made x or by quantize.comp), so each
+// group's product is an exact integer made
+// four bytes at a time by OpSDot (SPV_KHR_integer_dot_product): per 32 weights 8 integer dots and 8 and/shift, where
+// the float path spends ≥ 2 instructions per weight; then y += dot·(d_w·d_x) (Q4 also + m_w·d_x·Σq_x once per group).
+// The results differ from the CPU's only in the order of the f32 sums over groups.
+// Defines: WT (weight type, common.glsl), MODE, NMAX (1, 4 or 16: most x rows per dispatch, or pairs per MoE tile), DOT.
 // Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS), 2 = CHECK (1: cols is not a multiple of the
 // chunk's columns, so x reads past cols are masked), 3 = GROUPS (divides the workgroup size).
-// Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes.
+// Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes; DOT: x rows as
+// quantize.comp writes them (x_stride counts 4-byte words).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#ifndef DOT
+#define DOT 0
+#endif
+#if DOT
+#extension GL_EXT_spirv_intrinsics : require
+// OpSDot of two words of four packed signed bytes (PackedVectorFormat4x8Bit = 0): capabilities DotProduct and
+// DotProductInput4x8BitPacked.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4(int a, int b, spirv_literal int packed_format);
+// A chunk's integer sums (|Σ| < 2^22) become floats without an int → float conversion (quarter rate on NVIDIA): summed
+// onto the bits of 1.5 · 2^23, whose ulp is 1, they are the float 1.5 · 2^23 + Σ exactly.
+#define MAGIC 0x4b400000
+#define MAGIC_F 12582912.0
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
@@ -242,13 +263,58 @@ void main() {
         [[unroll]] for (uint j = 0u; j < NMAX; j++) acc[s][j] = 0.0;
 
     uint chunks = r0 < p.rows ? n_chunks() : 0u;
+#if DOT
+    uint xscales = ((p.cols + QK - 1u) / QK + 1u) / 2u * 2u * QK;  // a quantized x row: int8 q[nbp·32], then (d, s)[nbp]
+#endif
     for (uint c = lane; c < chunks; c += lanes) {
         uint col0 = chunk_col(c);
         Chunk k[SLOTS];
         [[unroll]] for (uint m = 0u; m < MATS; m++)
             [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
                 if (r < ROWS) k[m * MAX_ROWS + r] = load_chunk(rowaddr[m * MAX_ROWS + r], c);
-#if NMAX == 1 && (NIBBLES || BYTES)
+#if DOT
+        // the weights' words as packed signed bytes: Q4 low nibbles (group A) and high nibbles (group B); Q8 as stored
+        uvec4 qa[SLOTS], qb[SLOTS];
+        [[unroll]] for (uint s = 0u; s < SLOTS; s++) {
+            if ((s % MAX_ROWS) >= ROWS) continue;
+#if WT == W_Q4
+            qa[s] = k[s].q & 0x0f0f0f0fu;
+            qb[s] = (k[s].q >> 4) & 0x0f0f0f0fu;
+#else
+            qa[s] = k[s].q;
+#endif
+        }
+        bool first_half = (c & 1u) == 0u;  // the chunk holding a group's first 16 columns adds its offset term
+        [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+            if (j >= n) break;
+            Uvec4s xq = Uvec4s(xrows[j]);
+#if WT == W_Q4
+            // the chunk's 16 columns of groups A and B (32 bytes further), and (d, s) of both groups
+            uvec4 xa = xq.v[col0 >> 4], xb = xq.v[(col0 >> 4) + 2u];
+            vec4 xs = Vec4s(xrows[j] + xscales).v[c >> 1];
+            float oa = first_half ? xs.y : 0.0, ob = first_half ? xs.w : 0.0;
+#else
+            uvec4 xa = xq.v[c];
+            float xd = Floats(xrows[j] + xscales).v[(c >> 1) * 2u];
+#endif
+            [[unroll]] for (uint m = 0u; m < MATS; m++)
+                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                    if (r >= ROWS) break;
+                    uint s = m * MAX_ROWS + r;
+                    int ia = MAGIC;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) ia += sdot4(int(qa[s][i]), int(xa[i]), 0);
+#if WT == W_Q4
+                    int ib = MAGIC;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) ib += sdot4(int(qb[s][i]), int(xb[i]), 0);
+                    vec4 sc = k[s].s;
+                    acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (sc.x * xs.x) + (intBitsToFloat(ib) - MAGIC_F) * (sc.y * xs.z) +
+                                 (sc.z * oa + sc.w * ob);
+#else
+                    acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (k[s].s.x * xd);
+#endif
+                }
+        }
+#elif NMAX == 1 && (NIBBLES || BYTES)
         // Σ f·x per group (t) and Σ x per group (sx), then the scales once
         vec2 t[SLOTS];
         [[unroll]] for (uint s = 0u; s < SLOTS; s++) t[s] = vec2(0.0);

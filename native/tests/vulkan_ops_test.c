@@ -15,8 +15,12 @@
  * operands: x and the dequantized weights each rounded to 11 significant bits (relative error ≤ 2⁻¹¹, NMSE about
  * 1e-7 on these inputs), so their tolerance is 1e-5 against the exact product; each of their tiles runs forced too.
  * Attention of prefill chunks there (flash_attention_coopmat.comp) rounds q·scale, K, V (f32 and int8 rows too) and the
- * probabilities to f16: tolerance 1e-4 against the CPU op. */
+ * probabilities to f16: tolerance 1e-4 against the CPU op.
+ * Q4/Q8 GEMVs on integer dot products (matmul.comp DOT, where the device has them) quantize x with the CPU's bits and
+ * sum each group exactly, as the CPU op does: 1e-10 against the CPU op and against the exact product of the
+ * dequantized weights and the dequantized int8 x. */
 #include "backends/backend.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
@@ -48,12 +52,33 @@ static void exact_matmul(float *y, const sp_matrix *W, const float *x, int64_t n
 
 /* The f16-operand tolerance when this product runs on the matrix units (as the op chooses), else 0. */
 static double coop_tolerance(sp_mtype t, int64_t n) {
-    return n > 4 && !sp_gpu_of(&gpu)->no_coopmat && sp_gpu_gemm_coop_first[t] >= 0 ? 1e-5 : 0;
+    return n > SP_GPU_GEMV_MAX_N && !sp_gpu_of(&gpu)->no_coopmat && sp_gpu_gemm_coop_first[t] >= 0 ? 1e-5 : 0;
+}
+
+/* Whether the GPU's GEMV of n rows runs on integer dot products against int8 x (as the op chooses, with
+ * int_dot_min_bytes 0). */
+static bool int_dot(sp_mtype t, int64_t n) {
+    return !sp_gpu_of(&gpu)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8) && n <= SP_GPU_GEMV_MAX_N;
+}
+
+/* x [n][cols] as the int8 path sees it: quantized per group of 32 (sp_quantize_act_ref) and dequantized, q·d. */
+static float *int8_x(const float *x, int64_t cols, int64_t n) {
+    int64_t nb = (cols + SP_QK - 1) / SP_QK;
+    float *out = malloc(sizeof(float) * (size_t)(n * cols)), *d = malloc(sizeof(float) * (size_t)nb), *s = malloc(sizeof(float) * (size_t)nb);
+    int8_t *q = malloc((size_t)(nb * SP_QK));
+    int32_t *sum = malloc(sizeof(int32_t) * (size_t)nb);
+    for (int64_t i = 0; i < n; i++) {
+        sp_quantize_act_ref(x + i * cols, cols, q, d, s, sum);
+        for (int64_t c = 0; c < cols; c++) out[i * cols + c] = (float)q[c] * d[c / SP_QK];
+    }
+    free(d), free(s), free(q), free(sum);
+    return out;
 }
 
 static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool exact) {
     weights w = make_weights(t, rows, cols);
     double coop = coop_tolerance(t, n);
+    bool dot = int_dot(t, n);
     float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
     float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, sizeof(float) * (uint64_t)(n * rows));
     double t0 = now();
@@ -64,16 +89,51 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     cpu.matmul(&cpu, want, &w.host, x, n);
     bool quant = t >= SP_MAT_Q8;
     snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld%s vs cpu (%.0f ms)", sp_mtype_name(t), (long long)rows,
-             (long long)cols, (long long)n, coop ? " (f16 matrix units)" : "", ms);
-    expect(what, nmse(got, want, n * rows), quant ? 2e-4 : coop ? coop : 1e-10);
+             (long long)cols, (long long)n, coop ? " (f16 matrix units)" : dot ? " (int8 dot)" : "", ms);
+    expect(what, nmse(got, want, n * rows), quant && !dot ? 2e-4 : coop ? coop : 1e-10);
     if (exact && quant) {
-        exact_matmul(want, &w.host, x, n);
-        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs exact dequantized", sp_mtype_name(t), (long long)rows,
-                 (long long)cols, (long long)n);
+        float *xe = dot ? int8_x(x, cols, n) : x;
+        exact_matmul(want, &w.host, xe, n);
+        if (xe != x) free(xe);
+        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld vs exact dequantized%s", sp_mtype_name(t), (long long)rows,
+                 (long long)cols, (long long)n, dot ? " (int8 x)" : "");
         expect(what, nmse(got, want, n * rows), coop ? coop : 1e-10);
     }
     gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(x), free(want), free(got), free(w.bytes);
+}
+
+/* GEMVs of one x share its int8 copy (gpu->x8) until something writes that x: two matrices on x, then x changed by a
+ * kernel (add) and by the host, each followed by a product recorded in the same command stream; each against the CPU. */
+static void test_x8_reuse(sp_mtype t, int64_t cols, int64_t n) {
+    weights a = make_weights(t, 64, cols), b = make_weights(t, 96, cols);
+    int64_t xs = n * cols;
+    float *x = randoms(xs, -1, 1), *dx2 = randoms(xs, -1, 1), *x3 = randoms(xs, -2, 2), *x2 = malloc(sizeof(float) * (size_t)xs);
+    for (int64_t i = 0; i < xs; i++) x2[i] = x[i] + dx2[i];
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)xs), *dd = to_gpu(dx2, sizeof(float) * (uint64_t)xs), *dy[4];
+    const weights *w[4] = {&a, &b, &a, &b};
+    const float *xin[4] = {x, x, x2, x3};
+    for (int i = 0; i < 4; i++) dy[i] = to_gpu(NULL, sizeof(float) * (uint64_t)(n * w[i]->dev.rows));
+    gpu.matmul(&gpu, dy[0], &a.dev, dx, n);
+    gpu.matmul(&gpu, dy[1], &b.dev, dx, n);
+    gpu.add(&gpu, dx, dd, xs);
+    gpu.matmul(&gpu, dy[2], &a.dev, dx, n);
+    gpu.write(&gpu, dx, x3, sizeof(float) * (uint64_t)xs);
+    gpu.matmul(&gpu, dy[3], &b.dev, dx, n);
+    static const char *step[4] = {"first", "second matrix, same x", "x changed by a kernel", "x written by the host"};
+    for (int i = 0; i < 4; i++) {
+        int64_t rows = w[i]->dev.rows;
+        float *got = from_gpu(dy[i], n * rows), *want = malloc(sizeof(float) * (size_t)(n * rows));
+        cpu.matmul(&cpu, want, &w[i]->host, xin[i], n);
+        char what[160];
+        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld, %s, vs cpu", sp_mtype_name(t), (long long)rows, (long long)cols,
+                 (long long)n, step[i]);
+        expect(what, nmse(got, want, n * rows), int_dot(t, n) ? 1e-10 : 2e-4);
+        free(got), free(want);
+        gpu.free(&gpu, dy[i]);
+    }
+    gpu.free(&gpu, dx), gpu.free(&gpu, dd);
+    free(x), free(dx2), free(x2), free(x3), free(a.bytes), free(b.bytes);
 }
 
 /* The MLP's gate and up products with the gate (matmul_gate_up): against the GPU's own two matmuls and silu_mul bit for
@@ -97,7 +157,7 @@ static void test_gate_up(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
     snprintf(what, sizeof what, "matmul_gate_up %s %lldx%lld n=%lld vs cpu", sp_mtype_name(t), (long long)rows, (long long)cols,
              (long long)n);
     double coop = coop_tolerance(t, n);
-    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : coop ? coop : 1e-10);
+    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 && !int_dot(t, n) ? 2e-4 : coop ? coop : 1e-10);
     gpu.free(&gpu, dx), gpu.free(&gpu, dh), gpu.free(&gpu, du), gpu.free(&gpu, dg2), gpu.free(&gpu, du2);
     free(x), free(want), free(tmp), free(got), free(sep), free(g.bytes), free(u.bytes);
 }
@@ -143,8 +203,9 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
         }
         const sp_gpu_coop_tile *ct = &sp_gpu_coop_tiles[tile];
         char what[160];
-        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d vs exact (%.0f ms)", sp_mtype_name(t),
-                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ms);
+        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d%s%s vs exact (%.0f ms)", sp_mtype_name(t),
+                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ct->db ? " db" : "",
+                 ct->xf32 ? " xf32" : "", ms);
         expect(what, s > 0 ? e / s : e, 1e-5);
         free(got);
     }
@@ -185,6 +246,56 @@ static void test_norms(int64_t n, int64_t d) {
     free(got), free(got_x), free(xs);
     gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dy);
     free(x), free(z), free(w), free(want);
+}
+
+/* A norm whose output feeds GEMVs leaves it quantized for them (norm.comp QUANT) where the integer-dot GEMV runs: the
+ * norm, then two matmuls of its output record no dispatch quantizing it; results against the CPU's norm and matmuls
+ * (x passed through the CPU norm, the GPU's norm output being the GPU's side). */
+static void test_norm_gemv(bool residual, sp_mtype t, int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *x = randoms(N, -3, 3), *z = randoms(N, -1, 1), *w = randoms(d, 0.5f, 1.5f), *xn = malloc(4 * (size_t)N);
+    float *dx = to_gpu(x, 4 * (uint64_t)N), *dz = to_gpu(z, 4 * (uint64_t)N), *dw = to_gpu(w, 4 * (uint64_t)d);
+    float *dxn = to_gpu(NULL, 4 * (uint64_t)N);
+    weights a = make_weights(t, 96, d), b = make_weights(t, 40, d);
+    float *dya = to_gpu(NULL, 4 * (uint64_t)(n * 96)), *dyb = to_gpu(NULL, 4 * (uint64_t)(n * 40));
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t c0 = g->n_commands;
+    if (residual) gpu.add_rmsnorm(&gpu, dxn, dx, dz, dw, n, d, 1e-6f);
+    else gpu.rmsnorm(&gpu, dxn, dx, dw, n, d, 1e-6f);
+    gpu.matmul(&gpu, dya, &a.dev, dxn, n);
+    gpu.matmul(&gpu, dyb, &b.dev, dxn, n);
+    uint64_t commands = g->n_commands - c0;
+    char what[160];
+    bool fused = sp_gpu_quantize_rows(g, n, d);
+    snprintf(what, sizeof what, "%s %lldx%lld then two %s matmuls: %llu dispatches (%s)", residual ? "add_rmsnorm" : "rmsnorm",
+             (long long)n, (long long)d, sp_mtype_name(t), (unsigned long long)commands, fused ? "x quantized by the norm" : "no int8 path");
+    expect(what, commands == 3 ? 0 : 1, 0);
+    float *xs = malloc(4 * (size_t)N);
+    memcpy(xs, x, 4 * (size_t)N);
+    if (residual) cpu.add_rmsnorm(&cpu, xn, xs, z, w, n, d, 1e-6f);
+    else cpu.rmsnorm(&cpu, xn, xs, w, n, d, 1e-6f);
+    float *got_xn = from_gpu(dxn, N);
+    snprintf(what, sizeof what, "%s %lldx%lld (the norm's output)", residual ? "add_rmsnorm" : "rmsnorm", (long long)n, (long long)d);
+    expect(what, nmse(got_xn, xn, N), 1e-12);
+    if (residual) {
+        float *got_x = from_gpu(dx, N);
+        snprintf(what, sizeof what, "add_rmsnorm %lldx%lld, the sum it leaves in x", (long long)n, (long long)d);
+        expect(what, nmse(got_x, xs, N), 0);
+        free(got_x);
+    }
+    const weights *ws[2] = {&a, &b};
+    float *dys[2] = {dya, dyb};
+    for (int i = 0; i < 2; i++) {
+        int64_t rows = ws[i]->dev.rows;
+        float *got = from_gpu(dys[i], n * rows), *want = malloc(4 * (size_t)(n * rows));
+        cpu.matmul(&cpu, want, &ws[i]->host, got_xn, n); /* the GPU's norm output on both sides */
+        snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld of that output vs cpu", sp_mtype_name(t), (long long)rows, (long long)d,
+                 (long long)n);
+        expect(what, nmse(got, want, n * rows), fused ? 1e-10 : 2e-4);
+        free(got), free(want);
+    }
+    gpu.free(&gpu, dx), gpu.free(&gpu, dz), gpu.free(&gpu, dw), gpu.free(&gpu, dxn), gpu.free(&gpu, dya), gpu.free(&gpu, dyb);
+    free(x), free(z), free(w), free(xn), free(xs), free(got_xn), free(a.bytes), free(b.bytes);
 }
 
 static void test_rope(int64_t n, int32_t heads, int32_t hd, int32_t rot, bool mrope) {
@@ -411,6 +522,35 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
 
 /* ---- mixture of experts ---- */
 
+/* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
+ * build did not compile is ignored, so the shape keeps the default. Host-side: needs no matrix units. */
+static void test_coop_tuning_file(void) {
+    int want = -1;
+    for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++)
+        if (sp_gpu_coop_tiles[i].xf32 && sp_gpu_coop_tiles[i].bn == 256) want = i;
+    char path[] = "/tmp/splash-coop-tuning-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(want >= 0 && f, "coop tuning file: a compiled xf32 tile 256 x rows wide (%d), a temporary file", want);
+    if (want < 0 || !f) return;
+    const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[want];
+    fprintf(f, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": {\"bm\": %d, \"bn\": %d, "
+               "\"bk\": %d, \"wm\": %d, \"wn\": %d, \"xf32\": true}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
+               "{\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
+    fclose(f);
+    sp_gpu *g = calloc(1, sizeof *g);
+    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
+    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    sp_matrix q4 = {SP_MAT_Q4, 12288, 5120, NULL, 0}, bf16 = {SP_MAT_BF16, 12288, 5120, NULL, 0}, other = {SP_MAT_Q4, 12288, 6144, NULL, 0};
+    int got = sp_gpu_gemm_coop_tile(g, &q4, 1024), kept = sp_gpu_gemm_coop_tile(g, &bf16, 1024), dflt = sp_gpu_gemm_coop_tile(g, &other, 1024);
+    CHECK(!st && got == want && kept == dflt && dflt != want,
+          "coop tuning file: q4 12288x5120 takes tile %d (want %d), an uncompiled tile leaves bf16 on %d, another shape %d", got, want,
+          kept, dflt);
+    unsetenv("SPLASH_OPS_TEST_TUNING");
+    remove(path);
+    free(g);
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     sp_threadpool *pool;
@@ -422,6 +562,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("device: %s, subgroup size %u\n", sp_vulkan_device_name(&gpu), sp_vulkan_subgroup_size(&gpu));
+    sp_gpu_of(&gpu)->int_dot_min_bytes = 0; /* every Q4/Q8 GEMV on integer dot products where the device has them */
     double t0 = now();
 
     /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,
@@ -431,6 +572,12 @@ int main(int argc, char **argv) {
     test_matmul(SP_MAT_F32, 70, 200, 3, true);
     test_matmul(SP_MAT_F32, 67, 168, 21, true);
     test_matmul(SP_MAT_Q4, 67, 164, 21, true);
+    test_matmul(SP_MAT_Q8, 70, 200, 3, true);  /* the batched GEMV buckets (4, 16 rows) with partial groups */
+    test_matmul(SP_MAT_Q4, 67, 168, 12, true);
+    test_x8_reuse(SP_MAT_Q4, 320, 2);
+    test_x8_reuse(SP_MAT_Q8, 96, 1);
+    test_norm_gemv(false, SP_MAT_Q4, 1, 1088);
+    test_norm_gemv(true, SP_MAT_Q8, 3, 1024);
     if (!quick)
         for (int t = 1; t <= SP_MAT_Q4; t++) {
             test_matmul((sp_mtype)t, 70, 200, 3, true);
@@ -447,11 +594,13 @@ int main(int argc, char **argv) {
     }
     /* the matrix units: partial tiles in rows, x rows and columns (a column step past cols, a partial group), a
      * whole-tile case (the direct store), every weight type they take */
+    test_coop_tuning_file();
     test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
     test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
     /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
     test_gemm_coop(SP_MAT_F16, 67, 164, 21);
     test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
+    test_gemm_coop(SP_MAT_Q4, 256, 256, 256); /* whole tiles of 256 rows of either operand */
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);
@@ -461,6 +610,7 @@ int main(int argc, char **argv) {
     test_gate_up(SP_MAT_BF16, 130, 96, 3);
     test_gate_up(SP_MAT_F32, 64, 36, 16);
     test_gate_up(SP_MAT_MLX4, 70, 128, 4);
+    test_gate_up(SP_MAT_Q8, 70, 96, 5);
     test_gate_up(SP_MAT_Q8, 50, 64, 20); /* more rows than a GEMV takes: the GEMMs */
     test_embed(SP_MAT_BF16, 300, 64, 7);
     test_embed(SP_MAT_F32, 50, 36, 3);
@@ -526,6 +676,8 @@ int main(int argc, char **argv) {
         test_matmul(SP_MAT_Q4, 5120, 17408, 2, false);
         test_gate_up(SP_MAT_Q4, 17408, 5120, 1);
         test_gate_up(SP_MAT_Q4, 17408, 5120, 4);
+        test_matmul(SP_MAT_Q4, 5120, 6144, 16, false);
+        test_matmul(SP_MAT_Q8, 5120, 6144, 4, false);
         test_matmul(SP_MAT_Q4, 2048, 2048, 24, false);
         /* prefill chunks on the matrix units (where the device has them): the 27B's gate at q4, its down at bf16 with
          * a partial x tile, the 35B's q at q8 */

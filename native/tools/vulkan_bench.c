@@ -4,7 +4,8 @@
  *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
  *                            [--kv-type f32|f16] [--attention-workgroups N,N,...]
  *
- * --profile: afterwards, the model once more with SPLASH_VULKAN_PROFILE=1 (per-op GPU times on stderr).
+ * --profile: afterwards, the model loaded once more and batch-1 decode steps at the short context with
+ * SPLASH_VULKAN_PROFILE=1 (per-op GPU times of the load's copies and of those steps, no prefill, on stderr).
  * --kv-type: the KV cache's element type (default f32). --attention-workgroups: afterwards, batch-1 decode at the long
  * context once more for each count of workgroups a split decode attention aims for (the "attentionWorkgroups" of
  * models/<id>/vulkan.json), on the same loaded model.
@@ -271,6 +272,7 @@ typedef struct bench {
     int quant;
     int contexts[2], chunk, steps;
     bool profile;
+    bool decode_only; /* batch-1 decode at the short context only (the profile's pass) */
     int32_t kv_type;
     uint32_t attention_workgroups[8];
     int n_attention_workgroups;
@@ -312,12 +314,14 @@ static figures measure(const bench *b, const char *dir, int layers) {
     int32_t *pages = malloc(sizeof(int32_t) * 16 * (size_t)pages_per_seq), *tokens = malloc(sizeof(int32_t) * 16 * (size_t)b->chunk);
     for (int i = 0; i < 16 * b->chunk; i++) tokens[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)info.vocab_size);
     /* prefill: a chunk at position 0 and one ending at the long context, after a warm-up */
-    step(m, c, 1, 0, b->chunk, pages_per_seq, pages, tokens);
-    for (int k = 0; k < 2; k++) f.prefill[k] = step(m, c, 1, k ? long_ctx - b->chunk : 0, b->chunk, pages_per_seq, pages, tokens);
+    if (!b->decode_only) {
+        step(m, c, 1, 0, b->chunk, pages_per_seq, pages, tokens);
+        for (int k = 0; k < 2; k++) f.prefill[k] = step(m, c, 1, k ? long_ctx - b->chunk : 0, b->chunk, pages_per_seq, pages, tokens);
+    }
     /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
     const sp_gpu *gpu = sp_gpu_of(&m->be);
     int streams[2] = {4, 16};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < (b->decode_only ? 1 : 4); k++) {
         int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0];
         double best = 1e30;
         step(m, c, n, ctx - 1, 1, pages_per_seq, pages, tokens);
@@ -409,7 +413,7 @@ int main(int argc, char **argv) {
     bool small = b.s->hidden < 1024;
     if (sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
     char device[256];
-    snprintf(device, sizeof device, "%s", sp_vulkan_device_name(&be));
+    snprintf(device, sizeof device, "%s", be.device); /* the name and the kernel paths it takes */
     sp_vulkan_backend_destroy(&be);
 
     char dir[2048];
@@ -424,7 +428,8 @@ int main(int argc, char **argv) {
     if (b.profile) { /* once more with per-op timestamps (they cost time, so not in the figures); table on stderr */
         setenv("SPLASH_VULKAN_PROFILE", "1", 1);
         bench p = b;
-        p.steps = 4;
+        p.steps = 4, p.decode_only = true, p.n_attention_workgroups = 0;
+        printf("profile: %d batch-1 decode steps at %d (a warm-up and %d measured)\n", p.steps + 1, b.contexts[0], p.steps);
         measure(&p, dir, layers);
         unsetenv("SPLASH_VULKAN_PROFILE");
     }

@@ -11,8 +11,10 @@
  * launches as a tuning file (the schema of models/<id>/vulkan.json) that the backend reads when SPLASH_VULKAN_TUNING
  * names it: the benchmarks of the same run use them.
  *
- * Versions: matmul.comp (GEMV; NMAX 1, 4, 16 by batch bucket) and matmul_tiled.comp (GEMM) — see
+ * Versions: matmul.comp (GEMV; NMAX 1, 4, 16 by batch bucket; Q4 and Q8 on integer dot products where the device
+ * has them, SPLASH_VULKAN_INT_DOT=0 for the float GEMV) and matmul_tiled.comp (GEMM) — see
  * kernels/generate.ts. The weights are random but valid (small finite scales), uploaded once per shape. */
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "core/error.h"
@@ -24,6 +26,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* x [n][cols] in place as the integer-dot GEMV sees it: int8 per group of 32 (the CPU's quantizer), dequantized. */
+static void int8_rows(float *x, int64_t cols, int n) {
+    int64_t nb = (cols + SP_QK - 1) / SP_QK;
+    int8_t *q = malloc((size_t)(nb * SP_QK));
+    float *d = malloc(sizeof(float) * (size_t)nb), *s = malloc(sizeof(float) * (size_t)nb);
+    int32_t *sum = malloc(sizeof(int32_t) * (size_t)nb);
+    for (int j = 0; j < n; j++) {
+        sp_quantize_act_ref(x + j * cols, cols, q, d, s, sum);
+        for (int64_t c = 0; c < cols; c++) x[j * cols + c] = (float)q[c] * d[c / SP_QK];
+    }
+    free(q), free(d), free(s), free(sum);
+}
 
 typedef struct mshape {
     const char *name;
@@ -106,6 +121,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vulkan_lab: %s\n", splash_last_error());
         return 1;
     }
+    sp_gpu_of(&be)->int_dot_min_bytes = 0; /* Q4/Q8 GEMVs on integer dot products where the device has them */
     double bw = 0;
     bool small = !strcmp(models, "tiny");
     sp_gpu_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
@@ -140,16 +156,23 @@ int main(int argc, char **argv) {
                 for (int64_t i = 0; i < n * m->cols; i++) x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
                 float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
                 be.write(&be, dx, x, 4 * (uint64_t)(n * m->cols));
-                /* reference rows: the first 64, exact (double) over the dequantized weights */
+                /* reference rows: the first 64, exact (double) over the dequantized weights and x as the kernel
+                 * takes it: f32 (ref), int8 per group of 32 (ref8: the integer-dot GEMV, where it runs) */
                 int64_t check_rows = m->rows < 64 ? m->rows : 64;
-                double *ref = calloc((size_t)(n * check_rows), sizeof(double));
-                float *row = malloc(sizeof(float) * (size_t)m->cols);
+                bool dot = n <= 16 && !sp_gpu_of(&be)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8);
+                double *ref = calloc((size_t)(n * check_rows), sizeof(double)), *ref8 = calloc((size_t)(n * check_rows), sizeof(double));
+                float *row = malloc(sizeof(float) * (size_t)m->cols), *x8 = malloc(sizeof(float) * (size_t)(n * m->cols));
+                memcpy(x8, x, sizeof(float) * (size_t)(n * m->cols));
+                if (dot) int8_rows(x8, m->cols, n);
                 for (int64_t r = 0; r < check_rows; r++) {
                     sp_matrix hw = W;
                     hw.data = host;
                     sp_matrix_row_f32(&hw, r, row);
                     for (int j = 0; j < n; j++)
-                        for (int64_t c = 0; c < m->cols; c++) ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
+                        for (int64_t c = 0; c < m->cols; c++) {
+                            ref[j * check_rows + r] += (double)row[c] * x[j * m->cols + c];
+                            ref8[j * check_rows + r] += (double)row[c] * x8[j * m->cols + c];
+                        }
                 }
                 sp_gpu_mm_launch launches[48];
                 int nl = 0, n_gemv = 0, bucket = sp_gpu_gemv_bucket(n);
@@ -165,14 +188,21 @@ int main(int argc, char **argv) {
                     for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 48; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
                 double best = 1e30;
                 int best_l = 0;
+                /* warm-up: the host's work since the last case left the GPU idle, and its clocks take a few hundred
+                 * ms to come back (the first shapes of a run read up to 3x slower without it) */
+                for (double t0 = now(); nl && now() - t0 < 0.3;) {
+                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[0]);
+                    sp_gpu_finish(&be);
+                }
                 for (int l = 0; l < nl; l++) {
                     sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
                     be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
                     double e = 0, sref = 0;
+                    const double *want = launches[l].workgroup ? ref8 : ref;
                     for (int j = 0; j < n; j++)
                         for (int64_t r = 0; r < check_rows; r++) {
-                            double d = y[j * m->rows + r] - ref[j * check_rows + r];
-                            e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
+                            double d = y[j * m->rows + r] - want[j * check_rows + r];
+                            e += d * d, sref += want[j * check_rows + r] * want[j * check_rows + r];
                         }
                     double t0 = now();
                     for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
@@ -192,7 +222,7 @@ int main(int argc, char **argv) {
                                    (long long)m->cols, sp_gpu_gemv_batch[bucket], launches[best_l].workgroup, launches[best_l].groups,
                                    launches[best_l].rows);
                 be.free(&be, dx), be.free(&be, dy);
-                free(x), free(y), free(ref), free(row);
+                free(x), free(y), free(ref), free(ref8), free(row), free(x8);
                 }
                 free(host);
             }

@@ -3,15 +3,17 @@
  * Gated DeltaNet over a chunk, on the real shapes of a model, each checked, then timed.
  *
  *   build/tools/vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024]
- *                                  [--context 32768] [--reps 10]
+ *                                  [--context 32768] [--reps 10] [--parts gemm,attention,gdn] [--out FILE]
  *
  * GEMM (y = x · Wᵀ, n rows of x): each cooperative-matrix tile (kernels/matmul_coopmat.comp, f16 operands, where the
  * device has them) and the tiled f32 kernel's square tile (matmul_tiled.comp), against the exact product on 64 rows;
  * TFLOP/s = 2 · rows · cols · n / time. Prints the fastest coop tile per matrix as the "gemmCoopmat" entries of
- * models/<id>/vulkan.json. Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
+ * models/<id>/vulkan.json where it beats the default tile (tuning.c) by more than the run-to-run spread, and with --out
+ * writes them as a tuning file the backend reads when SPLASH_VULKAN_TUNING names it (the runs after it in the same
+ * call use them; committing them into models/<id>/vulkan.json makes them the model's). Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
  * cache, against the CPU op on the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
  * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after
- * half a second of warm-up; the weights and inputs are random (the weights valid: finite values, small scales). */
+ * half a second of warm-up (a twentieth for the GEMM launches after a matrix's first: the GPU is busy then); the weights and inputs are random (the weights valid: finite values, small scales). */
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
@@ -98,12 +100,12 @@ static void gen_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
  * take a few hundred ms to come back up; the last result is checked by the caller), then `reps` times in one
  * submission: seconds per run. */
 typedef void (*run_fn)(void *ctx);
-static double timed(const sp_backend *be, run_fn run, void *ctx, int reps) {
+static double timed(const sp_backend *be, run_fn run, void *ctx, int reps, double warm) {
     double t0 = now();
     do {
         run(ctx);
         sp_gpu_finish(be);
-    } while (now() - t0 < 0.5);
+    } while (now() - t0 < warm);
     t0 = now();
     for (int r = 0; r < reps; r++) run(ctx);
     sp_gpu_finish(be);
@@ -123,7 +125,16 @@ static void run_mm(void *ctx) {
     sp_gpu_matmul_launch(j->be, j->y, j->W, j->x, j->n, &j->launch);
 }
 
-static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const char *types, int64_t n, int reps) {
+/* A coop tile as the tuning schema writes it (kernels/generate.ts CoopTile). */
+static int coop_json(char *out, size_t size, const sp_gpu_coop_tile *c) {
+    return snprintf(out, size, "{\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d%s%s}", c->bm, c->bn, c->bk, c->wm, c->wn,
+                    c->db ? ", \"db\": true" : "", c->xf32 ? ", \"xf32\": true" : "");
+}
+
+/* Time differences below this fraction are the run-to-run spread: the default tile stays. */
+#define SPREAD 0.03
+
+static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const char *types, int64_t n, int reps, const char *out) {
     sp_gpu *g = sp_gpu_of(be);
     printf("\nGEMM, %s, n = %lld (%s)\n", md->id, (long long)n, g->no_coopmat ? g->no_coopmat : "cooperative matrices");
     printf("  %-12s %-5s %-24s %10s %9s %10s\n", "matrix", "type", "launch", "us", "TFLOP/s", "nmse");
@@ -135,6 +146,7 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
         char want[32];
         snprintf(want, sizeof want, ",%s,", sp_mtype_name(t));
         if (!strstr(list, want)) continue;
+        double flops_type = 0, best_type = 0, default_type = 0;
         for (int s = 0; s < md->n_mats; s++) {
             const mshape *m = &md->mats[s];
             int64_t rb = sp_mtype_row_bytes(t, m->cols);
@@ -159,12 +171,12 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
             if (!g->no_coopmat)
                 for (int k = 0; k < SP_GPU_COOP_TILE_COUNT; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k, .coopmat = true};
             launches[nl++] = (sp_gpu_mm_launch){.tile = sp_gpu_gemm_tile(g, &W, n)};
-            double flops = 2.0 * (double)m->rows * (double)m->cols * (double)n, best = 1e30;
-            int best_l = -1;
+            double flops = 2.0 * (double)m->rows * (double)m->cols * (double)n, best = 1e30, dflt = 0;
+            int best_l = -1, dflt_tile = g->no_coopmat ? -1 : sp_gpu_gemm_coop_tile(g, &W, n);
             for (int l = 0; l < nl; l++) {
                 mm_job j = {be, dy, &W, dx, n, launches[l]};
                 be->clear(be, dy, 4 * (uint64_t)(n * m->rows));
-                double sec = timed(be, run_mm, &j, reps);
+                double sec = timed(be, run_mm, &j, reps, l ? 0.05 : 0.5);
                 be->read(be, y, dy, 4 * (uint64_t)(n * m->rows));
                 double e = 0, sr = 0;
                 for (int64_t jj = 0; jj < n; jj++)
@@ -176,31 +188,59 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
                 char name[48];
                 if (launches[l].coopmat) {
                     const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[l].tile];
-                    snprintf(name, sizeof name, "coopmat %dx%dx%d/%dx%d", c->bm, c->bn, c->bk, c->wm, c->wn);
+                    snprintf(name, sizeof name, "coopmat %dx%dx%d/%dx%d%s%s%s", c->bm, c->bn, c->bk, c->wm, c->wn, c->db ? " db" : "",
+                             c->xf32 ? " xf32" : "", launches[l].tile == dflt_tile ? " *" : "");
                 } else {
                     const sp_gpu_tile *c = &sp_gpu_tiles[launches[l].tile];
                     snprintf(name, sizeof name, "tiled %dx%dx%d", c->bm, c->bn, c->bk);
                 }
                 printf("  %-12s %-5s %-24s %10.1f %9.1f %10.1e%s\n", m->name, sp_mtype_name(t), name, sec * 1e6, flops / sec / 1e12,
                        err, err > tol || *be->status ? "  NOT OK" : "");
+                bool bad = err > tol || *be->status;
                 *be->status = SPLASH_OK;
-                if (launches[l].coopmat && sec < best) best = sec, best_l = l;
+                if (launches[l].coopmat && launches[l].tile == dflt_tile) dflt = sec;
+                if (launches[l].coopmat && !bad && sec < best) best = sec, best_l = l;
             }
-            if (best_l >= 0) {
+            if (best_l >= 0 && dflt > 0) {
                 const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[best_l].tile];
-                jl += snprintf(json + jl, sizeof json - (size_t)jl,
-                               "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tile\": {\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d}}",
-                               jl ? ",\n" : "", sp_mtype_name(t), (long long)m->rows, (long long)m->cols, c->bm, c->bn, c->bk, c->wm, c->wn);
+                printf("  -> %-9s %-5s fastest coopmat %dx%dx%d/%dx%d%s%s %.1f TFLOP/s, default %.1f (%.2fx)\n", m->name,
+                       sp_mtype_name(t), c->bm, c->bn, c->bk, c->wm, c->wn, c->db ? " db" : "", c->xf32 ? " xf32" : "", flops / best / 1e12,
+                       flops / dflt / 1e12, dflt / best);
+                /* an entry only where another tile beats the default by more than the spread */
+                if (launches[best_l].tile != dflt_tile && best < dflt * (1 - SPREAD)) {
+                    char tile[128];
+                    coop_json(tile, sizeof tile, &sp_gpu_coop_tiles[launches[best_l].tile]);
+                    jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tile\": %s}",
+                                   jl ? ",\n" : "", sp_mtype_name(t), (long long)m->rows, (long long)m->cols, tile);
+                } else best = dflt;
                 flops_all += flops, best_all += best;
+                flops_type += flops, best_type += best, default_type += dflt;
             }
             be->free(be, dx), be->free(be, dy);
             sp_gpu_sync(g);
             free(host), free(x), free(y), free(ref), free(row);
         }
+        if (best_type > 0)
+            printf("  %s, all matrices: default tiles (*) %.1f TFLOP/s, fastest tile each %.1f TFLOP/s\n", sp_mtype_name(t),
+                   flops_type / default_type / 1e12, flops_type / best_type / 1e12);
     }
-    if (jl) {
+    if (best_all > 0) {
         printf("  all matrices, fastest coop tile each: %.1f TFLOP/s\n", flops_all / best_all / 1e12);
-        printf("\"gemmCoopmat\" of models/%s/vulkan.json (fastest per shape):\n[\n%s\n]\n", md->id, json);
+        printf("\"gemmCoopmat\" of models/%s/vulkan.json (where a tile beats the default by > %.0f%%):\n[\n%s\n]\n", md->id,
+               SPREAD * 100, json);
+    }
+    if (out && best_all > 0) {
+        FILE *f = fopen(out, "w");
+        time_t tt = time(NULL);
+        char date[32];
+        strftime(date, sizeof date, "%Y-%m-%d", gmtime(&tt));
+        if (!f) {
+            fprintf(stderr, "vulkan_prefill_lab: cannot write %s\n", out);
+            return;
+        }
+        fprintf(f, "{\n  \"measured\": {\"device\": \"%s\", \"date\": \"%s\", \"command\": \"build/tools/vulkan_prefill_lab --model %s --types %s --n %lld --parts gemm\"},\n"
+                   "  \"gemmCoopmat\": [\n%s\n  ]\n}\n", be->device, date, md->id, types, (long long)n, json);
+        fclose(f);
     }
 }
 
@@ -237,7 +277,7 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t 
     be->write(be, dkv, kv, (uint64_t)(page_bytes * n_pages));
     be->write(be, dq, q, 4 * (uint64_t)(n * Hq * hd));
     attn_job j = {be, dout, dq, {dkv, dkv + page_bytes / 2, page_bytes, pages, P, kv_type}, past, Hq, Hkv, hd, n};
-    double sec = timed(be, run_attn, &j, reps);
+    double sec = timed(be, run_attn, &j, reps, 0.5);
     int64_t tail = n < 8 ? n : 8;
     float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
@@ -288,7 +328,7 @@ static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
     be->write(be, d[4], dt, 4 * (uint64_t)Hv);
     be->write(be, d[5], S, 4 * (uint64_t)state);
     gdn_job j = {be, d[6], d[0], d[1], d[2], d[5], {Hk, Hv, dk, dv, d[3], d[4]}, n};
-    double sec = timed(be, run_gdn, &j, reps);
+    double sec = timed(be, run_gdn, &j, reps, 0.5);
     printf("  gdn %d/%d heads, dk %d dv %d, %lld tokens, token by token: %9.1f us (%.2f us/token)%s\n", Hk, Hv, dk, dv,
            (long long)n, sec * 1e6, sec * 1e6 / (double)n, *be->status ? "  NOT OK" : "");
     *be->status = SPLASH_OK;
@@ -299,6 +339,7 @@ static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
 int main(int argc, char **argv) {
     const char *model_id = "qwen3.8-27b", *types = "q4,bf16";
     int64_t n = 1024;
+    const char *parts = "gemm,attention,gdn", *out = NULL;
     int context = 32768, reps = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model")) model_id = argv[i + 1];
@@ -306,9 +347,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--context")) context = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--parts")) parts = argv[i + 1];
+        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
         else {
             fprintf(stderr, "usage: vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024] "
-                            "[--context 32768] [--reps 10]\n");
+                            "[--context 32768] [--reps 10] [--parts gemm,attention,gdn] [--out FILE]\n");
             return 2;
         }
     }
@@ -329,13 +372,16 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("vulkan_prefill_lab: %s\n", be.device);
-    gemm(&be, pool, md, types, n, reps);
-    printf("\nattention and GDN, %s, chunks of %lld\n", md->id, (long long)n);
-    for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++) {
-        attention(&be, &cpu, md, t, n, 0, reps);
-        attention(&be, &cpu, md, t, n, context - (int32_t)n, reps);
-    }
-    gdn(&be, md, n, reps);
+    char want[64];
+    snprintf(want, sizeof want, ",%s,", parts);
+    if (strstr(want, ",gemm,")) gemm(&be, pool, md, types, n, reps, out);
+    if (strstr(want, ",attention,") || strstr(want, ",gdn,")) printf("\nattention and GDN, %s, chunks of %lld\n", md->id, (long long)n);
+    if (strstr(want, ",attention,"))
+        for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++) {
+            attention(&be, &cpu, md, t, n, 0, reps);
+            attention(&be, &cpu, md, t, n, context - (int32_t)n, reps);
+        }
+    if (strstr(want, ",gdn,")) gdn(&be, md, n, reps);
     sp_vulkan_backend_destroy(&be);
     sp_threadpool_free(pool);
     return 0;

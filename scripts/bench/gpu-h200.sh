@@ -30,9 +30,13 @@ if [ "$SMOKE" = 1 ]; then
 else
   RUNS="27b:q4 35b:q4 27b:bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
 fi
-# A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."), SPLASH_GPU_QUICK=1 (the ops test's quick set,
-# no launch-choice lab: the benchmarks use the committed models/<id>/vulkan.json tuning)
+# A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."; "shape:quant:float" runs the float GEMV instead of
+# the integer-dot one, SPLASH_VULKAN_INT_DOT=0), SPLASH_GPU_QUICK=1 (the ops test's quick set, no launch-choice lab: the
+# benchmarks use the committed models/<id>/vulkan.json tuning), SPLASH_GPU_LAB_TYPES (the lab's weight types, q4,bf16),
+# SPLASH_GPU_LAB_MODELS (the lab's models), SPLASH_GPU_LAB=0 (no lab: the committed tuning)
 RUNS=${SPLASH_GPU_RUNS:-$RUNS}
+LAB_TYPES=${SPLASH_GPU_LAB_TYPES:-q4,bf16}
+LAB=${SPLASH_GPU_LAB_MODELS:-$LAB}
 # KV cache types each run is measured with (SPLASH_GPU_KV="f32 f16"), and workgroup counts for the split decode
 # attention, measured at the long context after each run (SPLASH_GPU_ATTENTION="256,1024": vulkan_bench
 # --attention-workgroups)
@@ -47,23 +51,23 @@ echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^O
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
-[ "$QUICK" = 1 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types q4,bf16 --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
-echo "exit $?"; grep -E "vulkan_lab|NOT OK" "$OUT/lab.log"
-[ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING
-echo "fastest launch per matrix:"
-awk '/^  [a-z_]+ +(q4|bf16) +[0-9]+ +(wg|tile)/{k=$1" "$2" "$3; if(!(k in b)||$5+0<b[k]){b[k]=$5+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
+[ "$QUICK" = 1 ] || [ "${SPLASH_GPU_LAB:-1}" = 0 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types "$LAB_TYPES" --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
+echo "exit $?"
+[ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING && cp "$TUNING" "$OUT/tuning.json"
+[ -f "$OUT/lab.log" ] && grep -E "vulkan_lab|NOT OK" "$OUT/lab.log" && echo "fastest launch per matrix:" &&
+awk '/^  [a-z_]+ +(q4|q8|bf16) +[0-9]+ +(wg|tile)/{k=$1" "$2" "$3; if(!(k in b)||$5+0<b[k]){b[k]=$5+0; l[k]=$0}} END{for(k in l) print l[k]}' "$OUT/lab.log" | sort
 
 stage "benchmarks (the whole models, weights of the real shapes; tables below)"
 rm -f "$OUT/bench.jsonl"
 for run in $RUNS; do
   for kv in $KVS; do
-  s=${run%%:*}; q=${run##*:}; log="$OUT/bench-$s-$q-$kv.log"
-  if [ "$(left)" -lt 60 ]; then echo "skipping $s $q $kv KV: out of time"; continue; fi
+  IFS=: read -r s q gemv <<< "$run"; log="$OUT/bench-$s-$q${gemv:+-$gemv}-$kv.log"
+  if [ "$(left)" -lt 60 ]; then echo "skipping $run $kv KV: out of time"; continue; fi
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
-  timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" --kv-type "$kv" --dir /tmp/splash-vulkan-bench \
-    --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
-  echo "$s $q $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
+  SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
+    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
+  echo "$run $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
   [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28
   done
 done

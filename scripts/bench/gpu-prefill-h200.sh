@@ -13,7 +13,13 @@
 #           bench.jsonl (few files: the device tool returns at most 8)
 #   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build, run in that order;
 #   "coopmat" runs native/tools/coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
-#   build/coopmat-lab (carry it; its `flash` set: the flash attention kernel on each KV type at 0 and at 32K). SPLASH_PREFILL_MODELS picks the lab's models (both by default),
+#   build/coopmat-lab (carry it; its `flash` set: the flash attention kernel on each KV type at 0 and at 32K). "gemm"
+#   times every cooperative-matrix GEMM tile (the defaults and kernels/generate.ts' candidates) on the real matrices of
+#   SPLASH_PREFILL_GEMM_MODELS (the 27B by default) at 1024 rows, q4 and bf16, prints the table and writes the tiles that
+#   beat the defaults as a tuning file, $OUT/gemm-<model>.json (its "gemmCoopmat" entries go into models/<model>/vulkan.json;
+#   the stages after it in the same call use them). The GEMM tuning in one command, every tile checked first (ops):
+#     SPLASH_PREFILL_STAGES="ops gemm" SPLASH_PREFILL_OPS=--quick bash scripts/bench/gpu-prefill-h200.sh
+#   SPLASH_PREFILL_MODELS picks the lab's models (both by default),
 #   SPLASH_PREFILL_OPS=--quick the short ops test, SPLASH_PREFILL_LAB_TYPES the lab's GEMM weight types ("none": attention
 #   and GDN only).
 #
@@ -44,6 +50,21 @@ run_ops() {
   stage "kernels against the CPU backend"
   timeout 200 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
   echo "exit $?"; grep -E "device|NOT OK|checks|time:|coopmat|f16 matrix units|skip" "$OUT/ops.log"
+}
+
+run_gemm() {
+  local models=${SPLASH_PREFILL_GEMM_MODELS:-qwen3.8-27b} args=""
+  [ "$SMOKE" = 1 ] && models=tiny && args="--n 40 --reps 2"
+  for m in $models; do
+    stage "cooperative-matrix GEMM tiles, $m (vulkan_prefill_lab --parts gemm; * = the default tile)"
+    rm -f "$OUT/gemm-$m.json"
+    timeout 150 "$B/vulkan_prefill_lab" --model "$m" --types q4,bf16 --parts gemm --out "$OUT/gemm-$m.json" $args > "$OUT/gemm-one.log" 2>&1
+    echo "exit $? (every launch in gemm.log; here the fastest tile per matrix)"
+    cat "$OUT/gemm-one.log" >> "$OUT/gemm.log"
+    grep -E "^vulkan_prefill_lab|^GEMM|->|NOT OK|all matrices" "$OUT/gemm-one.log"
+    rm -f "$OUT/gemm-one.log"
+    [ -f "$OUT/gemm-$m.json" ] && cat "$OUT/gemm-$m.json" && export SPLASH_VULKAN_TUNING=$OUT/gemm-$m.json
+  done
 }
 
 run_torch() {

@@ -1,7 +1,8 @@
 // Concurrent streams through the HTTP API: tokens per second of 1 streaming chat completion, then of N at once, on
 // a model served in this process as `splash serve` serves it (SSE over a loopback socket), and the ratio.
-//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N] [--draft auto]
-// Each request asks for --tokens tokens at temperature 1 with a different seed, its end-of-turn tokens biased out
+//   bun scripts/bench/http-streams.ts [MODEL] [--streams 4] [--tokens 200] [--rounds 3] [--threads N] [--draft auto] [--seeded]
+// Each request asks for --tokens tokens at temperature 1 (with --seeded, each with its own seed: a seeded sequence
+// speculates by its own acceptance only, src/engine/speculation.ts), its end-of-turn tokens biased out
 // (logit_bias -100), so every stream writes all of them and N streams decode together from start to end (a stream
 // that ended early would leave the others to finish alone, and the round would time fewer streams than asked). The clients run in a worker thread, as a separate program would: the server's thread
 // does only the server's work. Beside each rate, CPU time per 1000 tokens: the process's (every thread: the step's,
@@ -17,7 +18,7 @@ type ClientResult = { tokens: number; ms: number };
 // ---- the clients (worker thread) ----
 
 // One streamed completion: its completion tokens.
-async function stream(url: string, model: string, maxTokens: number, seed: number, logitBias: Record<string, number>): Promise<number> {
+async function stream(url: string, model: string, maxTokens: number, seed: number | undefined, logitBias: Record<string, number>): Promise<number> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -27,7 +28,7 @@ async function stream(url: string, model: string, maxTokens: number, seed: numbe
       stream_options: { include_usage: true },
       max_tokens: maxTokens,
       temperature: 1,
-      seed,
+      ...(seed !== undefined && { seed }),
       logit_bias: logitBias,
       reasoning_effort: "none",
       messages: [{ role: "user", content: "Write a Python module with ten small utility functions, each with a docstring." }],
@@ -49,11 +50,11 @@ async function stream(url: string, model: string, maxTokens: number, seed: numbe
 }
 
 if (!isMainThread) {
-  const { url, model, maxTokens, endTokens } = workerData as { url: string; model: string; maxTokens: number; endTokens: number[] };
+  const { url, model, maxTokens, endTokens, seeded } = workerData as { url: string; model: string; maxTokens: number; endTokens: number[]; seeded: boolean };
   const logitBias = Object.fromEntries(endTokens.map((t) => [String(t), -100]));
   parentPort!.on("message", async (r: Round) => {
     const t = performance.now();
-    const counts = await Promise.all(Array.from({ length: r.streams }, (_, i) => stream(url, model, maxTokens, r.seed + i, logitBias)));
+    const counts = await Promise.all(Array.from({ length: r.streams }, (_, i) => stream(url, model, maxTokens, seeded ? r.seed + i : undefined, logitBias)));
     parentPort!.postMessage({ tokens: counts.reduce((a, b) => a + b, 0), ms: performance.now() - t } satisfies ClientResult);
   });
 } else {
@@ -63,7 +64,7 @@ if (!isMainThread) {
   const { DRAFT_CHOICES } = await import("../../src/models/drafter.ts");
   const { END_OF_TURN } = await import("../../src/chat/generate.ts");
 
-  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" }, draft: { type: "string", default: "auto" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({ options: { streams: { type: "string", default: "4" }, tokens: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, threads: { type: "string", default: "0" }, draft: { type: "string", default: "auto" }, seeded: { type: "boolean", default: false } }, allowPositionals: true });
   const streams = Number(values.streams);
   const maxTokens = Number(values.tokens);
   const rounds = Number(values.rounds);
@@ -72,7 +73,7 @@ if (!isMainThread) {
   const loaded = await loadModel(resolveModel(positionals[0] ?? "splash-tiny"), { threads: Number(values.threads), draft }); // 0: every core
   const endTokens = END_OF_TURN.map((t) => loaded.chat.tokenizer.encodeWithAddedTokens(t)).flatMap((ids) => (ids.length === 1 ? [ids[0]!] : [])); // added tokens only
   const server = createServer({ host: "127.0.0.1", port: 0, models: [loaded.chat] });
-  const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens, endTokens } });
+  const clients = new Worker(new URL(import.meta.url), { workerData: { url: String(server.url).replace(/\/$/, ""), model: loaded.chat.id, maxTokens, endTokens, seeded: values.seeded } });
 
   type Rate = { tokS: number; cpuMsPer1k: number; serverCpuMsPer1k: number };
   const rate = async (n: number, seed: number): Promise<Rate> => {
@@ -111,6 +112,7 @@ if (!isMainThread) {
       rounds,
       threads: loaded.model.info.threads,
       draft: loaded.draft,
+      seeded: values.seeded,
       load_average: +load.toFixed(2),
       one_tok_s: +oneTokS.toFixed(1),
       many_tok_s: +manyTokS.toFixed(1),

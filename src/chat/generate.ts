@@ -232,6 +232,7 @@ export async function* generateChat(model: ChatModelParts, conversation: Convers
       prompt: prompt.ids,
       maxTokens,
       sampling: { ...options.sampling, seed: options.sampling.seed ?? Math.floor(Math.random() * 2 ** 32) },
+      seeded: options.sampling.seed !== undefined,
       stopTokens: model.stopTokens,
       topLogprobs: options.logprobs,
       draft: options.draft,

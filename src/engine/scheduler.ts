@@ -316,10 +316,13 @@ export class Scheduler {
     let seqs = 0;
     const speculating = chunks.filter((c) => wantsDraft(c.seq.request, drafter));
     const policy = this.policy!;
-    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0)));
+    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0 && c.seq.request.seeded === true)));
     const fixed = this.options.draftLength;
     const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => Math.min(fixed, drafter.maxDraft));
-    for (const [i, c] of speculating.entries()) {
+    /* seeded sequences first: the step's caps fall on the others, whose block lengths may vary with the batch */
+    const order = speculating.map((_, i) => i).sort((i, j) => Number(specs[j]!.seeded) - Number(specs[i]!.seeded));
+    for (const i of order) {
+      const c = speculating[i]!;
       const seq = c.seq;
       /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
       const left = seq.maxTokens - seq.generated;

@@ -31,9 +31,15 @@
 // sequences do not draft, except on every GATE_PROBE-th step (and plain steps are probed the same way while
 // drafting wins), so what the cost model misses (the scheduler's own work, the machine) still decides.
 //
-// A sampling sequence (temperature > 0) must come out the same for a seed whatever runs beside it and however fast
-// the machine is, and with rejection sampling the tokens depend on where the blocks fall. Its k therefore depends
-// on its own acceptance rates only: the longest block whose last draft is accepted with probability ≥ MIN_REACH.
+// A sampling sequence (temperature > 0) whose caller chose the seed must come out the same for that seed whatever
+// runs beside it and however fast the machine is, and with rejection sampling the tokens depend on where the blocks
+// fall. Its k therefore depends on its own acceptance rates only: the longest block whose last draft is accepted with
+// probability ≥ MIN_REACH, and none while even the first draft is accepted less often than that (a one-draft probe
+// every PROBE_EVERY-th of its own steps keeps the rate current), so a seeded stream that the drafter cannot follow
+// stops paying for it. A sampling sequence without a chosen seed follows the cost model and the gate like a greedy
+// one: its tokens are a fresh random draw either way, distributed the same whatever the block lengths (rejection
+// sampling keeps the target's distribution), so nothing a caller can observe depends on the batch, and under load it
+// drafts only while drafting delivers (docs/SPECULATION.md).
 import { checkDraft } from "./grammar/index.ts";
 import type { DrafterSpec, SampledToken, TokenChoice } from "./runner.ts";
 import type { GenerateRequest, TokenConstraint } from "./types.ts";
@@ -41,7 +47,7 @@ import type { GenerateRequest, TokenConstraint } from "./types.ts";
 const ALPHA = 0.2; // acceptance-rate averaging
 const FORGET = 0.97; // weight of the previous observations in the cost fits, per observation
 const PROBE_EVERY = 8; // steps between one-draft probes of a sequence that drafts nothing
-const MIN_REACH = 0.25; // sampling sequences: how likely the last draft of a block must be to be accepted
+const MIN_REACH = 0.25; // seeded sequences: how likely the last draft of a block must be to be accepted
 const GATE_ALPHA = 0.1; // averaging of the gate's token rates
 const GATE_PROBE = 16; // steps between the gate's probes of the way it is not taking
 
@@ -58,12 +64,12 @@ export class Speculation {
 
   constructor(
     readonly maxDraft: number,
-    readonly sampled = false, // temperature > 0: the block length depends on this sequence alone
+    readonly seeded = false, // sampling with a chosen seed: the block length depends on this sequence alone
     prior?: readonly number[], // starting acceptance rates (the engine's), else 1
   ) {
     this.verifiedAt = new Array(maxDraft).fill(0);
     this.acceptedAt = new Array(maxDraft).fill(0);
-    this.rates = prior && !sampled ? prior.slice(0, maxDraft) : new Array(maxDraft).fill(1);
+    this.rates = prior && !seeded ? prior.slice(0, maxDraft) : new Array(maxDraft).fill(1);
   }
 
   record(verified: number, accepted: number): void {
@@ -121,8 +127,8 @@ export class SpeculationPolicy {
   }
 
   // A new sequence's state.
-  start(sampled: boolean): Speculation {
-    return new Speculation(this.engineRates.maxDraft, sampled, this.engineRates.cycles > 0 ? this.engineRates.rates : undefined);
+  start(seeded: boolean): Speculation {
+    return new Speculation(this.engineRates.maxDraft, seeded, this.engineRates.cycles > 0 ? this.engineRates.rates : undefined);
   }
 
   // A verify cycle of `s`: its own counts and the engine's rates.
@@ -168,9 +174,11 @@ export class SpeculationPolicy {
     const gated = this.draftedRate !== undefined && this.plainRate !== undefined && this.draftedRate < this.plainRate;
     const plain = this.plainRate === undefined ? this.steps % 4 === 0 : gated !== probe;
     return specs.map((s) => {
-      if (s.sampled) {
-        let k = 1;
-        for (let reach = s.rates[0]!; k < s.maxDraft && (reach *= s.rates[k]!) >= MIN_REACH; ) k++;
+      if (s.seeded) {
+        let k = 0;
+        for (let reach = 1; k < s.maxDraft && (reach *= s.rates[k]!) >= MIN_REACH; ) k++;
+        if (k === 0 && ++s.idle >= PROBE_EVERY) k = 1;
+        if (k > 0) s.idle = 0;
         return k;
       }
       if (plain) return 0;

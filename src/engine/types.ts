@@ -42,6 +42,9 @@ export type GenerateRequest = {
   prompt: Int32Array; // the rendered, tokenized prompt
   maxTokens: number; // already capped by the caller at the model's context minus the prompt
   sampling: Sampling;
+  // The caller chose sampling.seed: a sampled output must then be the same for it whatever else is batched, which
+  // fixes how the sequence speculates (speculation.ts). Otherwise the seed is the engine's own random pick.
+  seeded?: boolean;
   stopTokens: number[]; // end of turn (e.g. <|im_end|>, <|endoftext|>)
   topLogprobs?: number; // undefined = no logprobs
   constraint?: TokenConstraint;

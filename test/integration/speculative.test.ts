@@ -143,7 +143,7 @@ type Outcome = { tokens: number[]; logprobs: number[]; cached: number; spec?: Sp
 
 async function generate(engine: SplashEngine, prompt: Int32Array, maxTokens: number, sampling = greedy): Promise<Outcome> {
   const out: Outcome = { tokens: [], logprobs: [], cached: -1 };
-  const events: AsyncIterable<EngineEvent> = engine.generate({ prompt, maxTokens, sampling, stopTokens: [], topLogprobs: 0, signal: new AbortController().signal });
+  const events: AsyncIterable<EngineEvent> = engine.generate({ prompt, maxTokens, sampling, seeded: true, stopTokens: [], topLogprobs: 0, signal: new AbortController().signal });
   for await (const ev of events) {
     if (ev.type === "admitted") out.cached = ev.cachedPromptTokens;
     else if (ev.type === "tokens") {

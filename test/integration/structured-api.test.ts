@@ -167,10 +167,10 @@ describe("Anthropic structured outputs", () => {
   });
 
   test("an unsupported keyword is a 400 in Anthropic's error shape naming output_config.format.schema", async () => {
-    const e = (await rejection(anthropic.messages.create({ model, max_tokens: 10, messages, output_config: { format: { type: "json_schema", schema: { type: "string", format: "hostname" } } } }))) as InstanceType<typeof Anthropic.BadRequestError>;
+    const e = (await rejection(anthropic.messages.create({ model, max_tokens: 10, messages, output_config: { format: { type: "json_schema", schema: { type: "string", format: "idn-hostname" } } } }))) as InstanceType<typeof Anthropic.BadRequestError>;
     expect(e.status).toBe(400);
     expect(e.error).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
     expect(e.message).toContain("output_config.format.schema");
-    expect(e.message).toContain("hostname");
+    expect(e.message).toContain("idn-hostname");
   });
 });

@@ -182,17 +182,18 @@ static void rows_f16(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, 
 
 /* ---- Q8 and Q4 -------------------------------------------------------------------------------------------------- */
 
-/* Pointers of one tile: R weight rows (quants, f16 scales) and C x rows (int8 quants, scales). */
+/* Pointers of one tile: R ≤ 4 weight rows (quants, f16 scales) and C ≤ X_MAX x rows (int8 quants, scales). */
+enum { X_MAX = 8 };
 typedef struct qtile {
     const uint8_t *wq[4];
     const uint16_t *wd[4];
-    const int8_t *xq[4];
-    const float *xd[4];
+    const int8_t *xq[X_MAX];
+    const float *xd[X_MAX];
 } qtile;
 
 /* sc[i][j][k] = d_w[i][b+k] · d_x[j][b+k] for groups b..b+n-1 (n <= 8): one vector multiply per pair per eight
  * groups instead of a scalar multiply and a broadcast per group; the products are the same floats either way. */
-INLINE void scales(float sc[4][4][8], const qtile *t, int64_t b, int64_t n, const int R, const int C) {
+INLINE void scales(float sc[4][X_MAX][8], const qtile *t, int64_t b, int64_t n, const int R, const int C) {
     if (n == 8) {
         for (int i = 0; i < R; i++) {
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t->wd[i] + b)));
@@ -205,27 +206,29 @@ INLINE void scales(float sc[4][4][8], const qtile *t, int64_t b, int64_t n, cons
     }
 }
 
-/* One group of every pair: acc[i][j] += float(Σ w·x over the group) · sc[i][j][k]. */
-INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][4][8], __m256 acc[4][4], const int R, const int C) {
+/* One group of every pair: acc[i][j] += float(Σ w·x over the group) · sc[i][j][k]. Up to 4 x rows stay in registers
+ * for the tile's weight rows; more (a one-row tile) are read where they are used. */
+INLINE void q8_group(const qtile *t, int64_t b, int k, const float sc[4][X_MAX][8], __m256 acc[4][X_MAX], const int R, const int C) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i xv[4];
-    for (int j = 0; j < C; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
+    for (int j = 0; j < C && C <= 4; j++) xv[j] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
     for (int i = 0; i < R; i++) {
         __m256i wv = _mm256_loadu_si256((const __m256i *)(t->wq[i] + b * SP_QK));
         __m256i aw = _mm256_sign_epi8(wv, wv);
         for (int j = 0; j < C; j++) {
-            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[j], wv)), ones);
+            __m256i xj = C <= 4 ? xv[j] : _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xj, wv)), ones);
             acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[i][j][k]), acc[i][j]);
         }
     }
 }
 
 /* Groups b and b+1 (b even; b+1 only when `two`), which share one 32-byte chunk of nibbles. */
-INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc[4][4][8], __m256 acc[4][4], const int R,
-                      const int C) {
+INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc[4][X_MAX][8], __m256 acc[4][X_MAX],
+                      const int R, const int C) {
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(15);
     __m256i xv[4][2];
-    for (int j = 0; j < C; j++) {
+    for (int j = 0; j < C && C <= 4; j++) {
         xv[j][0] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + b * SP_QK));
         if (two) xv[j][1] = _mm256_loadu_si256((const __m256i *)(t->xq[j] + (b + 1) * SP_QK));
     }
@@ -234,7 +237,8 @@ INLINE void q4_groups(const qtile *t, int64_t b, int k, bool two, const float sc
         __m256i wv[2] = {_mm256_and_si256(chunk, low), _mm256_and_si256(_mm256_srli_epi16(chunk, 4), low)};
         for (int h = 0; h < (two ? 2 : 1); h++)
             for (int j = 0; j < C; j++) {
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[h], xv[j][h]), ones);
+                __m256i xj = C <= 4 ? xv[j][h] : _mm256_loadu_si256((const __m256i *)(t->xq[j] + (b + h) * SP_QK));
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv[h], xj), ones);
                 acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[i][j][k + h]), acc[i][j]);
             }
     }
@@ -256,8 +260,8 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
                        const int C) {
     const int64_t nb = x->nb;
     qtile t;
-    __m256 acc[4][4];
-    float sc[4][4][8] __attribute__((aligned(32)));
+    __m256 acc[4][X_MAX];
+    float sc[4][X_MAX][8] __attribute__((aligned(32)));
     for (int i = 0; i < R; i++) {
         t.wq[i] = row_ptr(W, r + i);
         t.wd[i] = (const uint16_t *)(t.wq[i] + (q4 ? (nb + 1) / 2 * SP_QK : nb * SP_QK));
@@ -290,21 +294,35 @@ INLINE void quant_tile(bool q4, const sp_matrix *W, const sp_act *x, float *y, i
             y[(c + j) * W->rows + r + i] = hsum(acc[i][j]) + (q4 ? offset_dot(t.wd[i] + nb, x->s + (c + j) * nb, nb) : 0.0f);
 }
 
-/* Q8/Q4 rows: 4×2 and 4×1 tiles as TILED_ROWS, except that four or more x rows go four at a time against two
- * weight rows (2×4): each weight group is loaded and its |w| taken once for four x rows instead of twice for two
- * pairs of two, faster than 4×2 tiles at n = 4 in L2 (one thread; BENCHMARKS.md, native-core section). */
+/* Q8/Q4 rows in 4-row blocks. One x row: 4×1 tiles (four chains keep the loads flowing). A few (2 to X_MAX, as
+ * verify blocks and a few streams make): every weight group is loaded and unpacked once for all of them, in tiles
+ * that keep their accumulators in the 16 registers: 4×2, 2×3, 2×4, then one weight row against 5–8 x rows. More x
+ * rows: 2×4 tiles (a weight group's load and |w| shared by four x rows, faster than 4×2 at n = 4 in L2), then 4×2
+ * and 4×1 for the rest. A pair's chain is the same in every tile, so the bits are too. */
+INLINE void quant_block(bool q4, const sp_matrix *W, const sp_act *x, float *y, int64_t r) {
+    switch (x->n) { /* constant widths: acc in registers */
+    case 1: quant_tile(q4, W, x, y, r, 0, 4, 1); return;
+    case 2: quant_tile(q4, W, x, y, r, 0, 4, 2); return;
+    case 3: for (int i = 0; i < 4; i += 2) quant_tile(q4, W, x, y, r + i, 0, 2, 3); return;
+    case 4: for (int i = 0; i < 4; i += 2) quant_tile(q4, W, x, y, r + i, 0, 2, 4); return;
+    case 5: for (int i = 0; i < 4; i++) quant_tile(q4, W, x, y, r + i, 0, 1, 5); return;
+    case 6: for (int i = 0; i < 4; i++) quant_tile(q4, W, x, y, r + i, 0, 1, 6); return;
+    case 7: for (int i = 0; i < 4; i++) quant_tile(q4, W, x, y, r + i, 0, 1, 7); return;
+    case 8: for (int i = 0; i < 4; i++) quant_tile(q4, W, x, y, r + i, 0, 1, 8); return;
+    }
+    int64_t c = 0;
+    for (; c + 4 <= x->n; c += 4) {
+        quant_tile(q4, W, x, y, r, c, 2, 4);
+        quant_tile(q4, W, x, y, r + 2, c, 2, 4);
+    }
+    for (; c + 2 <= x->n; c += 2) quant_tile(q4, W, x, y, r, c, 4, 2);
+    for (; c < x->n; c++) quant_tile(q4, W, x, y, r, c, 4, 1);
+}
+
 #define QUANT_ROWS(name, q4)                                                                                          \
     static void name(const sp_matrix *W, const sp_act *x, float *y, int64_t r0, int64_t r1) {                        \
         int64_t r = r0;                                                                                               \
-        for (; r + 4 <= r1; r += 4) {                                                                                 \
-            int64_t c = 0;                                                                                            \
-            for (; c + 4 <= x->n; c += 4) {                                                                           \
-                quant_tile(q4, W, x, y, r, c, 2, 4);                                                                  \
-                quant_tile(q4, W, x, y, r + 2, c, 2, 4);                                                              \
-            }                                                                                                         \
-            for (; c + 2 <= x->n; c += 2) quant_tile(q4, W, x, y, r, c, 4, 2);                                        \
-            for (; c < x->n; c++) quant_tile(q4, W, x, y, r, c, 4, 1);                                                \
-        }                                                                                                             \
+        for (; r + 4 <= r1; r += 4) quant_block(q4, W, x, y, r);                                                      \
         for (; r < r1; r++)                                                                                           \
             for (int64_t c = 0; c < x->n; c++) quant_tile(q4, W, x, y, r, c, 1, 1);                                   \
     }

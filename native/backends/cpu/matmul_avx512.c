@@ -56,6 +56,34 @@ INLINE void gather_halves(const uint8_t *base, __m512i offsets, int64_t b, int64
     }
 }
 
+/* The f16 values of groups [b, b + 8) of the panel's 16 rows, `at` bytes into each row (its scales, or Q4's mins),
+ * as f32: out[k] holds group b + k, lane l row l. Eight groups of a row are one 16-byte load, so 16 loads and a
+ * transpose replace four gathers (a 16-lane gather costs about as much as the rest of a GEMV step); at the row's
+ * last groups (b + 8 > nb) the gathers serve. The values are the same either way. */
+INLINE void scales_8(const uint8_t *const row[LANES], __m512i offsets, int64_t at, int64_t b, int64_t nb, __m512 out[8]) {
+    if (b + 8 > nb) {
+        for (int k = 0; k < 8; k += 2)
+            if (b + k < nb) gather_halves(row[0] + at, offsets, b + k, nb, &out[k], &out[k + 1]);
+        return;
+    }
+    __m512i z[4]; /* z[i], 128-bit lane j: row i + 4j's eight halves (the lane an immediate, also in debug builds) */
+    for (int i = 0; i < 4; i++) {
+#define HALVES(l) _mm_loadu_si128((const __m128i *)(row[l] + at + 2 * b))
+        z[i] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(HALVES(i)), HALVES(i + 4), 1), HALVES(i + 8), 2), HALVES(i + 12), 3);
+#undef HALVES
+    }
+    /* per 128-bit lane j, rows 4j..4j+3: u[k] holds groups 2k and 2k + 1, four rows each */
+    const __m512i t0 = _mm512_unpacklo_epi16(z[0], z[1]), t1 = _mm512_unpackhi_epi16(z[0], z[1]);
+    const __m512i t2 = _mm512_unpacklo_epi16(z[2], z[3]), t3 = _mm512_unpackhi_epi16(z[2], z[3]);
+    const __m512i u[4] = {_mm512_unpacklo_epi32(t0, t2), _mm512_unpackhi_epi32(t0, t2), _mm512_unpacklo_epi32(t1, t3), _mm512_unpackhi_epi32(t1, t3)};
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7); /* the 16 rows of group 2k, then of 2k + 1 */
+    for (int k = 0; k < 4; k++) {
+        const __m512i g = _mm512_permutexvar_epi64(order, u[k]);
+        out[2 * k] = _mm512_cvtph_ps(_mm512_castsi512_si256(g));
+        out[2 * k + 1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(g, 1));
+    }
+}
+
 /* ---- GEMM: repacked panels --------------------------------------------------------------------------------------- */
 
 typedef struct panel {
@@ -172,8 +200,8 @@ static void gemv_panel_q8(const sp_matrix *W, const int8_t *xq, const float *xd,
     const uint8_t *row[LANES];
     for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
     const __m512i flip = _mm512_set1_epi8((char)0x80), offsets = lane_offsets(W, v);
-    const uint8_t *sc = row[0] + scales_at(false, nb);
-    __m512 acc = _mm512_setzero_ps();
+    const int64_t at = scales_at(false, nb);
+    __m512 acc = _mm512_setzero_ps(), d[8]; /* groups [b & ~7, +8) */
     for (int64_t b = 0; b < nb; b += 2) {
         const bool two = b + 1 < nb;
         const __mmask64 bytes = two ? ~0ull : 0xffffffffull;
@@ -182,13 +210,12 @@ static void gemv_panel_q8(const sp_matrix *W, const int8_t *xq, const float *xd,
         for (int l = 0; l < LANES; l++)
             p[l] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, row[l] + b * SP_QK), flip), xv);
         __m512i g1, g0 = reduce_16x2(p, &g1);
-        __m512 d0, d1;
-        gather_halves(sc, offsets, b, nb, &d0, &d1);
+        if (b % 8 == 0) scales_8(row, offsets, at, b, nb, d);
         g0 = _mm512_sub_epi32(g0, _mm512_set1_epi32(128 * xsum[b]));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g0), _mm512_mul_ps(d0, _mm512_set1_ps(xd[b])), acc);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g0), _mm512_mul_ps(d[b % 8], _mm512_set1_ps(xd[b])), acc);
         if (two) {
             g1 = _mm512_sub_epi32(g1, _mm512_set1_epi32(128 * xsum[b + 1]));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g1), _mm512_mul_ps(d1, _mm512_set1_ps(xd[b + 1])), acc);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g1), _mm512_mul_ps(d[(b + 1) % 8], _mm512_set1_ps(xd[b + 1])), acc);
         }
     }
     _mm512_mask_storeu_ps(y + r, (__mmask16)((1u << v) - 1), acc);
@@ -201,8 +228,8 @@ static void gemv_panel_q4(const sp_matrix *W, const int8_t *xq, const float *xd,
     const uint8_t *row[LANES];
     for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
     const __m512i low = _mm512_set1_epi8(15), offsets = lane_offsets(W, v);
-    const uint8_t *sc = row[0] + scales_at(true, nb);
-    __m512 acc = _mm512_setzero_ps();
+    const int64_t at = scales_at(true, nb);
+    __m512 acc = _mm512_setzero_ps(), d[8], m[8]; /* groups [b & ~7, +8) */
     for (int64_t b = 0; b < nb; b += 4) {
         const int g = nb - b < 4 ? (int)(nb - b) : 4; /* groups in this step */
         const __mmask64 wbytes = g > 2 ? ~0ull : 0xffffffffull;
@@ -220,16 +247,13 @@ static void gemv_panel_q4(const sp_matrix *W, const int8_t *xq, const float *xd,
         __m512i dot[4];
         dot[0] = reduce_16x2(pa, &dot[2]);
         dot[1] = reduce_16x2(pb, &dot[3]);
-        __m512 d[4] = {_mm512_setzero_ps()}, m[4] = {_mm512_setzero_ps()};
-        gather_halves(sc, offsets, b, nb, &d[0], &d[1]);
-        gather_halves(sc + 2 * nb, offsets, b, nb, &m[0], &m[1]);
-        if (g > 2) {
-            gather_halves(sc, offsets, b + 2, nb, &d[2], &d[3]);
-            gather_halves(sc + 2 * nb, offsets, b + 2, nb, &m[2], &m[3]);
+        if (b % 8 == 0) {
+            scales_8(row, offsets, at, b, nb, d);
+            scales_8(row, offsets, at + 2 * nb, b, nb, m);
         }
         for (int k = 0; k < g; k++) {
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[k]), _mm512_mul_ps(d[k], _mm512_set1_ps(xd[b + k])), acc);
-            acc = _mm512_fmadd_ps(m[k], _mm512_set1_ps(xs[b + k]), acc);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[k]), _mm512_mul_ps(d[(b + k) % 8], _mm512_set1_ps(xd[b + k])), acc);
+            acc = _mm512_fmadd_ps(m[(b + k) % 8], _mm512_set1_ps(xs[b + k]), acc);
         }
     }
     _mm512_mask_storeu_ps(y + r, (__mmask16)((1u << v) - 1), acc);
@@ -246,18 +270,18 @@ INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, in
     const uint8_t *row[LANES];
     for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
     const __m512i flip = _mm512_set1_epi8((char)0x80), low = _mm512_set1_epi8(15), offsets = lane_offsets(W, v);
-    const uint8_t *sc = row[0] + scales_at(q4, nb);
+    const int64_t at = scales_at(q4, nb);
     __m512 acc[X_TILE];
     for (int j = 0; j < C; j++) acc[j] = _mm512_setzero_ps();
-    __m512 d[2], m[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 d[8], m[8]; /* groups [b0 & ~7, +8) */
     for (int64_t p = 0; p < steps; p++) {
         prefetch_ahead(W, r, p, steps);
         __m512i out[8];
         transpose_16x8(row, p * SP_QK, out);
         const int64_t b0 = q4 ? 2 * p : p;
-        if (q4 || p % 2 == 0) { /* one gather reads two groups' scales: Q8 reads them every other step */
-            gather_halves(sc, offsets, b0, nb, &d[0], &d[1]);
-            if (q4) gather_halves(sc + 2 * nb, offsets, b0, nb, &m[0], &m[1]);
+        if (b0 % 8 == 0) {
+            scales_8(row, offsets, at, b0, nb, d);
+            if (q4) scales_8(row, offsets, at + 2 * nb, b0, nb, m);
         }
         for (int h = 0; h < (q4 ? 2 : 1) && b0 + h < nb; h++) {
             const int64_t b = b0 + h;
@@ -268,10 +292,10 @@ INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, in
             for (int k = 0; k < 8; k++)
                 for (int j = 0; j < C; j++)
                     s[j] = _mm512_dpbusd_epi32(s[j], w[k], _mm512_set1_epi32(*(const i32_unaligned *)(x->q + (j * nb + b) * SP_QK + 4 * k)));
-            const __m512 dw = q4 ? d[h] : d[b % 2];
+            const __m512 dw = d[b % 8];
             for (int j = 0; j < C; j++) {
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]), _mm512_mul_ps(dw, _mm512_set1_ps(x->d[j * nb + b])), acc[j]);
-                if (q4) acc[j] = _mm512_fmadd_ps(m[h], _mm512_set1_ps(x->s[j * nb + b]), acc[j]);
+                if (q4) acc[j] = _mm512_fmadd_ps(m[b % 8], _mm512_set1_ps(x->s[j * nb + b]), acc[j]);
             }
         }
     }

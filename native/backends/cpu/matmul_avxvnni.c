@@ -57,6 +57,30 @@ INLINE void gather_halves(const uint8_t *base, __m256i offsets, int64_t b, int64
     *h1 = b + 1 < nb ? _mm256_cvtph_ps(_mm256_castsi256_si128(hi)) : _mm256_setzero_ps();
 }
 
+/* The f16 values of groups [b, b + 8) of the panel's 8 rows, `at` bytes into each row, as f32: out[k] holds group
+ * b + k. One 16-byte load per row and a transpose instead of four gathers (matmul_avx512.c's scales_8 in eight
+ * lanes); at the row's last groups the gathers serve. */
+INLINE void scales_8(const uint8_t *const row[LANES], __m256i offsets, int64_t at, int64_t b, int64_t nb, __m256 out[8]) {
+    if (b + 8 > nb) {
+        for (int k = 0; k < 8; k += 2)
+            if (b + k < nb) gather_halves(row[0] + at, offsets, b + k, nb, &out[k], &out[k + 1]);
+        return;
+    }
+    __m256i z[4]; /* z[i]: row i's eight halves, then row i + 4's */
+    for (int i = 0; i < 4; i++)
+        z[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row[i] + at + 2 * b))),
+                                       _mm_loadu_si128((const __m128i *)(row[i + 4] + at + 2 * b)), 1);
+    /* per 128-bit lane j, rows 4j..4j+3: u[k] holds groups 2k and 2k + 1, four rows each */
+    const __m256i t0 = _mm256_unpacklo_epi16(z[0], z[1]), t1 = _mm256_unpackhi_epi16(z[0], z[1]);
+    const __m256i t2 = _mm256_unpacklo_epi16(z[2], z[3]), t3 = _mm256_unpackhi_epi16(z[2], z[3]);
+    const __m256i u[4] = {_mm256_unpacklo_epi32(t0, t2), _mm256_unpackhi_epi32(t0, t2), _mm256_unpacklo_epi32(t1, t3), _mm256_unpackhi_epi32(t1, t3)};
+    for (int k = 0; k < 4; k++) {
+        const __m256i g = _mm256_permute4x64_epi64(u[k], _MM_SHUFFLE(3, 1, 2, 0)); /* the 8 rows of group 2k, then 2k + 1 */
+        out[2 * k] = _mm256_cvtph_ps(_mm256_castsi256_si128(g));
+        out[2 * k + 1] = _mm256_cvtph_ps(_mm256_extracti128_si256(g, 1));
+    }
+}
+
 /* ---- GEMM: repacked panels --------------------------------------------------------------------------------------- */
 
 typedef struct panel {
@@ -163,8 +187,8 @@ static void gemv_panel(bool q4, const sp_matrix *W, const int8_t *xq, const floa
     const uint8_t *row[LANES];
     for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
     const __m256i flip = _mm256_set1_epi8((char)0x80), low = _mm256_set1_epi8(15), offsets = lane_offsets(W, v);
-    const uint8_t *sc = row[0] + scales_at(q4, nb);
-    __m256 acc = _mm256_setzero_ps();
+    const int64_t at = scales_at(q4, nb);
+    __m256 acc = _mm256_setzero_ps(), d[8], m[8]; /* groups [b & ~7, +8) */
     for (int64_t b = 0; b < nb; b += 2) { /* two groups: Q4's chunk, Q8's next two */
         const bool two = b + 1 < nb;
         prefetch_ahead(W, r, b / 2, (nb + 1) / 2);
@@ -184,9 +208,12 @@ static void gemv_panel(bool q4, const sp_matrix *W, const int8_t *xq, const floa
                 }
             }
         }
-        __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
-        gather_halves(sc, offsets, b, nb, &d0, &d1);
-        if (q4) gather_halves(sc + 2 * nb, offsets, b, nb, &m0, &m1);
+        if (b % 8 == 0) {
+            scales_8(row, offsets, at, b, nb, d);
+            if (q4) scales_8(row, offsets, at + 2 * nb, b, nb, m);
+        }
+        const __m256 d0 = d[b % 8], d1 = d[(b + 1) % 8];
+        const __m256 m0 = q4 ? m[b % 8] : _mm256_setzero_ps(), m1 = q4 ? m[(b + 1) % 8] : _mm256_setzero_ps();
         __m256i g0 = reduce_8(p0);
         if (!q4) g0 = _mm256_sub_epi32(g0, _mm256_set1_epi32(128 * xsum[b]));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(g0), _mm256_mul_ps(d0, _mm256_set1_ps(xd[b])), acc);
@@ -210,18 +237,18 @@ INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, in
     const uint8_t *row[LANES];
     for (int l = 0; l < LANES; l++) row[l] = row_ptr(W, r + (l < v ? l : v - 1));
     const __m256i flip = _mm256_set1_epi8((char)0x80), low = _mm256_set1_epi8(15), offsets = lane_offsets(W, v);
-    const uint8_t *sc = row[0] + scales_at(q4, nb);
+    const int64_t at = scales_at(q4, nb);
     __m256 acc[X_TILE];
     for (int j = 0; j < C; j++) acc[j] = _mm256_setzero_ps();
-    __m256 d[2], m[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 d[8], m[8]; /* groups [b0 & ~7, +8) */
     for (int64_t p = 0; p < steps; p++) {
         prefetch_ahead(W, r, p, steps);
         __m256i out[8];
         transpose_8x8(row, p * SP_QK, out);
         const int64_t b0 = q4 ? 2 * p : p;
-        if (q4 || p % 2 == 0) { /* one gather reads two groups' scales: Q8 reads them every other step */
-            gather_halves(sc, offsets, b0, nb, &d[0], &d[1]);
-            if (q4) gather_halves(sc + 2 * nb, offsets, b0, nb, &m[0], &m[1]);
+        if (b0 % 8 == 0) {
+            scales_8(row, offsets, at, b0, nb, d);
+            if (q4) scales_8(row, offsets, at + 2 * nb, b0, nb, m);
         }
         for (int h = 0; h < (q4 ? 2 : 1) && b0 + h < nb; h++) {
             const int64_t b = b0 + h;
@@ -232,10 +259,10 @@ INLINE void few_panel(bool q4, const sp_matrix *W, const sp_act *x, float *y, in
                 for (int j = 0; j < C; j++)
                     s[j] = _mm256_dpbusd_avx_epi32(s[j], w, _mm256_set1_epi32(*(const i32_unaligned *)(x->q + (j * nb + b) * SP_QK + 4 * k)));
             }
-            const __m256 dw = q4 ? d[h] : d[b % 2];
+            const __m256 dw = d[b % 8];
             for (int j = 0; j < C; j++) {
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j]), _mm256_mul_ps(dw, _mm256_set1_ps(x->d[j * nb + b])), acc[j]);
-                if (q4) acc[j] = _mm256_fmadd_ps(m[h], _mm256_set1_ps(x->s[j * nb + b]), acc[j]);
+                if (q4) acc[j] = _mm256_fmadd_ps(m[b % 8], _mm256_set1_ps(x->s[j * nb + b]), acc[j]);
             }
         }
     }

@@ -10,10 +10,13 @@ splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_
     g->status = status;
     g->fresh = g->submission_barrier;
     g->attention_workgroups = g->measured ? SP_GPU_MEASURED_ATTENTION_WORKGROUPS : SP_GPU_DEFAULT_ATTENTION_WORKGROUPS;
+    g->int_dot_min_bytes = 64ull << 20;
+    const char *gemv = g->no_int_dot ? "float GEMV" : "int8-dot q4/q8 GEMV";
     if (g->no_coopmat)
-        snprintf(g->description, sizeof g->description, "%s (tiled f32 GEMM, scalar attention; no cooperative matrix: %s)", g->device_name, g->no_coopmat);
+        snprintf(g->description, sizeof g->description, "%s (%s, tiled f32 GEMM, scalar attention; no cooperative matrix: %s)",
+                 g->device_name, gemv, g->no_coopmat);
     else
-        snprintf(g->description, sizeof g->description, "%s (cooperative-matrix f16 GEMM and attention)", g->device_name);
+        snprintf(g->description, sizeof g->description, "%s (%s, cooperative-matrix f16 GEMM and attention)", g->device_name, gemv);
     *be = (sp_backend){.name = g->name, .device = g->description, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
     splash_status st = sp_gpu_memory_init(g);
     if (!st) sp_gpu_ops_install(be);

@@ -153,6 +153,8 @@ struct sp_gpu {
     const char *no_coopmat;    /* why the cooperative-matrix kernels (matmul_coopmat.comp, flash_attention_coopmat.comp)
                                 * cannot run, NULL when they do: then GEMMs and prefill attention take f16 operands on
                                 * the matrix units, else the tiled f32 GEMM and the scalar attention kernel run */
+    const char *no_int_dot;    /* why the integer-dot GEMV (matmul.comp DOT: Q4/Q8 weights against x quantized to int8,
+                                * the CPU backend's numerics) cannot run, NULL when it does; else the float GEMV */
     char description[192];     /* what the backend reports at load (sp_backend.device): the device and its GEMM path */
 
     splash_status *status;     /* the backend's op status (first failure wins) */
@@ -193,6 +195,11 @@ struct sp_gpu {
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
+    void *x8;                  /* x quantized for the integer-dot GEMV (quantize.comp): of the x at x8_of, x8_cols wide;
+                                * kept while nothing writes that x, so GEMVs of one x quantize it once */
+    uint64_t x8_bytes;
+    sp_gpu_range x8_of;
+    uint32_t x8_cols;
     void *stats;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
@@ -200,7 +207,11 @@ struct sp_gpu {
     /* launch parameters read from the backend's tuning file (tuning.c) */
     sp_gpu_gemv_tuning gemv[SP_GPU_MAX_TUNINGS];
     int32_t n_gemv;
+    sp_gpu_gemm_tuning gemm_coop[SP_GPU_MAX_TUNINGS]; /* the tuning file's "gemmCoopmat" (tile: sp_gpu_coop_tiles index) */
+    int32_t n_gemm_coop;
     uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+    uint64_t int_dot_min_bytes;    /* a batch-1 GEMV whose x is not quantized yet quantizes it for the integer-dot GEMV
+                                    * from this many bytes of weights (below, a dispatch more costs more than it saves) */
 };
 
 /* The op layer behind a GPU backend made by sp_gpu_init. */
@@ -251,6 +262,8 @@ void sp_gpu_dispatch(sp_gpu *g, const char *op, sp_gpu_kernel_id k, const uint32
 void sp_gpu_copy(sp_gpu *g, const sp_gpu_buffer *src, uint64_t src_offset, const sp_gpu_buffer *dst, uint64_t dst_offset,
                  uint64_t bytes, sp_gpu_range read, sp_gpu_range write);
 void sp_gpu_fill(sp_gpu *g, const sp_gpu_buffer *dst, uint64_t offset, uint64_t bytes, sp_gpu_range write);
+/* Memory in r is being written (by a command, or by the host): forgets a quantized copy of it (gpu->x8). */
+void sp_gpu_wrote(sp_gpu *g, sp_gpu_range r);
 /* Runs what is recorded and waits; the staging ring is free again after it. */
 splash_status sp_gpu_sync(sp_gpu *g);
 /* Releases every pipeline (after a sync). */
@@ -307,6 +320,12 @@ bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
+/* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
+ * range and row stride in bytes. */
+bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
+/* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
+ * QUANT): rows as wide as a model's hidden size, few of them, on a device with the integer-dot GEMV. */
+bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
 /* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
  * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n);

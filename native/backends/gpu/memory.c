@@ -261,6 +261,7 @@ void sp_gpu_write(const sp_backend *be, void *dst, const void *src, uint64_t byt
     if (!c) return;
     uint64_t off = buffer_offset(c, dst);
     if (c->buf.host) {
+        sp_gpu_wrote(g, range(&c->buf, off, bytes));
         if (settle(g)) memcpy(c->buf.host + off, src, (size_t)bytes);
         return;
     }
@@ -297,6 +298,7 @@ void sp_gpu_clear(const sp_backend *be, void *dst, uint64_t bytes) {
     if (!c) return;
     uint64_t off = buffer_offset(c, dst);
     if (c->buf.host) {
+        sp_gpu_wrote(g, range(&c->buf, off, bytes));
         if (settle(g)) memset(c->buf.host + off, 0, (size_t)bytes);
         return;
     }

@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 
+#include <stddef.h>
+
 enum { GDN_COLS = 32 };
 
 static const sp_gpu_kernel_id EMBED[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_EMBED);
@@ -79,32 +81,43 @@ typedef struct {
     uint64_t y, x, z, w;
     uint32_t rows, d;
     float eps;
+    uint32_t q_stride; /* QUANT variants only: y quantized for the integer-dot GEMV, rows q_stride bytes apart at q */
+    uint64_t q;
 } norm_push;
 
-/* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm). */
-static void norm(sp_gpu *gpu, sp_gpu_kernel_id k, const char *name, float *y, const float *x, const float *z, const float *w,
-                 int64_t n, int64_t d, float eps) {
+/* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm).
+ * quant: the QUANT variant of k, or -1; when the rows qualify (sp_gpu_quantize_rows) it also leaves y quantized in
+ * gpu->x8 for the GEMVs that read y next. */
+static void norm(const sp_backend *be, sp_gpu_kernel_id k, int quant, const char *name, float *y, const float *x,
+                 const float *z, const float *w, int64_t n, int64_t d, float eps) {
+    sp_gpu *gpu = sp_gpu_of(be);
     uint64_t bytes = (uint64_t)(n * d) * 4;
     sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)d * 4), z ? sp_gpu_span(gpu, z, bytes) : (sp_gpu_range){0, 0}};
-    sp_gpu_range wr[2] = {sp_gpu_span(gpu, y, bytes), r[0]};
-    norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps};
-    uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64;
+    sp_gpu_range wr[3] = {sp_gpu_span(gpu, y, bytes), k == SP_GPU_ADD_RMSNORM ? r[0] : (sp_gpu_range){0, 0}, {0, 0}};
+    norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps, 0, 0};
+    uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64, push = (uint32_t)offsetof(norm_push, q_stride);
+    bool q8 = quant >= 0 && sp_gpu_quantize_rows(gpu, n, d) && (p.y | p.x | p.z | p.w) % 16 == 0;
+    if (q8) {
+        if (!sp_gpu_x8_space(be, d, n, &wr[2], &p.q_stride)) return;
+        p.q = wr[2].lo, k = (sp_gpu_kernel_id)quant, push = sizeof p;
+    }
     sp_gpu_grid((uint64_t)n, groups);
-    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, k == SP_GPU_ADD_RMSNORM ? 2 : 1, NULL);
+    sp_gpu_dispatch(gpu, name, k, (uint32_t[4]){wg, 0, 0, 0}, &p, push, groups, r, 3, wr, 3, NULL);
+    if (q8) gpu->x8_of = wr[0], gpu->x8_cols = (uint32_t)d;
 }
 
 static void gpu_rmsnorm(const sp_backend *be, float *y, const float *x, const float *w, int64_t n, int64_t d, float eps) {
-    norm(sp_gpu_of(be), SP_GPU_RMSNORM, "rmsnorm", y, x, NULL, w, n, d, eps);
+    norm(be, SP_GPU_RMSNORM, SP_GPU_RMSNORM_Q8, "rmsnorm", y, x, NULL, w, n, d, eps);
 }
 
 static void gpu_add_rmsnorm(const sp_backend *be, float *y, float *x, const float *r, const float *w, int64_t n, int64_t d,
                             float eps) {
-    norm(sp_gpu_of(be), SP_GPU_ADD_RMSNORM, "add_rmsnorm", y, x, r, w, n, d, eps);
+    norm(be, SP_GPU_ADD_RMSNORM, SP_GPU_ADD_RMSNORM_Q8, "add_rmsnorm", y, x, r, w, n, d, eps);
 }
 
 static void gpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const float *z, const float *w, int64_t n,
                               int64_t d, float eps) {
-    norm(sp_gpu_of(be), SP_GPU_RMSNORM_GATED, "rmsnorm_gated", y, x, z, w, n, d, eps);
+    norm(be, SP_GPU_RMSNORM_GATED, -1, "rmsnorm_gated", y, x, z, w, n, d, eps);
 }
 
 /* ---- positions ---- */

@@ -1,5 +1,6 @@
-/* ops_matmul.c — the dense products on a GPU: matmul (the GEMV for a few x rows, reading each weight once; the tiled
- * or cooperative-matrix GEMM for more) and the fused gate·up·silu of an FFN. Kernels: matmul.comp, matmul_tiled.comp,
+/* ops_matmul.c — the dense products on a GPU: matmul (the GEMV for a few x rows, reading each weight once — for Q4 and
+ * Q8 on integer dot products against x quantized once, where the device has them; the tiled or cooperative-matrix GEMM
+ * for more) and the fused gate·up·silu of an FFN. Kernels: matmul.comp, quantize.comp, matmul_tiled.comp,
  * matmul_coopmat.comp. */
 #include "gpu.h"
 
@@ -10,6 +11,11 @@ static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
     SP_GPU_BY_TYPE(SP_GPU_MATMUL), SP_GPU_BY_TYPE(SP_GPU_MATMUL4), SP_GPU_BY_TYPE(SP_GPU_MATMUL16)};
 static const sp_gpu_kernel_id DENSE_GATE_UP[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
     SP_GPU_BY_TYPE(SP_GPU_GATE_UP), SP_GPU_BY_TYPE(SP_GPU_GATE_UP4), SP_GPU_BY_TYPE(SP_GPU_GATE_UP16)};
+/* The integer-dot GEMV kernels (Q8, Q4) by batch bucket: [bucket][weights are Q4]. */
+static const sp_gpu_kernel_id MATMUL_DOT[SP_GPU_GEMV_BATCHES][2] = {
+    {SP_GPU_MATMUL_DOT_Q8, SP_GPU_MATMUL_DOT_Q4}, {SP_GPU_MATMUL_DOT4_Q8, SP_GPU_MATMUL_DOT4_Q4}, {SP_GPU_MATMUL_DOT16_Q8, SP_GPU_MATMUL_DOT16_Q4}};
+static const sp_gpu_kernel_id GATE_UP_DOT[SP_GPU_GEMV_BATCHES][2] = {
+    {SP_GPU_GATE_UP_DOT_Q8, SP_GPU_GATE_UP_DOT_Q4}, {SP_GPU_GATE_UP_DOT4_Q8, SP_GPU_GATE_UP_DOT4_Q4}, {SP_GPU_GATE_UP_DOT16_Q8, SP_GPU_GATE_UP_DOT16_Q4}};
 
 const int64_t sp_gpu_chunk_cols[SP_MAT_TYPE_COUNT] = {4, 8, 8, 16, 64, 32, 16};
 
@@ -20,6 +26,63 @@ bool sp_gpu_weights(sp_gpu *gpu, const sp_matrix *W, uint64_t *addr, uint32_t *s
     if (!c) return sp_gpu_fail_msg(gpu, SPLASH_ERR_INTERNAL, "a weight matrix that was not uploaded");
     *addr = sp_gpu_addr(gpu, W->data);
     *stride = (uint32_t)(c->host_row ? c->dev_row : W->row_bytes);
+    return true;
+}
+
+bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t nbp = ((uint64_t)(cols + 31) / 32 + 1) / 2 * 2, row = nbp * 40, bytes = (uint64_t)n * row;
+    *row_bytes = (uint32_t)row;
+    if (bytes > gpu->x8_bytes) {
+        sp_gpu_sync(gpu);
+        if (gpu->x8) sp_gpu_free(be, gpu->x8);
+        gpu->x8_bytes = bytes < 65536 ? 65536 : bytes * 2;
+        gpu->x8 = sp_gpu_alloc(be, gpu->x8_bytes);
+        if (!gpu->x8) {
+            gpu->x8_bytes = 0;
+            return sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "int8 copy of a GEMV's x");
+        }
+    }
+    *q = sp_gpu_span(gpu, gpu->x8, bytes);
+    return true;
+}
+
+bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d) {
+    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d % 32 == 0;
+}
+
+/* Whether x [n][cols] at device address xa is in gpu->x8 already (quantized by a norm or an earlier GEMV). */
+static bool x8_holds(const sp_gpu *gpu, uint64_t xa, int64_t cols, int64_t n) {
+    return gpu->x8_of.lo == xa && gpu->x8_of.hi == xa + (uint64_t)n * (uint64_t)cols * 4 && gpu->x8_cols == (uint32_t)cols;
+}
+
+/* Whether a GEMV of n rows of x (at xa) by W (rows `stride` bytes apart) runs on integer dot products (matmul.comp
+ * DOT): for Q4 and Q8 weights where the device has them, when x is quantized already (a norm did it, or the GEMV of
+ * another matrix), for several rows, or for a matrix large enough (gpu->int_dot_min_bytes) that the faster GEMV pays
+ * for a dispatch quantizing x; else the float GEMV. */
+static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint64_t xa, int64_t n) {
+    if (gpu->no_int_dot || (W->type != SP_MAT_Q4 && W->type != SP_MAT_Q8)) return false;
+    return n > 1 || x8_holds(gpu, xa, W->cols, n) || (uint64_t)W->rows * stride >= gpu->int_dot_min_bytes;
+}
+
+/* x [n][cols] (at device address xa) quantized to int8 groups into gpu->x8 (quantize.comp), unless x8 holds them
+ * already. Returns false on failure; else the quantized rows' range and their stride in 4-byte words. */
+static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint32_t row;
+    if (!sp_gpu_x8_space(be, cols, n, q, &row)) return false;
+    *stride = row / 4;
+    if (x8_holds(gpu, xa, cols, n)) return true;
+    uint64_t nbp = row / 40;
+    sp_gpu_range src = {xa, xa + (uint64_t)n * (uint64_t)cols * 4};
+    struct {
+        uint64_t x, q;
+        uint32_t cols, n, x_stride, q_stride;
+    } p = {xa, q->lo, (uint32_t)cols, (uint32_t)n, (uint32_t)cols, row};
+    uint32_t groups[3];
+    sp_gpu_grid(sp_gpu_div_up((uint64_t)n * nbp, 64), groups);
+    sp_gpu_dispatch(gpu, "quantize_x", SP_GPU_QUANTIZE_X, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, &src, 1, q, 1, NULL);
+    gpu->x8_of = src, gpu->x8_cols = (uint32_t)cols;
     return true;
 }
 
@@ -53,8 +116,14 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         sp_gpu_mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
                      (uint32_t)W->rows, 0, 0};
         uint32_t check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
-        sp_gpu_dispatch(gpu, "matmul", MATMUL[bucket][W->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p,
-                        groups, reads, 2, &write, 1, NULL);
+        sp_gpu_kernel_id k = MATMUL[bucket][W->type];
+        if (int_dot(gpu, W, stride, xa, n)) {
+            if (!quantized_x(be, xa, W->cols, n, &reads[1], &p.x_stride)) return;
+            p.x = reads[1].lo, check = 0;
+            k = MATMUL_DOT[bucket][W->type == SP_MAT_Q4];
+        }
+        sp_gpu_dispatch(gpu, "matmul", k, (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p, groups, reads, 2,
+                        &write, 1, NULL);
         return;
     }
     struct {
@@ -70,33 +139,34 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     uint32_t groups[3] = {0, 0, 1}, wg;
     sp_gpu_kernel_id k;
     if (coop) {
-        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
-        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
-        if (bytes16 > gpu->x16_bytes) {
-            sp_gpu_sync(gpu);
-            if (gpu->x16) sp_gpu_free(be, gpu->x16);
-            gpu->x16_bytes = bytes16 * 2;
-            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
-            if (!gpu->x16) {
-                gpu->x16_bytes = 0;
-                sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
-                return;
-            }
-        }
-        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
-        p.y = r16.lo;
-        p.y_stride = (uint32_t)stride16;
-        uint32_t hg[3];
-        sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
-        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
-                        &r16, 1, NULL);
-        p.x = r16.lo;
-        p.y = ya;
-        p.x_stride = (uint32_t)stride16;
-        p.y_stride = (uint32_t)W->rows;
-        reads[1] = r16;
         int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
         const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
+        if (!t->xf32) { /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
+            uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
+            if (bytes16 > gpu->x16_bytes) {
+                sp_gpu_sync(gpu);
+                if (gpu->x16) sp_gpu_free(be, gpu->x16);
+                gpu->x16_bytes = bytes16 * 2;
+                gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
+                if (!gpu->x16) {
+                    gpu->x16_bytes = 0;
+                    sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
+                    return;
+                }
+            }
+            sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+            p.y = r16.lo;
+            p.y_stride = (uint32_t)stride16;
+            uint32_t hg[3];
+            sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
+            sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
+                            &r16, 1, NULL);
+            p.x = r16.lo;
+            p.y = ya;
+            p.x_stride = (uint32_t)stride16;
+            p.y_stride = (uint32_t)W->rows;
+            reads[1] = r16;
+        } /* else the tile loads round x (rows of cols floats) to f16 themselves */
         groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn);
         wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
@@ -148,8 +218,14 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     sp_gpu_mm_push p = {wg, xa, write.lo, wu, stride, (uint32_t)gate->rows, (uint32_t)gate->cols, (uint32_t)n, (uint32_t)gate->cols,
                  (uint32_t)gate->rows, 0, 0};
     uint32_t check = gate->cols % sp_gpu_chunk_cols[gate->type] != 0;
-    sp_gpu_dispatch(gpu, "matmul_gate_up", DENSE_GATE_UP[bucket][gate->type], (uint32_t[4]){l.workgroup, l.rows, check, l.groups},
-                    &p, sizeof p, groups, reads, 3, &write, 1, NULL);
+    sp_gpu_kernel_id k = DENSE_GATE_UP[bucket][gate->type];
+    if (int_dot(gpu, gate, stride, xa, n)) {
+        if (!quantized_x(be, xa, gate->cols, n, &reads[2], &p.x_stride)) return;
+        p.x = reads[2].lo, check = 0;
+        k = GATE_UP_DOT[bucket][gate->type == SP_MAT_Q4];
+    }
+    sp_gpu_dispatch(gpu, "matmul_gate_up", k, (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p, groups, reads, 3,
+                    &write, 1, NULL);
 }
 
 void sp_gpu_install_matmul(sp_backend *be) {

@@ -76,9 +76,15 @@ static bool order(sp_gpu *g, const sp_gpu_range *reads, int32_t nr, const sp_gpu
     }
     for (int32_t i = 0; i < nr; i++)
         if (reads[i].lo < reads[i].hi) g->reads[g->n_reads++] = reads[i];
-    for (int32_t i = 0; i < nw; i++)
+    for (int32_t i = 0; i < nw; i++) {
         if (writes[i].lo < writes[i].hi) g->writes[g->n_writes++] = writes[i];
+        sp_gpu_wrote(g, writes[i]);
+    }
     return need;
+}
+
+void sp_gpu_wrote(sp_gpu *g, sp_gpu_range r) {
+    if (overlaps(r, &g->x8_of, 1)) g->x8_of = (sp_gpu_range){0, 0};
 }
 
 /* After a command: count it, and start a submission every SP_GPU_SUBMIT_EVERY commands where the device can. */
@@ -149,6 +155,7 @@ splash_status sp_gpu_sync(sp_gpu *g) {
     g->fresh = g->submission_barrier;
     g->ring_used = 0;
     g->n_stage_cache = 0;
+    g->x8_of = (sp_gpu_range){0, 0}; /* the host may write anything before the next command */
     if (st) sp_gpu_fail(g, st, "%s", splash_last_error());
     return *g->status ? *g->status : st;
 }

@@ -1,7 +1,8 @@
 /* tuning.c — launch parameters per matrix shape: the tables kernels/generate.ts compiles in from models/<id>/vulkan.json
  * (measured on Vulkan GPUs; a backend whose GPUs they do not describe leaves g->measured off and gets the defaults),
- * overridden by a file the backend's environment variable names (same schema; vulkan_lab writes one), so a
- * measurement can be used in the run that made it before it is committed. */
+ * overridden by a file the backend's environment variable names (same schema; vulkan_lab writes one for the GEMV,
+ * vulkan_prefill_lab for the cooperative-matrix GEMM), so a measurement can be used in the run that made it before it
+ * is committed. */
 #include "gpu.h"
 
 #include "core/error.h"
@@ -11,6 +12,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int mtype_named(const char *name) {
+    int t = 0;
+    while (t < SP_MAT_TYPE_COUNT && (!name || strcmp(name, sp_mtype_name((sp_mtype)t)))) t++;
+    return t;
+}
+
+/* The index in sp_gpu_coop_tiles of a tuning file's tile object, or -1. */
+static int coop_tile_of(const sp_json *o) {
+    int64_t v[5];
+    static const char *const keys[5] = {"bm", "bn", "bk", "wm", "wn"};
+    for (int i = 0; i < 5; i++)
+        if (!sp_json_int(sp_json_get(o, keys[i]), &v[i])) return -1;
+    bool db = false, xf32 = false;
+    sp_json_bool(sp_json_get(o, "db"), &db);
+    sp_json_bool(sp_json_get(o, "xf32"), &xf32);
+    for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++) {
+        const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[i];
+        if (c->bm == v[0] && c->bn == v[1] && c->bk == v[2] && c->wm == v[3] && c->wn == v[4] && c->db == db && c->xf32 == xf32) return i;
+    }
+    return -1;
+}
 
 splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
     const char *path = getenv(env);
@@ -31,9 +54,7 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
     if (sp_json_int(sp_json_get(root, "attentionWorkgroups"), &x) && x > 0) g->attention_workgroups = (uint32_t)x;
     const sp_json *gemv = sp_json_get(root, "gemv");
     for (const sp_json *e = sp_json_first(gemv); e && g->n_gemv < SP_GPU_MAX_TUNINGS; e = sp_json_next(gemv, e)) {
-        const char *type = sp_json_string(sp_json_get(e, "type"));
-        int t = 0;
-        while (t < SP_MAT_TYPE_COUNT && (!type || strcmp(type, sp_mtype_name((sp_mtype)t)))) t++;
+        int t = mtype_named(sp_json_string(sp_json_get(e, "type")));
         int64_t batch = 1;
         groups = 1;
         sp_json_int(sp_json_get(e, "batch"), &batch);
@@ -46,6 +67,13 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
             d > sp_gpu_gemv_max_rows(bucket, 1) || (groups != 1 && groups != 2 && groups != 4) || c / groups < 32)
             continue;
         g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)batch, (int)c, (int)groups, (int)d};
+    }
+    const sp_json *coop = sp_json_get(root, "gemmCoopmat");
+    for (const sp_json *e = sp_json_first(coop); e && g->n_gemm_coop < SP_GPU_MAX_TUNINGS; e = sp_json_next(coop, e)) {
+        int t = mtype_named(sp_json_string(sp_json_get(e, "type"))), tile = coop_tile_of(sp_json_get(e, "tile"));
+        if (t == SP_MAT_TYPE_COUNT || tile < 0 || !sp_json_int(sp_json_get(e, "rows"), &a) || !sp_json_int(sp_json_get(e, "cols"), &b))
+            continue; /* a tile this build did not compile: the defaults */
+        g->gemm_coop[g->n_gemm_coop++] = (sp_gpu_gemm_tuning){t, a, b, tile};
     }
     sp_json_free(&doc);
     free(text);
@@ -95,10 +123,12 @@ int sp_gpu_gemm_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
     return n <= 16 ? 1 : 0;
 }
 
-/* Measured for this shape if tuned, else the largest tile that n rows fill: 128 rows of x per workgroup from 128 up
- * (prefill chunks), 64 below, and 64 weight rows per workgroup for matrices of few rows, which would otherwise leave
+/* The tuning file's tile for this shape, else the measured one, else the largest tile that n rows fill: 128 rows of x
+ * per workgroup from 128 up (prefill chunks), 64 below, and 64 weight rows per workgroup for matrices of few rows, which would otherwise leave
  * most of the GPU idle (the index order of kernels/generate.ts' DEFAULT_COOP_TILES). */
 int sp_gpu_gemm_coop_tile(const sp_gpu *g, const sp_matrix *W, int64_t n) {
+    for (int i = 0; i < g->n_gemm_coop; i++)
+        if (same_shape(g->gemm_coop[i].type, g->gemm_coop[i].rows, g->gemm_coop[i].cols, W)) return g->gemm_coop[i].tile;
     for (int i = 0; g->measured && i < sp_gpu_gemm_coop_tuning_count; i++) {
         const sp_gpu_gemm_tuning *t = &sp_gpu_gemm_coop_tunings[i];
         if (same_shape(t->type, t->rows, t->cols, W) && t->tile >= 0) return t->tile;

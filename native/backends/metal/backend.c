@@ -60,7 +60,7 @@ splash_status sp_metal_backend_create(sp_backend *be, sp_threadpool *pool, int n
     /* the launch parameters measured on Vulkan GPUs are not Apple GPUs': the defaults until one is measured */
     const char *b = getenv("SPLASH_METAL_BARRIERS");
     *g = (sp_gpu){.dev = &METAL, .device = m, .name = "metal", .device_name = m->info.name, .measured = false,
-                  .no_coopmat = "not on Metal", .barrier_all = b && !strcmp(b, "all")};
+                  .no_coopmat = "not on Metal", .no_int_dot = "not on Metal", .barrier_all = b && !strcmp(b, "all")};
     *be = (sp_backend){.name = "metal", .impl = g};
     splash_status st = sp_mtl_open(m);
     g->max_buffer = m->info.max_buffer;

@@ -36,6 +36,7 @@ splash_status sp_vulkan_backend_create(sp_backend *be, sp_threadpool *pool, int 
     splash_status st = sp_vk_open(vk, allow_cpu);
     g->max_buffer = vk->max_buffer;
     g->no_coopmat = st ? "" : vk->no_coopmat;
+    g->no_int_dot = st ? "" : vk->no_int_dot;
     if (!st) st = sp_vk_record_init(vk);
     if (!st) st = sp_gpu_init(be, g, pool, n_threads, status);
     if (!st) st = sp_gpu_tuning_load(g, "SPLASH_VULKAN_TUNING");

@@ -156,6 +156,19 @@ static const char *coopmat_unsupported(sp_vk *vk) {
     return found ? NULL : "no 16x16x16 f16 -> f32 subgroup product";
 }
 
+/* Why the integer-dot GEMV (matmul.comp DOT, SPV_KHR_integer_dot_product) cannot run on the chosen device, or NULL
+ * when it can: it needs Vulkan 1.3's shaderIntegerDotProduct. SPLASH_VULKAN_INT_DOT=0 turns it off (the float GEMV runs
+ * instead). */
+static const char *int_dot_unsupported(sp_vk *vk) {
+    const char *env = getenv("SPLASH_VULKAN_INT_DOT");
+    if (env && !strcmp(env, "0")) return "off (SPLASH_VULKAN_INT_DOT=0)";
+    if (vk->props.apiVersion < VK_API_VERSION_1_3) return "the device is older than Vulkan 1.3";
+    VkPhysicalDeviceVulkan13Features f13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f13};
+    vk->api.vkGetPhysicalDeviceFeatures2(vk->phys, &f);
+    return f13.shaderIntegerDotProduct ? NULL : "no shaderIntegerDotProduct";
+}
+
 /* Memory type with all of `need` (and as many of `want` as possible), in the largest heap; UINT32_MAX if none. */
 static uint32_t memory_type(const VkPhysicalDeviceMemoryProperties *mp, VkMemoryPropertyFlags need, VkMemoryPropertyFlags want) {
     uint32_t best = UINT32_MAX;
@@ -188,11 +201,15 @@ splash_status sp_vk_open(sp_vk *vk, bool allow_cpu) {
 #undef SP_VK_LOAD_INSTANCE
     if ((st = pick_device(vk, allow_cpu))) return st;
     vk->no_coopmat = coopmat_unsupported(vk);
+    vk->no_int_dot = int_dot_unsupported(vk);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
                                                        .cooperativeMatrix = VK_TRUE};
+    VkPhysicalDeviceVulkan13Features f13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                            .pNext = vk->no_coopmat ? NULL : &cm, .shaderIntegerDotProduct = VK_TRUE};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                            .pNext = vk->no_coopmat ? NULL : &cm, .bufferDeviceAddress = VK_TRUE,
+                                            .pNext = vk->no_int_dot ? (vk->no_coopmat ? NULL : (void *)&cm) : (void *)&f13,
+                                            .bufferDeviceAddress = VK_TRUE,
                                             .shaderFloat16 = !vk->no_coopmat, .vulkanMemoryModel = !vk->no_coopmat};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
                                           .features = {.shaderInt64 = VK_TRUE}};

@@ -79,6 +79,7 @@ typedef struct sp_vk {
     uint64_t max_buffer;                           /* largest VkBuffer */
     uint32_t subgroup_size;
     const char *no_coopmat;  /* why the cooperative-matrix kernels cannot run here, or NULL when they run */
+    const char *no_int_dot;  /* why the integer-dot GEMV cannot run here, or NULL when it runs */
 
     /* pipelines */
     VkShaderModule modules[SP_GPU_KERNEL_COUNT];

@@ -4,9 +4,10 @@
 //
 // The grammar generates whole matches of the pattern. JSON Schema patterns are unanchored (a match anywhere), so a
 // whole match always satisfies them; `^` and `$` are accepted at the ends of the top-level alternatives only.
-// Repetition bounds are capped (MAX_REPEAT): xgrammar precomputes token masks for every position of a bounded
-// repetition at compile time, a cost per position that a broad class over a large vocabulary makes heavy (BENCHMARKS.md,
-// "Grammar").
+// Bounded repetitions the grammar writes are capped (MAX_REPEAT): xgrammar precomputes token masks for every position
+// of a bounded repetition at compile time, a cost per position that a broad class over a large vocabulary makes heavy
+// (BENCHMARKS.md, "Grammar"). Larger bounds are parsed; schema.ts has them counted beside the grammar where it can
+// (bounds.ts) and refuses the rest.
 import * as cs from "./charset.ts";
 import type { CharSet } from "./charset.ts";
 import { charSetParts, lit, partsToEbnf, starOf, type SetParts } from "./ebnf.ts";
@@ -84,9 +85,6 @@ class Parser {
       min = Number(m[1]);
       max = m[2] === undefined ? min : m[3] ? Number(m[3]) : null;
       if (max !== null && max < min) throw new RegexError("quantifier {n,m} with m < n", at);
-      if (min > MAX_REPEAT || (max ?? 0) > MAX_REPEAT) {
-        throw new RegexError(`repetition bounds above ${MAX_REPEAT} are not supported (they make the grammar slow to compile)`, at);
-      }
     } else return item;
     if (this.peek("?")) this.i++; // lazy: the same language
     return { t: "rep", item, min, max };
@@ -192,6 +190,38 @@ class Parser {
     }
     if (SYNTAX.includes(c) || (inClass && c === "-")) return cs.chars(c.charCodeAt(0));
     throw new RegexError(`unsupported escape \\${c}`, at);
+  }
+}
+
+// The largest bound of any bounded repetition in the regex (0 when there is none).
+export function largestRepeat(re: Regex): number {
+  switch (re.t) {
+    case "set":
+      return 0;
+    case "seq":
+      return Math.max(0, ...re.items.map(largestRepeat));
+    case "alt":
+      return Math.max(0, ...re.options.map(largestRepeat));
+    case "rep":
+      return Math.max(re.min, re.max ?? 0, largestRepeat(re.item));
+  }
+}
+
+// The fewest and most characters a whole match has (max Infinity when unbounded).
+export function matchLengths(re: Regex): { min: number; max: number } {
+  switch (re.t) {
+    case "set":
+      return { min: 1, max: 1 };
+    case "seq":
+      return re.items.map(matchLengths).reduce((a, b) => ({ min: a.min + b.min, max: a.max + b.max }), { min: 0, max: 0 });
+    case "alt": {
+      const all = re.options.map(matchLengths);
+      return { min: Math.min(...all.map((l) => l.min)), max: Math.max(...all.map((l) => l.max)) };
+    }
+    case "rep": {
+      const item = matchLengths(re.item);
+      return { min: re.min * item.min, max: re.max === null ? (item.max === 0 ? 0 : Infinity) : re.max * item.max };
+    }
   }
 }
 

@@ -7,7 +7,7 @@
 // without `items` gets no further items; a pattern is matched whole. Every output still validates.
 import { FORMATS } from "./formats.ts";
 import { integerEbnf, numberEbnf, Unsatisfiable, type Bound } from "./numbers.ts";
-import { parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
+import { largestRepeat, matchLengths, MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
 import { Rules } from "./ebnf.ts";
 
 export type Property = { name: string; node: Node; required: boolean };
@@ -245,13 +245,28 @@ class Compiler {
     if (regexToEbnf(regex, "json") === null) {
       throw new SchemaError("pattern: every match needs characters the grammar cannot write (large non-ASCII ranges)", at(path, keyword), keyword);
     }
-    if (s.minLength === undefined && s.maxLength === undefined) return { kind: "string", minLength: 0, regex, pattern };
+    const large = largestRepeat(regex) > MAX_REPEAT;
     const lengthKey = s.minLength !== undefined ? "minLength" : "maxLength";
+    // Bounds every match already keeps (a uuid's maxLength 36, a five-digit pattern's minLength 5) say nothing more.
+    const lengths = matchLengths(regex);
+    if (Math.max(minLength, lengths.min) > Math.min(maxLength ?? Infinity, lengths.max)) {
+      throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
+    }
+    if (minLength <= lengths.min && (maxLength ?? Infinity) >= lengths.max && !large) return { kind: "string", minLength: 0, regex, pattern };
     const counted = countedPattern(regex, minLength, maxLength);
     if (counted === "unsatisfiable") throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
-    if (!counted) {
+    if (!counted || largestRepeat(counted.regex) > MAX_REPEAT) {
+      if (large) {
+        throw new SchemaError(
+          `${keyword}: a repetition bound above ${MAX_REPEAT} is supported on a repeated character class that ends the pattern after fixed characters (such as ^[a-z][a-z0-9_]{0,9999}$)`,
+          at(path, keyword),
+          keyword,
+        );
+      }
       throw new SchemaError(
-        `minLength/maxLength together with "${keyword}" is supported when the pattern ends in a repeated character class after fixed characters (such as ^[a-z][a-z0-9_]*$); put the length in the pattern instead`,
+        keyword === "format"
+          ? `minLength/maxLength together with format ${JSON.stringify(s.format)} is not supported; use "pattern" with the lengths instead`
+          : `minLength/maxLength together with "pattern" is supported when the pattern ends in a repeated character class after fixed characters (such as ^[a-z][a-z0-9_]*$); put the length in the pattern instead`,
         path,
         lengthKey,
       );

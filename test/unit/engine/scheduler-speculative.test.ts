@@ -33,13 +33,14 @@ class Closing implements TokenConstraint {
 }
 
 // One sequence per constraint given (undefined: unconstrained), prefilled together, each having sampled 4.
-function setupMany(constraints: (TokenConstraint | undefined)[]) {
+// `requests` overrides fields of each sequence's request; `maxSeqs` is how many sequences the drafter takes a step.
+function setupMany(constraints: (TokenConstraint | undefined)[], requests: Partial<GenerateRequest>[] = [], maxSeqs = 4) {
   const pool = new BlockPool(64, 8);
   const cache = new KVCacheManager(pool, { copySlot: () => {}, clearSlot: () => {} }, { pageTokens: 4, pageBytes: 1, slotBytes: 1, root: rootHash("s"), prefixCache: true, snapshotInterval: 64 });
-  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs: 4 } });
+  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs } });
   const runs = constraints.map((constraint, i) => {
     const events: string[] = [];
-    const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint };
+    const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint, ...requests[i] };
     const seq = new Sequence(i, request, 20, {
       admitted: () => {},
       tokens: (t) => events.push(...t.map((x) => String(x.id))),
@@ -159,4 +160,13 @@ test("a sequence cancelled while its draft or its verify step computes never cal
     expect(scheduler.running).toHaveLength(0);
     expect(seq.computed).toBe(5); // anchor and the accepted draft
   }
+});
+
+test("a sampling sequence speculates by its own acceptance only when its caller chose the seed, and takes the drafter's seat first", () => {
+  const sampled = { ...greedy, temperature: 1 };
+  const { scheduler, runs } = setupMany([undefined, undefined], [{ sampling: sampled }, { sampling: sampled, seeded: true }], 1);
+  const plan = scheduler.schedule()!;
+  expect(runs.map((r) => r.seq.spec!.seeded)).toEqual([false, true]);
+  // one seat: the seeded sequence's block length must not depend on its neighbour, so it drafts
+  expect(plan.chunks.map((c) => c.draft ?? 0)).toEqual([0, 3]);
 });

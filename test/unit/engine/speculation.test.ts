@@ -68,15 +68,27 @@ test("a row costs nearly a step: no drafts, with a one-draft probe every 8 steps
   expect(ks.filter((k) => k === 1).length).toBe(1);
 });
 
-test("the gate: drafting steps that deliver fewer tokens per ms than plain ones stop greedy drafting, but for probes", () => {
+test("the gate: drafting steps that deliver fewer tokens per ms than plain ones stop drafting, but for probes; a seeded sequence keeps its own rule", () => {
   const policy = trained(20, 0.2, 2, 0.2, 0.8); // the model says draft the most; what was delivered says otherwise
   const greedy = accepting(0.9);
-  const sampled = new Speculation(7, true);
-  const ks = Array.from({ length: 32 }, () => policy.plan([greedy, sampled]));
+  const unseeded = accepting(0.9); // sampling without a chosen seed: planned like a greedy sequence
+  const seeded = new Speculation(7, true);
+  const ks = Array.from({ length: 32 }, () => policy.plan([greedy, unseeded, seeded]));
   expect(ks.filter(([g]) => g! > 0).length).toBe(2); // every 16th step
-  expect(ks.every(([, s]) => s === 7)).toBe(true); // a sampling sequence keeps its own rule
+  expect(ks.filter(([, u]) => u! > 0).length).toBe(2);
+  expect(ks.every(([, , s]) => s === 7)).toBe(true);
   policy.observeDecode(10, 1, true); // drafting now delivers more
   expect(policy.plan([greedy])).toEqual([7]);
+});
+
+test("a seeded sequence the drafter cannot follow stops drafting, but for a one-draft probe every 8 of its own steps", () => {
+  const s = new Speculation(7, true);
+  for (let i = 0; i < 30; i++) s.record(7, 0); // no draft ever accepted
+  const ks = Array.from({ length: 24 }, () => new SpeculationPolicy(7).plan([s])[0]);
+  expect(ks).toEqual(Array.from({ length: 24 }, (_, i) => ((i + 1) % 8 === 0 ? 1 : 0)));
+  // the probes' acceptance brings it back, by its own rates alone
+  for (let i = 0; i < 10; i++) s.record(1, 1);
+  expect(new SpeculationPolicy(7).plan([s])[0]!).toBeGreaterThan(0);
 });
 
 test("more sequences share the step's fixed cost: each drafts less", () => {
@@ -87,7 +99,7 @@ test("more sequences share the step's fixed cost: each drafts less", () => {
   expect(four[0]!).toBeLessThan(alone);
 });
 
-test("a sampling sequence's block length depends on its own acceptance only (reproducible for a seed)", () => {
+test("a seeded sequence's block length depends on its own acceptance only (reproducible for the seed)", () => {
   const s = new Speculation(7, true);
   expect(new SpeculationPolicy(7).plan([s])).toEqual([7]);
   for (let i = 0; i < 30; i++) s.record(7, 2); // drafts 0 and 1 kept, draft 2 never
@@ -96,7 +108,7 @@ test("a sampling sequence's block length depends on its own acceptance only (rep
   expect(k).toEqual([2]);
 });
 
-test("a new sequence starts from the engine's acceptance rates (a sampling one from its own only)", () => {
+test("a new sequence starts from the engine's acceptance rates (a seeded one from its own only)", () => {
   const p = new SpeculationPolicy(3);
   expect(p.start(false).rates).toEqual([1, 1, 1]);
   const s = p.start(false);

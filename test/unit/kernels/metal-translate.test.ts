@@ -14,7 +14,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kernelIdent, writeTables } from "../../../kernels/generate.ts";
+import { kernelIdent, type Variant, writeTables } from "../../../kernels/generate.ts";
 import { compare, cTable, embed, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, staleKernels, THREADGROUP_MEMORY, translateAll } from "../../../scripts/build/msl.ts";
 
 const manifest = readManifest();
@@ -71,10 +71,12 @@ describe("committed kernels", () => {
     const dir = mkdtempSync(join(tmpdir(), "splash-mtlids-"));
     try {
       const { header, variants } = writeTables(dir);
-      // every kernel but the cooperative-matrix ones (SPIRV-Cross cannot translate them; Metal never selects them)
+      // every kernel but the cooperative-matrix and integer-dot ones (SPIRV-Cross cannot translate them; Metal never
+      // selects them) and the int8 quantizers of x that only the integer-dot GEMV reads
       expect(variants.filter((v) => !v.vulkanOnly).map((v) => v.name)).toEqual(manifest.kernels.map((k) => k.name));
       const coop = (file: string) => readFileSync(join(root, "kernels", file), "utf8").includes("GL_KHR_cooperative_matrix");
-      for (const v of variants) expect(!!v.vulkanOnly, v.name).toBe(coop(v.file));
+      const intDot = (v: Variant) => v.defines.DOT === 1 || v.defines.QUANT === 1 || v.file === "quantize.comp";
+      for (const v of variants) expect(!!v.vulkanOnly, v.name).toBe(coop(v.file) || intDot(v));
       const ids = readFileSync(header, "utf8");
       manifest.kernels.forEach((k) => expect(ids).toContain(`${kernelIdent(k.name)} = ${variants.findIndex((v) => v.name === k.name)},`));
       expect(staleKernels({ ...manifest, kernels: manifest.kernels.slice(1) }, variants)).not.toEqual([]);

@@ -28,13 +28,16 @@ describe("unsupported keywords name the keyword and path", () => {
     ["nullable (OpenAPI)", { type: "string", nullable: true }, "nullable", "/nullable"],
     ["unknown keyword", { type: "string", maxLenght: 3 }, "maxLenght", "/maxLenght"],
     ["in $defs reached by $ref", { $defs: { a: { type: "string", dependentRequired: {} } }, $ref: "#/$defs/a" }, "dependentRequired", "/$defs/a/dependentRequired"],
-    ["unsupported format", { type: "string", format: "hostname" }, "format", "/format"],
+    ["unsupported format", { type: "string", format: "idn-hostname" }, "format", "/format"],
     ["format on a number", { type: "integer", format: "percent" }, "format", "/format"],
     ["lookahead in a pattern", { type: "string", pattern: "^(?=a)\\w+$" }, "pattern", "/pattern"],
     ["backreference", { type: "string", pattern: "(a)\\1" }, "pattern", "/pattern"],
     ["invalid regex", { type: "string", pattern: "[a-" }, "pattern", "/pattern"],
     ["anchor in the middle", { type: "string", pattern: "a^b" }, "pattern", "/pattern"],
-    ["repetition too large", { type: "string", pattern: "^.{0,500}$" }, "pattern", "/pattern"],
+    ["a large repetition of a group", { type: "string", pattern: "^(ab){0,500}$" }, "pattern", "/pattern"],
+    ["a large repetition before the end", { type: "string", pattern: "^[a-z]{1,100}\\.txt$" }, "pattern", "/pattern"],
+    ["a large fixed repetition before a counted one", { type: "string", pattern: "^[A-Z]{40}[a-z]*$" }, "pattern", "/pattern"],
+    ["a large repetition of a group, inside items", { type: "array", items: { type: "string", pattern: "^x(y|z){33}$" } }, "pattern", "/items/pattern"],
     ["counts in a union the output cannot be followed through", { type: "object", properties: { a: { anyOf: [{ type: "string", maxLength: 3 }, { type: "string", pattern: "^a+$" }] } } }, "anyOf", "/properties/a/anyOf"],
     ["counts in a union with an enum that starts alike", { oneOf: [{ type: "array", maxItems: 2 }, { const: [1, 2, 3] }] }, "oneOf", "/oneOf"],
     ["maxLength with a pattern that does not end in a repeated class", { type: "string", pattern: "^(ab)+$", maxLength: 5 }, "maxLength", ""],
@@ -71,6 +74,10 @@ describe("invalid and unsatisfiable schemas", () => {
     ["negative minLength", { type: "string", minLength: -1 }, /non-negative integer/],
     ["non-ASCII-only pattern range", { type: "string", pattern: "^[\\u4e00-\\u9fff]+$" }, /cannot write/],
     ["a pattern no string of the lengths matches", { type: "string", pattern: "^[A-Z]{2}[0-9]{0,3}$", minLength: 6 }, /no string matching "pattern" has a length within/],
+    ["a large repetition whose bounds miss the lengths", { type: "string", pattern: "^[a-z]{100,10000}$", maxLength: 50 }, /no string matching "pattern" has a length within/],
+    ["a format with lengths it cannot count", { type: "string", format: "email", maxLength: 254 }, /together with format "email" is not supported/],
+    ["a bounded format with lengths inside its range", { type: "string", format: "date-time", maxLength: 22 }, /together with format "date-time" is not supported/],
+    ["a format no length allows", { type: "string", format: "uuid", maxLength: 30 }, /no string matching "format" has a length within/],
   ];
   for (const [name, schema, message] of cases) {
     test(name, () => expect(refusal(json(schema)).message).toMatch(message));
@@ -101,7 +108,7 @@ describe("tool choice", () => {
   test("duplicate tool names", () => expect(refusal(req([tool("a"), tool("a")], "required")).message).toContain("two tools"));
   test("parameters that are not an object", () => expect(refusal(req([tool("a", { type: "string" })], "required")).param).toBe("tools[0].parameters"));
   test("an unsupported keyword in a tool's parameters", () => {
-    const e = refusal(req([tool("ok"), tool("b", { type: "object", properties: { x: { type: "string", format: "hostname" } } })], "required"));
+    const e = refusal(req([tool("ok"), tool("b", { type: "object", properties: { x: { type: "string", format: "idn-hostname" } } })], "required"));
     expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[1].parameters", "format", "/properties/x/format"]);
   });
   test("counts in a raw parameter with several string options", () => {

@@ -23,7 +23,8 @@ test.skipIf(!linux)("built with the Vulkan backend", () => {
 
 test.skipIf(!linux)("every op matches the CPU backend, odd and real shapes", () => {
   const r = run([]);
-  expect(r.out).toContain("matmul q4 17408x5120 n=1");
+  expect(r.out).toContain("matmul q4 17408x5120 n=1 (int8 dot)"); // lavapipe has Vulkan 1.3's integer dot products
+  expect(r.out).toContain("matmul q4 5120x6144 n=16 (int8 dot)");
   expect(r.out).toContain("gdn 16/48 heads, dk 128 dv 128");
   expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
   expect(r.code).toBe(0);
@@ -36,3 +37,12 @@ for (const width of ["128", "512"])
     expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
     expect(r.code).toBe(0);
   }, 600_000);
+
+// The float GEMV for Q4/Q8 (what Metal and devices without integer dot products run).
+test.skipIf(!linux)("the quick set on the float GEMV (SPLASH_VULKAN_INT_DOT=0)", () => {
+  const r = run(["--quick"], { SPLASH_VULKAN_INT_DOT: "0" });
+  expect(r.out).toContain("matmul q4 67x168 n=12 vs cpu");
+  expect(r.out).not.toContain("(int8 dot)");
+  expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
+  expect(r.code).toBe(0);
+}, 600_000);
