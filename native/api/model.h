@@ -46,24 +46,19 @@ struct splash_cache {
 /* Where a step on this cache finds the target's sequence state. */
 sp_seq_memory sp_cache_memory(const splash_cache *c);
 
-/* Checks a step's sequences against the model and cache (step.c); nothing is written. */
-splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs);
 /* A sequence's sampling settings, its logit bias among them (ids that are tokens of the model). */
 splash_status sp_api_check_sampling(const splash_model *m, int32_t i, const splash_sampling *s);
-/* The per-sequence checks of what a step samples (settings, buffers, masks; a verify block's masks when verify is
- * not NULL): a sequence that fails them is refused alone — seqs[i].error says why, refused[i] = 1, and its sample
- * flag is cleared so the step only computes its positions. sp_api_end_refusals restores the flags and writes token
- * −1 for each refused sequence after the step. */
-splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, const splash_verify *verify, int32_t n_seqs,
-                            uint8_t *refused);
-void sp_api_end_refusals(splash_seq *seqs, int32_t n_seqs, const uint8_t *refused);
 
 /* The attached drafter's share of a page and a slot (speculate.c), its fixed bytes, and its release. */
 uint64_t sp_speculator_page_bytes(const sp_speculator *s, int32_t page_tokens, int32_t kv_type);
 uint64_t sp_speculator_slot_bytes(const sp_speculator *s);
 void sp_speculator_add_info(const sp_speculator *s, splash_model_info *info);
 void sp_speculator_free(sp_speculator *s);
-/* splash_step with a drafter attached: the forward pass plus the drafter's ingest of every committed position. */
-splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n_seqs);
+/* The speculative parts of a step's sequences (splash_seq.speculate) against the drafter and the drafts of the last
+ * step (under the model's lock); nothing is written. Without a drafter, any speculative part fails. */
+splash_status sp_speculator_check(const splash_model *m, const splash_cache *c, const splash_seq *seqs, int32_t n_seqs);
+/* splash_step with a drafter attached: the forward pass with its verify blocks, the acceptance, the drafter's ingest
+ * of every committed position, and the next drafts. */
+splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs);
 
 #endif

@@ -1,23 +1,20 @@
-/* speculate.c — speculative decoding's ABI (splash.h): attach a drafter, draft, verify and accept.
+/* speculate.c — speculative decoding's ABI (splash.h): attach a drafter; inside splash_step, verify, accept and draft.
  *
- * One cycle of a sequence whose last sampled token t sits at position n (not yet in the cache):
+ * One cycle of a sequence whose last sampled token t sits at position n (not yet in the cache), all in one step:
  *
- *   splash_draft       drafter proposes d1 … dk (MTP: k chained steps; DFlash: one block [t, mask × (B − 1)];
- *                      DFlash2: the same block, then its selector's walk over each row's candidates); at
- *                      temperature > 0 each d_j is drawn from the drafter's distribution q_j, kept here
- *   (the caller)       may refuse a draft (a grammar) and verify only a prefix
- *   splash_step_spec   the target runs [t, d1 … dk] at n … n + k in the same pass as the step's other sequences,
- *                      writing logits for every block row here (never to the caller: 248K floats a row); then
- *                      draft/accept.c decides per row (greedy: target argmax == draft; else rejection sampling) and
- *                      sp_qwen35_commit replays the accepted rows into the GDN state, which the block left untouched
+ *   verify   the target runs [t, d1 … dk] at n … n + k (the drafts its previous step proposed, cut by the caller's
+ *            grammar) in the same pass as the step's other sequences, writing logits for every block row here (never
+ *            to the caller: 248K floats a row); draft/accept.c decides per row (greedy: target argmax == draft; else
+ *            rejection sampling against the q kept when they were drafted) and sp_qwen35_commit replays the accepted
+ *            rows into the GDN state, which the block left untouched
+ *   ingest   the drafter takes in every committed position of every sequence of the step
+ *   draft    from the token the step sampled, t' at n + a + 1, the drafter proposes the next block (MTP: k chained
+ *            steps; DFlash: one block [t', mask × (B − 1)]; DFlash2: the same block, then its selector's walk over
+ *            each row's candidates); at temperature > 0 each draft is drawn from q, kept here for the next step
  *
- *   after the step:    positions n … n + a hold the accepted tokens, the final token is the target's own
- *                      (its argmax at the first mismatch, the residual draw at a rejection, or the bonus), and the
- *                      drafter has ingested every committed position of every sequence of the step
- *
- * Attention K/V of rejected positions stays in the pages past the sequence's end, where the next step overwrites
- * it; the caller names a page for its prefix cache only once all its positions are committed, so a shared page
- * never holds a rejected position. */
+ * Attention K/V of rejected positions and of drafts stays in the pages past the sequence's end, where later steps
+ * overwrite it; the caller names a page for its prefix cache only once all its positions are committed, so a shared
+ * page never holds a rejected position. */
 #include "model.h"
 
 #include "arch/dflash.h"
@@ -44,11 +41,22 @@ static const struct {
 } DRAFTERS[] = {{SPLASH_DRAFT_MTP, sp_mtp_load, false}, {SPLASH_DRAFT_DFLASH, sp_dflash_load, true},
                 {SPLASH_DRAFT_DFLASH2, sp_dflash2_load, true}};
 
-/* What the last splash_draft proposed for its sequence i. */
+/* What the last step drafted for one sequence: its anchor's slot and position, and whether q rows were kept. */
 typedef struct drafted {
     int32_t slot, n_past, n_draft;
     int32_t sampled;            /* temperature > 0: q rows were kept */
 } drafted;
+
+/* One sequence to draft for after the step: its sampled token (the anchor) at position n_past. */
+typedef struct draft_job {
+    int32_t slot, n_past, anchor, n_draft;
+    const int32_t *pages;
+    const splash_sampling *sampling;
+    const int32_t *penalty;     /* the generated tokens and the ones the step emitted */
+    int32_t n_penalty;
+    int32_t *tokens;            /* out [n_draft] */
+    float *logits, *probs;      /* NULL or out [n_draft][vocab] */
+} draft_job;
 
 struct sp_speculator {
     int32_t kind, max_draft, max_seqs, verify_rows;
@@ -69,8 +77,8 @@ struct sp_speculator {
     void *sample_scratch;       /* n_threads × sp_sample_scratch_bytes(vocab) */
     int32_t *top_ids;           /* (max_draft + 1, SPLASH_MAX_TOP_LOGPROBS) when the caller wants only the last row's */
     float *top_logprobs;
-    drafted *last;              /* (max_seqs) */
-    int32_t *last_tokens;       /* (max_seqs, max_draft) */
+    drafted *last;              /* (max_seqs): the last step's drafts, by sequence … */
+    int32_t *last_tokens;       /* (max_seqs, max_draft) … and their tokens; q holds their distributions */
     int32_t n_last;
     uint64_t weight_bytes, scratch_bytes;
 };
@@ -200,33 +208,92 @@ splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafte
     return SPLASH_OK;
 }
 
+/* ---- checks --------------------------------------------------------------------------------------------------- */
+
+/* The entry of the last step's drafts for `slot`, or −1. */
+static int32_t drafted_for(const sp_speculator *s, int32_t slot) {
+    for (int32_t k = 0; k < s->n_last; k++)
+        if (s->last[k].slot == slot) return k;
+    return -1;
+}
+
+splash_status sp_speculator_check(const splash_model *m, const splash_cache *c, const splash_seq *seqs, int32_t n) {
+    const sp_speculator *s = m->speculator;
+    int64_t rows = 0;
+    int32_t verifying = 0, drafting = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const splash_seq *q = &seqs[i];
+        const splash_speculate *v = q->speculate;
+        if (!v) continue;
+        if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate: the model has no drafter", i);
+        if ((v->n_proposed > 0 || v->n_next > 0) && !q->sample)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate needs sample = 1", i);
+        if (v->n_next < 0 || v->n_next > s->max_draft || (v->n_next > 0 && !v->next))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate.n_next %d: expected 0..%d with `next`", i, v->n_next,
+                           s->max_draft);
+        if (v->n_next > 0) {
+            drafting++;
+            int64_t need = ((int64_t)q->n_past + q->n_tokens + v->n_next + c->page_tokens - 1) / c->page_tokens;
+            if (q->n_pages < need)
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: %lld positions with the next drafts need %lld pages, the page "
+                               "table has %d", i, (long long)q->n_past + q->n_tokens + v->n_next, (long long)need, q->n_pages);
+            for (int64_t p = 0; p < need; p++)
+                if (q->pages[p] < 0 || q->pages[p] >= c->n_pages)
+                    return SP_FAIL(SPLASH_ERR_CAPACITY, "seqs[%d].pages[%lld] = %d is outside the cache (0..%d)", i, (long long)p,
+                                   q->pages[p], c->n_pages - 1);
+        }
+        if (v->n_proposed == 0 && v->n_draft == 0) continue;
+        if (v->n_draft < 0 || v->n_draft > s->max_draft || v->n_proposed < v->n_draft || v->n_proposed > v->n_draft + 1 ||
+            v->n_proposed > s->max_draft || q->n_tokens != v->n_draft + 1)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate: n_draft %d (0..%d), n_proposed %d (n_draft or one more) "
+                           "need n_tokens = n_draft + 1 (got %d)", i, v->n_draft, s->max_draft, v->n_proposed, q->n_tokens);
+        if (q->n_top_logprobs > 0 && (v->top_ids == NULL) != (v->top_logprobs == NULL))
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate: top_ids and top_logprobs go together", i);
+        verifying++;
+        rows += q->n_tokens;
+        if (!(q->sampling.temperature > 0)) continue; /* greedy acceptance is exact for drafts from anywhere */
+        int32_t k = drafted_for(s, q->slot);
+        const drafted *d = k < 0 ? NULL : &s->last[k];
+        if (!d || d->n_past != q->n_past || v->n_proposed > d->n_draft || !d->sampled)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d]: the verify block (slot %d at %d, %d drafts, sampled) is not what "
+                           "the sequence's previous step drafted", i, q->slot, q->n_past, v->n_proposed);
+        for (int32_t j = 0; j < v->n_draft; j++)
+            if (q->tokens[1 + j] != s->last_tokens[k * s->max_draft + j])
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].tokens[%d] is not the drafted token", i, 1 + j);
+    }
+    if (s && (verifying > s->max_seqs || drafting > s->max_seqs || rows > s->verify_rows))
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%d verify blocks of %lld rows and %d drafting sequences: at most %d sequences "
+                       "and %d rows", verifying, (long long)rows, drafting, s->max_seqs, s->verify_rows);
+    return SPLASH_OK;
+}
+
 /* ---- draft ---------------------------------------------------------------------------------------------------- */
 
 typedef struct pick_ctx {
     sp_speculator *s;
-    splash_draft_seq *drafts;
+    draft_job *jobs;
     int32_t *penalty;           /* room for the longest penalty list + max_draft */
 } pick_ctx;
 
-/* The penalty list of draft j of sequence i: the generated tokens, then the earlier drafts. */
-static int32_t penalty_list(pick_ctx *c, const splash_draft_seq *d, int32_t j) {
-    memcpy(c->penalty, d->penalty_tokens, sizeof(int32_t) * (size_t)d->n_penalty_tokens);
-    memcpy(c->penalty + d->n_penalty_tokens, d->tokens, sizeof(int32_t) * (size_t)j);
-    return d->n_penalty_tokens + j;
+/* The penalty list of draft j of job i: the generated and emitted tokens, then the earlier drafts. */
+static int32_t penalty_list(pick_ctx *c, const draft_job *d, int32_t j) {
+    memcpy(c->penalty, d->penalty, sizeof(int32_t) * (size_t)d->n_penalty);
+    memcpy(c->penalty + d->n_penalty, d->tokens, sizeof(int32_t) * (size_t)j);
+    return d->n_penalty + j;
 }
 
 /* sp_draft_shape: the row after the sampler's penalties, bias and the model's tokens, −inf past them to the row's end. */
 static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) {
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
-    const splash_draft_seq *d = &c->drafts[i];
-    sp_dist_row row = {logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+    const draft_job *d = &c->jobs[i];
+    sp_dist_row row = {logits, d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
     sp_accept_logits(&row, s->n_tokens, s->z, s->dist_scratch);
     for (int32_t t = s->n_tokens; t < s->vocab; t++) s->z[t] = -INFINITY;
     return s->z;
 }
 
-/* Draft j of sequence i, kept for the acceptance with the q it was drawn from. Without candidates: the argmax of the
+/* Draft j of job i, kept for the acceptance with the q it was drawn from. Without candidates: the argmax of the
  * biased row over the model's tokens, or a draw from q = the sampler's distribution of the drafter's row (penalties
  * over the generated tokens and the earlier drafts). With a selector's candidates (z-lab CandidateSelector.select):
  * the best-scored one, or a draw from q = softmax(scores / T) over them (zero elsewhere), the temperature alone
@@ -234,9 +301,10 @@ static const float *shape(void *ctx, int32_t i, int32_t j, const float *logits) 
 static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) {
     pick_ctx *c = ctx;
     sp_speculator *s = c->s;
-    splash_draft_seq *d = &c->drafts[i];
+    draft_job *d = &c->jobs[i];
+    const splash_sampling *sm = d->sampling;
     int32_t V = s->vocab, N = s->n_tokens, token = -1;
-    int sampled = d->sampling.temperature > 0;
+    int sampled = sm->temperature > 0;
     float *q = s->q + ((int64_t)i * s->max_draft + j) * V;
     if (ch->n_cand > 0 && !sampled) {
         int32_t best = 0;
@@ -247,26 +315,25 @@ static int32_t pick(void *ctx, int32_t i, int32_t j, const sp_draft_choice *ch) 
         float mx = ch->scores[0];
         for (int32_t k = 1; k < ch->n_cand; k++) mx = ch->scores[k] > mx ? ch->scores[k] : mx;
         double total = 0;
-        for (int32_t k = 0; k < ch->n_cand; k++) total += exp(((double)ch->scores[k] - mx) / d->sampling.temperature);
+        for (int32_t k = 0; k < ch->n_cand; k++) total += exp(((double)ch->scores[k] - mx) / sm->temperature);
         memset(q, 0, sizeof(float) * (size_t)V);
-        for (int32_t k = 0; k < ch->n_cand; k++)
-            q[ch->cand[k]] = (float)(exp(((double)ch->scores[k] - mx) / d->sampling.temperature) / total);
+        for (int32_t k = 0; k < ch->n_cand; k++) q[ch->cand[k]] = (float)(exp(((double)ch->scores[k] - mx) / sm->temperature) / total);
     } else if (!sampled) {
         const float *z = ch->logits;
-        if (d->sampling.n_bias > 0) { /* the argmax the target's greedy sampler takes: biased */
+        if (sm->n_bias > 0) { /* the argmax the target's greedy sampler takes: biased */
             memcpy(s->z, ch->logits, sizeof(float) * (size_t)N);
-            for (int32_t k = 0; k < d->sampling.n_bias; k++) s->z[d->sampling.bias_ids[k]] += d->sampling.bias[k];
+            for (int32_t k = 0; k < sm->n_bias; k++) s->z[sm->bias_ids[k]] += sm->bias[k];
             z = s->z;
         }
         for (int32_t t = 0; t < N; t++)
             if ((!s->tokens || ((s->tokens[t >> 5] >> (t & 31)) & 1)) && (token < 0 || z[t] > z[token])) token = t;
     } else {
-        sp_dist_row row = {ch->logits, &d->sampling, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
+        sp_dist_row row = {ch->logits, sm, c->penalty, penalty_list(c, d, j), NULL, s->tokens};
         int32_t arg;
         sp_accept_dist(&row, N, s->z, q, &arg, s->dist_scratch);
         for (int32_t t = N; t < V; t++) q[t] = 0;
     }
-    if (sampled) token = sp_accept_draw(q, N, sp_accept_uniform(d->sampling.seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
+    if (sampled) token = sp_accept_draw(q, N, sp_accept_uniform(sm->seed, SP_STREAM_DRAFT, (uint64_t)d->n_past + 1 + j));
     d->tokens[j] = token;
     s->last_tokens[i * s->max_draft + j] = token;
     if (d->logits) memcpy(d->logits + (int64_t)j * V, ch->logits, sizeof(float) * (size_t)V);
@@ -283,99 +350,65 @@ static sp_seq_memory draft_memory(const splash_cache *c) {
                            .kv_type = c->kv_type, .state = c->draft_state};
 }
 
-splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n) {
-    if (!m || !c || !drafts || n < 1) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: model, cache and drafts are required");
-    if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the cache belongs to another model");
+/* Drafts the next block of every sequence that asks for one and sampled a token, from that token at its position
+ * after the committed ones; the drafts and their q replace the last step's. */
+static splash_status draft_next(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n, const int32_t *committed) {
     sp_speculator *s = m->speculator;
-    if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: the model has no drafter (splash_model_attach_drafter)");
-    if (n > s->max_seqs) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_draft: %d sequences, more than max_seqs %d", n, s->max_seqs);
-    int32_t longest = 0;
+    s->n_last = 0; /* the last step's drafts were verified (or dropped) by now */
+    int64_t penalty_room = 0;
+    int32_t longest = 0, n_jobs = 0;
     for (int32_t i = 0; i < n; i++) {
-        const splash_draft_seq *d = &drafts[i];
-        if (d->slot < 0 || d->slot >= c->n_slots) return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].slot %d is outside the cache", i, d->slot);
-        if (d->n_past < 1 || d->n_draft < 1 || d->n_draft > s->max_draft || d->n_past > INT32_MAX - d->n_draft)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: n_past %d (≥ 1), n_draft %d (1..%d)", i, d->n_past, d->n_draft, s->max_draft);
-        if (d->anchor < 0 || d->anchor >= s->vocab) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d].anchor %d is outside the vocabulary", i, d->anchor);
-        if (!d->tokens) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d].tokens is NULL", i);
-        if (d->n_penalty_tokens < 0 || (d->n_penalty_tokens > 0 && !d->penalty_tokens))
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: n_penalty_tokens %d without penalty_tokens", i, d->n_penalty_tokens);
-        int64_t need = ((int64_t)d->n_past + d->n_draft + c->page_tokens - 1) / c->page_tokens;
-        if (!d->pages || d->n_pages < need)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d]: %d positions need %lld pages, the page table has %d", i,
-                           d->n_past + d->n_draft, (long long)need, d->pages ? d->n_pages : 0);
-        for (int64_t p = 0; p < need; p++)
-            if (d->pages[p] < 0 || d->pages[p] >= c->n_pages)
-                return SP_FAIL(SPLASH_ERR_CAPACITY, "drafts[%d].pages[%lld] = %d is outside the cache", i, (long long)p, d->pages[p]);
-        splash_status st = sp_api_check_sampling(m, i, &d->sampling);
-        if (st) return st;
-        for (int32_t j = 0; j < i; j++)
-            if (drafts[j].slot == d->slot) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafts[%d] and [%d] both use slot %d", j, i, d->slot);
-        longest = d->n_penalty_tokens > longest ? d->n_penalty_tokens : longest;
+        const splash_speculate *v = seqs[i].speculate;
+        if (!v || v->n_next == 0) continue;
+        for (int32_t j = 0; j < v->n_next; j++) v->next[j] = -1;
+        if (!seqs[i].sample || seqs[i].token < 0) continue; /* refused */
+        int32_t emitted = v->n_proposed > 0 ? v->n_accepted + 1 : 1;
+        int32_t len = seqs[i].n_penalty_tokens + emitted;
+        penalty_room += len;
+        longest = len > longest ? len : longest;
+        n_jobs++;
     }
-    pick_ctx ctx = {s, drafts, malloc(sizeof(int32_t) * ((size_t)longest + (size_t)s->max_draft))};
-    sp_draft_seq seqs[n];
-    if (!ctx.penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_lock(&m->lock);
-    s->n_last = 0; /* a failed draft leaves nothing to verify against */
+    if (!n_jobs) return SPLASH_OK;
+    draft_job jobs[n_jobs];
+    sp_draft_seq seqs_d[n_jobs];
+    int32_t *lists = malloc(sizeof(int32_t) * (size_t)(penalty_room + longest + s->max_draft));
+    if (!lists) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    int32_t *at = lists, k = 0;
     for (int32_t i = 0; i < n; i++) {
-        seqs[i] = (sp_draft_seq){drafts[i].slot, drafts[i].n_past, drafts[i].anchor, drafts[i].n_draft, drafts[i].pages};
-        s->last[i] = (drafted){drafts[i].slot, drafts[i].n_past, drafts[i].n_draft, drafts[i].sampling.temperature > 0};
+        splash_seq *q = &seqs[i];
+        splash_speculate *v = q->speculate;
+        if (!v || v->n_next == 0 || !q->sample || q->token < 0) continue;
+        /* the penalties' tokens: the generated ones, the verify block's accepted drafts, the sampled token */
+        int32_t accepted = v->n_proposed > 0 ? v->n_accepted : 0;
+        if (q->n_penalty_tokens) memcpy(at, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
+        memcpy(at + q->n_penalty_tokens, q->tokens + 1, sizeof(int32_t) * (size_t)accepted);
+        at[q->n_penalty_tokens + accepted] = q->token;
+        int32_t n_past = q->n_past + committed[i];
+        jobs[k] = (draft_job){q->slot, n_past, q->token, v->n_next, q->pages, &q->sampling, at, q->n_penalty_tokens + accepted + 1,
+                              v->next, v->next_logits, v->next_probs};
+        seqs_d[k] = (sp_draft_seq){q->slot, n_past, q->token, v->n_next, q->pages};
+        s->last[k] = (drafted){q->slot, n_past, v->n_next, q->sampling.temperature > 0};
+        at += jobs[k].n_penalty;
+        k++;
     }
+    pick_ctx ctx = {s, jobs, at};
     m->op_status = SPLASH_OK;
     sp_seq_memory mem = draft_memory(c);
-    splash_status st = s->d->ops->draft(s->d, &mem, seqs, n, shape, pick, &ctx);
-    free(ctx.penalty);
+    splash_status st = s->d->ops->draft(s->d, &mem, seqs_d, n_jobs, shape, pick, &ctx);
+    free(lists);
     if (!st && m->op_status) st = m->op_status;
-    if (!st) s->n_last = n;
-    pthread_mutex_unlock(&m->lock);
+    if (!st) s->n_last = n_jobs;
     return st;
 }
 
 /* ---- verify --------------------------------------------------------------------------------------------------- */
-
-static splash_status check_verify(const sp_speculator *s, const splash_seq *seqs, const splash_verify *verify, int32_t n,
-                                  int32_t vocab) {
-    int64_t rows = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const splash_verify *v = &verify[i];
-        const splash_seq *q = &seqs[i];
-        if (v->n_draft == 0 && v->n_proposed == 0) continue;
-        if (!s) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: the model has no drafter", i);
-        if (v->n_draft < 0 || v->n_draft > s->max_draft || q->n_tokens != v->n_draft + 1 || !q->sample)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: n_draft %d (0..%d) needs n_tokens = n_draft + 1 (got %d) and sample = 1",
-                           i, v->n_draft, s->max_draft, q->n_tokens);
-        if (q->n_top_logprobs > 0 && (v->top_ids == NULL) != (v->top_logprobs == NULL))
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: top_ids and top_logprobs go together", i);
-        int greedy = !(q->sampling.temperature > 0);
-        if (v->draft_index == -1 && greedy) { /* greedy acceptance is exact for drafts from anywhere */
-            rows += q->n_tokens;
-            continue;
-        }
-        if (v->draft_index < 0 || v->draft_index >= s->n_last)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].draft_index %d: the last splash_draft had %d sequences", i,
-                           v->draft_index, s->n_last);
-        const drafted *d = &s->last[v->draft_index];
-        if (d->slot != q->slot || d->n_past != q->n_past || v->n_proposed < v->n_draft || v->n_proposed > d->n_draft)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d] is not what splash_draft proposed for it (slot %d at %d, %d drafts)",
-                           i, d->slot, d->n_past, d->n_draft);
-        if (d->sampled != !greedy)
-            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d]: drafted and verified with different temperatures", i);
-        for (int32_t j = 0; j < v->n_draft; j++)
-            if (q->tokens[1 + j] != s->last_tokens[v->draft_index * s->max_draft + j])
-                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].tokens[%d] is not the drafted token", i, 1 + j);
-        rows += q->n_tokens;
-    }
-    if (s && rows > s->verify_rows) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "%lld verify rows, at most %d", (long long)rows, s->verify_rows);
-    (void)vocab;
-    return SPLASH_OK;
-}
 
 /* Accepts or rejects sequence q's drafts against its block logits (backend memory); returns the accepted count,
  * q->token set. */
 /* Greedy: each block row goes through the backend's own sampler (the argmax, its log-probability and alternatives,
  * bit for bit what decoding without a drafter reports; a GPU returns the argmax rather than the rows), all rows at
  * once; drafts are kept while they are the argmax. */
-static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, const int32_t *penalty) {
+static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_speculate *v, const float *logits, const int32_t *penalty) {
     const sp_backend *be = s->be;
     int32_t V = s->vocab, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
     int32_t *top_ids = v->top_ids ? v->top_ids : s->top_ids;
@@ -399,15 +432,15 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_verif
     return SPLASH_OK;
 }
 
-static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, const float *logits, int32_t *penalty) {
+/* qrows: the q the drafts were drawn from (temperature > 0), [n_proposed][vocab]. */
+static splash_status accept(sp_speculator *s, splash_seq *q, splash_speculate *v, const float *logits, const float *qrows,
+                            int32_t *penalty) {
     int32_t V = s->vocab, N = s->n_tokens, k = v->n_draft, words = (V + 31) / 32;
     const int32_t *draft = q->tokens + 1;
-    int greedy = !(q->sampling.temperature > 0);
-    const float *qrows = greedy ? NULL : s->q + (int64_t)v->draft_index * s->max_draft * V;
     uint64_t pos0 = (uint64_t)q->n_past + 1; /* block row r decides position n_past + 1 + r */
-    memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
+    if (q->n_penalty_tokens) memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
-    if (greedy) return accept_greedy(s, q, v, logits, penalty);
+    if (!(q->sampling.temperature > 0)) return accept_greedy(s, q, v, logits, penalty);
     s->be->read(s->be, s->host_logits, logits, sizeof(float) * (uint64_t)(k + 1) * (uint64_t)V);
     logits = s->host_logits;
     for (int32_t r = 0; r <= k; r++) {
@@ -423,7 +456,7 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
         if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
         if (q->n_top_logprobs > 0 && v->top_ids)
             sp_accept_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
-                        v->top_logprobs + (int64_t)r * q->n_top_logprobs);
+                          v->top_logprobs + (int64_t)r * q->n_top_logprobs);
         if (kept) continue;
         v->n_accepted = r;
         q->token = token;
@@ -434,17 +467,21 @@ static splash_status accept(sp_speculator *s, splash_seq *q, splash_verify *v, c
     return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
 }
 
-splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n) {
+splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n) {
     sp_speculator *s = m->speculator;
     int32_t V = s->vocab, n_verify = 0, longest = 0;
     uint8_t is_verify[n];
-    int64_t off = 0;
+    const float *qrows[n];
     for (int32_t i = 0; i < n; i++) {
         const splash_seq *q = &seqs[i];
-        /* a refused sequence (sample cleared by sp_api_refuse) only computes its rows; a verify block's logits stay
+        splash_speculate *v = q->speculate;
+        /* a refused sequence (sample cleared by step.c's refusals) only computes its rows; a verify block's logits stay
          * in s->logits (backend memory), where the acceptance samples them */
-        is_verify[i] = verify && q->sample && (verify[i].n_draft > 0 || verify[i].n_proposed > 0);
+        is_verify[i] = v && q->sample && v->n_proposed > 0;
+        if (v) v->n_accepted = 0;
         if (!is_verify[i]) continue;
+        int32_t k = q->sampling.temperature > 0 ? drafted_for(s, q->slot) : -1;
+        qrows[i] = k < 0 ? NULL : s->q + (int64_t)k * s->max_draft * V;
         n_verify++;
         longest = q->n_penalty_tokens + q->n_tokens > longest ? q->n_penalty_tokens + q->n_tokens : longest;
     }
@@ -452,24 +489,24 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
                                 is_verify, s->logits};
     sp_seq_memory mem = sp_cache_memory(c);
     splash_status st = sp_qwen35_step_speculate(m->arch, &mem, seqs, n, &spec);
-    if (st) return st;
+    if (st) return s->n_last = 0, st;
     /* accept, then replay the accepted rows into each verify block's GDN state */
     int32_t *penalty = n_verify ? malloc(sizeof(int32_t) * (size_t)longest) : NULL;
     if (n_verify && !penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     int32_t committed[n];
-    off = 0;
+    int64_t off = 0;
     for (int32_t i = 0; i < n && !st; i++) {
         committed[i] = seqs[i].n_tokens;
         if (!is_verify[i]) continue;
-        st = accept(s, &seqs[i], &verify[i], s->logits + off * V, penalty);
+        st = accept(s, &seqs[i], seqs[i].speculate, s->logits + off * V, qrows[i], penalty);
         if (st) break;
-        committed[i] = verify[i].n_accepted + 1;
+        committed[i] = seqs[i].speculate->n_accepted + 1;
         sp_qwen35_commit(m->arch, &mem, seqs[i].slot, off, committed[i]);
         off += seqs[i].n_tokens;
     }
     free(penalty);
-    if (st) return st;
-    /* the drafter takes in every committed position */
+    if (st) return s->n_last = 0, st;
+    /* the drafter takes in every committed position, then drafts from each sampled token */
     sp_draft_rows rows[n];
     int64_t row0 = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -480,30 +517,12 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     sp_seq_memory dm = draft_memory(c);
     m->op_status = SPLASH_OK;
     s->d->ops->ingest(s->d, &dm, rows, n);
-    return m->op_status;
+    if (m->op_status) return s->n_last = 0, m->op_status;
+    return draft_next(m, c, seqs, n, committed);
 }
 
-splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify, int32_t n_seqs) {
-    splash_status st = sp_api_check_step(m, c, seqs, n_seqs);
-    if (!st && verify) {
-        for (int32_t i = 0; i < n_seqs; i++) verify[i].n_accepted = 0;
-        st = check_verify(m->speculator, seqs, verify, n_seqs, 0);
-    }
-    if (st) return st;
-    uint8_t refused[n_seqs];
-    pthread_mutex_lock(&m->lock);
-    if (!(st = sp_api_refuse(m, c, seqs, verify, n_seqs, refused))) {
-        sp_seq_memory mem = sp_cache_memory(c);
-        /* with a drafter, it ingests what the step commits */
-        st = m->speculator ? sp_speculator_step(m, c, seqs, verify, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
-        sp_api_end_refusals(seqs, n_seqs, refused);
-    }
-    pthread_mutex_unlock(&m->lock);
-    return st;
-}
-
-int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
-                           uint64_t seed, uint64_t pos0, int32_t *token) {
+int32_t splash_draft_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft, int32_t k,
+                            uint64_t seed, uint64_t pos0, int32_t *token) {
     if (!p || (k > 0 && (!q || !draft)) || !token || vocab < 1 || k < 0 || q_rows < k || q_rows > k + 1) return -1;
     return sp_accept(p, q, q_rows, vocab, draft, k, seed, pos0, token);
 }

@@ -66,8 +66,9 @@ static splash_status check_seq(const splash_cache *c, int32_t vocab, int32_t n_f
     return SPLASH_OK;
 }
 
-/* What sequence i's sample needs; a failure refuses this sequence alone (sp_api_refuse). */
-static splash_status check_sample(const splash_model *m, int32_t i, const splash_seq *q, const splash_verify *v) {
+/* What sequence i's sample needs; a failure refuses this sequence alone (refuse). */
+static splash_status check_sample(const splash_model *m, int32_t i, const splash_seq *q) {
+    const splash_speculate *v = q->speculate && q->speculate->n_proposed > 0 ? q->speculate : NULL;
     splash_status st = sp_api_check_sampling(m, i, &q->sampling);
     if (st) return st;
     if (q->n_penalty_tokens < 0 || (q->n_penalty_tokens > 0 && !q->penalty_tokens))
@@ -87,13 +88,16 @@ static splash_status check_sample(const splash_model *m, int32_t i, const splash
         int64_t words = (info.vocab_size + 31) / 32;
         for (int32_t r = 0; r <= v->n_draft; r++)
             if (!sp_mask_any(n_tokens, v->allowed + r * words, tokens))
-                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "verify[%d].allowed[%d] allows none of the model's tokens", i, r);
+                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "seqs[%d].speculate.allowed[%d] allows none of the model's tokens", i, r);
     }
     return SPLASH_OK;
 }
 
-splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, const splash_verify *verify, int32_t n_seqs,
-                            uint8_t *refused) {
+/* The per-sequence checks of what a step samples (settings, buffers, masks, a verify block's masks): a sequence that
+ * fails them is refused alone — seqs[i].error says why, refused[i] = 1, and its sample flag is cleared so the step
+ * only computes its positions (and drafts nothing). end_refusals restores the flags and writes token −1 for each
+ * refused sequence after the step. */
+static splash_status refuse(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs, uint8_t *refused) {
     if (c->n_refusals < n_seqs) {
         char (*more)[SP_REFUSAL_BYTES] = realloc(c->refusals, sizeof *more * (size_t)n_seqs);
         if (!more) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -102,7 +106,7 @@ splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, 
     for (int32_t i = 0; i < n_seqs; i++) {
         splash_seq *q = &seqs[i];
         q->error = NULL;
-        refused[i] = q->sample && check_sample(m, i, q, verify ? &verify[i] : NULL) != SPLASH_OK;
+        refused[i] = q->sample && check_sample(m, i, q) != SPLASH_OK;
         if (!refused[i]) continue;
         snprintf(c->refusals[i], SP_REFUSAL_BYTES, "%s", splash_last_error());
         q->error = c->refusals[i];
@@ -111,7 +115,7 @@ splash_status sp_api_refuse(splash_model *m, splash_cache *c, splash_seq *seqs, 
     return SPLASH_OK;
 }
 
-void sp_api_end_refusals(splash_seq *seqs, int32_t n_seqs, const uint8_t *refused) {
+static void end_refusals(splash_seq *seqs, int32_t n_seqs, const uint8_t *refused) {
     for (int32_t i = 0; i < n_seqs; i++)
         if (refused[i]) seqs[i].sample = 1, seqs[i].token = -1, seqs[i].logprob = NAN;
 }
@@ -136,7 +140,7 @@ static splash_status check_images(const splash_model *m, int32_t i, const splash
     return SPLASH_OK;
 }
 
-splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs) {
+static splash_status check_step(splash_model *m, splash_cache *c, const splash_seq *seqs, int32_t n_seqs) {
     if (!m || !c || !seqs || n_seqs < 1)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: model, cache and at least one sequence are required");
     if (c->m != m) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_step: the cache belongs to another model");
@@ -159,5 +163,17 @@ splash_status sp_api_check_step(splash_model *m, splash_cache *c, const splash_s
 }
 
 splash_status splash_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n_seqs) {
-    return splash_step_spec(m, c, seqs, NULL, n_seqs); /* a step without verify blocks (speculate.c) */
+    splash_status st = check_step(m, c, seqs, n_seqs);
+    if (st) return st;
+    uint8_t refused[n_seqs];
+    pthread_mutex_lock(&m->lock);
+    /* the speculative checks read the drafts of the last step, kept in the model */
+    if (!(st = sp_speculator_check(m, c, seqs, n_seqs)) && !(st = refuse(m, c, seqs, n_seqs, refused))) {
+        sp_seq_memory mem = sp_cache_memory(c);
+        /* with a drafter: verify, accept, ingest what the step commits, draft (speculate.c) */
+        st = m->speculator ? sp_speculator_step(m, c, seqs, n_seqs) : sp_qwen35_step(m->arch, &mem, seqs, n_seqs);
+        end_refusals(seqs, n_seqs, refused);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }

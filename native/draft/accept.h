@@ -26,7 +26,7 @@ double sp_accept_uniform(uint64_t seed, uint32_t stream, uint64_t position);
 int32_t sp_accept(const float *p, const float *q, int32_t q_rows, int32_t V, const int32_t *draft, int32_t k,
                        uint64_t seed, uint64_t pos0, int32_t *token);
 
-/* The same rule one position at a time (what splash_step_spec runs, computing p rows only as far as needed):
+/* The same rule one position at a time (what a step's verify blocks run, computing p rows only as far as needed):
  * accept_row returns 1 when draft d is kept at position pos, else 0 with the residual draw in *token; bonus draws the
  * token after every draft was kept, from p (q NULL) or from the residual against q (a refused next draft). */
 int sp_accept_row(const float *p, const float *q, int32_t V, int32_t d, uint64_t seed, uint64_t pos, int32_t *token);

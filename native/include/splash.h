@@ -183,8 +183,43 @@ typedef struct splash_sampling {
     const float *bias;        /* [n_bias] finite values, added after the penalties */
 } splash_sampling;
 
-/* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, K-token verify
- * blocks (n_logits = K). All positions of all sequences go through each weight matrix together. */
+/* The speculative part of one sequence of a step (splash_seq.speculate; speculative decoding below); a sequence
+ * that uses it samples (sample = 1).
+ *
+ * Verify (n_proposed > 0): tokens = [anchor, d1 … d_n_draft], the anchor being the token the sequence's previous step
+ * sampled and d the first drafts that step proposed (`next`). At temperature > 0 they must be exactly those (same
+ * slot and position: the draft distributions stay in the model until the sequence's next step); at temperature 0
+ * drafts from anywhere are verified (greedy acceptance needs no distribution). The step accepts, writes the final
+ * token to splash_seq.token and leaves the GDN state and K/V as if only the accepted tokens had been decoded
+ * (positions past them are overwritten by later steps).
+ *
+ * Draft (n_next > 0): after the step, the drafter proposes n_next tokens to follow the sampled token, which sits at
+ * position n_past + n_accepted + 1 once accepted drafts are counted. Temperature 0: the argmax (DFlash2: the
+ * selector's best candidate); else drawn from the drafter's distribution under the sequence's settings (DFlash2:
+ * softmax(selector scores / temperature) over its candidates, taken from its row after the penalties and the bias),
+ * RNG = f(seed, position); the penalties count the generated tokens, the ones this step emitted and the earlier
+ * drafts. The page table must cover n_past + n_tokens + n_next positions (the drafter writes its K/V ahead). */
+typedef struct splash_speculate {
+    int32_t n_draft;          /* drafts verified: seqs[i].n_tokens = n_draft + 1 */
+    int32_t n_proposed;       /* drafts proposed, ≥ n_draft: n_draft + 1 when draft n_draft was refused before
+                                 verification (a grammar), which then counts as rejected at its position; n_draft when
+                                 the rest were dropped unseen (they do not count); 0 = no verify block */
+    const uint32_t *allowed;  /* NULL or [n_draft + 1][ceil(vocab / 32)]: allowed tokens at each block position
+                                 (instead of seqs[i].allowed) */
+    int32_t n_accepted;       /* out: drafts accepted, 0 .. n_draft; seqs[i].token is the target's token after them */
+    float *logprobs;          /* NULL or out [n_draft + 1]: each emitted token's (accepted drafts, then the last) */
+    int32_t *top_ids;         /* NULL or out [n_draft + 1][seqs[i].n_top_logprobs] */
+    float *top_logprobs;      /* NULL or out, same shape */
+    int32_t n_next;           /* drafts wanted after this step's token: 0 .. max_draft */
+    int32_t *next;            /* out [n_next]: the drafts (−1 when the sequence was refused) */
+    float *next_logits;       /* NULL or out [n_next][vocab]: the drafter's raw logits of each draft */
+    float *next_probs;        /* NULL or out [n_next][vocab]: the distribution each draft was drawn from (the q the
+                                 acceptance uses; one-hot at temperature 0) */
+} splash_speculate;
+
+
+/* One sequence's share of a step. A step carries any mix: prefill chunks, single-token decodes, verify blocks of
+ * drafts, and drafts of the next block. All positions of all sequences go through each weight matrix together. */
 typedef struct splash_seq {
     int32_t slot;                     /* GDN state slot; n_past == 0 starts from a zero state whatever the slot holds */
     int32_t n_past;                   /* positions already in the cache (KV pages and GDN state) */
@@ -218,10 +253,12 @@ typedef struct splash_seq {
                                          was not sampled (token −1) and a verify block accepted nothing; the step
                                          still computed its positions. The text lives in the cache until its next
                                          step. */
+    splash_speculate *speculate;      /* NULL, or this sequence's verify block and next drafts (a model with a drafter) */
 } splash_seq;
 
 /* Runs one forward step over n_seqs sequences (distinct slots; Σ n_tokens ≤ max_step_tokens). Each sequence's new
- * K/V and GDN state are written to its pages and slot. Arguments are checked before anything is written: what
+ * K/V and GDN state are written to its pages and slot; with a drafter, verify blocks are accepted and the next drafts
+ * proposed in the same call (splash_speculate). Arguments are checked before anything is written: what
  * concerns the whole step (slots, pages, tokens, sizes) fails the call; what concerns one sequence's sample refuses
  * that sequence alone (splash_seq.error) while the others are sampled. Steps on one model must not overlap (they
  * share its scratch); the call returns when the step is done. */
@@ -251,8 +288,10 @@ SPLASH_API splash_status splash_vision_encode(splash_model *m, const float *pixe
 /* ---- speculative decoding (native/api/speculate.c) -----------------------------------------------------------
  * A drafter proposes tokens; the target scores them in one verify block; the longest prefix it agrees with (greedy)
  * or that rejection sampling keeps (temperature > 0) is accepted, plus one token of the target's own. The outputs are
- * exactly what decoding without a drafter gives (greedy) or distributed exactly like them (sampling). A cycle is two
- * calls: splash_draft (propose), then splash_step_spec (verify; every other sequence of the step rides along). */
+ * exactly what decoding without a drafter gives (greedy) or distributed exactly like them (sampling). One splash_step
+ * per cycle: it verifies the drafts the sequence's previous step proposed, accepts, and drafts the next block from
+ * the token it samples; the caller carries the drafts over (a grammar cuts them and gives one mask per block position
+ * in between; splash_speculate, above). Every other sequence of the step rides along. */
 
 enum { SPLASH_DRAFT_NONE = 0, SPLASH_DRAFT_MTP = 1, SPLASH_DRAFT_DFLASH = 2, SPLASH_DRAFT_DFLASH2 = 3 };
 
@@ -261,7 +300,7 @@ typedef struct splash_drafter_options {
     int32_t kind;             /* SPLASH_DRAFT_MTP (the checkpoint's mtp.* layer), SPLASH_DRAFT_DFLASH or _DFLASH2 */
     const char *dir;          /* DFlash/DFlash2: the drafter's directory (config.json + safetensors); MTP: NULL */
     int32_t max_draft;        /* most drafts per cycle: MTP chain length (0 = 3), DFlash ≤ block_size − 1 (0 = that) */
-    int32_t max_seqs;         /* most sequences one splash_draft or splash_step_spec verifies (0 = 8) */
+    int32_t max_seqs;         /* most sequences one step verifies, and most it drafts for (0 = 8) */
 } splash_drafter_options;
 
 typedef struct splash_drafter_info {
@@ -276,59 +315,17 @@ typedef struct splash_drafter_info {
 } splash_drafter_info;
 
 /* Attaches a drafter before any cache of the model exists: its weights load now; from then on page and slot sizes,
- * weight and scratch bytes include it, and every step (splash_step too) writes its K/V for the positions it commits,
- * so pages the caller's prefix cache shares hold the drafter's K/V as well. One drafter per model. */
+ * weight and scratch bytes include it, and every step writes its K/V for the positions it commits, so pages the
+ * caller's prefix cache shares hold the drafter's K/V as well. One drafter per model. */
 SPLASH_API splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_options *opts);
 SPLASH_API splash_status splash_model_get_drafter_info(const splash_model *m, splash_drafter_info *out);
 
-/* One sequence to draft for: its last sampled token (the anchor) sits at position n_past, not yet in the cache. */
-typedef struct splash_draft_seq {
-    int32_t slot, n_past, anchor;
-    int32_t n_draft;                  /* tokens wanted, 1 .. max_draft */
-    const int32_t *pages;             /* page table covering positions [0, n_past + n_draft) */
-    int32_t n_pages;
-    int32_t n_penalty_tokens;
-    const int32_t *penalty_tokens;    /* generated tokens so far (the drafts' penalties add the earlier drafts) */
-    splash_sampling sampling;         /* temperature 0: argmax drafts (DFlash2: the selector's best candidate); else
-                                         drawn from the drafter's distribution under these settings (DFlash2:
-                                         softmax(selector scores / temperature) over its candidates), RNG = f(seed,
-                                         position). DFlash2 takes its candidates from its row after these settings'
-                                         penalties and bias, over the model's tokens */
-    int32_t *tokens;                  /* out [n_draft] */
-    float *logits;                    /* NULL or out [n_draft][vocab]: the drafter's raw logits of each draft */
-    float *probs;                     /* NULL or out [n_draft][vocab]: the distribution each draft was drawn from (the q
-                                         the acceptance uses; one-hot at temperature 0) */
-} splash_draft_seq;
-
-/* Drafts for n ≤ max_seqs sequences (distinct slots). The draft distributions stay in the model until the next
- * splash_draft, for the acceptance in splash_step_spec. */
-SPLASH_API splash_status splash_draft(splash_model *m, splash_cache *c, splash_draft_seq *drafts, int32_t n);
-
-/* The speculative part of one sequence of splash_step_spec; all zero for an ordinary sequence. */
-typedef struct splash_verify {
-    int32_t n_draft;          /* seqs[i].tokens = [anchor, n_draft drafts], seqs[i].sample = 1 (a block when n_proposed > 0) */
-    int32_t n_proposed;       /* drafts the drafter proposed, ≥ n_draft: more when draft n_draft was refused before
-                                 verification (a grammar), which then counts as rejected at that position */
-    int32_t draft_index;      /* this sequence's entry in the last splash_draft call; −1 at temperature 0 for drafts
-                                 from elsewhere (greedy acceptance needs no draft distribution) */
-    int32_t n_accepted;       /* out: drafts accepted, 0 .. n_draft; seqs[i].token is the target's token after them */
-    const uint32_t *allowed;  /* NULL or [n_draft + 1][ceil(vocab / 32)]: allowed tokens at each block position */
-    float *logprobs;          /* NULL or out [n_draft + 1]: each emitted token's (accepted drafts, then the last) */
-    int32_t *top_ids;         /* NULL or out [n_draft + 1][seqs[i].n_top_logprobs] */
-    float *top_logprobs;      /* NULL or out, same shape */
-} splash_verify;
-
-/* splash_step with verify blocks (verify may be NULL): scores each block in the same pass as the other sequences,
- * accepts, and leaves the sequence's GDN state and K/V as if only the accepted tokens had been decoded (positions
- * past them are overwritten by later steps). Fails when a block is not the last splash_draft's proposal. */
-SPLASH_API splash_status splash_step_spec(splash_model *m, splash_cache *c, splash_seq *seqs, splash_verify *verify,
-                                          int32_t n_seqs);
 
 /* The acceptance rule alone, on given distributions (for tests): p [k + 1][vocab] target, q [q_rows][vocab] draft
  * (q_rows = k, or k + 1 when a (k+1)-th draft was refused before verification), drafts [k]; draws from (seed,
  * position pos0 + i). Writes the final token; returns the number of drafts accepted. */
-SPLASH_API int32_t splash_spec_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
-                                      int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
+SPLASH_API int32_t splash_draft_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
+                                       int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
 
 /* ---- tensor inventory (native/api/inventory.c, src/models/inventory.ts) ---------------------------------------------
  * The tensors a checkpoint of a given config.json holds, without any weights: the loaders run over a checkpoint that

@@ -95,22 +95,29 @@ static inline weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
     return w;
 }
 
-/* Sampling: greedy rows run on the backend, the rest (temperature, penalties, top-5 logprobs) via the host; both
- * must give the CPU's tokens and log-probabilities for the same seeds. */
+/* Sampling: greedy rows run on the backend — rows 4 and 5 under a grammar's allowed mask that leaves out the row's
+ * best ids, row 5 also under the model's token mask — the rest (temperature, penalties, top-5 logprobs) via the
+ * host; all must give the CPU's tokens and log-probabilities for the same seeds. */
 static inline void test_sample(int32_t V) {
-    enum { ROWS = 4 };
+    enum { ROWS = 6 };
     float *logits = randoms((int64_t)ROWS * V, -8, 8);
     logits[V + 7] = 30;                   /* a clear winner in row 1 */
     logits[5] = logits[9] = 40;           /* a tie in row 0: the lowest id wins */
+    logits[4 * V + 3] = logits[5 * V + 3] = 50; /* winners the masks leave out */
+    logits[5 * V + 11] = 45;
+    int32_t words = (V + 31) / 32;
+    uint32_t *allowed = malloc(4 * (size_t)words), *tokens = malloc(4 * (size_t)words);
+    for (int32_t w = 0; w < words; w++) allowed[w] = 0x5555555u * (uint32_t)(w + 1) | 0x800u, tokens[w] = ~0x800u;
+    allowed[0] &= ~8u;
     float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
     splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
     int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];
     for (int j = 0; j < ROWS; j++) {
-        const splash_sampling *s = j < 2 ? &greedy : &hot;
-        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, NULL, 100 + (uint64_t)j,
-                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, NULL};
+        const splash_sampling *s = j < 2 || j >= 4 ? &greedy : &hot;
+        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, j >= 4 ? allowed : NULL, 100 + (uint64_t)j,
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, j == 5 ? tokens : NULL};
         c[j] = g[j];
         c[j].logits = logits + (int64_t)j * V;
         c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
@@ -125,10 +132,12 @@ static inline void test_sample(int32_t V) {
         same = same && g[j].token == c[j].token;
         lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
     }
-    CHECK(same && lp < 1e-4, "sample vocab %d: greedy rows on the device, sampling with penalties and top-5 via the host: "
-          "same tokens (%d %d %d %d), max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token, g[3].token, lp);
+    same = same && g[4].token != 3 && g[5].token != 3 && g[5].token != 11; /* the masks were applied */
+    CHECK(same && lp < 1e-4, "sample vocab %d: greedy rows on the device (two under masks), sampling with penalties and "
+          "top-5 via the host: same tokens (%d %d %d %d %d %d), max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token,
+          g[3].token, g[4].token, g[5].token, lp);
     gpu.free(&gpu, dl);
-    free(logits), free(scratch);
+    free(logits), free(scratch), free(allowed), free(tokens);
 }
 
 /* The elementwise ops against the CPU's on n rows of d. */

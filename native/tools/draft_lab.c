@@ -9,12 +9,13 @@
  * warm-up, each sequence at --context positions (the positions before hold zeros, as in vulkan_bench):
  *
  *   decode       one sequence, one row (splash_step): the unit every figure below is divided by
- *   verify 8     one sequence's block of 8 rows (anchor + 7 drafts) through splash_step_spec: the target's pass,
- *                the acceptance and the drafter's ingest of the accepted rows
- *   draft 8      a DFlash block drafting 8 tokens for one sequence (splash_draft)
+ *   verify 8     one sequence's block of 8 rows (anchor + 7 drafts): the target's pass, the acceptance and the
+ *                drafter's ingest of the accepted rows
+ *   cycle 8      the same step also drafting the next 8 tokens (a DFlash block): one speculative cycle, one call;
+ *                "draft 8" is its difference to verify 8
  *   4 × decode   four sequences, one row each
- *   4 × verify 8 four sequences' blocks of 8 rows in one splash_step_spec
- *   4 × draft 8  four sequences' blocks in one splash_draft
+ *   4 × verify 8 four sequences' blocks of 8 rows in one step
+ *   4 × cycle 8  the same step also drafting 8 for each
  *
  * and prints the ratios the speedup model reads (DFlash paper Eq. 1: L = (T_draft + T_verify) / τ per token against
  * T_decode), with the predicted speedup at acceptance lengths τ = 3.4 and 5.5. --draft-shape tiny: a drafter of
@@ -121,29 +122,20 @@ typedef struct lab {
     int32_t tokens[4][16];
 } lab;
 
-/* n sequences (slots 0 … n − 1) of `rows` rows at the context: a plain step (rows = 1), or verify blocks. */
-static double step(lab *L, int n, int rows, bool verify) {
+/* n sequences (slots 0 … n − 1) of `rows` rows at the context (a plain step when rows = 1, else verify blocks of
+ * rows − 1 drafts), each drafting n_next tokens after its sampled one in the same call. */
+static double step(lab *L, int n, int rows, int n_next) {
     splash_seq seqs[4];
-    splash_verify v[4];
+    splash_speculate v[4];
+    int32_t next[4][16];
     for (int i = 0; i < n; i++) {
+        v[i] = (splash_speculate){.n_draft = rows - 1, .n_proposed = rows - 1, .n_next = n_next, .next = next[i]};
         seqs[i] = (splash_seq){.slot = i, .n_past = L->context, .n_tokens = rows, .tokens = L->tokens[i],
-                               .pages = L->pages + i * L->pages_per_seq, .n_pages = L->pages_per_seq, .sample = 1, .sampling = GREEDY};
-        v[i] = (splash_verify){.n_draft = rows - 1, .draft_index = -1};
+                               .pages = L->pages + i * L->pages_per_seq, .n_pages = L->pages_per_seq, .sample = 1, .sampling = GREEDY,
+                               .speculate = rows > 1 || n_next > 0 ? &v[i] : NULL};
     }
     double t0 = now();
-    if (verify ? splash_step_spec(L->m, L->c, seqs, v, n) : splash_step(L->m, L->c, seqs, n)) die("step");
-    return now() - t0;
-}
-
-/* A DFlash block drafting n_draft tokens for each of n sequences, in one call. */
-static double draft(lab *L, int n, int n_draft) {
-    int32_t out[4][16];
-    splash_draft_seq d[4];
-    for (int i = 0; i < n; i++)
-        d[i] = (splash_draft_seq){.slot = i, .n_past = L->context, .anchor = 1, .n_draft = n_draft, .pages = L->pages + i * L->pages_per_seq,
-                                  .n_pages = L->pages_per_seq, .sampling = GREEDY, .tokens = out[i]};
-    double t0 = now();
-    if (splash_draft(L->m, L->c, d, n)) die("splash_draft");
+    if (splash_step(L->m, L->c, seqs, n)) die("step");
     return now() - t0;
 }
 
@@ -194,28 +186,31 @@ int main(int argc, char **argv) {
     /* each figure: a warm-up, then the best of reps */
     enum { N = 6 };
     double best[N];
-    const char *names[N] = {"decode (1 row)", "verify 8 rows", "DFlash draft of 8", "4 x decode", "4 x verify 8 rows", "4 x DFlash draft of 8"};
+    const char *names[N] = {"decode (1 row)", "verify 8 rows", "verify 8 + draft 8", "4 x decode", "4 x verify 8 rows", "4 x (verify 8 + draft 8)"};
     for (int k = 0; k < N; k++) {
         best[k] = 1e30;
+        int n = k < 3 ? 1 : 4, rows = k % 3 ? 8 : 1, n_next = k % 3 == 2 ? 8 : 0;
         for (int r = 0; r <= reps; r++) {
-            double s = k == 0 ? step(&L, 1, 1, false) : k == 1 ? step(&L, 1, 8, true) : k == 2 ? draft(&L, 1, 8)
-                     : k == 3 ? step(&L, 4, 1, false) : k == 4 ? step(&L, 4, 8, true) : draft(&L, 4, 8);
+            double s = step(&L, n, rows, n_next);
             if (r > 0) best[k] = fmin(best[k], s);
         }
     }
+    double draft1 = best[2] - best[1], draft4 = best[5] - best[4];
     printf("\ndraft_lab: %d-layer target (hidden %d, vocab %d) %s, DFlash drafter %s (%d layers, block %d), on Vulkan; "
            "context %d; load and attach %.1f s; best of %d\n", info.n_layers, info.hidden_size, info.vocab_size, quant_name,
            ds->name, ds->layers, ds->block, context, load_s, reps);
-    for (int k = 0; k < N; k++) printf("  %-22s %9.2f ms  %6.2fx one decode step\n", names[k], best[k] * 1e3, best[k] / best[0]);
-    /* per cycle: a draft and a verify emit τ tokens where plain decoding emits one per step */
+    for (int k = 0; k < N; k++) printf("  %-26s %9.2f ms  %6.2fx one decode step\n", names[k], best[k] * 1e3, best[k] / best[0]);
+    printf("  %-26s %9.2f ms  %6.2fx one decode step\n", "draft 8 (cycle - verify)", draft1 * 1e3, draft1 / best[0]);
+    printf("  %-26s %9.2f ms  %6.2fx one decode step\n", "4 x draft 8", draft4 * 1e3, draft4 / best[0]);
+    /* per cycle (one call: verify, then draft the next block) τ tokens come out where plain decoding emits one per step */
     for (int k = 0; k < 2; k++) {
-        double tau = k ? 5.5 : 3.4, cycle = best[2] + best[1];
-        printf("  predicted speedup at tau = %.1f: %.2fx (1 stream: tau x decode / (draft 8 + verify 8)); 4 streams: %.2fx\n", tau,
-               tau * best[0] / cycle, tau * best[3] / (best[5] + best[4]));
+        double tau = k ? 5.5 : 3.4;
+        printf("  predicted speedup at tau = %.1f: %.2fx (1 stream: tau x decode / cycle 8); 4 streams: %.2fx\n", tau,
+               tau * best[0] / best[2], tau * best[3] / best[5]);
     }
     printf("{\"lab\":\"draft\",\"layers\":%d,\"quant\":\"%s\",\"context\":%d,\"decode_ms\":%.3f,\"verify8_ms\":%.3f,\"draft8_ms\":%.3f,"
            "\"decode4_ms\":%.3f,\"verify4x8_ms\":%.3f,\"draft4x8_ms\":%.3f}\n", info.n_layers, quant_name, context, best[0] * 1e3,
-           best[1] * 1e3, best[2] * 1e3, best[3] * 1e3, best[4] * 1e3, best[5] * 1e3);
+           best[1] * 1e3, draft1 * 1e3, best[3] * 1e3, best[4] * 1e3, draft4 * 1e3);
     splash_cache_free(L.c);
     splash_model_free(L.m);
     free(L.pages);

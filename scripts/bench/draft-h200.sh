@@ -2,8 +2,10 @@
 # What speculative decoding costs on one NVIDIA H200 (the device tool's nvidia-h200), with no Bun there: builds
 # libsplash's C sources with the Vulkan backend (gpu-common.sh), checks the kernels against the CPU backend
 # (vulkan_ops_test --quick, with the drafters' attention_ext), writes vulkan_bench's sparse Qwen3.8-27B (64 layers, q4)
-# and measures its decode step, then draft_lab on it: a verify block of 8 rows, a DFlash draft of 8 and four
-# sequences of each against one decode step, with the speedups they predict at τ = 3.4 and 5.5.
+# and measures its decode step, then draft_lab on it: a verify block of 8 rows, the same step also drafting the next 8
+# (one speculative cycle, one call; the draft's cost is the difference) and four sequences of each against one decode
+# step, with the speedups they predict at τ = 3.4 and 5.5; and ttft_lab on splash-tiny (models/ travels with the tree):
+# the first token of an 8K-token prompt whose prefix the prefix cache holds against the prompt computed whole.
 #
 #   carry:  .gl and build/gen, as gpu-h200.sh says
 #   run:    bash scripts/bench/draft-h200.sh
@@ -16,12 +18,14 @@ cd "$(dirname "$0")/../.."
 SMOKE=${SMOKE:-${SPLASH_GPU_SMOKE:-0}}
 
 gpu_loader
-gpu_build tests/vulkan_ops_test tools/vulkan_bench tools/draft_lab
+gpu_build tests/vulkan_ops_test tools/vulkan_bench tools/draft_lab tools/ttft_lab
 
 if [ "$SMOKE" = 1 ]; then
   SHAPE=tiny; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; LAB_ARGS="--draft-shape tiny --context 64 --reps 2"
+  TTFT_ARGS="--prefix 512 --reps 1"
 else
   SHAPE=27b; BENCH_ARGS="--context 1024,2048 --chunk 256 --steps 4"; LAB_ARGS="--draft-shape 27b --context 1024 --reps 5"
+  TTFT_ARGS="--prefix 8192 --reps 3"
 fi
 
 stage "kernels against the CPU backend (quick set, with attention_ext)"
@@ -36,4 +40,8 @@ stage "draft_lab: verify blocks and DFlash drafts against one decode step"
 TARGET=$(ls -d /tmp/splash-vulkan-bench/"$SHAPE"-*l | head -1)
 timeout 200 "$B/draft_lab" --target "$TARGET" --quant q4 $LAB_ARGS > "$OUT/draft.log" 2>&1
 echo "exit $?"; cat "$OUT/draft.log"
+
+stage "ttft_lab: a prefix-cache hit against a miss (splash-tiny, int8 KV)"
+timeout 120 "$B/ttft_lab" --model models/splash-tiny --backend vulkan $TTFT_ARGS > "$OUT/ttft.log" 2>&1
+echo "exit $?"; cat "$OUT/ttft.log"
 stage "done"

@@ -161,7 +161,7 @@ export default command({
           }
           for (const d of SPECULATING) {
             const c = engines.get(d)!.engine.scheduler.policy?.costs();
-            if (c) log.info(`  ${d} costs learned (CPU): step ${c.a.toFixed(2)} + ${c.b.toFixed(2)}·rows ms, draft call ${c.c.toFixed(2)} + ${c.d.toFixed(2)}·drafts ms`);
+            if (c) log.info(`  ${d} costs learned (CPU): step ${c.a.toFixed(2)} + ${c.b.toFixed(2)}·rows + ${c.c.toFixed(2)}·[drafting] + ${c.d.toFixed(2)}·drafts ms`);
           }
           log.info(`${streams} stream${streams > 1 ? "s" : ""}, round ${r + 1}: ${DRAFTERS.map((d) => `${d} ${total[d].wallMs.toFixed(0)} ms (${total[d].cpuMs.toFixed(0)} ms CPU)`).join(", ")}`);
         }

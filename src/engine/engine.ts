@@ -121,7 +121,7 @@ export class SplashEngine implements Engine {
       maxRunning,
       maxQueue: options.maxQueue ?? DEFAULTS.maxQueue,
       vocabSize: model.vocabSize,
-      ...(model.drafter && runner.draft ? { drafter: model.drafter } : {}),
+      ...(model.drafter ? { drafter: model.drafter } : {}),
       ...(options.draftLength !== undefined ? { draftLength: options.draftLength } : {}),
     });
     this.scheduler.onFinish = (seq) => {
@@ -256,14 +256,7 @@ export class SplashEngine implements Engine {
       }
       try {
         const policy = this.scheduler.policy;
-        let cpu = cpuMark();
-        let draftMs = 0;
-        if (plan.drafts.length > 0) {
-          this.scheduler.attachDrafts(plan, await this.runner.draft!(plan.drafts));
-          draftMs = computeMs(cpu);
-          policy!.observeDraft(plan.drafts.reduce((n, d) => n + d.nDraft, 0), draftMs);
-          cpu = cpuMark();
-        }
+        const cpu = cpuMark();
         const t0 = performance.now();
         // requests and aborts are read while the step computes; a step that resolves at once (a runner that computes
         // on this thread) still lets them in
@@ -272,9 +265,10 @@ export class SplashEngine implements Engine {
         /* decode-only steps: a verify row costs more than a prompt row (logits and a sample for every row) */
         if (policy && plan.promptTokens === 0) {
           const stepMs = computeMs(cpu);
-          policy.observeStep(plan.decodeTokens, stepMs);
+          policy.observeStep(plan.decodeTokens, plan.draftTokens, stepMs);
           const emitted = results.reduce((n, r) => n + (r && !(r instanceof Error) ? 1 + (r.accepted?.length ?? 0) : 0), 0);
-          policy.observeDecode(emitted, stepMs + draftMs, plan.drafts.length > 0);
+          const speculated = plan.draftTokens > 0 || plan.chunks.some((c) => c.verify);
+          policy.observeDecode(emitted, stepMs, speculated);
         }
         this.scheduler.complete(plan, results);
       } catch (e) {

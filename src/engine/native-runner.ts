@@ -8,7 +8,7 @@
 //   model.free();
 import { StepRefusals } from "../native/errors.ts";
 import type { Cache, Model } from "../native/model.ts";
-import type { CacheGeometry, DraftInput, SampledToken, StepInput, StepModel, StepRunner } from "./runner.ts";
+import type { CacheGeometry, SampledToken, StepInput, StepModel, StepRunner } from "./runner.ts";
 
 export function nativeStepModel(model: Model): StepModel {
   const info = model.info;
@@ -40,10 +40,6 @@ class NativeRunner implements StepRunner {
       if (e instanceof StepRefusals) return e.results;
       throw e;
     }
-  }
-
-  draft(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
-    return this.cache.draftAsync(seqs);
   }
 
   copySlot(src: number, dst: number): void {

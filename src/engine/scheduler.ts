@@ -10,10 +10,11 @@
 // Chunks are cut at block boundaries (multiples of pageTokens) and at snapshot points, so a prompt is split at the
 // same positions whether it runs alone, next to others, or resumes from the prefix cache.
 //
-// With a drafter (speculation.ts), a decoding sequence's chunk becomes a verify block: schedule() asks for k drafts
-// (plan.drafts), the engine drafts, attachDrafts() builds the block [last token, drafts…], and complete() advances
-// the sequence by the accepted drafts plus one. Draft tokens come out of the room prompts would use, but never below
-// one block of prompt while a prompt is waiting.
+// With a drafter (speculation.ts), each sampled chunk also asks for the next k drafts (chunk.next), proposed in the
+// same step after its token; the drafts come back with the result, and at the sequence's next step its chunk becomes
+// the verify block [last token, drafts…] (a constraint keeps the prefix it allows); complete() advances the sequence
+// by the accepted drafts plus one. Verified drafts come out of the room prompts would use, but never below one block
+// of prompt while a prompt is waiting.
 //
 // A constraint call that throws (the grammar engine failing) ends only its sequence: it runs the step unconstrained
 // and ends with the error when the step completes; the sequences beside it, and the loop, go on.
@@ -22,7 +23,7 @@
 // constraint at once, so a cancelled sequence's constraint is never called again: its drafts are verified
 // unconstrained and its verified block is applied without it, and the sequence ends when the step completes.
 import type { KVCacheManager, LoadedState } from "./cache-manager.ts";
-import type { DraftInput, DrafterSpec, StepInput, SampledToken, TokenChoice } from "./runner.ts";
+import type { DrafterSpec, StepInput, SampledToken, TokenChoice } from "./runner.ts";
 import { stepImages } from "./images.ts";
 import type { FinishReason, Sequence } from "./sequence.ts";
 import { applyVerified, prepareDrafts, SpeculationPolicy, wantsDraft } from "./speculation.ts";
@@ -37,15 +38,22 @@ export type SchedulerOptions = {
   draftLength?: number; // fixed drafts per cycle (at most the drafter's maximum) instead of the adaptive policy's
 };
 
-// A chunk that drafts asks for `draft` tokens; once attached, `verify` says how many are verified of how many
-// proposed.
-export type StepChunk = { seq: Sequence; start: number; count: number; sample: boolean; draft?: number; verify?: { nDraft: number; nProposed: number } };
+// A verify block's `verify` says how many drafts it verifies of how many proposed, with the allowed set at each of its
+// positions under a constraint; a chunk that drafts asks for `next` drafts after its token.
+export type StepChunk = {
+  seq: Sequence;
+  start: number;
+  count: number;
+  sample: boolean;
+  verify?: { nDraft: number; nProposed: number; masks: Uint32Array | null };
+  next?: number;
+};
 export type StepPlan = {
   chunks: StepChunk[];
-  batch: StepInput[]; // a drafting chunk's entry is complete only after attachDrafts
-  drafts: DraftInput[]; // in the order of the drafting chunks
-  decodeTokens: number; // decode and draft tokens
+  batch: StepInput[];
+  decodeTokens: number; // decode tokens and the drafts they verify
   promptTokens: number;
+  draftTokens: number; // drafts asked for the next step
 };
 
 export class Scheduler {
@@ -161,8 +169,8 @@ export class Scheduler {
     }
     const decoding = chunks.length;
     const prompting = ready.some((s) => s.length - s.computed > 1);
-    const draftTokens = this.planDrafts(chunks, this.options.maxStepTokens - decoding - (prompting ? this.cache.options.pageTokens : 0));
-    const decodeTokens = decoding + draftTokens;
+    const verified = this.verifyDrafts(chunks, this.options.maxStepTokens - decoding - (prompting ? this.cache.options.pageTokens : 0));
+    const decodeTokens = decoding + verified;
     let room = this.options.maxStepTokens - decodeTokens;
     if (decodeTokens > 0) room = Math.min(room, Math.max(promptLimit, this.cache.options.pageTokens));
     for (const seq of ready) {
@@ -173,27 +181,9 @@ export class Scheduler {
       room -= count;
     }
     if (chunks.length === 0) return undefined;
-    const promptTokens = chunks.reduce((n, c) => n + c.count, 0) - decoding;
-    const drafts = chunks.filter((c) => c.draft).map((c) => this.draftSequence(c));
-    return { chunks, batch: chunks.map((c) => this.stepSequence(c)), drafts, decodeTokens, promptTokens };
-  }
-
-  // Builds the verify block of each drafting chunk from its drafts (in plan.drafts order): the constraint, if
-  // any, keeps the prefix it allows.
-  attachDrafts(plan: StepPlan, drafts: readonly Int32Array[]): void {
-    let d = 0;
-    plan.chunks.forEach((c, i) => {
-      if (!c.draft) return;
-      const seq = c.seq;
-      const proposed = drafts[d]!;
-      const constraint = seq.cancelled ? undefined : seq.request.constraint;
-      const { nDraft, masks } = this.guard(seq, () => prepareDrafts(proposed, constraint, this.options.vocabSize), { nDraft: 0, masks: null });
-      seq.tokens.set(proposed.subarray(0, nDraft), seq.length);
-      c.count = 1 + nDraft;
-      c.verify = { nDraft, nProposed: proposed.length };
-      plan.batch[i] = { ...this.stepSequence(c), verify: { nDraft, nProposed: proposed.length, draftIndex: d, allowed: masks } };
-      d++;
-    });
+    const promptTokens = chunks.reduce((n, c) => n + c.count, 0) - decodeTokens;
+    const draftTokens = this.planDrafts(chunks, this.options.maxStepTokens - chunks.filter((c) => c.sample).length - (prompting ? this.cache.options.pageTokens : 0));
+    return { chunks, batch: chunks.map((c) => this.stepSequence(c)), decodeTokens, promptTokens, draftTokens };
   }
 
   // Applies a step's results: advances `computed`, names full blocks and takes snapshots, appends sampled tokens,
@@ -214,6 +204,7 @@ export class Scheduler {
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
       if (seq.cancelled) return this.finish(seq, "cancelled");
       if (!c.sample) return;
+      seq.drafts = r!.drafts; /* verified at the sequence's next step */
       if (!emitted) return void this.accept(seq, r!, true, true);
       /* the drafts were taken by the constraint when they were checked (it stands after the last accepted one);
          the last token is new to it */
@@ -250,22 +241,26 @@ export class Scheduler {
   private stepSequence(c: StepChunk): StepInput {
     const seq = c.seq;
     const h = seq.cache!;
-    this.cache.allocate(h, c.start + c.count);
+    /* the drafter writes its K/V for the next drafts ahead of the positions the step commits */
+    const end = c.start + c.count + (c.next ?? 0);
+    this.cache.allocate(h, end);
     let allowed: Uint32Array | null = null;
     const constraint = seq.request.constraint;
-    if (c.sample && constraint && !c.draft) {
+    if (c.sample && constraint && !c.verify) {
       const mask = (seq.mask ??= new Uint32Array(Math.ceil(this.options.vocabSize / 32)));
       allowed = this.guard(seq, () => (constraint.fillMask(mask), mask), null);
     }
+    const v = c.verify;
     return {
       slot: h.slot,
       nPast: c.start,
       tokens: seq.tokens.subarray(c.start, c.start + c.count),
       // the pages covering the chunk (a sequence may hold more: pages meant for an abandoned disk read)
-      pages: h.pages.subarray(0, Math.ceil((c.start + c.count) / this.cache.options.pageTokens)),
+      pages: h.pages.subarray(0, Math.ceil(end / this.cache.options.pageTokens)),
       sample: c.sample
         ? { sampling: seq.request.sampling, penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length), topLogprobs: seq.request.topLogprobs ?? 0, allowed }
         : undefined,
+      ...(v || c.next ? { speculate: { ...(v ? { verify: { nDraft: v.nDraft, nProposed: v.nProposed, allowed: v.masks } } : {}), ...(c.next ? { next: c.next } : {}) } } : {}),
       ...stepImages(seq.request.images, c.start, c.count),
     };
   }
@@ -306,15 +301,45 @@ export class Scheduler {
     }
   }
 
-  // Draft lengths for the decoding chunks that speculate, within `room` tokens and the drafter's verify capacity;
-  // returns the draft tokens planned. Pages are allocated for the block now (the drafter writes K/V ahead).
+  // Turns decoding chunks into verify blocks of the drafts their sequence's last step proposed, within `room` tokens,
+  // the drafter's verify capacity and what the output can still use (a constraint keeps the prefix it allows); returns
+  // the draft tokens verified. Drafts left out are dropped.
+  private verifyDrafts(chunks: StepChunk[], room: number): number {
+    const drafter = this.options.drafter;
+    let tokens = 0;
+    let rows = 0;
+    let seqs = 0;
+    /* seeded sequences first, as when their drafts were asked for (planDrafts) */
+    for (const c of [...chunks].sort((a, b) => Number(b.seq.spec?.seeded ?? false) - Number(a.seq.spec?.seeded ?? false))) {
+      const seq = c.seq;
+      const drafts = seq.drafts;
+      seq.drafts = undefined;
+      if (!drafter || !drafts) continue;
+      /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
+      const k = Math.min(drafts.length, seq.maxTokens - seq.generated - 1, room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
+      if (k < 1 || seqs === drafter.maxSeqs) continue;
+      const constraint = seq.cancelled ? undefined : seq.request.constraint;
+      const verify = this.guard(seq, () => prepareDrafts(drafts.subarray(0, k), constraint, this.options.vocabSize), { nDraft: 0, nProposed: 0, masks: null });
+      if (verify.nProposed === 0) continue;
+      seq.tokens.set(drafts.subarray(0, verify.nDraft), seq.length);
+      c.count = 1 + verify.nDraft;
+      c.verify = verify;
+      tokens += verify.nDraft;
+      rows += c.count;
+      seqs++;
+    }
+    return tokens;
+  }
+
+  // Draft lengths for the next step of the sampled chunks that speculate, within `room` tokens of the next step and
+  // the drafter's capacity; returns the drafts asked for.
   private planDrafts(chunks: StepChunk[], room: number): number {
     const drafter = this.options.drafter;
     if (!drafter) return 0;
     let tokens = 0;
     let rows = 0;
     let seqs = 0;
-    const speculating = chunks.filter((c) => wantsDraft(c.seq.request, drafter));
+    const speculating = chunks.filter((c) => c.sample && !c.seq.cancelled && wantsDraft(c.seq.request, drafter));
     const policy = this.policy!;
     const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0 && c.seq.request.seeded === true)));
     const fixed = this.options.draftLength;
@@ -324,31 +349,17 @@ export class Scheduler {
     for (const i of order) {
       const c = speculating[i]!;
       const seq = c.seq;
-      /* the accepted drafts and the token after them must fit the output: k ≤ tokens left − 1 */
-      const left = seq.maxTokens - seq.generated;
-      const k = Math.min(wanted[i]!, left - 1, room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
+      /* after this step's token at least one fewer is left, and the next verify block takes ≤ tokens left − 1; the
+         drafts' positions stay within the sequence's worst case */
+      const left = seq.maxTokens - seq.generated - 1;
+      const k = Math.min(wanted[i]!, left - 1, seq.worstTokens - (c.start + c.count), room - tokens, drafter.maxSeqs * (drafter.maxDraft + 1) - rows - 1);
       if (k < 1 || seqs === drafter.maxSeqs) continue;
-      c.draft = k;
+      c.next = k;
       tokens += k;
       rows += k + 1;
       seqs++;
-      this.cache.allocate(seq.cache!, c.start + k + 1);
     }
     return tokens;
-  }
-
-  private draftSequence(c: StepChunk): DraftInput {
-    const seq = c.seq;
-    const h = seq.cache!;
-    return {
-      slot: h.slot,
-      nPast: c.start,
-      anchor: seq.tokens[c.start]!,
-      nDraft: c.draft!,
-      pages: h.pages.subarray(0, h.nPages),
-      sampling: seq.request.sampling,
-      penaltyTokens: seq.tokens.subarray(seq.promptLength, seq.length),
-    };
   }
 
   private finish(seq: Sequence, outcome: FinishReason | Error): void {

@@ -30,6 +30,7 @@ export class Sequence {
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
   failed: Error | undefined; // a call to its constraint threw: it ends with this error when the step completes
   spec: Speculation | undefined; // speculative decoding state, once the sequence drafts
+  drafts: Int32Array | undefined; // what its last step drafted, verified at its next
   readonly stopTokens: Set<number>;
   readonly enqueuedAt = performance.now();
   admittedAt = 0;

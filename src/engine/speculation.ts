@@ -2,13 +2,15 @@
 // means for the sequence. The drafter and the acceptance rule run natively (native/api/speculate.c: logits of a
 // 248K vocabulary never reach JavaScript); this file is the policy around them.
 //
-// One cycle of a decoding sequence (last token t at position n = computed, not yet in the cache):
+// One cycle of a decoding sequence (last token t at position n = computed, not yet in the cache) is one step, one
+// native call:
 //
-//   schedule   k from SpeculationPolicy (≤ the drafter's maximum, ≤ tokens left − 1, within the step's budget)
-//   draft      the runner proposes d1 … dk
-//   prepare    a grammar keeps the prefix it allows (checkDraft) and gives one mask per block position; the block
-//              [t, d1 … dm] is verified, m ≤ k (a refused draft counts as rejected at its position)
-//   step       the target accepts a ≤ m drafts and picks the token after them (argmax, or rejection sampling)
+//   prepare    the drafts d1 … dk its previous step proposed: a grammar keeps the prefix it allows (checkDraft) and
+//              gives one mask per block position; the block [t, d1 … dm] is verified, m ≤ k (a refused draft counts
+//              as rejected at its position; drafts past the output's end or the step's room are dropped unseen)
+//   step       the target accepts a ≤ m drafts and picks the token t' after them (argmax, or rejection sampling),
+//              then the drafter proposes the next k' drafts after t' (k' from SpeculationPolicy, ≤ the drafter's
+//              maximum, ≤ what the output can still use)
 //   apply      computed += a + 1; the constraint rolls back the m − a drafts it took; a + 1 tokens are emitted
 //
 // Adaptive draft length (SpeculationPolicy): each step, every speculating sequence gets the k (0 … the drafter's
@@ -18,12 +20,11 @@
 //
 // where p_j is the sequence's own running rate of accepting draft j once drafts 0 … j − 1 were accepted
 // (exponential average, α = 0.2, starting from the engine's running rates over all sequences, or 1 before any
-// cycle), and the costs are learned from
-// the engine's CPU time (its process's; a wall clock on a shared machine also times the neighbours) by least squares
-// that forget old steps: a decoding step (no prompt rows) of R rows — one per sequence plus the drafts it verifies —
-// takes a + b·R ms, a draft call for S
-// sequences and K drafts c + d·K (a and c shared by the S sequences of the step); until both fits exist, sequences
-// cycle through every draft length so that the costs can be told apart. So acceptance dropping shortens
+// cycle), and the costs are learned from the engine's CPU time (its process's; a wall clock on a shared machine also
+// times the neighbours) by least squares that forget old steps: a decoding step (no prompt rows) of R rows — one per
+// sequence plus the drafts it verifies — that drafts K tokens for the next takes a + b·R + c·[K > 0] + d·K ms (a and
+// c shared by the S sequences of the step); until the fit exists, sequences cycle through every draft length so that
+// the costs can be told apart. So acceptance dropping shortens
 // the block, and so does a machine where each verified row costs nearly a full step (a small model computing rather
 // than reading weights): there k = 0 can win, and the sequence then drafts one token every PROBE_EVERY-th step to
 // keep its acceptance rates current. Above the model sits a gate on what is actually delivered: the engine's tokens
@@ -91,35 +92,49 @@ export class Speculation {
   }
 }
 
-// y ≈ intercept + slope·x by least squares over observations whose weight decays by FORGET each time.
-class LinearCost {
+// y ≈ Σ θ_i·x_i by least squares over observations whose weight decays by FORGET each time (normal equations,
+// solved by Gaussian elimination with partial pivoting).
+class LeastSquares {
+  private readonly xx: number[][];
+  private readonly xy: number[];
   private w = 0;
-  private x = 0;
-  private y = 0;
-  private xx = 0;
-  private xy = 0;
 
-  observe(x: number, y: number): void {
-    this.w = FORGET * this.w + 1;
-    this.x = FORGET * this.x + x;
-    this.y = FORGET * this.y + y;
-    this.xx = FORGET * this.xx + x * x;
-    this.xy = FORGET * this.xy + x * y;
+  constructor(readonly n: number) {
+    this.xx = Array.from({ length: n }, () => new Array<number>(n).fill(0));
+    this.xy = new Array<number>(n).fill(0);
   }
 
-  // [intercept, slope], or undefined until x has varied.
-  fit(): [number, number] | undefined {
-    const det = this.w * this.xx - this.x * this.x;
-    if (this.w < 4 || det <= 1e-9 * this.w * this.xx) return undefined;
-    const slope = Math.max(0, (this.w * this.xy - this.x * this.y) / det);
-    return [Math.max(0, (this.y - slope * this.x) / this.w), slope];
+  observe(x: readonly number[], y: number): void {
+    this.w = FORGET * this.w + 1;
+    for (let i = 0; i < this.n; i++) {
+      this.xy[i] = FORGET * this.xy[i]! + x[i]! * y;
+      for (let j = 0; j < this.n; j++) this.xx[i]![j] = FORGET * this.xx[i]![j]! + x[i]! * x[j]!;
+    }
+  }
+
+  // θ, or undefined while the observations do not tell the terms apart (a pivot vanishes against its diagonal).
+  fit(): number[] | undefined {
+    const n = this.n;
+    if (this.w < 2 * n) return undefined;
+    const m = this.xx.map((row, i) => [...row, this.xy[i]!]);
+    for (let c = 0; c < n; c++) {
+      let p = c;
+      for (let r = c + 1; r < n; r++) if (Math.abs(m[r]![c]!) > Math.abs(m[p]![c]!)) p = r;
+      [m[c], m[p]] = [m[p]!, m[c]!];
+      if (!(Math.abs(m[c]![c]!) > 1e-9 * this.xx[c]![c]!)) return undefined;
+      for (let r = 0; r < n; r++) {
+        if (r === c) continue;
+        const f = m[r]![c]! / m[c]![c]!;
+        for (let k = c; k <= n; k++) m[r]![k]! -= f * m[c]![k]!;
+      }
+    }
+    return m.map((row, i) => row[n]! / row[i]!);
   }
 }
 
 // Chooses draft lengths from the costs the engine measures (see the top of the file).
 export class SpeculationPolicy {
-  private readonly step = new LinearCost(); // ms by rows
-  private readonly draft = new LinearCost(); // ms by drafts, per call
+  private readonly step = new LeastSquares(4); // ms by [1, rows, drafting, drafts]
   private readonly engineRates: Speculation; // acceptance over every sequence's cycles: a new sequence's prior
 
   constructor(maxDraft: number) {
@@ -137,19 +152,18 @@ export class SpeculationPolicy {
     this.engineRates.record(verified, accepted);
   }
 
-  observeStep(rows: number, ms: number): void {
-    this.step.observe(rows, ms);
+  // A decoding step of `rows` rows that drafted `drafts` tokens for the next.
+  observeStep(rows: number, drafts: number, ms: number): void {
+    this.step.observe([1, rows, drafts > 0 ? 1 : 0, drafts], ms);
   }
 
-  observeDraft(drafts: number, ms: number): void {
-    this.draft.observe(drafts, ms);
-  }
-
-  // The learned costs (ms): a step = a + b·rows, a draft call = c + d·drafts; undefined while still learning.
+  // The learned costs (ms): a step = a + b·rows + c·[drafts > 0] + d·drafts (none negative); undefined while still
+  // learning.
   costs(): { a: number; b: number; c: number; d: number } | undefined {
-    const step = this.step.fit();
-    const draft = this.draft.fit();
-    return step && draft ? { a: step[0], b: step[1], c: draft[0], d: draft[1] } : undefined;
+    const fit = this.step.fit();
+    if (!fit) return undefined;
+    const [a, b, c, d] = fit.map((v) => Math.max(0, v)) as [number, number, number, number];
+    return { a, b, c, d };
   }
 
   // k for each sequence (before the caps of the sequence and of the step).
@@ -165,8 +179,7 @@ export class SpeculationPolicy {
   private steps = 0;
 
   plan(specs: readonly Speculation[]): number[] {
-    const step = this.step.fit();
-    const draft = this.draft.fit();
+    const costs = this.costs();
     const n = specs.length;
     /* the gate: whatever the cost model says, greedy sequences stop drafting while drafting steps deliver fewer tokens
      * per ms than plain ones; every GATE_PROBE-th step runs the other way to keep both rates current */
@@ -182,9 +195,8 @@ export class SpeculationPolicy {
         return k;
       }
       if (plain) return 0;
-      if (!step || !draft) return 1 + (s.cycles % s.maxDraft); // learning the costs: every length in turn
-      const [a, b] = step;
-      const [c, d] = draft;
+      if (!costs) return 1 + (s.cycles % s.maxDraft); // learning the costs: every length in turn
+      const { a, b, c, d } = costs;
       let best = 0;
       let bestRate = 1 / (a / n + b);
       for (let k = 1; k <= s.maxDraft; k++) {
@@ -207,12 +219,13 @@ export function wantsDraft(req: Pick<GenerateRequest, "draft">, drafter: Drafter
 
 // The verify block for `drafts` under a constraint: how many it allows (checkDraft, one draft at a time so the cut
 // also falls right after a draft that completes the value: nothing after it is ever emitted; a drafted stop token,
-// which no constraint accepts, ends the block before it, and the target's token there may be the stop), and the
-// allowed set at each block position. checkDraft leaves the constraint advanced past the allowed drafts; applyVerified rolls back
-// the ones the target rejects. Unconstrained drafts are all verified: a stop token among them is verified like any
-// token (cutting there would bias sampling) and ends the output when accepted.
-export function prepareDrafts(drafts: Int32Array, constraint: TokenConstraint | undefined, vocabSize: number): { nDraft: number; masks: Uint32Array | null } {
-  if (!constraint) return { nDraft: drafts.length, masks: null };
+// which no constraint accepts, ends the block before it, and the target's token there may be the stop), how many of
+// them count as proposed (one more than allowed when the cut refused a draft: it counts as rejected at its position),
+// and the allowed set at each block position. checkDraft leaves the constraint advanced past the allowed drafts;
+// applyVerified rolls back the ones the target rejects. Unconstrained drafts are all verified: a stop token among them
+// is verified like any token (cutting there would bias sampling) and ends the output when accepted.
+export function prepareDrafts(drafts: Int32Array, constraint: TokenConstraint | undefined, vocabSize: number): { nDraft: number; nProposed: number; masks: Uint32Array | null } {
+  if (!constraint) return { nDraft: drafts.length, nProposed: drafts.length, masks: null };
   const words = Math.ceil(vocabSize / 32);
   const all = new Uint32Array((drafts.length + 1) * words);
   const mask = (i: number) => all.subarray(i * words, (i + 1) * words);
@@ -222,7 +235,7 @@ export function prepareDrafts(drafts: Int32Array, constraint: TokenConstraint | 
     if (constraint.isComplete()) break;
   }
   if (drafts.length === 0) constraint.fillMask(mask(0));
-  return { nDraft: m, masks: all.subarray(0, (m + 1) * words) };
+  return { nDraft: m, nProposed: Math.min(m + 1, drafts.length), masks: all.subarray(0, (m + 1) * words) };
 }
 
 // The tokens a verify block emits, in order: the accepted drafts, then the target's own. Rolls the constraint

@@ -1,4 +1,4 @@
-// The thread a model computes on. libsplash's long calls (a step, a draft, an image through the vision tower) block
+// The thread a model computes on. libsplash's long calls (a step, an image through the vision tower) block
 // their caller for as long as the model computes, so they run in a Worker of their own (call-thread-worker.ts), which
 // opens the same library and makes the call; the JavaScript thread that serves HTTP, writes SSE, detokenizes and asks
 // grammars for masks goes on meanwhile, and the promise settles when the call returns.
@@ -22,7 +22,7 @@ import type { NativeLibrary } from "./library.ts";
 import { workerUrl } from "../worker-url.ts";
 
 // The blocking calls that run on the thread; every argument is a number (pointers as addresses).
-export const THREAD_CALLS = ["splash_step", "splash_step_spec", "splash_draft", "splash_vision_encode"] as const;
+export const THREAD_CALLS = ["splash_step", "splash_vision_encode"] as const;
 export type ThreadCall = { fn: (typeof THREAD_CALLS)[number]; args: number[] };
 
 // Makes the call on the calling thread; returns its status.

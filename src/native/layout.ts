@@ -92,6 +92,7 @@ export const SEQ = struct("splash_seq", [
   ["n_embeds", "i32"],
   ["positions", "ptr"],
   ["error", "ptr"],
+  ["speculate", "ptr"],
 ]);
 
 export const DRAFTER_OPTIONS = struct("splash_drafter_options", [
@@ -115,30 +116,18 @@ export const DRAFTER_INFO = struct("splash_drafter_info", [
   ["state_bytes", "u64"],
 ]);
 
-export const DRAFT_SEQ = struct("splash_draft_seq", [
-  ["slot", "i32"],
-  ["n_past", "i32"],
-  ["anchor", "i32"],
-  ["n_draft", "i32"],
-  ["pages", "ptr"],
-  ["n_pages", "i32"],
-  ["n_penalty_tokens", "i32"],
-  ["penalty_tokens", "ptr"],
-  ["sampling", SAMPLING],
-  ["tokens", "ptr"],
-  ["logits", "ptr"],
-  ["probs", "ptr"],
-]);
-
-export const VERIFY = struct("splash_verify", [
+export const SPECULATE = struct("splash_speculate", [
   ["n_draft", "i32"],
   ["n_proposed", "i32"],
-  ["draft_index", "i32"],
-  ["n_accepted", "i32"],
   ["allowed", "ptr"],
+  ["n_accepted", "i32"],
   ["logprobs", "ptr"],
   ["top_ids", "ptr"],
   ["top_logprobs", "ptr"],
+  ["n_next", "i32"],
+  ["next", "ptr"],
+  ["next_logits", "ptr"],
+  ["next_probs", "ptr"],
 ]);
 
 export const VISION_INFO = struct("splash_vision_info", [
@@ -167,7 +156,7 @@ export const METAL_INFO = struct("splash_metal_info", [
   ["wired_limit", "u64"],
 ]);
 
-export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, DRAFT_SEQ, VERIFY, VISION_INFO, METAL_INFO] as const;
+export const LAYOUTS = [LOAD_OPTIONS, MODEL_INFO, SAMPLING, SEQ, DRAFTER_OPTIONS, DRAFTER_INFO, SPECULATE, VISION_INFO, METAL_INFO] as const;
 
 // Every field of a layout with its absolute offset, nested structs flattened as "outer.inner".
 export function flatten(layout: StructLayout, prefix = "", base = 0): { name: string; offset: number; type: FieldType }[] {

@@ -6,8 +6,8 @@
 //   cache.free(); model.free();
 //
 // Handles are freed explicitly (free() is idempotent); a failing call throws NativeError with the status name and
-// the library's message. step() and draft() block their caller (tools, tests); stepAsync(), draftAsync() and
-// encodeImage() run on the model's call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
+// the library's message. step() blocks its caller (tools, tests); stepAsync() and encodeImage() run on the model's
+// call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
 import type { Drafter, Quant as Level } from "../models/spec.ts";
@@ -17,7 +17,7 @@ import { libraryPath, native, type NativeLibrary } from "./library.ts";
 import { recordMetal } from "../machine.ts";
 import { metalInfo } from "./metal.ts";
 import { KV_TYPES, type KvType } from "../models/kv-type.ts";
-import { DRAFT_SEQ, DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, VERIFY, VISION_INFO, type StructLayout } from "./layout.ts";
+import { DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, SPECULATE, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
 // The weight level a user names (models/spec.ts QUANTS; bf16 = as stored) as a load option.
@@ -137,25 +137,14 @@ export type SampleRequest = {
   allowed?: Uint32Array | null; // bitmask [ceil(vocab / 32)], null = every token
 };
 
-// A verify block: tokens = [anchor, ...drafts]; the drafts are the first nDraft of draft call entry draftIndex.
-export type VerifyInput = {
-  nDraft: number;
-  nProposed: number; // drafts the drafter proposed (> nDraft when the rest were refused before verification)
-  draftIndex: number;
-  allowed?: Uint32Array | null; // [nDraft + 1][ceil(vocab / 32)] allowed tokens per block position
-};
-
-// One sequence to draft for: its last sampled token (anchor) sits at position nPast.
-export type DraftInput = {
-  slot: number;
-  nPast: number;
-  anchor: number;
-  nDraft: number;
-  pages: Int32Array; // covering [0, nPast + nDraft)
-  sampling: Sampling;
-  penaltyTokens?: Int32Array;
-  logits?: Float32Array; // out [nDraft][vocab]: the drafter's raw logits (tests)
-  probs?: Float32Array; // out [nDraft][vocab]: the distribution each draft was drawn from, q (tests)
+// The speculative part of a step's sequence (splash_speculate, needs `sample`). verify: tokens = [anchor, ...drafts],
+// the first nDraft of the drafts the sequence's previous step proposed (nProposed: nDraft + 1 when a grammar refused
+// the next one, which then counts as rejected). next: drafts wanted after this step's token (SampledToken.drafts).
+export type SpeculateInput = {
+  verify?: { nDraft: number; nProposed: number; allowed?: Uint32Array | null }; // allowed: [nDraft + 1][ceil(vocab / 32)]
+  next?: number;
+  nextLogits?: Float32Array; // out [next][vocab]: the drafter's raw logits (tests)
+  nextProbs?: Float32Array; // out [next][vocab]: the distribution each draft was drawn from, q (tests)
 };
 
 // One sequence's share of a step.
@@ -167,7 +156,7 @@ export type StepInput = {
   // Out: logits of the last (logits.length / vocab) positions, [n][vocab] (K for a verify block, 1 for logprobs).
   logits?: Float32Array;
   sample?: SampleRequest;
-  verify?: VerifyInput; // a speculative verify block (needs `sample`)
+  speculate?: SpeculateInput;
   // Images: the rows of this step's image-pad tokens, in order ([n][hiddenSize], from Model.encodeImage), and the
   // M-RoPE positions of every token ([tokens.length][3]); without them row j sits at position nPast + j.
   embeds?: Float32Array;
@@ -178,8 +167,9 @@ export type StepInput = {
 // tokens), before temperature and top-k / top-p / min-p. `top` lists the most likely ids that could have been chosen (fewer than asked for when a
 // mask leaves fewer).
 export type TokenChoice = { token: number; logprob: number; top: { id: number; logprob: number }[] | null };
-// Verify blocks: `accepted` holds the drafts kept (they precede `token`) with their log-probabilities and alternatives.
-export type SampledToken = TokenChoice & { accepted?: TokenChoice[] };
+// Verify blocks: `accepted` holds the drafts kept (they precede `token`) with their log-probabilities and alternatives;
+// `drafts`: the next block's drafts, when the step was asked for them.
+export type SampledToken = TokenChoice & { accepted?: TokenChoice[]; drafts?: Int32Array };
 
 // Top-logprob outputs without the entries (id −1) a mask left with no alternative.
 function alternatives(ids: Int32Array, logprobs: Float32Array): { id: number; logprob: number }[] {
@@ -216,10 +206,10 @@ function writeSampling(view: DataView, layout: StructLayout, base: number, p: Sa
 
 // The acceptance rule alone on given distributions (draft/accept.h): p [k + 1][vocab], q [qRows][vocab] (qRows = k,
 // or k + 1 when a further draft was refused before verification), drafts [k]. For tests with fixed probabilities.
-export function specAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
+export function draftAccept(lib: NativeLibrary, p: Float32Array, q: Float32Array, qRows: number, vocab: number, drafts: Int32Array, seed: number, pos0: number): { accepted: number; token: number } {
   const token = new Int32Array(1);
-  const accepted = lib.splash_spec_accept(p, q.byteLength ? q : null, qRows, vocab, drafts.byteLength ? drafts : null, drafts.length, u64(seed), u64(pos0), token);
-  if (accepted < 0) throw new RangeError("specAccept: bad arguments");
+  const accepted = lib.splash_draft_accept(p, q.byteLength ? q : null, qRows, vocab, drafts.byteLength ? drafts : null, drafts.length, u64(seed), u64(pos0), token);
+  if (accepted < 0) throw new RangeError("draftAccept: bad arguments");
   return { accepted, token: token[0]! };
 }
 
@@ -479,15 +469,6 @@ export class Cache {
     check(this.model.lib, "splash_cache_write_slot", this.model.lib.splash_cache_write_slot(this.handle, slot, src, src.byteLength));
   }
 
-  // Drafts for each sequence (one native call); the draft distributions stay native until the next draft call, for
-  // verify blocks in the step. Returns each sequence's drafts.
-  draft(seqs: readonly DraftInput[]): Int32Array[] {
-    return this.#blocking(this.#draftCall(seqs));
-  }
-  draftAsync(seqs: readonly DraftInput[]): Promise<Int32Array[]> {
-    return this.#onThread(this.#draftCall(seqs));
-  }
-
   // Runs one forward step over the sequences (one native call); returns, per sequence, its sampled token or null.
   // Throws StepRefusals when libsplash refused some sequences alone (the others' results are in it).
   step(seqs: readonly StepInput[]): (SampledToken | null)[] {
@@ -511,32 +492,6 @@ export class Cache {
       this.#busy = false;
     }
     return p.finish();
-  }
-
-  #draftCall(seqs: readonly DraftInput[]): PreparedCall<Int32Array[]> {
-    if (this.#busy) throw new Error("a call on this cache is still running");
-    const size = seqs.length * DRAFT_SEQ.size;
-    const bytes = new Uint8Array(size);
-    const view = new DataView(bytes.buffer);
-    const outs = seqs.map((d, i) => {
-      const base = i * DRAFT_SEQ.size;
-      const set = (field: string, v: number | bigint) => setField(view, DRAFT_SEQ, field, v, base);
-      const tokens = new Int32Array(d.nDraft);
-      set("slot", d.slot);
-      set("n_past", d.nPast);
-      set("anchor", d.anchor);
-      set("n_draft", d.nDraft);
-      set("pages", addr(d.pages));
-      set("n_pages", d.pages.length);
-      set("penalty_tokens", addr(d.penaltyTokens));
-      set("n_penalty_tokens", d.penaltyTokens?.length ?? 0);
-      writeSampling(view, DRAFT_SEQ, base, d.sampling);
-      set("tokens", addr(tokens));
-      set("logits", addr(d.logits));
-      set("probs", addr(d.probs));
-      return tokens;
-    });
-    return { call: { fn: "splash_draft", args: [this.model.handle, this.handle, addr(bytes), seqs.length] }, buffers: [bytes, seqs], finish: () => outs };
   }
 
   #stepCall(seqs: readonly StepInput[]): PreparedCall<(SampledToken | null)[]> {
@@ -569,6 +524,7 @@ export class Cache {
       set("embeds", addr(s.embeds));
       set("n_embeds", s.embeds ? s.embeds.length / H : 0);
       set("positions", addr(s.positions));
+      set("speculate", 0);
       const r = s.sample;
       set("sample", r ? 1 : 0);
       const top = Math.min(r?.topLogprobs ?? 0, MAX_TOP_LOGPROBS);
@@ -583,15 +539,13 @@ export class Cache {
       set("top_ids", addr(t.ids));
       set("top_logprobs", addr(t.logprobs));
     });
-    const verify = seqs.some((s) => s.verify) ? this.verifyBlocks(seqs) : null;
-    const call: ThreadCall = verify
-      ? { fn: "splash_step_spec", args: [this.model.handle, this.handle, addr(bytes), addr(verify.bytes), seqs.length] }
-      : { fn: "splash_step", args: [this.model.handle, this.handle, addr(bytes), seqs.length] };
-    return { call, buffers: [bytes, verify, seqs, tops], finish: () => this.stepResults(seqs, view, tops, verify) };
+    const speculate = seqs.some((s) => s.speculate) ? this.speculateParts(seqs, view) : null;
+    const call: ThreadCall = { fn: "splash_step", args: [this.model.handle, this.handle, addr(bytes), seqs.length] };
+    return { call, buffers: [bytes, speculate, seqs, tops], finish: () => this.stepResults(seqs, view, tops, speculate) };
   }
 
   // Each sequence's sample after the step returned.
-  private stepResults(seqs: readonly StepInput[], view: DataView, tops: { ids: Int32Array; logprobs: Float32Array }[], verify: ReturnType<Cache["verifyBlocks"]> | null): (SampledToken | null)[] {
+  private stepResults(seqs: readonly StepInput[], view: DataView, tops: { ids: Int32Array; logprobs: Float32Array }[], speculate: ReturnType<Cache["speculateParts"]> | null): (SampledToken | null)[] {
     let refused = false;
     const results = seqs.map((s, i): SampledToken | Error | null => {
       if (!s.sample) return null;
@@ -607,41 +561,56 @@ export class Cache {
         logprob: getField(view, SEQ, "logprob", base),
         top: t.ids.length ? alternatives(t.ids, t.logprobs) : null,
       };
-      const v = verify?.outs[i];
-      if (v) {
-        const n = getField(verify.view, VERIFY, "n_accepted", i * VERIFY.size);
-        const k = v.topIds.length / (s.verify!.nDraft + 1);
+      const o = speculate?.outs[i];
+      const lp = o?.logprobs;
+      if (o && lp) {
+        const n = getField(speculate.view, SPECULATE, "n_accepted", i * SPECULATE.size);
+        const k = o.topIds.length / lp.length;
         out.accepted = Array.from({ length: n }, (_, r) => ({
           token: s.tokens[1 + r]!,
-          logprob: v.logprobs[r]!,
-          top: k ? alternatives(v.topIds.subarray(r * k, (r + 1) * k), v.topLogprobs.subarray(r * k, (r + 1) * k)) : null,
+          logprob: lp[r]!,
+          top: k ? alternatives(o.topIds.subarray(r * k, (r + 1) * k), o.topLogprobs.subarray(r * k, (r + 1) * k)) : null,
         }));
       }
+      if (o?.next) out.drafts = o.next;
       return out;
     });
     if (refused) throw new StepRefusals(results);
     return results as (SampledToken | null)[]; // no Error: none was refused
   }
 
-  // The splash_verify array of a step (zero for ordinary sequences) and the per-row outputs of each block.
-  private verifyBlocks(seqs: readonly StepInput[]) {
-    const bytes = new Uint8Array(seqs.length * VERIFY.size);
+  // The splash_speculate of each sequence that has one (its splash_seq points to it) and that part's outputs: a verify
+  // block's per-row log-probabilities and alternatives, the next drafts.
+  private speculateParts(seqs: readonly StepInput[], seqView: DataView) {
+    const bytes = new Uint8Array(seqs.length * SPECULATE.size);
     const view = new DataView(bytes.buffer);
     const outs = seqs.map((s, i) => {
-      const v = s.verify;
-      if (!v) return null;
-      const base = i * VERIFY.size;
-      const set = (field: string, x: number | bigint) => setField(view, VERIFY, field, x, base);
-      const rows = v.nDraft + 1;
+      const p = s.speculate;
+      if (!p) return null;
+      const base = i * SPECULATE.size;
+      const set = (field: string, x: number | bigint) => setField(view, SPECULATE, field, x, base);
+      const v = p.verify;
+      const rows = v ? v.nDraft + 1 : 0;
       const top = Math.min(s.sample?.topLogprobs ?? 0, MAX_TOP_LOGPROBS);
-      const o = { logprobs: new Float32Array(rows), topIds: new Int32Array(rows * top), topLogprobs: new Float32Array(rows * top) };
-      set("n_draft", v.nDraft);
-      set("n_proposed", v.nProposed);
-      set("draft_index", v.draftIndex);
-      set("allowed", addr(v.allowed));
-      set("logprobs", addr(o.logprobs));
-      set("top_ids", addr(o.topIds));
-      set("top_logprobs", addr(o.topLogprobs));
+      const o = {
+        logprobs: v ? new Float32Array(rows) : null,
+        topIds: new Int32Array(rows * top),
+        topLogprobs: new Float32Array(rows * top),
+        next: p.next ? new Int32Array(p.next) : null,
+      };
+      if (v) {
+        set("n_draft", v.nDraft);
+        set("n_proposed", v.nProposed);
+        set("allowed", addr(v.allowed));
+        set("logprobs", addr(o.logprobs));
+        set("top_ids", addr(o.topIds));
+        set("top_logprobs", addr(o.topLogprobs));
+      }
+      set("n_next", p.next ?? 0);
+      set("next", addr(o.next));
+      set("next_logits", addr(p.nextLogits));
+      set("next_probs", addr(p.nextProbs));
+      setField(seqView, SEQ, "speculate", ptr(bytes) + base, i * SEQ.size);
       return o;
     });
     return { bytes, view, outs };

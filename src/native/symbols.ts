@@ -53,9 +53,7 @@ export const symbols = {
   // ---- speculative decoding (src/native/model.ts) ----
   splash_model_attach_drafter: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_get_drafter_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-  splash_draft: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
-  splash_step_spec: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
-  splash_spec_accept: {
+  splash_draft_accept: {
     args: [FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.u64, FFIType.u64, FFIType.ptr],
     returns: FFIType.i32,
   },

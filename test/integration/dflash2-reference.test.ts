@@ -10,6 +10,7 @@ import type { Sampling } from "../../src/engine/types.ts";
 import { findSpec } from "../../src/models/registry.ts";
 import { Model } from "../../src/native/model.ts";
 import { dflash2LayerFixture } from "../helpers/dflash2-fixture.ts";
+import { draftFrom } from "../helpers/draft-from.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
 const greedy: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
@@ -45,17 +46,18 @@ async function checkGoldens(target: string, drafter: string, goldenDir: string) 
   for (const c of manifest.cases) {
     const [r] = cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(c.prompt), pages, sample: { sampling: greedy } }]);
     expect(r!.token).toBe(c.anchor);
-    const base = { slot: 0, nPast: c.prompt.length, anchor: c.anchor, nDraft: c.n_draft, pages };
+    // each draft: the prompt's step again (from a zero state), sampling the anchor and drafting after it
+    const base = { slot: 0, nPast: 0, tokens: Int32Array.from(c.prompt), anchor: c.anchor, nDraft: c.n_draft, pages };
     // greedy: the walk, and the drafter's logits of every block row
     const logits = new Float32Array(c.n_draft * V);
-    const [walk] = cache.draft([{ ...base, sampling: greedy, logits }]);
+    const [walk] = draftFrom(cache, [{ ...base, sampling: greedy, logits }]);
     expect([...walk!]).toEqual(c.greedy);
     const d = maxDiff(logits, f32(join(goldenDir, c.draft_logits.file))) / c.std_logits;
     worst.logits = Math.max(worst.logits, d);
     // sampled: the same draws, hence the same path, and its q
     const s = c.sampled;
     const probs = new Float32Array(c.n_draft * V);
-    const [path] = cache.draft([{ ...base, sampling: { ...greedy, temperature: s.temperature, seed: s.seed }, probs }]);
+    const [path] = draftFrom(cache, [{ ...base, sampling: { ...greedy, temperature: s.temperature, seed: s.seed }, probs }]);
     expect([...path!]).toEqual(s.tokens);
     const q = f32(join(goldenDir, s.q.file));
     const k = s.candidates[0]!.length;

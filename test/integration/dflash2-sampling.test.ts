@@ -10,11 +10,12 @@ import { join } from "node:path";
 import type { Sampling } from "../../src/engine/types.ts";
 import { Model } from "../../src/native/model.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { draftFrom } from "../helpers/draft-from.ts";
 
 const TINY = join(import.meta.dir, "../../models/splash-tiny");
 const SAMPLING: Sampling = { temperature: 1, topP: 1, topK: 8, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
 const TRIALS = 4096;
-const SLOTS = 8; // cycles per draft/verify call
+const SLOTS = 8; // cycles per draft step and per verify step
 const PAGE = 16;
 // χ² critical values at α = 0.001 for 1..7 degrees of freedom
 const CRITICAL = [10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322];
@@ -72,14 +73,17 @@ test("the first and second emitted tokens follow the target's p (χ², α = 0.00
     if (h > best.h) best = { context: [...context], anchor: a, h };
     context.push(a);
   }
+  // a cycle: the step of the context's last token (position n − 1) samples the anchor and drafts after it, then the
+  // verify step; every cycle starts from the state of the context's first n − 1 tokens
   const n = best.context.length;
-  const shared = Math.floor(n / PAGE); // full context pages every cycle reads; the rest is each slot's own
+  const shared = Math.floor((n - 1) / PAGE); // full context pages every cycle reads; the rest is each slot's own
+  expect(n + k + 1 - shared * PAGE).toBeLessThanOrEqual(2 * PAGE);
   const table = (slot: number) => Int32Array.from([...Array(shared).keys(), explore + 2 * slot, explore + 2 * slot + 1]);
   cache.clearSlot(0);
-  const [first] = cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(best.context), pages: table(0), sample: greedy }]);
-  const anchor = first!.token;
-  expect(anchor).toBe(best.anchor);
-  // a cycle's starting state in `slot`: the prompt's GDN state and a private copy of its last, partial page
+  cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(best.context.slice(0, n - 1)), pages: table(0) }]);
+  const last = Int32Array.of(best.context[n - 1]!);
+  const anchor = best.anchor;
+  // a cycle's starting state in `slot`: the context's GDN state and a private copy of its last, partial page
   const fork = (slot: number) => {
     cache.copySlot(0, slot);
     cache.copyPage(table(0)[shared]!, table(slot)[shared]!);
@@ -89,7 +93,7 @@ test("the first and second emitted tokens follow the target's p (χ², α = 0.00
     const scratch = SLOTS + 1;
     fork(scratch);
     const logits = new Float32Array(V);
-    cache.step([{ slot: scratch, nPast: n, tokens: Int32Array.from(tokens), pages: table(scratch), logits }]);
+    cache.step([{ slot: scratch, nPast: n - 1, tokens: Int32Array.from([last[0]!, ...tokens]), pages: table(scratch), logits }]);
     return targetDist(logits);
   };
 
@@ -99,9 +103,9 @@ test("the first and second emitted tokens follow the target's p (χ², α = 0.00
     const slots = Array.from({ length: SLOTS }, (_, i) => 1 + i);
     for (const s of slots) fork(s);
     const sampling = (i: number): Sampling => ({ ...SAMPLING, seed: 1000 + t0 + i });
-    const drafts = cache.draft(slots.map((slot, i) => ({ slot, nPast: n, anchor, nDraft: k, pages: table(slot), sampling: sampling(i) })));
+    const drafts = draftFrom(cache, slots.map((slot, i) => ({ slot, nPast: n - 1, tokens: last, anchor, nDraft: k, pages: table(slot), sampling: sampling(i) })));
     const results = cache.step(
-      slots.map((slot, i) => ({ slot, nPast: n, tokens: Int32Array.from([anchor, ...drafts[i]!]), pages: table(slot), sample: { sampling: sampling(i) }, verify: { nDraft: k, nProposed: k, draftIndex: i } })),
+      slots.map((slot, i) => ({ slot, nPast: n, tokens: Int32Array.from([anchor, ...drafts[i]!]), pages: table(slot), sample: { sampling: sampling(i) }, speculate: { verify: { nDraft: k, nProposed: k } } })),
     );
     results.forEach((r, i) => {
       emitted.push([...r!.accepted!.map((a) => a.token), r!.token]);
@@ -149,9 +153,10 @@ test("a logit bias moves the selector's candidates: boosted, every draft; banned
   const pages = Int32Array.from({ length: Math.ceil((prompt.length + k + 1) / PAGE) }, (_, i) => i);
   const greedy: Sampling = { ...SAMPLING, temperature: 0 };
   const [r] = cache.step([{ slot: 0, nPast: 0, tokens: prompt, pages, sample: { sampling: greedy } }]);
+  // each draft: the prompt's step again (from a zero state), sampling its token and drafting after it
   const draft = (sampling: Sampling) => {
     const logits = new Float32Array(k * V);
-    const [tokens] = cache.draft([{ slot: 0, nPast: prompt.length, anchor: r!.token, nDraft: k, pages, sampling, logits }]);
+    const [tokens] = draftFrom(cache, [{ slot: 0, nPast: 0, tokens: prompt, anchor: r!.token, nDraft: k, pages, sampling, logits }]);
     return { tokens: [...tokens!], logits };
   };
   const plain = draft(greedy);

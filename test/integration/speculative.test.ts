@@ -15,6 +15,7 @@ import type { EngineEvent, Sampling, SpeculationCounts } from "../../src/engine/
 import { Model, probeBackend, type DrafterOptions, type Quant } from "../../src/native/model.ts";
 import type { KvType } from "../../src/models/kv-type.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { draftFrom } from "../helpers/draft-from.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/models");
 const TINY = join(import.meta.dir, "../../models/splash-tiny");
@@ -52,9 +53,8 @@ describe("drafters against the fixtures' goldens", () => {
         const want = f32(join(FIXTURES, fixture, "golden", p.mtp!.logits.file));
         for (const i of new Set([0, 1, Math.floor(n / 2), n - 2])) {
           // the MTP's own K/V covers pairs 0..i−1 after a prefill of tokens 0..i; the draft is pair i
-          cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(p.tokens.slice(0, i + 1)), pages }]);
           const logits = new Float32Array(V);
-          cache.draft([{ slot: 0, nPast: i + 1, anchor: p.tokens[i + 1]!, nDraft: 1, pages, sampling: greedy, logits }]);
+          draftFrom(cache, [{ slot: 0, nPast: 0, tokens: Int32Array.from(p.tokens.slice(0, i + 1)), anchor: p.tokens[i + 1]!, nDraft: 1, pages, sampling: greedy, logits }]);
           const r = compare(logits, want.subarray(i * V, (i + 1) * V), V);
           expect(r.diff).toBeLessThan(1e-3);
           expect(r.argmax).toBe(0);
@@ -75,12 +75,12 @@ describe("drafters against the fixtures' goldens", () => {
       };
       expect(model.drafter).toMatchObject({ kind: "dflash", blockSize: manifest.cases[0]!.block_tokens.length, maskTokenId: 1017 });
       for (const c of manifest.cases) {
-        const [r] = cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(c.prompt), pages, sample: { sampling: greedy } }]);
-        expect(r!.token).toBe(c.anchor);
         const B = c.block_tokens.length;
         const logits = new Float32Array((B - 1) * V);
-        const [drafts] = cache.draft([{ slot: 0, nPast: c.prompt.length, anchor: c.anchor, nDraft: B - 1, pages, sampling: greedy, logits }]);
-        expect([...drafts!]).toEqual(c.draft_argmax);
+        // the prompt's step samples the anchor (its own argmax) and drafts the block after it
+        const [r] = cache.step([{ slot: 0, nPast: 0, tokens: Int32Array.from(c.prompt), pages, sample: { sampling: greedy }, speculate: { next: B - 1, nextLogits: logits } }]);
+        expect(r!.token).toBe(c.anchor);
+        expect([...r!.drafts!]).toEqual(c.draft_argmax);
         const cmp = compare(logits, f32(join(FIXTURES, drafter, "golden", c.draft_logits.file)), V);
         expect(cmp.diff).toBeLessThan(1e-3);
         expect(cmp.argmax).toBe(0);
@@ -125,7 +125,7 @@ describe("verify blocks wrong at every position leave the token-by-token state",
         const drafts = want.slice(got.length, got.length + k).map((t, j) => (j === e ? (t.token + 1) % 1000 : t.token));
         const nPast = prompt.length + got.length - 1;
         const [v] = cache.step([
-          { slot: 1, nPast, tokens: Int32Array.from([got.at(-1)!.token, ...drafts]), pages: pages2, sample: { sampling: greedy }, verify: { nDraft: k, nProposed: k, draftIndex: -1 } },
+          { slot: 1, nPast, tokens: Int32Array.from([got.at(-1)!.token, ...drafts]), pages: pages2, sample: { sampling: greedy }, speculate: { verify: { nDraft: k, nProposed: k } } },
         ]);
         expect(v!.accepted!.length).toBe(Math.min(e, k));
         got.push(...v!.accepted!.map(({ token, logprob }) => ({ token, logprob })), { token: v!.token, logprob: v!.logprob });

@@ -8,29 +8,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Greedy rows without penalties, a bias, masks or top logprobs need only (argmax, max, Σ exp) over the first `vocab` entries
- * — computed on the device, so 12 bytes come back instead of the row. Every other row is read back and sampled by
- * the CPU backend's sampler. */
-static bool greedy_plain(const sp_sample_job *j) {
+/* Greedy rows without penalties, a bias or top logprobs need only (argmax, max, Σ exp) over the ids they may take (a
+ * grammar's allowed mask and the model's tokens, both applied on the device) — computed there, so 12 bytes come back
+ * instead of the row. Every other row is read back and sampled by the CPU backend's sampler. */
+static bool greedy_on_device(const sp_sample_job *j) {
     const splash_sampling *s = j->params;
     return s->temperature == 0 && s->repetition_penalty == 1.0f && s->presence_penalty == 0 && s->frequency_penalty == 0 &&
-           s->n_bias == 0 && !j->allowed && !j->tokens && j->n_top == 0;
+           s->n_bias == 0 && j->n_top == 0;
+}
+
+/* A bitmask over `vocab` ids staged for the kernel; the range it occupies widens *r. 0 for none (or on failure, with
+ * the status set). */
+static uint64_t stage_mask(sp_gpu *gpu, const uint32_t *mask, int32_t vocab, sp_gpu_range *r) {
+    if (!mask) return 0;
+    uint64_t bytes = 4 * (((uint64_t)vocab + 31) / 32), a = sp_gpu_stage(gpu, mask, bytes);
+    if (a && (!r->hi || a < r->lo)) r->lo = a;
+    if (a && a + bytes > r->hi) r->hi = a + bytes;
+    return a;
 }
 
 static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                                 uint64_t scratch_bytes_per_thread) {
     sp_gpu *gpu = sp_gpu_of(be);
-    uint64_t rows[64];
+    uint64_t rows[64], masks[128];
     int32_t fast[64], n_fast = 0;
+    sp_gpu_range r[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     for (int32_t j = 0; j < n_jobs; j++)
-        if (greedy_plain(&jobs[j]) && n_fast < 64) {
+        if (greedy_on_device(&jobs[j]) && n_fast < 64) {
             rows[n_fast] = sp_gpu_addr(gpu, jobs[j].logits);
+            masks[2 * n_fast] = stage_mask(gpu, jobs[j].allowed, vocab, &r[3]);
+            masks[2 * n_fast + 1] = stage_mask(gpu, jobs[j].tokens, vocab, &r[3]);
+            if ((jobs[j].allowed && !masks[2 * n_fast]) || (jobs[j].tokens && !masks[2 * n_fast + 1]))
+                return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
             fast[n_fast++] = j;
         }
     if (n_fast) {
         uint64_t ra = sp_gpu_stage(gpu, rows, sizeof(uint64_t) * (uint64_t)n_fast);
-        if (!ra) return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
-        sp_gpu_range r[2] = {{ra, ra + 8 * (uint64_t)n_fast}, {0, 0}};
+        uint64_t ma = sp_gpu_stage(gpu, masks, 2 * sizeof(uint64_t) * (uint64_t)n_fast);
+        if (!ra || !ma) return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
+        r[0] = (sp_gpu_range){ra, ra + 8 * (uint64_t)n_fast};
+        r[2] = (sp_gpu_range){ma, ma + 16 * (uint64_t)n_fast};
         for (int32_t i = 0; i < n_fast; i++) {
             sp_gpu_range row = sp_gpu_span(gpu, jobs[fast[i]].logits, (uint64_t)vocab * 4);
             if (!r[1].hi || row.lo < r[1].lo) r[1].lo = row.lo;
@@ -43,11 +60,11 @@ static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32
         }
         sp_gpu_range w = sp_gpu_span(gpu, gpu->stats, 12 * (uint64_t)n_fast);
         struct {
-            uint64_t rows, stats;
+            uint64_t rows, stats, masks;
             uint32_t n, vocab;
-        } p = {ra, w.lo, (uint32_t)n_fast, (uint32_t)vocab};
+        } p = {ra, w.lo, ma, (uint32_t)n_fast, (uint32_t)vocab};
         sp_gpu_dispatch(gpu, "sample_stats", SP_GPU_SAMPLE_STATS, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p,
-                        (uint32_t[3]){(uint32_t)n_fast, 1, 1}, r, 2, &w, 1, NULL);
+                        (uint32_t[3]){(uint32_t)n_fast, 1, 1}, r, r[3].hi ? 4 : 3, &w, 1, NULL);
         float stats[3 * 64];
         sp_gpu_read(be, stats, gpu->stats, 12 * (uint64_t)n_fast);
         if (*gpu->status) return *gpu->status;

@@ -1,7 +1,7 @@
-// The scheduler's speculative cycle without a model: which chunks draft, how a verify block is built from the drafts
-// (a constraint keeps the prefix it allows), and how its result advances the sequence: accepted drafts plus the
-// target's token, the constraint rolled back over the rejected drafts, and the end of a constrained value right after
-// the token that completes it.
+// The scheduler's speculative cycle without a model: which chunks ask for drafts, how the next step's verify block is
+// built from them (a constraint keeps the prefix it allows), and how its result advances the sequence: accepted drafts
+// plus the target's token, the constraint rolled back over the rejected drafts, and the end of a constrained value
+// right after the token that completes it.
 import { expect, test } from "bun:test";
 import { rootHash } from "../../../src/engine/block-hash.ts";
 import { BlockPool } from "../../../src/engine/block-pool.ts";
@@ -32,12 +32,13 @@ class Closing implements TokenConstraint {
   }
 }
 
-// One sequence per constraint given (undefined: unconstrained), prefilled together, each having sampled 4.
-// `requests` overrides fields of each sequence's request; `maxSeqs` is how many sequences the drafter takes a step.
-function setupMany(constraints: (TokenConstraint | undefined)[], requests: Partial<GenerateRequest>[] = [], maxSeqs = 4) {
+// One sequence per constraint given (undefined: unconstrained), prefilled together, each having sampled 4 and drafted
+// `drafts[i]` after it (3 drafts a cycle, the drafter's seats allowing). `requests` overrides fields of each
+// sequence's request; `maxSeqs` is how many sequences the drafter takes a step.
+function setupMany(constraints: (TokenConstraint | undefined)[], { drafts = [], requests = [], maxSeqs = 4 }: { drafts?: Int32Array[]; requests?: Partial<GenerateRequest>[]; maxSeqs?: number } = {}) {
   const pool = new BlockPool(64, 8);
   const cache = new KVCacheManager(pool, { copySlot: () => {}, clearSlot: () => {} }, { pageTokens: 4, pageBytes: 1, slotBytes: 1, root: rootHash("s"), prefixCache: true, snapshotInterval: 64 });
-  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs } });
+  const scheduler = new Scheduler(cache, { maxStepTokens: 32, maxRunning: 4, maxQueue: 8, vocabSize: VOCAB, drafter: { kind: "mtp", maxDraft: 3, maxSeqs }, draftLength: 3 });
   const runs = constraints.map((constraint, i) => {
     const events: string[] = [];
     const request: GenerateRequest = { prompt: Int32Array.of(1, 2, 3), maxTokens: 20, sampling: greedy, stopTokens: [0], signal: new AbortController().signal, constraint, ...requests[i] };
@@ -52,47 +53,59 @@ function setupMany(constraints: (TokenConstraint | undefined)[], requests: Parti
   });
   scheduler.admit();
   const prefill = scheduler.schedule()!;
-  scheduler.complete(prefill, prefill.chunks.map(() => ({ token: 4, logprob: 0, top: null })));
-  return { scheduler, runs };
+  // the prompt's last chunk samples and asks for the next block in the same step
+  if (constraints.length <= maxSeqs) {
+    expect(prefill.chunks.map((c) => c.next)).toEqual(constraints.map(() => 3));
+    expect(prefill.batch.map((b) => b.speculate)).toEqual(constraints.map(() => ({ next: 3 })));
+    expect(prefill.batch[0]!.pages).toHaveLength(2); // positions 0 … 5: the drafter writes its K/V ahead
+  }
+  scheduler.complete(prefill, prefill.chunks.map((c, i) => ({ token: 4, logprob: 0, top: null, ...(c.next ? { drafts: drafts[i] ?? Int32Array.of(8, 9, 10) } : {}) })));
+  return { scheduler, runs, prefill };
 }
 
-function setup(constraint?: TokenConstraint) {
-  const { scheduler, runs } = setupMany([constraint]);
+function setup(constraint?: TokenConstraint, drafts?: Int32Array) {
+  const { scheduler, runs } = setupMany([constraint], drafts ? { drafts: [drafts] } : {});
   return { scheduler, ...runs[0]! };
 }
 
-test("a decoding sequence drafts; the accepted drafts and the target's token advance it, the rest are dropped", () => {
+test("a sampled chunk drafts in its step; the next step verifies the drafts, and the accepted ones and the target's token advance the sequence", () => {
   const { scheduler, seq, events } = setup();
   const plan = scheduler.schedule()!;
-  expect(plan.drafts).toHaveLength(1);
-  expect(plan.drafts[0]).toMatchObject({ nPast: 3, anchor: 4 });
-  const k = plan.drafts[0]!.nDraft;
-  scheduler.attachDrafts(plan, [Int32Array.from({ length: k }, (_, j) => 8 + j)]);
-  expect([...plan.batch[0]!.tokens]).toEqual([4, ...Array.from({ length: k }, (_, j) => 8 + j)]);
-  expect(plan.batch[0]!.verify).toEqual({ nDraft: k, nProposed: k, draftIndex: 0, allowed: null });
-  // the target keeps the first draft and then says 11
-  scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
+  expect([...plan.batch[0]!.tokens]).toEqual([4, 8, 9, 10]);
+  expect(plan.batch[0]!.speculate).toEqual({ verify: { nDraft: 3, nProposed: 3, allowed: null }, next: 3 });
+  expect(plan.decodeTokens).toBe(4);
+  // the target keeps the first draft and then says 11, and drafts [12, 13, 14] after it
+  scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }], drafts: Int32Array.of(12, 13, 14) }]);
   expect(events).toEqual(["4", "8", "11"]);
   expect([seq.computed, seq.length]).toEqual([5, 6]);
   expect([...seq.tokens.subarray(0, 6)]).toEqual([1, 2, 3, 4, 8, 11]);
   expect(seq.spec!.cycles).toBe(1);
   expect(seq.spec!.accepted).toBe(1);
+  const next = scheduler.schedule()!;
+  expect(next.chunks[0]).toMatchObject({ start: 5, count: 4 });
+  expect([...next.batch[0]!.tokens]).toEqual([11, 12, 13, 14]);
+});
+
+test("drafts beyond what the output can still use are dropped unseen, and no drafts are asked for past its end", () => {
+  const { scheduler, seq } = setup();
+  seq.length = seq.promptLength + 18; // 2 tokens left: the block verifies one draft, the token after it is the last
+  seq.computed = seq.length - 1;
+  const plan = scheduler.schedule()!;
+  expect(plan.batch[0]!.speculate).toEqual({ verify: { nDraft: 1, nProposed: 1, allowed: null } });
 });
 
 test("a constraint keeps the drafts it allows, rolls back the rejected ones, and the value ends right after the draft that completes it", () => {
   const constraint = new Closing();
-  const { scheduler, events } = setup(constraint);
+  const { scheduler, events } = setup(constraint, Int32Array.of(9, 13, 5));
   let plan = scheduler.schedule()!;
-  // 13 is not allowed: only [9] is verified, with the mask at each block position
-  scheduler.attachDrafts(plan, [Int32Array.of(9, 13, 5).subarray(0, plan.drafts[0]!.nDraft)]);
-  expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 1 });
-  expect(plan.batch[0]!.verify!.allowed).toHaveLength(2);
-  scheduler.complete(plan, [{ token: 6, logprob: 0, top: null }]); // 9 rejected
+  // 13 is not allowed: only [9] is verified, with the mask at each block position; 13 counts as proposed and rejected
+  expect(plan.batch[0]!.speculate!.verify).toMatchObject({ nDraft: 1, nProposed: 2 });
+  expect(plan.batch[0]!.speculate!.verify!.allowed).toHaveLength(2);
+  scheduler.complete(plan, [{ token: 6, logprob: 0, top: null, drafts: Int32Array.of(5, 7, 2) }]); // 9 rejected
   expect(constraint.taken).toEqual([4, 6]);
   plan = scheduler.schedule()!;
   // 7 completes the value: the block stops right after it
-  scheduler.attachDrafts(plan, [Int32Array.of(5, 7, 2).subarray(0, plan.drafts[0]!.nDraft)]);
-  expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 2 });
+  expect(plan.batch[0]!.speculate!.verify).toMatchObject({ nDraft: 2 });
   scheduler.complete(plan, [{ token: 0, logprob: 0, top: null, accepted: [{ token: 5, logprob: 0, top: null }, { token: 7, logprob: 0, top: null }] }]);
   expect(events).toEqual(["4", "6", "5", "7", "done constraint_complete"]);
 });
@@ -104,20 +117,18 @@ test("a constraint that throws while drafts are checked ends only its sequence, 
     throw new Error("grammar engine failed");
   };
   const plan = scheduler.schedule()!;
-  expect(plan.drafts).toHaveLength(2);
-  scheduler.attachDrafts(plan, plan.drafts.map((d) => Int32Array.from({ length: d.nDraft }, (_, j) => 8 + j)));
-  // the failing one verifies its anchor alone, unconstrained; the other keeps its drafts and masks
-  expect(plan.batch[0]!.verify).toMatchObject({ nDraft: 0 });
-  expect(plan.batch[0]!.verify!.allowed).toBeNull();
-  expect(plan.batch[1]!.verify!.nDraft).toBeGreaterThan(0);
+  // the failing one runs its anchor alone, unconstrained; the other keeps its drafts and masks
+  expect(plan.batch[0]!.speculate?.verify).toBeUndefined();
+  expect(plan.batch[0]!.sample!.allowed).toBeNull();
+  expect(plan.batch[1]!.speculate!.verify!.nDraft).toBeGreaterThan(0);
   scheduler.complete(plan, [{ token: 5, logprob: 0, top: null }, { token: 6, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
   expect(runs[0]!.events).toEqual(["4", "error grammar engine failed"]);
   expect(runs[1]!.events).toEqual(["4", "8", "6"]);
   expect(scheduler.running.map((s) => s.id)).toEqual([1]);
 });
 
-// The caller releases a cancelled request's constraint at once, while its draft or its verify step may still be
-// computing on the model's thread: the scheduler must not call it again.
+// The caller releases a cancelled request's constraint at once, while its verify step may still be computing on the
+// model's thread: the scheduler must not call it again.
 class Released extends Closing {
   released = false;
   private check(): void {
@@ -141,32 +152,22 @@ class Released extends Closing {
   }
 }
 
-test("a sequence cancelled while its draft or its verify step computes never calls its released constraint; its computed blocks are kept", () => {
-  for (const cancelAt of ["draft", "step"] as const) {
-    const constraint = new Released();
-    const { scheduler, seq, events } = setup(constraint);
-    const plan = scheduler.schedule()!;
-    const k = plan.drafts[0]!.nDraft;
-    const drafts = Int32Array.from({ length: k }, (_, j) => 8 + j);
-    const cancel = () => {
-      scheduler.cancel(seq);
-      constraint.released = true;
-    };
-    if (cancelAt === "draft") cancel();
-    scheduler.attachDrafts(plan, [drafts]);
-    if (cancelAt === "step") cancel();
-    scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
-    expect(events).toEqual(["4", "done cancelled"]);
-    expect(scheduler.running).toHaveLength(0);
-    expect(seq.computed).toBe(5); // anchor and the accepted draft
-  }
+test("a sequence cancelled while its verify step computes never calls its released constraint; its computed blocks are kept", () => {
+  const constraint = new Released();
+  const { scheduler, seq, events } = setup(constraint);
+  const plan = scheduler.schedule()!;
+  scheduler.cancel(seq);
+  constraint.released = true;
+  scheduler.complete(plan, [{ token: 11, logprob: 0, top: null, accepted: [{ token: 8, logprob: 0, top: null }] }]);
+  expect(events).toEqual(["4", "done cancelled"]);
+  expect(scheduler.running).toHaveLength(0);
+  expect(seq.computed).toBe(5); // anchor and the accepted draft
 });
 
 test("a sampling sequence speculates by its own acceptance only when its caller chose the seed, and takes the drafter's seat first", () => {
   const sampled = { ...greedy, temperature: 1 };
-  const { scheduler, runs } = setupMany([undefined, undefined], [{ sampling: sampled }, { sampling: sampled, seeded: true }], 1);
-  const plan = scheduler.schedule()!;
+  const { runs, prefill } = setupMany([undefined, undefined], { requests: [{ sampling: sampled }, { sampling: sampled, seeded: true }], maxSeqs: 1 });
   expect(runs.map((r) => r.seq.spec!.seeded)).toEqual([false, true]);
   // one seat: the seeded sequence's block length must not depend on its neighbour, so it drafts
-  expect(plan.chunks.map((c) => c.draft ?? 0)).toEqual([0, 3]);
+  expect(prefill.chunks.map((c) => c.next ?? 0)).toEqual([0, 3]);
 });

@@ -4,14 +4,17 @@
 import { expect, test } from "bun:test";
 import { Speculation, SpeculationPolicy } from "../../../src/engine/speculation.ts";
 
-// A policy that has seen steps of 1..8 rows costing a + b·rows and draft calls of 1..7 drafts costing c + d·drafts,
-// and whose drafting steps delivered `gate` times the tokens per ms of plain ones.
+// A policy that has seen steps of 1..8 rows drafting 0..6 tokens costing a + b·rows + c·[drafts > 0] + d·drafts, and
+// whose drafting steps delivered `gate` times the tokens per ms of plain ones.
 function trained(a: number, b: number, c: number, d: number, gate = 2): SpeculationPolicy {
   const p = new SpeculationPolicy(7);
   for (let i = 0; i < 40; i++) {
-    p.observeStep(1 + (i % 8), a + b * (1 + (i % 8)));
-    p.observeDraft(1 + (i % 7), c + d * (1 + (i % 7)));
+    const rows = 1 + (i % 8);
+    const drafts = i % 7;
+    p.observeStep(rows, drafts, a + b * rows + (drafts > 0 ? c : 0) + d * drafts);
   }
+  expect(p.costs()!.a).toBeCloseTo(a, 6);
+  expect(p.costs()!.d).toBeCloseTo(d, 6);
   p.observeDecode(1, 1, false);
   p.observeDecode(gate, 1, true);
   return p;

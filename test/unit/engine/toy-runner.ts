@@ -40,7 +40,8 @@ export class ToyRunner implements StepRunner {
     this.steps.push({ tokens: seqs.reduce((n, s) => n + s.tokens.length, 0), seqs: seqs.length });
     return seqs.map((s, i) => {
       const end = s.nPast + s.tokens.length;
-      if (s.pages.length !== Math.ceil(end / B)) throw new Error(`toy: ${s.pages.length} pages for ${end} positions`);
+      const ahead = end + (s.speculate?.next ?? 0); // a drafter writes ahead
+      if (s.pages.length !== Math.ceil(ahead / B)) throw new Error(`toy: ${s.pages.length} pages for ${ahead} positions`);
       let state = this.slots[s.slot]!;
       for (let k = 0; k < s.tokens.length; k++) {
         const pos = s.nPast + k;
@@ -55,7 +56,7 @@ export class ToyRunner implements StepRunner {
       this.slots[s.slot] = state;
       if (!s.sample) return null;
       const { sampling, topLogprobs = 0 } = s.sample;
-      const allowed = s.verify ? s.verify.allowed : s.sample.allowed;
+      const allowed = s.speculate?.verify ? s.speculate.verify.allowed : s.sample.allowed;
       let acc = 0;
       for (let pos = 0; pos < end; pos++) {
         const v = this.kv[s.pages[Math.floor(pos / B)]!]![pos % B]!;

@@ -4,7 +4,7 @@
 // themselves (distributed as q) fail it.
 import { expect, test } from "bun:test";
 import { native } from "../../../src/native/library.ts";
-import { specAccept } from "../../../src/native/model.ts";
+import { draftAccept } from "../../../src/native/model.ts";
 
 const V = 8;
 const N = 20_000;
@@ -71,7 +71,7 @@ async function simulate(k: number, seed: number, sparseP: boolean) {
     let m = drafts.findIndex((d, i) => p[i]![d] === 0);
     if (m < 0) m = k;
     else refused++;
-    const r = specAccept(lib, pAll, qAll, m < k ? m + 1 : k, V, drafts.subarray(0, m), 1000 + trial, 7);
+    const r = draftAccept(lib, pAll, qAll, m < k ? m + 1 : k, V, drafts.subarray(0, m), 1000 + trial, 7);
     const emitted = [...drafts.subarray(0, r.accepted), r.token];
     first[emitted[0]!]++;
     if (emitted.length > 1) second[emitted[1]!]++;
@@ -111,6 +111,6 @@ test("one-hot p and q (greedy): accept while the draft is the argmax, then the a
   ] as const) {
     const q = new Float32Array(3 * V);
     drafts.forEach((t, i) => q.set(onehot(t), i * V));
-    expect(specAccept(lib, p, q, 3, V, Int32Array.from(drafts), 9, 0)).toEqual({ accepted, token });
+    expect(draftAccept(lib, p, q, 3, V, Int32Array.from(drafts), 9, 0)).toEqual({ accepted, token });
   }
 });
