@@ -29,7 +29,7 @@ describe.each(docs)("%s", (doc) => {
 
   test.if(doc.startsWith("docs/"))("every source file it names by its plain name exists", () => {
     const names = [...text(doc).matchAll(/`([\w.-]+\.(?:ts|mjs|c|h|comp|py|sh))`/g)].map((m) => m[1]!).filter((n) => !n.startsWith("."));
-    expect(names.length).toBeGreaterThan(0);
+    if (doc === "docs/ARCHITECTURE.md") expect(names.length).toBeGreaterThan(20); // the map names its files so
     expect(names.filter((n) => !fileNames.has(n))).toEqual([]);
   });
 
