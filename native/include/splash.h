@@ -32,7 +32,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 14
+#define SPLASH_ABI_VERSION 15
 
 typedef enum splash_status {
     SPLASH_OK = 0,

@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 14;
+export const ABI_VERSION = 15;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
