@@ -203,9 +203,8 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
         }
         const sp_gpu_coop_tile *ct = &sp_gpu_coop_tiles[tile];
         char what[160];
-        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d%s%s vs exact (%.0f ms)", sp_mtype_name(t),
-                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ct->db ? " db" : "",
-                 ct->xf32 ? " xf32" : "", ms);
+        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d vs exact (%.0f ms)", sp_mtype_name(t),
+                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ms);
         expect(what, s > 0 ? e / s : e, 1e-5);
         free(got);
     }
@@ -523,19 +522,21 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
 /* ---- mixture of experts ---- */
 
 /* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
- * build did not compile is ignored, so the shape keeps the default. Host-side: needs no matrix units. */
+ * build did not compile is ignored, so the shape keeps the default: for a large matrix the 128 × 128 tile, 64 columns a
+ * step for a long chunk, 32 for a shorter one (tuning.c picks DEFAULT_COOP_TILES by index). Host-side: needs no matrix
+ * units. */
 static void test_coop_tuning_file(void) {
     int want = -1;
     for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++)
-        if (sp_gpu_coop_tiles[i].xf32 && sp_gpu_coop_tiles[i].bn == 256) want = i;
+        if (sp_gpu_coop_tiles[i].bn == 256) want = i; /* a candidate: no default picks it */
     char path[] = "/tmp/splash-coop-tuning-XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(want >= 0 && f, "coop tuning file: a compiled xf32 tile 256 x rows wide (%d), a temporary file", want);
+    CHECK(want >= 0 && f, "coop tuning file: a compiled tile 256 x rows wide (%d), a temporary file", want);
     if (want < 0 || !f) return;
     const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[want];
     fprintf(f, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": {\"bm\": %d, \"bn\": %d, "
-               "\"bk\": %d, \"wm\": %d, \"wn\": %d, \"xf32\": true}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
+               "\"bk\": %d, \"wm\": %d, \"wn\": %d}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
                "{\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
     fclose(f);
     sp_gpu *g = calloc(1, sizeof *g);
@@ -546,6 +547,10 @@ static void test_coop_tuning_file(void) {
     CHECK(!st && got == want && kept == dflt && dflt != want,
           "coop tuning file: q4 12288x5120 takes tile %d (want %d), an uncompiled tile leaves bf16 on %d, another shape %d", got, want,
           kept, dflt);
+    const sp_gpu_coop_tile *lng = &sp_gpu_coop_tiles[dflt], *shrt = &sp_gpu_coop_tiles[sp_gpu_gemm_coop_tile(g, &other, 256)];
+    CHECK(lng->bm == 128 && lng->bn == 128 && lng->bk == 64 && shrt->bm == 128 && shrt->bn == 128 && shrt->bk == 32,
+          "coop default tile for 12288x6144: %dx%dx%d at 1024 rows, %dx%dx%d at 256", lng->bm, lng->bn, lng->bk, shrt->bm, shrt->bn,
+          shrt->bk);
     unsetenv("SPLASH_OPS_TEST_TUNING");
     remove(path);
     free(g);
