@@ -104,14 +104,15 @@ describe("OpenAI chat response_format", () => {
     expect(e.message).toContain('"not"');
   });
 
-  test("a text-written tool parameter with a length beside a pattern counting would need the state of: 400 naming it", async () => {
-    const parameters = { type: "object", properties: { slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 64 } }, required: ["slug"] };
-    const tools = [...toolsFor.openai, { type: "function" as const, function: { name: "tag", parameters } }];
-    const e = (await rejection(openai.chat.completions.create({ model, messages, tools, tool_choice: "required" }))) as InstanceType<typeof OpenAI.BadRequestError>;
-    expect(e.status).toBe(400);
-    expect(e.param).toBe("tools.3.function.parameters");
-    expect(e.message).toContain("/properties/slug");
-    expect(e.message).toContain("maxLength");
+  test("tool parameters written as text with lengths beside a pattern and a format: arguments validate, streaming and not", async () => {
+    const parameters = { type: "object", properties: { slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 6 }, owner: { type: "string", format: "email", maxLength: 10 } }, required: ["slug", "owner"] };
+    const tools = [{ type: "function" as const, function: { name: "tag", parameters } }];
+    for (const stream of [true, false]) {
+      const body = { model, messages, seed: 7, reasoning_effort: "none" as const, tools, tool_choice: { type: "function" as const, function: { name: "tag" } }, parallel_tool_calls: false };
+      const completion = stream ? await openai.chat.completions.stream(body).finalChatCompletion() : await openai.chat.completions.create(body);
+      const call = completion.choices[0]!.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+      expect(problem(parameters, call.function.arguments)).toBeNull();
+    }
   });
 });
 

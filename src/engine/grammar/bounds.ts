@@ -154,13 +154,6 @@ export function toolBounds(schema: CompiledSchema, properties: { name: string; n
       if (c?.kind !== "string") {
         throw new SchemaError("a parameter whose options are all strings may have minLength/maxLength only when it has one option", `/properties/${p.name}`, "maxLength");
       }
-      if (c.dfa) {
-        throw new SchemaError(
-          "minLength/maxLength together with this pattern or format is supported in JSON values, not in a tool parameter written as text; make the parameter's pattern a fixed prefix and one repeated class, or drop the length",
-          `/properties/${p.name}`,
-          "maxLength",
-        );
-      }
       out.raw.set(p.name, c);
     } else out.json.set(p.name, counted.of(p.node)!);
   }
@@ -253,7 +246,7 @@ type Frame =
   | { k: "array"; c: CountedArray | null; n: number; after: boolean } // n items started; after = an item just ended
   | { k: "object"; c: CountedObject | null; phase: "key" | "colon" | "value" | "next"; next: Counted | null }
   | { k: "scalar" } // a number or literal: ends at the first byte that cannot continue it
-  | { k: "raw"; min: number; max: number; n: number; match: number } // a raw parameter value and its closing tag
+  | { k: "raw"; min: number; max: number; n: number; match: number; dfa: LengthDfa | null; state: number; cp: number; more: number } // a raw parameter value and its closing tag; with a dfa, n counts the content only
   | { k: "envelope"; mode: "text" | "calls" | "first"; match: number; line: string; tool: string }
   | { k: "done" };
 type Stack = { f: Frame; below: Stack | null };
@@ -286,6 +279,8 @@ function advance(p: string, f: Int32Array, match: number, b: number): number {
 }
 
 type PatternString = Extract<Frame, { k: "string" }> & { dfa: LengthDfa };
+type PatternRaw = Extract<Frame, { k: "raw" }> & { dfa: LengthDfa };
+type PatternText = PatternString | PatternRaw;
 // A character of a pattern's string being read: its count, the DFA's state, and a UTF-8 sequence's progress.
 type CharRead = { n: number; state: number; cp: number; more: number };
 
@@ -366,11 +361,16 @@ export class Bounds {
     if (top?.k === "string" && top.dfa) {
       if (top.esc === 0 && top.more === 0) {
         plain = this.table.data.plainString;
-        this.restrictPattern(mask, top as PatternString);
+        this.restrictPattern(mask, top as PatternString, plain);
       }
     } else if (top?.k === "string" && top.esc === 0) {
       plain = this.table.data.plainString;
       room = top.max - top.n;
+    } else if (top?.k === "raw" && top.dfa) {
+      if (top.match === 0 && top.more === 0) {
+        plain = this.table.data.plainRaw;
+        this.restrictPattern(mask, top as PatternRaw, plain);
+      }
     } else if (top?.k === "raw" && top.match === 0) {
       plain = this.table.data.plainRaw;
       room = top.max - top.n;
@@ -467,6 +467,7 @@ export class Bounds {
           continue;
         }
         case "raw": {
+          if (f.dfa) return this.patternRawByte(f as PatternRaw, s.below, b);
           const match = advance(VALUE_END, VALUE_END_FAIL, f.match, b);
           // Characters confirmed as content: all but the part that may still be the closing tag.
           const n = f.n + ((b & 0xc0) !== 0x80 ? 1 : 0);
@@ -519,8 +520,8 @@ export class Bounds {
   // pattern's DFA only when its length could matter: it ends the string short of minLength, or so close to maxLength
   // that some state the pattern may be in could not close in the room left. (The grammar keeps the pattern's state
   // one from which a match can end; the state after a whole token being feasible makes every one before it so.)
-  private restrictPattern(mask: Uint32Array, f: PatternString): void {
-    const { byCharsDesc, chars, plainString: plain } = this.table.data;
+  private restrictPattern(mask: Uint32Array, f: PatternText, plain: Uint32Array): void {
+    const { byCharsDesc, chars } = this.table.data;
     const lo = f.min - f.n;
     const hi = f.max - f.n - f.dfa.farthest; // tokens of lo..hi characters need no walk
     const check = (t: number) => {
@@ -546,7 +547,7 @@ export class Bounds {
 
   // Whether a token of plain characters keeps the string able to end as a match within its bounds: when the state
   // after the token is, so is each state before it (the rest of the token is a way on from there).
-  private patternFits(f: PatternString, token: number): boolean {
+  private patternFits(f: PatternText, token: number): boolean {
     const end = this.table.tokenEnd(f.dfa, f.state, token);
     if (end !== END_MID_CHARACTER) return end >= 0 && feasible(f.dfa, end, f.n + this.table.data.chars[token]!);
     const c: CharRead = { n: f.n, state: f.state, cp: 0, more: 0 };
@@ -601,6 +602,30 @@ export class Bounds {
     return { f: { ...f, ...c }, below };
   }
 
+  // A raw value with the pattern's DFA. The pattern's text never holds "<" (the grammar's rule), so a newline is
+  // content unless "<" follows it, which starts the closing tag: until then it is pending, allowed while either the
+  // value can end before it or it can be content.
+  private patternRawByte(f: PatternRaw, below: Stack | null, b: number): Stack | null {
+    const d = f.dfa;
+    const match = advance(VALUE_END, VALUE_END_FAIL, f.match, b);
+    if (f.match >= 2) return match === VALUE_END.length ? (below ?? DONE) : { f: { ...f, match }, below };
+    let { n, state } = f;
+    if (f.match === 1) {
+      if (match === 2) return n < f.min || !d.accept[state] ? FAIL : { f: { ...f, match }, below };
+      n++;
+      state = dfaStep(d, state, 0x0a);
+      if (!feasible(d, state, n)) return FAIL;
+    }
+    if (match === 1) {
+      const close = n >= f.min && d.accept[state] === 1;
+      if (!close && !feasible(d, dfaStep(d, state, 0x0a), n + 1)) return FAIL;
+      return { f: { ...f, n, state, match }, below };
+    }
+    const c: CharRead = { n, state, cp: f.cp, more: f.more };
+    if (!charByte(d, f.max, c, b)) return FAIL;
+    return { f: { ...f, ...c, match }, below };
+  }
+
   private envelopeByte(f: Extract<Frame, { k: "envelope" }>, s: Stack, b: number): Stack | null {
     const plan = this.plan as Extract<BoundsPlan, { kind: "tools" }>;
     if (f.mode === "text") {
@@ -622,10 +647,10 @@ export class Bounds {
     if (!param) return here;
     const bounds = plan.tools.get(f.tool);
     const raw = bounds?.raw.get(param[1]!);
-    if (raw) return { f: { k: "raw", min: raw.min, max: raw.max, n: 0, match: 0 }, below: here };
+    if (raw) return { f: { k: "raw", min: raw.min, max: raw.max, n: 0, match: 0, dfa: raw.dfa, state: 0, cp: 0, more: 0 }, below: here };
     const json = bounds?.json.get(param[1]!);
     // Parameters without counts: a raw value is passed over like a counted one (its closing tag ends it), a JSON
     // value is followed as JSON, so that the next parameter's start is seen.
-    return json ? { f: { k: "value", c: json }, below: here } : { f: { k: "raw", min: 0, max: Infinity, n: 0, match: 0 }, below: here };
+    return json ? { f: { k: "value", c: json }, below: here } : { f: { k: "raw", min: 0, max: Infinity, n: 0, match: 0, dfa: null, state: 0, cp: 0, more: 0 }, below: here };
   }
 }

@@ -111,10 +111,6 @@ describe("tool choice", () => {
     const e = refusal(req([tool("ok"), tool("b", { type: "object", properties: { x: { type: "string", format: "idn-hostname" } } })], "required"));
     expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[1].parameters", "format", "/properties/x/format"]);
   });
-  test("a raw parameter's length beside a pattern whose state counting needs", () => {
-    const e = refusal(req([tool("a", { type: "object", properties: { slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 64 } } })], "required"));
-    expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[0].parameters", "maxLength", "/properties/slug"]);
-  });
   test("counts in a raw parameter with several string options", () => {
     const e = refusal(req([tool("a", { type: "object", properties: { q: { anyOf: [{ type: "string", maxLength: 3 }, { enum: ["long value"] }] } } })], "required"));
     expect([e.param, e.keyword, e.schemaPath]).toEqual(["tools[0].parameters", "anyOf", "/properties/q/anyOf"]);
