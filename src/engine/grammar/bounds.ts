@@ -7,7 +7,9 @@
 // Qwen XML envelope (tool and parameter names, raw and JSON parameter values). The grammar has already checked the
 // syntax, so it only has to know where it is. A token is allowed when its bytes keep every open count within its
 // bounds; every bound can always still be met after an allowed token (a string can close or grow, an array can end
-// or take another item), so counting never leads to a dead end.
+// or take another item), so counting never leads to a dead end. A string whose pattern the length cuts short is
+// followed through the pattern's DFA (length-dfa.ts): a character is allowed only when a match can still end within
+// the bounds.
 //
 // Following the output needs to know which schema applies to each value. Objects (by key), arrays (by index) and
 // unions whose options start differently (a string, an array, an object or a scalar: `"type": ["string", "null"]`)
