@@ -42,19 +42,10 @@ export const DEFAULT_TILES: Tile[] = [
   { bm: 128, bn: 16, bk: 32, tm: 8, tn: 1 },
 ];
 // Cooperative-matrix GEMM tiles (matmul_coopmat.comp): BM × BN of y per workgroup, BK columns per step, WM × WN per
-// subgroup of 32; db: two shared-memory buffers (one barrier a step), xf32: x read as f32 and rounded to f16 in the tile
-// loads (no separate f16 copy of x). Compiled always (tuning.c's defaults pick by index): 0 and 1 for prefill chunks,
+// subgroup of 32. Compiled always (tuning.c's defaults pick by index): 0 and 1 for prefill chunks, 4 for long ones,
 // 2 for fewer rows of x, 3 for matrices of few rows.
 const CoopTile = z
-  .object({
-    bm: z.number().int(),
-    bn: z.number().int(),
-    bk: z.number().int(),
-    wm: z.number().int(),
-    wn: z.number().int(),
-    db: z.boolean().optional(),
-    xf32: z.boolean().optional(),
-  })
+  .object({ bm: z.number().int(), bn: z.number().int(), bk: z.number().int(), wm: z.number().int(), wn: z.number().int() })
   .strict();
 type CoopTile = z.infer<typeof CoopTile>;
 export const DEFAULT_COOP_TILES: CoopTile[] = [
@@ -62,22 +53,12 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
   { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64 },
   { bm: 128, bn: 64, bk: 32, wm: 64, wn: 32 },
   { bm: 64, bn: 64, bk: 32, wm: 32, wn: 32 },
+  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
 ];
 // Compiled always after the defaults, for vulkan_prefill_lab to time against them on the device (no default picks
-// them; a model's tuning does once measured faster): 8 subgroups over 256 weight rows (each x fragment serves twice the
-// products; a third more products per byte a tile loads) or over 256 x rows (each dequantized weight serves twice the x
-// rows: half the decode work per product), 64 columns a step (twice the products per load latency, the next step's
-// loads twice as many registers), the double-buffered staging (with 4 subgroups of 64 × 64, two workgroups fit a
-// multiprocessor's registers), and x rounded to f16 in the tile loads.
-export const CANDIDATE_COOP_TILES: CoopTile[] = [
-  { bm: 256, bn: 128, bk: 32, wm: 64, wn: 64 },
-  { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 },
-  { bm: 128, bn: 128, bk: 64, wm: 64, wn: 32 },
-  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, db: true },
-  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 64, db: true },
-  { bm: 128, bn: 128, bk: 32, wm: 64, wn: 32, xf32: true },
-  { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64, xf32: true },
-];
+// them; a model's tuning does where measured faster): 8 subgroups over 256 x rows (each dequantized weight serves twice
+// the x rows: half the decode work per product).
+export const CANDIDATE_COOP_TILES: CoopTile[] = [{ bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 }];
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
 // The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
@@ -128,7 +109,7 @@ export type Tuning = z.infer<typeof Tuning>;
 export type Variant = { name: string; file: string; defines: Record<string, string | number>; vulkanOnly?: true };
 
 const tileName = (t: Tile) => `${t.bm}x${t.bn}x${t.bk}_${t.tm}x${t.tn}`;
-const coopName = (t: CoopTile) => `${t.bm}x${t.bn}x${t.bk}_${t.wm}x${t.wn}${t.db ? "_db" : ""}${t.xf32 ? "_xf32" : ""}`;
+const coopName = (t: CoopTile) => `${t.bm}x${t.bn}x${t.bk}_${t.wm}x${t.wn}`;
 
 // Every model's tuning file, by model id.
 export function tunings(): Map<string, Tuning> {
@@ -192,7 +173,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
       v.push({
         name: `gemm_coopmat_${t}_${coopName(tile)}`,
         file: "matmul_coopmat.comp",
-        defines: { STAGE: 1, WT: WEIGHT_TYPES.indexOf(t), BM: tile.bm, BN: tile.bn, BK: tile.bk, WM: tile.wm, WN: tile.wn, DB: tile.db ? 1 : 0, XF32: tile.xf32 ? 1 : 0 },
+        defines: { STAGE: 1, WT: WEIGHT_TYPES.indexOf(t), BM: tile.bm, BN: tile.bn, BK: tile.bk, WM: tile.wm, WN: tile.wn },
         vulkanOnly: true,
       });
   return v;
@@ -289,7 +270,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const sp_gpu_tile sp_gpu_tiles[SP_GPU_TILE_COUNT];",
     `extern const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}];`,
     "/* Cooperative-matrix GEMM tiles (kernels/matmul_coopmat.comp) and the first such kernel per weight type (-1: none). */",
-    "typedef struct sp_gpu_coop_tile { int bm, bn, bk, wm, wn, db, xf32; } sp_gpu_coop_tile; /* db, xf32: 0 or 1 */",
+    "typedef struct sp_gpu_coop_tile { int bm, bn, bk, wm, wn; } sp_gpu_coop_tile;",
     `#define SP_GPU_COOP_TILE_COUNT ${coop.length}`,
     "extern const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT];",
     `extern const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}];`,
@@ -325,7 +306,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   c.push(
     `const sp_gpu_kernel_id sp_gpu_gemm_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => kernelIdent(`gemm_${t}_${tileName(tiles[0]!)}`)).join(", ")}};`,
     "const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT] = {",
-    ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}, ${t.db ? 1 : 0}, ${t.xf32 ? 1 : 0}},`),
+    ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}},`),
     "};",
     `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
     "",

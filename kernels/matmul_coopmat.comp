@@ -11,14 +11,9 @@
 // Operands are f16: weights of any type lose nothing above 2⁻¹⁴ in magnitude (bf16's 8 significant bits fit in
 // f16's 11); activations keep 11 significant bits (relative error ≤ 2⁻¹¹) and saturate at ±65504 (HALVES clamps,
 // so an outlier costs its own precision instead of turning a row into infinities).
-// Variants (defines, 0 by default): DB stages the tiles in two shared-memory buffers, storing the next step's while
-// the products read this one, so a step needs one barrier instead of two and no subgroup waits for the slowest to
-// finish storing before its products start; XF32 reads x in f32 and rounds it to f16 (clamped as HALVES does) when
-// the tile is stored, so the product needs no HALVES pass and no x16 copy.
-// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN, DB, XF32; its workgroup is (BM/WM)·(BN/WN) subgroups of
-// SUBGROUP invocations (spec constant 0 = that product; the host enables this kernel only where subgroups have
-// SUBGROUP invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of x_stride halves, a
-// multiple of 8 (with XF32: x rows of x_stride floats, a multiple of 4).
+// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN; its workgroup is (BM/WM)·(BN/WN) subgroups of SUBGROUP
+// invocations (spec constant 0 = that product; the host enables this kernel only where subgroups have SUBGROUP
+// invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of x_stride halves, a multiple of 8.
 // Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
@@ -33,7 +28,7 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform P {
     uint64_t w;       // row 0 of W
-    uint64_t x;       // GEMM: x16 [n][x_stride] (f16), with XF32 x [n][x_stride] (f32); HALVES: x [n][cols] (f32)
+    uint64_t x;       // GEMM: x16 [n][x_stride] (f16); HALVES: x [n][cols] (f32)
     uint64_t y;       // GEMM: y [n][y_stride]; HALVES: x16 [n][y_stride]
     uint row_bytes, rows, cols, n, x_stride, y_stride;
 } p;
@@ -65,13 +60,6 @@ void main() {
 #define WM 64
 #define WN 64
 #endif
-#ifndef DB
-#define DB 0
-#endif
-#ifndef XF32
-#define XF32 0
-#endif
-#define BUFS (DB + 1)
 #define SUBGROUP 32
 #define THREADS ((BM / WM) * (BN / WN) * SUBGROUP)
 #define STRIDE (BK / 8 + 1)              // a tile row in shared memory, in uvec4 (8 halves): BK and 16 bytes of padding
@@ -82,13 +70,12 @@ void main() {
 #endif
 // both f16 tiles and a 16 x 16 f32 block per subgroup: within the 48 KiB the device check asks for
 // (native/backends/vulkan/device.c)
-#if (BM + BN) * STRIDE * 16 * BUFS + (THREADS / SUBGROUP) * 1024 > 49152
+#if (BM + BN) * STRIDE * 16 + (THREADS / SUBGROUP) * 1024 > 49152
 #error "the tile takes more than 48 KiB of shared memory"
 #endif
 
-// buffer b of each from b · BM · STRIDE (b · BN · STRIDE)
-shared uvec4 As[BUFS * BM * STRIDE];  // As[m · STRIDE + k/8] = W[m0 + m][k0 + k … k+7] as f16
-shared uvec4 Bs[BUFS * BN * STRIDE];  // Bs[j · STRIDE + k/8] = x16[n0 + j][k0 + k … k+7]
+shared uvec4 As[BM * STRIDE];  // As[m · STRIDE + k/8] = W[m0 + m][k0 + k … k+7] as f16
+shared uvec4 Bs[BN * STRIDE];  // Bs[j · STRIDE + k/8] = x16[n0 + j][k0 + k … k+7]
 shared float Cs[THREADS / SUBGROUP][16 * 16];  // a subgroup's result block on its way to an edge tile of y
 
 #define MatA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
@@ -96,12 +83,7 @@ shared float Cs[THREADS / SUBGROUP][16 * 16];  // a subgroup's result block on i
 #define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
 uint m0, n0;
-uvec4 wr[A_LOADS];  // the next step's words: load8's for the weights
-#if XF32
-vec4 xr[B_LOADS][2];  // and 8 floats of x per load
-#else
-uvec4 xr[B_LOADS];  // and 8 halves of x16 per load
-#endif
+uvec4 wr[A_LOADS], xr[B_LOADS];  // the next step's words: load8's for the weights, halves of x16
 
 uvec4 pack8(float w[8]) {
     return uvec4(packHalf2x16(vec2(w[0], w[1])), packHalf2x16(vec2(w[2], w[3])), packHalf2x16(vec2(w[4], w[5])),
@@ -117,19 +99,13 @@ void fetch(uint k0) {
     }
     [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-#if XF32
-        [[unroll]] for (uint k = 0u; k < 2u; k++)  // cols % 4 == 0: each half of the 8 is inside the row or past it
-            xr[i][k] = n0 + j < p.n && c + 4u * k < p.cols ? Vec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c + 4u * k) * 4ul).v[0] : vec4(0.0);
-#else
         xr[i] = n0 + j < p.n && c < p.x_stride ? Uvec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c) * 2ul).v[0] : uvec4(0u);
-#endif
     }
 }
 
-// Decodes the fetched words into shared-memory buffer buf. The one group of 8 columns that the matrix ends inside
-// (cols % 8 is 4) goes through the general decoder, in a loop of its own, so the unrolled loads above stay small.
-void stash(uint k0, uint buf) {
-    uint ao = buf * uint(BM * STRIDE), bo = buf * uint(BN * STRIDE);
+// Decodes the fetched words into shared memory. The one group of 8 columns that the matrix ends inside (cols % 8 is
+// 4) goes through the general decoder, in a loop of its own, so the unrolled loads above stay small.
+void stash(uint k0) {
     uint tid = gl_LocalInvocationID.x, cut = p.cols & ~7u;
     bool partial = cut != p.cols && cut >= k0 && cut < k0 + BK;
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
@@ -141,23 +117,18 @@ void stash(uint k0, uint buf) {
             unpack8(wr[i], c, p.cols, w);
             h = pack8(w);
         }
-        As[ao + m * STRIDE + q] = h;
+        As[m * STRIDE + q] = h;
     }
     [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), q = t % (BK / 8u);
-#if XF32
-        vec4 lo = clamp(xr[i][0], -65504.0, 65504.0), hi = clamp(xr[i][1], -65504.0, 65504.0);
-        Bs[bo + j * STRIDE + q] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
-#else
-        Bs[bo + j * STRIDE + q] = xr[i];
-#endif
+        Bs[j * STRIDE + q] = xr[i];
     }
     if (partial)
         for (uint m = tid; m < BM; m += THREADS) {
             float w[8];
             [[unroll]] for (uint e = 0u; e < 8u; e++)
                 w[e] = m0 + m < p.rows && cut + e < p.cols ? weight_at(WT, p.w + uint64_t(m0 + m) * p.row_bytes, cut + e, p.cols) : 0.0;
-            As[ao + m * STRIDE + (cut - k0) / 8u] = pack8(w);
+            As[m * STRIDE + (cut - k0) / 8u] = pack8(w);
         }
 }
 
@@ -173,36 +144,21 @@ void main() {
         [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
 
     fetch(0u);
-#if DB
-    stash(0u, 0u);
-    barrier();
-#endif
-    for (uint k0 = 0u, buf = 0u; k0 < p.cols; k0 += BK, buf ^= uint(DB)) {
-#if DB
-        // the products read buffer buf while the next tile goes into the other: the barrier ending the last step kept
-        // those stores until every subgroup had read it
-        if (k0 + BK < p.cols) fetch(k0 + BK);
-#else
+    for (uint k0 = 0u; k0 < p.cols; k0 += BK) {
         barrier();  // the last step's products have read the tiles
-        stash(k0, 0u);
+        stash(k0);
         barrier();
         if (k0 + BK < p.cols) fetch(k0 + BK);
-#endif
-        uint ao = buf * uint(BM * STRIDE), bo = buf * uint(BN * STRIDE);
         [[unroll]] for (uint k = 0u; k < BK / 8u; k += 2u) {  // 16 columns: two uvec4 of halves
             MatA a[WM / 16];
             [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
-                coopMatLoad(a[i], As, ao + (wm + i * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(a[i], As, (wm + i * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
                 MatB b;
-                coopMatLoad(b, Bs, bo + (wn + j * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatLoad(b, Bs, (wn + j * 16u) * STRIDE + k, STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
                 [[unroll]] for (uint i = 0u; i < WM / 16u; i++) acc[i][j] = coopMatMulAdd(a[i], b, acc[i][j]);
             }
         }
-#if DB
-        if (k0 + BK < p.cols) stash(k0 + BK, buf ^ 1u);
-        barrier();
-#endif
     }
 
     // y is column-major from the product's view: element (r, j) of this tile at y[(n0 + j) · y_stride + m0 + r]

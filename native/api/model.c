@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include "arch/qwen3_5_vision.h"
+#include "core/checkpoint.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/threadpool.h"
@@ -104,9 +105,11 @@ splash_status splash_model_load(const char *dir, const splash_load_options *opts
     pthread_mutex_init(&m->lock, NULL);
     splash_status st = sp_threadpool_create(n, &m->pool);
     if (!st) st = make_backend(&m->be, m->pool, n, &m->op_status, o.backend, NULL, 0);
-    if (!st) st = sp_qwen35_load(dir, &m->be, o.quant, o.max_step_tokens, &m->arch);
+    sp_checkpoint *ck = NULL;
+    if (!st) st = sp_checkpoint_open(dir, &ck);
+    if (!st) st = sp_qwen35_load(ck, &m->be, o.quant, o.max_step_tokens, &m->arch); /* the model owns ck from here */
     if (!st) st = sp_qwen35_set_tokens(m->arch, o.n_tokens, o.tokens);
-    if (!st) st = sp_qwen35_vision_load(dir, m->pool, n, &m->vision);
+    if (!st) st = sp_qwen35_vision_load(ck, m->pool, n, &m->vision);
     if (st) {
         splash_model_free(m);
         return st;

@@ -20,10 +20,12 @@
 #include "arch/dflash.h"
 #include "arch/draft.h"
 #include "arch/mtp.h"
+#include "core/checkpoint.h"
 #include "core/error.h"
 #include "draft/accept.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +33,13 @@
  * default at most 8 verify per step: the verify buffers are sized for it (Qwen3.8-27B: ~0.5 GB with 16-token blocks). */
 enum { DEFAULT_MAX_SEQS = 8 };
 
-/* The drafters by splash_drafter_options.kind. */
+/* The drafters by splash_drafter_options.kind, and whether one is a checkpoint of its own (splash_drafter_options.dir). */
 static const struct {
     int32_t kind;
     sp_drafter_load load;
-} DRAFTERS[] = {{SPLASH_DRAFT_MTP, sp_mtp_load}, {SPLASH_DRAFT_DFLASH, sp_dflash_load}, {SPLASH_DRAFT_DFLASH2, sp_dflash2_load}};
+    bool own_checkpoint;
+} DRAFTERS[] = {{SPLASH_DRAFT_MTP, sp_mtp_load, false}, {SPLASH_DRAFT_DFLASH, sp_dflash_load, true},
+                {SPLASH_DRAFT_DFLASH2, sp_dflash2_load, true}};
 
 /* What the last step drafted for one sequence: its anchor's slot and position, and whether q rows were kept. */
 typedef struct drafted {
@@ -147,8 +151,9 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_drafter_options.struct_size %u < %zu: rebuild the binding",
                        opts->struct_size, sizeof *opts);
     sp_drafter_load load = NULL;
+    bool own_checkpoint = false;
     for (size_t i = 0; i < sizeof DRAFTERS / sizeof *DRAFTERS; i++)
-        if (DRAFTERS[i].kind == opts->kind) load = DRAFTERS[i].load;
+        if (DRAFTERS[i].kind == opts->kind) load = DRAFTERS[i].load, own_checkpoint = DRAFTERS[i].own_checkpoint;
     if (!load) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "drafter kind %d: expected 1 (mtp), 2 (dflash) or 3 (dflash2)", opts->kind);
     if (m->speculator) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the model has a drafter already");
     if (m->n_caches) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "attach the drafter before creating a cache (page sizes change)");
@@ -162,7 +167,9 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     if (!s) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     *s = (sp_speculator){.kind = opts->kind, .max_seqs = opts->max_seqs ? opts->max_seqs : DEFAULT_MAX_SEQS,
                          .vocab = t.vocab_size, .n_tokens = t.n_tokens, .tokens = t.token_mask, .be = &m->be};
-    splash_status st = load(&t, opts->dir, opts->max_draft, s->max_seqs, &s->d);
+    sp_checkpoint *ck = NULL;
+    splash_status st = own_checkpoint && opts->dir ? sp_checkpoint_open(opts->dir, &ck) : SPLASH_OK;
+    if (!st) st = load(&t, ck, opts->max_draft, s->max_seqs, &s->d); /* the drafter owns ck from here */
     if (!st) {
         s->max_draft = s->d->max_draft;
         s->row_width = (int64_t)(s->d->n_taps ? s->d->n_taps : 1) * t.hidden_size;

@@ -379,18 +379,21 @@ static splash_status load_weights(sp_dflash *d) {
 static const sp_drafter_ops DFLASH_OPS, DFLASH2_OPS;
 static void dflash_free(sp_drafter *base);
 
-static splash_status load(const sp_draft_target *t, const char *dir, int32_t version, int32_t max_draft, int32_t max_seqs,
+static splash_status load(const sp_draft_target *t, sp_checkpoint *ck, int32_t version, int32_t max_draft, int32_t max_seqs,
                           sp_drafter **out) {
     *out = NULL;
-    if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
-    if (version == 2 && !t->be->block_conv)
-        return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no block_conv op (DFlash2's dynamic convolution): draft "
-                       "with mtp or dflash", t->be->name);
+    if (!ck) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "a DFlash drafter needs its directory");
     sp_dflash *d = calloc(1, sizeof *d);
-    if (!d) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!d) {
+        sp_checkpoint_close(ck);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     *d = (sp_dflash){.base = {.ops = version == 2 ? &DFLASH2_OPS : &DFLASH_OPS}, .max_seqs = max_seqs, .vocab_size = t->vocab_size,
-                     .embed = t->embed, .lm_head = t->lm_head, .be = t->be, .quant = t->quant};
-    splash_status st = sp_checkpoint_open(dir, &d->ck);
+                     .embed = t->embed, .lm_head = t->lm_head, .be = t->be, .ck = ck, .quant = t->quant};
+    splash_status st = SPLASH_OK;
+    if (version == 2 && !t->be->block_conv)
+        st = SP_FAIL(SPLASH_ERR_UNSUPPORTED, "the %s backend has no block_conv op (DFlash2's dynamic convolution): draft "
+                     "with mtp or dflash", t->be->name);
     if (!st) st = parse_config(d->ck, t, version, &d->cfg);
     if (!st) st = load_weights(d);
     if (!st) {
@@ -627,10 +630,10 @@ static splash_status dflash_draft(sp_drafter *base, const sp_seq_memory *mem, co
 static const sp_drafter_ops DFLASH_OPS = {"dflash", dflash_free, dflash_page_bytes, dflash_slot_bytes, dflash_ingest, dflash_draft};
 static const sp_drafter_ops DFLASH2_OPS = {"dflash2", dflash_free, dflash_page_bytes, dflash_slot_bytes, dflash_ingest, dflash_draft};
 
-splash_status sp_dflash_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
-    return load(t, dir, 1, max_draft, max_seqs, out);
+splash_status sp_dflash_load(const sp_draft_target *t, sp_checkpoint *ck, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    return load(t, ck, 1, max_draft, max_seqs, out);
 }
 
-splash_status sp_dflash2_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
-    return load(t, dir, 2, max_draft, max_seqs, out);
+splash_status sp_dflash2_load(const sp_draft_target *t, sp_checkpoint *ck, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
+    return load(t, ck, 2, max_draft, max_seqs, out);
 }

@@ -98,9 +98,10 @@ struct sp_drafter {
     uint64_t weight_bytes, scratch_bytes;
 };
 
-/* Loads a drafter for target t: dir is its checkpoint (NULL for one inside the target's, as MTP's); max_draft 0
- * takes the drafter's default; up to max_seqs sequences per draft call. */
-typedef splash_status (*sp_drafter_load)(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs,
+/* Loads a drafter for target t: ck is its own checkpoint, which the drafter takes (closes when freed, or at once when
+ * the load fails), or NULL for one inside the target's (MTP's); max_draft 0 takes the drafter's default; up to
+ * max_seqs sequences per draft call. */
+typedef splash_status (*sp_drafter_load)(const sp_draft_target *t, sp_checkpoint *ck, int32_t max_draft, int32_t max_seqs,
                                          sp_drafter **out);
 
 #endif

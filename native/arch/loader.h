@@ -36,7 +36,7 @@ typedef struct sp_weights {
 } sp_weights;
 
 typedef struct sp_loader {
-    sp_checkpoint *ck;
+    const sp_checkpoint *ck;
     sp_threadpool *pool;         /* quantizes at load (NULL: single-threaded) */
     const sp_backend *upload;    /* non-NULL: matrices go to this backend's device and the host copies go */
     int32_t quant;               /* SPLASH_QUANT_* of the matrices loaded as quantizable */

@@ -212,9 +212,12 @@ static splash_status load_weights(sp_mtp *d) {
 static const sp_drafter_ops MTP_OPS;
 static void mtp_free(sp_drafter *base);
 
-splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
-    (void)dir;
+splash_status sp_mtp_load(const sp_draft_target *t, sp_checkpoint *ck, int32_t max_draft, int32_t max_seqs, sp_drafter **out) {
     *out = NULL;
+    if (ck) {
+        sp_checkpoint_close(ck);
+        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "the MTP drafter is the target's own mtp.* layer: it takes no directory");
+    }
     if (!sp_checkpoint_find(t->ck, "mtp.fc.weight"))
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "%s has no MTP layer (mtp.* tensors): draft with dflash or none",
                        sp_checkpoint_dir(t->ck));

@@ -4,8 +4,8 @@
 
 #include "arch/draft.h"
 
-/* Loads mtp.* from the target's checkpoint (dir unused): a chain of max_draft steps (0: the default) per draft. Its
+/* Loads mtp.* from the target's checkpoint (a checkpoint of its own is refused): a chain of max_draft steps (0: the default) per draft. Its
  * ingest rows are the target's final-normed hidden; its slot state the last committed one. */
-splash_status sp_mtp_load(const sp_draft_target *t, const char *dir, int32_t max_draft, int32_t max_seqs, sp_drafter **out);
+splash_status sp_mtp_load(const sp_draft_target *t, sp_checkpoint *ck, int32_t max_draft, int32_t max_seqs, sp_drafter **out);
 
 #endif

@@ -372,17 +372,21 @@ static splash_status upload_vectors(sp_qwen35 *m) {
     return SPLASH_OK;
 }
 
-splash_status sp_qwen35_load(const char *dir, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
+splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
                              sp_qwen35 **out) {
     *out = NULL;
     sp_qwen35 *m = calloc(1, sizeof *m);
-    if (!m) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!m) {
+        sp_checkpoint_close(ck);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     m->be = be;
     m->quant = quant;
     m->max_step_tokens = max_step_tokens > 0 ? max_step_tokens : DEFAULT_STEP_TOKENS;
-    splash_status st = sp_checkpoint_open(dir, &m->ck);
+    m->ck = ck;
+    splash_status st = SPLASH_OK;
     loader L = {.base = {.ck = m->ck, .pool = be->pool, .upload = be->upload ? be : NULL, .quant = quant}, .m = m};
-    if (!st) st = parse_config(m->ck, &m->cfg);
+    st = parse_config(m->ck, &m->cfg);
     int64_t image_token = -1;
     if (!st) sp_json_int(sp_json_get(sp_checkpoint_config(m->ck), "image_token_id"), &image_token);
     m->image_token_id = (int32_t)image_token;

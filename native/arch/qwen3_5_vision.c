@@ -72,7 +72,7 @@ struct sp_qwen35_vision {
     vision_weights w;
     sp_backend be;               /* CPU, over the model's pool */
     splash_status op_status;
-    sp_checkpoint *ck;           /* kept open: the matrices are views of its maps */
+    const sp_checkpoint *ck;     /* the target's (sp_qwen35_vision_load): the matrices are views of its maps */
 };
 
 /* ---- scratch (per encode call, N = t·h·w patches) -------------------------------------------------------------- */
@@ -239,13 +239,13 @@ static splash_status load_weights(sp_qwen35_vision *v) {
     return SPLASH_OK;
 }
 
-splash_status sp_qwen35_vision_load(const char *dir, sp_threadpool *pool, int n_threads, sp_qwen35_vision **out) {
+splash_status sp_qwen35_vision_load(const sp_checkpoint *ck, sp_threadpool *pool, int n_threads, sp_qwen35_vision **out) {
     *out = NULL;
     sp_qwen35_vision *v = calloc(1, sizeof *v);
     if (!v) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    /* the model's own load has opened this directory and sampled its values: the headers are enough here */
-    splash_status st = sp_checkpoint_open_headers(dir, &v->ck);
-    const sp_json *vc = st ? NULL : sp_json_get(sp_checkpoint_config(v->ck), "vision_config");
+    v->ck = ck;
+    splash_status st = SPLASH_OK;
+    const sp_json *vc = sp_json_get(sp_checkpoint_config(v->ck), "vision_config");
     /* no tower: a text-only checkpoint, or one whose converter dropped model.visual.* (mlx-lm) */
     if (!st && (!vc || !sp_checkpoint_find(v->ck, "model.visual.patch_embed.proj.weight"))) {
         sp_qwen35_vision_free(v);
@@ -266,7 +266,6 @@ void sp_qwen35_vision_free(sp_qwen35_vision *v) {
     if (!v) return;
     sp_weights_free(&v->w.held);
     free(v->w.blocks);
-    sp_checkpoint_close(v->ck);
     free(v);
 }
 

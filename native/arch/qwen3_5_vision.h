@@ -7,12 +7,12 @@
 typedef struct sp_threadpool sp_threadpool;
 typedef struct sp_qwen35_vision sp_qwen35_vision;
 
-/* Loads the tower of the checkpoint in `dir` (config.json vision_config + model.visual.* tensors, kept as stored) and
- * runs it on a CPU backend over `pool` (not owned). The caller has opened `dir` with sp_checkpoint_open (its value
- * samples are not taken again). *out stays NULL, with SPLASH_OK, when there is no tower (no
- * vision_config, or no model.visual.patch_embed); a tower with missing or mis-shaped tensors is an error naming the
- * tensor. */
-splash_status sp_qwen35_vision_load(const char *dir, sp_threadpool *pool, int n_threads, sp_qwen35_vision **out);
+/* Loads the tower of checkpoint ck (config.json vision_config + model.visual.* tensors, kept as stored: views of ck's
+ * maps, so ck must outlive the tower) and runs it on a CPU backend over `pool` (not owned). *out stays NULL, with
+ * SPLASH_OK, when there is no tower (no vision_config, or no model.visual.patch_embed); a tower with missing or
+ * mis-shaped tensors is an error naming the tensor. */
+typedef struct sp_checkpoint sp_checkpoint;
+splash_status sp_qwen35_vision_load(const sp_checkpoint *ck, sp_threadpool *pool, int n_threads, sp_qwen35_vision **out);
 void sp_qwen35_vision_free(sp_qwen35_vision *v);
 void sp_qwen35_vision_info(const sp_qwen35_vision *v, splash_vision_info *out);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,18 @@ struct sp_checkpoint {
     size_t n_tensors;
     const sp_tensor **slots; /* open-addressing hash table by name, n_slots a power of two */
     size_t n_slots;
+    struct declared *declared; /* sp_checkpoint_declare's: what the loaders asked for; NULL for a directory */
+};
+
+/* A declared checkpoint's tensors, made as the loaders require them, and the zero pages their data reads from. */
+struct declared {
+    const char *const *present;  /* what the layout has besides what was required (sp_checkpoint_declare) */
+    sp_tensor presence;          /* what sp_checkpoint_find returns for a present name not yet required */
+    sp_tensor **tensors;         /* required so far, in order */
+    size_t n, cap;
+    void *zeros[64];             /* read-only zero mappings, each twice the last; tensors read the largest */
+    uint64_t zero_bytes[64];
+    size_t n_zeros;
 };
 
 static char *join(const char *dir, const char *name) {
@@ -456,6 +469,13 @@ splash_status sp_checkpoint_open_headers(const char *dir, sp_checkpoint **out) {
 
 void sp_checkpoint_close(sp_checkpoint *ck) {
     if (!ck) return;
+    if (ck->declared) {
+        struct declared *d = ck->declared;
+        for (size_t i = 0; i < d->n; i++) free((char *)d->tensors[i]->name), free(d->tensors[i]);
+        for (size_t i = 0; i < d->n_zeros; i++) munmap(d->zeros[i], d->zero_bytes[i]);
+        free(d->tensors);
+        free(d);
+    }
     for (size_t i = 0; i < ck->n_files; i++) sp_safetensors_close(&ck->files[i]);
     free(ck->files);
     free_names(ck->names, ck->n_names);
@@ -473,11 +493,84 @@ uint64_t sp_checkpoint_file_bytes(const sp_checkpoint *ck, size_t i) { return i 
 
 const char *sp_checkpoint_dir(const sp_checkpoint *ck) { return ck->dir; }
 const sp_json *sp_checkpoint_config(const sp_checkpoint *ck) { return sp_json_root(&ck->config); }
-size_t sp_checkpoint_count(const sp_checkpoint *ck) { return ck->n_tensors; }
-const sp_tensor *sp_checkpoint_tensor(const sp_checkpoint *ck, size_t i) { return i < ck->n_tensors ? ck->tensors[i] : NULL; }
+size_t sp_checkpoint_count(const sp_checkpoint *ck) { return ck->declared ? ck->declared->n : ck->n_tensors; }
+const sp_tensor *sp_checkpoint_tensor(const sp_checkpoint *ck, size_t i) {
+    if (ck->declared) return i < ck->declared->n ? ck->declared->tensors[i] : NULL;
+    return i < ck->n_tensors ? ck->tensors[i] : NULL;
+}
+
+/* Whether a declared checkpoint's layout has `name`: an entry of `present` names it, or ends it ("*suffix"). */
+static bool present(const struct declared *d, const char *name) {
+    size_t n = strlen(name);
+    for (const char *const *p = d->present; p && *p; p++) {
+        size_t k = strlen(*p + 1);
+        if ((**p == '*' && n >= k && !strcmp(name + n - k, *p + 1)) || !strcmp(name, *p)) return true;
+    }
+    return false;
+}
 
 const sp_tensor *sp_checkpoint_find(const sp_checkpoint *ck, const char *name) {
+    if (ck->declared) {
+        for (size_t i = 0; i < ck->declared->n; i++)
+            if (!strcmp(ck->declared->tensors[i]->name, name)) return ck->declared->tensors[i];
+        return present(ck->declared, name) ? &ck->declared->presence : NULL;
+    }
     return ck->n_slots ? ck->slots[find_slot(ck, name)] : NULL;
+}
+
+splash_status sp_checkpoint_declare(const char *label, const char *config_json, const char *const *present_names,
+                                    sp_checkpoint **out) {
+    *out = NULL;
+    sp_checkpoint *ck = calloc(1, sizeof *ck);
+    struct declared *d = calloc(1, sizeof *d);
+    if (!ck || !d || !(ck->dir = strdup(label))) {
+        free(ck), free(d);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    ck->declared = d;
+    d->present = present_names;
+    d->presence = (sp_tensor){.name = "(present in the layout)", .dtype = SP_DTYPE_BF16, .ndim = -1, .file = ck->dir};
+    if (sp_json_parse(&ck->config, config_json, strlen(config_json)) != SPLASH_OK) {
+        splash_status st = SP_FAIL(SPLASH_ERR_FORMAT, "%s: invalid JSON at %s", label, ck->config.error);
+        sp_checkpoint_close(ck);
+        return st;
+    }
+    *out = ck;
+    return SPLASH_OK;
+}
+
+/* Adds `name` of shape[ndim] in BF16 to a declared checkpoint, its data zeros. */
+static splash_status declare(const sp_checkpoint *ck, const char *name, int32_t ndim, const int64_t *shape, const sp_tensor **out) {
+    struct declared *d = ck->declared;
+    char buf[160];
+    bool known = ndim >= 0 && ndim <= SP_MAX_DIMS;
+    for (int32_t i = 0; known && i < ndim; i++) known = shape[i] >= 0;
+    if (!known)
+        return SP_FAIL(SPLASH_ERR_INTERNAL, "tensor %s: a load asked for shape %s, which a declared checkpoint cannot make", name,
+                       ndim < 0 ? "(any)" : sp_shape_string(buf, sizeof buf, ndim > SP_MAX_DIMS ? SP_MAX_DIMS : ndim, shape));
+    sp_tensor *t = calloc(1, sizeof *t);
+    if (!t || !(t->name = strdup(name)) || (d->n == d->cap && !(d->tensors = realloc(d->tensors, (d->cap = 2 * d->cap + 64) * sizeof *d->tensors)))) {
+        if (t) free((char *)t->name);
+        free(t);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory declaring tensor %s", name);
+    }
+    t->dtype = SP_DTYPE_BF16, t->ndim = ndim, t->file = ck->dir;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    t->nbytes = 2 * (uint64_t)sp_tensor_numel(t);
+    d->tensors[d->n++] = t;
+    /* the data reads as zeros (a vector's value at load, never a result), from a read-only mapping nothing backs */
+    uint64_t have = d->n_zeros ? d->zero_bytes[d->n_zeros - 1] : 0;
+    if (t->nbytes > have) {
+        uint64_t want = have ? 2 * have : 1 << 20;
+        while (want < t->nbytes) want *= 2;
+        void *z = d->n_zeros < 64 ? mmap(NULL, want, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+        if (z == MAP_FAILED) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "no address space for tensor %s (%llu bytes)", name,
+                                            (unsigned long long)t->nbytes);
+        d->zeros[d->n_zeros] = z, d->zero_bytes[d->n_zeros++] = want;
+    }
+    t->data = d->zeros[d->n_zeros - 1];
+    *out = t;
+    return SPLASH_OK;
 }
 
 static char *dtypes_string(char *buf, size_t size, uint32_t mask) {
@@ -492,6 +585,7 @@ splash_status sp_checkpoint_require(const sp_checkpoint *ck, const char *name, u
                                     const int64_t *shape, const sp_tensor **out) {
     *out = NULL;
     const sp_tensor *t = sp_checkpoint_find(ck, name);
+    if (ck->declared && (!t || t == &ck->declared->presence)) return declare(ck, name, ndim, shape, out);
     if (!t) return SP_FAIL(SPLASH_ERR_FORMAT, "tensor %s: not found in %s (%zu tensors in %zu files)", name, ck->dir,
                            ck->n_tensors, ck->n_files);
     if (dtypes && !(dtypes & SP_DTYPE_BIT(t->dtype))) {

@@ -37,6 +37,13 @@ splash_status sp_checkpoint_open(const char *dir, sp_checkpoint **out);
 /* The same checks without the value samples: reads headers, never tensor data (a listing, a download's check). */
 splash_status sp_checkpoint_open_headers(const char *dir, sp_checkpoint **out);
 void sp_checkpoint_close(sp_checkpoint *ck);
+/* A checkpoint that has config.json (the text given) and no files, to learn what a load reads without any weights:
+ * every sp_checkpoint_require on it succeeds and declares the tensor it asks for (BF16, the shape asked, data reading
+ * as zeros), which sp_checkpoint_count/_tensor then list in order. sp_checkpoint_find finds what was declared, and
+ * the names `present` lists (NULL-terminated, kept by the caller; "*suffix" matches any name ending so): what a
+ * loader looks for to tell layouts apart before it requires. `label` stands for the directory in messages. */
+splash_status sp_checkpoint_declare(const char *label, const char *config_json, const char *const *present,
+                                    sp_checkpoint **out);
 
 /* The weight files, in the order their tensors are: name relative to the directory (as the index names it), size. */
 size_t sp_checkpoint_file_count(const sp_checkpoint *ck);

@@ -32,7 +32,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 14
+#define SPLASH_ABI_VERSION 15
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -326,6 +326,40 @@ SPLASH_API splash_status splash_model_get_drafter_info(const splash_model *m, sp
  * position pos0 + i). Writes the final token; returns the number of drafts accepted. */
 SPLASH_API int32_t splash_draft_accept(const float *p, const float *q, int32_t q_rows, int32_t vocab, const int32_t *draft,
                                        int32_t k, uint64_t seed, uint64_t pos0, int32_t *token);
+
+/* ---- tensor inventory (native/api/inventory.c, src/models/inventory.ts) ---------------------------------------------
+ * The tensors a checkpoint of a given config.json holds, without any weights: the loaders run over a checkpoint that
+ * makes each tensor as they require it, so the list is exactly what a load reads, in the official layout (the hub's
+ * safetensors: a multimodal config's language model under model.language_model., MoE experts fused, mtp.* when the
+ * config has MTP layers, model.visual.* with a vision_config). A config the loader refuses is refused the same way. */
+
+enum { SPLASH_PART_TEXT = 0, SPLASH_PART_MTP = 1, SPLASH_PART_VISION = 2, SPLASH_PART_DRAFTER = 3 };
+/* How a tensor may be stored, rows of its last dimension: the hub's bf16; Splash's Q8 and Q4 rows; MLX affine at 4
+ * or 8 bits (packed, plus a bf16 scale and bias per 64), where a row of a length MLX cannot group counts as bf16 (mlx-lm
+ * leaves such a layer as it is). */
+enum { SPLASH_WEIGHT_BF16 = 0, SPLASH_WEIGHT_Q8 = 1, SPLASH_WEIGHT_Q4 = 2, SPLASH_WEIGHT_MLX4 = 3, SPLASH_WEIGHT_MLX8 = 4 };
+#define SPLASH_N_WEIGHT_TYPES 5
+#define SPLASH_MAX_DIMS 8
+
+typedef struct splash_inventory splash_inventory;
+/* config_json: a target's config.json. drafter_kind SPLASH_DRAFT_NONE: the target's tensors (parts TEXT, MTP,
+ * VISION); SPLASH_DRAFT_DFLASH or _DFLASH2: the tensors of the drafter whose config.json is drafter_config_json alone
+ * (part DRAFTER), as attaching it to that target would read them. */
+SPLASH_API splash_status splash_inventory_create(const char *config_json, int32_t drafter_kind, const char *drafter_config_json,
+                                                 splash_inventory **out);
+SPLASH_API void splash_inventory_free(splash_inventory *inv);
+SPLASH_API int64_t splash_inventory_count(const splash_inventory *inv);
+/* Tensor i's name (lives as long as inv; NULL past the last), its part (SPLASH_PART_*), ndim and shape
+ * [SPLASH_MAX_DIMS] (PyTorch order, zero past ndim), and its bytes stored as each type [SPLASH_N_WEIGHT_TYPES]. Any out
+ * pointer may be NULL. */
+SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *ndim,
+                                               int64_t *shape, uint64_t *bytes);
+/* The sequence state as a load of the config sizes it (splash_cache_page_bytes and _slot_bytes are the two added):
+ * the target's K/V bytes per token of all its full-attention layers in each SPLASH_KV_* type [3] and one GDN state
+ * slot's bytes; and the drafter's, the MTP layer's in a target's inventory (zeros without one), the DFlash drafter's in
+ * a drafter's. Any out pointer may be NULL. */
+SPLASH_API void splash_inventory_state(const splash_inventory *inv, uint64_t *kv_bytes_per_token, uint64_t *slot_bytes,
+                                       uint64_t *drafter_kv_bytes_per_token, uint64_t *drafter_slot_bytes);
 
 /* ---- benchmarks (`splash bench …`) ---------------------------------------------------------------------------- */
 

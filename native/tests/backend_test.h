@@ -13,9 +13,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static sp_backend cpu, gpu;
 static splash_status cpu_status, gpu_status;
+
+static inline double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 /* A fixed seed keeps every run's inputs the same. */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -157,6 +164,80 @@ static inline void test_sample(int32_t V, int rounds) {
           g[6].token, g[7].token, g[8].token, g[9].token, g[10].token, g[11].token, g[12].token, g[13].token, lp);
     gpu.free(&gpu, dl);
     free(logits), free(scratch), free(allowed), free(tokens);
+}
+
+/* The elementwise ops against the CPU's on n rows of d. */
+static inline void test_elementwise(int64_t n, int64_t d) {
+    int64_t N = n * d;
+    float *y = randoms(N, -2, 2), *x = randoms(N, -2, 2), *g = randoms(N, -6, 6);
+    float *dy = to_gpu(y, 4 * (uint64_t)N), *dx = to_gpu(x, 4 * (uint64_t)N), *dg = to_gpu(g, 4 * (uint64_t)N);
+    float *want = malloc(4 * (size_t)N);
+    char what[128];
+#define EW(name, gpu_call, cpu_call)                                                                                \
+    do {                                                                                                            \
+        gpu.write(&gpu, dy, y, 4 * (uint64_t)N);                                                                    \
+        memcpy(want, y, 4 * (size_t)N);                                                                             \
+        gpu_call;                                                                                                   \
+        cpu_call;                                                                                                   \
+        float *got = from_gpu(dy, N);                                                                               \
+        snprintf(what, sizeof what, "%s %lldx%lld", name, (long long)n, (long long)d);                              \
+        expect(what, nmse(got, want, N), 1e-12);                                                                    \
+        free(got);                                                                                                  \
+    } while (0)
+    EW("add", gpu.add(&gpu, dy, dx, N), cpu.add(&cpu, want, x, N));
+    EW("silu_mul", gpu.silu_mul(&gpu, dy, dg, dx, N), cpu.silu_mul(&cpu, want, g, x, N));
+    EW("sigmoid_mul", gpu.sigmoid_mul(&gpu, dy, dg, N), cpu.sigmoid_mul(&cpu, want, g, N));
+    EW("add_sigmoid_scaled", gpu.add_sigmoid_scaled(&gpu, dy, dx, dg, n, d), cpu.add_sigmoid_scaled(&cpu, want, x, g, n, d));
+    EW("copy_rows (strided)", gpu.copy_rows(&gpu, dy, d, dx + 1, d, n - 1, d - 3), cpu.copy_rows(&cpu, want, d, x + 1, d, n - 1, d - 3));
+#undef EW
+    gpu.free(&gpu, dy), gpu.free(&gpu, dx), gpu.free(&gpu, dg);
+    free(y), free(x), free(g), free(want);
+}
+
+/* The MoE ops against the CPU's: routing (the same expert ids, the same weights) and the routed experts, E experts
+ * of top k, hidden H, expert width I, over n tokens. */
+static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
+    float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * k));
+    float *w = malloc(sizeof(float) * (size_t)(n * k));
+    float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * k));
+    int32_t *dids = to_gpu(NULL, 4 * (uint64_t)(n * k));
+    gpu.moe_route(&gpu, dids, dw, dlog, n, E, k);
+    cpu.moe_route(&cpu, ids, w, logits, n, E, k);
+    int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
+    float *got_w = from_gpu(dw, n * k);
+    int same = !memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k));
+    char what[160];
+    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: same ids", E, k, (long long)n);
+    CHECK(same, "%s", what);
+    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: weights", E, k, (long long)n);
+    expect(what, nmse(got_w, w, n * k), 1e-12);
+    /* experts: one fused gate_up [E·2I, H] and down [E·H, I], as the fused checkpoints store them; the views sit at
+     * the same stack address each call: the backend must not mistake one call's set for another's */
+    weights gu = make_weights(t, (int64_t)E * 2 * I, H), dn = make_weights(t, (int64_t)E * H, I);
+    sp_matrix hv[3 * E], dvw[3 * E];
+    for (int32_t e = 0; e < E; e++) {
+        hv[e] = sp_matrix_rows(&gu.host, e * 2 * I, I), hv[E + e] = sp_matrix_rows(&gu.host, e * 2 * I + I, I);
+        hv[2 * E + e] = sp_matrix_rows(&dn.host, e * H, H);
+        dvw[e] = sp_matrix_rows(&gu.dev, e * 2 * I, I), dvw[E + e] = sp_matrix_rows(&gu.dev, e * 2 * I + I, I);
+        dvw[2 * E + e] = sp_matrix_rows(&dn.dev, e * H, H);
+    }
+    sp_moe_experts hx = {hv, hv + E, hv + 2 * E, E, k, H, I}, dx_ = {dvw, dvw + E, dvw + 2 * E, E, k, H, I};
+    int64_t sf = sp_moe_scratch_floats(n, k, H, I);
+    float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
+    float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
+    double t0 = now();
+    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
+    float *got = from_gpu(dy, n * H);
+    double ms = (now() - t0) * 1e3;
+    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
+    bool quant = t >= SP_MAT_Q8;
+    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
+             (long long)H, (long long)I, (long long)n, ms);
+    expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
+    gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(scratch), free(want), free(got);
+    free(gu.bytes), free(dn.bytes);
 }
 
 #endif

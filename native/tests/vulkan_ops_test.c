@@ -33,13 +33,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* ---- matmul ---- */
 
@@ -210,9 +203,8 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
         }
         const sp_gpu_coop_tile *ct = &sp_gpu_coop_tiles[tile];
         char what[160];
-        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d%s%s vs exact (%.0f ms)", sp_mtype_name(t),
-                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ct->db ? " db" : "",
-                 ct->xf32 ? " xf32" : "", ms);
+        snprintf(what, sizeof what, "gemm coopmat %s %lldx%lld n=%lld tile %dx%dx%d/%dx%d vs exact (%.0f ms)", sp_mtype_name(t),
+                 (long long)rows, (long long)cols, (long long)n, ct->bm, ct->bn, ct->bk, ct->wm, ct->wn, ms);
         expect(what, s > 0 ? e / s : e, 1e-5);
         free(got);
     }
@@ -221,33 +213,6 @@ static void test_gemm_coop(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
 }
 
 /* ---- elementwise, norms, rope, embed ---- */
-
-static void test_elementwise(int64_t n, int64_t d) {
-    int64_t N = n * d;
-    float *y = randoms(N, -2, 2), *x = randoms(N, -2, 2), *g = randoms(N, -6, 6);
-    float *dy = to_gpu(y, 4 * (uint64_t)N), *dx = to_gpu(x, 4 * (uint64_t)N), *dg = to_gpu(g, 4 * (uint64_t)N);
-    float *want = malloc(4 * (size_t)N);
-    char what[128];
-#define EW(name, gpu_call, cpu_call)                                                                                \
-    do {                                                                                                            \
-        gpu.write(&gpu, dy, y, 4 * (uint64_t)N);                                                                    \
-        memcpy(want, y, 4 * (size_t)N);                                                                             \
-        gpu_call;                                                                                                   \
-        cpu_call;                                                                                                   \
-        float *got = from_gpu(dy, N);                                                                               \
-        snprintf(what, sizeof what, "%s %lldx%lld", name, (long long)n, (long long)d);                              \
-        expect(what, nmse(got, want, N), 1e-12);                                                                    \
-        free(got);                                                                                                  \
-    } while (0)
-    EW("add", gpu.add(&gpu, dy, dx, N), cpu.add(&cpu, want, x, N));
-    EW("silu_mul", gpu.silu_mul(&gpu, dy, dg, dx, N), cpu.silu_mul(&cpu, want, g, x, N));
-    EW("sigmoid_mul", gpu.sigmoid_mul(&gpu, dy, dg, N), cpu.sigmoid_mul(&cpu, want, g, N));
-    EW("add_sigmoid_scaled", gpu.add_sigmoid_scaled(&gpu, dy, dx, dg, n, d), cpu.add_sigmoid_scaled(&cpu, want, x, g, n, d));
-    EW("copy_rows (strided)", gpu.copy_rows(&gpu, dy, d, dx + 1, d, n - 1, d - 3), cpu.copy_rows(&cpu, want, d, x + 1, d, n - 1, d - 3));
-#undef EW
-    gpu.free(&gpu, dy), gpu.free(&gpu, dx), gpu.free(&gpu, dg);
-    free(y), free(x), free(g), free(want);
-}
 
 static void test_norms(int64_t n, int64_t d) {
     int64_t N = n * d;
@@ -556,63 +521,22 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
 
 /* ---- mixture of experts ---- */
 
-static void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
-    float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * k));
-    float *w = malloc(sizeof(float) * (size_t)(n * k));
-    float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * k));
-    int32_t *dids = to_gpu(NULL, 4 * (uint64_t)(n * k));
-    gpu.moe_route(&gpu, dids, dw, dlog, n, E, k);
-    cpu.moe_route(&cpu, ids, w, logits, n, E, k);
-    int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
-    float *got_w = from_gpu(dw, n * k);
-    int same = !memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k));
-    char what[160];
-    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: same ids", E, k, (long long)n);
-    CHECK(same, "%s", what);
-    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: weights", E, k, (long long)n);
-    expect(what, nmse(got_w, w, n * k), 1e-12);
-    /* experts: one fused gate_up [E·2I, H] and down [E·H, I], as the fused checkpoints store them */
-    weights gu = make_weights(t, (int64_t)E * 2 * I, H), dn = make_weights(t, (int64_t)E * H, I);
-    sp_matrix *hv = malloc(sizeof(sp_matrix) * 3 * (size_t)E), *dvw = malloc(sizeof(sp_matrix) * 3 * (size_t)E);
-    for (int32_t e = 0; e < E; e++) {
-        hv[e] = sp_matrix_rows(&gu.host, e * 2 * I, I), hv[E + e] = sp_matrix_rows(&gu.host, e * 2 * I + I, I);
-        hv[2 * E + e] = sp_matrix_rows(&dn.host, e * H, H);
-        dvw[e] = sp_matrix_rows(&gu.dev, e * 2 * I, I), dvw[E + e] = sp_matrix_rows(&gu.dev, e * 2 * I + I, I);
-        dvw[2 * E + e] = sp_matrix_rows(&dn.dev, e * H, H);
-    }
-    sp_moe_experts hx = {hv, hv + E, hv + 2 * E, E, k, H, I}, dx_ = {dvw, dvw + E, dvw + 2 * E, E, k, H, I};
-    int64_t sf = sp_moe_scratch_floats(n, k, H, I);
-    float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
-    float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
-    double t0 = now();
-    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
-    float *got = from_gpu(dy, n * H);
-    double ms = (now() - t0) * 1e3;
-    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
-    bool quant = t >= SP_MAT_Q8;
-    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
-             (long long)H, (long long)I, (long long)n, ms);
-    expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
-    gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
-    free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(hv), free(dvw), free(scratch), free(want), free(got);
-    free(gu.bytes), free(dn.bytes);
-}
-
 /* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
- * build did not compile is ignored, so the shape keeps the default. Host-side: needs no matrix units. */
+ * build did not compile is ignored, so the shape keeps the default: for a large matrix the 128 × 128 tile, 64 columns a
+ * step for a long chunk, 32 for a shorter one (tuning.c picks DEFAULT_COOP_TILES by index). Host-side: needs no matrix
+ * units. */
 static void test_coop_tuning_file(void) {
     int want = -1;
     for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++)
-        if (sp_gpu_coop_tiles[i].xf32 && sp_gpu_coop_tiles[i].bn == 256) want = i;
+        if (sp_gpu_coop_tiles[i].bn == 256) want = i; /* a candidate: no default picks it */
     char path[] = "/tmp/splash-coop-tuning-XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(want >= 0 && f, "coop tuning file: a compiled xf32 tile 256 x rows wide (%d), a temporary file", want);
+    CHECK(want >= 0 && f, "coop tuning file: a compiled tile 256 x rows wide (%d), a temporary file", want);
     if (want < 0 || !f) return;
     const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[want];
     fprintf(f, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": {\"bm\": %d, \"bn\": %d, "
-               "\"bk\": %d, \"wm\": %d, \"wn\": %d, \"xf32\": true}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
+               "\"bk\": %d, \"wm\": %d, \"wn\": %d}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
                "{\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
     fclose(f);
     sp_gpu *g = calloc(1, sizeof *g);
@@ -623,6 +547,10 @@ static void test_coop_tuning_file(void) {
     CHECK(!st && got == want && kept == dflt && dflt != want,
           "coop tuning file: q4 12288x5120 takes tile %d (want %d), an uncompiled tile leaves bf16 on %d, another shape %d", got, want,
           kept, dflt);
+    const sp_gpu_coop_tile *lng = &sp_gpu_coop_tiles[dflt], *shrt = &sp_gpu_coop_tiles[sp_gpu_gemm_coop_tile(g, &other, 256)];
+    CHECK(lng->bm == 128 && lng->bn == 128 && lng->bk == 64 && shrt->bm == 128 && shrt->bn == 128 && shrt->bk == 32,
+          "coop default tile for 12288x6144: %dx%dx%d at 1024 rows, %dx%dx%d at 256", lng->bm, lng->bn, lng->bk, shrt->bm, shrt->bn,
+          shrt->bk);
     unsetenv("SPLASH_OPS_TEST_TUNING");
     remove(path);
     free(g);

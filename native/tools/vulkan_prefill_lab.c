@@ -127,8 +127,7 @@ static void run_mm(void *ctx) {
 
 /* A coop tile as the tuning schema writes it (kernels/generate.ts CoopTile). */
 static int coop_json(char *out, size_t size, const sp_gpu_coop_tile *c) {
-    return snprintf(out, size, "{\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d%s%s}", c->bm, c->bn, c->bk, c->wm, c->wn,
-                    c->db ? ", \"db\": true" : "", c->xf32 ? ", \"xf32\": true" : "");
+    return snprintf(out, size, "{\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d}", c->bm, c->bn, c->bk, c->wm, c->wn);
 }
 
 /* Time differences below this fraction are the run-to-run spread: the default tile stays. */
@@ -188,8 +187,8 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
                 char name[48];
                 if (launches[l].coopmat) {
                     const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[l].tile];
-                    snprintf(name, sizeof name, "coopmat %dx%dx%d/%dx%d%s%s%s", c->bm, c->bn, c->bk, c->wm, c->wn, c->db ? " db" : "",
-                             c->xf32 ? " xf32" : "", launches[l].tile == dflt_tile ? " *" : "");
+                    snprintf(name, sizeof name, "coopmat %dx%dx%d/%dx%d%s", c->bm, c->bn, c->bk, c->wm, c->wn,
+                             launches[l].tile == dflt_tile ? " *" : "");
                 } else {
                     const sp_gpu_tile *c = &sp_gpu_tiles[launches[l].tile];
                     snprintf(name, sizeof name, "tiled %dx%dx%d", c->bm, c->bn, c->bk);
@@ -203,9 +202,8 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
             }
             if (best_l >= 0 && dflt > 0) {
                 const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[launches[best_l].tile];
-                printf("  -> %-9s %-5s fastest coopmat %dx%dx%d/%dx%d%s%s %.1f TFLOP/s, default %.1f (%.2fx)\n", m->name,
-                       sp_mtype_name(t), c->bm, c->bn, c->bk, c->wm, c->wn, c->db ? " db" : "", c->xf32 ? " xf32" : "", flops / best / 1e12,
-                       flops / dflt / 1e12, dflt / best);
+                printf("  -> %-9s %-5s fastest coopmat %dx%dx%d/%dx%d %.1f TFLOP/s, default %.1f (%.2fx)\n", m->name, sp_mtype_name(t),
+                       c->bm, c->bn, c->bk, c->wm, c->wn, flops / best / 1e12, flops / dflt / 1e12, dflt / best);
                 /* an entry only where another tile beats the default by more than the spread */
                 if (launches[best_l].tile != dflt_tile && best < dflt * (1 - SPREAD)) {
                     char tile[128];

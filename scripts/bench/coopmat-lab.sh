@@ -8,7 +8,7 @@
 # all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
 # and the product kernel's tiles (the check after a change to the kernel); flash: the flash attention kernel
 # (kernels/flash_attention_coopmat.comp, head dim 256) on each KV type, at 0 and after 31K positions, beside the kernel as committed at git revision $FLASH_BASE if set (the comparison after a change).
-# gemm: the product kernel's default tile and kernels/generate.ts' candidates (not the xf32 ones), bf16 and q4.
+# gemm: the product kernel's default tiles for prefill chunks and kernels/generate.ts' candidate, bf16 and q4.
 set -eu
 cd "$(dirname "$0")/../.."
 DIR=${1:?usage: coopmat-lab.sh DIR [all|product]}
@@ -29,13 +29,12 @@ lab() {
   rm -f "$DIR/$name.log"
   echo "$name $name.spv $mode $threads $bm $bn $bk $fm $fn $ty $wt" >> "$LIST"
 }
-# product NAME WT(f16|q4) BM BN BK WM WN [FILE [DEFINES]]: a tile of the product kernel (or of FILE, a candidate beside
-# it), DEFINES e.g. -DDB=1
+# product NAME WT(f16|q4) BM BN BK WM WN [FILE]: a tile of the product kernel (or of FILE, a candidate beside it)
 product() {
-  local name=$1 wt=$2 bm=$3 bn=$4 bk=$5 wm=$6 wn=$7 file=${8:-kernels/matmul_coopmat.comp} defs=${9:-} w=2
+  local name=$1 wt=$2 bm=$3 bn=$4 bk=$5 wm=$6 wn=$7 file=${8:-kernels/matmul_coopmat.comp} w=2
   [ "$wt" = bf16 ] && w=1
   [ "$wt" = q4 ] && w=4
-  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DSTAGE=1 -DWT=$w -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn $defs \
+  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DSTAGE=1 -DWT=$w -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn \
     -o "$DIR/$name.spv" "$file" > "$DIR/$name.log" || { cat "$DIR/$name.log"; exit 1; }
   rm -f "$DIR/$name.log"
   echo "$name $name.spv 3 $(( bm / wm * bn / wn * 32 )) $bm $bn $bk 0 0 0 $wt" >> "$LIST"
@@ -72,17 +71,13 @@ if [ "$SET" = flash ]; then
   echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0
 fi
 
-# gemm: the product kernel's default and candidate tiles (kernels/generate.ts) on bf16 and q4 weights, for their driver
-# statistics (registers, local memory) beside their time; not the xf32 ones (the lab's x is f16)
+# gemm: the product kernel's default tiles for prefill chunks and its candidate (kernels/generate.ts) on bf16 and q4
+# weights, for their driver statistics (registers, local memory) beside their time
 if [ "$SET" = gemm ]; then
-  K=kernels/matmul_coopmat.comp
   for wt in bf16 q4; do
     product "product_${wt}_128x128x32_64x32" $wt 128 128 32 64 32
-    product "product_${wt}_256x128x32_64x64" $wt 256 128 32 64 64
-    product "product_${wt}_128x256x32_64x64" $wt 128 256 32 64 64
     product "product_${wt}_128x128x64_64x32" $wt 128 128 64 64 32
-    product "product_${wt}_128x128x32_64x32_db" $wt 128 128 32 64 32 $K -DDB=1
-    product "product_${wt}_128x128x32_64x64_db" $wt 128 128 32 64 64 $K -DDB=1
+    product "product_${wt}_128x256x32_64x64" $wt 128 256 32 64 64
   done
   lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
   echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0

@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { mkdirSync, existsSync } from "node:fs";
-import { ensureCheckpoint } from "../../src/cli/bench-decode.ts";
+import { ensure27bShapes } from "../../src/bench/random-model.ts";
 import { randomTokens } from "../../src/engine/serve-bench.ts";
 import { exportGguf, ggufDecodeBytes, type ExportType } from "../../src/gguf/export.ts";
 import { cacheDir } from "../../src/paths.ts";
@@ -27,7 +27,7 @@ const layers = Number(values.layers);
 const long = Number(values.long);
 const bandwidth = Number(values["bandwidth-gbs"]);
 const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
-ensureCheckpoint(dir, layers);
+ensure27bShapes(dir, layers);
 const V = 248320;
 
 const peer = await LlamaPeer.start({ gpu });

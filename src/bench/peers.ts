@@ -9,7 +9,7 @@
 // also measures the neighbours; CPU time is what the engine got while it held the cores).
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ensureCheckpoint } from "../cli/bench-decode.ts";
+import { ensure27bShapes } from "./random-model.ts";
 import { createEngine } from "../engine/engine.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { decodeStreams, randomTokens } from "../engine/serve-bench.ts";
@@ -45,7 +45,7 @@ export function peerModels(root: string, layers: number): Record<string, PeerMod
 }
 
 export function prepareModel(m: PeerModel, layers: number): void {
-  if (m.name.startsWith("qwen3.8-27b-shapes")) ensureCheckpoint(m.dir, layers);
+  if (m.name.startsWith("qwen3.8-27b-shapes")) ensure27bShapes(m.dir, layers);
 }
 
 const GGUF_TYPE = { q8: "q8_0", q4: "q4_0" } as const;

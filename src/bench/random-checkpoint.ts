@@ -1,15 +1,14 @@
 // A random-weight checkpoint of the qwen3_5 family in the official layout, for benchmarks that need real shapes
 // without real weights (`splash bench decode`, `bench serve random:SIZE`, `bench peers`): config.json as given, and
-// model.safetensors in bf16 holding exactly the tensors the memory plan derives from that config (models/memory.ts
-// inventory), so the tensor list is written nowhere else. Values are uniform in ranges that keep activations O(1)
+// model.safetensors in bf16 holding exactly the tensors libsplash's loaders read for that config (native/inventory.ts),
+// so the tensor list is written nowhere else. Values are uniform in ranges that keep activations O(1)
 // (scripts/fixtures/fixture_lib.py): projections scaled by 1/sqrt(fan_in), zero-centred norms, GDN decays from slow
 // to fast. The same config and seed give the same bytes.
 import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { log } from "../log.ts";
-import { interpretConfig, type JsonObject } from "../models/config.ts";
-import { inventory } from "../models/memory.ts";
-import { numel } from "../models/tensors.ts";
+import type { JsonObject } from "../models/config.ts";
+import { inventory } from "../native/inventory.ts";
 
 // (lo, hi) of the uniform draw for a tensor, by its name.
 function range(name: string, shape: readonly number[]): [number, number] {
@@ -31,11 +30,11 @@ function range(name: string, shape: readonly number[]): [number, number] {
 // run leaves no half-written checkpoint); a model.safetensors of the expected size is kept as it is.
 export function writeRandomCheckpoint(dir: string, config: JsonObject, options: { seed: number; producer: string }): void {
   const file = join(dir, "model.safetensors");
-  const tensors = inventory(interpretConfig(config, join(dir, "config.json")));
+  const { tensors } = inventory(config);
   const header: Record<string, unknown> = { __metadata__: { format: "pt", producer: options.producer } };
   let offset = 0;
   for (const t of tensors) {
-    const bytes = numel(t.shape) * 2;
+    const bytes = t.bytes.bf16;
     header[t.name] = { dtype: "BF16", shape: t.shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }
@@ -59,7 +58,7 @@ export function writeRandomCheckpoint(dir: string, config: JsonObject, options: 
     let state = options.seed >>> 0 || 1;
     for (const t of tensors) {
       const [lo, hi] = range(t.name, t.shape);
-      for (let left = numel(t.shape); left > 0; ) {
+      for (let left = t.bytes.bf16 / 2; left > 0; ) {
         const n = Math.min(left, chunk.length);
         for (let i = 0; i < n; i++) {
           state ^= state << 13;

@@ -10,52 +10,18 @@
 // The checkpoint (bf16, official layout) is written once into the cache directory and loaded through the ordinary
 // loader, so what is measured is exactly what `splash serve` would run.
 import { loadavg } from "node:os";
-import { writeRandomCheckpoint } from "../bench/random-checkpoint.ts";
+import { ensure27bShapes, RANDOM_SIZES } from "../bench/random-model.ts";
 import { join } from "node:path";
 import type { Sampling } from "../engine/types.ts";
-import type { JsonObject } from "../models/config.ts";
 import { check } from "../native/errors.ts";
 import { native } from "../native/library.ts";
 import { Model, type Quant } from "../native/model.ts";
 import { cacheDir } from "../paths.ts";
 import { log } from "../log.ts";
-import { command, intOption, parseOption, UsageError } from "./_command.ts";
+import { command, intOption, parseOption } from "./_command.ts";
+import { loadFlags, parseQuants, parseThreads, quantsFlag } from "./_load-flags.ts";
 
-const SHAPE = { hidden: 5120, heads: 24, kvHeads: 4, headDim: 256, kHeads: 16, vHeads: 48, linearDim: 128, inter: 17408, vocab: 248320 };
-
-function config(layers: number): JsonObject {
-  const s = SHAPE;
-  return {
-    architectures: ["Qwen3_5ForConditionalGeneration"],
-    model_type: "qwen3_5",
-    tie_word_embeddings: false,
-    text_config: {
-      model_type: "qwen3_5_text",
-      hidden_size: s.hidden,
-      intermediate_size: s.inter,
-      num_hidden_layers: layers,
-      layer_types: Array.from({ length: layers }, (_, i) => (i % 4 === 3 ? "full_attention" : "linear_attention")),
-      num_attention_heads: s.heads,
-      num_key_value_heads: s.kvHeads,
-      head_dim: s.headDim,
-      linear_num_key_heads: s.kHeads,
-      linear_num_value_heads: s.vHeads,
-      linear_key_head_dim: s.linearDim,
-      linear_value_head_dim: s.linearDim,
-      linear_conv_kernel_dim: 4,
-      rms_norm_eps: 1e-6,
-      max_position_embeddings: 262144,
-      rope_parameters: { rope_type: "default", rope_theta: 10000000.0, partial_rotary_factor: 0.25, mrope_section: [11, 11, 10], mrope_interleaved: true },
-      vocab_size: s.vocab,
-      tie_word_embeddings: false,
-    },
-  };
-}
-
-// Writes the random-weight checkpoint of `layers` layers into dir, once (bench/random-checkpoint.ts).
-export function ensureCheckpoint(dir: string, layers: number): void {
-  writeRandomCheckpoint(dir, config(layers), { seed: 0x9e3779b9, producer: "splash bench decode (random weights)" });
-}
+const VOCAB = RANDOM_SIZES["qwen3.8-27b-shapes"]!.vocab;
 
 const GREEDY: Sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
 
@@ -94,7 +60,7 @@ function measure(model: Model, quant: Quant, loadSeconds: number, prefill: numbe
   const cache = model.createCache({ pageTokens, nPages: 4 * perSeq, nSlots: 4 });
   try {
     const pages = [0, 1, 2, 3].map((k) => Int32Array.from({ length: perSeq }, (_, i) => k * perSeq + i));
-    const prompt = (k: number, n: number) => Int32Array.from({ length: n }, (_, i) => (1000 + 7919 * (i + 31 * k)) % SHAPE.vocab);
+    const prompt = (k: number, n: number) => Int32Array.from({ length: n }, (_, i) => (1000 + 7919 * (i + 31 * k)) % VOCAB);
     const next: number[] = [0, 0, 0, 0];
     const past: number[] = [0, 0, 0, 0];
     // prefill: the whole prompt in one step, twice (sequences 1 and 0; the second one stays)
@@ -136,22 +102,21 @@ function measure(model: Model, quant: Quant, loadSeconds: number, prefill: numbe
 export default command({
   meta: { name: "decode", description: "Prefill and decode speed on the real Qwen3.8-27B layer shapes (few layers, random weights)" },
   args: {
-    quant: { type: "string", description: "Comma-separated formats to measure (q8,q4)" },
+    quant: quantsFlag(["q8", "q4"], ["q8", "q4"]),
     layers: { type: "string", description: "Decoder layers, every fourth full attention (default 4)" },
     prefill: { type: "string", description: "Prompt tokens prefilled in one step (default 64)" },
     steps: { type: "string", description: "Timed decode steps per batch size (default 8)" },
-    threads: { type: "string", description: "Threads (default: every core)" },
+    threads: loadFlags.threads,
   },
   async run({ args }) {
-    const quants = (args.quant ?? "q8,q4").split(",");
-    for (const q of quants) if (q !== "q8" && q !== "q4") throw new UsageError(`--quant ${q}: expected q8 and/or q4`, "bench decode");
+    const quants = parseQuants("bench decode", args.quant, ["q8", "q4"] as const, ["q8", "q4"]);
     const layers = args.layers === undefined ? 4 : parseOption("bench decode", "layers", intOption(4, 64), args.layers);
     const prefill = args.prefill === undefined ? 64 : parseOption("bench decode", "prefill", intOption(1, 4096), args.prefill);
     const steps = args.steps === undefined ? 8 : parseOption("bench decode", "steps", intOption(1, 1000), args.steps);
-    const threads = args.threads === undefined ? 0 : parseOption("bench decode", "threads", intOption(1, 1024), args.threads);
+    const threads = parseThreads("bench decode", args.threads) ?? 0;
 
     const dir = join(cacheDir(), "bench", `decode-qwen3.8-27b-shapes-${layers}l`);
-    ensureCheckpoint(dir, layers);
+    ensure27bShapes(dir, layers);
     const lib = native();
     const bandwidth = (): Both => {
       const gbs = new Float64Array(2);
@@ -160,7 +125,7 @@ export default command({
     };
     const load0 = loadavg()[0]!;
     const results: QuantFigures[] = [];
-    for (const quant of quants as Quant[]) {
+    for (const quant of quants) {
       const t0 = performance.now();
       const model = await Model.load(dir, { quant, threads, maxStepTokens: Math.max(prefill, 32) });
       const loadSeconds = (performance.now() - t0) / 1000;
@@ -173,7 +138,7 @@ export default command({
     const threadsUsed = threads || navigator.hardwareConcurrency;
     const load = [load0, loadavg()[0]!].map((x) => Number(x.toFixed(2)));
     const f = (b: Both, digits: number) => `${b.wall.toFixed(digits)} | ${b.cpu.toFixed(digits)}`;
-    console.log(`model: ${layers} layers of Qwen3.8-27B shapes, vocab ${SHAPE.vocab}; ${threadsUsed} threads; load average ${load[0]} → ${load[1]}`);
+    console.log(`model: ${layers} layers of Qwen3.8-27B shapes, vocab ${VOCAB}; ${threadsUsed} threads; load average ${load[0]} → ${load[1]}`);
     console.log("each figure: wall | cpu (process CPU time ÷ threads); best single step; bandwidth measured right before the decode steps");
     console.log("quant  load s  bandwidth GB/s  prefill tok/s  decode tok/s (1)  decode tok/s (4)       4 vs 1  GB/token  of bandwidth");
     for (const r of results)
@@ -188,7 +153,7 @@ export default command({
       JSON.stringify({
         bench: "decode",
         layers,
-        vocab: SHAPE.vocab,
+        vocab: VOCAB,
         threads: threadsUsed,
         prefillTokens: prefill,
         steps,

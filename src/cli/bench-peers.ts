@@ -12,6 +12,7 @@ import { measurePeers, median, memoryBandwidth, peerModels, prepareModel, type P
 import { installNodeLlamaCpp, NODE_LLAMA_CPP_VERSION } from "../bench/node-llama-cpp.ts";
 import { log } from "../log.ts";
 import { command, intOption, parseOption, UsageError } from "./_command.ts";
+import { loadFlags, parseQuants, parseThreads, quantsFlag } from "./_load-flags.ts";
 
 const root = join(import.meta.dir, "../..");
 
@@ -46,9 +47,9 @@ export default command({
   meta: { name: "peers", description: "Splash vs llama.cpp (node-llama-cpp, CPU) on the same weights: prefill, decode, TTFT, 4 streams" },
   args: {
     model: { type: "string", description: "Comma-separated: splash-tiny, qwen3.8-27b-shapes (default both)" },
-    quant: { type: "string", description: "Comma-separated q8 (vs Q8_0), q4 (vs Q4_0) (default q8,q4)" },
+    quant: quantsFlag(["q8", "q4"], ["q8", "q4"]), // against llama.cpp's Q8_0 and Q4_0
     reps: { type: "string", description: "Repetitions, alternating engines (default 3)" },
-    threads: { type: "string", description: "Threads for both engines (default: every core)" },
+    threads: { ...loadFlags.threads, description: `${loadFlags.threads.description}, for both engines` },
     layers: { type: "string", description: "Layers of the Qwen3.8-27B-shaped model (default 4)" },
     node: { type: "string", description: "Node ≥ 20 to run llama.cpp under (default: node on PATH)" },
   },
@@ -57,10 +58,9 @@ export default command({
     const all = peerModels(root, layers);
     const names = (args.model ?? "splash-tiny,qwen3.8-27b-shapes").split(",");
     for (const n of names) if (!all[n]) throw new UsageError(`--model ${n}: expected ${Object.keys(all).join(" and/or ")}`, "bench peers");
-    const quants = (args.quant ?? "q8,q4").split(",");
-    for (const q of quants) if (q !== "q8" && q !== "q4") throw new UsageError(`--quant ${q}: expected q8 and/or q4`, "bench peers");
+    const quants = parseQuants("bench peers", args.quant, ["q8", "q4"] as const, ["q8", "q4"]);
     const reps = args.reps === undefined ? 3 : parseOption("bench peers", "reps", intOption(1, 100), args.reps);
-    const threads = args.threads === undefined ? navigator.hardwareConcurrency : parseOption("bench peers", "threads", intOption(1, 1024), args.threads);
+    const threads = parseThreads("bench peers", args.threads) ?? navigator.hardwareConcurrency;
 
     // before any measurement: a first run installs it
     const modules = await installNodeLlamaCpp(false);
@@ -76,7 +76,7 @@ export default command({
       for (const n of names) {
         const m = all[n]!;
         prepareModel(m, layers);
-        for (const q of quants as ("q8" | "q4")[]) results.push(await measurePeers(m, q, { threads, reps }, peer));
+        for (const q of quants) results.push(await measurePeers(m, q, { threads, reps }, peer));
       }
     } finally {
       await peer.close();

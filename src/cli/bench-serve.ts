@@ -13,16 +13,17 @@ import { z } from "zod";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { agentTurns, decodeStall, decodeStreams, tightBudget } from "../engine/serve-bench.ts";
 import { writeRandomCheckpoint } from "../bench/random-checkpoint.ts";
-import { RANDOM_SIZES, randomModelConfig } from "../engine/serve-bench-model.ts";
+import { RANDOM_SIZES, randomModelConfig } from "../bench/random-model.ts";
 import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { machine } from "../machine.ts";
-import { Model, type Quant } from "../native/model.ts";
+import { Model, NATIVE_QUANT } from "../native/model.ts";
+import type { Quant } from "../models/spec.ts";
 import { cacheDir } from "../paths.ts";
 import { applyKvType } from "../models/kv-type.ts";
 import { findSpec } from "../models/registry.ts";
 import { CliError, command, intOption, parseOption } from "./_command.ts";
-import { loadFlags, parseLoadFlags, type LoadFlags } from "./_load-flags.ts";
+import { loadFlags, parseLoadFlags, parseQuant, quantFlag, type LoadFlags } from "./_load-flags.ts";
 
 const modelsDir = join(import.meta.dir, "..", "..", "models");
 
@@ -42,7 +43,7 @@ function resolveModel(spec: string): string {
 
 // Loads MODEL with the load flags; auto picks the KV type its spec records (random checkpoints have none: f32).
 async function load(spec: string, quant: Quant, flags: LoadFlags): Promise<{ model: Model; name: string }> {
-  const model = await Model.load(resolveModel(spec), { quant, threads: flags.threads ?? 0, maxStepTokens: 512, ...(flags.backend ? { backend: flags.backend } : {}) });
+  const model = await Model.load(resolveModel(spec), { quant: NATIVE_QUANT[quant], threads: flags.threads ?? 0, maxStepTokens: 512, ...(flags.backend ? { backend: flags.backend } : {}) });
   try {
     applyKvType(model, flags.kvType, findSpec(spec)?.cache?.kv);
   } catch (e) {
@@ -52,7 +53,6 @@ async function load(spec: string, quant: Quant, flags: LoadFlags): Promise<{ mod
   return { model, name: spec };
 }
 
-const quantOption = z.enum(["none", "q8", "q4"], { error: "expected none, q8 or q4" });
 const RUNS = ["agent", "stall", "streams", "admission"] as const;
 const runsOption = z
   .string()
@@ -64,7 +64,7 @@ export default command({
   args: {
     model: { type: "string", description: "Model for the agent, stall and admission runs (default: splash-tiny if installed, else random:small)" },
     decodeModel: { type: "string", description: "Model for the concurrent-decode run (default random:medium: its weights outgrow the CPU caches)" },
-    quant: { type: "string", description: "Weight format: none (as stored), q8 or q4 (default none)" },
+    quant: quantFlag("bf16"),
     ...loadFlags,
     system: { type: "string", description: "System prompt + tools tokens of the agent conversation (default 4096)" },
     turn: { type: "string", description: "Tokens each agent turn adds (default 512)" },
@@ -74,7 +74,7 @@ export default command({
   },
   async run({ args }) {
     const name = "bench serve";
-    const quant = args.quant === undefined ? "none" : parseOption(name, "quant", quantOption, args.quant);
+    const quant = parseQuant(name, args.quant) ?? "bf16";
     const flags = parseLoadFlags(name, args);
     const threads = flags.threads ?? 0;
     const system = args.system === undefined ? 4096 : parseOption(name, "system", intOption(64, 1 << 20), args.system);

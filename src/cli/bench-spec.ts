@@ -21,10 +21,10 @@ import { nativeStepModel } from "../engine/native-runner.ts";
 import type { Sampling, SpeculationCounts } from "../engine/types.ts";
 import { DRAFT_METHODS, type DraftMethod, type Drafter } from "../models/spec.ts";
 import { log } from "../log.ts";
-import { Model, type DrafterOptions } from "../native/model.ts";
+import { Model, NATIVE_QUANT, type DrafterOptions } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { command, intOption, parseOption } from "./_command.ts";
-import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
+import { loadFlags, parseLoadFlags, parseQuant, quantFlag } from "./_load-flags.ts";
 import { z } from "zod";
 
 const MODEL_DIR = join(import.meta.dir, "..", "..", "models", "splash-tiny");
@@ -86,17 +86,16 @@ export default command({
   args: {
     rounds: { type: "string", description: "Rounds per drafter and stream count (default 3)" },
     maxTokens: { type: "string", description: "Tokens per answer at most (default 160)" },
-    threads: { type: "string", description: "Threads (default: every core)" },
-    quant: { type: "string", description: "Weight format: none (bf16 as stored, what serve uses), q8 or q4 (default none)" },
+    quant: quantFlag("bf16, what serve loads the embedded model at"),
     backend: loadFlags.backend,
+    threads: loadFlags.threads,
   },
   async run({ args }) {
     const name = "bench spec";
     const rounds = args.rounds === undefined ? 3 : parseOption(name, "rounds", intOption(1, 100), args.rounds);
     const maxTokens = args.maxTokens === undefined ? 160 : parseOption(name, "max-tokens", intOption(8, 4096), args.maxTokens);
-    const threads = args.threads === undefined ? 0 : parseOption(name, "threads", intOption(1, 1024), args.threads);
-    const quant = args.quant === undefined ? "none" : parseOption(name, "quant", z.enum(["none", "q8", "q4"]), args.quant);
-    const { backend } = parseLoadFlags(name, args);
+    const quant = NATIVE_QUANT[parseQuant(name, args.quant) ?? "bf16"];
+    const { backend, threads } = parseLoadFlags(name, args);
 
     const tokenizer = await Tokenizer.load(MODEL_DIR);
     const template = ChatTemplate.load(MODEL_DIR);

@@ -8,9 +8,9 @@ import { NativeError } from "../native/errors.ts";
 import { readCheckpointConfig } from "../models/config.ts";
 import { applyKvType } from "../models/kv-type.ts";
 import { specForConfig } from "../models/registry.ts";
-import { Model, type Quant } from "../native/model.ts";
+import { Model, NATIVE_QUANT } from "../native/model.ts";
 import { CliError, command, intOption, parseOption, UsageError } from "./_command.ts";
-import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
+import { loadFlags, parseLoadFlags, parseQuant, quantFlag } from "./_load-flags.ts";
 
 const tokensOption = z
   .string()
@@ -45,19 +45,20 @@ export default command({
     tokens: { type: "string", required: true, description: "Token ids, comma-separated" },
     chunk: { type: "string", description: "Tokens per step (1 = token by token; default: all at once)" },
     out: { type: "string", required: true, description: "Output file" },
-    quant: { type: "enum", options: ["q8", "q4"], description: "Quantize the weights at load" },
+    quant: quantFlag("bf16"),
     ...loadFlags,
   },
   async run({ args }) {
     const tokens = parseOption("logits", "tokens", tokensOption, args.tokens);
     const chunk = args.chunk === undefined ? tokens.length : parseOption("logits", "chunk", intOption(1), args.chunk);
     const load = parseLoadFlags("logits", args);
+    const quant = parseQuant("logits", args.quant) ?? "bf16";
     const dir = resolve(args.model);
     if (!existsSync(dir) || !statSync(dir).isDirectory())
       throw new UsageError(`${args.model} is not a directory: MODEL here is a checkpoint directory`, "logits");
     let model: Model | undefined;
     try {
-      model = await Model.load(dir, { quant: (args.quant as Quant | undefined) ?? "none", maxStepTokens: Math.min(chunk, tokens.length), ...(load.backend ? { backend: load.backend } : {}), ...(load.threads ? { threads: load.threads } : {}) });
+      model = await Model.load(dir, { quant: NATIVE_QUANT[quant], maxStepTokens: Math.min(chunk, tokens.length), ...(load.backend ? { backend: load.backend } : {}), ...(load.threads ? { threads: load.threads } : {}) });
       applyKvType(model, load.kvType, specForConfig(readCheckpointConfig(dir))?.cache.kv);
       const logits = promptLogits(model, tokens, chunk);
       await Bun.write(args.out, logits);

@@ -6,7 +6,6 @@ import { checkListen, createServer, ListenError, type RunningServer } from "../s
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { LOG_FORMATS } from "../server/request-log.ts";
 import { DEFAULT_DRAIN_MS } from "../server/shutdown.ts";
-import { QUANTS } from "../models/spec.ts";
 import { DRAFT_CHOICES } from "../models/drafter.ts";
 import { join } from "node:path";
 import { defaultDiskBudget } from "../engine/disk-cache.ts";
@@ -14,7 +13,7 @@ import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { cacheDir } from "../paths.ts";
 import { CliError, command, floatOption, intOption, parseOption, sizeOption, UsageError } from "./_command.ts";
-import { loadFlags, parseLoadFlags } from "./_load-flags.ts";
+import { loadFlags, parseLoadFlags, parseQuant, quantFlag } from "./_load-flags.ts";
 
 // A comma-separated list of names (--allow-host).
 const nameList = z.string().transform((s, ctx) => {
@@ -60,7 +59,7 @@ export default command({
     kvBudget: { type: "string", description: "Cap on sequence-state memory, e.g. 8G (default: derived from this machine)" },
     diskCache: { type: "string", description: "Prefix cache kept on disk (survives restarts), e.g. 20G; 0 turns it off (default: 10% of the free disk space in the cache directory)" },
     draft: { type: "enum", options: [...DRAFT_CHOICES], default: "auto", description: "Speculative drafter (auto: the model's measured best)" },
-    quant: { type: "enum", options: [...QUANTS], description: "Quantize weights at load (default: the model's recipe)" },
+    quant: quantFlag("the model's default, each tensor per its recipe"),
     ...loadFlags,
     allowImageUrls: { type: "boolean", default: false, description: "Fetch http(s) image URLs in requests (default: refused; clients send images as base64)" },
   },
@@ -74,7 +73,7 @@ export default command({
     const logFormat = parseOption("serve", "log-format", z.enum(LOG_FORMATS), args.logFormat);
     const kvBudget = args.kvBudget === undefined ? undefined : parseOption("serve", "kv-budget", sizeOption, args.kvBudget);
     const diskCache = args.diskCache === undefined ? defaultDiskBudget(join(cacheDir(), "prefix")) : parseOption("serve", "disk-cache", sizeOption, args.diskCache);
-    const quant = args.quant === undefined ? undefined : parseOption("serve", "quant", z.enum(QUANTS), args.quant);
+    const quant = parseQuant("serve", args.quant);
     const draft = parseOption("serve", "draft", z.enum(DRAFT_CHOICES), args.draft);
     const load = parseLoadFlags("serve", args);
     if (args.quiet) log.level = 1;

@@ -5,7 +5,7 @@ import { formatBytes } from "../format.ts";
 import type { Machine } from "../machine.ts";
 import { memoryForModels } from "../engine/memory-plan.ts";
 import { CliError } from "../cli/_command.ts";
-import { kvRowBytes, type KvType } from "./kv-type.ts";
+import type { KvType } from "./kv-type.ts";
 import { hubSpecs } from "./registry.ts";
 import { DRAFTER_NAMES, type DraftMethod, type Format, type HubModelSpec, type Quant } from "./spec.ts";
 
@@ -85,10 +85,8 @@ function drafterKvPerToken(spec: HubModelSpec, draft: PlanOptions["draft"], leve
   const f = plan.fixed[level];
   if (draft === "none") return 0;
   if (draft === "mtp") return f.mtp === null ? null : plan.mtpKvBytesPerToken[kvType];
-  const d = spec.draft[draft];
-  if (f[draft] === null || typeof d !== "object") return null;
-  const s = d.shapes;
-  return s.num_hidden_layers * 2 * s.num_key_value_heads * kvRowBytes(kvType, s.head_dim);
+  const kv = draft === "dflash" ? plan.dflashKvBytesPerToken : plan.dflash2KvBytesPerToken;
+  return f[draft] === null || kv === null ? null : kv[kvType];
 }
 
 const drafterName = (d: DraftMethod) => (d === "none" ? "no drafter" : `${DRAFTER_NAMES[d]} drafter`);
@@ -102,7 +100,7 @@ export function planSequences(spec: HubModelSpec, o: PlanOptions): SequencePlan 
   if (withDrafter === null || drafterKv === null) throw new CliError(`${spec.displayName} has no ${drafterName(o.draft)} at ${o.level}`, "use --draft none, or other --weights");
   const fixed = { weights: f.none, drafter: withDrafter - f.none, reserve: RUNTIME_RESERVE, total: withDrafter + RUNTIME_RESERVE };
   const tokens = Math.ceil(o.context / PAGE_TOKENS) * PAGE_TOKENS;
-  const mtpState = o.draft === "mtp" ? 4 * Number(spec.config.text.hidden_size) : 0; // the MTP layer's last hidden row
+  const mtpState = o.draft === "mtp" ? plan.mtpStateBytes : 0;
   const state = plan.stateBytesPerSequence + mtpState;
   const perSequence = { kv: tokens * plan.kvBytesPerToken[o.kvType], drafterKv: tokens * drafterKv, state, snapshot: state, total: 0 };
   perSequence.total = perSequence.kv + perSequence.drafterKv + perSequence.state + perSequence.snapshot;

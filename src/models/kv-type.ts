@@ -9,7 +9,6 @@
 // auto: the most compact type measured to keep a model's predictions within KV_PARITY_BOUND of the f32 cache's
 // (src/bench/kv-parity.ts, `splash bench kv`), as its spec records it (`cache.kv`); f32 for a checkpoint without a
 // spec. When the backend lacks that type, the next wider one it has, with a log line saying so.
-import type { CheckpointConfig } from "./config.ts";
 import { CliError } from "../cli/_command.ts";
 import { log } from "../log.ts";
 import type { Model } from "../native/model.ts";
@@ -18,19 +17,6 @@ export const KV_TYPES = ["f32", "f16", "int8"] as const;
 export type KvType = (typeof KV_TYPES)[number];
 export const KV_CHOICES = ["auto", ...KV_TYPES] as const;
 export type KvChoice = (typeof KV_CHOICES)[number];
-
-const GROUP = 32;
-
-// Bytes of one K or V row of headDim values.
-export function kvRowBytes(type: KvType, headDim: number): number {
-  if (type === "int8") return Math.ceil(headDim / GROUP) * (GROUP + 2);
-  return headDim * (type === "f16" ? 2 : 4);
-}
-
-// Bytes of K and V per token over `layers` attention layers of a config's shapes.
-export function kvBytesPerToken(layers: number, text: CheckpointConfig["text"], type: KvType): number {
-  return layers * 2 * Number(text.num_key_value_heads) * kvRowBytes(type, Number(text.head_dim));
-}
 
 // From the most compact to f32: the order auto falls back along.
 const WIDER: Record<KvType, KvType[]> = { int8: ["int8", "f16", "f32"], f16: ["f16", "f32"], f32: ["f32"] };

@@ -14,7 +14,7 @@ import { ChatTemplate } from "../chat/template.ts";
 import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
-import { type Backend, Model, type Quant as NativeQuant } from "../native/model.ts";
+import { type Backend, Model, NATIVE_QUANT } from "../native/model.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
@@ -80,8 +80,6 @@ function recommendedSampling(dir: string): Partial<SamplingOptions> {
   if (g.presence_penalty != null) out.presencePenalty = g.presence_penalty;
   return out;
 }
-
-const NATIVE_QUANT: Record<Quant, NativeQuant> = { bf16: "none", q8: "q8", q4: "q4" };
 
 // The weight files of a checkpoint directory, by name, size and modification time: a new download or import is a
 // different checkpoint (hashing gigabytes of weights at every start would cost more than the cache saves).

@@ -1,24 +1,13 @@
-// Bytes of a model, computed from its tensor inventory: weights per part at each quantization level, the fixed part
-// of the memory plan (weights + drafter), and the sequence state per token and per sequence. The arithmetic:
-//
-//   bf16 tensor           numel · 2
-//   Q8 row of c weights   ceil(c/32) groups · (32 int8 + f16 scale)            = 34 bytes a group (8.5 bits/weight)
-//   Q4 row of c weights   ceil(c/32) groups · (16 bytes of nibbles + f16 d + f16 m) = 20 bytes a group (5 bits/weight)
-//   MLX affine, b bits    c·b/8 bytes packed in uint32 + c/64 groups · (bf16 scale + bf16 bias) (4.5 / 8.5 bits/weight)
-//   (rows = numel / c, c = the last dimension; native/core/quant.h defines the Q8/Q4 rows)
-//
-//   KV per token          full-attention layers · 2 (K, V) · kv heads · row bytes (src/models/kv-type.ts: head_dim ·
-//                         4 or 2, or ceil(head_dim / 32) · 34 for int8)
-//   state per sequence    linear-attention layers · (value heads · key_dim · value_dim · 4   recurrent S, fp32
-//                                                    + (conv kernel − 1) · conv_dim · 4)  conv tail, fp32
-import type { CheckpointConfig } from "./config.ts";
-import { dflashTensors, numel, textTensors, visionTensors, type Part, type TensorInfo } from "./tensors.ts";
-import { kvBytesPerToken, type KvType } from "./kv-type.ts";
-import type { Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
+// A hub model's memory plan, counted over its inventory (libsplash's loaders, src/native/inventory.ts: each tensor's
+// bytes in every weight type, with native/core/quant.h's row layouts, and the sequence state as the cache sizes it):
+// weights per part at each quantization level, the fixed part (weights + drafter), and the sequence state per token
+// and per sequence. Which type a tensor takes is decided here: the model's recipe per tensor kind for Splash's levels,
+// and mlx-lm's rule for an MLX checkpoint.
+import type { CheckpointConfig, JsonObject } from "./config.ts";
+import { tensorKind } from "./packed.ts";
+import type { DflashShapes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
 import { recipeType } from "./spec.ts";
-
-const SP_QK = 32;
-const MLX_GROUP = 64;
+import { inventory, type InventoryTensor, type Part, type SequenceState } from "../native/inventory.ts";
 
 // Kinds mlx-lm's quantize() turns into QuantizedLinear / QuantizedEmbedding (Linear, Embedding and the experts'
 // SwitchLinear); conv1d, norms, A_log and dt_bias stay as they are.
@@ -26,23 +15,13 @@ const MLX_QUANTIZED: ReadonlySet<TensorKind> = new Set([
   "embed", "lm_head", "attn_proj", "gdn_proj", "gdn_gate_proj", "mlp", "moe_router", "moe_experts", "shared_expert", "shared_expert_gate", "mtp_fc",
 ]);
 
-export function tensorBytes(shape: readonly number[], type: WeightType): number {
-  const cols = shape.at(-1) ?? 1;
-  const rows = numel(shape) / cols;
-  switch (type) {
-    case "bf16":
-      return numel(shape) * 2;
-    case "q8":
-      return rows * Math.ceil(cols / SP_QK) * (SP_QK + 2);
-    case "q4":
-      return rows * Math.ceil(cols / SP_QK) * (SP_QK / 2 + 4);
-    case "mlx-affine-4":
-    case "mlx-affine-8": {
-      const bits = type === "mlx-affine-4" ? 4 : 8;
-      if (cols % MLX_GROUP !== 0) return numel(shape) * 2; // mlx-lm leaves such a layer unquantized
-      return rows * ((cols * bits) / 8 + (cols / MLX_GROUP) * 4);
-    }
-  }
+// A tensor of the inventory with what it is, for the recipe.
+export type PlanTensor = InventoryTensor & { kind: TensorKind };
+
+const withKind = (t: InventoryTensor): PlanTensor => ({ ...t, kind: t.part === "vision" ? "vision" : t.part === "drafter" ? "dflash" : tensorKind(t.name) });
+
+function numel(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
 }
 
 function mlxType(kind: TensorKind, q: MlxQuantization): WeightType {
@@ -50,51 +29,65 @@ function mlxType(kind: TensorKind, q: MlxQuantization): WeightType {
   return (q.overrides[kind] ?? q.bits) === 4 ? "mlx-affine-4" : "mlx-affine-8";
 }
 
-function sumBytes(tensors: readonly TensorInfo[], typeOf: (t: TensorInfo) => WeightType): number {
-  return tensors.reduce((a, t) => a + tensorBytes(t.shape, typeOf(t)), 0);
+function sumBytes(tensors: readonly PlanTensor[], typeOf: (t: PlanTensor) => WeightType): number {
+  return tensors.reduce((a, t) => a + t.bytes[typeOf(t)], 0);
 }
 
-export function inventory(cfg: Pick<CheckpointConfig, "architecture" | "text" | "vision" | "layerTypes">): TensorInfo[] {
-  return [...textTensors(cfg.text, cfg.architecture, cfg.layerTypes), ...(cfg.vision ? visionTensors(cfg.vision) : [])];
+// Every tensor of the checkpoint a config describes (text, MTP, vision) with its kind, and its sequence state.
+export function modelInventory(cfg: Pick<CheckpointConfig, "root">): { tensors: PlanTensor[]; state: SequenceState } {
+  const { tensors, state } = inventory(cfg.root);
+  return { tensors: tensors.map(withKind), state };
 }
 
-function ofPart(tensors: readonly TensorInfo[], part: Part): TensorInfo[] {
+// A z-lab drafter's config.json with these shapes: what its loader reads (the shapes, dflash_config's taps and block,
+// DFlash2's convolutions and selector). The mask token is no shape; id 0 stands for it.
+function drafterConfig(s: DflashShapes, kind: "dflash" | "dflash2"): JsonObject {
+  const v2 = kind === "dflash2" ? { conv_kernel_size: s.conv_kernel_size!, conv_group_size: s.conv_group_size!, selector_rank: s.selector_rank!, selector_top_k: s.selector_top_k! } : {};
+  return {
+    architectures: [kind === "dflash2" ? "DFlash2DraftModel" : "DFlashDraftModel"],
+    hidden_size: s.hidden_size,
+    num_hidden_layers: s.num_hidden_layers,
+    num_attention_heads: s.num_attention_heads,
+    num_key_value_heads: s.num_key_value_heads,
+    head_dim: s.head_dim,
+    intermediate_size: s.intermediate_size,
+    vocab_size: s.vocab_size,
+    dflash_config: { mask_token_id: 0, target_layer_ids: s.target_layer_ids, block_size: s.block_size, ...v2 },
+  };
+}
+
+// The tensors of a DFlash or DFlash2 drafter of these shapes for the target cfg describes, and its sequence state.
+export function drafterInventory(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): { tensors: PlanTensor[]; state: SequenceState } {
+  const { tensors, state } = inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) });
+  return { tensors: tensors.map(withKind), state };
+}
+
+function ofPart(tensors: readonly PlanTensor[], part: Part): PlanTensor[] {
   return tensors.filter((t) => t.part === part);
 }
 
-function atQuant(tensors: readonly TensorInfo[], recipe: readonly RecipeRule[], quant: Quant): number {
+function atQuant(tensors: readonly PlanTensor[], recipe: readonly RecipeRule[], quant: Quant): number {
   return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
 }
 
-// KV bytes per token of every full-attention layer, in each KV type.
-export function kvBytesByType(layerTypes: readonly string[], text: CheckpointConfig["text"]): Record<KvType, number> {
-  const full = layerTypes.filter((k) => k === "full_attention").length;
-  return { f32: kvBytesPerToken(full, text, "f32"), f16: kvBytesPerToken(full, text, "f16"), int8: kvBytesPerToken(full, text, "int8") };
-}
-
-export function stateBytesPerSequence(layerTypes: readonly string[], text: CheckpointConfig["text"]): number {
-  const linear = layerTypes.filter((k) => k === "linear_attention").length;
-  const dk = Number(text.linear_key_head_dim);
-  const dv = Number(text.linear_value_head_dim);
-  const hv = Number(text.linear_num_value_heads);
-  const convDim = 2 * Number(text.linear_num_key_heads) * dk + hv * dv;
-  const conv = (Number(text.linear_conv_kernel_dim) - 1) * convDim * 4;
-  return linear * (hv * dk * dv * 4 + conv);
-}
-
 // The whole plan of a hub model, from its expected config (the shapes every matching checkpoint has).
-export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): MemoryPlan {
-  const all = inventory(cfg);
+export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig, "root">): MemoryPlan {
+  const { tensors: all, state } = modelInventory(cfg);
   const text = ofPart(all, "text");
   const mtp = ofPart(all, "mtp");
   const vision = ofPart(all, "vision");
   const recipe = spec.quantization.recipe;
-  const drafterTensors = (d: HubModelSpec["draft"]["dflash" | "dflash2"]) => (typeof d === "object" ? dflashTensors(d.shapes) : undefined);
-  const dflash = drafterTensors(spec.draft.dflash);
-  const dflash2 = drafterTensors(spec.draft.dflash2);
+  const drafter = (kind: "dflash" | "dflash2") => {
+    const d = spec.draft[kind];
+    return typeof d === "object" ? drafterInventory(cfg, kind, d.shapes) : undefined;
+  };
+  const dflashInventory = drafter("dflash");
+  const dflash2Inventory = drafter("dflash2");
+  const dflash = dflashInventory?.tensors;
+  const dflash2 = dflash2Inventory?.tensors;
   const mlx = (f: Format) => spec.sources[f]?.quantization ?? { mode: "affine" as const, bits: f === "mlx-4bit" ? (4 as const) : (8 as const), groupSize: 64 as const, overrides: {} };
   const mlxText = (f: "mlx-4bit" | "mlx-8bit") => sumBytes(text, (t) => mlxType(t.kind, mlx(f)));
-  const quantBytes = (ts: readonly TensorInfo[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
+  const quantBytes = (ts: readonly PlanTensor[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
 
   const textBytes = { ...quantBytes(text), "mlx-4bit": mlxText("mlx-4bit"), "mlx-8bit": mlxText("mlx-8bit") };
   const mtpBytes = quantBytes(mtp);
@@ -142,8 +135,11 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: CheckpointConfig): Me
       "mlx-4bit": fixed(textBytes["mlx-4bit"], mlxMtp("mlx-4bit"), "bf16"),
       "mlx-8bit": fixed(textBytes["mlx-8bit"], mlxMtp("mlx-8bit"), "bf16"),
     },
-    kvBytesPerToken: kvBytesByType(cfg.layerTypes, cfg.text),
-    mtpKvBytesPerToken: kvBytesByType(hasMtp ? Array<string>(Number(cfg.text.mtp_num_hidden_layers)).fill("full_attention") : [], cfg.text),
-    stateBytesPerSequence: stateBytesPerSequence(cfg.layerTypes, cfg.text),
+    kvBytesPerToken: state.kvBytesPerToken,
+    mtpKvBytesPerToken: state.drafter.kvBytesPerToken,
+    dflashKvBytesPerToken: dflashInventory?.state.drafter.kvBytesPerToken ?? null,
+    dflash2KvBytesPerToken: dflash2Inventory?.state.drafter.kvBytesPerToken ?? null,
+    stateBytesPerSequence: state.slotBytes,
+    mtpStateBytes: state.drafter.slotBytes,
   };
 }

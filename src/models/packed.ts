@@ -77,7 +77,7 @@ export function installedPacked(modelId: string, quant: PackedQuant): InstalledP
 }
 
 // The kind of a tensor (spec.ts TENSOR_KINDS) from its name, in every layout a float checkpoint comes in: the
-// official multimodal one (tensors.ts lists it), text-only "model.layers.N", per-expert "experts.E.*_proj".
+// official multimodal one (libsplash's inventory lists it), text-only "model.layers.N", per-expert "experts.E.*_proj".
 export function tensorKind(name: string): TensorKind {
   if (name.startsWith("model.visual.")) return "vision";
   if (/(^|\.)embed_tokens\.weight$/.test(name)) return "embed";

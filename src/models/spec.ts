@@ -29,7 +29,7 @@ export const DRAFTER_NAMES: Record<Drafter, string> = { mtp: "MTP", dflash: "DFl
 export const WEIGHT_TYPES = ["bf16", "q8", "q4", "mlx-affine-4", "mlx-affine-8"] as const;
 export type WeightType = (typeof WEIGHT_TYPES)[number];
 
-// What each tensor of a checkpoint is, for the quantization recipe and the memory plan (src/models/tensors.ts
+// What each tensor of a checkpoint is, for the quantization recipe and the memory plan (src/models/packed.ts
 // assigns them from the tensor names of the official layout).
 export const TENSOR_KINDS = [
   "embed", // embed_tokens [vocab, hidden]
@@ -148,11 +148,14 @@ const memoryPlan = z.strictObject({
   // Fixed bytes = weights + drafter, per level and draft method (null: that draft is not available there).
   fixed: z.strictObject({ bf16: bytesByDraft, q8: bytesByDraft, q4: bytesByDraft, "mlx-4bit": bytesByDraft, "mlx-8bit": bytesByDraft }),
   // Sequence state, as the native allocator sizes it: KV of every full-attention layer (K and V) per token in each
-  // KV type, the MTP layer's own KV per token when drafting with MTP, and one sequence's GDN state (recurrent S +
-  // conv tail).
+  // KV type, a drafter's own KV per token (the MTP layer's, a DFlash or DFlash2 drafter's; null: none), one
+  // sequence's GDN state (recurrent S + conv tail), and the MTP layer's state (its last hidden row).
   kvBytesPerToken: bytesByKv,
   mtpKvBytesPerToken: bytesByKv,
+  dflashKvBytesPerToken: bytesByKv.nullable(),
+  dflash2KvBytesPerToken: bytesByKv.nullable(),
   stateBytesPerSequence: int,
+  mtpStateBytes: int,
 });
 export type MemoryPlan = z.infer<typeof memoryPlan>;
 

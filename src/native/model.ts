@@ -10,7 +10,7 @@
 // call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
-import type { Drafter } from "../models/spec.ts";
+import type { Drafter, Quant as Level } from "../models/spec.ts";
 import { CallThread, invoke, type ThreadCall } from "./call-thread.ts";
 import { check, StepRefusals } from "./errors.ts";
 import { libraryPath, native, type NativeLibrary } from "./library.ts";
@@ -20,6 +20,8 @@ import { KV_TYPES, type KvType } from "../models/kv-type.ts";
 import { DRAFTER_INFO, DRAFTER_OPTIONS, getField, LOAD_OPTIONS, MODEL_INFO, SEQ, setField, SPECULATE, VISION_INFO, type StructLayout } from "./layout.ts";
 
 export type Quant = "none" | "q8" | "q4";
+// The weight level a user names (models/spec.ts QUANTS; bf16 = as stored) as a load option.
+export const NATIVE_QUANT: Record<Level, Quant> = { bf16: "none", q8: "q8", q4: "q4" };
 // The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
 // prefix: test/unit/native/layout.test.ts checks each against the header.
 export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };

@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 14;
+export const ABI_VERSION = 15;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -57,6 +57,13 @@ export const symbols = {
     args: [FFIType.ptr, FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.u64, FFIType.u64, FFIType.ptr],
     returns: FFIType.i32,
   },
+  // ---- tensor inventory (src/native/inventory.ts) ----
+  splash_inventory_create: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  splash_inventory_free: { args: [FFIType.ptr], returns: FFIType.void },
+  splash_inventory_count: { args: [FFIType.ptr], returns: FFIType.i64 },
+  splash_inventory_tensor: { args: [FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.ptr },
+  splash_inventory_state: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.void },
+  // ---- benchmarks (src/cli/bench-*.ts) ----
   splash_bench_memory_bandwidth: { args: [FFIType.i32, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   // ---- the Mac's GPU (src/native/metal.ts) ----
   splash_metal_query: { args: [FFIType.ptr], returns: FFIType.i32 },

@@ -4,8 +4,8 @@
 // cannot load, so these are made at test time instead: a few hundred KB, deterministic from the seed.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { layerTypesOf, type JsonObject } from "../../src/models/config.ts";
-import { textTensors } from "../../src/models/tensors.ts";
+import type { JsonObject } from "../../src/models/config.ts";
+import { inventory } from "../../src/native/inventory.ts";
 
 export const DENSE_TEXT: JsonObject = {
   model_type: "qwen3_5_text",
@@ -73,7 +73,12 @@ function range(name: string, shape: number[]): [number, number] {
 // transformers' save_pretrained writes) instead of the fused gate_up_proj / down_proj.
 export function writeCheckpoint(dir: string, text: JsonObject, options: { perExpert?: boolean; seed?: number } = {}): void {
   const moe = text.model_type === "qwen3_5_moe_text";
-  const arch = moe ? "qwen3_5_moe" : "qwen3_5";
+  const config = {
+    architectures: [moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"],
+    model_type: moe ? "qwen3_5_moe" : "qwen3_5",
+    tie_word_embeddings: false,
+    text_config: text,
+  };
   const tensors: [string, number[], Float32Array][] = [];
   let state = options.seed ?? 7;
   const draw = (name: string, shape: number[]) => {
@@ -87,9 +92,9 @@ export function writeCheckpoint(dir: string, text: JsonObject, options: { perExp
     }
     return out;
   };
-  for (const t of textTensors(text, arch, layerTypesOf(text))) {
+  for (const t of inventory(config).tensors) {
     const data = draw(t.name, t.shape);
-    if (options.perExpert && t.kind === "moe_experts") {
+    if (options.perExpert && /\.mlp\.experts\.(gate_up|down)_proj$/.test(t.name)) {
       const [E, R, C] = t.shape as [number, number, number];
       const base = t.name.replace(/experts\.(gate_up_proj|down_proj)$/, "experts.");
       for (let e = 0; e < E; e++) {
@@ -117,12 +122,6 @@ export function writeCheckpoint(dir: string, text: JsonObject, options: { perExp
     const bits = new Uint32Array(data.buffer);
     for (let i = 0; i < bits.length; i++) bf16[at++] = (bits[i]! + 0x8000) >>> 16;
   }
-  const config = {
-    architectures: [moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"],
-    model_type: moe ? "qwen3_5_moe" : "qwen3_5",
-    tie_word_embeddings: false,
-    text_config: text,
-  };
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "config.json"), JSON.stringify(config, null, 2));
   writeFileSync(join(dir, "model.safetensors"), file);

@@ -103,6 +103,17 @@ describe("OpenAI chat response_format", () => {
     expect(e.param).toBe("tools.3.function.parameters");
     expect(e.message).toContain('"not"');
   });
+
+  test("tool parameters written as text with lengths beside a pattern and a format: arguments validate, streaming and not", async () => {
+    const parameters = { type: "object", properties: { slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 6 }, owner: { type: "string", format: "email", maxLength: 10 } }, required: ["slug", "owner"] };
+    const tools = [{ type: "function" as const, function: { name: "tag", parameters } }];
+    for (const stream of [true, false]) {
+      const body = { model, messages, seed: 7, reasoning_effort: "none" as const, tools, tool_choice: { type: "function" as const, function: { name: "tag" } }, parallel_tool_calls: false };
+      const completion = stream ? await openai.chat.completions.stream(body).finalChatCompletion() : await openai.chat.completions.create(body);
+      const call = completion.choices[0]!.message.tool_calls![0]! as { function: { name: string; arguments: string } };
+      expect(problem(parameters, call.function.arguments)).toBeNull();
+    }
+  });
 });
 
 describe("OpenAI Responses text.format", () => {

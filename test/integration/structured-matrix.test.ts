@@ -21,7 +21,8 @@ import { splashServe, type ServeProcess } from "../helpers/splash-serve.ts";
 const ajv = validator();
 const MAX_TOKENS = 400;
 
-// What a function writes, as JSON: bounded strings so a sampled answer ends; a format, an enum, integer bounds.
+// What a function writes, as JSON: bounded strings so a sampled answer ends (also beside a pattern and a format); a
+// format, an enum, integer bounds.
 const ANSWER = {
   type: "object",
   properties: {
@@ -30,8 +31,10 @@ const ANSWER = {
     lines: { type: "integer", minimum: 1, maximum: 500 },
     tested: { type: "boolean" },
     written: { type: "string", format: "date" },
+    slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 12 },
+    author: { type: "string", format: "email", maxLength: 24 },
   },
-  required: ["name", "language", "lines"],
+  required: ["name", "language", "lines", "slug"],
   additionalProperties: false,
 };
 const TOOLS = [

@@ -84,6 +84,9 @@ typedef struct {
     uint32_t q_stride; /* QUANT variants only: y quantized for the integer-dot GEMV, rows q_stride bytes apart at q */
     uint64_t q;
 } norm_push;
+/* The block of the variants without QUANT ends at eps; its size rounds up to the block's 8-byte alignment, as the
+ * shader compilers lay it out (Metal checks the size against the translated kernel's). */
+#define NORM_PLAIN_PUSH ((uint32_t)((offsetof(norm_push, q_stride) + 7) / 8 * 8))
 
 /* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm).
  * quant: the QUANT variant of k, or -1; when the rows qualify (sp_gpu_quantize_rows) it also leaves y quantized in
@@ -95,7 +98,7 @@ static void norm(const sp_backend *be, sp_gpu_kernel_id k, int quant, const char
     sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)d * 4), z ? sp_gpu_span(gpu, z, bytes) : (sp_gpu_range){0, 0}};
     sp_gpu_range wr[3] = {sp_gpu_span(gpu, y, bytes), k == SP_GPU_ADD_RMSNORM ? r[0] : (sp_gpu_range){0, 0}, {0, 0}};
     norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps, 0, 0};
-    uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64, push = (uint32_t)offsetof(norm_push, q_stride);
+    uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64, push = NORM_PLAIN_PUSH;
     bool q8 = quant >= 0 && sp_gpu_quantize_rows(gpu, n, d) && (p.y | p.x | p.z | p.w) % 16 == 0;
     if (q8) {
         if (!sp_gpu_x8_space(be, d, n, &wr[2], &p.q_stride)) return;

@@ -139,34 +139,33 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     uint32_t groups[3] = {0, 0, 1}, wg;
     sp_gpu_kernel_id k;
     if (coop) {
+        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
+        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
+        if (bytes16 > gpu->x16_bytes) {
+            sp_gpu_sync(gpu);
+            if (gpu->x16) sp_gpu_free(be, gpu->x16);
+            gpu->x16_bytes = bytes16 * 2;
+            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
+            if (!gpu->x16) {
+                gpu->x16_bytes = 0;
+                sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
+                return;
+            }
+        }
+        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+        p.y = r16.lo;
+        p.y_stride = (uint32_t)stride16;
+        uint32_t hg[3];
+        sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
+        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
+                        &r16, 1, NULL);
+        p.x = r16.lo;
+        p.y = ya;
+        p.x_stride = (uint32_t)stride16;
+        p.y_stride = (uint32_t)W->rows;
+        reads[1] = r16;
         int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
         const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
-        if (!t->xf32) { /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
-            uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
-            if (bytes16 > gpu->x16_bytes) {
-                sp_gpu_sync(gpu);
-                if (gpu->x16) sp_gpu_free(be, gpu->x16);
-                gpu->x16_bytes = bytes16 * 2;
-                gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
-                if (!gpu->x16) {
-                    gpu->x16_bytes = 0;
-                    sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
-                    return;
-                }
-            }
-            sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
-            p.y = r16.lo;
-            p.y_stride = (uint32_t)stride16;
-            uint32_t hg[3];
-            sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
-            sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
-                            &r16, 1, NULL);
-            p.x = r16.lo;
-            p.y = ya;
-            p.x_stride = (uint32_t)stride16;
-            p.y_stride = (uint32_t)W->rows;
-            reads[1] = r16;
-        } /* else the tile loads round x (rows of cols floats) to f16 themselves */
         groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn);
         wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);

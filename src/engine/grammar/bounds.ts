@@ -7,11 +7,16 @@
 // Qwen XML envelope (tool and parameter names, raw and JSON parameter values). The grammar has already checked the
 // syntax, so it only has to know where it is. A token is allowed when its bytes keep every open count within its
 // bounds; every bound can always still be met after an allowed token (a string can close or grow, an array can end
-// or take another item), so counting never leads to a dead end.
+// or take another item), so counting never leads to a dead end. A string whose pattern the length cuts short is
+// followed through the pattern's DFA (length-dfa.ts): a character is allowed only when a match can still end within
+// the bounds.
 //
 // Following the output needs to know which schema applies to each value. Objects (by key), arrays (by index) and
 // unions whose options start differently (a string, an array, an object or a scalar: `"type": ["string", "null"]`)
 // tell; a union with two options that start alike and a count in one of them would not, and is refused.
+import { feasible, feasibleIn, step as dfaStep, type LengthDfa } from "./length-dfa.ts";
+import * as cs from "./charset.ts";
+import type { CharSet } from "./charset.ts";
 import { SchemaError, type CompiledSchema, type Node } from "./schema.ts";
 import { stringOnly } from "./tool-grammar.ts";
 
@@ -19,7 +24,7 @@ import { stringOnly } from "./tool-grammar.ts";
 
 // A schema position with counts somewhere inside it; `null` = nothing to count there or below.
 export type Counted = CountedString | CountedArray | CountedObject | CountedUnion;
-type CountedString = { kind: "string"; min: number; max: number };
+type CountedString = { kind: "string"; min: number; max: number; dfa: LengthDfa | null }; // dfa: the pattern's, when its state matters
 type CountedArray = { kind: "array"; prefix: (Counted | null)[]; items: Counted | null; min: number; max: number };
 type CountedObject = { kind: "object"; properties: Map<string, Counted | null>; additional: Counted | null };
 type Start = "string" | "array" | "object" | "scalar";
@@ -45,7 +50,7 @@ export class CountedSchema {
     if (!this.hasCounts(node)) return this.memo.set(node, null), null;
     switch (node.kind) {
       case "string": {
-        const c: CountedString = { kind: "string", min: node.minLength, max: node.maxLength ?? Infinity };
+        const c: CountedString = { kind: "string", min: node.minLength, max: node.maxLength ?? Infinity, dfa: node.lengths ?? null };
         return this.memo.set(node, c), c;
       }
       case "array": {
@@ -167,11 +172,44 @@ export type BoundsData = {
   byCharsDesc: Int32Array; // token ids by chars, most first
 };
 
+// Where a token leads a pattern's DFA from a state: the state after its characters, or one of these.
+const END_UNKNOWN = -2;
+const LONG_TOKEN = 16; // characters; tokens longer than this are a small share of a vocabulary
+const END_MID_CHARACTER = -3; // the token ends inside a UTF-8 sequence: walked byte by byte instead
+
 export class BoundsTable {
+  // Per pattern DFA and state, each token's end state, filled as tokens are met (the DFA lives as long as its cached
+  // schema, so later requests reuse them).
+  private readonly ends = new WeakMap<LengthDfa, Int16Array[]>(); // DFAs have at most 2,000 states
+
   constructor(
     readonly bytes: readonly Uint8Array[],
     readonly data: BoundsData,
   ) {}
+
+  // The state a token of plain characters leads the DFA to from `state`: -1 when no match continues that way.
+  tokenEnd(d: LengthDfa, state: number, token: number): number {
+    let byState = this.ends.get(d);
+    if (!byState) this.ends.set(d, (byState = []));
+    const row = (byState[state] ??= new Int16Array(this.bytes.length).fill(END_UNKNOWN));
+    if (row[token] !== END_UNKNOWN) return row[token]!;
+    let s = state;
+    let cp = 0;
+    let more = 0;
+    for (const b of this.bytes[token]!) {
+      if (more > 0) {
+        cp = (cp << 6) | (b & 0x3f);
+        more--;
+      } else if (b < 0x80) cp = b;
+      else if (b < 0xc0 || b >= 0xf8) return (row[token] = -1);
+      else {
+        more = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+        cp = b & (0x3f >> more);
+      }
+      if (more === 0 && (s = dfaStep(d, s, cp)) < 0) return (row[token] = -1);
+    }
+    return (row[token] = more > 0 ? END_MID_CHARACTER : s);
+  }
 
   static data(bytes: readonly Uint8Array[]): BoundsData {
     const words = Math.ceil(bytes.length / 32);
@@ -205,12 +243,12 @@ export class BoundsTable {
 // A position in the output, innermost first. Frames are immutable, so trying a token shares the state.
 type Frame =
   | { k: "value"; c: Counted | null } // a JSON value comes next (whitespace first)
-  | { k: "string"; min: number; max: number; n: number; esc: number; hex: number; high: boolean } // inside a JSON string
+  | { k: "string"; min: number; max: number; n: number; esc: number; hex: number; high: boolean; dfa: LengthDfa | null; state: number; cp: number; more: number } // inside a JSON string; with a dfa, cp/more = a UTF-8 character being read
   | { k: "key"; text: string; esc: boolean } // inside an object key (its bytes, escapes undone at the end)
   | { k: "array"; c: CountedArray | null; n: number; after: boolean } // n items started; after = an item just ended
   | { k: "object"; c: CountedObject | null; phase: "key" | "colon" | "value" | "next"; next: Counted | null }
   | { k: "scalar" } // a number or literal: ends at the first byte that cannot continue it
-  | { k: "raw"; min: number; max: number; n: number; match: number } // a raw parameter value and its closing tag
+  | { k: "raw"; min: number; max: number; n: number; match: number; dfa: LengthDfa | null; state: number; cp: number; more: number } // a raw parameter value and its closing tag; with a dfa, n counts the content only
   | { k: "envelope"; mode: "text" | "calls" | "first"; match: number; line: string; tool: string }
   | { k: "done" };
 type Stack = { f: Frame; below: Stack | null };
@@ -240,6 +278,45 @@ function advance(p: string, f: Int32Array, match: number, b: number): number {
   if (match === p.length) match = f[match]!;
   while (match >= 0 && p.charCodeAt(match) !== b) match = f[match]!;
   return match + 1;
+}
+
+type PatternString = Extract<Frame, { k: "string" }> & { dfa: LengthDfa };
+type PatternRaw = Extract<Frame, { k: "raw" }> & { dfa: LengthDfa };
+type PatternText = PatternString | PatternRaw;
+// A character of a pattern's string being read: its count, the DFA's state, and a UTF-8 sequence's progress.
+type CharRead = { n: number; state: number; cp: number; more: number };
+
+// One byte of a plain (unescaped) character; false when it leaves no way to end the string within its bounds.
+function charByte(d: LengthDfa, max: number, c: CharRead, b: number): boolean {
+  if (c.more > 0) {
+    if ((b & 0xc0) !== 0x80) return false;
+    c.cp = (c.cp << 6) | (b & 0x3f);
+    c.more--;
+  } else {
+    if (++c.n > max) return false;
+    if (b < 0x80) c.cp = b;
+    else if (b < 0xc0 || b >= 0xf8) return false;
+    else {
+      c.more = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+      c.cp = b & (0x3f >> c.more);
+    }
+  }
+  if (c.more === 0) {
+    c.state = dfaStep(d, c.state, c.cp);
+    return feasible(d, c.state, c.n);
+  }
+  const lo = c.cp << (6 * c.more);
+  return feasibleIn(d, c.state, c.n, lo, lo + (1 << (6 * c.more)) - 1);
+}
+
+// The characters the grammar writes as escapes in a pattern's string (regex.ts, jsonEscape), and those of them it
+// writes as \u escapes.
+const ESCAPED: CharSet = cs.union([[0, 0x1f]], cs.chars(0x22, 0x5c));
+const U_ESCAPED: CharSet = cs.minus([[0, 0x1f]], cs.chars(8, 9, 10, 12, 13));
+const SHORT_ESCAPED: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9 };
+
+function feasibleInSet(d: LengthDfa, state: number, n: number, set: CharSet, lo: number, hi: number): boolean {
+  return set.some(([a, b]) => feasibleIn(d, state, n, Math.max(a, lo), Math.min(b, hi)));
 }
 
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
@@ -283,9 +360,19 @@ export class Bounds {
     const top = this.stack?.f;
     let plain: Uint32Array | null = null;
     let room = Infinity;
-    if (top?.k === "string" && top.esc === 0) {
+    if (top?.k === "string" && top.dfa) {
+      if (top.esc === 0 && top.more === 0) {
+        plain = this.table.data.plainString;
+        this.restrictPattern(mask, top as PatternString, plain);
+      }
+    } else if (top?.k === "string" && top.esc === 0) {
       plain = this.table.data.plainString;
       room = top.max - top.n;
+    } else if (top?.k === "raw" && top.dfa) {
+      if (top.match === 0 && top.more === 0) {
+        plain = this.table.data.plainRaw;
+        this.restrictPattern(mask, top as PatternRaw, plain);
+      }
     } else if (top?.k === "raw" && top.match === 0) {
       plain = this.table.data.plainRaw;
       room = top.max - top.n;
@@ -332,7 +419,10 @@ export class Bounds {
           if (isSpace(b)) return s;
           let c = f.c;
           while (c?.kind === "union") c = c.byStart[b === 0x22 ? "string" : b === 0x5b ? "array" : b === 0x7b ? "object" : "scalar"] ?? null;
-          if (b === 0x22) return { f: c?.kind === "string" ? { k: "string", min: c.min, max: c.max, n: 0, esc: 0, hex: 0, high: false } : { k: "string", min: 0, max: Infinity, n: 0, esc: 0, hex: 0, high: false }, below: s.below };
+          if (b === 0x22) {
+            const counted = c?.kind === "string" ? c : { min: 0, max: Infinity, dfa: null };
+            return { f: { k: "string", min: counted.min, max: counted.max, n: 0, esc: 0, hex: 0, high: false, dfa: counted.dfa, state: 0, cp: 0, more: 0 }, below: s.below };
+          }
           if (b === 0x5b) return { f: { k: "array", c: c?.kind === "array" ? c : null, n: 0, after: false }, below: s.below };
           if (b === 0x7b) return { f: { k: "object", c: c?.kind === "object" ? c : null, phase: "key", next: null }, below: s.below };
           s = { f: { k: "scalar" }, below: s.below };
@@ -343,7 +433,7 @@ export class Bounds {
           s = s.below;
           continue;
         case "string":
-          return this.stringByte(f, s.below, b);
+          return f.dfa ? this.patternStringByte(f as PatternString, s.below, b) : this.stringByte(f, s.below, b);
         case "key": {
           if (f.esc) return { f: { ...f, text: f.text + String.fromCharCode(b), esc: false }, below: s.below };
           if (b === 0x5c) return { f: { ...f, text: f.text + "\\", esc: true }, below: s.below };
@@ -379,6 +469,7 @@ export class Bounds {
           continue;
         }
         case "raw": {
+          if (f.dfa) return this.patternRawByte(f as PatternRaw, s.below, b);
           const match = advance(VALUE_END, VALUE_END_FAIL, f.match, b);
           // Characters confirmed as content: all but the part that may still be the closing tag.
           const n = f.n + ((b & 0xc0) !== 0x80 ? 1 : 0);
@@ -427,6 +518,116 @@ export class Bounds {
     return { f: { ...f, n, esc, hex, high }, below };
   }
 
+  // A pattern's string at a character boundary, for tokens of plain characters. A token is walked through the
+  // pattern's DFA only when its length could matter: it ends the string short of minLength, or so close to maxLength
+  // that some state the pattern may be in could not close in the room left. (The grammar keeps the pattern's state
+  // one from which a match can end; the state after a whole token being feasible makes every one before it so.)
+  private restrictPattern(mask: Uint32Array, f: PatternText, plain: Uint32Array): void {
+    const { byCharsDesc, chars } = this.table.data;
+    const lo = f.min - f.n;
+    const hi = f.max - f.n - f.dfa.farthest; // tokens of lo..hi characters need no walk
+    const check = (t: number) => {
+      const bit = 1 << (t & 31);
+      if (mask[t >>> 5]! & plain[t >>> 5]! & bit && !this.patternFits(f, t)) mask[t >>> 5]! &= ~bit;
+    };
+    // Far from maxLength few tokens are long enough to matter: found from the longest down. Near it (or short of
+    // minLength), the tokens the grammar allows are fewer than the vocabulary.
+    if (lo > 0 || hi < LONG_TOKEN) {
+      for (let w = 0; w < mask.length; w++) {
+        let bits = mask[w]! & plain[w]!;
+        while (bits !== 0) {
+          const low = bits & -bits;
+          bits ^= low;
+          const t = w * 32 + 31 - Math.clz32(low);
+          if (chars[t]! < lo || chars[t]! > hi) check(t);
+        }
+      }
+    } else {
+      for (let i = 0; i < byCharsDesc.length && chars[byCharsDesc[i]!]! > hi; i++) check(byCharsDesc[i]!);
+    }
+  }
+
+  // Whether a token of plain characters keeps the string able to end as a match within its bounds: when the state
+  // after the token is, so is each state before it (the rest of the token is a way on from there).
+  private patternFits(f: PatternText, token: number): boolean {
+    const end = this.table.tokenEnd(f.dfa, f.state, token);
+    if (end !== END_MID_CHARACTER) return end >= 0 && feasible(f.dfa, end, f.n + this.table.data.chars[token]!);
+    const c: CharRead = { n: f.n, state: f.state, cp: 0, more: 0 };
+    for (const b of this.table.bytes[token]!) if (!charByte(f.dfa, f.max, c, b)) return false;
+    return true;
+  }
+
+  // With the pattern's DFA: a character steps it once read whole (a UTF-8 sequence, or an escape, which the grammar
+  // writes only for ", \ and control characters), and is allowed only when the string can still end as a match
+  // within its bounds; a character partly read is allowed while some character it may become would be.
+  private patternStringByte(f: PatternString, below: Stack | null, b: number): Stack | null {
+    const d = f.dfa;
+    let { n, esc, hex, state } = f;
+    if (esc === 1) {
+      if (b === 0x75) {
+        esc = 2;
+        hex = 0;
+        if (!feasibleInSet(d, state, n, U_ESCAPED, 0, 0xffff)) return FAIL;
+      } else {
+        const cp = SHORT_ESCAPED[b];
+        if (cp === undefined) return FAIL;
+        esc = 0;
+        state = dfaStep(d, state, cp);
+        if (!feasible(d, state, n)) return FAIL;
+      }
+      return { f: { ...f, esc, hex, state }, below };
+    }
+    if (esc >= 2) {
+      const digit = hexValue(b);
+      if (digit < 0) return FAIL;
+      hex = (hex << 4) | digit;
+      const left = 5 - esc; // hex digits after this one
+      if (left === 0) {
+        esc = 0;
+        state = dfaStep(d, state, hex);
+        if (!feasible(d, state, n)) return FAIL;
+      } else {
+        esc++;
+        const lo = hex << (4 * left);
+        if (!feasibleInSet(d, state, n, U_ESCAPED, lo, lo + (1 << (4 * left)) - 1)) return FAIL;
+      }
+      return { f: { ...f, esc, hex, state }, below };
+    }
+    if (f.more === 0 && b === 0x22) return f.n < f.min || !d.accept[state] ? FAIL : (below ?? DONE);
+    if (f.more === 0 && b === 0x5c) {
+      n++;
+      if (n > f.max || !feasibleInSet(d, state, n, ESCAPED, 0, cs.MAX_CODE_POINT)) return FAIL;
+      return { f: { ...f, n, esc: 1 }, below };
+    }
+    const c: CharRead = { n, state, cp: f.cp, more: f.more };
+    if (!charByte(d, f.max, c, b)) return FAIL;
+    return { f: { ...f, ...c }, below };
+  }
+
+  // A raw value with the pattern's DFA. The pattern's text never holds "<" (the grammar's rule), so a newline is
+  // content unless "<" follows it, which starts the closing tag: until then it is pending, allowed while either the
+  // value can end before it or it can be content.
+  private patternRawByte(f: PatternRaw, below: Stack | null, b: number): Stack | null {
+    const d = f.dfa;
+    const match = advance(VALUE_END, VALUE_END_FAIL, f.match, b);
+    if (f.match >= 2) return match === VALUE_END.length ? (below ?? DONE) : { f: { ...f, match }, below };
+    let { n, state } = f;
+    if (f.match === 1) {
+      if (match === 2) return n < f.min || !d.accept[state] ? FAIL : { f: { ...f, match }, below };
+      n++;
+      state = dfaStep(d, state, 0x0a);
+      if (!feasible(d, state, n)) return FAIL;
+    }
+    if (match === 1) {
+      const close = n >= f.min && d.accept[state] === 1;
+      if (!close && !feasible(d, dfaStep(d, state, 0x0a), n + 1)) return FAIL;
+      return { f: { ...f, n, state, match }, below };
+    }
+    const c: CharRead = { n, state, cp: f.cp, more: f.more };
+    if (!charByte(d, f.max, c, b)) return FAIL;
+    return { f: { ...f, ...c, match }, below };
+  }
+
   private envelopeByte(f: Extract<Frame, { k: "envelope" }>, s: Stack, b: number): Stack | null {
     const plan = this.plan as Extract<BoundsPlan, { kind: "tools" }>;
     if (f.mode === "text") {
@@ -448,10 +649,10 @@ export class Bounds {
     if (!param) return here;
     const bounds = plan.tools.get(f.tool);
     const raw = bounds?.raw.get(param[1]!);
-    if (raw) return { f: { k: "raw", min: raw.min, max: raw.max, n: 0, match: 0 }, below: here };
+    if (raw) return { f: { k: "raw", min: raw.min, max: raw.max, n: 0, match: 0, dfa: raw.dfa, state: 0, cp: 0, more: 0 }, below: here };
     const json = bounds?.json.get(param[1]!);
     // Parameters without counts: a raw value is passed over like a counted one (its closing tag ends it), a JSON
     // value is followed as JSON, so that the next parameter's start is seen.
-    return json ? { f: { k: "value", c: json }, below: here } : { f: { k: "raw", min: 0, max: Infinity, n: 0, match: 0 }, below: here };
+    return json ? { f: { k: "value", c: json }, below: here } : { f: { k: "raw", min: 0, max: Infinity, n: 0, match: 0, dfa: null, state: 0, cp: 0, more: 0 }, below: here };
   }
 }

@@ -9,6 +9,7 @@ import { FORMATS } from "./formats.ts";
 import { integerEbnf, numberEbnf, Unsatisfiable, type Bound } from "./numbers.ts";
 import { largestRepeat, matchLengths, MAX_REPEAT, parseRegex, RegexError, regexToEbnf, type Regex } from "./regex.ts";
 import { Rules } from "./ebnf.ts";
+import { feasible, lengthDfa, LengthDfaError, type LengthDfa } from "./length-dfa.ts";
 
 export type Property = { name: string; node: Node; required: boolean };
 export type Node =
@@ -18,7 +19,7 @@ export type Node =
   | { kind: "boolean" }
   | { kind: "integer"; min?: Bound; max?: Bound }
   | { kind: "number"; min?: Bound; max?: Bound }
-  | { kind: "string"; minLength: number; maxLength?: number; regex?: Regex; pattern?: string }
+  | { kind: "string"; minLength: number; maxLength?: number; regex?: Regex; pattern?: string; lengths?: LengthDfa } // lengths: the pattern's DFA, when counting needs its state
   | { kind: "array"; prefix: Node[]; items: Node | null; minItems: number; maxItems?: number }
   | { kind: "object"; properties: Property[]; additional: Node | null }
   | { kind: "union"; options: Node[]; path: string; keyword: string } // where the schema says anyOf/oneOf/type
@@ -255,20 +256,23 @@ class Compiler {
     if (minLength <= lengths.min && (maxLength ?? Infinity) >= lengths.max && !large) return { kind: "string", minLength: 0, regex, pattern };
     const counted = countedPattern(regex, minLength, maxLength);
     if (counted === "unsatisfiable") throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
-    if (!counted || largestRepeat(counted.regex) > MAX_REPEAT) {
-      if (large) {
-        throw new SchemaError(
-          `${keyword}: a repetition bound above ${MAX_REPEAT} is supported on a repeated character class that ends the pattern after fixed characters (such as ^[a-z][a-z0-9_]{0,9999}$)`,
-          at(path, keyword),
-          keyword,
-        );
+    if (!counted && !large) {
+      // Any other shape: the count follows the pattern's state and keeps room for the shortest way to close it.
+      let dfa: LengthDfa;
+      try {
+        dfa = lengthDfa(regex, minLength, maxLength ?? Infinity);
+      } catch (e) {
+        if (e instanceof LengthDfaError) throw new SchemaError(`minLength/maxLength together with this ${keyword}: ${e.message}`, path, lengthKey);
+        throw e;
       }
+      if (!feasible(dfa, 0, 0)) throw new SchemaError(`no string matching "${keyword}" has a length within minLength/maxLength`, path, lengthKey);
+      return { kind: "string", minLength, ...(maxLength !== undefined && { maxLength }), regex, pattern, lengths: dfa };
+    }
+    if (!counted || largestRepeat(counted.regex) > MAX_REPEAT) {
       throw new SchemaError(
-        keyword === "format"
-          ? `minLength/maxLength together with format ${JSON.stringify(s.format)} is not supported; use "pattern" with the lengths instead`
-          : `minLength/maxLength together with "pattern" is supported when the pattern ends in a repeated character class after fixed characters (such as ^[a-z][a-z0-9_]*$); put the length in the pattern instead`,
-        path,
-        lengthKey,
+        `${keyword}: a repetition bound above ${MAX_REPEAT} is supported on a repeated character class that ends the pattern after fixed characters (such as ^[a-z][a-z0-9_]{0,9999}$)`,
+        at(path, keyword),
+        keyword,
       );
     }
     return { kind: "string", ...counted, pattern };
@@ -338,7 +342,7 @@ class Compiler {
 // when every match is some fixed characters followed by a repeated character class, the string can close or grow by
 // one class character at any length past the fixed part, so counting the total length never leads to a dead end. The
 // class repetition is written unbounded and its own bounds join the length bounds. undefined: the pattern has
-// another shape (a bound beside it could need the pattern's state to count).
+// another shape (the count then follows the pattern's state: length-dfa.ts).
 function countedPattern(re: Regex, minLength: number, maxLength: number | undefined): { regex: Regex; minLength: number; maxLength?: number } | "unsatisfiable" | undefined {
   const items = re.t === "seq" ? re.items : [re];
   const last = items.at(-1);

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import type { ArgsDef, CommandDef, SubCommandsDef } from "citty";
+import type { ArgsDef } from "citty";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkArgs, kebab, parseOption, sizeOption, intOption, UsageError } from "../../../src/cli/_command.ts";
-import { root } from "../../../src/cli/index.ts";
 import { renderUsage, wantsColor } from "../../../src/cli/usage.ts";
 import { repoRoot, splash, splashOnTerminal } from "../../helpers/cli.ts";
+import { everyCommand } from "../../helpers/commands.ts";
 
 const args: ArgsDef = {
   model: { type: "positional", required: false },
@@ -85,18 +85,6 @@ describe("splash CLI", () => {
     expect(report.library.abi).toBeGreaterThan(0);
   });
 });
-
-// Every command and subcommand the root lists, with the words that name it.
-async function everyCommand(): Promise<[string[], CommandDef][]> {
-  const out: [string[], CommandDef][] = [];
-  const walk = async (cmd: CommandDef, words: string[]) => {
-    out.push([words, cmd]);
-    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : await cmd.subCommands) as SubCommandsDef | undefined;
-    for (const [name, sub] of Object.entries(subs ?? {})) await walk((typeof sub === "function" ? await sub() : await sub) as CommandDef, [...words, name]);
-  };
-  await walk(root, ["splash"]);
-  return out;
-}
 
 describe("CLI conventions", () => {
   test("every command's help names its options in kebab-case, with no trailing spaces and no escapes off a terminal", async () => {

@@ -28,7 +28,6 @@ test("the schema refuses launches the kernels cannot take", () => {
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], type: "q5" }] }).success).toBe(false);
   const coop = { type: "q4", rows: 12288, cols: 5120, tile: { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 } };
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [coop] }).success).toBe(true);
-  expect(Tuning.safeParse({ ...base, gemmCoopmat: [{ ...coop, tile: { ...coop.tile, db: true, xf32: true } }] }).success).toBe(true);
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [{ ...coop, tile: { ...coop.tile, async: true } }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [{ ...coop, type: "f32" }] }).success).toBe(false);
 });

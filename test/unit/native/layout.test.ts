@@ -1,6 +1,7 @@
 // The binding's copy of the ABI against native/include/splash.h: struct layouts (src/native/layout.ts) against
 // offsetof() as the C compiler lays the structs out (native/tests/abi_layout.c, built with the library) and against the
-// header's member names; enum codes and limits (src/native/model.ts, errors.ts, symbols.ts) against the header's.
+// header's member names; enum codes and limits (src/native/model.ts, inventory.ts, errors.ts, symbols.ts) against the
+// header's; the symbol table against the functions the header declares.
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,7 +9,8 @@ import { KV_TYPES } from "../../../src/models/kv-type.ts";
 import { STATUS_NAMES } from "../../../src/native/errors.ts";
 import { flatten, LAYOUTS } from "../../../src/native/layout.ts";
 import { ARCH_CODES, BACKEND_CODES, DRAFTER_CODES, MAX_TOP_LOGPROBS, QUANT_CODES } from "../../../src/native/model.ts";
-import { ABI_VERSION } from "../../../src/native/symbols.ts";
+import { MAX_DIMS, PART_CODES, WEIGHT_CODES } from "../../../src/native/inventory.ts";
+import { ABI_VERSION, symbols } from "../../../src/native/symbols.ts";
 
 const exe = join(import.meta.dir, "../../../build/tests/abi_layout");
 
@@ -42,6 +44,10 @@ test("every enum code and limit the binding uses is the header's", () => {
   expect(new Map<string, number>(KV_TYPES.map((t, code) => [t, code]))).toEqual(withPrefix("SPLASH_KV_"));
   expect(STATUS_NAMES.map((name) => constants.get(name))).toEqual(STATUS_NAMES.map((_, code) => code));
   expect([...constants.keys()].filter((k) => /^SPLASH_(OK|ERR_)/.test(k))).toEqual([...STATUS_NAMES]);
+  expect(asMap(PART_CODES)).toEqual(withPrefix("SPLASH_PART_"));
+  expect(asMap(WEIGHT_CODES)).toEqual(withPrefix("SPLASH_WEIGHT_"));
+  expect(Object.keys(WEIGHT_CODES).length).toBe(constants.get("SPLASH_N_WEIGHT_TYPES")!);
+  expect(MAX_DIMS).toBe(constants.get("SPLASH_MAX_DIMS")!);
   expect(MAX_TOP_LOGPROBS).toBe(constants.get("SPLASH_MAX_TOP_LOGPROBS")!);
   expect(ABI_VERSION).toBe(constants.get("SPLASH_ABI_VERSION")!);
 });
@@ -59,4 +65,14 @@ test("every ABI struct's fields are the header's, by name and in order", () => {
       .map((name) => name.replace(/[*\s]|\[.*\]/g, ""));
     expect(names, layout.name).toEqual(Object.keys(layout.fields));
   }
+});
+
+// A function the header gains but the table lacks is unreachable from TypeScript; one it drops or reshapes would
+// fail only when called.
+test("the symbol table binds every function the header declares, with its number of arguments", () => {
+  const declared = new Map(
+    [...header.matchAll(/SPLASH_API\s+[\w\s*]*?\b(splash_\w+)\s*\(([^)]*)\)/g)].map((m) => [m[1]!, m[2]!.trim() === "void" ? 0 : m[2]!.split(",").length]),
+  );
+  expect(declared.size).toBeGreaterThan(40);
+  expect(new Map<string, number>(Object.entries(symbols).map(([name, s]) => [name, s.args.length]))).toEqual(declared);
 });

@@ -29,6 +29,19 @@ const TOOLS: ToolDef[] = [
     strict: true,
   },
   { name: "get_time", parameters: { type: "object", properties: {} } },
+  // Raw text parameters with lengths beside patterns counting follows through their DFA, cut short by the bound.
+  {
+    name: "tag",
+    parameters: {
+      type: "object",
+      properties: {
+        slug: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", maxLength: 5 },
+        owner: { type: "string", format: "email", maxLength: 9 },
+        lines: { type: "string", pattern: "^\\S+(\\n\\S+)*$", minLength: 3, maxLength: 6 },
+      },
+      required: ["slug", "owner", "lines"],
+    },
+  },
 ];
 
 const ajv = validator();
@@ -72,6 +85,15 @@ describe("tool-call grammars", () => {
       most = Math.max(most, calls.length);
     }
     expect(most).toBeGreaterThan(1);
+  }, TIMEOUT);
+
+  test("raw parameters with lengths beside patterns and a format end as matches within their bounds", async () => {
+    const grammar = await so.prepare(request({ toolChoice: { name: "tag" } }));
+    for (const out of await outputs(grammar!, models, 8, 3)) {
+      const calls = parseCalls(out.text, TOOLS);
+      expect(calls.map((c) => c.name)).toEqual(["tag"]);
+      checkCalls(calls);
+    }
   }, TIMEOUT);
 
   test("tool_choice auto with a strict tool: text, then optional calls", async () => {
