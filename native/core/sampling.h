@@ -25,16 +25,4 @@ static inline int64_t sp_min_p_keep(int32_t *idx, int64_t c, const float *w, flo
     return m > 0 ? m : 1;
 }
 
-/* The uniform draw in [0, 1) of a sequence's sampler at a position: splitmix64's finalizer over (seed, position), a
- * counter-based generator with no state between calls, so a row samples the same alone or batched, on any backend. */
-static inline double sp_uniform01(uint64_t seed, uint64_t position) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (position + 1);
-    for (int i = 0; i < 2; i++) {
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-    }
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
 #endif

@@ -95,73 +95,47 @@ static inline weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
     return w;
 }
 
-/* Sampling: rows without penalties, a bias or top logprobs run on the backend — greedy rows 0, 1, 4, 5 (4 and 5 under
- * a grammar's allowed mask that leaves out the row's best ids, 5 also under the model's token mask) and rows 6 … 13 at
- * temperature > 0 under top-k, top-p, min-p, their mix, the masks, ties at the top-k cut and top_p = 0 — the rest
- * (penalties, top-5 logprobs) via the host. Every row must give the CPU's token and log-probability for the same seed
- * and position, over `rounds` positions: the rows are random, so no draw falls within a sum's last bits of a boundary. */
-static inline void test_sample(int32_t V, int rounds) {
-    enum { ROWS = 14 };
+/* Sampling: greedy rows run on the backend — rows 4 and 5 under a grammar's allowed mask that leaves out the row's
+ * best ids, row 5 also under the model's token mask — the rest (temperature, penalties, top-5 logprobs) via the
+ * host; all must give the CPU's tokens and log-probabilities for the same seeds. */
+static inline void test_sample(int32_t V) {
+    enum { ROWS = 6 };
     float *logits = randoms((int64_t)ROWS * V, -8, 8);
     logits[V + 7] = 30;                   /* a clear winner in row 1 */
     logits[5] = logits[9] = 40;           /* a tie in row 0: the lowest id wins */
-    logits[4 * V + 3] = logits[5 * V + 3] = logits[10 * V + 3] = 50; /* winners the masks leave out */
-    logits[5 * V + 11] = logits[10 * V + 11] = 45;
-    for (int32_t t = 20; t < 25; t++) logits[12 * V + t] = 12; /* five ties at the top, top-k 3 keeps the first three */
+    logits[4 * V + 3] = logits[5 * V + 3] = 50; /* winners the masks leave out */
+    logits[5 * V + 11] = 45;
     int32_t words = (V + 31) / 32;
     uint32_t *allowed = malloc(4 * (size_t)words), *tokens = malloc(4 * (size_t)words);
     for (int32_t w = 0; w < words; w++) allowed[w] = 0x5555555u * (uint32_t)(w + 1) | 0x800u, tokens[w] = ~0x800u;
     allowed[0] &= ~8u;
     float *dl = to_gpu(logits, 4 * (uint64_t)ROWS * (uint64_t)V);
     splash_sampling greedy = {0, 1, 0, 0, 0, 0, 1, 0, 0, NULL, NULL}, hot = {0.8f, 0.9f, 40, 0.01f, 0.5f, 0.1f, 1.2f, 0, 42, NULL, NULL};
-    splash_sampling dev[8] = {
-        {0.8f, 1, 0, 0, 0, 0, 1, 0, 7, NULL, NULL},          /* temperature alone */
-        {1.3f, 1, 40, 0, 0, 0, 1, 0, 8, NULL, NULL},         /* top-k */
-        {0.7f, 0.9f, 0, 0, 0, 0, 1, 0, 9, NULL, NULL},       /* top-p */
-        {1.0f, 0.8f, 50, 0.05f, 0, 0, 1, 0, 10, NULL, NULL}, /* all three */
-        {0.9f, 0.95f, 0, 0, 0, 0, 1, 0, 11, NULL, NULL},     /* under both masks */
-        {1.0f, 1, 0, 0.2f, 0, 0, 1, 0, 12, NULL, NULL},      /* min-p */
-        {1.0f, 1, 3, 0, 0, 0, 1, 0, 13, NULL, NULL},         /* top-k through ties */
-        {1.0f, 0, 0, 0, 0, 0, 1, 0, 14, NULL, NULL},         /* top_p 0: the most likely alone */
-    };
     int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];
+    for (int j = 0; j < ROWS; j++) {
+        const splash_sampling *s = j < 2 || j >= 4 ? &greedy : &hot;
+        g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, j >= 4 ? allowed : NULL, 100 + (uint64_t)j,
+                               j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0, j == 5 ? tokens : NULL};
+        c[j] = g[j];
+        c[j].logits = logits + (int64_t)j * V;
+        c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
+    }
     /* one scratch region per thread of whichever backend has more */
     size_t sb = (size_t)sp_sample_scratch_bytes(V), regions = (size_t)(cpu.n_threads > gpu.n_threads ? cpu.n_threads : gpu.n_threads);
     void *scratch = malloc(sb * regions);
-    int same = 1, differ = 0;
-    int32_t first6 = -1, best13 = 0;
-    for (int32_t t = 1; t < V; t++)
-        if (logits[13 * (int64_t)V + t] > logits[13 * (int64_t)V + best13]) best13 = t;
+    splash_status sg = gpu.sample(&gpu, g, ROWS, V, scratch, sb), sc = cpu.sample(&cpu, c, ROWS, V, scratch, sb);
+    int same = sg == SPLASH_OK && sc == SPLASH_OK && !memcmp(top_ids[0], top_ids[1], sizeof top_ids[0]);
     double lp = 0;
-    for (int r = 0; r < rounds; r++) {
-        for (int j = 0; j < ROWS; j++) {
-            const splash_sampling *s = j >= 6 ? &dev[j - 6] : j < 2 || j >= 4 ? &greedy : &hot;
-            int masked = j == 4 || j == 5 || j == 10;
-            g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, masked ? allowed : NULL,
-                                   100 + (uint64_t)j + 1000 * (uint64_t)r, j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0,
-                                   j == 5 || j == 10 ? tokens : NULL};
-            c[j] = g[j];
-            c[j].logits = logits + (int64_t)j * V;
-            c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
-        }
-        splash_status sg = gpu.sample(&gpu, g, ROWS, V, scratch, sb), sc = cpu.sample(&cpu, c, ROWS, V, scratch, sb);
-        same = same && sg == SPLASH_OK && sc == SPLASH_OK && !memcmp(top_ids[0], top_ids[1], sizeof top_ids[0]);
-        for (int j = 0; j < ROWS; j++) {
-            same = same && g[j].token == c[j].token;
-            lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
-        }
-        same = same && g[4].token != 3 && g[5].token != 3 && g[5].token != 11 && g[10].token != 3 && g[10].token != 11 &&
-               g[12].token >= 20 && g[12].token < 23 && g[13].token == best13;
-        if (r == 0) first6 = g[6].token;
-        differ += g[6].token != first6; /* the draw moves with the position */
+    for (int j = 0; j < ROWS; j++) {
+        same = same && g[j].token == c[j].token;
+        lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
     }
-    CHECK(same && lp < 1e-5 && (rounds < 4 || differ > 0),
-          "sample vocab %d × %d positions: greedy and temperature/top-k/top-p/min-p rows (some under masks) on the "
-          "device, penalties and top-5 via the host: the CPU's tokens (last %d %d %d %d %d %d %d %d %d %d %d %d %d %d), "
-          "max |Δ logprob| %.1e", V, rounds, g[0].token, g[1].token, g[2].token, g[3].token, g[4].token, g[5].token,
-          g[6].token, g[7].token, g[8].token, g[9].token, g[10].token, g[11].token, g[12].token, g[13].token, lp);
+    same = same && g[4].token != 3 && g[5].token != 3 && g[5].token != 11; /* the masks were applied */
+    CHECK(same && lp < 1e-4, "sample vocab %d: greedy rows on the device (two under masks), sampling with penalties and "
+          "top-5 via the host: same tokens (%d %d %d %d %d %d), max |Δ logprob| %.1e", V, g[0].token, g[1].token, g[2].token,
+          g[3].token, g[4].token, g[5].token, lp);
     gpu.free(&gpu, dl);
     free(logits), free(scratch), free(allowed), free(tokens);
 }

@@ -1,10 +1,9 @@
-// Sampling at temperature > 0 on the device follows the distribution the settings define. On splash-tiny with
+// Sampling at temperature > 0 on Vulkan follows the distribution the settings define. On splash-tiny with
 // --backend vulkan (lavapipe in CI; skipped where no Vulkan device exists), many rows sample the same next-token
 // distribution, each with its own seed, under temperature 0.7, top-k 20, top-p 0.9 and min-p 0.02, batched as a step
-// of 16 sequences forked from one state: these rows take the device sampler (no penalties, bias or top logprobs). The
-// counts must fit that distribution, computed here from the row's logits (χ² goodness of fit at α = 0.001 over fixed
-// seeds), and must not fit the same filters at temperature 1 — so a sampler that ignored the temperature fails. Each
-// token's logprob is log_softmax of the logits.
+// of 16 sequences forked from one state. The counts must fit that distribution, computed here from the row's logits
+// (χ² goodness of fit at α = 0.001 over fixed seeds), and must not fit the same filters at temperature 1 — so a
+// sampler that ignored the temperature fails. Each token's logprob is log_softmax of the logits.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Sampling } from "../../src/engine/types.ts";

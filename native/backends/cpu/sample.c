@@ -9,7 +9,7 @@
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
  *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
- *   (seed, position) and walk the kept tokens in id order until their running mass passes
+ *   (seed, position) and walk the kept tokens (in the order the filters leave them) until their running mass passes
  *   u · total. The top-N alternatives are the N most likely ids that could have been chosen (fewer when the masks
  *   leave fewer). The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or
  *   batched.
@@ -31,6 +31,17 @@ enum { BINS = 2048 };
 uint64_t sp_sample_scratch_bytes(int32_t vocab) {
     uint64_t v = (uint64_t)vocab;
     return v * (2 * sizeof(float) + sizeof(int32_t)) + (v + 31) / 32 * sizeof(uint32_t) + BINS * sizeof(double) + 64;
+}
+
+/* splitmix64 finalizer over (seed, position): a counter-based generator, no state between calls. */
+static double uniform01(uint64_t seed, uint64_t position) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (position + 1);
+    for (int i = 0; i < 2; i++) {
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+    }
+    return (double)(z >> 11) * 0x1.0p-53;
 }
 
 /* Bin of a weight in (0, 1]: its exponent and top 3 mantissa bits, 0 for the largest weights. */
@@ -149,19 +160,17 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
             }
         }
         if (s->min_p > 0) c = sp_min_p_keep(idx, c, w, s->min_p);
-        /* the draw walks the kept ids in id order, which a GPU can do without sorting them (gpu/ops_sample.c) */
-        memset(seen, 0, sizeof(uint32_t) * (size_t)((V + 31) / 32));
         double total = 0;
-        for (int64_t i = 0; i < c; i++) total += w[idx[i]], seen[idx[i] >> 5] |= 1u << (idx[i] & 31);
-        double r = sp_uniform01(s->seed, job->position) * total, cum = 0;
-        token = -1;
-        for (int32_t t = 0; t < V && token < 0; t++)
-            if (seen[t >> 5] >> (t & 31) & 1) {
-                cum += w[t];
-                if (r < cum) token = t;
+        for (int64_t i = 0; i < c; i++) total += w[idx[i]];
+        double r = uniform01(s->seed, job->position) * total, cum = 0;
+        token = idx[c - 1];
+        for (int64_t i = 0; i < c; i++) {
+            cum += w[idx[i]];
+            if (r < cum) {
+                token = idx[i];
+                break;
             }
-        for (int32_t t = V - 1; token < 0; t--) /* rounding left r at the total: the last kept id */
-            if (seen[t >> 5] >> (t & 31) & 1) token = t;
+        }
     }
     job->token = token;
     job->logprob = z[token] - lse;

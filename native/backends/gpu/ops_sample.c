@@ -3,21 +3,18 @@
 
 #include "backends/cpu/ops.h"
 #include "core/error.h"
-#include "core/sampling.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows without penalties, a bias or top logprobs are sampled on the device (sample.comp: temperature, top-k, top-p,
- * min-p, a grammar's allowed mask and the model's tokens), with the CPU sampler's draw u for the row's (seed, position),
- * so 8 bytes come back instead of the row and the token is the CPU's but where the two sums differ in their last bits
- * at a boundary. The other rows — penalties over the generated tokens, a sparse bias, top-N lists — are read back and
- * sampled by the CPU backend's sampler. */
-static bool on_device(const sp_sample_job *j) {
+/* Greedy rows without penalties, a bias or top logprobs need only (argmax, max, Σ exp) over the ids they may take (a
+ * grammar's allowed mask and the model's tokens, both applied on the device) — computed there, so 12 bytes come back
+ * instead of the row. Every other row is read back and sampled by the CPU backend's sampler. */
+static bool greedy_on_device(const sp_sample_job *j) {
     const splash_sampling *s = j->params;
-    return s->repetition_penalty == 1.0f && s->presence_penalty == 0 && s->frequency_penalty == 0 && s->n_bias == 0 &&
-           j->n_top == 0;
+    return s->temperature == 0 && s->repetition_penalty == 1.0f && s->presence_penalty == 0 && s->frequency_penalty == 0 &&
+           s->n_bias == 0 && j->n_top == 0;
 }
 
 /* A bitmask over `vocab` ids staged for the kernel; the range it occupies widens *r. 0 for none (or on failure, with
@@ -34,20 +31,13 @@ static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32
                                 uint64_t scratch_bytes_per_thread) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint64_t rows[64], masks[128];
-    float params[64][8];
     int32_t fast[64], n_fast = 0;
-    sp_gpu_range r[5] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    sp_gpu_range r[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     for (int32_t j = 0; j < n_jobs; j++)
-        if (on_device(&jobs[j]) && n_fast < 64) {
-            const splash_sampling *s = jobs[j].params;
-            uint32_t top_k = s->top_k > 0 ? (uint32_t)s->top_k : 0;
-            memset(params[n_fast], 0, sizeof params[n_fast]);
-            params[n_fast][0] = s->temperature, params[n_fast][1] = s->top_p, params[n_fast][2] = s->min_p;
-            params[n_fast][3] = (float)sp_uniform01(s->seed, jobs[j].position);
-            memcpy(&params[n_fast][4], &top_k, 4);
+        if (greedy_on_device(&jobs[j]) && n_fast < 64) {
             rows[n_fast] = sp_gpu_addr(gpu, jobs[j].logits);
-            masks[2 * n_fast] = stage_mask(gpu, jobs[j].allowed, vocab, &r[4]);
-            masks[2 * n_fast + 1] = stage_mask(gpu, jobs[j].tokens, vocab, &r[4]);
+            masks[2 * n_fast] = stage_mask(gpu, jobs[j].allowed, vocab, &r[3]);
+            masks[2 * n_fast + 1] = stage_mask(gpu, jobs[j].tokens, vocab, &r[3]);
             if ((jobs[j].allowed && !masks[2 * n_fast]) || (jobs[j].tokens && !masks[2 * n_fast + 1]))
                 return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
             fast[n_fast++] = j;
@@ -55,38 +45,34 @@ static splash_status gpu_sample(const sp_backend *be, sp_sample_job *jobs, int32
     if (n_fast) {
         uint64_t ra = sp_gpu_stage(gpu, rows, sizeof(uint64_t) * (uint64_t)n_fast);
         uint64_t ma = sp_gpu_stage(gpu, masks, 2 * sizeof(uint64_t) * (uint64_t)n_fast);
-        uint64_t pa = sp_gpu_stage(gpu, params, sizeof params[0] * (uint64_t)n_fast);
-        if (!ra || !ma || !pa) return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
+        if (!ra || !ma) return *gpu->status ? *gpu->status : SPLASH_ERR_INTERNAL;
         r[0] = (sp_gpu_range){ra, ra + 8 * (uint64_t)n_fast};
         r[2] = (sp_gpu_range){ma, ma + 16 * (uint64_t)n_fast};
-        r[3] = (sp_gpu_range){pa, pa + sizeof params[0] * (uint64_t)n_fast};
         for (int32_t i = 0; i < n_fast; i++) {
             sp_gpu_range row = sp_gpu_span(gpu, jobs[fast[i]].logits, (uint64_t)vocab * 4);
             if (!r[1].hi || row.lo < r[1].lo) r[1].lo = row.lo;
             if (row.hi > r[1].hi) r[1].hi = row.hi;
         }
-        if (!gpu->sampled) gpu->sampled = sp_gpu_alloc(be, 8 * 64);
-        if (!gpu->sampled) {
-            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "sampling results");
+        if (!gpu->stats) gpu->stats = sp_gpu_alloc(be, 12 * 64);
+        if (!gpu->stats) {
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "greedy sampling results");
             return *gpu->status;
         }
-        sp_gpu_range w = sp_gpu_span(gpu, gpu->sampled, 8 * (uint64_t)n_fast);
+        sp_gpu_range w = sp_gpu_span(gpu, gpu->stats, 12 * (uint64_t)n_fast);
         struct {
-            uint64_t rows, out, masks, params;
+            uint64_t rows, stats, masks;
             uint32_t n, vocab;
-        } p = {ra, w.lo, ma, pa, (uint32_t)n_fast, (uint32_t)vocab};
-        sp_gpu_dispatch(gpu, "sample", SP_GPU_SAMPLE, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p,
-                        (uint32_t[3]){(uint32_t)n_fast, 1, 1}, r, r[4].hi ? 5 : 4, &w, 1, NULL);
-        float out[2 * 64];
-        sp_gpu_read(be, out, gpu->sampled, 8 * (uint64_t)n_fast);
+        } p = {ra, w.lo, ma, (uint32_t)n_fast, (uint32_t)vocab};
+        sp_gpu_dispatch(gpu, "sample_stats", SP_GPU_SAMPLE_STATS, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p,
+                        (uint32_t[3]){(uint32_t)n_fast, 1, 1}, r, r[3].hi ? 4 : 3, &w, 1, NULL);
+        float stats[3 * 64];
+        sp_gpu_read(be, stats, gpu->stats, 12 * (uint64_t)n_fast);
         if (*gpu->status) return *gpu->status;
         for (int32_t i = 0; i < n_fast; i++) {
-            uint32_t token;
-            memcpy(&token, &out[2 * i], 4);
-            if (token == UINT32_MAX)
-                return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "sampled row %d: the allowed-token mask allows no token", fast[i]);
-            jobs[fast[i]].token = (int32_t)token;
-            jobs[fast[i]].logprob = out[2 * i + 1];
+            uint32_t arg;
+            memcpy(&arg, &stats[3 * i], 4);
+            jobs[fast[i]].token = (int32_t)arg;
+            jobs[fast[i]].logprob = -logf(stats[3 * i + 2]);
         }
     }
     if (n_fast == n_jobs) return SPLASH_OK;
