@@ -177,10 +177,15 @@ const END_UNKNOWN = -2;
 const LONG_TOKEN = 16; // characters; tokens longer than this are a small share of a vocabulary
 const END_MID_CHARACTER = -3; // the token ends inside a UTF-8 sequence: walked byte by byte instead
 
+// Memo rows (one per pattern state met, a vocabulary's Int16Array each: ~300 KB at 152K tokens) a table keeps at
+// most, the oldest dropped first, so a schema with a large pattern cannot grow memory without bound.
+const MAX_MEMO_ROWS = 128;
+
 export class BoundsTable {
   // Per pattern DFA and state, each token's end state, filled as tokens are met (the DFA lives as long as its cached
   // schema, so later requests reuse them).
   private readonly ends = new WeakMap<LengthDfa, Int16Array[]>(); // DFAs have at most 2,000 states
+  private readonly memoOrder: [Int16Array[], number][] = []; // (rows of a DFA, state), oldest first
 
   constructor(
     readonly bytes: readonly Uint8Array[],
@@ -191,8 +196,20 @@ export class BoundsTable {
   tokenEnd(d: LengthDfa, state: number, token: number): number {
     let byState = this.ends.get(d);
     if (!byState) this.ends.set(d, (byState = []));
-    const row = (byState[state] ??= new Int16Array(this.bytes.length).fill(END_UNKNOWN));
-    if (row[token] !== END_UNKNOWN) return row[token]!;
+    let row = byState[state];
+    if (!row) {
+      if (this.memoOrder.length >= MAX_MEMO_ROWS) {
+        const [rows, old] = this.memoOrder.shift()!;
+        delete rows[old];
+      }
+      row = byState[state] = new Int16Array(this.bytes.length).fill(END_UNKNOWN);
+      this.memoOrder.push([byState, state]);
+    }
+    if (row[token] === END_UNKNOWN) row[token] = this.walk(d, state, token);
+    return row[token]!;
+  }
+
+  private walk(d: LengthDfa, state: number, token: number): number {
     let s = state;
     let cp = 0;
     let more = 0;
@@ -201,14 +218,14 @@ export class BoundsTable {
         cp = (cp << 6) | (b & 0x3f);
         more--;
       } else if (b < 0x80) cp = b;
-      else if (b < 0xc0 || b >= 0xf8) return (row[token] = -1);
+      else if (b < 0xc0 || b >= 0xf8) return -1;
       else {
         more = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
         cp = b & (0x3f >> more);
       }
-      if (more === 0 && (s = dfaStep(d, s, cp)) < 0) return (row[token] = -1);
+      if (more === 0 && (s = dfaStep(d, s, cp)) < 0) return -1;
     }
-    return (row[token] = more > 0 ? END_MID_CHARACTER : s);
+    return more > 0 ? END_MID_CHARACTER : s;
   }
 
   static data(bytes: readonly Uint8Array[]): BoundsData {

@@ -57,9 +57,10 @@ test("a cold compile holds neither the event loop nor the masks of a running seq
   c.release();
   expect(compileMs).toBeGreaterThan(500); // it was a real compile, long enough to see a stall
   expect(ticks).toBeGreaterThan(compileMs / 50);
-  expect(lag).toBeLessThan(100);
+  // A held loop waits the whole compile; a free one waits only for the 2 cores it shares with the suite's others.
+  expect(lag).toBeLessThan(compileMs / 4);
   expect(masks).toBeGreaterThan(10);
-  expect(slowestMask).toBeLessThan(100);
+  expect(slowestMask).toBeLessThan(compileMs / 4);
   // The compiled grammar works: a sample from it is a call.
   const out = sample(m, await grammar.start({ thinking: false }), rng(4));
   expect(out.text).toContain("<tool_call>");
