@@ -11,30 +11,13 @@ import type { Sampling } from "../../src/engine/types.ts";
 import { Model } from "../../src/native/model.ts";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { draftFrom } from "../helpers/draft-from.ts";
+import { chiSquare } from "../helpers/chi-square.ts";
 
 const TINY = join(import.meta.dir, "../../models/splash-tiny");
 const SAMPLING: Sampling = { temperature: 1, topP: 1, topK: 8, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1, seed: 0 };
 const TRIALS = 4096;
 const SLOTS = 8; // cycles per draft step and per verify step
 const PAGE = 16;
-// χ² critical values at α = 0.001 for 1..7 degrees of freedom
-const CRITICAL = [10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322];
-
-// χ² of counts against p (bins with an expected count under 5 merged, smallest first); Infinity when a token p rules
-// out was counted.
-function chiSquare(counts: Map<number, number>, p: Float32Array, n: number): { chi: number; critical: number; bins: number } {
-  for (const [t, c] of counts) if (c > 0 && !(p[t]! > 0)) return { chi: Infinity, critical: 0, bins: 0 };
-  const support = [...p.keys()].filter((t) => p[t]! > 0).sort((a, b) => p[a]! - p[b]!);
-  const bins: { expected: number; observed: number }[] = [];
-  let pending = { expected: 0, observed: 0 };
-  for (const t of support) {
-    pending = { expected: pending.expected + p[t]! * n, observed: pending.observed + (counts.get(t) ?? 0) };
-    if (pending.expected >= 5) bins.push(pending), (pending = { expected: 0, observed: 0 });
-  }
-  if (pending.expected > 0) bins.length ? ((bins.at(-1)!.expected += pending.expected), (bins.at(-1)!.observed += pending.observed)) : bins.push(pending);
-  const chi = bins.reduce((s, b) => s + (b.observed - b.expected) ** 2 / b.expected, 0);
-  return { chi, critical: CRITICAL[Math.min(bins.length - 1, CRITICAL.length) - 1] ?? NaN, bins: bins.length };
-}
 
 // The target's sampling distribution (temperature 1, top-k 8) of a logits row.
 function targetDist(logits: Float32Array): Float32Array {
