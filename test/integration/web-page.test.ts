@@ -39,7 +39,12 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 }
 
 // Records the length of the streaming answer's text at every change the page makes to it.
-async function recordStreaming(page: Page): Promise<void> {
+// Records the streaming answer's length at each change. The responses arrive at 4 KB/s (Chrome's network throttling):
+// splash-tiny can finish a short answer within one animation frame, and the page draws once a frame, so without it
+// a fast machine would see the whole answer at once. Returns the function that lifts the throttling.
+async function recordStreaming(page: Page): Promise<() => Promise<void>> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: 4096, uploadThroughput: -1 });
   await page.evaluate(() => {
     const w = window as unknown as { lengths: number[] };
     w.lengths = [];
@@ -49,6 +54,10 @@ async function recordStreaming(page: Page): Promise<void> {
       if (body) w.lengths.push(body.textContent!.length);
     }).observe(messages, { subtree: true, childList: true, characterData: true });
   });
+  return async () => {
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    await cdp.detach();
+  };
 }
 
 const lastAnswer = (page: Page) => page.locator(".msg.assistant").last();
@@ -87,10 +96,11 @@ describe("the page against splash serve on the embedded model", () => {
     const question = "Write a Python function that reverses a string";
     await page.fill("#temperature", "0");
     await page.fill("#max-tokens", "120");
-    await recordStreaming(page);
+    const unthrottle = await recordStreaming(page);
     await page.fill("#prompt", question);
     await page.press("#prompt", "Enter");
     await page.waitForSelector(".msg.assistant:not(.streaming)", { timeout: 60_000 });
+    await unthrottle();
 
     const lengths = await page.evaluate(() => (window as unknown as { lengths: number[] }).lengths);
     expect(new Set(lengths.filter((n) => n > 0)).size).toBeGreaterThanOrEqual(3);
