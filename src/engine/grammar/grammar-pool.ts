@@ -82,6 +82,11 @@ class GrammarWorker {
     this.send({ type: "init", vocab, channel: buffer });
   }
 
+  // Not failed or closed: a matcher there still has something to release.
+  get alive(): boolean {
+    return this.failure === null;
+  }
+
   get idle(): boolean {
     return this.compiling === null && this.live === 0 && this.failure === null;
   }
@@ -170,7 +175,10 @@ class GrammarWorker {
     out.set(this.mask);
   }
 
+  // A call after this fails at once rather than waiting out CALL_TIMEOUT_MS on a thread that is gone (a request still
+  // releasing its matcher when the model closes).
   terminate(): void {
+    this.failure = new Error("grammar worker closed");
     this.worker.terminate();
   }
 
@@ -213,7 +221,7 @@ class RemoteMatcher implements TokenMatcher {
 
   dispose(): void {
     try {
-      this.worker.call(OP.RELEASE, this.id);
+      if (this.worker.alive) this.worker.call(OP.RELEASE, this.id);
     } finally {
       this.worker.released();
     }
