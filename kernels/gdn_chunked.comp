@@ -7,11 +7,11 @@
 //   v' = U − W S;  o_i = e^(γ_i) q_i S + Σ_{j≤i} (q_i · k_j) e^(γ_i − γ_j) v'_j
 //   S ← e^(γ_last) S + Σ_j e^(γ_last − γ_j) k_j ⊗ v'_j
 // Every exponent is ≤ 0. Two stages, one dispatch each:
-//   STAGE 0, grid (Hv, chunks): what depends on the chunk's inputs alone — W, U, Qg = e^γ q, Kd = e^(γ_last − γ) k, the
+//   STAGE 0 (gdn_intra), grid (Hv, chunks): what depends on the chunk's inputs alone — W, U, Qg = e^γ q, Kd = e^(γ_last − γ) k, the
 //     masked Aqk[i][j] = (q_i · k_j) e^(γ_i − γ_j) and e^(γ_last) — into a block of `work` per (chunk, head).
-//   STAGE 1, grid (Hv, ceil(dv / COLS)): the recurrence over the chunks, in order. Column j of S, v' and o depends on
+//   STAGE 1 (gdn_inter), grid (Hv, ceil(dv / COLS)): the recurrence over the chunks, in order. Column j of S, v' and o depends on
 //     column j of S alone, so a workgroup owns COLS columns of one head's state (in shared memory) for all chunks.
-// Spec constants: 0 = workgroup size (256), 1 = dk (≤ DK_MAX, a multiple of 4), 2 = dv. n ≤ 65535 · C tokens.
+// Spec constants: 0 = workgroup size (256), 1 = dk (≤ DK_MAX, a multiple of 4), 2 = dv.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -164,17 +164,19 @@ void main() {
         Floats blk = Floats(base);
         Vec4s blk4 = Vec4s(base);
         // v' = U − W S and e^γ q S, against the state before the chunk
-        float qs[4];
+        float sw[4], qs[4];
+        [[unroll]] for (uint m = 0u; m < 4u; m++) sw[m] = 0.0, qs[m] = 0.0;
+        for (uint x = 0u; x < DK; x += 4u) {
+            vec4 s = vec4(Ss[x][col], Ss[x + 1u][col], Ss[x + 2u][col], Ss[x + 3u][col]);
+            [[unroll]] for (uint m = 0u; m < 4u; m++) {
+                uint i = r + 16u * m;
+                sw[m] += dot(blk4.v[(i * DK + x) / 4u], s);
+                qs[m] += dot(blk4.v[(OFF_QG + i * DK + x) / 4u], s);
+            }
+        }
         [[unroll]] for (uint m = 0u; m < 4u; m++) {
             uint i = r + 16u * m;
-            float sw = 0.0, sq = 0.0;
-            for (uint x = 0u; x < DK; x += 4u) {
-                vec4 s = vec4(Ss[x][col], Ss[x + 1u][col], Ss[x + 2u][col], Ss[x + 3u][col]);
-                sw += dot(blk4.v[(i * DK + x) / 4u], s);
-                sq += dot(blk4.v[(OFF_QG + i * DK + x) / 4u], s);
-            }
-            vp[i][col] = (live ? blk.v[OFF_U + i * DV + j] : 0.0) - sw;
-            qs[m] = sq;
+            vp[i][col] = (live ? blk.v[OFF_U + i * DV + j] : 0.0) - sw[m];
         }
         barrier();
         // o_i = e^γ_i q_i S + Σ_{l≤i} Aqk[i][l] v'_l

@@ -86,9 +86,9 @@ struct Vec4s
 
 constant uint OFF_QG = (64u * DK);
 constant uint OFF_KD = (128u * DK);
-constant uint _463_tmp [[function_constant(0)]];
-constant uint _463 = is_function_constant_defined(_463_tmp) ? _463_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_463, 1u, 1u);
+constant uint _496_tmp [[function_constant(0)]];
+constant uint _496 = is_function_constant_defined(_496_tmp) ? _496_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_496, 1u, 1u);
 
 kernel void splash_gdn_inter(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
@@ -118,8 +118,9 @@ kernel void splash_gdn_inter(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint chunks = ((p.n + 64u) - 1u) / 64u;
-    float _247;
+    spvUnsafeArray<float, 4> sw;
     spvUnsafeArray<float, 4> qs;
+    float _285;
     for (uint ch = 0u; ch < chunks; ch++)
     {
         uint t0 = ch * 64u;
@@ -129,48 +130,54 @@ kernel void splash_gdn_inter(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
         const device Vec4s* blk4 = reinterpret_cast<device Vec4s*>(base);
         for (uint m = 0u; m < 4u; m++)
         {
-            uint i = r + (16u * m);
-            float sw = 0.0;
-            float sq = 0.0;
-            for (uint x_1 = 0u; x_1 < DK; x_1 += 4u)
+            sw[m] = 0.0;
+            qs[m] = 0.0;
+        }
+        for (uint x_1 = 0u; x_1 < DK; x_1 += 4u)
+        {
+            float4 s = float4(Ss[x_1][col], Ss[x_1 + 1u][col], Ss[x_1 + 2u][col], Ss[x_1 + 3u][col]);
+            for (uint m_1 = 0u; m_1 < 4u; m_1++)
             {
-                float4 s = float4(Ss[x_1][col], Ss[x_1 + 1u][col], Ss[x_1 + 2u][col], Ss[x_1 + 3u][col]);
-                sw += dot(blk4->v[((i * DK) + x_1) / 4u], s);
-                sq += dot(blk4->v[((OFF_QG + (i * DK)) + x_1) / 4u], s);
+                uint i = r + (16u * m_1);
+                sw[m_1] += dot(blk4->v[((i * DK) + x_1) / 4u], s);
+                qs[m_1] += dot(blk4->v[((OFF_QG + (i * DK)) + x_1) / 4u], s);
             }
+        }
+        for (uint m_2 = 0u; m_2 < 4u; m_2++)
+        {
+            uint i_1 = r + (16u * m_2);
             if (live)
             {
-                _247 = blk->v[(OFF_U + (i * DV)) + j];
+                _285 = blk->v[(OFF_U + (i_1 * DV)) + j];
             }
             else
             {
-                _247 = 0.0;
+                _285 = 0.0;
             }
-            vp[i][col] = _247 - sw;
-            qs[m] = sq;
+            vp[i_1][col] = _285 - sw[m_2];
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint m_1 = 0u; m_1 < 4u; m_1++)
+        for (uint m_3 = 0u; m_3 < 4u; m_3++)
         {
-            uint i_1 = r + (16u * m_1);
-            if ((i_1 < c) && live)
+            uint i_2 = r + (16u * m_3);
+            if ((i_2 < c) && live)
             {
-                float o = qs[m_1];
-                for (uint l = 0u; l <= i_1; l++)
+                float o = qs[m_3];
+                for (uint l = 0u; l <= i_2; l++)
                 {
-                    o += (blk->v[(OFF_AQK + (i_1 * 64u)) + l] * vp[l][col]);
+                    o += (blk->v[(OFF_AQK + (i_2 * 64u)) + l] * vp[l][col]);
                 }
-                (reinterpret_cast<device Floats*>(p.o))->v[((((t0 + i_1) * p.v_heads) + h) * DV) + j] = o;
+                (reinterpret_cast<device Floats*>(p.o))->v[((((t0 + i_2) * p.v_heads) + h) * DV) + j] = o;
             }
         }
         float el = blk->v[OFF_EL];
-        uint _346 = 4u * r;
-        for (uint x_2 = _346; x_2 < DK; x_2 += 64u)
+        uint _379 = 4u * r;
+        for (uint x_2 = _379; x_2 < DK; x_2 += 64u)
         {
             float4 s_1 = float4(Ss[x_2][col], Ss[x_2 + 1u][col], Ss[x_2 + 2u][col], Ss[x_2 + 3u][col]) * el;
-            for (uint i_2 = 0u; i_2 < c; i_2++)
+            for (uint i_3 = 0u; i_3 < c; i_3++)
             {
-                s_1 += (blk4->v[((OFF_KD + (i_2 * DK)) + x_2) / 4u] * vp[i_2][col]);
+                s_1 += (blk4->v[((OFF_KD + (i_3 * DK)) + x_2) / 4u] * vp[i_3][col]);
             }
             Ss[x_2][col] = s_1.x;
             Ss[x_2 + 1u][col] = s_1.y;

@@ -522,6 +522,34 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n, 
     free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
 }
 
+/* gdn_recurrent runs the token loop below 64 tokens (decode, verify blocks) and the chunked form from 64: each gives
+ * what that form gives, bit for bit. */
+static void test_gdn_choice(void) {
+    int32_t Hk = 1, Hv = 2, dk = 16, dv = 8;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    for (int c = 0; c < 2; c++) {
+        int64_t n = c ? 64 : 63;
+        float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+        float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+        float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+        float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv);
+        float *dS[2] = {to_gpu(S, 4 * (uint64_t)state), to_gpu(S, 4 * (uint64_t)state)};
+        float *dout[2] = {to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv)), to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv))};
+        sp_gdn_shape ds = {Hk, Hv, dk, dv, dA, ddt};
+        gpu.gdn_recurrent(&gpu, dout[0], dqkv, da, db, &ds, dS[0], n);
+        sp_gpu_gdn(&gpu, dout[1], dqkv, da, db, &ds, dS[1], n, c == 1);
+        float *o[2] = {from_gpu(dout[0], n * Hv * dv), from_gpu(dout[1], n * Hv * dv)};
+        float *s[2] = {from_gpu(dS[0], state), from_gpu(dS[1], state)};
+        char what[96];
+        snprintf(what, sizeof what, "gdn_recurrent of %lld tokens is the %s form", (long long)n, c ? "chunked" : "token");
+        bool same = !memcmp(o[0], o[1], 4 * (size_t)(n * Hv * dv)) && !memcmp(s[0], s[1], 4 * (size_t)state);
+        expect(what, same ? 0 : nmse(o[0], o[1], n * Hv * dv) + 1e-30, 0);
+        for (int i = 0; i < 2; i++) gpu.free(&gpu, dS[i]), gpu.free(&gpu, dout[i]), free(o[i]), free(s[i]);
+        gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt);
+        free(qkv), free(a), free(b), free(A), free(dt), free(S);
+    }
+}
+
 /* ---- mixture of experts ---- */
 
 /* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
@@ -668,6 +696,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 6; i++) test_gdn(2, 6, 32, 16, (int64_t[]){1, 63, 64, 65, 300, 1100}[i], true);
     test_gdn(1, 3, 24, 40, 9, true);
     test_gdn(2, 2, 128, 24, 130, true); /* the widest key head the chunked form takes */
+    test_gdn_choice();
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
