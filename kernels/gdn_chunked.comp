@@ -104,8 +104,9 @@ void main() {
                 ki[m] = smem[(C + ti + 16u * m) * (SLICE + 1u) + e];
                 kj[m] = smem[(C + tj + 16u * m) * (SLICE + 1u) + e];
             }
+            // column tj + 16m2 lies above the diagonal of row ti + 16m when m2 > m, where L and Aqk are 0
             [[unroll]] for (uint m = 0u; m < 4u; m++)
-                [[unroll]] for (uint m2 = 0u; m2 < 4u; m2++) {
+                [[unroll]] for (uint m2 = 0u; m2 <= m; m2++) {
                     kk[m][m2] += ki[m] * kj[m2];
                     qk[m][m2] += qi[m] * kj[m2];
                 }

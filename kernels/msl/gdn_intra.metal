@@ -77,13 +77,13 @@ constant uint OFF_AQK = (OFF_U + _123);
 constant uint OFF_EL = (OFF_AQK + 4096u);
 constant uint BLOCK = (OFF_EL + 4u);
 constant ulong _129 = ulong(BLOCK);
-constant uint _707 = (DK + DV);
-constant uint _833 = (64u * DK);
+constant uint _708 = (DK + DV);
+constant uint _834 = (64u * DK);
 constant uint OFF_QG = (64u * DK);
 constant uint OFF_KD = (128u * DK);
-constant uint _924_tmp [[function_constant(0)]];
-constant uint _924 = is_function_constant_defined(_924_tmp) ? _924_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_924, 1u, 1u);
+constant uint _925_tmp [[function_constant(0)]];
+constant uint _925 = is_function_constant_defined(_925_tmp) ? _925_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_925, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float sigmoid(thread const float& x)
@@ -232,7 +232,7 @@ kernel void splash_gdn_intra(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
             }
             for (uint m_2 = 0u; m_2 < 4u; m_2++)
             {
-                for (uint m2_1 = 0u; m2_1 < 4u; m2_1++)
+                for (uint m2_1 = 0u; m2_1 <= m_2; m2_1++)
                 {
                     kk[m_2][m2_1] += (ki[m_2] * kj[m2_1]);
                     qk[m_2][m2_1] += (qi[m_2] * kj[m2_1]);
@@ -241,9 +241,9 @@ kernel void splash_gdn_intra(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    float _633;
-    float _658;
-    float _683;
+    float _634;
+    float _659;
+    float _684;
     for (uint m_3 = 0u; m_3 < 4u; m_3++)
     {
         for (uint m2_2 = 0u; m2_2 < 4u; m2_2++)
@@ -252,59 +252,59 @@ kernel void splash_gdn_intra(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
             uint j = tj + (16u * m2_2);
             if (j <= i_4)
             {
-                _633 = exp(gam[i_4] - gam[j]);
+                _634 = exp(gam[i_4] - gam[j]);
             }
             else
             {
-                _633 = 0.0;
+                _634 = 0.0;
             }
-            float d = _633;
+            float d = _634;
             if ((j < i_4) && (i_4 < c))
             {
-                _658 = (beta[i_4] * kk[m_3][m2_2]) * d;
+                _659 = (beta[i_4] * kk[m_3][m2_2]) * d;
             }
             else
             {
-                _658 = 0.0;
+                _659 = 0.0;
             }
-            smem[(i_4 * 65u) + j] = _658;
+            smem[(i_4 * 65u) + j] = _659;
             if (i_4 < c)
             {
-                _683 = qk[m_3][m2_2] * d;
+                _684 = qk[m_3][m2_2] * d;
             }
             else
             {
-                _683 = 0.0;
+                _684 = 0.0;
             }
-            blk->v[(OFF_AQK + (i_4 * 64u)) + j] = _683;
+            blk->v[(OFF_AQK + (i_4 * 64u)) + j] = _684;
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint _714;
-    uint _728;
-    float _767;
+    uint _715;
+    uint _729;
+    float _768;
     spvUnsafeArray<float, 64> s;
-    for (uint col = tid; col < _707; col += 256u)
+    for (uint col = tid; col < _708; col += 256u)
     {
         bool isw = col < DK;
         if (isw)
         {
-            _714 = koff + col;
+            _715 = koff + col;
         }
         else
         {
-            _714 = (voff + col) - DK;
+            _715 = (voff + col) - DK;
         }
-        uint src = _714;
+        uint src = _715;
         if (isw)
         {
-            _728 = col;
+            _729 = col;
         }
         else
         {
-            _728 = (OFF_U + col) - DK;
+            _729 = (OFF_U + col) - DK;
         }
-        uint dst = _728;
+        uint dst = _729;
         uint stride = isw ? DK : DV;
         for (uint i_5 = 0u; i_5 < 64u; i_5++)
         {
@@ -313,13 +313,13 @@ kernel void splash_gdn_intra(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
             {
                 if (isw)
                 {
-                    _767 = rk[i_5] * exp(gam[i_5]);
+                    _768 = rk[i_5] * exp(gam[i_5]);
                 }
                 else
                 {
-                    _767 = 1.0;
+                    _768 = 1.0;
                 }
-                r = (x->v[(i_5 * width) + src] * beta[i_5]) * _767;
+                r = (x->v[(i_5 * width) + src] * beta[i_5]) * _768;
             }
             for (uint j_1 = 0u; j_1 < i_5; j_1++)
             {
@@ -330,31 +330,31 @@ kernel void splash_gdn_intra(constant P& p [[buffer(0)]], uint3 gl_LocalInvocati
         }
     }
     float last = gam[63];
-    float _850;
-    float _881;
-    for (uint idx_1 = tid; idx_1 < _833; idx_1 += 256u)
+    float _851;
+    float _882;
+    for (uint idx_1 = tid; idx_1 < _834; idx_1 += 256u)
     {
         uint i_6 = idx_1 / DK;
         uint e_3 = idx_1 % DK;
         bool ok_1 = i_6 < c;
         if (ok_1)
         {
-            _850 = (x->v[((i_6 * width) + qoff) + e_3] * rq[i_6]) * exp(gam[i_6]);
+            _851 = (x->v[((i_6 * width) + qoff) + e_3] * rq[i_6]) * exp(gam[i_6]);
         }
         else
         {
-            _850 = 0.0;
+            _851 = 0.0;
         }
-        blk->v[OFF_QG + idx_1] = _850;
+        blk->v[OFF_QG + idx_1] = _851;
         if (ok_1)
         {
-            _881 = (x->v[((i_6 * width) + koff) + e_3] * rk[i_6]) * exp(last - gam[i_6]);
+            _882 = (x->v[((i_6 * width) + koff) + e_3] * rk[i_6]) * exp(last - gam[i_6]);
         }
         else
         {
-            _881 = 0.0;
+            _882 = 0.0;
         }
-        blk->v[OFF_KD + idx_1] = _881;
+        blk->v[OFF_KD + idx_1] = _882;
     }
     if (tid == 0u)
     {
