@@ -35,9 +35,6 @@ layout(push_constant) uniform P {
 // The row passes through shared memory so that every access to memory is coalesced (consecutive invocations,
 // consecutive vectors): the quantization wants whole groups of 32 per invocation, and an invocation storing its own
 // group would touch a different 128-byte line in every lane — thousands of partial writes from one workgroup.
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4Out { vec4 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Uvec4Out { uvec4 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Vec2Out { vec2 v[]; };
 shared vec4 row_v[QUANT_MAX_D / 4];
 shared uvec4 row_q[QUANT_MAX_D / 16 + 2];  // the int8 row, padded to an even count of groups
 
