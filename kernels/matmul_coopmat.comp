@@ -72,7 +72,7 @@ void main() {
 // Two buffers where they fit in the 48 KiB the device check asks for (native/backends/vulkan/device.c): the next
 // step's tiles are stored while this step's products run, one barrier per step instead of two.
 #ifndef DB
-#if 2 * TILE * 16 <= 49152
+#if THREADS >= 256 && 2 * TILE * 16 <= 49152
 #define DB 1
 #else
 #define DB 0
@@ -94,7 +94,19 @@ void main() {
 
 // S[b · TILE + m · STRIDE + k/8] = W[m0 + m][k0 + k … k+7] as f16, S[b · TILE + (BM + j) · STRIDE + k/8] =
 // x16[n0 + j][k0 + k … k+7], b the buffer; an edge tile's result blocks go through the first buffer at the end.
-shared uvec4 S[(DB + 1) * TILE];
+#ifndef PAD
+#define PAD 0
+#endif
+shared uvec4 S[(DB + 1) * TILE + PAD];
+
+// lab switches: UNCHECKED=1 drops the bounds checks (whole tiles only), ORDER=1 gives consecutive workgroups one x tile
+#if UNCHECKED
+#define INSIDE(c) true
+#define EDGE(c) false
+#else
+#define INSIDE(c) (c)
+#define EDGE(c) (c)
+#endif
 
 #define MatA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
 #define MatB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
@@ -132,7 +144,7 @@ void fetch_q4(uint k0) {
         q_item(i, m, h);
         qn[i] = uvec4(0u);
         qs[i] = uvec3(0u);
-        if (m0 + m < p.rows) {
+        if (INSIDE(m0 + m < p.rows)) {
             uint64_t row = p.w + uint64_t(m0 + m) * p.row_bytes;
             uint off = (g >> 1) * QK + h * 16u, db = qbytes + g * 2u, mb = qbytes + nb * 2u + g * 2u;
             Uints u = Uints(row);
@@ -168,7 +180,7 @@ void stash_q4(uint k0, uint base, uint cut, bool partial) {
             [[unroll]] for (uint e = 0u; e < 2u; e++) {
                 uint c = c0 + e * 8u;
                 if (partial && c == cut) continue;
-                uvec4 v = c + 8u <= p.cols ? uvec4(w2[4u * e], w2[4u * e + 1u], w2[4u * e + 2u], w2[4u * e + 3u]) : uvec4(0u);
+                uvec4 v = INSIDE(c + 8u <= p.cols) ? uvec4(w2[4u * e], w2[4u * e + 1u], w2[4u * e + 2u], w2[4u * e + 3u]) : uvec4(0u);
                 S[base + m * STRIDE + (c - k0) / 8u] = v;
             }
         }
@@ -184,12 +196,12 @@ void fetch(uint k0) {
 #else
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-        wr[i] = m0 + m < p.rows && c + 8u <= p.cols ? load8(p.w + uint64_t(m0 + m) * p.row_bytes, c, p.cols) : uvec4(0u);
+        wr[i] = INSIDE(m0 + m < p.rows && c + 8u <= p.cols) ? load8(p.w + uint64_t(m0 + m) * p.row_bytes, c, p.cols) : uvec4(0u);
     }
 #endif
     [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-        xr[i] = n0 + j < p.n && c < p.x_stride ? Uvec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c) * 2ul).v[0] : uvec4(0u);
+        xr[i] = INSIDE(n0 + j < p.n && c < p.x_stride) ? Uvec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c) * 2ul).v[0] : uvec4(0u);
     }
 }
 
@@ -197,7 +209,7 @@ void fetch(uint k0) {
 // goes through the general decoder, in a loop of its own, so the unrolled loads above stay small.
 void stash(uint k0, uint buf) {
     uint tid = gl_LocalInvocationID.x, cut = p.cols & ~7u, base = buf * TILE;
-    bool partial = cut != p.cols && cut >= k0 && cut < k0 + BK;
+    bool partial = EDGE(cut != p.cols && cut >= k0 && cut < k0 + BK);
 #if Q4WIDE
     stash_q4(k0, base, cut, partial);
 #else
@@ -205,7 +217,7 @@ void stash(uint k0, uint buf) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u), c = k0 + q * 8u;
         if (partial && c == cut) continue;
         uvec4 h = uvec4(0u);
-        if (m0 + m < p.rows && c + 8u <= p.cols) {
+        if (INSIDE(m0 + m < p.rows && c + 8u <= p.cols)) {
 #if WT == W_F16
             h = wr[i];
 #else
@@ -234,8 +246,14 @@ void main() {
     // Consecutive workgroups take the x tiles of one weight tile, so that tile is read from memory once and the
     // others find it in L2 (x, a few MiB in f16, stays there).
     uint tiles_n = (p.n + BN - 1u) / BN, tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#if ORDER
+    uint tiles_m = (p.rows + BM - 1u) / BM;
+    m0 = tile % tiles_m * BM;
+    n0 = tile / tiles_m * BN;
+#else
     m0 = tile / tiles_n * BM;
     n0 = tile % tiles_n * BN;
+#endif
     uint warp = gl_SubgroupID, wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
     MatC acc[WM / 16][WN / 16];
     [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
