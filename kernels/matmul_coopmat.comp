@@ -4,10 +4,11 @@
 //   HALVES  x (f32) → x16 (f16, rows padded to a multiple of 8 with zeros), once per product
 //   GEMM    y[j][r] = Σ_c W[r][c] · x16[j][c]        j < n, r < rows
 // A GEMM workgroup computes a BM × BN tile of y (BM weight rows × BN x rows), stepping over the columns BK at a time.
-// Each step the weight tile is dequantized (decode8.glsl) to f16 and stored with the x16 tile in shared memory; each
-// subgroup multiplies its WM × WN part with 16 × 16 × 16 f16 products accumulated in f32. The next step's words are
-// read from memory into registers right after the tile is stored, so those loads are in flight during the products;
-// they are decoded when stored, a step later.
+// Each step the weight tile is dequantized (decode8.glsl; q4 16 bytes at a time, in f16 arithmetic) to f16 and stored
+// with the x16 tile in shared memory; each subgroup multiplies its WM × WN part with 16 × 16 × 16 f16 products
+// accumulated in f32. The next step's words are read from memory into registers before the products, so those loads
+// are in flight during them; they are decoded when stored (into the other buffer, where there are two). A tile whose
+// rows and steps all lie inside the operands takes a copy of the loop without bounds tests.
 // Operands are f16: weights of any type lose nothing above 2⁻¹⁴ in magnitude (bf16's 8 significant bits fit in
 // f16's 11); activations keep 11 significant bits (relative error ≤ 2⁻¹¹) and saturate at ±65504 (HALVES clamps,
 // so an outlier costs its own precision instead of turning a row into infinities).
@@ -69,24 +70,21 @@ void main() {
 #error "tile loads must divide evenly over the workgroup, subgroup tiles be whole 16 x 16 blocks"
 #endif
 #define TILE ((BM + BN) * STRIDE)  // one buffer: the weight tile's BM rows, then the x tile's BN rows
-// Two buffers where they fit in the 48 KiB the device check asks for (native/backends/vulkan/device.c): the next
-// step's tiles are stored while this step's products run, one barrier per step instead of two.
-#ifndef DB
+// Two buffers (the next step's tiles stored while this step's products run: one barrier per step instead of two) for
+// workgroups of 8 subgroups, where they fit in the 48 KiB the device check asks for (native/backends/vulkan/device.c).
+// Those hold one workgroup per multiprocessor anyway (their registers); a workgroup of 4 subgroups keeps one buffer,
+// as two workgroups share a multiprocessor only while each takes little shared memory (NVIDIA: ≤ 24 KiB).
 #if THREADS >= 256 && 2 * TILE * 16 <= 49152
 #define DB 1
 #else
 #define DB 0
 #endif
-#endif
 #if (DB + 1) * TILE * 16 > 49152 || TILE < (THREADS / SUBGROUP) * 64
 #error "the tiles take more than 48 KiB of shared memory, or too little for the edge tiles' result blocks"
 #endif
 // q4 weights are read 16 bytes at a time: 16 columns of a group and 16 of the next (a byte holds one of each), decoded
-// in f16 arithmetic. QWIDE=0 keeps the general eight-at-a-time decoder (for the lab's comparison).
-#ifndef QWIDE
-#define QWIDE 1
-#endif
-#define Q4WIDE (WT == W_Q4 && QWIDE && (BK == 32 || BK == 64))
+// in f16 arithmetic; whole steps of 64 columns where the tile is whole (the scales' words then aligned).
+#define Q4WIDE (WT == W_Q4 && (BK == 32 || BK == 64))
 #define Q_ITEMS (BM * 2 / THREADS)  // halves of a weight row's 32 bytes of nibbles per invocation
 #if Q4WIDE && Q_ITEMS * THREADS != BM * 2
 #error "the q4 tile loads must divide evenly over the workgroup"
@@ -94,32 +92,26 @@ void main() {
 
 // S[b · TILE + m · STRIDE + k/8] = W[m0 + m][k0 + k … k+7] as f16, S[b · TILE + (BM + j) · STRIDE + k/8] =
 // x16[n0 + j][k0 + k … k+7], b the buffer; an edge tile's result blocks go through the first buffer at the end.
-#ifndef PAD
-#define PAD 0
-#endif
-shared uvec4 S[(DB + 1) * TILE + PAD];
-
-// lab switches: UNCHECKED=1 drops the bounds checks (whole tiles only), ORDER=1 gives consecutive workgroups one x tile
-#if UNCHECKED
-#define INSIDE(c) true
-#define EDGE(c) false
-#else
-#define INSIDE(c) (c)
-#define EDGE(c) (c)
-#endif
+shared uvec4 S[(DB + 1) * TILE];
 
 #define MatA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
 #define MatB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
 #define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
-uint m0, n0;
+uint m0, n0, wm, wn;
+MatC acc[WM / 16][WN / 16];
 uvec4 xr[B_LOADS];  // the next step's halves of x16
 #if Q4WIDE
-uvec4 qn[Q_ITEMS];       // 16 bytes of nibbles
-uvec3 qs[Q_ITEMS];       // the words of the two groups' scales (d) and minimums (m: one or two words)
+uvec4 qn[Q_ITEMS];  // 16 bytes of nibbles
+uvec3 qs[Q_ITEMS];  // the words of the two groups' scales (d) and minimums (m: one or two words)
 #else
 uvec4 wr[A_LOADS];  // load8's words of the next step's weights
 #endif
+
+// The loads and stores below take `checked` (a constant where they are called): false inside a whole tile, where every
+// bounds test holds. A test of a load's bounds costs more than its load: the predicated loads cannot be issued
+// together.
+#define INSIDE(c) (!checked || (c))
 
 uvec4 pack8(float w[8]) {
     return uvec4(packHalf2x16(vec2(w[0], w[1])), packHalf2x16(vec2(w[2], w[3])), packHalf2x16(vec2(w[4], w[5])),
@@ -135,10 +127,10 @@ void q_item(uint i, out uint m, out uint h) {
 }
 
 // Loads the pair of groups that columns k0 … k0 + BK - 1 are in, where a step starts one (with BK = 32, every other).
-void fetch_q4(uint k0) {
+void fetch_q4(uint k0, bool checked) {
     if (BK == 32 && (k0 & 32u) != 0u) return;  // the high nibbles of the words already here
     uint nb = (p.cols + QK - 1u) / QK, qbytes = (nb + 1u) / 2u * QK, g = k0 / QK;
-    bool aligned = ((p.row_bytes | uint(p.w)) & 15u) == 0u;
+    bool aligned = !checked || ((p.row_bytes | uint(p.w)) & 15u) == 0u;
     [[unroll]] for (uint i = 0u; i < Q_ITEMS; i++) {
         uint m, h;
         q_item(i, m, h);
@@ -149,7 +141,8 @@ void fetch_q4(uint k0) {
             uint off = (g >> 1) * QK + h * 16u, db = qbytes + g * 2u, mb = qbytes + nb * 2u + g * 2u;
             Uints u = Uints(row);
             qn[i] = aligned ? Uvec4s(row + off).v[0] : uvec4(u.v[off >> 2], u.v[(off >> 2) + 1u], u.v[(off >> 2) + 2u], u.v[(off >> 2) + 3u]);
-            qs[i] = uvec3(u.v[db >> 2], u.v[mb >> 2], (mb & 2u) != 0u && g + 1u < nb ? u.v[(mb >> 2) + 1u] : 0u);
+            qs[i].xy = uvec2(u.v[db >> 2], u.v[mb >> 2]);
+            if (checked && (mb & 2u) != 0u && g + 1u < nb) qs[i].z = u.v[(mb >> 2) + 1u];
         }
     }
 }
@@ -157,9 +150,9 @@ void fetch_q4(uint k0) {
 // Stores the step's 16 weights of each item in f16: d · q + m with q exact in f16 (a nibble under the exponent of
 // 1024, less 1024), one rounding. Bytes are taken in the order 0, 2, 1, 3 so that each word's halves are adjacent
 // columns.
-void stash_q4(uint k0, uint base, uint cut, bool partial) {
+void stash_q4(uint k0, uint base, uint cut, bool partial, bool checked) {
     uint hi = BK == 32 ? (k0 >> 5) & 1u : 0u;
-    bool odd = (((p.cols + QK - 1u) / QK) & 1u) != 0u;  // an odd number of groups: the minimums' words are offset by 2 bytes
+    bool odd = checked && (((p.cols + QK - 1u) / QK) & 1u) != 0u;  // an odd number of groups: the minimums 2 bytes off
     [[unroll]] for (uint i = 0u; i < Q_ITEMS; i++) {
         uint m, h;
         q_item(i, m, h);
@@ -189,10 +182,10 @@ void stash_q4(uint k0, uint base, uint cut, bool partial) {
 #endif
 
 // Issues the loads of the tile at column k0: whole groups of 8 weights inside the matrix (others are stash's).
-void fetch(uint k0) {
+void fetch(uint k0, bool checked) {
     uint tid = gl_LocalInvocationID.x;
 #if Q4WIDE
-    fetch_q4(k0);
+    fetch_q4(k0, checked);
 #else
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
@@ -207,11 +200,11 @@ void fetch(uint k0) {
 
 // Decodes the fetched words into buffer buf. The one group of 8 columns that the matrix ends inside (cols % 8 is 4)
 // goes through the general decoder, in a loop of its own, so the unrolled loads above stay small.
-void stash(uint k0, uint buf) {
+void stash(uint k0, uint buf, bool checked) {
     uint tid = gl_LocalInvocationID.x, cut = p.cols & ~7u, base = buf * TILE;
-    bool partial = EDGE(cut != p.cols && cut >= k0 && cut < k0 + BK);
+    bool partial = checked && cut != p.cols && cut >= k0 && cut < k0 + BK;
 #if Q4WIDE
-    stash_q4(k0, base, cut, partial);
+    stash_q4(k0, base, cut, partial, checked);
 #else
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u), c = k0 + q * 8u;
@@ -242,38 +235,23 @@ void stash(uint k0, uint buf) {
         }
 }
 
-void main() {
-    // Consecutive workgroups take the x tiles of one weight tile, so that tile is read from memory once and the
-    // others find it in L2 (x, a few MiB in f16, stays there).
-    uint tiles_n = (p.n + BN - 1u) / BN, tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-#if ORDER
-    uint tiles_m = (p.rows + BM - 1u) / BM;
-    m0 = tile % tiles_m * BM;
-    n0 = tile / tiles_m * BN;
-#else
-    m0 = tile / tiles_n * BM;
-    n0 = tile % tiles_n * BN;
-#endif
-    uint warp = gl_SubgroupID, wm = (warp % (BM / WM)) * WM, wn = (warp / (BM / WM)) * WN;
-    MatC acc[WM / 16][WN / 16];
-    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
-        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
-
-    fetch(0u);
+// The products over every column, in steps of BK.
+void steps(bool checked) {
+    fetch(0u, checked);
 #if DB
-    stash(0u, 0u);
+    stash(0u, 0u, checked);
     barrier();
 #endif
     for (uint k0 = 0u; k0 < p.cols; k0 += BK) {
 #if DB
         uint base = (k0 / BK) & 1u;
-        if (k0 + BK < p.cols) fetch(k0 + BK);
+        if (k0 + BK < p.cols) fetch(k0 + BK, checked);
 #else
         uint base = 0u;
         barrier();  // the last step's products have read the tiles
-        stash(k0, 0u);
+        stash(k0, 0u, checked);
         barrier();
-        if (k0 + BK < p.cols) fetch(k0 + BK);
+        if (k0 + BK < p.cols) fetch(k0 + BK, checked);
 #endif
         base *= TILE;
         [[unroll]] for (uint k = 0u; k < BK / 8u; k += 2u) {  // 16 columns: two uvec4 of halves
@@ -288,10 +266,30 @@ void main() {
         }
 #if DB
         // buffer base ^ 1 was last read by the step before, which every invocation finished before the last barrier
-        if (k0 + BK < p.cols) stash(k0 + BK, ((k0 / BK) & 1u) ^ 1u);
+        if (k0 + BK < p.cols) stash(k0 + BK, ((k0 / BK) & 1u) ^ 1u, checked);
         barrier();
 #endif
     }
+}
+
+void main() {
+    // Consecutive workgroups take the x tiles of one weight tile, so that tile is read from memory once and the
+    // others find it in L2 (x, a few MiB in f16, stays there).
+    uint tiles_n = (p.n + BN - 1u) / BN, tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    m0 = tile / tiles_n * BM;
+    n0 = tile % tiles_n * BN;
+    uint warp = gl_SubgroupID;
+    wm = (warp % (BM / WM)) * WM;
+    wn = (warp / (BM / WM)) * WN;
+    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
+
+    // a whole tile: every row of both operands inside, whole steps (of 64 columns for q4: its scales' words aligned),
+    // q4 rows 16-byte aligned
+    bool whole = m0 + BM <= p.rows && n0 + BN <= p.n && p.cols % (Q4WIDE ? 64u : BK) == 0u &&
+                 (!Q4WIDE || ((p.row_bytes | uint(p.w)) & 15u) == 0u);
+    if (whole) steps(false);
+    else steps(true);
 
     // y is column-major from the product's view: element (r, j) of this tile at y[(n0 + j) · y_stride + m0 + r]
     if (m0 + BM <= p.rows && n0 + BN <= p.n) {

@@ -6,8 +6,8 @@
 #
 #   bash scripts/bench/coopmat-lab.sh DIR [all|product|flash|gemm]
 # all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
-# and the product kernel's tiles and choices, beside the kernel as committed at $GEMM_BASE if set (the check after a
-# change to the kernel); flash: the flash attention kernel
+# and the product kernel's tiles, beside the kernel as committed at $GEMM_BASE if set (the check after a change to the
+# kernel); flash: the flash attention kernel
 # (kernels/flash_attention_coopmat.comp, head dim 256) on each KV type, at 0 and after 31K positions, beside the kernel as committed at git revision $FLASH_BASE if set (the comparison after a change).
 # gemm: the product kernel's default tiles for prefill chunks and kernels/generate.ts' candidate, bf16 and q4.
 set -eu
@@ -86,36 +86,23 @@ if [ "$SET" = gemm ]; then
   echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0
 fi
 
-# (d) the product kernel on f16, bf16 and q4 weights: its tiles with their defaults (DB: two shared buffers for
-# workgroups of 8 subgroups where they fit; QWIDE: q4 read 16 bytes at a time and decoded in f16) and each choice
-# turned the other way; the lab switches UNCHECKED (no bounds checks), ORDER (consecutive workgroups share an x tile)
-# and PAD (uvec4 of shared memory added, unused: does the workgroup's shared size cost occupancy?)
+# (d) the product kernel on f16, bf16 and q4 weights, on its tiles for prefill chunks, beside the kernel as committed at
+# git revision $GEMM_BASE if set (on the tile its defaults pick for long chunks)
 K=kernels/matmul_coopmat.comp
 lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
 for wt in f16 bf16 q4; do
   product "product_${wt}_128x128x64_64x32" $wt 128 128 64 64 32
-  product "product_${wt}_128x128x64_64x32_unchecked" $wt 128 128 64 64 32 $K -DUNCHECKED=1
   product "product_${wt}_128x128x32_64x64" $wt 128 128 32 64 64
-  product "product_${wt}_128x128x32_64x64_db1" $wt 128 128 32 64 64 $K -DDB=1
-  product "product_${wt}_128x128x32_64x64_order1" $wt 128 128 32 64 64 $K -DORDER=1
-  product "product_${wt}_128x128x32_64x64_unchecked" $wt 128 128 32 64 64 $K -DUNCHECKED=1
-  product "product_${wt}_128x64x32_64x32" $wt 128 64 32 64 32
+  product "product_${wt}_128x128x32_64x32" $wt 128 128 32 64 32
   product "product_${wt}_256x128x32_64x64" $wt 256 128 32 64 64
-  if [ "$wt" = q4 ]; then
-    product "product_${wt}_128x128x64_64x32_qwide0" $wt 128 128 64 64 32 $K -DQWIDE=0
-  else
-    product "product_${wt}_128x128x16_64x64" $wt 128 128 16 64 64
-    product "product_${wt}_128x128x16_64x64_db1" $wt 128 128 16 64 64 $K -DDB=1
+  product "product_${wt}_128x256x32_64x64" $wt 128 256 32 64 64
+  if [ -n "${GEMM_BASE:-}" ]; then
+    git show "$GEMM_BASE:$K" > "$DIR/product_base.comp"
+    product "base_${wt}_128x128x64_64x32" $wt 128 128 64 64 32 "$DIR/product_base.comp"
   fi
 done
-product "product_f16_128x64x32_64x64" f16 128 64 32 64 64
-product "product_q4_128x64x32_64x64" q4 128 64 32 64 64
-product "product_f16_128x128x32_64x64_pad768" f16 128 128 32 64 64 $K -DPAD=768
-product "product_f16_128x128x32_64x64_pad1024" f16 128 128 32 64 64 $K -DPAD=1024
 lab peak_s8s32_4x2_t128 0 128 0 0 0 4 2 2 - -DTY=2 -DFM=4 -DFN=2
 lab staged_128x128x32_64x64_sh0 2 128 128 128 32 0 0 0 - -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=64 -DSH=0 -DDB=0
-lab staged_128x128x32_64x32_sh0 2 256 128 128 32 0 0 0 - -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=32 -DSH=0 -DDB=0
-lab staged_db_128x128x32_64x64_sh0 2 128 128 128 32 0 0 0 - -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=64 -DSH=0 -DDB=1
 lab peak_f16f32_4x4_t128_again 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
 if [ "$SET" = product ]; then echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0; fi
 
