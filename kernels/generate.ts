@@ -57,13 +57,8 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
 ];
 // Compiled always after the defaults, for vulkan_prefill_lab to time against them on the device (no default picks
 // them; a model's tuning does where measured faster): 8 subgroups over 256 x rows (each dequantized weight serves twice
-// the x rows: half the decode work per product) or 256 weight rows, and 2 subgroups of 64 × 64 (more workgroups per
-// multiprocessor, each barrier holding fewer subgroups).
-export const CANDIDATE_COOP_TILES: CoopTile[] = [
-  { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 },
-  { bm: 256, bn: 128, bk: 32, wm: 64, wn: 64 },
-  { bm: 128, bn: 64, bk: 32, wm: 64, wn: 64 },
-];
+// the x rows: half the decode work per product).
+export const CANDIDATE_COOP_TILES: CoopTile[] = [{ bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 }];
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
 // The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
