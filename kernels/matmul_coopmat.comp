@@ -35,7 +35,6 @@ layout(push_constant) uniform P {
 } p;
 
 #if STAGE == HALVES
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Uvec4Out { uvec4 v[]; };
 
 // one invocation per 8 halves of x16
 void main() {
