@@ -108,8 +108,8 @@ uvec4 wr[A_LOADS];  // load8's words of the next step's weights
 #endif
 
 // The loads and stores below take `checked` (a constant where they are called): false inside a whole tile, where every
-// bounds test holds. A test of a load's bounds costs more than its load: the predicated loads cannot be issued
-// together.
+// bounds test holds and the loads go out untested (loads predicated on their bounds slowed the kernel far beyond the
+// tests' own instructions).
 #define INSIDE(c) (!checked || (c))
 
 uvec4 pack8(float w[8]) {
