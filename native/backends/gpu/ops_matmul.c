@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 
+#include <stdlib.h>
+
 /* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
 static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
     SP_GPU_BY_TYPE(SP_GPU_MATMUL), SP_GPU_BY_TYPE(SP_GPU_MATMUL4), SP_GPU_BY_TYPE(SP_GPU_MATMUL16)};
