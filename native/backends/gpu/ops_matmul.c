@@ -88,14 +88,6 @@ static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
     return true;
 }
 
-/* Whether n rows of x by W take the GEMV: up to 4 rows, or up to 16 where the device has no matrix units for W's type
- * (there the GEMV's work grows with the rows, a GEMM tile's barely) or W has few rows. */
-static bool gemv_rows(const sp_gpu *gpu, const sp_matrix *W, int64_t n) {
-    if (n > SP_GPU_GEMV_MAX_N) return false;
-    if (getenv("SPLASH_VULKAN_AB_OLD")) return true; /* EXPERIMENT (removed after the A/B) */
-    return n <= 4 || gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0 || W->rows < 1024;
-}
-
 /* Device scratch of at least `bytes` in *buf (grown, at twice the size asked, across steps); NULL on failure. */
 static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t bytes, const char *what) {
     sp_gpu *gpu = sp_gpu_of(be);
@@ -114,8 +106,8 @@ static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t 
 }
 
 /* Column splits of a cooperative-matrix GEMM of `tiles` workgroups: enough that about 512 workgroups run (what keeps
- * an H200's 132 multiprocessors busy; a GEMM of few weight rows or few x rows has far fewer tiles), each over at least
- * 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
+ * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
+ * each over at least 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
 static uint32_t gemm_split(int64_t tiles, int64_t cols, int64_t n, int64_t rows) {
     if (getenv("SPLASH_VULKAN_AB_OLD")) return 0; /* EXPERIMENT (removed after the A/B) */
     int64_t splits = (512 + tiles - 1) / tiles;
@@ -144,7 +136,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     }
     sp_gpu_range reads[2] = {{w, w + (uint64_t)W->rows * stride}, {xa, xa + (uint64_t)n * (uint64_t)W->cols * 4}};
     sp_gpu_range write = {ya, ya + (uint64_t)n * (uint64_t)W->rows * 4};
-    if (force ? force->workgroup != 0 : gemv_rows(gpu, W, n)) {
+    if (force ? force->workgroup != 0 : n <= SP_GPU_GEMV_MAX_N) {
         uint32_t groups[3];
         int bucket = sp_gpu_gemv_bucket(n);
         sp_gpu_mm_launch l = force ? *force : sp_gpu_gemv_params(gpu, W, bucket);
@@ -243,7 +235,7 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     uint32_t stride, stride_up;
     if (!sp_gpu_weights(gpu, gate, &wg, &stride) || !sp_gpu_weights(gpu, up, &wu, &stride_up)) return;
     uint64_t xa = sp_gpu_addr(gpu, x);
-    if (!gemv_rows(gpu, gate, n) || gate->type != up->type || gate->rows != up->rows || gate->cols != up->cols || stride != stride_up ||
+    if (n > SP_GPU_GEMV_MAX_N || gate->type != up->type || gate->rows != up->rows || gate->cols != up->cols || stride != stride_up ||
         gate->cols % 4 || xa % 16) {
         gpu_matmul(be, h, gate, x, n);
         gpu_matmul(be, u, up, x, n);
