@@ -195,6 +195,8 @@ struct sp_gpu {
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
+    void *gemm_parts; /* a cooperative-matrix GEMM split over its columns: the splits' products */
+    uint64_t gemm_parts_bytes;
     void *x8;                  /* x quantized for the integer-dot GEMV (quantize.comp): of the x at x8_of, x8_cols wide;
                                 * kept while nothing writes that x, so GEMVs of one x quantize it once */
     uint64_t x8_bytes;
@@ -326,7 +328,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
 /* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
- * QUANT): rows as wide as a model's hidden size, few of them, on a device with the integer-dot GEMV. */
+ * QUANT): rows as wide as a model's hidden size (at most 8192), few of them, on a device with the integer-dot GEMV. */
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
 /* The Gated DeltaNet recurrence token by token (gdn.comp) or in chunks of 64 (gdn_chunked.comp, where
  * sp_gpu_gdn_chunked_ok); the op picks by length (the lab and the ops test run each). */
