@@ -192,10 +192,13 @@ static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_
     sp_gpu_dispatch(gpu, "conv_silu", SP_GPU_CONV_SILU, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, 2, NULL);
 }
 
-/* The gated delta rule of n tokens: token by token (kernels/gdn.comp: one dependent step per token), or in chunks of
- * GDN_CHUNK (kernels/gdn_chunked.comp: the chunks' own work in parallel, then one dependent step per chunk). Inputs
- * of GDN_SEGMENT tokens at most per pair of chunked dispatches bound the scratch they share (gpu->gdn_work). */
-enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = 64 };
+/* The gated delta rule of n tokens: token by token (kernels/gdn.comp: one dependent step per token, on a workgroup per
+ * 32 columns of a head's state), or in chunks of GDN_CHUNK (kernels/gdn_chunked.comp: the chunks' own products in
+ * parallel, then one dependent step per chunk). The op takes the chunked form from one whole chunk on: below it the
+ * padded chunk's products buy little, and decode steps and speculative verify blocks keep the token loop's arithmetic.
+ * Inputs of GDN_SEGMENT tokens at most per pair of chunked dispatches bound the scratch they share (gpu->gdn_work).
+ * GDN_CHUNK, GDN_CHUNKED_COLS and GDN_CHUNKED_MAX_DK are the kernel's C, COLS and DK_MAX. */
+enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = GDN_CHUNK };
 
 /* Both kernels' push constants; gdn.comp's block ends before `work`. */
 typedef struct {
@@ -223,9 +226,9 @@ void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float 
     uint64_t Hv = (uint64_t)s->n_v_heads, dk = (uint64_t)s->k_dim, dv = (uint64_t)s->v_dim;
     uint64_t width = 2 * (uint64_t)s->n_k_heads * dk + Hv * dv, state = Hv * dk * dv * 4;
     uint32_t spec[4] = {chunked ? 256 : 128, (uint32_t)dk, (uint32_t)dv, 0};
-    sp_gpu_range r[7] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * Hv * 4),
+    sp_gpu_range r[6] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * Hv * 4),
                         sp_gpu_span(gpu, b, (uint64_t)n * Hv * 4), sp_gpu_span(gpu, s->A, Hv * 4),
-                        sp_gpu_span(gpu, s->dt_bias, Hv * 4), sp_gpu_span(gpu, S, state), {0, 0}};
+                        sp_gpu_span(gpu, s->dt_bias, Hv * 4), sp_gpu_span(gpu, S, state)};
     sp_gpu_range w[2] = {sp_gpu_span(gpu, out, (uint64_t)n * Hv * dv * 4), r[5]};
     gdn_push p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, (uint32_t)n, (uint32_t)s->n_k_heads,
                   (uint32_t)s->n_v_heads, 0};
