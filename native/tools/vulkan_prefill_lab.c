@@ -353,7 +353,7 @@ static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
            !can ? ", no chunked form for this key head dim" : e_out > 1e-10 || e_state > 1e-10 || *be->status ? "  NOT OK" : "");
     *be->status = SPLASH_OK;
     printf("  %8s %18s %18s %8s\n", "tokens", "token by token us", "chunked us", "speedup");
-    for (int64_t len = 16;; len = len * 4 < n ? len * 4 : n) {
+    for (int64_t len = n < 16 ? n : 16;; len = len * 4 < n ? len * 4 : n) {
         gdn_job j = {be, d[6], d[0], d[1], d[2], d[5], shape, len, false};
         double t_tok = timed(be, run_gdn, &j, reps, 0.5), t_chunk = 0;
         if (can) j.chunked = true, t_chunk = timed(be, run_gdn, &j, reps, 0.5);
