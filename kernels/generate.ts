@@ -158,8 +158,10 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "conv_tail", file: "conv.comp", defines: { TAIL: 1 } });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
+  v.push({ name: "gdn_core", file: "gdn.comp", defines: { FUSED: 1 } });
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));

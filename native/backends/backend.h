@@ -80,6 +80,15 @@ typedef struct sp_gdn_shape {
     const float *dt_bias;          /* [Hv] */
 } sp_gdn_shape;
 
+/* A Gated DeltaNet mixer's core for gdn_core: its delta-rule shape, causal conv and gated output norm. */
+typedef struct sp_gdn_core {
+    sp_gdn_shape shape;
+    const float *conv_w;           /* [2·Hk·dk + Hv·dv][kernel] */
+    int32_t kernel;
+    const float *norm_w;           /* [dv] the gated norm's weight (plain w) */
+    float eps;
+} sp_gdn_core;
+
 /* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]). */
 typedef struct sp_moe_experts {
     const sp_matrix *gate, *up, *down; /* [n_experts] views */
@@ -203,6 +212,13 @@ struct sp_backend {
      *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
+
+    /* The mixer's core for one sequence, the three ops above in turn: qkv_conv = conv_silu(qkv) (tail updated),
+     * out = gdn_recurrent(qkv_conv) (S updated), then, when z is set, out = rmsnorm_gated(out, z) over its n · Hv rows
+     * of dv. A GPU runs it as one dispatch for few rows (decode, verify blocks), leaving qkv_conv (scratch [n][channels])
+     * alone. */
+    void (*gdn_core)(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n);
 
     /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
      * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes

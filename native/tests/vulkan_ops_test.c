@@ -519,6 +519,74 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
     free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
 }
 
+/* The mixer core (conv, delta rule, gated norm; z = NULL: no norm) of two sequences, each in two calls of n1 and n2
+ * rows (conv tails and states carry over; the calls of the two sequences alternate, as several streams record them),
+ * against the CPU's and against the separate GPU ops; `dispatches`: what one call must record (1 or 2: the fused kernel,
+ * and the q/k tails where several v heads share a k head; 3: the separate kernels). */
+static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_t K, int64_t n1, int64_t n2, bool normed,
+                          uint64_t dispatches) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, n = n1 + n2, O = (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *cw = randoms(W * K, -0.8f, 0.8f), *nw = randoms(dv, 0.5f, 1.5f);
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dcw = to_gpu(cw, 4 * (uint64_t)(W * K));
+    float *dnw = to_gpu(nw, 4 * (uint64_t)dv);
+    sp_gdn_core hc = {{Hk, Hv, dk, dv, A, dt}, cw, K, nw, 1e-6f}, dc = {{Hk, Hv, dk, dv, dA, ddt}, dcw, K, dnw, 1e-6f};
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t most = 0;
+    char what[200];
+    float *qkv[2], *z[2], *a[2], *b[2], *S[2], *tail[2], *dqkv[2], *dz[2], *da[2], *db[2], *dS[2], *dtail[2], *dout[2], *dconv[2];
+    float *sS[2], *stail[2], *sout[2]; /* the separate GPU ops' state, tail and output */
+    for (int q = 0; q < 2; q++) {
+        qkv[q] = randoms(n * W, -2, 2), z[q] = randoms(n * O, -4, 4), a[q] = randoms(n * Hv, -6, 3), b[q] = randoms(n * Hv, -4, 4);
+        S[q] = randoms(state, -0.1f, 0.1f), tail[q] = randoms((K - 1) * W, -2, 2);
+        dqkv[q] = to_gpu(qkv[q], 4 * (uint64_t)(n * W)), dz[q] = to_gpu(z[q], 4 * (uint64_t)(n * O));
+        da[q] = to_gpu(a[q], 4 * (uint64_t)(n * Hv)), db[q] = to_gpu(b[q], 4 * (uint64_t)(n * Hv));
+        dS[q] = to_gpu(S[q], 4 * (uint64_t)state), dtail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        sS[q] = to_gpu(S[q], 4 * (uint64_t)state), stail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        dout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O)), sout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O));
+        dconv[q] = to_gpu(NULL, 4 * (uint64_t)(n * W));
+    }
+    for (int call = 0; call < 2; call++)
+        for (int q = 0; q < 2; q++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            uint64_t c0 = g->n_commands;
+            gpu.gdn_core(&gpu, dout[q] + r0 * O, dconv[q] + r0 * W, dqkv[q] + r0 * W, normed ? dz[q] + r0 * O : NULL, da[q] + r0 * Hv,
+                         db[q] + r0 * Hv, &dc, dS[q], dtail[q], rn);
+            if (g->n_commands - c0 > most) most = g->n_commands - c0;
+            gpu.conv_silu(&gpu, dconv[q] + r0 * W, dqkv[q] + r0 * W, rn, W, dcw, K, stail[q]);
+            gpu.gdn_recurrent(&gpu, sout[q] + r0 * O, dconv[q] + r0 * W, da[q] + r0 * Hv, db[q] + r0 * Hv, &dc.shape, sS[q], rn);
+            if (normed) gpu.rmsnorm_gated(&gpu, sout[q] + r0 * O, sout[q] + r0 * O, dz[q] + r0 * O, dnw, rn * Hv, dv, 1e-6f);
+        }
+    float *want = malloc(4 * (size_t)(n * O)), *conv = malloc(4 * (size_t)(n * W));
+    for (int q = 0; q < 2; q++) {
+        for (int call = 0; call < 2; call++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            cpu.gdn_core(&cpu, want + r0 * O, conv + r0 * W, qkv[q] + r0 * W, normed ? z[q] + r0 * O : NULL, a[q] + r0 * Hv,
+                         b[q] + r0 * Hv, &hc, S[q], tail[q], rn);
+        }
+        float *got = from_gpu(dout[q], n * O), *got_S = from_gpu(dS[q], state), *got_tail = from_gpu(dtail[q], (K - 1) * W);
+        float *sep = from_gpu(sout[q], n * O), *sep_S = from_gpu(sS[q], state);
+        snprintf(what, sizeof what, "gdn_core %d/%d heads, dk %d dv %d, K %d, %lld + %lld tokens%s, sequence %d", Hk, Hv, dk, dv, K,
+                 (long long)n1, (long long)n2, normed ? "" : " (no norm)", q);
+        expect(what, nmse(got, want, n * O), 1e-10);
+        expect("gdn_core state", nmse(got_S, S[q], state), 1e-9);
+        expect("gdn_core conv tail (raw rows, exact)", nmse(got_tail, tail[q], (K - 1) * W), 0);
+        expect("gdn_core output against the separate GPU ops", nmse(got, sep, n * O), 1e-12);
+        expect("gdn_core state against the separate GPU ops", nmse(got_S, sep_S, state), 1e-12);
+        free(got), free(got_S), free(got_tail), free(sep), free(sep_S);
+    }
+    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %lld + %lld tokens: %llu dispatches a call (want %llu)", Hk, Hv, dv,
+             (long long)n1, (long long)n2, (unsigned long long)most, (unsigned long long)dispatches);
+    expect(what, most == dispatches ? 0 : 1, 0);
+    for (int q = 0; q < 2; q++) {
+        gpu.free(&gpu, dqkv[q]), gpu.free(&gpu, dz[q]), gpu.free(&gpu, da[q]), gpu.free(&gpu, db[q]), gpu.free(&gpu, dS[q]);
+        gpu.free(&gpu, dtail[q]), gpu.free(&gpu, sS[q]), gpu.free(&gpu, stail[q]), gpu.free(&gpu, dout[q]), gpu.free(&gpu, sout[q]);
+        gpu.free(&gpu, dconv[q]);
+        free(qkv[q]), free(z[q]), free(a[q]), free(b[q]), free(S[q]), free(tail[q]);
+    }
+    gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dcw), gpu.free(&gpu, dnw);
+    free(A), free(dt), free(cw), free(nw), free(want), free(conv);
+}
+
 /* ---- mixture of experts ---- */
 
 /* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
@@ -662,6 +730,9 @@ int main(int argc, char **argv) {
     test_conv(37, 3, 6, 1);
     test_gdn(2, 6, 32, 16, 70);
     test_gdn(1, 3, 24, 40, 9);
+    test_gdn_core(1, 3, 24, 40, 4, 1, 3, true, 2);   /* fused (and the q/k tails): decode, then a verify block */
+    test_gdn_core(2, 2, 16, 24, 3, 2, 1, false, 1);  /* fused, q/k tails its own, no norm (the speculative commit) */
+    test_gdn_core(2, 6, 32, 16, 4, 1, 20, true, 3);  /* 2·dk + dv > 4·dv, and a prefill run: the separate kernels */
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
@@ -710,6 +781,9 @@ int main(int argc, char **argv) {
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);
+        test_gdn_core(16, 48, 128, 128, 4, 1, 1, true, 2); /* the 27B's and the 35B-A3B's decode */
+        test_gdn_core(16, 32, 128, 128, 4, 1, 4, true, 2);
+        test_gdn_core(16, 48, 128, 128, 4, 3, 30, true, 3);
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
         test_sample(248320);
     }

@@ -65,6 +65,7 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .conv_silu = sp_cpu_conv_silu,
         .block_conv = sp_cpu_block_conv,
         .gdn_recurrent = sp_cpu_gdn_recurrent,
+        .gdn_core = sp_cpu_gdn_core,
         .moe_route = sp_cpu_moe_route,
         .moe_experts = sp_cpu_moe_experts,
         .layernorm = sp_cpu_layernorm,

@@ -204,6 +204,8 @@ void sp_cpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t
                        int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks);
 void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
+void sp_cpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n);
 /* gdn_recurrent's result in the chunked (UT transform) form, chunks of 64 tokens from the first row: the reference a
  * chunked GPU kernel would be checked against. No forward pass calls it (on the CPU the token loop is faster, and the
  * GPUs run the token loop too: BENCHMARKS.md), so it is no backend op. */
