@@ -157,6 +157,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
+  v.push({ name: "attention_prep", file: "attention_prep.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "conv_tail", file: "conv.comp", defines: { TAIL: 1 } });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });

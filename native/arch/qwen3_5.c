@@ -51,13 +51,8 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->attn.qg, &y->q_proj, s->xb, T);
     be->matmul(be, s->attn.k, &y->k_proj, s->xb, T);
     be->matmul(be, s->attn.v, &y->v_proj, s->xb, T);
-    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
-    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, T * Hq, hd);
-    be->rmsnorm(be, s->attn.q, s->attn.q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
-    be->rmsnorm(be, s->attn.k, s->attn.k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
-    const int32_t *mrope = r->mrope ? c->mrope_section : NULL;
-    be->rope(be, s->attn.q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    be->rope(be, s->attn.k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    be->attention_prep(be, s->attn.q, s->attn.gate, s->attn.qg, s->attn.k, y->q_norm, y->k_norm, T, (int32_t)Hq, (int32_t)Hkv,
+                       (int32_t)hd, c->rms_norm_eps, c->rot_dim, s->pos, r->mrope ? c->mrope_section : NULL, m->w.inv_freq);
     TRACE(m, "attn_q", l, s->attn.q, T, Hq * hd);
     TRACE(m, "attn_k", l, s->attn.k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {

@@ -185,6 +185,14 @@ struct sp_backend {
     void (*rope)(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
                  const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
 
+    /* The gated attention's inputs, as copy_rows, rmsnorm and rope would make them: from qg [n][n_heads][2·head_dim]
+     * (each head's [query | gate]), q = rope(rmsnorm(query) · q_norm) and gate, both [n][n_heads][head_dim]; and
+     * k [n][n_kv_heads][head_dim] = rope(rmsnorm(k) · k_norm) in place (rope's arguments as it takes them). A GPU runs it
+     * as one dispatch. */
+    void (*attention_prep)(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                           const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                           int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
+
     /* ---- attention ---- */
     /* Writes k, v ([n][n_kv_heads][head_dim]) of positions n_past .. n_past+n−1 into the sequence's pages, converted to
      * the view's KV type. */

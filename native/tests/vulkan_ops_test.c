@@ -315,6 +315,50 @@ static void test_rope(int64_t n, int32_t heads, int32_t hd, int32_t rot, bool mr
     free(got), free(x), free(inv), free(pos);
 }
 
+/* The gated attention's inputs from a q projection of [query | gate] heads and a k projection, against the CPU's and
+ * against copy_rows, rmsnorm and rope on the GPU; one dispatch. */
+static void test_attention_prep(int64_t n, int32_t Hq, int32_t Hkv, int32_t hd, int32_t rot, bool mrope) {
+    int64_t Q = n * Hq * hd, Kn = n * Hkv * hd;
+    float *qg = randoms(2 * Q, -3, 3), *k = randoms(Kn, -3, 3), *qw = randoms(hd, 0.5f, 1.5f), *kw = randoms(hd, 0.5f, 1.5f);
+    float *inv = malloc(sizeof(float) * (size_t)(rot / 2));
+    for (int32_t i = 0; i < rot / 2; i++) inv[i] = 1.0f / powf(1e7f, (float)(2 * i) / (float)rot);
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * n)), section[3] = {11, 11, 10};
+    for (int64_t i = 0; i < 3 * n; i++) pos[i] = (int32_t)(uniform(0, 40000));
+    float *dqg = to_gpu(qg, 8 * (uint64_t)Q), *dk = to_gpu(k, 4 * (uint64_t)Kn), *dk2 = to_gpu(k, 4 * (uint64_t)Kn);
+    float *dqw = to_gpu(qw, 4 * (uint64_t)hd), *dkw = to_gpu(kw, 4 * (uint64_t)hd), *dinv = to_gpu(inv, 2 * (uint64_t)rot);
+    int32_t *dpos = to_gpu(pos, 12 * (uint64_t)n);
+    float *dq = to_gpu(NULL, 4 * (uint64_t)Q), *dgate = to_gpu(NULL, 4 * (uint64_t)Q), *dq2 = to_gpu(NULL, 4 * (uint64_t)Q);
+    float *dgate2 = to_gpu(NULL, 4 * (uint64_t)Q), *q = malloc(4 * (size_t)Q), *gate = malloc(4 * (size_t)Q);
+    const int32_t *sec = mrope ? section : NULL;
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t c0 = g->n_commands;
+    gpu.attention_prep(&gpu, dq, dgate, dqg, dk, dqw, dkw, n, Hq, Hkv, hd, 1e-6f, rot, dpos, sec, dinv);
+    uint64_t commands = g->n_commands - c0;
+    gpu.copy_rows(&gpu, dq2, hd, dqg, 2 * hd, n * Hq, hd);
+    gpu.copy_rows(&gpu, dgate2, hd, dqg + hd, 2 * hd, n * Hq, hd);
+    gpu.rmsnorm(&gpu, dq2, dq2, dqw, n * Hq, hd, 1e-6f);
+    gpu.rmsnorm(&gpu, dk2, dk2, dkw, n * Hkv, hd, 1e-6f);
+    gpu.rope(&gpu, dq2, n, Hq, hd, rot, dpos, sec, dinv);
+    gpu.rope(&gpu, dk2, n, Hkv, hd, rot, dpos, sec, dinv);
+    cpu.attention_prep(&cpu, q, gate, qg, k, qw, kw, n, Hq, Hkv, hd, 1e-6f, rot, pos, sec, inv);
+    float *got_q = from_gpu(dq, Q), *got_gate = from_gpu(dgate, Q), *got_k = from_gpu(dk, Kn);
+    float *sep_q = from_gpu(dq2, Q), *sep_k = from_gpu(dk2, Kn);
+    char what[160];
+    snprintf(what, sizeof what, "attention_prep%s n=%lld heads %d/%d dim %d rot %d: q", mrope ? " (mrope)" : "", (long long)n, Hq,
+             Hkv, hd, rot);
+    expect(what, nmse(got_q, q, Q), 1e-11);
+    expect("attention_prep: k", nmse(got_k, k, Kn), 1e-11);
+    expect("attention_prep: gate (a copy, exact)", nmse(got_gate, gate, Q), 0);
+    expect("attention_prep: q against copy_rows, rmsnorm and rope on the GPU", nmse(got_q, sep_q, Q), 1e-12);
+    expect("attention_prep: k against rmsnorm and rope on the GPU", nmse(got_k, sep_k, Kn), 1e-12);
+    snprintf(what, sizeof what, "attention_prep: %llu dispatch(es)", (unsigned long long)commands);
+    expect(what, commands == 1 ? 0 : 1, 0);
+    gpu.free(&gpu, dqg), gpu.free(&gpu, dk), gpu.free(&gpu, dk2), gpu.free(&gpu, dqw), gpu.free(&gpu, dkw), gpu.free(&gpu, dinv);
+    gpu.free(&gpu, dpos), gpu.free(&gpu, dq), gpu.free(&gpu, dgate), gpu.free(&gpu, dq2), gpu.free(&gpu, dgate2);
+    free(qg), free(k), free(qw), free(kw), free(inv), free(pos), free(q), free(gate);
+    free(got_q), free(got_gate), free(got_k), free(sep_q), free(sep_k);
+}
+
 static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
     weights w = make_weights(t, vocab, d);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
@@ -694,6 +738,9 @@ int main(int argc, char **argv) {
     test_norms(9, 300);
     test_rope(3, 4, 32, 8, false);
     test_rope(5, 3, 64, 16, true);
+    test_attention_prep(3, 4, 2, 32, 8, false);
+    test_attention_prep(5, 3, 1, 64, 16, true);
+    test_attention_prep(2, 2, 1, 40, 40, false); /* rotating every dim */
     test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 13, 16);     /* prefill */
     test_attention(SPLASH_KV_F32, 4, 2, 32, 37, 1, 16);     /* decode */
     test_attention(SPLASH_KV_F32, 4, 2, 32, 300, 1, 4);     /* decode, split over keys */
@@ -764,6 +811,8 @@ int main(int argc, char **argv) {
         test_norms(2, 5120);
         test_norms(48, 128);
         test_rope(2, 24, 256, 64, false);
+        test_attention_prep(1, 24, 4, 256, 64, false); /* the 27B's, a verify block of the 35B-A3B's */
+        test_attention_prep(4, 16, 2, 256, 64, false);
         test_attention(SPLASH_KV_F32, 24, 4, 256, 0, 40, 16);
         test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 1, 16);
         test_attention(SPLASH_KV_F32, 16, 2, 256, 700, 4, 16);

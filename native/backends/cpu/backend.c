@@ -59,6 +59,7 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .add_rmsnorm = sp_cpu_add_rmsnorm,
         .rmsnorm_gated = sp_cpu_rmsnorm_gated,
         .rope = sp_cpu_rope,
+        .attention_prep = sp_cpu_attention_prep,
         .kv_write = sp_cpu_kv_write,
         .attention = sp_cpu_attention,
         .attention_ext = sp_cpu_attention_ext,

@@ -192,6 +192,9 @@ void sp_cpu_rmsnorm_gated(const sp_backend *be, float *y, const float *x, const 
                           int64_t d, float eps);
 void sp_cpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
                  const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
+void sp_cpu_attention_prep(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                           const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                           int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
 void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
 void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,

@@ -148,6 +148,35 @@ static void gpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads,
     sp_gpu_dispatch(gpu, "rope", SP_GPU_ROPE, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, groups, r, 2, &w, 1, NULL);
 }
 
+/* attention_prep.comp, a workgroup per (row, head). */
+static void gpu_attention_prep(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                               const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                               int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    int64_t hd = head_dim;
+    if (head_dim > 256) { /* as the attention kernels */
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256");
+        return;
+    }
+    uint64_t qbytes = (uint64_t)(n * n_heads * hd) * 4, kbytes = (uint64_t)(n * n_kv_heads * hd) * 4;
+    sp_gpu_range r[6] = {sp_gpu_span(gpu, qg, 2 * qbytes), sp_gpu_span(gpu, k, kbytes), sp_gpu_span(gpu, q_norm, (uint64_t)hd * 4),
+                         sp_gpu_span(gpu, k_norm, (uint64_t)hd * 4), sp_gpu_span(gpu, pos, (uint64_t)n * (mrope_section ? 12 : 4)),
+                         sp_gpu_span(gpu, inv_freq, (uint64_t)rot_dim * 2)};
+    sp_gpu_range w[3] = {sp_gpu_span(gpu, q, qbytes), sp_gpu_span(gpu, gate, qbytes), r[1]};
+    struct {
+        uint64_t q, gate, qg, k, q_norm, k_norm, pos, inv_freq;
+        uint32_t n, heads, kv_heads, half_rot;
+        int32_t s0, s1, s2;
+        float eps;
+    } p = {w[0].lo, w[1].lo, r[0].lo, r[1].lo, r[2].lo, r[3].lo, r[4].lo, r[5].lo, (uint32_t)n, (uint32_t)n_heads,
+           (uint32_t)n_kv_heads, (uint32_t)rot_dim / 2, 0, 0, 0, eps};
+    if (mrope_section) p.s0 = mrope_section[0], p.s1 = mrope_section[1], p.s2 = mrope_section[2];
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)n * (uint64_t)(n_heads + n_kv_heads), groups);
+    sp_gpu_dispatch(gpu, "attention_prep", SP_GPU_ATTENTION_PREP, (uint32_t[4]){norm_workgroup(hd), (uint32_t)hd, 0, 0}, &p,
+                    sizeof p, groups, r, 6, w, 3, NULL);
+}
+
 /* ---- convolutions ---- */
 
 /* DFlash2's dynamic convolution (kernels/block_conv.comp): one invocation per (block, channel). */
@@ -281,6 +310,7 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->add_rmsnorm = gpu_add_rmsnorm;
     be->rmsnorm_gated = gpu_rmsnorm_gated;
     be->rope = gpu_rope;
+    be->attention_prep = gpu_attention_prep;
     be->block_conv = gpu_block_conv;
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
