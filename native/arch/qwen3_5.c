@@ -61,9 +61,8 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
         int64_t r0 = r->row0[i];
         be->kv_write(be, &kv, s->attn.k + r0 * Hkv * hd, s->attn.v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
         be->attention(be, s->attn.att + r0 * Hq * hd, s->attn.q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
-                      (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd));
+                      (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd), s->attn.gate + r0 * Hq * hd);
     }
-    be->sigmoid_mul(be, s->attn.att, s->attn.gate, T * Hq * hd);
     be->matmul(be, s->out, &y->o_proj, s->attn.att, T);
 }
 

@@ -200,9 +200,11 @@ struct sp_backend {
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
     /* Causal GQA over the pages for one sequence: row i (position n_past+i) of q [n][n_heads][head_dim] attends to
      * positions 0 .. n_past+i; out [n][n_heads][head_dim] = softmax(q·kᵀ · scale) · v. Query head h reads kv head
-     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. */
+     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. gate: NULL, or
+     * [n][n_heads][head_dim], then out ⊙= sigmoid(gate) (sigmoid_mul, the gated attention's output gate), which a GPU
+     * applies as it writes out. */
     void (*attention)(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
-                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate);
 
     /* (optional: drafters need it) GQA of q [n_rows][n_heads][head_dim] over the keys `x` makes visible;
      * out = softmax(q·kᵀ · scale) · v, same layout; a row that sees no key gets zeros. */

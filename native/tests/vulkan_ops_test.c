@@ -378,8 +378,8 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
 /* ---- attention ---- */
 
 /* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed), in a
- * cache of rows of kv_type (SPLASH_KV_*). Both backends read the same stored values, so the tolerance is the f32 one;
- * the rows kv_write stores must be the CPU's bit for bit. */
+ * cache of rows of kv_type (SPLASH_KV_*), with the output gate as the gated attention takes it. Both backends read the
+ * same stored values, so the tolerance is the f32 one; the rows kv_write stores must be the CPU's bit for bit. */
 static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
     int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
     int64_t row_bytes = sp_kv_row_bytes(kv_type, hd), page_rows = 2 * (int64_t)Hkv * P; /* one layer: K then V */
@@ -390,6 +390,7 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     uint8_t *kv = malloc(cache_bytes);
     for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, old + r * hd, hd, kv + r * row_bytes);
     float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
+    float *gate = randoms(n * Hq * hd, -6, 6), *dgate = to_gpu(gate, 4 * (uint64_t)(n * Hq * hd));
     uint8_t *dkv = to_gpu(kv, cache_bytes);
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
@@ -398,11 +399,11 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     double t0 = now();
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
-    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), dgate);
     float *got = from_gpu(dout, n * Hq * hd);
     double ms = (now() - t0) * 1e3;
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
-    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), gate);
     char what[192];
     const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
     bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), kv_type, hd, n);
@@ -412,8 +413,8 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     uint8_t *kv_got = (uint8_t *)from_gpu(dkv, (int64_t)(cache_bytes / 4));
     snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld%s", Hkv, hd, n_past, (long long)(n_past + n - 1), type);
     expect(what, memcmp(kv_got, kv, cache_bytes) ? 1 : 0, 0);
-    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
-    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout), gpu.free(&gpu, dgate);
+    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got), free(gate);
 }
 
 /* Which attention kernel a call takes: the matrix units for chunks of 16 rows or more at the head dims they are compiled

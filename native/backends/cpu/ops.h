@@ -198,7 +198,7 @@ void sp_cpu_attention_prep(const sp_backend *be, float *q, float *gate, const fl
 void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
 void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
-                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate);
 void sp_cpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
                           int32_t head_dim, float scale, const sp_attn_ext *x);
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
