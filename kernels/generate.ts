@@ -157,9 +157,12 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
+  v.push({ name: "attention_prep", file: "attention_prep.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "conv_tail", file: "conv.comp", defines: { TAIL: 1 } });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
+  v.push({ name: "gdn_core", file: "gdn.comp", defines: { FUSED: 1 } });
   ["gdn_intra", "gdn_inter"].forEach((s, i) => v.push({ name: s, file: "gdn_chunked.comp", defines: { STAGE: i } }));
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });

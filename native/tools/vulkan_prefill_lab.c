@@ -254,7 +254,7 @@ typedef struct attn_job {
 } attn_job;
 static void run_attn(void *ctx) {
     attn_job *j = ctx;
-    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd));
+    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd), NULL);
 }
 
 /* A chunk of n rows at position `past` over a cache of kv_type rows (SPLASH_KV_*), pages of 64 in order; the CPU op
@@ -281,7 +281,7 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t 
     float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
     sp_kv_view hv = {kv, kv + page_bytes / 2, page_bytes, pages, P, kv_type};
-    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
     double e = 0, s = 0;
     for (int64_t i = 0; i < tail * Hq * hd; i++) {
         double d = (double)got[(n - tail) * Hq * hd + i] - want[i];
