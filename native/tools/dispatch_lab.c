@@ -1,6 +1,6 @@
 /* dispatch_lab.c — what one dispatch costs on a GPU backend, apart from its work: chains of small commands that each
  * depend on the one before (a barrier between every two), the same commands independent of each other (no barrier),
- * and a GEMV of a 5120×5120 q4 matrix (16 MB, what a decode step's smaller projections read) chained and independent.
+ * RMSNorms (one row, with the residual add, 16 rows) and a GEMV of a 5120×5120 q4 matrix (16 MB, what a decode step's smaller projections read) chained and independent.
  * The difference between a chain and its independent twin is what a barrier costs; a decode step is ~650 of them.
  *
  *   build/tools/dispatch_lab [--n 2000] [--reps 3]
@@ -23,8 +23,9 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-typedef enum { ADD_CHAIN, ADD_FREE, NORM_CHAIN, GEMV_CHAIN, GEMV_FREE } lab_case;
+typedef enum { ADD_CHAIN, ADD_FREE, NORM_CHAIN, ADD_NORM_CHAIN, NORM16_CHAIN, GEMV_CHAIN, GEMV_FREE } lab_case;
 static const char *CASE_NAMES[] = {"add 64, chained", "add 64, independent", "rmsnorm 5120, chained",
+                                   "add_rmsnorm 5120, chained", "rmsnorm 16 x 5120, chained",
                                    "q4 GEMV 5120x5120, chained", "q4 GEMV 5120x5120, independent"};
 
 typedef struct lab {
@@ -46,6 +47,8 @@ static double run_case(lab *L, lab_case c, int n, int reps, uint64_t *barriers) 
             case ADD_CHAIN: be->add(be, L->x, L->y, 64); break;
             case ADD_FREE: be->add(be, L->x + (i % 64) * H, L->y, 64); break;
             case NORM_CHAIN: be->rmsnorm(be, (i & 1) ? L->x : L->y, (i & 1) ? L->y : L->x, L->w, 1, H, 1e-6f); break;
+            case ADD_NORM_CHAIN: be->add_rmsnorm(be, L->y, L->x, L->y + H, L->w, 1, H, 1e-6f); break;
+            case NORM16_CHAIN: be->rmsnorm(be, (i & 1) ? L->x : L->y, (i & 1) ? L->y : L->x, L->w, 16, H, 1e-6f); break;
             case GEMV_CHAIN: be->matmul(be, (i & 1) ? L->x : L->y, &L->W, (i & 1) ? L->y : L->x, 1); break;
             case GEMV_FREE: be->matmul(be, L->x + (i % 64) * H, &L->W, L->y, 1); break;
             }
