@@ -88,12 +88,9 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _218 = (CHECK == 0u);
-constant uint _307_tmp [[function_constant(0)]];
-constant uint _307 = is_function_constant_defined(_307_tmp) ? _307_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_307, 1u, 1u);
+constant uint _306_tmp [[function_constant(0)]];
+constant uint _306 = is_function_constant_defined(_306_tmp) ? _306_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_306, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -110,23 +107,26 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _814 = (GROUPS * ROWS);
+constant uint _818 = (GROUPS * ROWS);
 
 struct Floats
 {
     float v[1];
 };
 
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    return ((p.cols + 16u) - 1u) / 16u;
+    return ((p.cols + 32u) - 1u) / 32u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
-    return c * 16u;
+    return c * 32u;
 }
 
 static inline __attribute__((always_inline))
@@ -145,18 +145,18 @@ static inline __attribute__((always_inline))
 float bf16_at(thread const ulong& row, thread const uint& byte)
 {
     uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _88;
+    float _90;
     if ((byte & 2u) == 0u)
     {
         uint param = w;
-        _88 = bf16_lo(param);
+        _90 = bf16_lo(param);
     }
     else
     {
         uint param_1 = w;
-        _88 = bf16_hi(param_1);
+        _90 = bf16_hi(param_1);
     }
-    return _88;
+    return _90;
 }
 
 static inline __attribute__((always_inline))
@@ -165,17 +165,17 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
-    uint g = (c * 16u) / 64u;
-    uint _152;
-    if (false)
+    uint g = (c * 32u) / 64u;
+    uint _154;
+    if (true)
     {
-        _152 = p.cols / 2u;
+        _154 = p.cols / 2u;
     }
     else
     {
-        _152 = p.cols;
+        _154 = p.cols;
     }
-    uint qbytes = _152;
+    uint qbytes = _154;
     uint groups = p.cols / 64u;
     ulong param = row;
     uint param_1 = qbytes + (g * 2u);
@@ -183,86 +183,38 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     ulong param_2 = row;
     uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
     float bias0 = bf16_at(param_2, param_3);
-    float4 _187;
-    if (false)
+    float4 _189;
+    if (true)
     {
-        _187 = float4(scale, scale, bias0, bias0);
+        _189 = float4(scale, scale, bias0, bias0);
     }
     else
     {
-        _187 = float4(scale, bias0, 0.0, 0.0);
+        _189 = float4(scale, bias0, 0.0, 0.0);
     }
-    k.s = _187;
+    k.s = _189;
     return k;
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    uint ca = col0 + (4u * i);
-    bool _226;
-    if (!_218)
-    {
-        _226 = ca < p.cols;
-    }
-    else
-    {
-        _226 = _218;
-    }
-    float4 _227;
-    if (_226)
-    {
-        _227 = xv->v[ca >> uint(2)];
-    }
-    else
-    {
-        _227 = float4(0.0);
-    }
-    a = _227;
-    b = float4(0.0);
+    float4 u = xv->v[(col0 >> uint(2)) + (2u * i)];
+    float4 v = xv->v[((col0 >> uint(2)) + (2u * i)) + 1u];
+    a = float4(u.x, u.z, v.x, v.z);
+    b = float4(u.y, u.w, v.y, v.w);
 }
 
 static inline __attribute__((always_inline))
-float4 bytes4(thread const uint& w)
+void nibbles(thread const uint& w, thread float4& a, thread float4& b)
 {
-    uint _239;
-    if (true)
-    {
-        _239 = w << uint(15);
-    }
-    else
-    {
-        _239 = w >> uint(-15);
-    }
-    uint _255;
-    if (true)
-    {
-        _255 = w << uint(7);
-    }
-    else
-    {
-        _255 = w >> uint(-7);
-    }
-    uint _269;
-    if (false)
-    {
-        _269 = w << uint(-1);
-    }
-    else
-    {
-        _269 = w >> uint(1);
-    }
-    uint _282;
-    if (false)
-    {
-        _282 = w << uint(-9);
-    }
-    else
-    {
-        _282 = w >> uint(9);
-    }
-    return float4(as_type<float>((_239 & 8355840u) | 1065353216u), as_type<float>((_255 & 8355840u) | 1065353216u), as_type<float>((_269 & 8355840u) | 1065353216u), as_type<float>((_282 & 8355840u) | 1065353216u));
+    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
+    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
+    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
+    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
+    a = float4(a02.x, a13.x, a02.y, a13.y);
+    b = float4(b02.x, b13.x, b02.y, b13.y);
 }
 
 static inline __attribute__((always_inline))
@@ -271,7 +223,7 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -281,33 +233,39 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _337;
+    if (pair < routed)
+    {
+        _337 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _337 = p.order_at;
+    }
+    uint e = _337;
+    uint _362;
+    if (pair < routed)
+    {
+        _362 = pair / p.top_k;
+    }
+    else
+    {
+        _362 = pair - routed;
+    }
+    uint t = _362;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _412;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _412 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _412 = 0u;
-        }
-        pairs[j] = _412;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -323,25 +281,27 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _538;
+    uint _518;
     if (r0 < p.rows)
     {
-        _538 = n_chunks(p);
+        _518 = n_chunks(p);
     }
     else
     {
-        _538 = 0u;
+        _518 = 0u;
     }
-    uint chunks = _538;
+    uint chunks = _518;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float2, 8> t;
+    spvUnsafeArray<float2, 8> t_1;
     float4 param_6;
     float4 param_7;
+    float4 param_9;
+    float4 param_10;
     for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
@@ -360,7 +320,7 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
         }
         for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            t[s_1] = float2(0.0);
+            t_1[s_1] = float2(0.0);
         }
         float4 sa = float4(0.0);
         float4 sb = float4(0.0);
@@ -369,7 +329,7 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
             ulong param_3 = xrows[0];
             uint param_4 = col0;
             uint param_5 = i;
-            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            load_x(param_3, param_4, param_5, param_6, param_7);
             float4 xa = param_6;
             float4 xb = param_7;
             sa += xa;
@@ -384,7 +344,10 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
                     }
                     uint s_2 = (m_2 * 4u) + r_2;
                     uint param_8 = k[s_2].q[i];
-                    t[s_2].x += dot(bytes4(param_8), xa);
+                    nibbles(param_8, param_9, param_10);
+                    float4 fa = param_9;
+                    float4 fb = param_10;
+                    t_1[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
             }
         }
@@ -400,28 +363,28 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
                 }
                 uint s_3 = (m_3 * 4u) + r_3;
                 float4 sc = k[s_3].s;
-                acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
+                acc[s_3][0] += (((((16.0 * sc.x) * (t_1[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t_1[s_3].y - sxb))) + (sc.w * sxb));
             }
         }
     }
     for (uint s_4 = 0u; s_4 < 8u; s_4++)
     {
-        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            if (((s_4 % 4u) >= ROWS) || (j_2 >= n))
+            if (((s_4 % 4u) >= ROWS) || (j_1 >= n))
             {
                 break;
             }
-            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
+            partial[(((s_4 * 1u) + j_1) * 129u) + tid] = acc[s_4][j_1];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_814 * n); o += wg)
+    for (uint o = tid; o < (_818 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_3 = o % n;
+        uint j_2 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -430,14 +393,14 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_2) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
-        float param_9 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_9) * v[1];
+        float param_11 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

@@ -84,11 +84,11 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _100 = (CHECK == 0u);
-constant bool _121 = (CHECK == 0u);
-constant uint _173_tmp [[function_constant(0)]];
-constant uint _173 = is_function_constant_defined(_173_tmp) ? _173_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_173, 1u, 1u);
+constant bool _114 = (CHECK == 0u);
+constant bool _135 = (CHECK == 0u);
+constant uint _187_tmp [[function_constant(0)]];
+constant uint _187 = is_function_constant_defined(_187_tmp) ? _187_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_187, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _652 = (GROUPS * ROWS);
+constant uint _658 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -146,47 +146,53 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _108;
-    if (!_100)
+    bool _122;
+    if (!_114)
     {
-        _108 = ca < p.cols;
+        _122 = ca < p.cols;
     }
     else
     {
-        _108 = _100;
+        _122 = _114;
     }
-    float4 _109;
-    if (_108)
+    float4 _123;
+    if (_122)
     {
-        _109 = xv->v[ca >> uint(2)];
+        _123 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _109 = float4(0.0);
+        _123 = float4(0.0);
     }
-    a = _109;
-    bool _129;
-    if (!_121)
+    a = _123;
+    bool _143;
+    if (!_135)
     {
-        _129 = cb < p.cols;
+        _143 = cb < p.cols;
     }
     else
     {
-        _129 = _121;
+        _143 = _135;
     }
-    float4 _130;
-    if (_129)
+    float4 _144;
+    if (_143)
     {
-        _130 = xv->v[cb >> uint(2)];
+        _144 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _130 = float4(0.0);
+        _144 = float4(0.0);
     }
-    b = _130;
+    b = _144;
 }
 
-kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+static inline __attribute__((always_inline))
+float silu(thread const float& x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+kernel void splash_moe_pair_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -196,62 +202,69 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _218;
+    if (pair < routed)
+    {
+        _218 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _218 = p.order_at;
+    }
+    uint e = _218;
+    uint _243;
+    if (pair < routed)
+    {
+        _243 = pair / p.top_k;
+    }
+    else
+    {
+        _243 = pair - routed;
+    }
+    uint t = _243;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
-    spvUnsafeArray<ulong, 1> wbase;
-    wbase[0] = table->v[(3u * e) + 2u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _271;
+    spvUnsafeArray<ulong, 2> wbase;
+    wbase[0] = table->v[3u * e];
+    wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _271 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _271 = 0u;
-        }
-        pairs[j] = _271;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
     }
     spvUnsafeArray<ulong, 8> rowaddr;
-    for (uint m = 0u; m < 1u; m++)
+    for (uint m = 0u; m < 2u; m++)
     {
-        for (uint r = 0u; r < 8u; r++)
+        for (uint r = 0u; r < 4u; r++)
         {
-            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
         }
     }
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _391;
+    uint _397;
     if (r0 < p.rows)
     {
-        _391 = n_chunks(p);
+        _397 = n_chunks(p);
     }
     else
     {
-        _391 = 0u;
+        _397 = 0u;
     }
-    uint chunks = _391;
+    uint chunks = _397;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
@@ -263,29 +276,29 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 8u; r_1++)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
                 if (r_1 < ROWS)
                 {
-                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
                     uint param_2 = c;
-                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2);
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
                 }
             }
         }
         for (uint i = 0u; i < 1u; i++)
         {
-            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                for (uint r_2 = 0u; r_2 < 8u; r_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
                     if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_1 = (m_2 * 8u) + r_2;
+                    uint s_1 = (m_2 * 4u) + r_2;
                     float4 sc = k[s_1].s;
                     uint4 param_3 = k[s_1].q;
                     floats(param_3, param_4, param_5);
@@ -293,28 +306,28 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
                     wb[s_1] = param_5;
                 }
             }
-            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            for (uint j_1 = 0u; j_1 < 1u; j_1++)
             {
-                if (j_2 >= n)
+                if (j_1 >= n)
                 {
                     break;
                 }
-                ulong param_6 = xrows[j_2];
+                ulong param_6 = xrows[j_1];
                 uint param_7 = col0;
                 uint param_8 = i;
                 load_x(param_6, param_7, param_8, param_9, param_10, p);
                 float4 xa = param_9;
                 float4 xb = param_10;
-                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
                 {
-                    for (uint r_3 = 0u; r_3 < 8u; r_3++)
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
                     {
                         if (r_3 >= ROWS)
                         {
                             break;
                         }
-                        uint s_2 = (m_3 * 8u) + r_3;
-                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_1] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -322,37 +335,38 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     for (uint s_3 = 0u; s_3 < 8u; s_3++)
     {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
         {
-            if (((s_3 % 8u) >= ROWS) || (j_3 >= n))
+            if (((s_3 % 4u) >= ROWS) || (j_2 >= n))
             {
                 break;
             }
-            partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
+            partial[(((s_3 * 1u) + j_2) * 129u) + tid] = acc[s_3][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_652 * n); o += wg)
+    spvUnsafeArray<float, 2> v;
+    for (uint o = tid; o < (_658 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_4 = 0u; m_4 < 1u; m_4++)
+        for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
+        float param_11 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

@@ -44,7 +44,6 @@ struct spvUnsafeArray
     }
 };
 
-struct Uints;
 struct Uvec4s;
 struct Vec4s;
 struct Ints;
@@ -55,11 +54,6 @@ struct Chunk
 {
     uint4 q;
     float4 s;
-};
-
-struct Uints
-{
-    uint v[1];
 };
 
 struct P
@@ -90,11 +84,10 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _237 = (CHECK == 0u);
-constant bool _257 = (CHECK == 0u);
-constant uint _328_tmp [[function_constant(0)]];
-constant uint _328 = is_function_constant_defined(_328_tmp) ? _328_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_328, 1u, 1u);
+constant bool _110 = (CHECK == 0u);
+constant uint _141_tmp [[function_constant(0)]];
+constant uint _141 = is_function_constant_defined(_141_tmp) ? _141_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_141, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,7 +104,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _859 = (GROUPS * ROWS);
+constant uint _609 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -121,63 +114,29 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return ((nb + 1u) / 2u) * 2u;
+    return ((p.cols + 4u) - 1u) / 4u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
-    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+    return c * 4u;
 }
 
 static inline __attribute__((always_inline))
-float2 f16x2_at(thread const ulong& row, thread const uint& byte)
-{
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((byte & 2u) == 0u)
-    {
-        return float2(as_type<half2>(u->v[byte >> uint(2)]));
-    }
-    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
-}
-
-static inline __attribute__((always_inline))
-Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
+Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    uint pair = c >> uint(1);
-    uint qbytes = ((nb + 1u) / 2u) * 32u;
-    ulong param = row;
-    uint param_1 = qbytes + (pair * 4u);
-    float2 d = f16x2_at(param, param_1);
-    ulong param_2 = row;
-    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
-    float2 m = f16x2_at(param_2, param_3);
-    bool two = ((2u * pair) + 1u) < nb;
-    float _199;
-    if (two)
-    {
-        _199 = d.y;
-    }
-    else
-    {
-        _199 = 0.0;
-    }
-    float _209;
-    if (two)
-    {
-        _209 = m.y;
-    }
-    else
-    {
-        _209 = 0.0;
-    }
-    k.s = float4(d.x, _199, m.x, _209);
     return k;
+}
+
+static inline __attribute__((always_inline))
+void floats(thread const uint4& q, thread float4& a, thread float4& b)
+{
+    a = as_type<float4>(q);
+    b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -185,56 +144,26 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    uint cb = ca + 32u;
-    bool _245;
-    if (!_237)
+    bool _118;
+    if (!_110)
     {
-        _245 = ca < p.cols;
+        _118 = ca < p.cols;
     }
     else
     {
-        _245 = _237;
+        _118 = _110;
     }
-    float4 _246;
-    if (_245)
+    float4 _119;
+    if (_118)
     {
-        _246 = xv->v[ca >> uint(2)];
+        _119 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _246 = float4(0.0);
+        _119 = float4(0.0);
     }
-    a = _246;
-    bool _265;
-    if (!_257)
-    {
-        _265 = cb < p.cols;
-    }
-    else
-    {
-        _265 = _257;
-    }
-    float4 _266;
-    if (_265)
-    {
-        _266 = xv->v[cb >> uint(2)];
-    }
-    else
-    {
-        _266 = float4(0.0);
-    }
-    b = _266;
-}
-
-static inline __attribute__((always_inline))
-void nibbles(thread const uint& w, thread float4& a, thread float4& b)
-{
-    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
-    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
-    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
-    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
-    a = float4(a02.x, a13.x, a02.y, a13.y);
-    b = float4(b02.x, b13.x, b02.y, b13.y);
+    a = _119;
+    b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
@@ -243,7 +172,7 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -253,33 +182,39 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _172;
+    if (pair < routed)
+    {
+        _172 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _172 = p.order_at;
+    }
+    uint e = _172;
+    uint _197;
+    if (pair < routed)
+    {
+        _197 = pair / p.top_k;
+    }
+    else
+    {
+        _197 = pair - routed;
+    }
+    uint t = _197;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _433;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _433 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _433 = 0u;
-        }
-        pairs[j] = _433;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -295,25 +230,26 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _559;
+    uint _354;
     if (r0 < p.rows)
     {
-        _559 = n_chunks(p);
+        _354 = n_chunks(p);
     }
     else
     {
-        _559 = 0u;
+        _354 = 0u;
     }
-    uint chunks = _559;
+    uint chunks = _354;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float2, 8> t;
-    float4 param_6;
-    float4 param_7;
+    spvUnsafeArray<float4, 8> wa;
+    spvUnsafeArray<float4, 8> wb;
+    float4 param_4;
+    float4 param_5;
     float4 param_9;
     float4 param_10;
     for (uint c = lane; c < chunks; c += lanes)
@@ -328,26 +264,12 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                 {
                     ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
                     uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
                 }
             }
         }
-        for (uint s_1 = 0u; s_1 < 8u; s_1++)
+        for (uint i = 0u; i < 1u; i++)
         {
-            t[s_1] = float2(0.0);
-        }
-        float4 sa = float4(0.0);
-        float4 sb = float4(0.0);
-        for (uint i = 0u; i < 4u; i++)
-        {
-            ulong param_3 = xrows[0];
-            uint param_4 = col0;
-            uint param_5 = i;
-            load_x(param_3, param_4, param_5, param_6, param_7, p);
-            float4 xa = param_6;
-            float4 xb = param_7;
-            sa += xa;
-            sb += xb;
             for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
                 for (uint r_2 = 0u; r_2 < 4u; r_2++)
@@ -356,45 +278,55 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                     {
                         break;
                     }
-                    uint s_2 = (m_2 * 4u) + r_2;
-                    uint param_8 = k[s_2].q[i];
-                    nibbles(param_8, param_9, param_10);
-                    float4 fa = param_9;
-                    float4 fb = param_10;
-                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
                 }
             }
-        }
-        float sxa = dot(sa, float4(1.0));
-        float sxb = dot(sb, float4(1.0));
-        for (uint m_3 = 0u; m_3 < 2u; m_3++)
-        {
-            for (uint r_3 = 0u; r_3 < 4u; r_3++)
+            for (uint j_1 = 0u; j_1 < 1u; j_1++)
             {
-                if (r_3 >= ROWS)
+                if (j_1 >= n)
                 {
                     break;
                 }
-                uint s_3 = (m_3 * 4u) + r_3;
-                float4 sc = k[s_3].s;
-                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                ulong param_6 = xrows[j_1];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    {
+                        if (r_3 >= ROWS)
+                        {
+                            break;
+                        }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_1] += dot(wa[s_2], xa);
+                    }
+                }
             }
         }
     }
-    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    for (uint s_3 = 0u; s_3 < 8u; s_3++)
     {
         for (uint j_2 = 0u; j_2 < 1u; j_2++)
         {
-            if (((s_4 % 4u) >= ROWS) || (j_2 >= n))
+            if (((s_3 % 4u) >= ROWS) || (j_2 >= n))
             {
                 break;
             }
-            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
+            partial[(((s_3 * 1u) + j_2) * 129u) + tid] = acc[s_3][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_859 * n); o += wg)
+    for (uint o = tid; o < (_609 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -44,8 +44,8 @@ struct spvUnsafeArray
     }
 };
 
-struct Uints;
 struct Uvec4s;
+struct Uints;
 struct Vec4s;
 struct Ints;
 struct Addrs;
@@ -55,11 +55,6 @@ struct Chunk
 {
     uint4 q;
     float4 s;
-};
-
-struct Uints
-{
-    uint v[1];
 };
 
 struct P
@@ -83,6 +78,11 @@ struct Uvec4s
     uint4 v[1];
 };
 
+struct Uints
+{
+    uint v[1];
+};
+
 struct Vec4s
 {
     float4 v[1];
@@ -90,11 +90,10 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _224 = (CHECK == 0u);
-constant bool _244 = (CHECK == 0u);
-constant uint _315_tmp [[function_constant(0)]];
-constant uint _315 = is_function_constant_defined(_315_tmp) ? _315_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_315, 1u, 1u);
+constant bool _164 = (CHECK == 0u);
+constant uint _257_tmp [[function_constant(0)]];
+constant uint _257 = is_function_constant_defined(_257_tmp) ? _257_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_257, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _835 = (GROUPS * ROWS);
+constant uint _742 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -121,25 +120,28 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    uint nb = ((p.cols + 32u) - 1u) / 32u;
-    return ((nb + 1u) / 2u) * 2u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
-    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
-float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    if ((byte & 2u) == 0u)
+    uint _53;
+    if (half_index == 0u)
     {
-        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+        _53 = w;
     }
-    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+    else
+    {
+        _53 = w >> uint(16);
+    }
+    return float2(as_type<half2>(_53)).x;
 }
 
 static inline __attribute__((always_inline))
@@ -149,34 +151,10 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
     uint nb = ((p.cols + 32u) - 1u) / 32u;
-    uint pair = c >> uint(1);
-    uint qbytes = ((nb + 1u) / 2u) * 32u;
-    ulong param = row;
-    uint param_1 = qbytes + (pair * 4u);
-    float2 d = f16x2_at(param, param_1);
-    ulong param_2 = row;
-    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
-    float2 m = f16x2_at(param_2, param_3);
-    bool two = ((2u * pair) + 1u) < nb;
-    float _186;
-    if (two)
-    {
-        _186 = d.y;
-    }
-    else
-    {
-        _186 = 0.0;
-    }
-    float _196;
-    if (two)
-    {
-        _196 = m.y;
-    }
-    else
-    {
-        _196 = 0.0;
-    }
-    k.s = float4(d.x, _186, m.x, _196);
+    uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
+    uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
+    uint param_1 = (db >> uint(1)) & 1u;
+    k.s = float4(f16_at(param, param_1), 0.0, 0.0, 0.0);
     return k;
 }
 
@@ -185,59 +163,78 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    uint cb = ca + 32u;
-    bool _232;
-    if (!_224)
+    bool _172;
+    if (!_164)
     {
-        _232 = ca < p.cols;
+        _172 = ca < p.cols;
     }
     else
     {
-        _232 = _224;
+        _172 = _164;
     }
-    float4 _233;
-    if (_232)
+    float4 _173;
+    if (_172)
     {
-        _233 = xv->v[ca >> uint(2)];
+        _173 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _233 = float4(0.0);
+        _173 = float4(0.0);
     }
-    a = _233;
-    bool _252;
-    if (!_244)
-    {
-        _252 = cb < p.cols;
-    }
-    else
-    {
-        _252 = _244;
-    }
-    float4 _253;
-    if (_252)
-    {
-        _253 = xv->v[cb >> uint(2)];
-    }
-    else
-    {
-        _253 = float4(0.0);
-    }
-    b = _253;
+    a = _173;
+    b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
-void nibbles(thread const uint& w, thread float4& a, thread float4& b)
+float4 bytes4(thread uint& w)
 {
-    float2 a02 = float2(as_type<half2>(((w << uint(6)) & 62915520u) | 1006648320u));
-    float2 a13 = float2(as_type<half2>(((w >> uint(2)) & 62915520u) | 1006648320u));
-    float2 b02 = float2(as_type<half2>(((w << uint(2)) & 62915520u) | 1006648320u));
-    float2 b13 = float2(as_type<half2>(((w >> uint(6)) & 62915520u) | 1006648320u));
-    a = float4(a02.x, a13.x, a02.y, a13.y);
-    b = float4(b02.x, b13.x, b02.y, b13.y);
+    w ^= 2155905152u;
+    uint _188;
+    if (true)
+    {
+        _188 = w << uint(15);
+    }
+    else
+    {
+        _188 = w >> uint(-15);
+    }
+    uint _204;
+    if (true)
+    {
+        _204 = w << uint(7);
+    }
+    else
+    {
+        _204 = w >> uint(-7);
+    }
+    uint _219;
+    if (false)
+    {
+        _219 = w << uint(-1);
+    }
+    else
+    {
+        _219 = w >> uint(1);
+    }
+    uint _232;
+    if (false)
+    {
+        _232 = w << uint(-9);
+    }
+    else
+    {
+        _232 = w >> uint(9);
+    }
+    return float4(as_type<float>((_188 & 8355840u) | 1065353216u), as_type<float>((_204 & 8355840u) | 1065353216u), as_type<float>((_219 & 8355840u) | 1065353216u), as_type<float>((_232 & 8355840u) | 1065353216u));
 }
 
-kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+static inline __attribute__((always_inline))
+float silu(thread const float& x)
+{
+    return x / (1.0 + exp(-x));
+}
+
+kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -247,87 +244,92 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _287;
+    if (pair < routed)
+    {
+        _287 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _287 = p.order_at;
+    }
+    uint e = _287;
+    uint _312;
+    if (pair < routed)
+    {
+        _312 = pair / p.top_k;
+    }
+    else
+    {
+        _312 = pair - routed;
+    }
+    uint t = _312;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
-    spvUnsafeArray<ulong, 1> wbase;
-    wbase[0] = table->v[(3u * e) + 2u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _414;
+    spvUnsafeArray<ulong, 2> wbase;
+    wbase[0] = table->v[3u * e];
+    wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _414 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _414 = 0u;
-        }
-        pairs[j] = _414;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
     }
     spvUnsafeArray<ulong, 8> rowaddr;
-    for (uint m = 0u; m < 1u; m++)
+    for (uint m = 0u; m < 2u; m++)
     {
-        for (uint r = 0u; r < 8u; r++)
+        for (uint r = 0u; r < 4u; r++)
         {
-            rowaddr[(m * 8u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
+            rowaddr[(m * 4u) + r] = wbase[m] + (ulong(min((r0 + r), (p.rows - 1u))) * ulong(p.row_bytes));
         }
     }
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _534;
+    uint _468;
     if (r0 < p.rows)
     {
-        _534 = n_chunks(p);
+        _468 = n_chunks(p);
     }
     else
     {
-        _534 = 0u;
+        _468 = 0u;
     }
-    uint chunks = _534;
+    uint chunks = _468;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float2, 8> t;
+    spvUnsafeArray<float2, 8> t_1;
     float4 param_6;
     float4 param_7;
-    float4 param_9;
-    float4 param_10;
     for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
         uint col0 = chunk_col(param);
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            for (uint r_1 = 0u; r_1 < 8u; r_1++)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
                 if (r_1 < ROWS)
                 {
-                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
                     uint param_2 = c;
-                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
         for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            t[s_1] = float2(0.0);
+            t_1[s_1] = float2(0.0);
         }
         float4 sa = float4(0.0);
         float4 sb = float4(0.0);
@@ -341,72 +343,71 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
             float4 xb = param_7;
             sa += xa;
             sb += xb;
-            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                for (uint r_2 = 0u; r_2 < 8u; r_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
                     if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint s_2 = (m_2 * 4u) + r_2;
                     uint param_8 = k[s_2].q[i];
-                    nibbles(param_8, param_9, param_10);
-                    float4 fa = param_9;
-                    float4 fb = param_10;
-                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
+                    float4 _609 = bytes4(param_8);
+                    t_1[s_2].x += dot(_609, xa);
                 }
             }
         }
         float sxa = dot(sa, float4(1.0));
         float sxb = dot(sb, float4(1.0));
-        for (uint m_3 = 0u; m_3 < 1u; m_3++)
+        for (uint m_3 = 0u; m_3 < 2u; m_3++)
         {
-            for (uint r_3 = 0u; r_3 < 8u; r_3++)
+            for (uint r_3 = 0u; r_3 < 4u; r_3++)
             {
                 if (r_3 >= ROWS)
                 {
                     break;
                 }
-                uint s_3 = (m_3 * 8u) + r_3;
+                uint s_3 = (m_3 * 4u) + r_3;
                 float4 sc = k[s_3].s;
-                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                acc[s_3][0] += (sc.x * ((256.0 * (t_1[s_3].x - sxa)) - (128.0 * sxa)));
             }
         }
     }
     for (uint s_4 = 0u; s_4 < 8u; s_4++)
     {
-        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            if (((s_4 % 8u) >= ROWS) || (j_2 >= n))
+            if (((s_4 % 4u) >= ROWS) || (j_1 >= n))
             {
                 break;
             }
-            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
+            partial[(((s_4 * 1u) + j_1) * 129u) + tid] = acc[s_4][j_1];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_835 * n); o += wg)
+    spvUnsafeArray<float, 2> v;
+    for (uint o = tid; o < (_742 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_3 = o % n;
+        uint j_2 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
             continue;
         }
-        for (uint m_4 = 0u; m_4 < 1u; m_4++)
+        for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_2) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = v[0];
+        float param_9 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_9) * v[1];
     }
 }
 

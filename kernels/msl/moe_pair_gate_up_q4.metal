@@ -88,9 +88,13 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint _306_tmp [[function_constant(0)]];
-constant uint _306 = is_function_constant_defined(_306_tmp) ? _306_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_306, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _237 = (CHECK == 0u);
+constant bool _257 = (CHECK == 0u);
+constant uint _328_tmp [[function_constant(0)]];
+constant uint _328 = is_function_constant_defined(_328_tmp) ? _328_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_328, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -107,56 +111,35 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _837 = (GROUPS * ROWS);
+constant uint _840 = (GROUPS * ROWS);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    return ((p.cols + 32u) - 1u) / 32u;
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    return ((nb + 1u) / 2u) * 2u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
-    return c * 32u;
+    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
 }
 
 static inline __attribute__((always_inline))
-float bf16_lo(thread const uint& w)
+float2 f16x2_at(thread const ulong& row, thread const uint& byte)
 {
-    return as_type<float>(w << uint(16));
-}
-
-static inline __attribute__((always_inline))
-float bf16_hi(thread const uint& w)
-{
-    return as_type<float>(w & 4294901760u);
-}
-
-static inline __attribute__((always_inline))
-float bf16_at(thread const ulong& row, thread const uint& byte)
-{
-    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
-    float _90;
+    device Uints* u = reinterpret_cast<device Uints*>(row);
     if ((byte & 2u) == 0u)
     {
-        uint param = w;
-        _90 = bf16_lo(param);
+        return float2(as_type<half2>(u->v[byte >> uint(2)]));
     }
-    else
-    {
-        uint param_1 = w;
-        _90 = bf16_hi(param_1);
-    }
-    return _90;
+    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
 }
 
 static inline __attribute__((always_inline))
@@ -165,45 +148,82 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
-    uint g = (c * 32u) / 64u;
-    uint _154;
-    if (true)
-    {
-        _154 = p.cols / 2u;
-    }
-    else
-    {
-        _154 = p.cols;
-    }
-    uint qbytes = _154;
-    uint groups = p.cols / 64u;
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    uint pair = c >> uint(1);
+    uint qbytes = ((nb + 1u) / 2u) * 32u;
     ulong param = row;
-    uint param_1 = qbytes + (g * 2u);
-    float scale = bf16_at(param, param_1);
+    uint param_1 = qbytes + (pair * 4u);
+    float2 d = f16x2_at(param, param_1);
     ulong param_2 = row;
-    uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
-    float bias0 = bf16_at(param_2, param_3);
-    float4 _189;
-    if (true)
+    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
+    float2 m = f16x2_at(param_2, param_3);
+    bool two = ((2u * pair) + 1u) < nb;
+    float _199;
+    if (two)
     {
-        _189 = float4(scale, scale, bias0, bias0);
+        _199 = d.y;
     }
     else
     {
-        _189 = float4(scale, bias0, 0.0, 0.0);
+        _199 = 0.0;
     }
-    k.s = _189;
+    float _209;
+    if (two)
+    {
+        _209 = m.y;
+    }
+    else
+    {
+        _209 = 0.0;
+    }
+    k.s = float4(d.x, _199, m.x, _209);
     return k;
 }
 
 static inline __attribute__((always_inline))
-void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b)
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    float4 u = xv->v[(col0 >> uint(2)) + (2u * i)];
-    float4 v = xv->v[((col0 >> uint(2)) + (2u * i)) + 1u];
-    a = float4(u.x, u.z, v.x, v.z);
-    b = float4(u.y, u.w, v.y, v.w);
+    uint ca = col0 + (4u * i);
+    uint cb = ca + 32u;
+    bool _245;
+    if (!_237)
+    {
+        _245 = ca < p.cols;
+    }
+    else
+    {
+        _245 = _237;
+    }
+    float4 _246;
+    if (_245)
+    {
+        _246 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _246 = float4(0.0);
+    }
+    a = _246;
+    bool _265;
+    if (!_257)
+    {
+        _265 = cb < p.cols;
+    }
+    else
+    {
+        _265 = _257;
+    }
+    float4 _266;
+    if (_265)
+    {
+        _266 = xv->v[cb >> uint(2)];
+    }
+    else
+    {
+        _266 = float4(0.0);
+    }
+    b = _266;
 }
 
 static inline __attribute__((always_inline))
@@ -223,7 +243,7 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -233,33 +253,39 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _359;
+    if (pair < routed)
+    {
+        _359 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _359 = p.order_at;
+    }
+    uint e = _359;
+    uint _384;
+    if (pair < routed)
+    {
+        _384 = pair / p.top_k;
+    }
+    else
+    {
+        _384 = pair - routed;
+    }
+    uint t = _384;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _410;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _410 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _410 = 0u;
-        }
-        pairs[j] = _410;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -275,23 +301,23 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _537;
+    uint _540;
     if (r0 < p.rows)
     {
-        _537 = n_chunks(p);
+        _540 = n_chunks(p);
     }
     else
     {
-        _537 = 0u;
+        _540 = 0u;
     }
-    uint chunks = _537;
+    uint chunks = _540;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float2, 8> t;
+    spvUnsafeArray<float2, 8> t_1;
     float4 param_6;
     float4 param_7;
     float4 param_9;
@@ -314,7 +340,7 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
         }
         for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            t[s_1] = float2(0.0);
+            t_1[s_1] = float2(0.0);
         }
         float4 sa = float4(0.0);
         float4 sb = float4(0.0);
@@ -323,7 +349,7 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
             ulong param_3 = xrows[0];
             uint param_4 = col0;
             uint param_5 = i;
-            load_x(param_3, param_4, param_5, param_6, param_7);
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
             float4 xa = param_6;
             float4 xb = param_7;
             sa += xa;
@@ -341,7 +367,7 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
                     nibbles(param_8, param_9, param_10);
                     float4 fa = param_9;
                     float4 fb = param_10;
-                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
+                    t_1[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
             }
         }
@@ -357,28 +383,28 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
                 }
                 uint s_3 = (m_3 * 4u) + r_3;
                 float4 sc = k[s_3].s;
-                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                acc[s_3][0] += (((((16.0 * sc.x) * (t_1[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t_1[s_3].y - sxb))) + (sc.w * sxb));
             }
         }
     }
     for (uint s_4 = 0u; s_4 < 8u; s_4++)
     {
-        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            if (((s_4 % 4u) >= ROWS) || (j_2 >= n))
+            if (((s_4 % 4u) >= ROWS) || (j_1 >= n))
             {
                 break;
             }
-            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
+            partial[(((s_4 * 1u) + j_1) * 129u) + tid] = acc[s_4][j_1];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_837 * n); o += wg)
+    for (uint o = tid; o < (_840 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_3 = o % n;
+        uint j_2 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -387,14 +413,14 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_2) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
         float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_11) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

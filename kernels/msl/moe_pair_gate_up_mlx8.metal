@@ -44,6 +44,7 @@ struct spvUnsafeArray
     }
 };
 
+struct Uints;
 struct Uvec4s;
 struct Vec4s;
 struct Ints;
@@ -54,6 +55,11 @@ struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Uints
+{
+    uint v[1];
 };
 
 struct P
@@ -84,11 +90,10 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _133 = (CHECK == 0u);
-constant bool _154 = (CHECK == 0u);
-constant uint _217_tmp [[function_constant(0)]];
-constant uint _217 = is_function_constant_defined(_217_tmp) ? _217_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_217, 1u, 1u);
+constant bool _218 = (CHECK == 0u);
+constant uint _307_tmp [[function_constant(0)]];
+constant uint _307 = is_function_constant_defined(_307_tmp) ? _307_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_307, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -105,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _707 = (GROUPS * ROWS);
+constant uint _794 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -115,22 +120,13 @@ struct Floats
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
-    return ((p.cols + 8u) - 1u) / 8u;
+    return ((p.cols + 16u) - 1u) / 16u;
 }
 
 static inline __attribute__((always_inline))
 uint chunk_col(thread const uint& c)
 {
-    return c * 8u;
-}
-
-static inline __attribute__((always_inline))
-Chunk load_chunk(thread const ulong& row, thread const uint& c)
-{
-    Chunk k;
-    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
-    k.s = float4(0.0);
-    return k;
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -146,64 +142,127 @@ float bf16_hi(thread const uint& w)
 }
 
 static inline __attribute__((always_inline))
-void floats(thread const uint4& q, thread float4& a, thread float4& b)
+float bf16_at(thread const ulong& row, thread const uint& byte)
 {
-    uint param = q.x;
-    uint param_1 = q.x;
-    uint param_2 = q.y;
-    uint param_3 = q.y;
-    a = float4(bf16_lo(param), bf16_hi(param_1), bf16_lo(param_2), bf16_hi(param_3));
-    uint param_4 = q.z;
-    uint param_5 = q.z;
-    uint param_6 = q.w;
-    uint param_7 = q.w;
-    b = float4(bf16_lo(param_4), bf16_hi(param_5), bf16_lo(param_6), bf16_hi(param_7));
+    uint w = (reinterpret_cast<device Uints*>(row))->v[byte >> uint(2)];
+    float _88;
+    if ((byte & 2u) == 0u)
+    {
+        uint param = w;
+        _88 = bf16_lo(param);
+    }
+    else
+    {
+        uint param_1 = w;
+        _88 = bf16_hi(param_1);
+    }
+    return _88;
+}
+
+static inline __attribute__((always_inline))
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
+{
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
+    uint g = (c * 16u) / 64u;
+    uint _152;
+    if (false)
+    {
+        _152 = p.cols / 2u;
+    }
+    else
+    {
+        _152 = p.cols;
+    }
+    uint qbytes = _152;
+    uint groups = p.cols / 64u;
+    ulong param = row;
+    uint param_1 = qbytes + (g * 2u);
+    float scale = bf16_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (groups * 2u)) + (g * 2u);
+    float bias0 = bf16_at(param_2, param_3);
+    float4 _187;
+    if (false)
+    {
+        _187 = float4(scale, scale, bias0, bias0);
+    }
+    else
+    {
+        _187 = float4(scale, bias0, 0.0, 0.0);
+    }
+    k.s = _187;
+    return k;
 }
 
 static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
-    uint ca = col0 + (8u * i);
-    uint cb = ca + 4u;
-    bool _141;
-    if (!_133)
+    uint ca = col0 + (4u * i);
+    bool _226;
+    if (!_218)
     {
-        _141 = ca < p.cols;
+        _226 = ca < p.cols;
     }
     else
     {
-        _141 = _133;
+        _226 = _218;
     }
-    float4 _142;
-    if (_141)
+    float4 _227;
+    if (_226)
     {
-        _142 = xv->v[ca >> uint(2)];
+        _227 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _142 = float4(0.0);
+        _227 = float4(0.0);
     }
-    a = _142;
-    bool _162;
-    if (!_154)
+    a = _227;
+    b = float4(0.0);
+}
+
+static inline __attribute__((always_inline))
+float4 bytes4(thread const uint& w)
+{
+    uint _239;
+    if (true)
     {
-        _162 = cb < p.cols;
+        _239 = w << uint(15);
     }
     else
     {
-        _162 = _154;
+        _239 = w >> uint(-15);
     }
-    float4 _163;
-    if (_162)
+    uint _255;
+    if (true)
     {
-        _163 = xv->v[cb >> uint(2)];
+        _255 = w << uint(7);
     }
     else
     {
-        _163 = float4(0.0);
+        _255 = w >> uint(-7);
     }
-    b = _163;
+    uint _269;
+    if (false)
+    {
+        _269 = w << uint(-1);
+    }
+    else
+    {
+        _269 = w >> uint(1);
+    }
+    uint _282;
+    if (false)
+    {
+        _282 = w << uint(-9);
+    }
+    else
+    {
+        _282 = w >> uint(9);
+    }
+    return float4(as_type<float>((_239 & 8355840u) | 1065353216u), as_type<float>((_255 & 8355840u) | 1065353216u), as_type<float>((_269 & 8355840u) | 1065353216u), as_type<float>((_282 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -212,7 +271,7 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -222,33 +281,39 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _337;
+    if (pair < routed)
+    {
+        _337 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _337 = p.order_at;
+    }
+    uint e = _337;
+    uint _362;
+    if (pair < routed)
+    {
+        _362 = pair / p.top_k;
+    }
+    else
+    {
+        _362 = pair - routed;
+    }
+    uint t = _362;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _321;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _321 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _321 = 0u;
-        }
-        pairs[j] = _321;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -264,28 +329,25 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _446;
+    uint _518;
     if (r0 < p.rows)
     {
-        _446 = n_chunks(p);
+        _518 = n_chunks(p);
     }
     else
     {
-        _446 = 0u;
+        _518 = 0u;
     }
-    uint chunks = _446;
+    uint chunks = _518;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float4, 8> wa;
-    spvUnsafeArray<float4, 8> wb;
-    float4 param_4;
-    float4 param_5;
-    float4 param_9;
-    float4 param_10;
+    spvUnsafeArray<float2, 8> t_1;
+    float4 param_6;
+    float4 param_7;
     for (uint c = lane; c < chunks; c += lanes)
     {
         uint param = c;
@@ -298,12 +360,26 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
                 {
                     ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
                     uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint i = 0u; i < 1u; i++)
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
+            t_1[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
             for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
                 for (uint r_2 = 0u; r_2 < 4u; r_2++)
@@ -312,59 +388,46 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
                     {
                         break;
                     }
-                    uint s_1 = (m_2 * 4u) + r_2;
-                    float4 sc = k[s_1].s;
-                    uint4 param_3 = k[s_1].q;
-                    floats(param_3, param_4, param_5);
-                    wa[s_1] = param_4;
-                    wb[s_1] = param_5;
-                }
-            }
-            for (uint j_2 = 0u; j_2 < 1u; j_2++)
-            {
-                if (j_2 >= n)
-                {
-                    break;
-                }
-                ulong param_6 = xrows[j_2];
-                uint param_7 = col0;
-                uint param_8 = i;
-                load_x(param_6, param_7, param_8, param_9, param_10, p);
-                float4 xa = param_9;
-                float4 xb = param_10;
-                for (uint m_3 = 0u; m_3 < 2u; m_3++)
-                {
-                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
-                    {
-                        if (r_3 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_2 = (m_3 * 4u) + r_3;
-                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
-                    }
+                    uint s_2 = (m_2 * 4u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    t_1[s_2].x += dot(bytes4(param_8), xa);
                 }
             }
         }
-    }
-    for (uint s_3 = 0u; s_3 < 8u; s_3++)
-    {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 2u; m_3++)
         {
-            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
+            for (uint r_3 = 0u; r_3 < 4u; r_3++)
+            {
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 4u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((256.0 * sc.x) * (t_1[s_3].x - sxa)) + (sc.y * sxa));
+            }
+        }
+    }
+    for (uint s_4 = 0u; s_4 < 8u; s_4++)
+    {
+        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        {
+            if (((s_4 % 4u) >= ROWS) || (j_1 >= n))
             {
                 break;
             }
-            partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
+            partial[(((s_4 * 1u) + j_1) * 129u) + tid] = acc[s_4][j_1];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_707 * n); o += wg)
+    for (uint o = tid; o < (_794 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_2 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -373,14 +436,14 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_2) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
-        float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_11) * v[1];
+        float param_9 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_9) * v[1];
     }
 }
 

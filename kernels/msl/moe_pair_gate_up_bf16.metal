@@ -84,11 +84,11 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _114 = (CHECK == 0u);
-constant bool _135 = (CHECK == 0u);
-constant uint _187_tmp [[function_constant(0)]];
-constant uint _187 = is_function_constant_defined(_187_tmp) ? _187_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_187, 1u, 1u);
+constant bool _133 = (CHECK == 0u);
+constant bool _154 = (CHECK == 0u);
+constant uint _217_tmp [[function_constant(0)]];
+constant uint _217 = is_function_constant_defined(_217_tmp) ? _217_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_217, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _677 = (GROUPS * ROWS);
+constant uint _688 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -134,10 +134,30 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
+float bf16_lo(thread const uint& w)
+{
+    return as_type<float>(w << uint(16));
+}
+
+static inline __attribute__((always_inline))
+float bf16_hi(thread const uint& w)
+{
+    return as_type<float>(w & 4294901760u);
+}
+
+static inline __attribute__((always_inline))
 void floats(thread const uint4& q, thread float4& a, thread float4& b)
 {
-    a = float4(float2(as_type<half2>(q.x)), float2(as_type<half2>(q.y)));
-    b = float4(float2(as_type<half2>(q.z)), float2(as_type<half2>(q.w)));
+    uint param = q.x;
+    uint param_1 = q.x;
+    uint param_2 = q.y;
+    uint param_3 = q.y;
+    a = float4(bf16_lo(param), bf16_hi(param_1), bf16_lo(param_2), bf16_hi(param_3));
+    uint param_4 = q.z;
+    uint param_5 = q.z;
+    uint param_6 = q.w;
+    uint param_7 = q.w;
+    b = float4(bf16_lo(param_4), bf16_hi(param_5), bf16_lo(param_6), bf16_hi(param_7));
 }
 
 static inline __attribute__((always_inline))
@@ -146,44 +166,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _122;
-    if (!_114)
+    bool _141;
+    if (!_133)
     {
-        _122 = ca < p.cols;
+        _141 = ca < p.cols;
     }
     else
     {
-        _122 = _114;
+        _141 = _133;
     }
-    float4 _123;
-    if (_122)
+    float4 _142;
+    if (_141)
     {
-        _123 = xv->v[ca >> uint(2)];
+        _142 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _123 = float4(0.0);
+        _142 = float4(0.0);
     }
-    a = _123;
-    bool _143;
-    if (!_135)
+    a = _142;
+    bool _162;
+    if (!_154)
     {
-        _143 = cb < p.cols;
+        _162 = cb < p.cols;
     }
     else
     {
-        _143 = _135;
+        _162 = _154;
     }
-    float4 _144;
-    if (_143)
+    float4 _163;
+    if (_162)
     {
-        _144 = xv->v[cb >> uint(2)];
+        _163 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _144 = float4(0.0);
+        _163 = float4(0.0);
     }
-    b = _144;
+    b = _163;
 }
 
 static inline __attribute__((always_inline))
@@ -192,7 +212,7 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float partial[1032];
     threadgroup float wg_red[256];
@@ -202,33 +222,39 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint _248;
+    if (pair < routed)
+    {
+        _248 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+    }
+    else
+    {
+        _248 = p.order_at;
+    }
+    uint e = _248;
+    uint _273;
+    if (pair < routed)
+    {
+        _273 = pair / p.top_k;
+    }
+    else
+    {
+        _273 = pair - routed;
+    }
+    uint t = _273;
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _291;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _291 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _291 = 0u;
-        }
-        pairs[j] = _291;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -244,21 +270,21 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _416;
+    uint _427;
     if (r0 < p.rows)
     {
-        _416 = n_chunks(p);
+        _427 = n_chunks(p);
     }
     else
     {
-        _416 = 0u;
+        _427 = 0u;
     }
-    uint chunks = _416;
+    uint chunks = _427;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
@@ -300,13 +326,13 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
                     wb[s_1] = param_5;
                 }
             }
-            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            for (uint j_1 = 0u; j_1 < 1u; j_1++)
             {
-                if (j_2 >= n)
+                if (j_1 >= n)
                 {
                     break;
                 }
-                ulong param_6 = xrows[j_2];
+                ulong param_6 = xrows[j_1];
                 uint param_7 = col0;
                 uint param_8 = i;
                 load_x(param_6, param_7, param_8, param_9, param_10, p);
@@ -321,7 +347,7 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
                             break;
                         }
                         uint s_2 = (m_3 * 4u) + r_3;
-                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                        acc[s_2][j_1] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -329,22 +355,22 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     }
     for (uint s_3 = 0u; s_3 < 8u; s_3++)
     {
-        for (uint j_3 = 0u; j_3 < 1u; j_3++)
+        for (uint j_2 = 0u; j_2 < 1u; j_2++)
         {
-            if (((s_3 % 4u) >= ROWS) || (j_3 >= n))
+            if (((s_3 % 4u) >= ROWS) || (j_2 >= n))
             {
                 break;
             }
-            partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
+            partial[(((s_3 * 1u) + j_2) * 129u) + tid] = acc[s_3][j_2];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_677 * n); o += wg)
+    for (uint o = tid; o < (_688 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -353,14 +379,14 @@ kernel void splash_moe_gate_up_f16(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
         float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_11) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 
