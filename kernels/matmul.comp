@@ -11,7 +11,9 @@
 // Decode (few tokens) takes the MoE layer by pair instead, no plan (NMAX 1), the expert ids read where the router put
 // them on the device:
 //   MODE 4 (MoE gate/up by pair):  h[q][r] = silu(gate_e[r] · x[t]) · (up_e[r] · x[t]), workgroup column q of the grid:
-//            q < n·k the routed pair (t = q / k, e = ids[q]); q = n·k + t token t's shared expert (the table's entry E)
+//            q < n·k the routed pair (t = q / k, slot q % k), whose expert each workgroup finds by routing token t from
+//            its logits (route.glsl) — the routing needs no dispatch of its own; q = n·k + t token t's shared expert
+//            (the table's entry E)
 //   MODE 5 (MoE down and sum):  y[t][r] = Σ_slots w[t][slot] · (down_e[r] · h[pair]) in ascending expert order (the CPU's
 //            and HF's), then + sigmoid(score[t]) · (down_E[r] · h[n·k + t]) where there is a shared expert. Workgroup
 //            column t; its lanes stride over (source, chunk) items, so all sources' loads are in flight together.
@@ -50,6 +52,9 @@
 #if DOT && MODE == 5
 #include "quant8.glsl"
 #endif
+#if MODE == 4
+#include "route.glsl"
+#endif
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
 // OpSDot of two words of four packed signed bytes (PackedVectorFormat4x8Bit = 0): capabilities DotProduct and
@@ -86,16 +91,17 @@ layout(push_constant) uniform P {
     uint64_t x;       // dense, MoE gate/up: x [n][x_stride]; MoE down: h [pairs][x_stride]
     uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]; MODE 5: y [n][y_stride]
     uint64_t plan;    // MODE 1, 2: the plan (moe.comp): tiles (expert, start, count), then the pair order; MODE 3: row 0
-                      // of up; MODE 4, 5: the expert ids [n][top_k]
+                      // of up; MODE 4: the router logits [n][E]
     uint row_bytes;   // device bytes per weight row
     uint rows, cols;
     uint n;           // dense: x rows (≤ NMAX); MODE 4, 5: tokens
     uint x_stride, y_stride;  // in floats (DOT: x rows as quantize.comp writes them, in 4-byte words)
     uint top_k;       // MoE: pair p is token p / top_k's slot p % top_k
-    uint order_at;    // MODE 1, 2: index of the pair order in the plan (ints); MODE 4, 5: the shared expert's entry E
-#if MODE == 5
-    uint64_t weights; // the routing weights [n][top_k]
-    uint64_t score;   // the shared expert's gate logits [n], or 0 where there is none
+    uint order_at;    // MODE 1, 2: index of the pair order in the plan (ints); MODE 4, 5: E (experts; the shared one's entry)
+#if MODE == 4 || MODE == 5
+    uint64_t ids;     // the routing [n][top_k]: MODE 4 writes it (route.glsl, in the workgroups of row block 0), MODE 5
+    uint64_t weights; // reads it: expert ids and weights
+    uint64_t score;   // MODE 5: the shared expert's gate logits [n], or 0 where there is none
 #endif
 } p;
 
@@ -287,7 +293,7 @@ void main() {
     if (rg0 >= p.rows) return;
     uint k = p.top_k, sources = k + (p.score != 0ul ? 1u : 0u);
     if (tid == 0u) {
-        Ints ids = Ints(p.plan);
+        Ints ids = Ints(p.ids);
         for (uint j = 0u; j < k; j++) {  // insertion sort by expert id (a token's ids are distinct)
             uint e = uint(ids.v[t * k + j]), i = j;
             for (; i > 0u && src_e[i - 1u] > e; i--) {
@@ -414,8 +420,17 @@ void main() {
 #endif
     [[unroll]] for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
 #elif MODE == 4
-    uint pair = gl_WorkGroupID.x, routed = p.n * p.top_k;
-    uint e = pair < routed ? uint(Ints(p.plan).v[pair]) : p.order_at, t = pair < routed ? pair / p.top_k : pair - routed;
+    uint pair = gl_WorkGroupID.x, routed = p.n * p.top_k, e = p.order_at, t = pair - routed;
+    if (pair < routed) {  // the same in the whole workgroup
+        bool first = gl_WorkGroupID.y == 0u;
+        t = pair / p.top_k;
+        route_token(p.plan + uint64_t(t * p.order_at) * 4ul, p.order_at, p.top_k, first);
+        e = route_id[pair % p.top_k];
+        if (first && tid == 0u) {
+            Ints(p.ids).v[pair] = int(e);
+            Floats(p.weights).v[pair] = route_w[pair % p.top_k];
+        }
+    }
     uint pairs[NMAX];
     pairs[0] = pair;
     n = 1u;

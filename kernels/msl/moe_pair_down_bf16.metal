@@ -70,6 +70,7 @@ struct P
     uint y_stride;
     uint top_k;
     uint order_at;
+    ulong ids;
     ulong weights;
     ulong score;
 };
@@ -257,7 +258,7 @@ kernel void splash_moe_pair_down_bf16(constant P& p [[buffer(0)]], uint3 gl_Loca
     uint sources = k + uint(p.score != 0ul);
     if (tid == 0u)
     {
-        device Ints* ids = reinterpret_cast<device Ints*>(p.plan);
+        device Ints* ids = reinterpret_cast<device Ints*>(p.ids);
         for (uint j = 0u; j < k; j++)
         {
             uint e = uint(ids->v[(t * k) + j]);

@@ -44,16 +44,21 @@ struct spvUnsafeArray
     }
 };
 
+struct Floats;
 struct Uvec4s;
 struct Vec4s;
 struct Ints;
 struct Addrs;
-struct Floats;
 
 struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Floats
+{
+    float v[1];
 };
 
 struct P
@@ -70,6 +75,9 @@ struct P
     uint y_stride;
     uint top_k;
     uint order_at;
+    ulong ids;
+    ulong weights;
+    ulong score;
 };
 
 struct Uvec4s
@@ -84,11 +92,11 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _133 = (CHECK == 0u);
-constant bool _154 = (CHECK == 0u);
-constant uint _217_tmp [[function_constant(0)]];
-constant uint _217 = is_function_constant_defined(_217_tmp) ? _217_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_217, 1u, 1u);
+constant bool _414 = (CHECK == 0u);
+constant bool _435 = (CHECK == 0u);
+constant uint _492_tmp [[function_constant(0)]];
+constant uint _492 = is_function_constant_defined(_492_tmp) ? _492_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_492, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -105,12 +113,114 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _688 = (GROUPS * ROWS);
+constant uint _998 = (GROUPS * ROWS);
 
-struct Floats
+static inline __attribute__((always_inline))
+float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
-    float v[1];
-};
+    v = simd_max(v);
+    bool _126 = simd_is_first();
+    if (_126)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = wg_red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++)
+    {
+        s = fast::max(s, wg_red[i]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
+{
+    v = simd_sum(v);
+    bool _85 = simd_is_first();
+    if (_85)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+    {
+        s += wg_red[i];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+void route_token(thread const ulong& logits, thread const uint& E, thread const uint& k, thread const bool& weights, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups, thread uint3& gl_LocalInvocationID, threadgroup float (&route_l)[1024], threadgroup uint (&route_id)[64], threadgroup float (&route_w)[64])
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = 1u;
+    device Floats* l = reinterpret_cast<device Floats*>(logits);
+    float mx = as_type<float>(0xff800000u /* -inf */);
+    for (uint e = tid; e < E; e += wg)
+    {
+        route_l[e] = l->v[e];
+        mx = fast::max(mx, route_l[e]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e_1 = tid; e_1 < E; e_1 += wg)
+    {
+        float v = route_l[e_1];
+        uint rank = 0u;
+        for (uint f = 0u; (f < E) && (rank < k); f++)
+        {
+            float u = route_l[f];
+            bool _244 = u > v;
+            bool _255;
+            if (!_244)
+            {
+                _255 = (u == v) && (f < e_1);
+            }
+            else
+            {
+                _255 = _244;
+            }
+            rank += uint(_255);
+        }
+        if (rank < k)
+        {
+            route_id[rank] = e_1;
+        }
+    }
+    if (!weights)
+    {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        return;
+    }
+    float param = mx;
+    float _284 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _284;
+    float sum = 0.0;
+    for (uint e_2 = tid; e_2 < E; e_2 += wg)
+    {
+        sum += exp(route_l[e_2] - mx);
+    }
+    float param_1 = sum;
+    float _309 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    sum = _309;
+    if (tid == 0u)
+    {
+        float s = 0.0;
+        for (uint j = 0u; j < k; j++)
+        {
+            route_w[j] = exp(route_l[route_id[j]] - mx) / sum;
+            s += route_w[j];
+        }
+        for (uint j_1 = 0u; j_1 < k; j_1++)
+        {
+            route_w[j_1] /= s;
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
 
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
@@ -166,44 +276,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _141;
-    if (!_133)
+    bool _422;
+    if (!_414)
     {
-        _141 = ca < p.cols;
+        _422 = ca < p.cols;
     }
     else
     {
-        _141 = _133;
+        _422 = _414;
     }
-    float4 _142;
-    if (_141)
+    float4 _423;
+    if (_422)
     {
-        _142 = xv->v[ca >> uint(2)];
+        _423 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _142 = float4(0.0);
+        _423 = float4(0.0);
     }
-    a = _142;
-    bool _162;
-    if (!_154)
+    a = _423;
+    bool _443;
+    if (!_435)
     {
-        _162 = cb < p.cols;
+        _443 = cb < p.cols;
     }
     else
     {
-        _162 = _154;
+        _443 = _435;
     }
-    float4 _163;
-    if (_162)
+    float4 _444;
+    if (_443)
     {
-        _163 = xv->v[cb >> uint(2)];
+        _444 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _163 = float4(0.0);
+        _444 = float4(0.0);
     }
-    b = _163;
+    b = _444;
 }
 
 static inline __attribute__((always_inline))
@@ -212,10 +322,13 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[1032];
     threadgroup float wg_red[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
+    threadgroup float partial[1032];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
@@ -224,26 +337,24 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
     uint lane = tid % lanes;
     uint pair = gl_WorkGroupID.x;
     uint routed = p.n * p.top_k;
-    uint _248;
+    uint e = p.order_at;
+    uint t = pair - routed;
     if (pair < routed)
     {
-        _248 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+        bool first = gl_WorkGroupID.y == 0u;
+        t = pair / p.top_k;
+        ulong param = p.plan + (ulong(t * p.order_at) * 4ul);
+        uint param_1 = p.order_at;
+        uint param_2 = p.top_k;
+        bool param_3 = first;
+        route_token(param, param_1, param_2, param_3, wg_red, gl_SubgroupID, gl_NumSubgroups, gl_LocalInvocationID, route_l, route_id, route_w);
+        e = route_id[pair % p.top_k];
+        if (first && (tid == 0u))
+        {
+            (reinterpret_cast<device Ints*>(p.ids))->v[pair] = int(e);
+            (reinterpret_cast<device Floats*>(p.weights))->v[pair] = route_w[pair % p.top_k];
+        }
     }
-    else
-    {
-        _248 = p.order_at;
-    }
-    uint e = _248;
-    uint _273;
-    if (pair < routed)
-    {
-        _273 = pair / p.top_k;
-    }
-    else
-    {
-        _273 = pair - routed;
-    }
-    uint t = _273;
     spvUnsafeArray<uint, 1> pairs;
     pairs[0] = pair;
     uint n = 1u;
@@ -275,36 +386,36 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
             acc[s][j] = 0.0;
         }
     }
-    uint _427;
+    uint _739;
     if (r0 < p.rows)
     {
-        _427 = n_chunks(p);
+        _739 = n_chunks(p);
     }
     else
     {
-        _427 = 0u;
+        _739 = 0u;
     }
-    uint chunks = _427;
+    uint chunks = _739;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
-    float4 param_4;
-    float4 param_5;
+    float4 param_8;
     float4 param_9;
-    float4 param_10;
+    float4 param_13;
+    float4 param_14;
     for (uint c = lane; c < chunks; c += lanes)
     {
-        uint param = c;
-        uint col0 = chunk_col(param);
+        uint param_4 = c;
+        uint col0 = chunk_col(param_4);
         for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
                 if (r_1 < ROWS)
                 {
-                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
+                    ulong param_5 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_6 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_5, param_6);
                 }
             }
         }
@@ -320,10 +431,10 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
                     }
                     uint s_1 = (m_2 * 4u) + r_2;
                     float4 sc = k[s_1].s;
-                    uint4 param_3 = k[s_1].q;
-                    floats(param_3, param_4, param_5);
-                    wa[s_1] = param_4;
-                    wb[s_1] = param_5;
+                    uint4 param_7 = k[s_1].q;
+                    floats(param_7, param_8, param_9);
+                    wa[s_1] = param_8;
+                    wb[s_1] = param_9;
                 }
             }
             for (uint j_1 = 0u; j_1 < 1u; j_1++)
@@ -332,12 +443,12 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
                 {
                     break;
                 }
-                ulong param_6 = xrows[j_1];
-                uint param_7 = col0;
-                uint param_8 = i;
-                load_x(param_6, param_7, param_8, param_9, param_10, p);
-                float4 xa = param_9;
-                float4 xb = param_10;
+                ulong param_10 = xrows[j_1];
+                uint param_11 = col0;
+                uint param_12 = i;
+                load_x(param_10, param_11, param_12, param_13, param_14, p);
+                float4 xa = param_13;
+                float4 xb = param_14;
                 for (uint m_3 = 0u; m_3 < 2u; m_3++)
                 {
                     for (uint r_3 = 0u; r_3 < 4u; r_3++)
@@ -366,7 +477,7 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_688 * n); o += wg)
+    for (uint o = tid; o < (_998 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
@@ -385,8 +496,8 @@ kernel void splash_moe_pair_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_L
                 v[m_4] += partial[at + i_1];
             }
         }
-        float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_11) * v[1];
+        float param_15 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_15) * v[1];
     }
 }
 

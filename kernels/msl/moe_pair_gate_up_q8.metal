@@ -44,17 +44,22 @@ struct spvUnsafeArray
     }
 };
 
+struct Floats;
 struct Uvec4s;
 struct Uints;
 struct Vec4s;
 struct Ints;
 struct Addrs;
-struct Floats;
 
 struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Floats
+{
+    float v[1];
 };
 
 struct P
@@ -71,6 +76,9 @@ struct P
     uint y_stride;
     uint top_k;
     uint order_at;
+    ulong ids;
+    ulong weights;
+    ulong score;
 };
 
 struct Uvec4s
@@ -90,10 +98,10 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _164 = (CHECK == 0u);
-constant uint _257_tmp [[function_constant(0)]];
-constant uint _257 = is_function_constant_defined(_257_tmp) ? _257_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_257, 1u, 1u);
+constant bool _444 = (CHECK == 0u);
+constant uint _533_tmp [[function_constant(0)]];
+constant uint _533 = is_function_constant_defined(_533_tmp) ? _533_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_533, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -110,12 +118,114 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _742 = (GROUPS * ROWS);
+constant uint _1052 = (GROUPS * ROWS);
 
-struct Floats
+static inline __attribute__((always_inline))
+float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
-    float v[1];
-};
+    v = simd_max(v);
+    bool _125 = simd_is_first();
+    if (_125)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = wg_red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++)
+    {
+        s = fast::max(s, wg_red[i]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
+{
+    v = simd_sum(v);
+    bool _85 = simd_is_first();
+    if (_85)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+    {
+        s += wg_red[i];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+void route_token(thread const ulong& logits, thread const uint& E, thread const uint& k, thread const bool& weights, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups, thread uint3& gl_LocalInvocationID, threadgroup float (&route_l)[1024], threadgroup uint (&route_id)[64], threadgroup float (&route_w)[64])
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = 1u;
+    device Floats* l = reinterpret_cast<device Floats*>(logits);
+    float mx = as_type<float>(0xff800000u /* -inf */);
+    for (uint e = tid; e < E; e += wg)
+    {
+        route_l[e] = l->v[e];
+        mx = fast::max(mx, route_l[e]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e_1 = tid; e_1 < E; e_1 += wg)
+    {
+        float v = route_l[e_1];
+        uint rank = 0u;
+        for (uint f = 0u; (f < E) && (rank < k); f++)
+        {
+            float u = route_l[f];
+            bool _243 = u > v;
+            bool _254;
+            if (!_243)
+            {
+                _254 = (u == v) && (f < e_1);
+            }
+            else
+            {
+                _254 = _243;
+            }
+            rank += uint(_254);
+        }
+        if (rank < k)
+        {
+            route_id[rank] = e_1;
+        }
+    }
+    if (!weights)
+    {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        return;
+    }
+    float param = mx;
+    float _283 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _283;
+    float sum = 0.0;
+    for (uint e_2 = tid; e_2 < E; e_2 += wg)
+    {
+        sum += exp(route_l[e_2] - mx);
+    }
+    float param_1 = sum;
+    float _308 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    sum = _308;
+    if (tid == 0u)
+    {
+        float s = 0.0;
+        for (uint j = 0u; j < k; j++)
+        {
+            route_w[j] = exp(route_l[route_id[j]] - mx) / sum;
+            s += route_w[j];
+        }
+        for (uint j_1 = 0u; j_1 < k; j_1++)
+        {
+            route_w[j_1] /= s;
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
 
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
@@ -132,16 +242,16 @@ uint chunk_col(thread const uint& c)
 static inline __attribute__((always_inline))
 float f16_at(thread const uint& w, thread const uint& half_index)
 {
-    uint _53;
+    uint _67;
     if (half_index == 0u)
     {
-        _53 = w;
+        _67 = w;
     }
     else
     {
-        _53 = w >> uint(16);
+        _67 = w >> uint(16);
     }
-    return float2(as_type<half2>(_53)).x;
+    return float2(as_type<half2>(_67)).x;
 }
 
 static inline __attribute__((always_inline))
@@ -163,25 +273,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _172;
-    if (!_164)
+    bool _452;
+    if (!_444)
     {
-        _172 = ca < p.cols;
+        _452 = ca < p.cols;
     }
     else
     {
-        _172 = _164;
+        _452 = _444;
     }
-    float4 _173;
-    if (_172)
+    float4 _453;
+    if (_452)
     {
-        _173 = xv->v[ca >> uint(2)];
+        _453 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _173 = float4(0.0);
+        _453 = float4(0.0);
     }
-    a = _173;
+    a = _453;
     b = float4(0.0);
 }
 
@@ -189,43 +299,43 @@ static inline __attribute__((always_inline))
 float4 bytes4(thread uint& w)
 {
     w ^= 2155905152u;
-    uint _188;
+    uint _468;
     if (true)
     {
-        _188 = w << uint(15);
+        _468 = w << uint(15);
     }
     else
     {
-        _188 = w >> uint(-15);
+        _468 = w >> uint(-15);
     }
-    uint _204;
+    uint _484;
     if (true)
     {
-        _204 = w << uint(7);
+        _484 = w << uint(7);
     }
     else
     {
-        _204 = w >> uint(-7);
+        _484 = w >> uint(-7);
     }
-    uint _219;
+    uint _499;
     if (false)
     {
-        _219 = w << uint(-1);
+        _499 = w << uint(-1);
     }
     else
     {
-        _219 = w >> uint(1);
+        _499 = w >> uint(1);
     }
-    uint _232;
+    uint _512;
     if (false)
     {
-        _232 = w << uint(-9);
+        _512 = w << uint(-9);
     }
     else
     {
-        _232 = w >> uint(9);
+        _512 = w >> uint(9);
     }
-    return float4(as_type<float>((_188 & 8355840u) | 1065353216u), as_type<float>((_204 & 8355840u) | 1065353216u), as_type<float>((_219 & 8355840u) | 1065353216u), as_type<float>((_232 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_468 & 8355840u) | 1065353216u), as_type<float>((_484 & 8355840u) | 1065353216u), as_type<float>((_499 & 8355840u) | 1065353216u), as_type<float>((_512 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -234,10 +344,13 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[1032];
     threadgroup float wg_red[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
+    threadgroup float partial[1032];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
@@ -246,26 +359,24 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
     uint lane = tid % lanes;
     uint pair = gl_WorkGroupID.x;
     uint routed = p.n * p.top_k;
-    uint _287;
+    uint e = p.order_at;
+    uint t = pair - routed;
     if (pair < routed)
     {
-        _287 = uint((reinterpret_cast<device Ints*>(p.plan))->v[pair]);
+        bool first = gl_WorkGroupID.y == 0u;
+        t = pair / p.top_k;
+        ulong param = p.plan + (ulong(t * p.order_at) * 4ul);
+        uint param_1 = p.order_at;
+        uint param_2 = p.top_k;
+        bool param_3 = first;
+        route_token(param, param_1, param_2, param_3, wg_red, gl_SubgroupID, gl_NumSubgroups, gl_LocalInvocationID, route_l, route_id, route_w);
+        e = route_id[pair % p.top_k];
+        if (first && (tid == 0u))
+        {
+            (reinterpret_cast<device Ints*>(p.ids))->v[pair] = int(e);
+            (reinterpret_cast<device Floats*>(p.weights))->v[pair] = route_w[pair % p.top_k];
+        }
     }
-    else
-    {
-        _287 = p.order_at;
-    }
-    uint e = _287;
-    uint _312;
-    if (pair < routed)
-    {
-        _312 = pair / p.top_k;
-    }
-    else
-    {
-        _312 = pair - routed;
-    }
-    uint t = _312;
     spvUnsafeArray<uint, 1> pairs;
     pairs[0] = pair;
     uint n = 1u;
@@ -297,33 +408,33 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
             acc[s][j] = 0.0;
         }
     }
-    uint _468;
+    uint _780;
     if (r0 < p.rows)
     {
-        _468 = n_chunks(p);
+        _780 = n_chunks(p);
     }
     else
     {
-        _468 = 0u;
+        _780 = 0u;
     }
-    uint chunks = _468;
+    uint chunks = _780;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t_1;
-    float4 param_6;
-    float4 param_7;
+    float4 param_10;
+    float4 param_11;
     for (uint c = lane; c < chunks; c += lanes)
     {
-        uint param = c;
-        uint col0 = chunk_col(param);
+        uint param_4 = c;
+        uint col0 = chunk_col(param_4);
         for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
                 if (r_1 < ROWS)
                 {
-                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
+                    ulong param_5 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_6 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_5, param_6, p);
                 }
             }
         }
@@ -335,12 +446,12 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
         float4 sb = float4(0.0);
         for (uint i = 0u; i < 4u; i++)
         {
-            ulong param_3 = xrows[0];
-            uint param_4 = col0;
-            uint param_5 = i;
-            load_x(param_3, param_4, param_5, param_6, param_7, p);
-            float4 xa = param_6;
-            float4 xb = param_7;
+            ulong param_7 = xrows[0];
+            uint param_8 = col0;
+            uint param_9 = i;
+            load_x(param_7, param_8, param_9, param_10, param_11, p);
+            float4 xa = param_10;
+            float4 xb = param_11;
             sa += xa;
             sb += xb;
             for (uint m_2 = 0u; m_2 < 2u; m_2++)
@@ -352,9 +463,9 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
                         break;
                     }
                     uint s_2 = (m_2 * 4u) + r_2;
-                    uint param_8 = k[s_2].q[i];
-                    float4 _609 = bytes4(param_8);
-                    t_1[s_2].x += dot(_609, xa);
+                    uint param_12 = k[s_2].q[i];
+                    float4 _921 = bytes4(param_12);
+                    t_1[s_2].x += dot(_921, xa);
                 }
             }
         }
@@ -387,7 +498,7 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_742 * n); o += wg)
+    for (uint o = tid; o < (_1052 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
@@ -406,8 +517,8 @@ kernel void splash_moe_pair_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_Loc
                 v[m_4] += partial[at + i_1];
             }
         }
-        float param_9 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_9) * v[1];
+        float param_13 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_13) * v[1];
     }
 }
 

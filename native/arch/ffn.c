@@ -20,11 +20,10 @@ void sp_ffn_forward(const sp_backend *be, const sp_ffn_shape *c, const sp_ffn_we
         be->matmul(be, out, &w->down_proj, s->g, n);
         return;
     }
-    /* the routed experts and the shared one as one op, so a backend can fuse them */
+    /* routing, the routed experts and the shared one as one op, so a backend can fuse them */
     sp_moe_experts ex = w->experts;
     ex.shared_gate = &w->shared_gate, ex.shared_up = &w->shared_up, ex.shared_down = &w->shared_down;
     ex.shared_score = &w->shared_expert_gate;
     be->matmul(be, s->router, &w->router, x, n);
-    be->moe_route(be, s->ids, s->w, s->router, n, c->experts, c->top_k);
-    be->moe_experts(be, out, x, s->ids, s->w, n, &ex, s->moe);
+    be->moe(be, out, s->ids, s->w, s->router, x, n, &ex, s->moe);
 }

@@ -60,8 +60,9 @@ void sp_moe_add_shared(const sp_backend *be, float *y, const float *x, int64_t n
     be->add_sigmoid_scaled(be, y, sh, sg, n, ex->hidden);
 }
 
-void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *ex, float *scratch) {
+/* The routed experts, then the shared one. */
+static void experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                    const sp_moe_experts *ex, float *scratch) {
     int64_t H = ex->hidden, I = ex->inter, pairs = n * ex->top_k;
     float *xg = scratch, *hg = xg + pairs * H, *hu = hg + pairs * I, *yo = hu + pairs * I;
     int32_t *order = (int32_t *)(yo + pairs * H); /* pair index (token · top_k + slot), sorted by expert */
@@ -92,4 +93,10 @@ void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const in
         for (int64_t j = 0; j < H; j++) yt[j] += src[j] * wt;
     }
     if (ex->shared_gate) sp_moe_add_shared(be, y, x, n, ex, scratch);
+}
+
+void sp_cpu_moe(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
+                const sp_moe_experts *ex, float *scratch) {
+    sp_cpu_moe_route(be, ids, w, logits, n, ex->n_experts, ex->top_k);
+    experts(be, y, x, ids, w, n, ex, scratch);
 }

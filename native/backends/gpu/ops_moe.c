@@ -1,12 +1,12 @@
-/* ops_moe.c — a mixture-of-experts layer on a GPU, the expert ids staying on the device: routing (moe.comp ROUTE),
- * then the experts one of two ways.
- *  - Few tokens (decode, ≤ SP_GPU_GEMV_MAX_N), by pair, in two dispatches: gate·up of every routed (token, expert) pair
- *    and of each token's shared expert (matmul.comp MODE 4), then per token down, the weighted sum in ascending expert
- *    order and the shared expert under its sigmoid gate (MODE 5). Q4/Q8 experts take the integer-dot GEMV where the
- *    device has it (x quantized once, as the dense projections share it; h quantized inside the down kernel), so the
- *    results are the CPU's up to the order of f32 sums.
- *  - More tokens (prefill), over tiles of pairs grouped by expert so each expert's rows are read once per tile, in four
- *    dispatches (plan, gate·up, down, combine; moe.comp, matmul.comp MODE 1, 2).
+/* ops_moe.c — a mixture-of-experts layer on a GPU after its router, the expert ids staying on the device, one of two ways.
+ *  - Few tokens (decode, ≤ SP_GPU_GEMV_MAX_N), by pair, in two dispatches: the routing and gate·up of every routed
+ *    (token, expert) pair and of each token's shared expert (matmul.comp MODE 4: each workgroup routes its token from
+ *    the logits), then per token down, the weighted sum in ascending expert order and the shared expert under its
+ *    sigmoid gate (MODE 5). Q4/Q8 experts take the integer-dot GEMV where the device has it (x quantized once, as the
+ *    dense projections share it; h quantized inside the down kernel), so the results are the CPU's up to the order of
+ *    f32 sums.
+ *  - More tokens (prefill): routing (moe.comp ROUTE), then over tiles of pairs grouped by expert so each expert's rows
+ *    are read once per tile, four dispatches (plan, gate·up, down, combine; moe.comp, matmul.comp MODE 1, 2).
  * A shared expert of another type or width than the routed ones runs through the backend's own ops afterwards. */
 #include "gpu.h"
 
@@ -33,19 +33,14 @@ typedef struct {
     uint32_t n, n_experts, top_k, d, down_blocks, max_tiles, tile;
 } moe_push;
 
-/* matmul.comp MODE 5's push constants: the GEMV's, then the routing weights and the shared expert's gate logits. */
+/* matmul.comp MODE 4 and 5's push constants: the GEMV's, then the routing (ids, weights) and the shared expert's gate
+ * logits. */
 typedef struct {
     sp_gpu_mm_push mm;
-    uint64_t weights, score;
-} moe_down_push;
+    uint64_t ids, weights, score;
+} moe_pair_push;
 
-static void gpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
-                          int32_t top_k) {
-    sp_gpu *gpu = sp_gpu_of(be);
-    if (n_experts > 1024 || top_k > 64) {
-        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "MoE routing above 1024 experts or 64 per token");
-        return;
-    }
+static void route(sp_gpu *gpu, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts, int32_t top_k) {
     sp_gpu_range r = sp_gpu_span(gpu, logits, (uint64_t)n * (uint64_t)n_experts * 4);
     sp_gpu_range wr[2] = {sp_gpu_span(gpu, ids, (uint64_t)n * (uint64_t)top_k * 4), sp_gpu_span(gpu, w, (uint64_t)n * (uint64_t)top_k * 4)};
     moe_push p = {wr[0].lo, wr[1].lo, r.lo, 0, 0, (uint32_t)n, (uint32_t)n_experts, (uint32_t)top_k, 0, 0, 0, 0};
@@ -133,8 +128,8 @@ static bool expert_launches(sp_gpu *gpu, const sp_moe_experts *ex, int b, sp_gpu
     return sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
 }
 
-/* Few tokens: every pair's gate·up (MODE 4), then each token's down and sum (MODE 5). */
-static void experts_by_pair(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+/* Few tokens: every pair's routing and gate·up (MODE 4), then each token's down and sum (MODE 5). */
+static void experts_by_pair(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
                             const sp_moe_experts *ex, const sp_gpu_expert_table *t, float *scratch) {
     sp_gpu *gpu = sp_gpu_of(be);
     sp_mtype type = ex->gate[0].type;
@@ -149,28 +144,30 @@ static void experts_by_pair(const sp_backend *be, float *y, const float *x, cons
     if (t->has_shared) be->matmul(be, score, ex->shared_score, x, n);
     sp_gpu_range rtab = sp_gpu_span(gpu, t->table, 24 * ((uint64_t)ex->n_experts + 1)), rx = sp_gpu_span(gpu, x, (uint64_t)n * H * 4),
                  rids = sp_gpu_span(gpu, ids, routed * 4), rw = sp_gpu_span(gpu, w, routed * 4), rh = sp_gpu_span(gpu, h, pairs * I * 4),
-                 rs = sp_gpu_span(gpu, score, (uint64_t)n * 4), ry = sp_gpu_span(gpu, y, (uint64_t)n * H * 4);
+                 rs = sp_gpu_span(gpu, score, (uint64_t)n * 4), ry = sp_gpu_span(gpu, y, (uint64_t)n * H * 4),
+                 rlog = sp_gpu_span(gpu, logits, (uint64_t)n * (uint64_t)ex->n_experts * 4);
     if (rx.lo % 16 || rh.lo % 16) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "MoE experts need 16-byte aligned x and scratch");
         return;
     }
-    sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rids.lo, t->gate_stride, (uint32_t)I, (uint32_t)H, (uint32_t)n, (uint32_t)H,
-                         (uint32_t)I, (uint32_t)K, (uint32_t)ex->n_experts};
+    moe_pair_push gp = {{rtab.lo, rx.lo, rh.lo, rlog.lo, t->gate_stride, (uint32_t)I, (uint32_t)H, (uint32_t)n, (uint32_t)H,
+                          (uint32_t)I, (uint32_t)K, (uint32_t)ex->n_experts},
+                         rids.lo, rw.lo, 0};
     uint32_t check = H % (uint64_t)sp_gpu_chunk_cols[type] != 0;
     sp_gpu_kernel_id k = PAIR_GATE_UP[type];
     if (dot) {
-        if (!sp_gpu_quantized_x(be, rx.lo, (int64_t)H, n, &rx, &gp.x_stride)) return;
-        gp.x = rx.lo, check = 0, k = PAIR_GATE_UP_DOT[type == SP_MAT_Q4];
+        if (!sp_gpu_quantized_x(be, rx.lo, (int64_t)H, n, &rx, &gp.mm.x_stride)) return;
+        gp.mm.x = rx.lo, check = 0, k = PAIR_GATE_UP_DOT[type == SP_MAT_Q4];
     }
-    sp_gpu_range reads[8] = {rtab, rx, rids};
+    sp_gpu_range reads[8] = {rtab, rx, rlog}, writes[3] = {rh, rids, rw};
     int32_t nr = 3 + weight_ranges(gpu, ex, t, false, reads + 3);
     uint32_t groups[3] = {(uint32_t)pairs, sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), 1};
     sp_gpu_dispatch(gpu, "moe_pair_gate_up", k, (uint32_t[4]){lg.workgroup, lg.rows, check, lg.groups}, &gp, sizeof gp, groups, reads,
-                    nr, &rh, 1, NULL);
+                    nr, writes, 3, NULL);
 
-    moe_down_push dp = {{rtab.lo, rh.lo, ry.lo, rids.lo, t->down_stride, (uint32_t)H, (uint32_t)I, (uint32_t)n, (uint32_t)I,
-                          (uint32_t)H, (uint32_t)K, (uint32_t)ex->n_experts},
-                         rw.lo, t->has_shared ? rs.lo : 0};
+    moe_pair_push dp = {{rtab.lo, rh.lo, ry.lo, 0, t->down_stride, (uint32_t)H, (uint32_t)I, (uint32_t)n, (uint32_t)I, (uint32_t)H,
+                          (uint32_t)K, (uint32_t)ex->n_experts},
+                         rids.lo, rw.lo, t->has_shared ? rs.lo : 0};
     check = !dot && I % (uint64_t)sp_gpu_chunk_cols[type] != 0;
     sp_gpu_range dreads[8] = {rtab, rh, rids, rw, rs};
     nr = 5 + weight_ranges(gpu, ex, t, true, dreads + 5);
@@ -226,8 +223,8 @@ static void experts_planned(const sp_backend *be, float *y, const float *x, cons
                     cr, 3, &ry, 1, NULL);
 }
 
-static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                            const sp_moe_experts *ex, float *scratch) {
+static void gpu_moe(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
+                    const sp_moe_experts *ex, float *scratch) {
     sp_gpu *gpu = sp_gpu_of(be);
     if (ex->n_experts > 1024 || ex->top_k > 64 || ex->hidden % 4 || ex->inter % 4) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "MoE shapes (≤ 1024 experts, ≤ 64 per token, dims multiples of 4)");
@@ -236,12 +233,15 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
     const sp_gpu_expert_table *t = expert_table(gpu, be, ex);
     if (!t) return;
     bool by_pair = n <= SP_GPU_GEMV_MAX_N;
-    if (by_pair) experts_by_pair(be, y, x, ids, w, n, ex, t, scratch);
-    else experts_planned(be, y, x, ids, w, n, ex, t, scratch);
+    if (by_pair) {
+        experts_by_pair(be, y, ids, w, logits, x, n, ex, t, scratch);
+    } else {
+        route(gpu, ids, w, logits, n, ex->n_experts, ex->top_k);
+        experts_planned(be, y, x, ids, w, n, ex, t, scratch);
+    }
     if (ex->shared_gate && !(by_pair && t->has_shared)) sp_moe_add_shared(be, y, x, n, ex, scratch);
 }
 
 void sp_gpu_install_moe(sp_backend *be) {
-    be->moe_route = gpu_moe_route;
-    be->moe_experts = gpu_moe_experts;
+    be->moe = gpu_moe;
 }
