@@ -614,6 +614,7 @@ int main(int argc, char **argv) {
     /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
     test_gemm_coop(SP_MAT_F16, 67, 164, 21);
     test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
+    test_gemm_coop(SP_MAT_Q4, 67, 84, 21); /* an odd number of q4 groups: the minimums' words 2 bytes off */
     test_gemm_coop(SP_MAT_Q4, 256, 256, 256); /* whole tiles of 256 rows of either operand */
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {

@@ -330,7 +330,7 @@ bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range
  * quantized rows' range and their stride in 4-byte words. */
 bool sp_gpu_quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride);
 /* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
- * QUANT): rows as wide as a model's hidden size, few of them, on a device with the integer-dot GEMV. */
+ * QUANT): rows as wide as a model's hidden size (at most 8192), few of them, on a device with the integer-dot GEMV. */
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
 /* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
  * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */

@@ -48,7 +48,7 @@ bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range
 }
 
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d) {
-    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d % 32 == 0;
+    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d <= 8192 && d % 32 == 0; /* norm.comp's QUANT_MAX_D */
 }
 
 /* Whether x [n][cols] at device address xa is in gpu->x8 already (quantized by a norm or an earlier GEMV). */

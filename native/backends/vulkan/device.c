@@ -58,12 +58,15 @@ static const char *unsuitable(sp_vk *vk, VkPhysicalDevice d, uint32_t *family) {
     VkQueueFamilyProperties q[16];
     n = n > 16 ? 16 : n;
     a->vkGetPhysicalDeviceQueueFamilyProperties(d, &n, q);
+    /* a family without graphics where there is one (NVIDIA's asynchronous compute queues), else any with compute */
+    int found = -1;
     for (uint32_t i = 0; i < n; i++)
-        if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-            *family = i;
-            return NULL;
-        }
-    return "no compute queue";
+        if ((q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+            (found < 0 || ((q[found].queueFlags & VK_QUEUE_GRAPHICS_BIT) && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))))
+            found = (int)i;
+    if (found < 0) return "no compute queue";
+    *family = (uint32_t)found;
+    return NULL;
 }
 
 static int type_rank(VkPhysicalDeviceType t) {
