@@ -147,6 +147,10 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
       if (nmax !== 4) continue; // the planned MoE path's tiles hold up to 4 pairs (ops_moe.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
+      if (t === "q4" || t === "q8") {
+        v.push({ name: `moe_gate_up_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+        v.push({ name: `moe_down_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+      }
     }
     for (const tile of tiles)
       v.push({

@@ -6,7 +6,8 @@
  *    dense projections share it; h quantized inside the down kernel), so the results are the CPU's up to the order of
  *    f32 sums.
  *  - More tokens (prefill): routing (moe.comp ROUTE), then over tiles of pairs grouped by expert so each expert's rows
- *    are read once per tile, four dispatches (plan, gate·up, down, combine; moe.comp, matmul.comp MODE 1, 2).
+ *    are read once per tile, four dispatches (plan, gate·up, down, combine; moe.comp, matmul.comp MODE 1, 2), Q4/Q8 on
+ *    the integer-dot GEMV there too (x and h quantized by quantize.comp).
  * A shared expert of another type or width than the routed ones runs through the backend's own ops afterwards. */
 #include "gpu.h"
 
@@ -19,9 +20,12 @@ enum {
     MOE_HQ_WORDS = 4096, /* matmul.comp HQ_WORDS: the quantized h rows MODE 5 holds at once, at least one */
 };
 
-/* The planned path's expert GEMV kernels (tiles of up to MOE_TILE pairs) by weight type. */
+/* The planned path's expert GEMV kernels (tiles of up to MOE_TILE pairs) by weight type; the integer-dot ones by
+ * [weights are Q4]. */
 static const sp_gpu_kernel_id GATE_UP[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_MOE_GATE_UP4);
 static const sp_gpu_kernel_id DOWN[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_MOE_DOWN4);
+static const sp_gpu_kernel_id GATE_UP_DOT[2] = {SP_GPU_MOE_GATE_UP_DOT4_Q8, SP_GPU_MOE_GATE_UP_DOT4_Q4};
+static const sp_gpu_kernel_id DOWN_DOT[2] = {SP_GPU_MOE_DOWN_DOT4_Q8, SP_GPU_MOE_DOWN_DOT4_Q4};
 /* The by-pair kernels by weight type; the integer-dot ones by [weights are Q4]. */
 static const sp_gpu_kernel_id PAIR_GATE_UP[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_MOE_PAIR_GATE_UP);
 static const sp_gpu_kernel_id PAIR_DOWN[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_MOE_PAIR_DOWN);
@@ -192,8 +196,10 @@ static void experts_planned(const sp_backend *be, float *y, const float *x, cons
     sp_gpu_mm_launch lg, ld;
     if (!expert_launches(gpu, ex, 1, &lg, &ld)) return;
     uint32_t up_blocks = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
-    sp_gpu_kernel_id gate_up = GATE_UP[ex->gate[0].type], down = DOWN[ex->down[0].type];
-    uint32_t check_gu = ex->hidden % sp_gpu_chunk_cols[ex->gate[0].type] != 0, check_d = ex->inter % sp_gpu_chunk_cols[ex->down[0].type] != 0;
+    sp_mtype type = ex->gate[0].type;
+    bool dot = !gpu->no_int_dot && (type == SP_MAT_Q4 || type == SP_MAT_Q8);
+    sp_gpu_kernel_id gate_up = dot ? GATE_UP_DOT[type == SP_MAT_Q4] : GATE_UP[type], down = dot ? DOWN_DOT[type == SP_MAT_Q4] : DOWN[type];
+    uint32_t check_gu = !dot && ex->hidden % sp_gpu_chunk_cols[type] != 0, check_d = !dot && ex->inter % sp_gpu_chunk_cols[type] != 0;
     sp_gpu_range rx = sp_gpu_span(gpu, x, (uint64_t)n * H * 4), rids = sp_gpu_span(gpu, ids, pairs * 4),
                  rw = sp_gpu_span(gpu, w, pairs * 4), rh = sp_gpu_span(gpu, h, pairs * I * 4), ryo = sp_gpu_span(gpu, yo, pairs * H * 4),
                  rplan = sp_gpu_span(gpu, plan, (8 + 3 * max_tiles + pairs) * 4),
@@ -205,12 +211,17 @@ static void experts_planned(const sp_backend *be, float *y, const float *x, cons
                     1, &rplan, 1, NULL);
     sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, t->gate_stride, (uint32_t)I, (uint32_t)H, 0, (uint32_t)H, 0, (uint32_t)K,
                          (uint32_t)(3 * max_tiles)};
+    /* integer dot products: x quantized for gate·up, then h for down (quantize.comp), the CPU's numerics */
+    if (dot && !sp_gpu_quantized_x(be, rx.lo, (int64_t)H, n, &rx, &gp.x_stride)) return;
+    gp.x = rx.lo;
     sp_gpu_range gr[8] = {rtab, rx, rplan};
     int32_t nr = 3 + weight_ranges(gpu, ex, t, false, gr + 3);
     sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, NULL, gr,
                     nr, &rh, 1, plan);
     sp_gpu_mm_push dp = {rtab.lo, rh.lo, ryo.lo, rplan.lo + 32, t->down_stride, (uint32_t)H, (uint32_t)I, 0, (uint32_t)I, 0, (uint32_t)K,
                          (uint32_t)(3 * max_tiles)};
+    if (dot && !sp_gpu_quantized_x(be, rh.lo, (int64_t)I, (int64_t)pairs, &rh, &dp.x_stride)) return;
+    dp.x = rh.lo;
     sp_gpu_range dr[8] = {rtab, rh, rplan};
     nr = 3 + weight_ranges(gpu, ex, t, true, dr + 3);
     sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, NULL, dr, nr,
