@@ -33,7 +33,7 @@
 //   NMAX 1:  Σ_j (q_j·d + m)·x_j = d·2^bits·(Σ f_j x_j − Σ x_j) + m·Σ x_j, so the inner loop is one FMA per weight and
 //            the group scales are applied once per chunk.
 //   NMAX > 1: each weight is dequantized once, w = f·(2^bits·d) + (m − 2^bits·d) (one FMA), then meets every x row.
-// DOT (Q4 and Q8, MODE 0 and 3; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
+// DOT (Q4 and Q8, every mode; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
 // 32 (quant8.glsl, the bits of the CPU's sp_quantize_act_ref, by the norm that made x or by quantize.comp), so each
 // group's product is an exact integer made
 // four bytes at a time by OpSDot (SPV_KHR_integer_dot_product): per 32 weights 8 integer dots and 8 and/shift, where
