@@ -173,6 +173,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
+  ["gdn_intra", "gdn_inter"].forEach((s, i) => v.push({ name: s, file: "gdn_chunked.comp", defines: { STAGE: i } }));
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));

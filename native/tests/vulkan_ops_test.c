@@ -504,7 +504,9 @@ static void test_conv(int64_t C, int32_t K, int64_t n1, int64_t n2) {
     free(x), free(w), free(tail), free(want), free(got), free(got_tail);
 }
 
-static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) {
+/* The GPU's token loop (gdn.comp) and chunked form (gdn_chunked.comp: chunks of 64, the last one partial) against the
+ * CPU's token loop, from a non-zero state. */
+static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n, bool chunked) {
     int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
     float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
     float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
@@ -514,19 +516,48 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
     float *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv));
     sp_gdn_shape hs = {Hk, Hv, dk, dv, A, dt}, ds = {Hk, Hv, dk, dv, dA, ddt};
     double t0 = now();
-    gpu.gdn_recurrent(&gpu, dout, dqkv, da, db, &ds, dS, n);
+    sp_gpu_gdn(&gpu, dout, dqkv, da, db, &ds, dS, n, chunked);
     float *got = from_gpu(dout, n * Hv * dv);
     double ms = (now() - t0) * 1e3;
     cpu.gdn_recurrent(&cpu, want, qkv, a, b, &hs, S, n);
     float *got_S = from_gpu(dS, state);
     char what[160];
-    snprintf(what, sizeof what, "gdn %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", Hk, Hv, dk, dv, (long long)n, ms);
+    const char *form = chunked ? "chunked" : "by token";
+    snprintf(what, sizeof what, "gdn %s %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", form, Hk, Hv, dk, dv, (long long)n, ms);
     expect(what, nmse(got, want, n * Hv * dv), 1e-10);
-    snprintf(what, sizeof what, "gdn state after %lld tokens", (long long)n);
-    expect(what, nmse(got_S, S, state), 1e-9);
+    snprintf(what, sizeof what, "gdn %s state after %lld tokens", form, (long long)n);
+    expect(what, nmse(got_S, S, state), 1e-10);
     gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dS);
     gpu.free(&gpu, dout);
     free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
+}
+
+/* gdn_recurrent runs the token loop below 64 tokens (decode, verify blocks) and the chunked form from 64: each gives
+ * what that form gives, bit for bit. */
+static void test_gdn_choice(void) {
+    int32_t Hk = 1, Hv = 2, dk = 16, dv = 8;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    for (int c = 0; c < 2; c++) {
+        int64_t n = c ? 64 : 63;
+        float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+        float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+        float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+        float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv);
+        float *dS[2] = {to_gpu(S, 4 * (uint64_t)state), to_gpu(S, 4 * (uint64_t)state)};
+        float *dout[2] = {to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv)), to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv))};
+        sp_gdn_shape ds = {Hk, Hv, dk, dv, dA, ddt};
+        gpu.gdn_recurrent(&gpu, dout[0], dqkv, da, db, &ds, dS[0], n);
+        sp_gpu_gdn(&gpu, dout[1], dqkv, da, db, &ds, dS[1], n, c == 1);
+        float *o[2] = {from_gpu(dout[0], n * Hv * dv), from_gpu(dout[1], n * Hv * dv)};
+        float *s[2] = {from_gpu(dS[0], state), from_gpu(dS[1], state)};
+        char what[96];
+        snprintf(what, sizeof what, "gdn_recurrent of %lld tokens is the %s form", (long long)n, c ? "chunked" : "token");
+        bool same = !memcmp(o[0], o[1], 4 * (size_t)(n * Hv * dv)) && !memcmp(s[0], s[1], 4 * (size_t)state);
+        expect(what, same ? 0 : nmse(o[0], o[1], n * Hv * dv) + 1e-30, 0);
+        for (int i = 0; i < 2; i++) gpu.free(&gpu, dS[i]), gpu.free(&gpu, dout[i]), free(o[i]), free(s[i]);
+        gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt);
+        free(qkv), free(a), free(b), free(A), free(dt), free(S);
+    }
 }
 
 /* ---- mixture of experts ---- */
@@ -677,8 +708,12 @@ int main(int argc, char **argv) {
     test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
-    test_gdn(2, 6, 32, 16, 70);
-    test_gdn(1, 3, 24, 40, 9);
+    test_gdn(2, 6, 32, 16, 70, false);
+    test_gdn(1, 3, 24, 40, 9, false);
+    for (int i = 0; i < 6; i++) test_gdn(2, 6, 32, 16, (int64_t[]){1, 63, 64, 65, 300, 1100}[i], true);
+    test_gdn(1, 3, 24, 40, 9, true);
+    test_gdn(2, 2, 128, 24, 130, true); /* the widest key head the chunked form takes */
+    test_gdn_choice();
     /* decode takes the experts by pair (the shared expert fused where it has the routed width), more tokens the plan */
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 32, 1, 1e-10);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 0, 9, 1e-10);
@@ -737,8 +772,13 @@ int main(int argc, char **argv) {
         test_attention(SPLASH_KV_INT8, 16, 2, 256, 333, 517, 64);
         test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
         test_conv(10240, 4, 1, 3);
-        test_gdn(16, 48, 128, 128, 4);
-        test_gdn(16, 32, 128, 128, 33);
+        test_gdn(16, 48, 128, 128, 4, false);
+        test_gdn(16, 32, 128, 128, 33, false);
+        for (int i = 0; i < 6; i++) { /* the 27B's and the 35B-A3B's prefill chunks, whole and odd */
+            int64_t n = (int64_t[]){1, 63, 64, 65, 300, 1024}[i];
+            test_gdn(16, 48, 128, 128, n, true);
+            test_gdn(16, 32, 128, 128, n, true);
+        }
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 512, 4, moe_tolerance(SP_MAT_Q4, 512, 512, 4));
         test_moe(SP_MAT_Q8, 32, 8, 2048, 512, 512, 1, moe_tolerance(SP_MAT_Q8, 512, 512, 1));
         test_sample(248320);

@@ -206,6 +206,8 @@ struct sp_gpu {
     sp_gpu_range x8_of;
     uint32_t x8_cols;
     void *stats;
+    void *gdn_work;            /* the chunked Gated DeltaNet's per-chunk products (gdn_chunked.comp) */
+    uint64_t gdn_work_bytes;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
 
@@ -334,6 +336,11 @@ bool sp_gpu_quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
 /* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
  * QUANT): rows as wide as a model's hidden size (at most 8192), few of them, on a device with the integer-dot GEMV. */
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
+/* The Gated DeltaNet recurrence token by token (gdn.comp) or in chunks of 64 (gdn_chunked.comp, where
+ * sp_gpu_gdn_chunked_ok); the op picks by length (the lab and the ops test run each). */
+void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b, const sp_gdn_shape *s,
+                float *S, int64_t n, bool chunked);
+bool sp_gpu_gdn_chunked_ok(const sp_gdn_shape *s);
 /* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
  * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n);

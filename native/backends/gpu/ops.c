@@ -192,26 +192,84 @@ static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_
     sp_gpu_dispatch(gpu, "conv_silu", SP_GPU_CONV_SILU, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, 2, NULL);
 }
 
-static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
-                    const sp_gdn_shape *s, float *S, int64_t n) {
+/* The gated delta rule of n tokens: token by token (kernels/gdn.comp: one dependent step per token, on a workgroup per
+ * 32 columns of a head's state), or in chunks of GDN_CHUNK (kernels/gdn_chunked.comp: the chunks' own products in
+ * parallel, then one dependent step per chunk). The op takes the chunked form from one whole chunk on: below it the
+ * padded chunk's products buy little, and decode steps and speculative verify blocks keep the token loop's arithmetic.
+ * Inputs of GDN_SEGMENT tokens at most per pair of chunked dispatches bound the scratch they share (gpu->gdn_work).
+ * GDN_CHUNK, GDN_CHUNKED_COLS and GDN_CHUNKED_MAX_DK are the kernel's C, COLS and DK_MAX. */
+enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = GDN_CHUNK };
+
+/* Both kernels' push constants; gdn.comp's block ends before `work`. */
+typedef struct {
+    uint64_t o, qkv, a, b, S, A, dt_bias;
+    uint32_t n, k_heads, v_heads;
+    uint64_t work;
+} gdn_push;
+
+bool sp_gpu_gdn_chunked_ok(const sp_gdn_shape *s) {
+    return s->k_dim <= GDN_CHUNKED_MAX_DK && s->k_dim % 4 == 0;
+}
+
+void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b, const sp_gdn_shape *s,
+                float *S, int64_t n, bool chunked) {
     sp_gpu *gpu = sp_gpu_of(be);
     if (s->k_dim > 512) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "GDN key head dim above 512");
         return;
     }
-    uint64_t width = 2 * (uint64_t)s->n_k_heads * (uint64_t)s->k_dim + (uint64_t)s->n_v_heads * (uint64_t)s->v_dim;
-    uint64_t state = (uint64_t)s->n_v_heads * (uint64_t)s->k_dim * (uint64_t)s->v_dim * 4;
-    sp_gpu_range r[6] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * (uint64_t)s->n_v_heads * 4),
-                        sp_gpu_span(gpu, b, (uint64_t)n * (uint64_t)s->n_v_heads * 4), sp_gpu_span(gpu, s->A, (uint64_t)s->n_v_heads * 4),
-                        sp_gpu_span(gpu, s->dt_bias, (uint64_t)s->n_v_heads * 4), sp_gpu_span(gpu, S, state)};
-    sp_gpu_range w[2] = {sp_gpu_span(gpu, out, (uint64_t)n * (uint64_t)s->n_v_heads * (uint64_t)s->v_dim * 4), r[5]};
-    struct {
-        uint64_t o, qkv, a, b, S, A, dt_bias;
-        uint32_t n, k_heads, v_heads;
-    } p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, (uint32_t)n, (uint32_t)s->n_k_heads, (uint32_t)s->n_v_heads};
-    uint32_t groups[3] = {(uint32_t)s->n_v_heads, sp_gpu_div_up((uint64_t)s->v_dim, GDN_COLS), 1};
-    sp_gpu_dispatch(gpu, "gdn", SP_GPU_GDN, (uint32_t[4]){128, (uint32_t)s->k_dim, (uint32_t)s->v_dim, 0}, &p, sizeof p, groups,
-                    r, 6, w, 2, NULL);
+    if (chunked && !sp_gpu_gdn_chunked_ok(s)) {
+        sp_gpu_fail(gpu, SPLASH_ERR_UNSUPPORTED, "chunked GDN with key head dim %d (at most %d, a multiple of 4)", s->k_dim,
+                    GDN_CHUNKED_MAX_DK);
+        return;
+    }
+    uint64_t Hv = (uint64_t)s->n_v_heads, dk = (uint64_t)s->k_dim, dv = (uint64_t)s->v_dim;
+    uint64_t width = 2 * (uint64_t)s->n_k_heads * dk + Hv * dv, state = Hv * dk * dv * 4;
+    uint32_t spec[4] = {chunked ? 256 : 128, (uint32_t)dk, (uint32_t)dv, 0};
+    sp_gpu_range r[6] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * Hv * 4),
+                        sp_gpu_span(gpu, b, (uint64_t)n * Hv * 4), sp_gpu_span(gpu, s->A, Hv * 4),
+                        sp_gpu_span(gpu, s->dt_bias, Hv * 4), sp_gpu_span(gpu, S, state)};
+    sp_gpu_range w[2] = {sp_gpu_span(gpu, out, (uint64_t)n * Hv * dv * 4), r[5]};
+    gdn_push p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, (uint32_t)n, (uint32_t)s->n_k_heads,
+                  (uint32_t)s->n_v_heads, 0};
+    if (!chunked) {
+        uint32_t groups[3] = {(uint32_t)Hv, sp_gpu_div_up(dv, GDN_COLS), 1};
+        sp_gpu_dispatch(gpu, "gdn", SP_GPU_GDN, spec, &p, offsetof(gdn_push, work), groups, r, 6, w, 2, NULL);
+        return;
+    }
+    /* a block per (chunk, head): W, e^γ q, e^(γ_last − γ) k [64][dk], U [64][dv], (q·k) e^(γ_i − γ_j) [64][64], e^γ_last */
+    uint64_t block = GDN_CHUNK * (3 * dk + dv + GDN_CHUNK) + 4, seg = n < GDN_SEGMENT ? (uint64_t)n : GDN_SEGMENT;
+    uint64_t bytes = sp_gpu_div_up(seg, GDN_CHUNK) * Hv * block * 4;
+    if (bytes > gpu->gdn_work_bytes) {
+        sp_gpu_sync(gpu);
+        if (gpu->gdn_work) sp_gpu_free(be, gpu->gdn_work);
+        gpu->gdn_work_bytes = bytes;
+        gpu->gdn_work = sp_gpu_alloc(be, bytes);
+        if (!gpu->gdn_work) {
+            gpu->gdn_work_bytes = 0;
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "chunked GDN scratch");
+            return;
+        }
+    }
+    for (int64_t t0 = 0; t0 < n; t0 += GDN_SEGMENT) {
+        uint64_t m = (uint64_t)(n - t0 < GDN_SEGMENT ? n - t0 : GDN_SEGMENT), chunks = sp_gpu_div_up(m, GDN_CHUNK);
+        sp_gpu_range seg_r[6] = {sp_gpu_span(gpu, qkv + t0 * (int64_t)width, m * width * 4),
+                                 sp_gpu_span(gpu, a + t0 * (int64_t)Hv, m * Hv * 4), sp_gpu_span(gpu, b + t0 * (int64_t)Hv, m * Hv * 4),
+                                 r[3], r[4], sp_gpu_span(gpu, gpu->gdn_work, chunks * Hv * block * 4)};
+        sp_gpu_range seg_w[2] = {sp_gpu_span(gpu, out + t0 * (int64_t)(Hv * dv), m * Hv * dv * 4), r[5]};
+        gdn_push q = p;
+        q.o = seg_w[0].lo, q.qkv = seg_r[0].lo, q.a = seg_r[1].lo, q.b = seg_r[2].lo, q.n = (uint32_t)m, q.work = seg_r[5].lo;
+        sp_gpu_dispatch(gpu, "gdn_intra", SP_GPU_GDN_INTRA, spec, &q, sizeof q, (uint32_t[3]){(uint32_t)Hv, (uint32_t)chunks, 1},
+                        seg_r, 5, &seg_r[5], 1, NULL);
+        sp_gpu_range rec_r[2] = {seg_r[5], r[5]};
+        sp_gpu_dispatch(gpu, "gdn_inter", SP_GPU_GDN_INTER, spec, &q, sizeof q,
+                        (uint32_t[3]){(uint32_t)Hv, sp_gpu_div_up(dv, GDN_CHUNKED_COLS), 1}, rec_r, 2, seg_w, 2, NULL);
+    }
+}
+
+static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
+                    const sp_gdn_shape *s, float *S, int64_t n) {
+    sp_gpu_gdn(be, out, qkv, a, b, s, S, n, n >= GDN_CHUNKED_MIN_TOKENS && sp_gpu_gdn_chunked_ok(s));
 }
 
 void sp_gpu_ops_install(sp_backend *be) {
