@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
 #include "core/rank.h"
+#include "core/sampling.h"
 #include "core/threadpool.h"
 
 #include <stdio.h>
@@ -374,6 +375,30 @@ static void test_rank(void) {
     check("rank_sort: best first, ties to the lower id", memcmp(idx, want, sizeof idx) != 0, 0.5);
 }
 
+/* Sampling's weights are the same bits on every path (core/sampling.h): the AVX2 form gives the scalar form's, over
+ * every exponent the weights take, and both stay within a few ulp of exp. */
+static void test_sample_weights(const sp_backend *be) {
+    enum { N = 1 << 16 };
+    float *z = malloc(sizeof(float) * N), *w = malloc(sizeof(float) * N);
+    for (int32_t i = 0; i < N; i++) z[i] = -100.0f * (float)i / N; /* the tail below −87 gives 0 */
+    z[7] = -INFINITY;
+    double ulps = 0, diff = 0;
+    for (int32_t i = 0; i < N; i++) {
+        float e = sp_sample_exp(z[i] * 1.25f);
+        double want = exp((double)(z[i] * 1.25f));
+        if (z[i] * 1.25f > -80) ulps = fmax(ulps, fabs(e - want) / (nextafterf((float)want, INFINITY) - (float)want));
+    }
+#if defined(__x86_64__)
+    if (sp_backend_avx2(be)) {
+        sp_sample_weights_avx2(w, z, N, 0, 1.25f);
+        for (int32_t i = 0; i < N; i++) diff = fmax(diff, w[i] != sp_sample_exp((z[i] - 0) * 1.25f));
+    }
+#endif
+    check("sample weights: AVX2 = scalar, bits", diff, 0);
+    check("sample weights: within an ulp of exp", ulps, 1);
+    free(z), free(w);
+}
+
 static void test_sample(const sp_backend *be, int n_threads) {
     int32_t V = 1000;
     float *logits = randoms(V, -3, 3);
@@ -478,6 +503,7 @@ int main(void) {
     test_rope(&be);
     test_route(&be);
     test_rank();
+    test_sample_weights(&be);
     test_sample(&be, sp_threadpool_size(pool));
     sp_threadpool_free(pool);
     printf("%s\n", failures ? "FAILED" : "all OK");

@@ -667,7 +667,8 @@ int main(int argc, char **argv) {
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
     test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 1);
     if (!quick) test_moe(SP_MAT_MLX8, 8, 3, 128, 64, 5);
-    test_sample(1000);
+    test_sample(1000, 32);
+    test_sample_edges();
 
     if (!quick) {
         /* the real shapes: Qwen3.8-27B (hidden 5120, 24/4 heads × 256, GDN 16/48 × 128, intermediate 17408) and
@@ -711,7 +712,7 @@ int main(int argc, char **argv) {
         test_gdn(16, 48, 128, 128, 4);
         test_gdn(16, 32, 128, 128, 33);
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
-        test_sample(248320);
+        test_sample(248320, 6);
     }
     printf("time: %.1f s\n", now() - t0);
     sp_vulkan_backend_destroy(&gpu);
