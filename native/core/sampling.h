@@ -66,6 +66,16 @@ static inline float sp_sample_exp(float in) {
 
 static inline uint64_t sp_sample_mass(float w) { return (uint64_t)(w * 0x1p44f); }
 
+enum { SP_SAMPLE_BINS = 2048 };
+
+/* The tokens a sampler at temperature > 0 draws from, given the row's weights w[V] (0 where the masks leave a token
+ * out): those of non-zero mass, cut by s's top-k, top-p and min-p, into idx[0 … return) (idx: V entries). Nothing
+ * sorts the vocabulary: top-k keeps its best in one scan (or a quickselect), top-p bins the weights by their float
+ * exponent and sorts only the bin where the cut falls. bins: SP_SAMPLE_BINS entries of scratch. The CPU sampler and
+ * speculative acceptance (draft/accept.c) both cut with this, so a draft is judged against exactly the distribution
+ * the sampler draws from. */
+int64_t sp_sample_kept(const float *w, int32_t V, const splash_sampling *s, int32_t *idx, uint64_t *bins);
+
 /* top-p's threshold as a 32-bit fraction (top_p < 1), and the mass a nucleus must reach: ⌈total · fraction / 2^32⌉,
  * at least 1 (top_p 0 keeps the most likely token alone). */
 static inline uint32_t sp_top_p_fraction(float top_p) { return top_p > 0 ? (uint32_t)((double)top_p * 0x1p32) : 0; }

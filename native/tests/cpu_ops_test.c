@@ -8,6 +8,7 @@
 #include "backends/cpu/ops.h"
 #include "core/rank.h"
 #include "core/sampling.h"
+#include "draft/accept.h"
 #include "core/threadpool.h"
 
 #include <stdio.h>
@@ -399,6 +400,42 @@ static void test_sample_weights(const sp_backend *be) {
     free(z), free(w);
 }
 
+/* Speculative acceptance judges a draft against exactly the distribution the sampler draws from: on rows (0, x)
+ * bisected to where one ulp of x moves the sampler's top-p cut (top-p starting to keep token 1, seen through a
+ * draw that lands on it when kept), sp_accept_dist gives token 1 mass on the kept side and none on the other. */
+static void test_accept_dist_edges(const sp_backend *be) {
+    enum { V = 16, CASES = 64 };
+    uint64_t per = sp_sample_scratch_bytes(V);
+    void *scratch = malloc(per * 64), *dist = malloc(sp_accept_dist_scratch(V));
+    float row[V], z[V], probs[2][V];
+    int bad = 0;
+    for (int c = 0; c < CASES; c++) {
+        /* each case its own temperature and top-p, so each edge is another x (and another weight of token 1) */
+        splash_sampling s = {0.5f + 0.023f * (float)c, 0.6f + 0.0047f * (float)c, 0, 0, 0, 0, 1, 0, 2000 + (uint64_t)c, NULL, NULL};
+        uint64_t pos = 0; /* a draw above top_p lands on token 1 whenever it is kept */
+        while (sp_sample_u53(s.seed, pos) * 0x1p-53 < s.top_p + 0.02 || sp_sample_u53(s.seed, pos) * 0x1p-53 > 0.999) pos++;
+        for (int32_t t = 0; t < V; t++) row[t] = -INFINITY;
+        row[0] = 0;
+        uint32_t lo = 0x80000000u, hi = 0xc1a00000u; /* x from −0 (token 1 kept) to −20 (not) */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            memcpy(&row[1], &mid, 4);
+            sp_sample_job j = {row, &s, NULL, 0, NULL, pos, 0, NULL, NULL, -1, 0, NULL};
+            be->sample(be, &j, 1, V, scratch, per);
+            *(j.token == 1 ? &lo : &hi) = mid;
+        }
+        for (int k = 0; k < 2; k++) {
+            uint32_t x = k ? hi : lo;
+            memcpy(&row[1], &x, 4);
+            int32_t arg;
+            sp_accept_dist(&(sp_dist_row){row, &s, NULL, 0, NULL, NULL}, V, z, probs[k], &arg, dist);
+        }
+        bad += !(probs[0][1] > 0) || probs[1][1] != 0;
+    }
+    check("accept_dist: the sampler's top-p cut on 64 knife edges", bad, 0);
+    free(scratch), free(dist);
+}
+
 static void test_sample(const sp_backend *be, int n_threads) {
     int32_t V = 1000;
     float *logits = randoms(V, -3, 3);
@@ -504,6 +541,7 @@ int main(void) {
     test_route(&be);
     test_rank();
     test_sample_weights(&be);
+    test_accept_dist_edges(&be);
     test_sample(&be, sp_threadpool_size(pool));
     sp_threadpool_free(pool);
     printf("%s\n", failures ? "FAILED" : "all OK");
