@@ -13,7 +13,7 @@
 // A prefix by rank is every token whose key (w's float bits: positive floats order like their bits) is above θ, plus
 // the ties at θ up to an id. θ is found by a radix select over the keys (three passes of 10 bits, counting tokens or
 // summing masses per digit), the cut id among ties by counting them over each invocation's stretch of ids.
-// Spec constant 0: workgroup size (256: the reductions below assume it).
+// Spec constant 0: workgroup size (256: the reductions and scans below assume it).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -113,15 +113,32 @@ uint radix_select(bool by_mass, uint64_t need, out uint64_t above) {
             if (hi != 0u) atomicAdd(hist_hi[d], hi); // the low words' carries go to the high word: the sum is exact
         }
         barrier();
-        if (tid == 0u) {
-            uint d = 1023u;
-            for (;; d--) {
-                uint64_t u = by_mass ? (uint64_t(hist_hi[d]) << 32) | uint64_t(hist_lo[d]) : uint64_t(hist_n[d]);
-                if (acc + u >= need || d == 0u) break;
-                acc += u;
-            }
-            sel_digit[0] = d, sel_acc[0] = acc;
+        // the digit where the running total from digit 1023 down first reaches need: each invocation holds four digits,
+        // a scan over the invocations gives the total above each four
+        uint64_t u[4], own = 0ul;
+        for (uint i = 0u; i < 4u; i++) {
+            uint d = 1023u - 4u * tid - i;
+            u[i] = by_mass ? (uint64_t(hist_hi[d]) << 32) | uint64_t(hist_lo[d]) : uint64_t(hist_n[d]);
+            own += u[i];
         }
+        red64[tid] = own;
+        if (tid == 0u) sel_digit[0] = 0u, sel_acc[0] = acc; // not reached: need is at most the total
+        barrier();
+        for (uint off = 1u; off < 256u; off <<= 1) {
+            uint64_t add = tid >= off ? red64[tid - off] : 0ul;
+            barrier();
+            red64[tid] += add;
+            barrier();
+        }
+        uint64_t before = acc + red64[tid] - own;
+        if (before < need && need <= before + own)
+            for (uint i = 0u; i < 4u; i++) {
+                if (before + u[i] >= need) {
+                    sel_digit[0] = 1023u - 4u * tid - i, sel_acc[0] = before;
+                    break;
+                }
+                before += u[i];
+            }
         barrier();
         prefix |= sel_digit[0] << uint(shift);
         acc = sel_acc[0];

@@ -1,4 +1,5 @@
 #pragma clang diagnostic ignored "-Wmissing-prototypes"
+#pragma clang diagnostic ignored "-Wmissing-braces"
 #pragma clang diagnostic ignored "-Wunused-variable"
 
 #include <metal_stdlib>
@@ -6,6 +7,44 @@
 #include <metal_atomic>
 
 using namespace metal;
+
+template<typename T, size_t Num>
+struct spvUnsafeArray
+{
+    T elements[Num ? Num : 1];
+    
+    thread T& operator [] (size_t pos) thread
+    {
+        return elements[pos];
+    }
+    constexpr const thread T& operator [] (size_t pos) const thread
+    {
+        return elements[pos];
+    }
+    
+    device T& operator [] (size_t pos) device
+    {
+        return elements[pos];
+    }
+    constexpr const device T& operator [] (size_t pos) const device
+    {
+        return elements[pos];
+    }
+    
+    constexpr const constant T& operator [] (size_t pos) const constant
+    {
+        return elements[pos];
+    }
+    
+    threadgroup T& operator [] (size_t pos) threadgroup
+    {
+        return elements[pos];
+    }
+    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
+    {
+        return elements[pos];
+    }
+};
 
 template<typename T>
 [[clang::optnone]] T spvFMul(T l, T r)
@@ -304,14 +343,16 @@ ulong mass_of(thread const uint& key)
 }
 
 static inline __attribute__((always_inline))
-uint radix_select(thread const bool& by_mass, thread const ulong& need, thread ulong& above, thread uint& th, thread uint& cut, thread uint& floor_key, thread ulong& allowed, thread ulong& tokens, device Floats* thread & z, thread float& mx, thread float& inv_t, thread uint3& gl_LocalInvocationID, threadgroup uint (&hist_n)[1024], threadgroup uint (&hist_lo)[1024], threadgroup uint (&hist_hi)[1024], constant P& p, threadgroup uint (&sel_digit)[1], threadgroup ulong (&sel_acc)[1])
+uint radix_select(thread const bool& by_mass, thread const ulong& need, thread ulong& above, thread uint& th, thread uint& cut, thread uint& floor_key, thread ulong& allowed, thread ulong& tokens, device Floats* thread & z, thread float& mx, thread float& inv_t, thread uint3& gl_LocalInvocationID, threadgroup ulong (&red64)[256], threadgroup uint (&hist_n)[1024], threadgroup uint (&hist_lo)[1024], threadgroup uint (&hist_hi)[1024], constant P& p, threadgroup uint (&sel_digit)[1], threadgroup ulong (&sel_acc)[1])
 {
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
     uint prefix = 0u;
     ulong acc = 0ul;
     uint _497;
-    ulong _605;
+    spvUnsafeArray<ulong, 4> u;
+    ulong _615;
+    ulong _670;
     for (int shift = 20; shift >= 0; shift -= 10)
     {
         for (uint d = tid; d < 1024u; d += wg)
@@ -368,30 +409,66 @@ uint radix_select(thread const bool& by_mass, thread const ulong& need, thread u
             }
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
+        ulong own = 0ul;
+        for (uint i = 0u; i < 4u; i++)
+        {
+            uint d_2 = (1023u - (4u * tid)) - i;
+            if (by_mass)
+            {
+                _615 = (ulong(hist_hi[d_2]) << ulong(32)) | ulong(hist_lo[d_2]);
+            }
+            else
+            {
+                _615 = ulong(hist_n[d_2]);
+            }
+            u[i] = _615;
+            own += u[i];
+        }
+        red64[tid] = own;
         if (tid == 0u)
         {
-            uint d_2 = 1023u;
-            for (;;)
+            sel_digit[0] = 0u;
+            sel_acc[0] = acc;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint off = 1u; off < 256u; off = off << uint(1))
+        {
+            if (tid >= off)
             {
-                if (by_mass)
+                _670 = red64[tid - off];
+            }
+            else
+            {
+                _670 = 0ul;
+            }
+            ulong add = _670;
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            red64[tid] += add;
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+        }
+        ulong before = (acc + red64[tid]) - own;
+        bool _698 = before < need;
+        bool _706;
+        if (_698)
+        {
+            _706 = need <= (before + own);
+        }
+        else
+        {
+            _706 = _698;
+        }
+        if (_706)
+        {
+            for (uint i_1 = 0u; i_1 < 4u; i_1++)
+            {
+                if ((before + u[i_1]) >= need)
                 {
-                    _605 = (ulong(hist_hi[d_2]) << ulong(32)) | ulong(hist_lo[d_2]);
-                }
-                else
-                {
-                    _605 = ulong(hist_n[d_2]);
-                }
-                ulong u = _605;
-                if (((acc + u) >= need) || (d_2 == 0u))
-                {
+                    sel_digit[0] = (1023u - (4u * tid)) - i_1;
+                    sel_acc[0] = before;
                     break;
                 }
-                acc += u;
-                d_2--;
-                continue;
+                before += u[i_1];
             }
-            sel_digit[0] = d_2;
-            sel_acc[0] = acc;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         prefix |= (sel_digit[0] << uint(shift));
@@ -424,19 +501,19 @@ void keep_prefix(thread const uint& theta, thread const uint& m, thread uint& th
     for (uint t = b; t < e; t++)
     {
         uint param = t;
-        bool _716 = key_of(param, allowed, tokens, z, mx, inv_t) == theta;
-        bool _724;
-        if (_716)
+        bool _808 = key_of(param, allowed, tokens, z, mx, inv_t) == theta;
+        bool _816;
+        if (_808)
         {
             uint param_1 = theta;
             uint param_2 = t;
-            _724 = kept(param_1, param_2, th, cut, floor_key);
+            _816 = kept(param_1, param_2, th, cut, floor_key);
         }
         else
         {
-            _724 = _716;
+            _816 = _808;
         }
-        if (_724)
+        if (_816)
         {
             c++;
         }
@@ -452,46 +529,46 @@ void keep_prefix(thread const uint& theta, thread const uint& m, thread uint& th
     {
         before += uint(red64[i]);
     }
-    bool _761 = before < m;
-    bool _769;
-    if (_761)
+    bool _853 = before < m;
+    bool _861;
+    if (_853)
     {
-        _769 = m <= (before + c);
+        _861 = m <= (before + c);
     }
     else
     {
-        _769 = _761;
+        _861 = _853;
     }
-    if (_769)
+    if (_861)
     {
         for (uint t_1 = b; t_1 < e; t_1++)
         {
             uint param_3 = t_1;
-            bool _786 = key_of(param_3, allowed, tokens, z, mx, inv_t) == theta;
-            bool _794;
-            if (_786)
+            bool _878 = key_of(param_3, allowed, tokens, z, mx, inv_t) == theta;
+            bool _886;
+            if (_878)
             {
                 uint param_4 = theta;
                 uint param_5 = t_1;
-                _794 = kept(param_4, param_5, th, cut, floor_key);
+                _886 = kept(param_4, param_5, th, cut, floor_key);
             }
             else
             {
-                _794 = _786;
+                _886 = _878;
             }
-            bool _801;
-            if (_794)
+            bool _893;
+            if (_886)
             {
-                uint _797 = before;
-                uint _798 = _797 + uint(1);
-                before = _798;
-                _801 = _798 == m;
+                uint _889 = before;
+                uint _890 = _889 + uint(1);
+                before = _890;
+                _893 = _890 == m;
             }
             else
             {
-                _801 = _794;
+                _893 = _886;
             }
-            if (_801)
+            if (_893)
             {
                 found[0] = t_1;
                 break;
@@ -546,38 +623,38 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
     for (uint t = tid; t < p.vocab; t += wg)
     {
         uint param = t;
-        bool _914 = may(param, allowed, tokens);
-        bool _929;
-        if (_914)
+        bool _1006 = may(param, allowed, tokens);
+        bool _1021;
+        if (_1006)
         {
-            bool _918 = arg == 4294967295u;
-            bool _928;
-            if (!_918)
+            bool _1010 = arg == 4294967295u;
+            bool _1020;
+            if (!_1010)
             {
-                _928 = z->v[t] > best;
+                _1020 = z->v[t] > best;
             }
             else
             {
-                _928 = _918;
+                _1020 = _1010;
             }
-            _929 = _928;
+            _1021 = _1020;
         }
         else
         {
-            _929 = _914;
+            _1021 = _1006;
         }
-        if (_929)
+        if (_1021)
         {
             best = z->v[t];
             arg = t;
         }
     }
     float param_1 = best;
-    float _942 = workgroup_max(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    mx = _942;
+    float _1034 = workgroup_max(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _1034;
     uint param_2 = (best == mx) ? arg : 4294967295u;
-    uint _950 = workgroup_min_uint(param_2, gl_SubgroupID, gl_NumSubgroups, wg_red_u);
-    uint token = _950;
+    uint _1042 = workgroup_min_uint(param_2, gl_SubgroupID, gl_NumSubgroups, wg_red_u);
+    uint token = _1042;
     float s = 0.0;
     for (uint t_1 = tid; t_1 < p.vocab; t_1 += wg)
     {
@@ -588,8 +665,8 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
         }
     }
     float param_4 = s;
-    float _983 = workgroup_sum(param_4, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    float lse = log(_983);
+    float _1075 = workgroup_sum(param_4, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    float lse = log(_1075);
     if ((inv_t > 0.0) && (token != 4294967295u))
     {
         ulong above;
@@ -605,15 +682,15 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
                 }
             }
             ulong param_6 = ulong(c);
-            ulong _1024 = workgroup_sum64(param_6, gl_LocalInvocationID, red64);
-            if (ulong(top_k) < _1024)
+            ulong _1116 = workgroup_sum64(param_6, gl_LocalInvocationID, red64);
+            if (ulong(top_k) < _1116)
             {
                 bool param_7 = false;
                 ulong param_8 = ulong(top_k);
                 ulong param_9;
-                uint _1036 = radix_select(param_7, param_8, param_9, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
+                uint _1128 = radix_select(param_7, param_8, param_9, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
                 above = param_9;
-                uint theta = _1036;
+                uint theta = _1128;
                 uint param_10 = theta;
                 uint param_11 = top_k - uint(above);
                 keep_prefix(param_10, param_11, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, p, found);
@@ -635,16 +712,16 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
                 }
             }
             ulong param_16 = total;
-            ulong _1083 = workgroup_sum64(param_16, gl_LocalInvocationID, red64);
-            total = _1083;
+            ulong _1175 = workgroup_sum64(param_16, gl_LocalInvocationID, red64);
+            total = _1175;
             ulong need = ((total >> ulong(32)) * ulong(fraction)) + ((((total & 4294967295ul) * ulong(fraction)) + 4294967295ul) >> ulong(32));
             need = max(need, 1ul);
             bool param_17 = true;
             ulong param_18 = need;
             ulong param_19;
-            uint _1108 = radix_select(param_17, param_18, param_19, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
+            uint _1200 = radix_select(param_17, param_18, param_19, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
             above = param_19;
-            uint theta_1 = _1108;
+            uint theta_1 = _1200;
             uint param_20 = theta_1;
             ulong m = mass_of(param_20);
             uint param_21 = theta_1;
@@ -697,17 +774,17 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
         ulong lo = (mid << ulong(32)) | (p0 & lo32);
         ulong point = (hi << ulong(11)) | (lo >> ulong(53));
         ulong cum = base;
-        bool _1270 = base <= point;
-        bool _1278;
-        if (_1270)
+        bool _1362 = base <= point;
+        bool _1370;
+        if (_1362)
         {
-            _1278 = point < (base + own);
+            _1370 = point < (base + own);
         }
         else
         {
-            _1278 = _1270;
+            _1370 = _1362;
         }
-        if (_1278)
+        if (_1370)
         {
             for (uint t_5 = b; t_5 < e; t_5++)
             {
@@ -734,16 +811,16 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
     {
         device Floats* o = reinterpret_cast<device Floats*>(p.out_);
         o->v[2u * j] = as_type<float>(token);
-        float _1340;
+        float _1432;
         if (token != 4294967295u)
         {
-            _1340 = (z->v[token] - mx) - lse;
+            _1432 = (z->v[token] - mx) - lse;
         }
         else
         {
-            _1340 = 0.0;
+            _1432 = 0.0;
         }
-        o->v[(2u * j) + 1u] = _1340;
+        o->v[(2u * j) + 1u] = _1432;
     }
 }
 
