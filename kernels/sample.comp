@@ -1,10 +1,12 @@
 #version 460
 // sample.comp — the token a logits row samples and its log-probability, without copying the row to the host:
-//   out[j] = (token, z[token] − logsumexp z)   over the ids row j may take
+//   out[8j …] = (token, z[token] − lse, z[d] − lse, mass of d (2 words), kept mass (2 words), 0)
+// over the ids row j may take, lse = logsumexp z, d the row's probed token (speculative acceptance's p(d) = mass of d /
+// kept mass; greedy: 1 / 1 at the argmax, else 0 / 1).
 // One workgroup per row; rows[j] holds row j's address, masks[2j] and masks[2j + 1] the addresses of its allowed-token
 // bitmask (a grammar's) and of the model's token bitmask, each 0 for none: an id whose bit is clear in either is never
-// chosen and counts in no sum. params[8j …] = (1/T, top_k, top-p fraction, top-p on, min-p, u53 low, u53 high) of row
-// j as uints (1/T = 0: greedy).
+// chosen and counts in no sum. params[8j …] = (1/T, top_k, top-p fraction, top-p on, min-p, u53 low, u53 high, d or
+// 0xffffffff) of row j as uints (1/T = 0: greedy).
 //
 // The CPU sampler's rule in its exact arithmetic (native/core/sampling.h, whose functions are copied here op for op):
 // temperature 0 takes the argmax (lowest id on ties). Otherwise w = sp_sample_exp((z − max z) · 1/T) and the integer
@@ -182,6 +184,7 @@ void main() {
     inv_t = uintBitsToFloat(prm.v[0]);
     uint top_k = prm.v[1], fraction = prm.v[2], top_p_on = prm.v[3], min_p = prm.v[4];
     uint64_t u53 = (uint64_t(prm.v[6]) << 32) | uint64_t(prm.v[5]);
+    uint probe = prm.v[7];
 
     float best = -1.0 / 0.0;
     uint arg = NONE;
@@ -194,6 +197,7 @@ void main() {
         if (may(t)) s += exp(z.v[t] - mx);
     float lse = log(workgroup_sum(s));
 
+    uint64_t probe_mass = probe == token ? 1ul : 0ul, kept_mass = 1ul;
     if (inv_t > 0.0 && token != NONE) {
         uint64_t above;
         if (top_k > 0u) {
@@ -254,10 +258,17 @@ void main() {
             }
         barrier();
         token = drawn[0];
+        uint key = probe < p.vocab ? key_of(probe) : 0u;
+        probe_mass = kept(key, probe) ? mass_of(key) : 0ul;
+        kept_mass = total;
     }
     if (tid == 0u) {
-        Floats o = Floats(p.out_);
-        o.v[2u * j] = uintBitsToFloat(token);
-        o.v[2u * j + 1u] = token != NONE ? z.v[token] - mx - lse : 0.0;
+        Uints o = Uints(p.out_ + 32ul * j);
+        o.v[0] = token;
+        o.v[1] = floatBitsToUint(token != NONE ? z.v[token] - mx - lse : 0.0);
+        o.v[2] = floatBitsToUint(probe < p.vocab && may(probe) ? z.v[probe] - mx - lse : -1.0 / 0.0);
+        o.v[3] = uint(probe_mass), o.v[4] = uint(probe_mass >> 32);
+        o.v[5] = uint(kept_mass), o.v[6] = uint(kept_mass >> 32);
+        o.v[7] = 0u;
     }
 }

@@ -618,43 +618,44 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
     uint top_p_on = prm->v[3];
     uint min_p = prm->v[4];
     ulong u53 = (ulong(prm->v[6]) << ulong(32)) | ulong(prm->v[5]);
+    uint probe = prm->v[7];
     float best = as_type<float>(0xff800000u /* -inf */);
     uint arg = 4294967295u;
     for (uint t = tid; t < p.vocab; t += wg)
     {
         uint param = t;
-        bool _1006 = may(param, allowed, tokens);
-        bool _1021;
-        if (_1006)
+        bool _1011 = may(param, allowed, tokens);
+        bool _1026;
+        if (_1011)
         {
-            bool _1010 = arg == 4294967295u;
-            bool _1020;
-            if (!_1010)
+            bool _1015 = arg == 4294967295u;
+            bool _1025;
+            if (!_1015)
             {
-                _1020 = z->v[t] > best;
+                _1025 = z->v[t] > best;
             }
             else
             {
-                _1020 = _1010;
+                _1025 = _1015;
             }
-            _1021 = _1020;
+            _1026 = _1025;
         }
         else
         {
-            _1021 = _1006;
+            _1026 = _1011;
         }
-        if (_1021)
+        if (_1026)
         {
             best = z->v[t];
             arg = t;
         }
     }
     float param_1 = best;
-    float _1034 = workgroup_max(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    mx = _1034;
+    float _1039 = workgroup_max(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _1039;
     uint param_2 = (best == mx) ? arg : 4294967295u;
-    uint _1042 = workgroup_min_uint(param_2, gl_SubgroupID, gl_NumSubgroups, wg_red_u);
-    uint token = _1042;
+    uint _1047 = workgroup_min_uint(param_2, gl_SubgroupID, gl_NumSubgroups, wg_red_u);
+    uint token = _1047;
     float s = 0.0;
     for (uint t_1 = tid; t_1 < p.vocab; t_1 += wg)
     {
@@ -665,8 +666,10 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
         }
     }
     float param_4 = s;
-    float _1075 = workgroup_sum(param_4, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    float lse = log(_1075);
+    float _1080 = workgroup_sum(param_4, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    float lse = log(_1080);
+    ulong probe_mass = ulong(probe == token);
+    ulong kept_mass = 1ul;
     if ((inv_t > 0.0) && (token != 4294967295u))
     {
         ulong above;
@@ -682,15 +685,15 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
                 }
             }
             ulong param_6 = ulong(c);
-            ulong _1116 = workgroup_sum64(param_6, gl_LocalInvocationID, red64);
-            if (ulong(top_k) < _1116)
+            ulong _1128 = workgroup_sum64(param_6, gl_LocalInvocationID, red64);
+            if (ulong(top_k) < _1128)
             {
                 bool param_7 = false;
                 ulong param_8 = ulong(top_k);
                 ulong param_9;
-                uint _1128 = radix_select(param_7, param_8, param_9, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
+                uint _1140 = radix_select(param_7, param_8, param_9, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
                 above = param_9;
-                uint theta = _1128;
+                uint theta = _1140;
                 uint param_10 = theta;
                 uint param_11 = top_k - uint(above);
                 keep_prefix(param_10, param_11, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, p, found);
@@ -712,16 +715,16 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
                 }
             }
             ulong param_16 = total;
-            ulong _1175 = workgroup_sum64(param_16, gl_LocalInvocationID, red64);
-            total = _1175;
+            ulong _1187 = workgroup_sum64(param_16, gl_LocalInvocationID, red64);
+            total = _1187;
             ulong need = ((total >> ulong(32)) * ulong(fraction)) + ((((total & 4294967295ul) * ulong(fraction)) + 4294967295ul) >> ulong(32));
             need = max(need, 1ul);
             bool param_17 = true;
             ulong param_18 = need;
             ulong param_19;
-            uint _1200 = radix_select(param_17, param_18, param_19, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
+            uint _1211 = radix_select(param_17, param_18, param_19, th, cut, floor_key, allowed, tokens, z, mx, inv_t, gl_LocalInvocationID, red64, hist_n, hist_lo, hist_hi, p, sel_digit, sel_acc);
             above = param_19;
-            uint theta_1 = _1200;
+            uint theta_1 = _1211;
             uint param_20 = theta_1;
             ulong m = mass_of(param_20);
             uint param_21 = theta_1;
@@ -774,17 +777,17 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
         ulong lo = (mid << ulong(32)) | (p0 & lo32);
         ulong point = (hi << ulong(11)) | (lo >> ulong(53));
         ulong cum = base;
-        bool _1362 = base <= point;
-        bool _1370;
-        if (_1362)
+        bool _1373 = base <= point;
+        bool _1381;
+        if (_1373)
         {
-            _1370 = point < (base + own);
+            _1381 = point < (base + own);
         }
         else
         {
-            _1370 = _1362;
+            _1381 = _1373;
         }
-        if (_1370)
+        if (_1381)
         {
             for (uint t_5 = b; t_5 < e; t_5++)
             {
@@ -806,21 +809,72 @@ kernel void splash_sample(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simd
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         token = drawn[0];
-    }
-    if (tid == 0u)
-    {
-        device Floats* o = reinterpret_cast<device Floats*>(p.out_);
-        o->v[2u * j] = as_type<float>(token);
-        float _1432;
-        if (token != 4294967295u)
+        uint _1427;
+        if (probe < p.vocab)
         {
-            _1432 = (z->v[token] - mx) - lse;
+            uint param_31 = probe;
+            _1427 = key_of(param_31, allowed, tokens, z, mx, inv_t);
         }
         else
         {
-            _1432 = 0.0;
+            _1427 = 0u;
         }
-        o->v[(2u * j) + 1u] = _1432;
+        uint key_3 = _1427;
+        uint param_32 = key_3;
+        uint param_33 = probe;
+        ulong _1440;
+        if (kept(param_32, param_33, th, cut, floor_key))
+        {
+            uint param_34 = key_3;
+            _1440 = mass_of(param_34);
+        }
+        else
+        {
+            _1440 = 0ul;
+        }
+        probe_mass = _1440;
+        kept_mass = total_1;
+    }
+    if (tid == 0u)
+    {
+        device Uints* o = reinterpret_cast<device Uints*>(p.out_ + (32ul * ulong(j)));
+        o->v[0] = token;
+        float _1467;
+        if (token != 4294967295u)
+        {
+            _1467 = (z->v[token] - mx) - lse;
+        }
+        else
+        {
+            _1467 = 0.0;
+        }
+        o->v[1] = as_type<uint>(_1467);
+        bool _1486 = probe < p.vocab;
+        bool _1492;
+        if (_1486)
+        {
+            uint param_35 = probe;
+            _1492 = may(param_35, allowed, tokens);
+        }
+        else
+        {
+            _1492 = _1486;
+        }
+        float _1493;
+        if (_1492)
+        {
+            _1493 = (z->v[probe] - mx) - lse;
+        }
+        else
+        {
+            _1493 = as_type<float>(0xff800000u /* -inf */);
+        }
+        o->v[2] = as_type<uint>(_1493);
+        o->v[3] = uint(probe_mass);
+        o->v[4] = uint(probe_mass >> ulong(32));
+        o->v[5] = uint(kept_mass);
+        o->v[6] = uint(kept_mass >> ulong(32));
+        o->v[7] = 0u;
     }
 }
 

@@ -84,11 +84,12 @@ static inline uint64_t sp_top_p_need(uint64_t total, uint32_t fraction) {
     return need > 0 ? need : 1;
 }
 
-/* The draw u of a sequence's sampler at a position, a 53-bit integer (u / 2^53 is uniform in [0, 1)): splitmix64's
- * finalizer over (seed, position), a counter-based generator with no state between calls, so a row samples the same
- * alone or batched, on any backend. */
-static inline uint64_t sp_sample_u53(uint64_t seed, uint64_t position) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (position + 1);
+/* The draw u of a sequence at a position, a 53-bit integer (u / 2^53 is uniform in [0, 1)): splitmix64's finalizer
+ * over (seed, stream, position), a counter-based generator with no state between calls, so a row samples the same
+ * alone or batched, on any backend. Stream 0 is the sampler's; speculative acceptance draws from others
+ * (draft/accept.h). */
+static inline uint64_t sp_sample_u53(uint64_t seed, uint32_t stream, uint64_t position) {
+    uint64_t z = (seed ^ (0xD1B54A32D192ED03ull * stream)) + 0x9E3779B97F4A7C15ull * (position + 1);
     for (int i = 0; i < 2; i++) {
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

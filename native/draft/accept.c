@@ -7,16 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-/* splitmix64 finalizer over (seed, stream, position): counter-based, no state between calls. */
 double sp_accept_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
-    uint64_t z = seed ^ (0xD1B54A32D192ED03ull * stream);
-    z += 0x9E3779B97F4A7C15ull * (position + 1);
-    for (int i = 0; i < 2; i++) {
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-    }
-    return (double)(z >> 11) * 0x1.0p-53;
+    return (double)sp_sample_u53(seed, stream, position) * 0x1.0p-53;
 }
 
 int32_t sp_accept_draw(const float *probs, int32_t V, double u) {

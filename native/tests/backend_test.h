@@ -101,7 +101,8 @@ static inline weights make_weights(sp_mtype t, int64_t rows, int64_t cols) {
  * temperature > 0 under top-k, top-p, min-p, their mix, the masks, ties at the top-k and top-p cuts and top_p = 0 — the
  * rest (penalties, top-5 logprobs) via the host. Every row must give the CPU's token for the same seed and position,
  * exactly (core/sampling.h's arithmetic), over `rounds` rounds of fresh logits — uniform rows, and rows shaped like a
- * language model's (a few dozen likely tokens over a long tail) — and positions. */
+ * language model's (a few dozen likely tokens over a long tail) — and positions, and the same probed token's mass and
+ * the kept mass (speculative acceptance's p(d)) for draws of three streams. */
 static inline void test_sample(int32_t V, int rounds) {
     enum { ROWS = 16 };
     int32_t words = (V + 31) / 32;
@@ -121,12 +122,12 @@ static inline void test_sample(int32_t V, int rounds) {
         {0.6f, 0.3f, 200, 0, 0, 0, 1, 0, 15, NULL, NULL},    /* top-p cutting through ties after a wide top-k */
         {1.0f, 0.999f, 0, 0.001f, 0, 0, 1, 0, 16, NULL, NULL}, /* top-p deep in the tail */
     };
-    int32_t penalty[3] = {5, 9, 5}, top_ids[2][5];
+    int32_t penalty[3] = {5, 9, 5}, top_ids[2][5], probe[ROWS];
     float top_lp[2][5];
     sp_sample_job g[ROWS], c[ROWS];
     size_t sb = (size_t)sp_sample_scratch_bytes(V), regions = (size_t)(cpu.n_threads > gpu.n_threads ? cpu.n_threads : gpu.n_threads);
     void *scratch = malloc(sb * regions); /* one scratch region per thread of whichever backend has more */
-    int same = 1, differ = 0, n_rows = 0;
+    int same = 1, differ = 0, n_rows = 0, probed = 0;
     int32_t first6 = -1;
     double lp = 0;
     for (int r = 0; r < rounds; r++) {
@@ -147,9 +148,10 @@ static inline void test_sample(int32_t V, int rounds) {
         for (int j = 0; j < ROWS; j++) {
             const splash_sampling *s = j >= 6 ? &dev[j - 6] : j < 2 || j >= 4 ? &greedy : &hot;
             int masked = j == 4 || j == 5 || j == 10;
+            probe[j] = (r + 3 * j) % 40; /* among the likely tokens of the language-model rows */
             g[j] = (sp_sample_job){dl + (int64_t)j * V, s, j == 3 ? penalty : NULL, j == 3 ? 3 : 0, masked ? allowed : NULL,
                                    100 + (uint64_t)j + 1000 * (uint64_t)r, j == 2 ? 5 : 0, top_ids[0], top_lp[0], -1, 0,
-                                   j == 5 || j == 10 ? tokens : NULL};
+                                   j == 5 || j == 10 ? tokens : NULL, (uint32_t)(j % 3), &probe[j], 0, 0, 0};
             c[j] = g[j];
             c[j].logits = logits + (int64_t)j * V;
             c[j].top_ids = top_ids[1], c[j].top_logprobs = top_lp[1];
@@ -162,8 +164,11 @@ static inline void test_sample(int32_t V, int rounds) {
         for (int j = 0; j < ROWS; j++) {
             if (g[j].token != c[j].token && same)
                 fprintf(stderr, "  round %d row %d: device %d, CPU %d\n", r, j, g[j].token, c[j].token);
-            same = same && g[j].token == c[j].token;
+            same = same && g[j].token == c[j].token && g[j].probe_mass == c[j].probe_mass && g[j].kept_mass == c[j].kept_mass;
             lp = fmax(lp, fabs((double)g[j].logprob - c[j].logprob));
+            if (c[j].probe_logprob > -INFINITY) lp = fmax(lp, fabs((double)g[j].probe_logprob - c[j].probe_logprob));
+            else same = same && g[j].probe_logprob == -INFINITY;
+            probed += c[j].probe_mass > 0 && c[j].probe_mass < c[j].kept_mass;
         }
         same = same && g[4].token != 3 && g[5].token != 3 && g[5].token != 11 && g[10].token != 3 && g[10].token != 11 &&
                g[13].token == best13;
@@ -175,10 +180,11 @@ static inline void test_sample(int32_t V, int rounds) {
         gpu.free(&gpu, dl);
         free(logits);
     }
-    CHECK(same && lp < 1e-3 && (rounds < 4 || differ > 0), /* log-probabilities: float sums of a row in two orders */
+    CHECK(same && lp < 1e-3 && (rounds < 4 || (differ > 0 && probed > 0)), /* log-probabilities: float sums in two orders */
           "sample vocab %d, %d rows: greedy and temperature/top-k/top-p/min-p rows (some under masks, some through ties) "
-          "on the device, penalties and top-5 via the host: the CPU's tokens (last %d %d %d %d %d %d %d %d %d %d %d %d %d "
-          "%d %d %d), max |Δ logprob| %.1e", V, n_rows, g[0].token, g[1].token, g[2].token, g[3].token, g[4].token,
+          "on the device, penalties and top-5 via the host, draws of three streams: the CPU's tokens and probed masses (%d "
+          "strictly between 0 and the total) (last %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d), max |Δ logprob| %.1e",
+          V, n_rows, probed, g[0].token, g[1].token, g[2].token, g[3].token, g[4].token,
           g[5].token, g[6].token, g[7].token, g[8].token, g[9].token, g[10].token, g[11].token, g[12].token, g[13].token,
           g[14].token, g[15].token, lp);
     free(scratch), free(allowed), free(tokens);
@@ -192,7 +198,7 @@ static inline void test_sample(int32_t V, int rounds) {
 static inline int32_t sample_edge_token(float *row, uint32_t x, const splash_sampling *s, uint64_t pos, int32_t V,
                                         void *scratch) {
     memcpy(&row[1], &x, 4);
-    sp_sample_job j = {row, s, NULL, 0, NULL, pos, 0, NULL, NULL, -1, 0, NULL};
+    sp_sample_job j = {row, s, NULL, 0, NULL, pos, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
     cpu.sample(&cpu, &j, 1, V, scratch, sp_sample_scratch_bytes(V));
     return j.token;
 }
@@ -208,7 +214,7 @@ static inline void test_sample_edges(void) {
         int nucleus = c & 1;
         params[c] = (splash_sampling){c & 2 ? 0.7f : 1.3f, nucleus ? 0.75f : 1, 0, 0, 0, 0, 1, 0, 1000 + (uint64_t)c, NULL, NULL};
         uint64_t pos = 0; /* u in (0.55, 0.95), or (0.8, 0.95) where top-p decides */
-        while (sp_sample_u53(params[c].seed, pos) * 0x1p-53 < (nucleus ? 0.8 : 0.55) || sp_sample_u53(params[c].seed, pos) * 0x1p-53 > 0.95) pos++;
+        while (sp_sample_u53(params[c].seed, 0, pos) * 0x1p-53 < (nucleus ? 0.8 : 0.55) || sp_sample_u53(params[c].seed, 0, pos) * 0x1p-53 > 0.95) pos++;
         position[c] = pos;
         float row[V];
         for (int32_t t = 0; t < V; t++) row[t] = -INFINITY;
@@ -232,7 +238,7 @@ static inline void test_sample_edges(void) {
         sp_sample_job g[PER], h[PER];
         for (int k = 0; k < PER; k++) {
             int64_t at = (int64_t)(c * PER + k) * V;
-            g[k] = (sp_sample_job){dl + at, &params[c], NULL, 0, NULL, position[c], 0, NULL, NULL, -1, 0, NULL};
+            g[k] = (sp_sample_job){dl + at, &params[c], NULL, 0, NULL, position[c], 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
             h[k] = g[k], h[k].logits = logits + at;
         }
         splash_status sg = gpu.sample(&gpu, g, PER, V, scratch, sp_sample_scratch_bytes(V));

@@ -9,8 +9,9 @@
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
  *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T) and each token's integer mass
  *   (core/sampling.h: exact arithmetic, so a GPU draws the same token); keep the top_k largest; keep the smallest
- *   most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u from (seed, position) and walk the kept
- *   tokens in id order until their running mass passes u · total. The top-N alternatives are the N most likely ids
+ *   most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u from (seed, stream, position) and walk the kept
+ *   tokens in id order until their running mass passes u · total; a probed token's mass and the kept total give its
+ *   probability (speculative acceptance's p(d)). The top-N alternatives are the N most likely ids
  *   that could have been chosen (fewer when the masks leave fewer). The draw depends on nothing but (seed, position)
  *   and the row, so a sequence samples the same alone or batched, on any backend.
  *
@@ -62,7 +63,8 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     if (mx == -INFINITY) return 0;
     float lse = mx + (float)log(ex->sum_exp(z, V, mx, 1.0f));
 
-    int32_t token = arg;
+    int32_t token = arg, d = job->probe ? *job->probe : -1;
+    job->probe_mass = d == arg, job->kept_mass = 1;
     if (s->temperature > 0) {
         float inv_t = 1.0f / s->temperature;
         ex->weights(w, z, V, mx, inv_t);
@@ -71,7 +73,9 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
         memset(seen, 0, sizeof(uint32_t) * (size_t)((V + 31) / 32));
         uint64_t total = 0;
         for (int64_t i = 0; i < c; i++) total += sp_sample_mass(w[idx[i]]), seen[idx[i] >> 5] |= 1u << (idx[i] & 31);
-        uint64_t r = sp_sample_point(sp_sample_u53(s->seed, job->position), total), cum = 0;
+        uint64_t r = sp_sample_point(sp_sample_u53(s->seed, job->stream, job->position), total), cum = 0;
+        job->probe_mass = d >= 0 && d < V && (seen[d >> 5] >> (d & 31) & 1) ? sp_sample_mass(w[d]) : 0;
+        job->kept_mass = total;
         token = -1;
         for (int32_t b = 0; b < (V + 31) / 32 && token < 0; b++)
             for (uint32_t bits = seen[b]; bits && token < 0; bits &= bits - 1) {
@@ -82,6 +86,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     }
     job->token = token;
     job->logprob = z[token] - lse;
+    job->probe_logprob = d >= 0 && d < V ? z[d] - lse : -INFINITY;
 
     /* top-N by z: keep a best-first list of N while scanning; masked ids are no alternative (−1 fills the rest) */
     int32_t n = job->n_top, have = 0;

@@ -200,7 +200,7 @@ struct sp_gpu {
     uint64_t x8_bytes;
     sp_gpu_range x8_of;
     uint32_t x8_cols;
-    void *sampled; /* (token, logprob) of each row sample.comp samples, for up to 64 rows */
+    void *sampled; /* what sample.comp writes for each row it samples (ops_sample.c), up to 64 rows */
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
 
