@@ -4,6 +4,8 @@
 //             (f32, f16: one invocation per pair of values; int8: a workgroup per pair of rows, below)
 //   ATTEND    out = softmax(q·kᵀ · scale + causal) · v, flash style, optionally split over key ranges
 //   REDUCE    combines the splits of ATTEND: out = Σ_s e^(m_s − M) o_s / Σ_s e^(m_s − M) l_s
+// Where a gate is given (src2 ≠ 0 for ATTEND and REDUCE), the kernel that writes out multiplies it by sigmoid(gate) as
+// elementwise.comp's SIGMOID_MUL would (the gated attention's output gate).
 //
 // Paged layout (backends/backend.h, sp_kv_view): position p of kv head g lives in page pages[p / P], row p % P, at
 // byte page · page_stride + (g · P + p % P) · row_bytes from the layer's K (or V) base. Rows are f32, f16 or int8
@@ -38,7 +40,8 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
 
 layout(push_constant) uniform P {
-    // ATTEND/REDUCE: dst = out [n][heads][HD], src = q (same shape); KV_WRITE: src = new k rows, src2 = new v rows
+    // ATTEND/REDUCE: dst = out [n][heads][HD], src = q, src2 = the gate or 0 (same shape); KV_WRITE: src = new k rows,
+    // src2 = new v rows
     uint64_t dst, src, k, v, pages, part;  // k, v: this layer's K and V base; part: [n][heads][splits][HD + 2]
     uint n_past, n, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
     uint split_len, n_splits, hb, rt;  // keys per split (multiple of BK); heads per block, rows per tile
@@ -276,8 +279,13 @@ void main() {
         if (owns_dims) {
             if (p.n_splits == 1u) {
                 Floats o = Floats(p.dst + uint64_t(base * HD + 2u * tid) * 4ul);
-                o.v[0] = acc[v].x / lsum[v];
-                o.v[1] = acc[v].y / lsum[v];
+                vec2 y = vec2(acc[v].x / lsum[v], acc[v].y / lsum[v]);
+                if (p.src2 != 0ul) {
+                    Floats gate = Floats(p.src2 + uint64_t(base * HD + 2u * tid) * 4ul);
+                    y = vec2(y.x * sigmoid(gate.v[0]), y.y * sigmoid(gate.v[1]));
+                }
+                o.v[0] = y.x;
+                o.v[1] = y.y;
             } else {
                 Floats part = Floats(p.part + uint64_t((base * p.n_splits + split) * (HD + 2u) + 2u * tid) * 4ul);
                 part.v[0] = acc[v].x;
@@ -320,7 +328,9 @@ void main() {  // one workgroup per (row, head): the splits' weights in parallel
             [[unroll]] for (uint u = 0u; u < 8u; u++) o += wsplit[s + u] * x[u];
         }
         for (; s < ns; s++) o += wsplit[s] * part.v[s * (HD + 2u) + d];
-        Floats(p.dst).v[base * HD + d] = o / l;
+        float y = o / l;
+        if (p.src2 != 0ul) y = y * sigmoid(Floats(p.src2).v[base * HD + d]);
+        Floats(p.dst).v[base * HD + d] = y;
     }
 }
 #endif

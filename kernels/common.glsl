@@ -18,6 +18,10 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Uints { uint
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Uvec4s { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Vec4s { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Addrs { uint64_t v[]; };
+// whole-vector stores (scalar stores from lanes that each own a run of elements would touch a line per lane)
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Vec4Out { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Uvec4Out { uvec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Vec2Out { vec2 v[]; };
 
 // Weight types: the values of sp_mtype (native/core/quant.h).
 #define W_F32 0

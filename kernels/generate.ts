@@ -157,9 +157,13 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "add_rmsnorm_q8", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 1, QUANT: 1 }, vulkanOnly: true });
   v.push({ name: "rope", file: "rope.comp", defines: {} });
+  v.push({ name: "attention_prep", file: "attention_prep.comp", defines: {} });
   v.push({ name: "conv_silu", file: "conv.comp", defines: {} });
+  v.push({ name: "conv_tail", file: "conv.comp", defines: { TAIL: 1 } });
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
+  v.push({ name: "gdn_core", file: "gdn.comp", defines: { FUSED: 1 } });
+  ["gdn_intra", "gdn_inter"].forEach((s, i) => v.push({ name: s, file: "gdn_chunked.comp", defines: { STAGE: i } }));
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
@@ -168,6 +172,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
   v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
+  v.push({ name: "gemm_sum", file: "matmul_coopmat.comp", defines: { STAGE: 2 }, vulkanOnly: true });
   for (const t of COOP_TYPES)
     for (const tile of coop)
       v.push({

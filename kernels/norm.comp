@@ -6,9 +6,9 @@
 //                                                      add needs no dispatch and no barrier of its own)
 // In place allowed (each invocation reads its elements before writing them; RESIDUAL writes x and y ≠ x). Spec
 // constant 0: workgroup size (≤ 256, for workgroup_sum).
-// QUANT (GATED 0, d % 32 == 0): y also as the integer-dot GEMV takes its x (quantize.comp's rows at q, q_stride bytes
-// apart), so the matmuls after the norm need no dispatch of their own to quantize it. Each invocation then owns whole
-// groups of 32 in both passes.
+// QUANT (GATED 0, d % 32 == 0, d ≤ QUANT_MAX_D): y also as the integer-dot GEMV takes its x (quantize.comp's rows at q,
+// q_stride bytes apart), so the matmuls after the norm need no dispatch of their own to quantize it. Rows are 16-byte
+// aligned (the host checks).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #ifndef QUANT
@@ -16,6 +16,7 @@
 #endif
 #if QUANT
 #include "quant8.glsl"
+#define QUANT_MAX_D 8192  // the row in shared memory: 32 KiB; sp_gpu_quantize_rows asks for no wider rows
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -31,48 +32,61 @@ layout(push_constant) uniform P {
 } p;
 
 #if QUANT
+// The row passes through shared memory so that every access to memory is coalesced (consecutive invocations,
+// consecutive vectors): the quantization wants whole groups of 32 per invocation, and an invocation storing its own
+// group would touch a different 128-byte line in every lane — thousands of partial writes from one workgroup.
+shared vec4 row_v[QUANT_MAX_D / 4];
+shared uvec4 row_q[QUANT_MAX_D / 16 + 2];  // the int8 row, padded to an even count of groups
+
 void main() {
     uint row = flat_group();
     if (row >= p.rows) return;
-    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, nb = p.d / QK, nbp = (nb + 1u) / 2u * 2u;
+    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, n4 = p.d / 4u, nb = p.d / QK, nbp = (nb + 1u) / 2u * 2u;
     uint64_t xrow = p.x + uint64_t(row) * p.d * 4ul, yrow = p.y + uint64_t(row) * p.d * 4ul;
-    // each pass loads its group's vectors before it stores any (a store may alias a later load: the compiler would
-    // otherwise wait for each load in turn)
+    // x (+ z) into shared memory, four vectors in flight per invocation
     float ss = 0.0;
-    for (uint g = tid; g < nb; g += wg) {
-        vec4 v[8];
-        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] = Vec4s(xrow).v[g * 8u + k];
+    for (uint i0 = tid; i0 < n4; i0 += 4u * wg) {
+        vec4 v[4];
+        [[unroll]] for (uint k = 0u; k < 4u; k++) v[k] = i0 + k * wg < n4 ? Vec4s(xrow).v[i0 + k * wg] : vec4(0.0);
 #if RESIDUAL
-        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] += Vec4s(p.z + uint64_t(row) * p.d * 4ul).v[g * 8u + k];
-        [[unroll]] for (uint k = 0u; k < 8u; k++) {
-            Floats o = Floats(xrow + uint64_t(g * 8u + k) * 16ul);
-            o.v[0] = v[k].x, o.v[1] = v[k].y, o.v[2] = v[k].z, o.v[3] = v[k].w;
-        }
+        [[unroll]] for (uint k = 0u; k < 4u; k++)
+            if (i0 + k * wg < n4) v[k] += Vec4s(p.z + uint64_t(row) * p.d * 4ul).v[i0 + k * wg];
 #endif
-        [[unroll]] for (uint k = 0u; k < 8u; k++) ss += dot(v[k], v[k]);
+        [[unroll]] for (uint k = 0u; k < 4u; k++)
+            if (i0 + k * wg < n4) {
+#if RESIDUAL
+                Vec4Out(xrow).v[i0 + k * wg] = v[k];
+#endif
+                row_v[i0 + k * wg] = v[k];
+                ss += dot(v[k], v[k]);
+            }
     }
-    float r = inversesqrt(workgroup_sum(ss) / float(p.d) + p.eps);
+    float r = inversesqrt(workgroup_sum(ss) / float(p.d) + p.eps);  // its barriers publish row_v
+    for (uint i0 = tid; i0 < n4; i0 += 4u * wg) {
+        vec4 w[4];
+        [[unroll]] for (uint k = 0u; k < 4u; k++) w[k] = i0 + k * wg < n4 ? Vec4s(p.w).v[i0 + k * wg] : vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < 4u; k++)
+            if (i0 + k * wg < n4) {
+                vec4 y = (row_v[i0 + k * wg] * r) * w[k];
+                row_v[i0 + k * wg] = y;
+                Vec4Out(yrow).v[i0 + k * wg] = y;
+            }
+    }
+    barrier();
+    // each invocation quantizes whole groups; the scales go out at once (consecutive groups, consecutive pairs)
     uint64_t qrow = p.q + uint64_t(row) * p.q_stride;
     for (uint g = tid; g < nbp; g += wg) {
-        vec4 y[8], wv[8];
-        [[unroll]] for (uint k = 0u; k < 8u; k++) {
-            y[k] = g < nb ? Vec4s(xrow).v[g * 8u + k] : vec4(0.0);
-            wv[k] = g < nb ? Vec4s(p.w).v[g * 8u + k] : vec4(0.0);
-        }
-        [[unroll]] for (uint k = 0u; k < 8u; k++) {
-            y[k] = (y[k] * r) * wv[k];
-            if (g < nb) {
-                Floats o = Floats(yrow + uint64_t(g * 8u + k) * 16ul);
-                o.v[0] = y[k].x, o.v[1] = y[k].y, o.v[2] = y[k].z, o.v[3] = y[k].w;
-            }
-        }
+        vec4 y[8];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) y[k] = g < nb ? row_v[g * 8u + k] : vec4(0.0);
         uint words[8];
         float d, s;
         quant8_group(y, words, d, s);
-        [[unroll]] for (uint k = 0u; k < 8u; k++) Uints(qrow + uint64_t(g * QK)).v[k] = words[k];
-        Floats(qrow + uint64_t(nbp * QK + g * 8u)).v[0] = d;
-        Floats(qrow + uint64_t(nbp * QK + g * 8u)).v[1] = s;
+        row_q[2u * g] = uvec4(words[0], words[1], words[2], words[3]);
+        row_q[2u * g + 1u] = uvec4(words[4], words[5], words[6], words[7]);
+        Vec2Out(qrow + uint64_t(nbp * QK)).v[g] = vec2(d, s);
     }
+    barrier();
+    for (uint i = tid; i < 2u * nbp; i += wg) Uvec4Out(qrow).v[i] = row_q[i];
 }
 #else
 void main() {

@@ -2,6 +2,7 @@
 // quantize.comp — rows of x to int8 per group of 32 for the integer-dot GEMV (matmul.comp DOT), with the bits of the
 // CPU backend's quantizer (quant8.glsl). Output row j at q + j · q_stride: int8 q[nbp · 32], then (d, s) as two f32 per
 // group; nbp = nb rounded up to even (a Q4 chunk pairs two groups), the padding group zero. One invocation per group.
+// Rows 16-byte aligned (q_stride is a multiple of 80).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "quant8.glsl"
@@ -27,10 +28,9 @@ void main() {
     uint words[8];
     float d, s;
     quant8_group(x, words, d, s);
+    // whole vectors out: scalar stores 32 bytes apart in consecutive lanes would touch a line per lane each
     uint64_t row = p.q + uint64_t(j) * uint64_t(p.q_stride);
-    Uints out_q = Uints(row + uint64_t(b * QK));
-    [[unroll]] for (uint k = 0u; k < 8u; k++) out_q.v[k] = words[k];
-    Floats out_s = Floats(row + uint64_t(nbp * QK + b * 8u));
-    out_s.v[0] = d;
-    out_s.v[1] = s;
+    Uvec4Out(row + uint64_t(b * QK)).v[0] = uvec4(words[0], words[1], words[2], words[3]);
+    Uvec4Out(row + uint64_t(b * QK)).v[1] = uvec4(words[4], words[5], words[6], words[7]);
+    Vec2Out(row + uint64_t(nbp * QK)).v[b] = vec2(d, s);
 }

@@ -53,20 +53,20 @@ struct Floats;
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _71 = (HD + 31u);
-constant uint _73 = (_71 / 32u);
-constant uint _75 = (_73 * 34u);
-constant uint _80 = (HD * 2u);
-constant uint _82 = (HD * 4u);
+constant uint _84 = (HD + 31u);
+constant uint _86 = (_84 / 32u);
+constant uint _88 = (_86 * 34u);
+constant uint _93 = (HD * 2u);
+constant uint _95 = (HD * 4u);
 
 struct Uints
 {
     uint v[1];
 };
 
-constant uint _178 = (HD + 31u);
-constant uint _179 = (_178 / 32u);
-constant uint _180 = (_179 * 32u);
+constant uint _190 = (HD + 31u);
+constant uint _191 = (_190 / 32u);
+constant uint _192 = (_191 * 32u);
 
 struct P
 {
@@ -111,39 +111,39 @@ struct Vec2s
     float2 v[1];
 };
 
-constant uint _518 = (HD / 4u);
-constant uint _519 = (16u * _518);
-constant uint _523 = (HD / 4u);
-constant uint _527 = (HD / 4u);
-constant uint _683 = (HD / 8u);
+constant uint _530 = (HD / 4u);
+constant uint _531 = (16u * _530);
+constant uint _535 = (HD / 4u);
+constant uint _539 = (HD / 4u);
+constant uint _695 = (HD / 8u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _1131 = (HD + 2u);
-constant uint _1169 = (HD + 2u);
 constant uint _1183 = (HD + 2u);
-constant uint _1200_tmp [[function_constant(0)]];
-constant uint _1200 = is_function_constant_defined(_1200_tmp) ? _1200_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1200, 1u, 1u);
+constant uint _1221 = (HD + 2u);
+constant uint _1235 = (HD + 2u);
+constant uint _1252_tmp [[function_constant(0)]];
+constant uint _1252 = is_function_constant_defined(_1252_tmp) ? _1252_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1252, 1u, 1u);
 
-constant spvUnsafeArray<float, 4> _660 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+constant spvUnsafeArray<float, 4> _672 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
 
 static inline __attribute__((always_inline))
 uint kv_row_bytes(thread const uint& type)
 {
-    uint _66;
+    uint _79;
     if (type == 2u)
     {
-        _66 = _75;
+        _79 = _88;
     }
     else
     {
-        _66 = (type == 1u) ? _80 : _82;
+        _79 = (type == 1u) ? _93 : _95;
     }
-    return _66;
+    return _79;
 }
 
 static inline __attribute__((always_inline))
@@ -158,16 +158,16 @@ static inline __attribute__((always_inline))
 uint kv_word(thread const ulong& a)
 {
     device Uints* u = reinterpret_cast<device Uints*>(a & 18446744073709551612ul);
-    uint _133;
+    uint _145;
     if ((a & 2ul) == 0ul)
     {
-        _133 = u->v[0];
+        _145 = u->v[0];
     }
     else
     {
-        _133 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
+        _145 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
     }
-    return _133;
+    return _145;
 }
 
 static inline __attribute__((always_inline))
@@ -180,22 +180,22 @@ static inline __attribute__((always_inline))
 float f16_exact(thread const uint& h)
 {
     uint e = h >> uint(10);
-    float _96;
+    float _108;
     if (e == 0u)
     {
-        _96 = float(h) * 5.9604644775390625e-08;
+        _108 = float(h) * 5.9604644775390625e-08;
     }
     else
     {
-        _96 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
+        _108 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
     }
-    return _96;
+    return _108;
 }
 
 static inline __attribute__((always_inline))
 float q8_scale(thread const ulong& row, thread const uint& j)
 {
-    ulong a = row + ulong(_180 + (2u * j));
+    ulong a = row + ulong(_192 + (2u * j));
     uint param = ((reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] >> ((uint(a) & 2u) * 8u)) & 65535u;
     return f16_exact(param);
 }
@@ -264,6 +264,12 @@ float2 kv2(thread const ulong& row, thread const uint& c, constant P& p)
     return (reinterpret_cast<device Vec2s*>(row))->v[c];
 }
 
+static inline __attribute__((always_inline))
+float sigmoid(thread const float& x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
 kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float4 Qs[16][64];
@@ -284,24 +290,24 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint last_row = min((row0 + p.rt), p.n) - 1u;
     uint key_begin = split * p.split_len;
     uint key_end = min((key_begin + p.split_len), ((p.n_past + last_row) + 1u));
-    for (uint t = tid; t < _519; t += 128u)
+    for (uint t = tid; t < _531; t += 128u)
     {
-        uint v = t / _523;
-        uint c = t % _527;
+        uint v = t / _535;
+        uint c = t % _539;
         uint row = row0 + (v / p.hb);
         uint h = h0 + (v % p.hb);
         float4 x = float4(0.0);
-        bool _552 = v < (p.hb * p.rt);
-        bool _559;
-        if (_552)
+        bool _564 = v < (p.hb * p.rt);
+        bool _571;
+        if (_564)
         {
-            _559 = row < p.n;
+            _571 = row < p.n;
         }
         else
         {
-            _559 = _552;
+            _571 = _564;
         }
-        if (_559 && (h < h_end))
+        if (_571 && (h < h_end))
         {
             x = (reinterpret_cast<device Vec4s*>(p.src + (ulong(((row * p.heads) + h) * HD) * 4ul)))->v[c] * p.scale;
         }
@@ -323,9 +329,9 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint vg = tid / 32u;
     float4 param_5;
     float4 param_6;
-    float _807;
+    float _819;
     spvUnsafeArray<float2, 8> x_1;
-    float2 _962;
+    float2 _973;
     for (uint k0 = key_begin; k0 < key_end; k0 += 32u)
     {
         uint key = k0 + j;
@@ -336,7 +342,7 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             uint param_1 = key;
             uint param_2 = g;
             ulong kr = kv_row(param, param_1, param_2, p);
-            for (uint c_1 = 0u; c_1 < _683; c_1++)
+            for (uint c_1 = 0u; c_1 < _695; c_1++)
             {
                 ulong param_3 = kr;
                 uint param_4 = c_1;
@@ -354,53 +360,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             uint v_2 = (vg * 4u) + i_1;
             uint row_1 = row0 + (v_2 / p.hb);
-            bool _762 = key < key_end;
-            bool _772;
-            if (_762)
+            bool _774 = key < key_end;
+            bool _784;
+            if (_774)
             {
-                _772 = v_2 < (p.hb * p.rt);
+                _784 = v_2 < (p.hb * p.rt);
             }
             else
             {
-                _772 = _762;
+                _784 = _774;
             }
-            bool _779;
-            if (_772)
+            bool _791;
+            if (_784)
             {
-                _779 = row_1 < p.n;
+                _791 = row_1 < p.n;
             }
             else
             {
-                _779 = _772;
+                _791 = _784;
             }
-            bool _790;
-            if (_779)
+            bool _802;
+            if (_791)
             {
-                _790 = (h0 + (v_2 % p.hb)) < h_end;
+                _802 = (h0 + (v_2 % p.hb)) < h_end;
             }
             else
             {
-                _790 = _779;
+                _802 = _791;
             }
-            bool _799;
-            if (_790)
+            bool _811;
+            if (_802)
             {
-                _799 = key <= (p.n_past + row_1);
+                _811 = key <= (p.n_past + row_1);
             }
             else
             {
-                _799 = _790;
+                _811 = _802;
             }
-            bool ok = _799;
+            bool ok = _811;
             if (ok)
             {
-                _807 = s[i_1];
+                _819 = s[i_1];
             }
             else
             {
-                _807 = as_type<float>(0xff800000u /* -inf */);
+                _819 = as_type<float>(0xff800000u /* -inf */);
             }
-            S[v_2][j] = _807;
+            S[v_2][j] = _819;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (tid < 16u)
@@ -453,13 +459,13 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                         uint param_9 = g;
                         ulong param_10 = kv_row(param_7, param_8, param_9, p);
                         uint param_11 = tid;
-                        _962 = kv2(param_10, param_11, p);
+                        _973 = kv2(param_10, param_11, p);
                     }
                     else
                     {
-                        _962 = float2(0.0);
+                        _973 = float2(0.0);
                     }
-                    x_1[u] = _962;
+                    x_1[u] = _973;
                 }
                 for (uint u_1 = 0u; u_1 < 8u; u_1++)
                 {
@@ -476,17 +482,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_2 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _1054 = v_5 >= (p.hb * p.rt);
-        bool _1062;
-        if (!_1054)
+        bool _1065 = v_5 >= (p.hb * p.rt);
+        bool _1073;
+        if (!_1065)
         {
-            _1062 = row_2 >= p.n;
+            _1073 = row_2 >= p.n;
         }
         else
         {
-            _1062 = _1054;
+            _1073 = _1065;
         }
-        if (_1062 || (h_1 >= h_end))
+        if (_1073 || (h_1 >= h_end))
         {
             continue;
         }
@@ -496,12 +502,20 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             if (p.n_splits == 1u)
             {
                 device Floats* o = reinterpret_cast<device Floats*>(p.dst + (ulong((base * HD) + (2u * tid)) * 4ul));
-                o->v[0] = acc[v_5].x / lsum[v_5];
-                o->v[1] = acc[v_5].y / lsum[v_5];
+                float2 y = float2(acc[v_5].x / lsum[v_5], acc[v_5].y / lsum[v_5]);
+                if (p.src2 != 0ul)
+                {
+                    device Floats* gate = reinterpret_cast<device Floats*>(p.src2 + (ulong((base * HD) + (2u * tid)) * 4ul));
+                    float param_12 = gate->v[0];
+                    float param_13 = gate->v[1];
+                    y = float2(y.x * sigmoid(param_12), y.y * sigmoid(param_13));
+                }
+                o->v[0] = y.x;
+                o->v[1] = y.y;
             }
             else
             {
-                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1131) + (2u * tid)) * 4ul));
+                device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1183) + (2u * tid)) * 4ul));
                 part->v[0] = acc[v_5].x;
                 part->v[1] = acc[v_5].y;
             }
@@ -509,8 +523,8 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         if ((p.n_splits > 1u) && (tid == 0u))
         {
             device Floats* part_1 = reinterpret_cast<device Floats*>(p.part);
-            part_1->v[(((base * p.n_splits) + split) * _1169) + HD] = mrun[v_5];
-            part_1->v[((((base * p.n_splits) + split) * _1183) + HD) + 1u] = lsum[v_5];
+            part_1->v[(((base * p.n_splits) + split) * _1221) + HD] = mrun[v_5];
+            part_1->v[((((base * p.n_splits) + split) * _1235) + HD) + 1u] = lsum[v_5];
         }
     }
 }

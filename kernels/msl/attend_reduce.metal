@@ -69,9 +69,9 @@ struct P
     ulong src2;
 };
 
-constant uint _102_tmp [[function_constant(0)]];
-constant uint _102 = is_function_constant_defined(_102_tmp) ? _102_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_102, 1u, 1u);
+constant uint _113_tmp [[function_constant(0)]];
+constant uint _113 = is_function_constant_defined(_113_tmp) ? _113_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_113, 1u, 1u);
 
 struct Floats
 {
@@ -80,12 +80,12 @@ struct Floats
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _122 = (HD + 2u);
-constant uint _144 = (HD + 2u);
-constant uint _171 = (HD + 2u);
-constant uint _201 = (HD + 2u);
-constant uint _266 = (HD + 2u);
-constant uint _311 = (HD + 2u);
+constant uint _133 = (HD + 2u);
+constant uint _155 = (HD + 2u);
+constant uint _182 = (HD + 2u);
+constant uint _212 = (HD + 2u);
+constant uint _277 = (HD + 2u);
+constant uint _322 = (HD + 2u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -97,8 +97,8 @@ static inline __attribute__((always_inline))
 float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
     v = simd_max(v);
-    bool _20 = simd_is_first();
-    if (_20)
+    bool _23 = simd_is_first();
+    if (_23)
     {
         wg_red[gl_SubgroupID] = v;
     }
@@ -110,6 +110,12 @@ float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread ui
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     return s;
+}
+
+static inline __attribute__((always_inline))
+float sigmoid(thread const float& x)
+{
+    return 1.0 / (1.0 + exp(-x));
 }
 
 kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
@@ -126,30 +132,30 @@ kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint gl_SubgroupID
     uint tid = gl_LocalInvocationID.x;
     uint WG = gl_WorkGroupSize.x;
     uint ns = p.n_splits;
-    device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((base * ns) * _122) * 4ul));
+    device Floats* part = reinterpret_cast<device Floats*>(p.part + (ulong((base * ns) * _133) * 4ul));
     float mx = as_type<float>(0xff800000u /* -inf */);
     for (uint s = tid; s < ns; s += WG)
     {
-        mx = fast::max(mx, part->v[(s * _144) + HD]);
+        mx = fast::max(mx, part->v[(s * _155) + HD]);
     }
     float param = mx;
-    float _157 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    float M = _157;
-    float _179;
+    float _168 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    float M = _168;
+    float _190;
     for (uint s_1 = tid; s_1 < ns; s_1 += WG)
     {
-        float m = part->v[(s_1 * _171) + HD];
+        float m = part->v[(s_1 * _182) + HD];
         if (m != as_type<float>(0xff800000u /* -inf */))
         {
-            _179 = exp(m - M);
+            _190 = exp(m - M);
         }
         else
         {
-            _179 = 0.0;
+            _190 = 0.0;
         }
-        float w = _179;
+        float w = _190;
         wsplit[s_1] = w;
-        lsplit[s_1] = w * part->v[((s_1 * _201) + HD) + 1u];
+        lsplit[s_1] = w * part->v[((s_1 * _212) + HD) + 1u];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     float l = 0.0;
@@ -166,7 +172,7 @@ kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint gl_SubgroupID
         {
             for (uint u = 0u; u < 8u; u++)
             {
-                x[u] = part->v[((s_3 + u) * _266) + d];
+                x[u] = part->v[((s_3 + u) * _277) + d];
             }
             for (uint u_1 = 0u; u_1 < 8u; u_1++)
             {
@@ -175,9 +181,15 @@ kernel void splash_attend_reduce(constant P& p [[buffer(0)]], uint gl_SubgroupID
         }
         for (; s_3 < ns; s_3++)
         {
-            o += (wsplit[s_3] * part->v[(s_3 * _311) + d]);
+            o += (wsplit[s_3] * part->v[(s_3 * _322) + d]);
         }
-        (reinterpret_cast<device Floats*>(p.dst))->v[(base * HD) + d] = o / l;
+        float y = o / l;
+        if (p.src2 != 0ul)
+        {
+            float param_1 = (reinterpret_cast<device Floats*>(p.src2))->v[(base * HD) + d];
+            y *= sigmoid(param_1);
+        }
+        (reinterpret_cast<device Floats*>(p.dst))->v[(base * HD) + d] = y;
     }
 }
 

@@ -46,11 +46,14 @@ struct spvUnsafeArray
 
 struct Floats;
 
+constant uint _80_tmp [[function_constant(0)]];
+constant uint _80 = is_function_constant_defined(_80_tmp) ? _80_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_80, 1u, 1u);
 constant uint DK_tmp [[function_constant(1)]];
 constant uint DK = is_function_constant_defined(DK_tmp) ? DK_tmp : 128u;
-constant uint _96 = (DK + 4u);
-constant uint _97 = (_96 - 1u);
-constant uint _98 = (_97 / 4u);
+constant uint _100 = (DK + 4u);
+constant uint _101 = (_100 - 1u);
+constant uint _102 = (_101 / 4u);
 
 struct P
 {
@@ -73,10 +76,6 @@ struct Floats
 {
     float v[1];
 };
-
-constant uint _284_tmp [[function_constant(0)]];
-constant uint _284 = is_function_constant_defined(_284_tmp) ? _284_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_284, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
@@ -112,53 +111,56 @@ kernel void splash_gdn(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgro
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint h = gl_WorkGroupID.x;
+    uint wg = gl_WorkGroupSize.x;
     uint col = tid % 32u;
     uint part = tid / 32u;
     uint j = (gl_WorkGroupID.y * 32u) + col;
-    uint rows = _98;
+    uint rows = _102;
     uint i0 = part * rows;
-    uint kh = h / (p.v_heads / p.k_heads);
+    uint ratio = p.v_heads / p.k_heads;
+    uint kh = h / ratio;
     uint key_dim = p.k_heads * DK;
     uint width = (2u * key_dim) + (p.v_heads * DV);
     bool live = j < DV;
     device Floats* S = reinterpret_cast<device Floats*>(p.S + (ulong((h * DK) * DV) * 4ul));
     spvUnsafeArray<float, 128> s;
-    float _178;
+    float _184;
     for (uint r = 0u; r < 128u; r++)
     {
         if (r >= rows)
         {
             break;
         }
-        bool _177;
+        bool _183;
         if (live)
         {
-            _177 = (i0 + r) < DK;
+            _183 = (i0 + r) < DK;
         }
         else
         {
-            _177 = live;
+            _183 = live;
         }
-        if (_177)
+        if (_183)
         {
-            _178 = S->v[((i0 + r) * DV) + j];
+            _184 = S->v[((i0 + r) * DV) + j];
         }
         else
         {
-            _178 = 0.0;
+            _184 = 0.0;
         }
-        s[r] = _178;
+        s[r] = _184;
     }
     float A = (reinterpret_cast<device Floats*>(p.A))->v[h];
     float dt = (reinterpret_cast<device Floats*>(p.dt_bias))->v[h];
-    float _340;
-    float _354;
+    uint sum_wg = min(wg, 128u);
+    float _347;
+    float _361;
     for (uint t = 0u; t < p.n; t++)
     {
         device Floats* row = reinterpret_cast<device Floats*>(p.qkv + (ulong(t * width) * 4ul));
         float sq = 0.0;
         float sk = 0.0;
-        for (uint i = tid; i < DK; i += gl_WorkGroupSize.x)
+        for (uint i = tid; i < DK; i += sum_wg)
         {
             float q = row->v[(kh * DK) + i];
             float k = row->v[(key_dim + (kh * DK)) + i];
@@ -168,32 +170,32 @@ kernel void splash_gdn(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgro
             sk += (k * k);
         }
         float param = sq;
-        float _292 = workgroup_sum(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
-        float rq = rsqrt(_292 + 9.9999999747524270787835121154785e-07) * rsqrt(float(DK));
+        float _299 = workgroup_sum(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+        float rq = rsqrt(_299 + 9.9999999747524270787835121154785e-07) * rsqrt(float(DK));
         float param_1 = sk;
-        float _302 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
-        float rk = rsqrt(_302 + 9.9999999747524270787835121154785e-07);
+        float _309 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+        float rk = rsqrt(_309 + 9.9999999747524270787835121154785e-07);
         float param_2 = (reinterpret_cast<device Floats*>(p.b))->v[(t * p.v_heads) + h];
         float beta = sigmoid(param_2);
         float x = (reinterpret_cast<device Floats*>(p.a))->v[(t * p.v_heads) + h] + dt;
         if (x > 20.0)
         {
-            _340 = x;
+            _347 = x;
         }
         else
         {
-            _340 = log(1.0 + exp(x));
+            _347 = log(1.0 + exp(x));
         }
-        float decay = exp(A * _340);
+        float decay = exp(A * _347);
         if (live)
         {
-            _354 = row->v[((2u * key_dim) + (h * DV)) + j];
+            _361 = row->v[((2u * key_dim) + (h * DV)) + j];
         }
         else
         {
-            _354 = 0.0;
+            _361 = 0.0;
         }
-        float v = _354;
+        float v = _361;
         float mem = 0.0;
         for (uint r_1 = 0u; r_1 < 128u; r_1++)
         {
@@ -248,16 +250,16 @@ kernel void splash_gdn(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgro
         {
             break;
         }
-        bool _555;
+        bool _562;
         if (live)
         {
-            _555 = (i0 + r_3) < DK;
+            _562 = (i0 + r_3) < DK;
         }
         else
         {
-            _555 = live;
+            _562 = live;
         }
-        if (_555)
+        if (_562)
         {
             S->v[((i0 + r_3) * DV) + j] = s[r_3];
         }

@@ -51,13 +51,8 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     be->matmul(be, s->attn.qg, &y->q_proj, s->xb, T);
     be->matmul(be, s->attn.k, &y->k_proj, s->xb, T);
     be->matmul(be, s->attn.v, &y->v_proj, s->xb, T);
-    be->copy_rows(be, s->attn.q, hd, s->attn.qg, 2 * hd, T * Hq, hd); /* split each head's [query | gate] */
-    be->copy_rows(be, s->attn.gate, hd, s->attn.qg + hd, 2 * hd, T * Hq, hd);
-    be->rmsnorm(be, s->attn.q, s->attn.q, y->q_norm, T * Hq, hd, c->rms_norm_eps);
-    be->rmsnorm(be, s->attn.k, s->attn.k, y->k_norm, T * Hkv, hd, c->rms_norm_eps);
-    const int32_t *mrope = r->mrope ? c->mrope_section : NULL;
-    be->rope(be, s->attn.q, T, (int32_t)Hq, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
-    be->rope(be, s->attn.k, T, (int32_t)Hkv, (int32_t)hd, c->rot_dim, s->pos, mrope, m->w.inv_freq);
+    be->attention_prep(be, s->attn.q, s->attn.gate, s->attn.qg, s->attn.k, y->q_norm, y->k_norm, T, (int32_t)Hq, (int32_t)Hkv,
+                       (int32_t)hd, c->rms_norm_eps, c->rot_dim, s->pos, r->mrope ? c->mrope_section : NULL, m->w.inv_freq);
     TRACE(m, "attn_q", l, s->attn.q, T, Hq * hd);
     TRACE(m, "attn_k", l, s->attn.k, T, Hkv * hd);
     for (int32_t i = 0; i < r->n_seqs; i++) {
@@ -66,9 +61,8 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
         int64_t r0 = r->row0[i];
         be->kv_write(be, &kv, s->attn.k + r0 * Hkv * hd, s->attn.v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
         be->attention(be, s->attn.att + r0 * Hq * hd, s->attn.q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
-                      (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd));
+                      (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd), s->attn.gate + r0 * Hq * hd);
     }
-    be->sigmoid_mul(be, s->attn.att, s->attn.gate, T * Hq * hd);
     be->matmul(be, s->out, &y->o_proj, s->attn.att, T);
 }
 
@@ -98,6 +92,13 @@ static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, 
     be->copy_rows(be, m->state_copy, state, S, state, 1, state);
 }
 
+/* Layer y's conv, delta-rule and output-norm constants, as gdn_core takes them. */
+static sp_gdn_core gdn_core(const qwen35_config *c, const qwen35_layer *y) {
+    sp_gdn_shape shape = {c->linear_num_key_heads, c->linear_num_value_heads, c->linear_key_head_dim, c->linear_value_head_dim,
+                          y->A, y->dt_bias};
+    return (sp_gdn_core){shape, y->conv1d, c->linear_conv_kernel_dim, y->gdn_norm, c->rms_norm_eps};
+}
+
 /* Gated DeltaNet (HF Qwen3_5GatedDeltaNet), xb → s->out:
  *   qkv = silu(conv1d(in_proj_qkv(x)));  z = in_proj_z(x);  b = in_proj_b(x);  a = in_proj_a(x)
  *   o = delta rule(q, k, v, g(a), β(b)) per v head;  out = out_proj(rmsnorm_gated(o, z)) */
@@ -108,7 +109,7 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     qwen35_scratch *s = &m->s;
     int64_t T = r->n, C = c->conv_dim, Hv = c->linear_num_value_heads, dv = c->linear_value_head_dim;
     int32_t K = c->linear_conv_kernel_dim;
-    sp_gdn_shape shape = {c->linear_num_key_heads, (int32_t)Hv, c->linear_key_head_dim, (int32_t)dv, y->A, y->dt_bias};
+    sp_gdn_core core = gdn_core(c, y);
     be->matmul(be, s->qkv, &y->in_proj_qkv, s->xb, T);
     be->matmul(be, s->z, &y->in_proj_z, s->xb, T);
     be->matmul(be, s->b, &y->in_proj_b, s->xb, T);
@@ -125,12 +126,10 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
             S = m->state_copy;
             tail = S + gdn_state_floats(c);
         }
-        be->conv_silu(be, s->qkv_conv + r0 * C, s->qkv + r0 * C, q->n_tokens, C, y->conv1d, K, tail);
-        be->gdn_recurrent(be, s->o + r0 * Hv * dv, s->qkv_conv + r0 * C, s->a + r0 * Hv, s->b + r0 * Hv, &shape, S,
-                          q->n_tokens);
+        be->gdn_core(be, s->o + r0 * Hv * dv, s->qkv_conv + r0 * C, s->qkv + r0 * C, s->z + r0 * Hv * dv, s->a + r0 * Hv,
+                     s->b + r0 * Hv, &core, S, tail, q->n_tokens);
     }
     TRACE(m, "gdn_core", l, s->o, T, Hv * dv);
-    be->rmsnorm_gated(be, s->o, s->o, s->z, y->gdn_norm, T * Hv, dv, c->rms_norm_eps);
     be->matmul(be, s->out, &y->out_proj, s->o, T);
 }
 
@@ -322,15 +321,14 @@ void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, int32_t slot, int6
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
         if (y->kind != LAYER_LINEAR_ATTENTION) continue;
-        sp_gdn_shape shape = {c->linear_num_key_heads, (int32_t)Hv, c->linear_key_head_dim, c->linear_value_head_dim, y->A, y->dt_bias};
+        sp_gdn_core core = gdn_core(c, y);
         float *S = mem->state + (int64_t)slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
         const float *kept = kept_rows(m, y->index, kept_row);
         /* the same ops on the same rows as the step: split the kept rows back into qkv, a, b */
         be->copy_rows(be, s->qkv, C, kept, w, n_keep, C);
         be->copy_rows(be, s->a, Hv, kept + C, w, n_keep, Hv);
         be->copy_rows(be, s->b, Hv, kept + C + Hv, w, n_keep, Hv);
-        be->conv_silu(be, s->qkv_conv, s->qkv, n_keep, C, y->conv1d, K, S + gdn_state_floats(c));
-        be->gdn_recurrent(be, s->o, s->qkv_conv, s->a, s->b, &shape, S, n_keep);
+        be->gdn_core(be, s->o, s->qkv_conv, s->qkv, NULL, s->a, s->b, &core, S, S + gdn_state_floats(c), n_keep);
     }
 }
 

@@ -80,6 +80,15 @@ typedef struct sp_gdn_shape {
     const float *dt_bias;          /* [Hv] */
 } sp_gdn_shape;
 
+/* A Gated DeltaNet mixer's core for gdn_core: its delta-rule shape, causal conv and gated output norm. */
+typedef struct sp_gdn_core {
+    sp_gdn_shape shape;
+    const float *conv_w;           /* [2·Hk·dk + Hv·dv][kernel] */
+    int32_t kernel;
+    const float *norm_w;           /* [dv] the gated norm's weight (plain w) */
+    float eps;
+} sp_gdn_core;
+
 /* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]). */
 typedef struct sp_moe_experts {
     const sp_matrix *gate, *up, *down; /* [n_experts] views */
@@ -182,6 +191,14 @@ struct sp_backend {
     void (*rope)(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
                  const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
 
+    /* The gated attention's inputs, as copy_rows, rmsnorm and rope would make them: from qg [n][n_heads][2·head_dim]
+     * (each head's [query | gate]), q = rope(rmsnorm(query) · q_norm) and gate, both [n][n_heads][head_dim]; and
+     * k [n][n_kv_heads][head_dim] = rope(rmsnorm(k) · k_norm) in place (rope's arguments as it takes them). A GPU runs it
+     * as one dispatch. */
+    void (*attention_prep)(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                           const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                           int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
+
     /* ---- attention ---- */
     /* Writes k, v ([n][n_kv_heads][head_dim]) of positions n_past .. n_past+n−1 into the sequence's pages, converted to
      * the view's KV type. */
@@ -189,9 +206,11 @@ struct sp_backend {
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
     /* Causal GQA over the pages for one sequence: row i (position n_past+i) of q [n][n_heads][head_dim] attends to
      * positions 0 .. n_past+i; out [n][n_heads][head_dim] = softmax(q·kᵀ · scale) · v. Query head h reads kv head
-     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. */
+     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. gate: NULL, or
+     * [n][n_heads][head_dim], then out ⊙= sigmoid(gate) (sigmoid_mul, the gated attention's output gate), which a GPU
+     * applies as it writes out. */
     void (*attention)(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
-                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
+                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate);
 
     /* (optional: drafters need it) GQA of q [n_rows][n_heads][head_dim] over the keys `x` makes visible;
      * out = softmax(q·kᵀ · scale) · v, same layout; a row that sees no key gets zeros. */
@@ -209,6 +228,13 @@ struct sp_backend {
      *   S ← S · exp(g);  δ = (v − Sᵀk) · β;  S ← S + k ⊗ δ;  o = Sᵀq */
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
+
+    /* The mixer's core for one sequence, the three ops above in turn: qkv_conv = conv_silu(qkv) (tail updated),
+     * out = gdn_recurrent(qkv_conv) (S updated), then, when z is set, out = rmsnorm_gated(out, z) over its n · Hv rows
+     * of dv. A GPU runs it as one dispatch for few rows (decode, verify blocks), leaving qkv_conv (scratch [n][channels])
+     * alone. */
+    void (*gdn_core)(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n);
 
     /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
      * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes

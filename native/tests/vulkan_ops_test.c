@@ -316,6 +316,50 @@ static void test_rope(int64_t n, int32_t heads, int32_t hd, int32_t rot, bool mr
     free(got), free(x), free(inv), free(pos);
 }
 
+/* The gated attention's inputs from a q projection of [query | gate] heads and a k projection, against the CPU's and
+ * against copy_rows, rmsnorm and rope on the GPU; one dispatch. */
+static void test_attention_prep(int64_t n, int32_t Hq, int32_t Hkv, int32_t hd, int32_t rot, bool mrope) {
+    int64_t Q = n * Hq * hd, Kn = n * Hkv * hd;
+    float *qg = randoms(2 * Q, -3, 3), *k = randoms(Kn, -3, 3), *qw = randoms(hd, 0.5f, 1.5f), *kw = randoms(hd, 0.5f, 1.5f);
+    float *inv = malloc(sizeof(float) * (size_t)(rot / 2));
+    for (int32_t i = 0; i < rot / 2; i++) inv[i] = 1.0f / powf(1e7f, (float)(2 * i) / (float)rot);
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(3 * n)), section[3] = {11, 11, 10};
+    for (int64_t i = 0; i < 3 * n; i++) pos[i] = (int32_t)(uniform(0, 40000));
+    float *dqg = to_gpu(qg, 8 * (uint64_t)Q), *dk = to_gpu(k, 4 * (uint64_t)Kn), *dk2 = to_gpu(k, 4 * (uint64_t)Kn);
+    float *dqw = to_gpu(qw, 4 * (uint64_t)hd), *dkw = to_gpu(kw, 4 * (uint64_t)hd), *dinv = to_gpu(inv, 2 * (uint64_t)rot);
+    int32_t *dpos = to_gpu(pos, 12 * (uint64_t)n);
+    float *dq = to_gpu(NULL, 4 * (uint64_t)Q), *dgate = to_gpu(NULL, 4 * (uint64_t)Q), *dq2 = to_gpu(NULL, 4 * (uint64_t)Q);
+    float *dgate2 = to_gpu(NULL, 4 * (uint64_t)Q), *q = malloc(4 * (size_t)Q), *gate = malloc(4 * (size_t)Q);
+    const int32_t *sec = mrope ? section : NULL;
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t c0 = g->n_commands;
+    gpu.attention_prep(&gpu, dq, dgate, dqg, dk, dqw, dkw, n, Hq, Hkv, hd, 1e-6f, rot, dpos, sec, dinv);
+    uint64_t commands = g->n_commands - c0;
+    gpu.copy_rows(&gpu, dq2, hd, dqg, 2 * hd, n * Hq, hd);
+    gpu.copy_rows(&gpu, dgate2, hd, dqg + hd, 2 * hd, n * Hq, hd);
+    gpu.rmsnorm(&gpu, dq2, dq2, dqw, n * Hq, hd, 1e-6f);
+    gpu.rmsnorm(&gpu, dk2, dk2, dkw, n * Hkv, hd, 1e-6f);
+    gpu.rope(&gpu, dq2, n, Hq, hd, rot, dpos, sec, dinv);
+    gpu.rope(&gpu, dk2, n, Hkv, hd, rot, dpos, sec, dinv);
+    cpu.attention_prep(&cpu, q, gate, qg, k, qw, kw, n, Hq, Hkv, hd, 1e-6f, rot, pos, sec, inv);
+    float *got_q = from_gpu(dq, Q), *got_gate = from_gpu(dgate, Q), *got_k = from_gpu(dk, Kn);
+    float *sep_q = from_gpu(dq2, Q), *sep_k = from_gpu(dk2, Kn);
+    char what[160];
+    snprintf(what, sizeof what, "attention_prep%s n=%lld heads %d/%d dim %d rot %d: q", mrope ? " (mrope)" : "", (long long)n, Hq,
+             Hkv, hd, rot);
+    expect(what, nmse(got_q, q, Q), 1e-11);
+    expect("attention_prep: k", nmse(got_k, k, Kn), 1e-11);
+    expect("attention_prep: gate (a copy, exact)", nmse(got_gate, gate, Q), 0);
+    expect("attention_prep: q against copy_rows, rmsnorm and rope on the GPU", nmse(got_q, sep_q, Q), 1e-12);
+    expect("attention_prep: k against rmsnorm and rope on the GPU", nmse(got_k, sep_k, Kn), 1e-12);
+    snprintf(what, sizeof what, "attention_prep: %llu dispatch(es)", (unsigned long long)commands);
+    expect(what, commands == 1 ? 0 : 1, 0);
+    gpu.free(&gpu, dqg), gpu.free(&gpu, dk), gpu.free(&gpu, dk2), gpu.free(&gpu, dqw), gpu.free(&gpu, dkw), gpu.free(&gpu, dinv);
+    gpu.free(&gpu, dpos), gpu.free(&gpu, dq), gpu.free(&gpu, dgate), gpu.free(&gpu, dq2), gpu.free(&gpu, dgate2);
+    free(qg), free(k), free(qw), free(kw), free(inv), free(pos), free(q), free(gate);
+    free(got_q), free(got_gate), free(got_k), free(sep_q), free(sep_k);
+}
+
 static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
     weights w = make_weights(t, vocab, d);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
@@ -335,8 +379,8 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
 /* ---- attention ---- */
 
 /* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed), in a
- * cache of rows of kv_type (SPLASH_KV_*). Both backends read the same stored values, so the tolerance is the f32 one;
- * the rows kv_write stores must be the CPU's bit for bit. */
+ * cache of rows of kv_type (SPLASH_KV_*), with the output gate as the gated attention takes it. Both backends read the
+ * same stored values, so the tolerance is the f32 one; the rows kv_write stores must be the CPU's bit for bit. */
 static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
     int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
     int64_t row_bytes = sp_kv_row_bytes(kv_type, hd), page_rows = 2 * (int64_t)Hkv * P; /* one layer: K then V */
@@ -347,6 +391,7 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     uint8_t *kv = malloc(cache_bytes);
     for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, old + r * hd, hd, kv + r * row_bytes);
     float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
+    float *gate = randoms(n * Hq * hd, -6, 6), *dgate = to_gpu(gate, 4 * (uint64_t)(n * Hq * hd));
     uint8_t *dkv = to_gpu(kv, cache_bytes);
     float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
     float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
@@ -355,11 +400,11 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     double t0 = now();
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
-    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), dgate);
     float *got = from_gpu(dout, n * Hq * hd);
     double ms = (now() - t0) * 1e3;
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
-    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), gate);
     char what[192];
     const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
     bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), kv_type, hd, n);
@@ -369,8 +414,8 @@ static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd,
     uint8_t *kv_got = (uint8_t *)from_gpu(dkv, (int64_t)(cache_bytes / 4));
     snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld%s", Hkv, hd, n_past, (long long)(n_past + n - 1), type);
     expect(what, memcmp(kv_got, kv, cache_bytes) ? 1 : 0, 0);
-    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout);
-    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got);
+    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout), gpu.free(&gpu, dgate);
+    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got), free(gate);
 }
 
 /* Which attention kernel a call takes: the matrix units for chunks of 16 rows or more at the head dims they are compiled
@@ -495,7 +540,9 @@ static void test_conv(int64_t C, int32_t K, int64_t n1, int64_t n2) {
     free(x), free(w), free(tail), free(want), free(got), free(got_tail);
 }
 
-static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) {
+/* The GPU's token loop (gdn.comp) and chunked form (gdn_chunked.comp: chunks of 64, the last one partial) against the
+ * CPU's token loop, from a non-zero state. */
+static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n, bool chunked) {
     int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
     float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
     float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
@@ -505,19 +552,116 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n) 
     float *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv));
     sp_gdn_shape hs = {Hk, Hv, dk, dv, A, dt}, ds = {Hk, Hv, dk, dv, dA, ddt};
     double t0 = now();
-    gpu.gdn_recurrent(&gpu, dout, dqkv, da, db, &ds, dS, n);
+    sp_gpu_gdn(&gpu, dout, dqkv, da, db, &ds, dS, n, chunked);
     float *got = from_gpu(dout, n * Hv * dv);
     double ms = (now() - t0) * 1e3;
     cpu.gdn_recurrent(&cpu, want, qkv, a, b, &hs, S, n);
     float *got_S = from_gpu(dS, state);
     char what[160];
-    snprintf(what, sizeof what, "gdn %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", Hk, Hv, dk, dv, (long long)n, ms);
+    const char *form = chunked ? "chunked" : "by token";
+    snprintf(what, sizeof what, "gdn %s %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", form, Hk, Hv, dk, dv, (long long)n, ms);
     expect(what, nmse(got, want, n * Hv * dv), 1e-10);
-    snprintf(what, sizeof what, "gdn state after %lld tokens", (long long)n);
-    expect(what, nmse(got_S, S, state), 1e-9);
+    snprintf(what, sizeof what, "gdn %s state after %lld tokens", form, (long long)n);
+    expect(what, nmse(got_S, S, state), 1e-10);
     gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dS);
     gpu.free(&gpu, dout);
     free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
+}
+
+/* gdn_recurrent runs the token loop below 64 tokens (decode, verify blocks) and the chunked form from 64: each gives
+ * what that form gives, bit for bit. */
+static void test_gdn_choice(void) {
+    int32_t Hk = 1, Hv = 2, dk = 16, dv = 8;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    for (int c = 0; c < 2; c++) {
+        int64_t n = c ? 64 : 63;
+        float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+        float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+        float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+        float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv);
+        float *dS[2] = {to_gpu(S, 4 * (uint64_t)state), to_gpu(S, 4 * (uint64_t)state)};
+        float *dout[2] = {to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv)), to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv))};
+        sp_gdn_shape ds = {Hk, Hv, dk, dv, dA, ddt};
+        gpu.gdn_recurrent(&gpu, dout[0], dqkv, da, db, &ds, dS[0], n);
+        sp_gpu_gdn(&gpu, dout[1], dqkv, da, db, &ds, dS[1], n, c == 1);
+        float *o[2] = {from_gpu(dout[0], n * Hv * dv), from_gpu(dout[1], n * Hv * dv)};
+        float *s[2] = {from_gpu(dS[0], state), from_gpu(dS[1], state)};
+        char what[96];
+        snprintf(what, sizeof what, "gdn_recurrent of %lld tokens is the %s form", (long long)n, c ? "chunked" : "token");
+        bool same = !memcmp(o[0], o[1], 4 * (size_t)(n * Hv * dv)) && !memcmp(s[0], s[1], 4 * (size_t)state);
+        expect(what, same ? 0 : nmse(o[0], o[1], n * Hv * dv) + 1e-30, 0);
+        for (int i = 0; i < 2; i++) gpu.free(&gpu, dS[i]), gpu.free(&gpu, dout[i]), free(o[i]), free(s[i]);
+        gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt);
+        free(qkv), free(a), free(b), free(A), free(dt), free(S);
+    }
+}
+
+/* The mixer core (conv, delta rule, gated norm; z = NULL: no norm) of two sequences, each in two calls of n1 and n2
+ * rows (conv tails and states carry over; the calls of the two sequences alternate, as several streams record them),
+ * against the CPU's and against the separate GPU ops; `dispatches`: what one call must record (1 or 2: the fused kernel,
+ * and the q/k tails where several v heads share a k head; 3: the separate kernels). */
+static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_t K, int64_t n1, int64_t n2, bool normed,
+                          uint64_t dispatches) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, n = n1 + n2, O = (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *cw = randoms(W * K, -0.8f, 0.8f), *nw = randoms(dv, 0.5f, 1.5f);
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dcw = to_gpu(cw, 4 * (uint64_t)(W * K));
+    float *dnw = to_gpu(nw, 4 * (uint64_t)dv);
+    sp_gdn_core hc = {{Hk, Hv, dk, dv, A, dt}, cw, K, nw, 1e-6f}, dc = {{Hk, Hv, dk, dv, dA, ddt}, dcw, K, dnw, 1e-6f};
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t most = 0;
+    char what[200];
+    float *qkv[2], *z[2], *a[2], *b[2], *S[2], *tail[2], *dqkv[2], *dz[2], *da[2], *db[2], *dS[2], *dtail[2], *dout[2], *dconv[2];
+    float *sS[2], *stail[2], *sout[2]; /* the separate GPU ops' state, tail and output */
+    for (int q = 0; q < 2; q++) {
+        qkv[q] = randoms(n * W, -2, 2), z[q] = randoms(n * O, -4, 4), a[q] = randoms(n * Hv, -6, 3), b[q] = randoms(n * Hv, -4, 4);
+        S[q] = randoms(state, -0.1f, 0.1f), tail[q] = randoms((K - 1) * W, -2, 2);
+        dqkv[q] = to_gpu(qkv[q], 4 * (uint64_t)(n * W)), dz[q] = to_gpu(z[q], 4 * (uint64_t)(n * O));
+        da[q] = to_gpu(a[q], 4 * (uint64_t)(n * Hv)), db[q] = to_gpu(b[q], 4 * (uint64_t)(n * Hv));
+        dS[q] = to_gpu(S[q], 4 * (uint64_t)state), dtail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        sS[q] = to_gpu(S[q], 4 * (uint64_t)state), stail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        dout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O)), sout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O));
+        dconv[q] = to_gpu(NULL, 4 * (uint64_t)(n * W));
+    }
+    for (int call = 0; call < 2; call++)
+        for (int q = 0; q < 2; q++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            uint64_t c0 = g->n_commands;
+            gpu.gdn_core(&gpu, dout[q] + r0 * O, dconv[q] + r0 * W, dqkv[q] + r0 * W, normed ? dz[q] + r0 * O : NULL, da[q] + r0 * Hv,
+                         db[q] + r0 * Hv, &dc, dS[q], dtail[q], rn);
+            if (g->n_commands - c0 > most) most = g->n_commands - c0;
+            gpu.conv_silu(&gpu, dconv[q] + r0 * W, dqkv[q] + r0 * W, rn, W, dcw, K, stail[q]);
+            gpu.gdn_recurrent(&gpu, sout[q] + r0 * O, dconv[q] + r0 * W, da[q] + r0 * Hv, db[q] + r0 * Hv, &dc.shape, sS[q], rn);
+            if (normed) gpu.rmsnorm_gated(&gpu, sout[q] + r0 * O, sout[q] + r0 * O, dz[q] + r0 * O, dnw, rn * Hv, dv, 1e-6f);
+        }
+    float *want = malloc(4 * (size_t)(n * O)), *conv = malloc(4 * (size_t)(n * W));
+    for (int q = 0; q < 2; q++) {
+        for (int call = 0; call < 2; call++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            cpu.gdn_core(&cpu, want + r0 * O, conv + r0 * W, qkv[q] + r0 * W, normed ? z[q] + r0 * O : NULL, a[q] + r0 * Hv,
+                         b[q] + r0 * Hv, &hc, S[q], tail[q], rn);
+        }
+        float *got = from_gpu(dout[q], n * O), *got_S = from_gpu(dS[q], state), *got_tail = from_gpu(dtail[q], (K - 1) * W);
+        float *sep = from_gpu(sout[q], n * O), *sep_S = from_gpu(sS[q], state);
+        snprintf(what, sizeof what, "gdn_core %d/%d heads, dk %d dv %d, K %d, %lld + %lld tokens%s, sequence %d", Hk, Hv, dk, dv, K,
+                 (long long)n1, (long long)n2, normed ? "" : " (no norm)", q);
+        expect(what, nmse(got, want, n * O), 1e-10);
+        expect("gdn_core state", nmse(got_S, S[q], state), 1e-9);
+        expect("gdn_core conv tail (raw rows, exact)", nmse(got_tail, tail[q], (K - 1) * W), 0);
+        expect("gdn_core output against the separate GPU ops", nmse(got, sep, n * O), 1e-12);
+        expect("gdn_core state against the separate GPU ops", nmse(got_S, sep_S, state), 1e-12);
+        free(got), free(got_S), free(got_tail), free(sep), free(sep_S);
+    }
+    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %lld + %lld tokens: %llu dispatches a call (want %llu)", Hk, Hv, dv,
+             (long long)n1, (long long)n2, (unsigned long long)most, (unsigned long long)dispatches);
+    expect(what, most == dispatches ? 0 : 1, 0);
+    for (int q = 0; q < 2; q++) {
+        gpu.free(&gpu, dqkv[q]), gpu.free(&gpu, dz[q]), gpu.free(&gpu, da[q]), gpu.free(&gpu, db[q]), gpu.free(&gpu, dS[q]);
+        gpu.free(&gpu, dtail[q]), gpu.free(&gpu, sS[q]), gpu.free(&gpu, stail[q]), gpu.free(&gpu, dout[q]), gpu.free(&gpu, sout[q]);
+        gpu.free(&gpu, dconv[q]);
+        free(qkv[q]), free(z[q]), free(a[q]), free(b[q]), free(S[q]), free(tail[q]);
+    }
+    gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dcw), gpu.free(&gpu, dnw);
+    free(A), free(dt), free(cw), free(nw), free(want), free(conv);
 }
 
 /* ---- mixture of experts ---- */
@@ -615,7 +759,14 @@ int main(int argc, char **argv) {
     /* cols % 8 == 4: the group of 8 columns the matrix ends inside */
     test_gemm_coop(SP_MAT_F16, 67, 164, 21);
     test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
+    test_gemm_coop(SP_MAT_Q4, 67, 84, 21); /* an odd number of q4 groups: the minimums' words 2 bytes off */
     test_gemm_coop(SP_MAT_Q4, 256, 256, 256); /* whole tiles of 256 rows of either operand */
+    /* few tiles: the columns split, a shorter last split (whole steps; a partial step and group; an odd number of
+     * q4 groups), and a decode batch of the 27B's o_proj */
+    test_gemm_coop(SP_MAT_Q4, 300, 1088, 7);
+    test_gemm_coop(SP_MAT_BF16, 1024, 2052, 16);
+    test_gemm_coop(SP_MAT_Q4, 520, 1120, 5);
+    test_gemm_coop(SP_MAT_Q4, 5120, 6144, 8);
     if (!quick)
         for (int t = SP_MAT_BF16; t <= SP_MAT_MLX8; t++) {
             test_gemm_coop((sp_mtype)t, 200, t >= SP_MAT_MLX4 ? 192 : 328, 77);
@@ -636,6 +787,9 @@ int main(int argc, char **argv) {
     test_norms(9, 300);
     test_rope(3, 4, 32, 8, false);
     test_rope(5, 3, 64, 16, true);
+    test_attention_prep(3, 4, 2, 32, 8, false);
+    test_attention_prep(5, 3, 1, 64, 16, true);
+    test_attention_prep(2, 2, 1, 40, 40, false); /* rotating every dim */
     test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 13, 16);     /* prefill */
     test_attention(SPLASH_KV_F32, 4, 2, 32, 37, 1, 16);     /* decode */
     test_attention(SPLASH_KV_F32, 4, 2, 32, 300, 1, 4);     /* decode, split over keys */
@@ -670,8 +824,15 @@ int main(int argc, char **argv) {
     test_block_conv(48, 3, 8);
     test_conv(100, 4, 1, 5);
     test_conv(37, 3, 6, 1);
-    test_gdn(2, 6, 32, 16, 70);
-    test_gdn(1, 3, 24, 40, 9);
+    test_gdn(2, 6, 32, 16, 70, false);
+    test_gdn(1, 3, 24, 40, 9, false);
+    for (int i = 0; i < 6; i++) test_gdn(2, 6, 32, 16, (int64_t[]){1, 63, 64, 65, 300, 1100}[i], true);
+    test_gdn(1, 3, 24, 40, 9, true);
+    test_gdn(2, 2, 128, 24, 130, true); /* the widest key head the chunked form takes */
+    test_gdn_choice();
+    test_gdn_core(1, 3, 24, 40, 4, 1, 3, true, 2);   /* fused (and the q/k tails): decode, then a verify block */
+    test_gdn_core(2, 2, 16, 24, 3, 2, 1, false, 1);  /* fused, q/k tails its own, no norm (the speculative commit) */
+    test_gdn_core(2, 6, 32, 16, 4, 1, 20, true, 3);  /* 2·dk + dv > 4·dv, and a prefill run: the separate kernels */
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
@@ -704,6 +865,8 @@ int main(int argc, char **argv) {
         test_norms(2, 5120);
         test_norms(48, 128);
         test_rope(2, 24, 256, 64, false);
+        test_attention_prep(1, 24, 4, 256, 64, false); /* the 27B's, a verify block of the 35B-A3B's */
+        test_attention_prep(4, 16, 2, 256, 64, false);
         test_attention(SPLASH_KV_F32, 24, 4, 256, 0, 40, 16);
         test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 1, 16);
         test_attention(SPLASH_KV_F32, 16, 2, 256, 700, 4, 16);
@@ -719,8 +882,16 @@ int main(int argc, char **argv) {
         test_attention(SPLASH_KV_INT8, 16, 2, 256, 333, 517, 64);
         test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
         test_conv(10240, 4, 1, 3);
-        test_gdn(16, 48, 128, 128, 4);
-        test_gdn(16, 32, 128, 128, 33);
+        test_gdn(16, 48, 128, 128, 4, false);
+        test_gdn(16, 32, 128, 128, 33, false);
+        for (int i = 0; i < 6; i++) { /* the 27B's and the 35B-A3B's prefill chunks, whole and odd */
+            int64_t n = (int64_t[]){1, 63, 64, 65, 300, 1024}[i];
+            test_gdn(16, 48, 128, 128, n, true);
+            test_gdn(16, 32, 128, 128, n, true);
+        }
+        test_gdn_core(16, 48, 128, 128, 4, 1, 1, true, 2); /* the 27B's and the 35B-A3B's decode */
+        test_gdn_core(16, 32, 128, 128, 4, 1, 4, true, 2);
+        test_gdn_core(16, 48, 128, 128, 4, 3, 30, true, 3);
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
         test_sample(248320, 6);
     }

@@ -7,7 +7,7 @@
  *
  * LIST: one variant a line, `name file.spv mode threads bm bn bk fm fn ty wt` (mode 0 PEAK, 1 SHMEM, 2 STAGED, 3 the
  * product kernel; bm bn bk its workgroup tile and step; fm fn ty the PEAK probe's accumulators per subgroup and types; wt the
- * product kernel's weight type, f16 or q4). Mode 4 is the flash attention kernel (kernels/flash_attention_coopmat.comp)
+ * product kernel's weight type, f16, bf16 or q4). Mode 4 is the flash attention kernel (kernels/flash_attention_coopmat.comp)
  * on the 27B's attention (24/4 heads, a chunk of --n rows): bm its query vectors per workgroup, bn the positions before
  * the chunk, bk the head dim, ty the KV rows' type (SPLASH_KV_*: 0 f32, 1 f16, 2 int8); TFLOP/s over the causal
  * product (4 · head_dim multiply-adds per query head and visible key), error on sampled rows against the exact

@@ -2,8 +2,10 @@
  *
  *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers N] [--dir DIR]
  *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
- *                            [--kv-type f32|f16] [--attention-workgroups N,N,...]
+ *                            [--kv-type f32|f16] [--attention-workgroups N,N,...] [--count]
  *
+ * --count: only the dispatches and barriers of one batch-1 decode step at the short context (no timing; they do not
+ * depend on the device, so lavapipe gives the H200's), per layer kind (--layers N with N < 4: GDN layers only).
  * --profile: afterwards, the model loaded once more and batch-1 decode steps at the short context with
  * SPLASH_VULKAN_PROFILE=1 (per-op GPU times of the load's copies and of those steps, no prefill, on stderr).
  * --kv-type: the KV cache's element type (default f32). --attention-workgroups: afterwards, batch-1 decode at the long
@@ -273,6 +275,7 @@ typedef struct bench {
     int contexts[2], chunk, steps;
     bool profile;
     bool decode_only; /* batch-1 decode at the short context only (the profile's pass) */
+    bool count;       /* one batch-1 decode step, for its dispatches and barriers */
     int32_t kv_type;
     uint32_t attention_workgroups[8];
     int n_attention_workgroups;
@@ -314,14 +317,14 @@ static figures measure(const bench *b, const char *dir, int layers) {
     int32_t *pages = malloc(sizeof(int32_t) * 16 * (size_t)pages_per_seq), *tokens = malloc(sizeof(int32_t) * 16 * (size_t)b->chunk);
     for (int i = 0; i < 16 * b->chunk; i++) tokens[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)info.vocab_size);
     /* prefill: a chunk at position 0 and one ending at the long context, after a warm-up */
-    if (!b->decode_only) {
+    if (!b->decode_only && !b->count) {
         step(m, c, 1, 0, b->chunk, pages_per_seq, pages, tokens);
         for (int k = 0; k < 2; k++) f.prefill[k] = step(m, c, 1, k ? long_ctx - b->chunk : 0, b->chunk, pages_per_seq, pages, tokens);
     }
     /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
     const sp_gpu *gpu = sp_gpu_of(&m->be);
     int streams[2] = {4, 16};
-    for (int k = 0; k < (b->decode_only ? 1 : 4); k++) {
+    for (int k = 0; k < (b->decode_only || b->count ? 1 : 4); k++) {
         int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0];
         double best = 1e30;
         step(m, c, n, ctx - 1, 1, pages_per_seq, pages, tokens);
@@ -373,6 +376,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--chunk")) b.chunk = atoi(v), i++;
         else if (!strcmp(a, "--steps")) b.steps = atoi(v), i++;
         else if (!strcmp(a, "--profile")) b.profile = true;
+        else if (!strcmp(a, "--count")) b.count = true, b.steps = 1;
         else if (!strcmp(a, "--kv-type")) {
             b.kv_type = !strcmp(v, "f16") ? SPLASH_KV_F16 : !strcmp(v, "int8") ? SPLASH_KV_INT8 : !strcmp(v, "f32") ? SPLASH_KV_F32 : -1, i++;
             if (b.kv_type < 0) {
@@ -386,7 +390,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers N] [--dir DIR]\n"
                             "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n"
-                            "       [--kv-type f32|f16|int8] [--attention-workgroups N,N,...]\n");
+                            "       [--kv-type f32|f16|int8] [--attention-workgroups N,N,...] [--count]\n");
             return 2;
         }
     }
@@ -411,7 +415,7 @@ int main(int argc, char **argv) {
     if (sp_vulkan_backend_create(&be, pool, sp_threadpool_size(pool), &st, true)) die("vulkan");
     double gbs = 0;
     bool small = b.s->hidden < 1024;
-    if (sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
+    if (!b.count && sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
     char device[256];
     snprintf(device, sizeof device, "%s", be.device); /* the name and the kernel paths it takes */
     sp_vulkan_backend_destroy(&be);
@@ -425,6 +429,11 @@ int main(int argc, char **argv) {
     sp_threadpool_free(pool);
 
     figures f = measure(&b, dir, layers);
+    if (b.count) {
+        printf("%s (%d of %d layers) %s: one decode step at %d records %llu dispatches, %llu barriers\n", b.s->model, layers,
+               b.s->layers, quant_name, b.contexts[0], (unsigned long long)f.dispatches, (unsigned long long)f.barriers);
+        return 0;
+    }
     if (b.profile) { /* once more with per-op timestamps (they cost time, so not in the figures); table on stderr */
         setenv("SPLASH_VULKAN_PROFILE", "1", 1);
         bench p = b;

@@ -216,6 +216,22 @@ int main(int argc, char **argv) {
                            sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
                     if (l < n_gemv && us < best) best = us, best_l = l;
                 }
+                { /* what the op chooses by itself (GEMV, or the matrix units' GEMM split over the columns) */
+                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, NULL);
+                    be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
+                    double e = 0, sref = 0;
+                    for (int j = 0; j < n; j++)
+                        for (int64_t r = 0; r < check_rows; r++) {
+                            double d = y[j * m->rows + r] - ref[j * check_rows + r];
+                            e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
+                        }
+                    double t0 = now();
+                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, NULL);
+                    sp_gpu_finish(&be);
+                    double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
+                    printf("  %-12s %-5s %-3d %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], n, "(the op's choice)", us, gbs,
+                           100 * gbs / bw, sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-4 ? "  NOT OK" : ""); /* int8 or f16 x */
+                }
                 if (n_gemv)
                     jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"batch\": %d, "
                                    "\"workgroup\": %u, \"groups\": %u, \"rowsPerGroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows,

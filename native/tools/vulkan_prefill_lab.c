@@ -12,7 +12,8 @@
  * writes them as a tuning file the backend reads when SPLASH_VULKAN_TUNING names it (the runs after it in the same
  * call use them; committing them into models/<id>/vulkan.json makes them the model's). Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
  * cache, against the CPU op on the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
- * GDN: n tokens through the state, token by token. Every time is the mean of --reps runs in one submission after
+ * GDN: n tokens through the state, token by token (kernels/gdn.comp) and in chunks of 64 (gdn_chunked.comp), the
+ * second checked against the first, both timed at 16, 64, 256, … n tokens. Every time is the mean of --reps runs in one submission after
  * half a second of warm-up (a twentieth for the GEMM launches after a matrix's first: the GPU is busy then); the weights and inputs are random (the weights valid: finite values, small scales). */
 #include "backends/cpu/ops.h"
 #include "backends/gpu/gpu.h"
@@ -253,7 +254,7 @@ typedef struct attn_job {
 } attn_job;
 static void run_attn(void *ctx) {
     attn_job *j = ctx;
-    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd));
+    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd), NULL);
 }
 
 /* A chunk of n rows at position `past` over a cache of kv_type rows (SPLASH_KV_*), pages of 64 in order; the CPU op
@@ -280,7 +281,7 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t 
     float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
     sp_kv_view hv = {kv, kv + page_bytes / 2, page_bytes, pages, P, kv_type};
-    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
     double e = 0, s = 0;
     for (int64_t i = 0; i < tail * Hq * hd; i++) {
         double d = (double)got[(n - tail) * Hq * hd + i] - want[i];
@@ -305,32 +306,63 @@ typedef struct gdn_job {
     float *out, *qkv, *a, *b, *S;
     sp_gdn_shape shape;
     int64_t n;
+    bool chunked;
 } gdn_job;
 static void run_gdn(void *ctx) {
     gdn_job *j = ctx;
-    j->be->gdn_recurrent(j->be, j->out, j->qkv, j->a, j->b, &j->shape, j->S, j->n);
+    sp_gpu_gdn(j->be, j->out, j->qkv, j->a, j->b, &j->shape, j->S, j->n, j->chunked);
 }
 
+static double rel_err(const float *got, const float *want, int64_t n) {
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]), s += (double)want[i] * want[i];
+    return s > 0 ? e / s : e;
+}
+
+/* The token loop (gdn.comp) and the chunked form (gdn_chunked.comp) over n tokens from one state, the second checked
+ * against the first; then both timed at lengths up to n (where the op switches from one to the other). */
 static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
     int32_t Hk = md->k_heads, Hv = md->v_heads, dk = md->k_dim, dv = md->v_dim;
-    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv, outs = n * Hv * dv;
     float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
     float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
-    float *d[7] = {be->alloc(be, 4 * (uint64_t)(n * W)), be->alloc(be, 4 * (uint64_t)(n * Hv)), be->alloc(be, 4 * (uint64_t)(n * Hv)),
+    float *d[9] = {be->alloc(be, 4 * (uint64_t)(n * W)), be->alloc(be, 4 * (uint64_t)(n * Hv)), be->alloc(be, 4 * (uint64_t)(n * Hv)),
                    be->alloc(be, 4 * (uint64_t)Hv), be->alloc(be, 4 * (uint64_t)Hv), be->alloc(be, 4 * (uint64_t)state),
-                   be->alloc(be, 4 * (uint64_t)(n * Hv * dv))};
+                   be->alloc(be, 4 * (uint64_t)outs), be->alloc(be, 4 * (uint64_t)state), be->alloc(be, 4 * (uint64_t)outs)};
     be->write(be, d[0], qkv, 4 * (uint64_t)(n * W));
     be->write(be, d[1], a, 4 * (uint64_t)(n * Hv));
     be->write(be, d[2], b, 4 * (uint64_t)(n * Hv));
     be->write(be, d[3], A, 4 * (uint64_t)Hv);
     be->write(be, d[4], dt, 4 * (uint64_t)Hv);
     be->write(be, d[5], S, 4 * (uint64_t)state);
-    gdn_job j = {be, d[6], d[0], d[1], d[2], d[5], {Hk, Hv, dk, dv, d[3], d[4]}, n};
-    double sec = timed(be, run_gdn, &j, reps, 0.5);
-    printf("  gdn %d/%d heads, dk %d dv %d, %lld tokens, token by token: %9.1f us (%.2f us/token)%s\n", Hk, Hv, dk, dv,
-           (long long)n, sec * 1e6, sec * 1e6 / (double)n, *be->status ? "  NOT OK" : "");
+    be->write(be, d[7], S, 4 * (uint64_t)state);
+    sp_gdn_shape shape = {Hk, Hv, dk, dv, d[3], d[4]};
+    bool can = sp_gpu_gdn_chunked_ok(&shape);
+    double e_out = 0, e_state = 0;
+    if (can) {
+        sp_gpu_gdn(be, d[6], d[0], d[1], d[2], &shape, d[5], n, false);
+        sp_gpu_gdn(be, d[8], d[0], d[1], d[2], &shape, d[7], n, true);
+        float *o1 = malloc(4 * (size_t)outs), *o2 = malloc(4 * (size_t)outs), *S1 = malloc(4 * (size_t)state), *S2 = malloc(4 * (size_t)state);
+        be->read(be, o1, d[6], 4 * (uint64_t)outs), be->read(be, o2, d[8], 4 * (uint64_t)outs);
+        be->read(be, S1, d[5], 4 * (uint64_t)state), be->read(be, S2, d[7], 4 * (uint64_t)state);
+        e_out = rel_err(o2, o1, outs), e_state = rel_err(S2, S1, state);
+        free(o1), free(o2), free(S1), free(S2);
+    }
+    printf("  gdn %d/%d heads, dk %d dv %d, from a random state (nmse of chunked against token by token over %lld tokens: "
+           "outputs %.1e, state %.1e%s)\n", Hk, Hv, dk, dv, (long long)n, e_out, e_state,
+           !can ? ", no chunked form for this key head dim" : e_out > 1e-10 || e_state > 1e-10 || *be->status ? "  NOT OK" : "");
     *be->status = SPLASH_OK;
-    for (int i = 0; i < 7; i++) be->free(be, d[i]);
+    printf("  %8s %18s %18s %8s\n", "tokens", "token by token us", "chunked us", "speedup");
+    for (int64_t len = n < 16 ? n : 16;; len = len * 4 < n ? len * 4 : n) {
+        gdn_job j = {be, d[6], d[0], d[1], d[2], d[5], shape, len, false};
+        double t_tok = timed(be, run_gdn, &j, reps, 0.5), t_chunk = 0;
+        if (can) j.chunked = true, t_chunk = timed(be, run_gdn, &j, reps, 0.5);
+        printf("  %8lld %18.1f %18.1f %7.1fx%s\n", (long long)len, t_tok * 1e6, t_chunk * 1e6, can ? t_tok / t_chunk : 0,
+               *be->status ? "  NOT OK" : "");
+        *be->status = SPLASH_OK;
+        if (len >= n) break;
+    }
+    for (int i = 0; i < 9; i++) be->free(be, d[i]);
     free(qkv), free(a), free(b), free(A), free(dt), free(S);
 }
 

@@ -6,7 +6,8 @@
 #
 #   bash scripts/bench/coopmat-lab.sh DIR [all|product|flash|gemm]
 # all (the default): every probe and the product kernel's tiles; product: the peak probes, the fastest staging probe
-# and the product kernel's tiles (the check after a change to the kernel); flash: the flash attention kernel
+# and the product kernel's tiles, beside the kernel as committed at $GEMM_BASE if set (the check after a change to the
+# kernel); flash: the flash attention kernel
 # (kernels/flash_attention_coopmat.comp, head dim 256) on each KV type, at 0 and after 31K positions, beside the kernel as committed at git revision $FLASH_BASE if set (the comparison after a change).
 # gemm: the product kernel's default tiles for prefill chunks and kernels/generate.ts' candidate, bf16 and q4.
 set -eu
@@ -29,12 +30,14 @@ lab() {
   rm -f "$DIR/$name.log"
   echo "$name $name.spv $mode $threads $bm $bn $bk $fm $fn $ty $wt" >> "$LIST"
 }
-# product NAME WT(f16|q4) BM BN BK WM WN [FILE]: a tile of the product kernel (or of FILE, a candidate beside it)
+# product NAME WT(f16|bf16|q4) BM BN BK WM WN [FILE [DEFINES...]]: a tile of the product kernel (or of FILE, a
+# candidate beside it), DEFINES (-DNAME=VALUE) its compile-time choices
 product() {
   local name=$1 wt=$2 bm=$3 bn=$4 bk=$5 wm=$6 wn=$7 file=${8:-kernels/matmul_coopmat.comp} w=2
+  shift 7; [ $# -gt 0 ] && shift
   [ "$wt" = bf16 ] && w=1
   [ "$wt" = q4 ] && w=4
-  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DSTAGE=1 -DWT=$w -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn \
+  "$GLSLANG" -V --target-env vulkan1.2 -Ikernels -DSTAGE=1 -DWT=$w -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn "$@" \
     -o "$DIR/$name.spv" "$file" > "$DIR/$name.log" || { cat "$DIR/$name.log"; exit 1; }
   rm -f "$DIR/$name.log"
   echo "$name $name.spv 3 $(( bm / wm * bn / wn * 32 )) $bm $bn $bk 0 0 0 $wt" >> "$LIST"
@@ -83,17 +86,24 @@ if [ "$SET" = gemm ]; then
   echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0
 fi
 
-# (d) the product kernel: its tiles, f16, bf16 and q4 weights
+# (d) the product kernel on f16, bf16 and q4 weights, on its tiles for prefill chunks, beside the kernel as committed at
+# git revision $GEMM_BASE if set (on the tile its defaults pick for long chunks)
+K=kernels/matmul_coopmat.comp
+lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
 for wt in f16 bf16 q4; do
+  product "product_${wt}_128x128x64_64x32" $wt 128 128 64 64 32
   product "product_${wt}_128x128x32_64x64" $wt 128 128 32 64 64
   product "product_${wt}_128x128x32_64x32" $wt 128 128 32 64 32
   product "product_${wt}_256x128x32_64x64" $wt 256 128 32 64 64
-  product "product_${wt}_128x64x32_64x32" $wt 128 64 32 64 32
-  product "product_${wt}_64x64x32_32x32" $wt 64 64 32 32 32
+  product "product_${wt}_128x256x32_64x64" $wt 128 256 32 64 64
+  if [ -n "${GEMM_BASE:-}" ]; then
+    git show "$GEMM_BASE:$K" > "$DIR/product_base.comp"
+    product "base_${wt}_128x128x64_64x32" $wt 128 128 64 64 32 "$DIR/product_base.comp"
+  fi
 done
-lab peak_f16f32_4x4_t128 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
 lab peak_s8s32_4x2_t128 0 128 0 0 0 4 2 2 - -DTY=2 -DFM=4 -DFN=2
 lab staged_128x128x32_64x64_sh0 2 128 128 128 32 0 0 0 - -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=64 -DSH=0 -DDB=0
+lab peak_f16f32_4x4_t128_again 0 128 0 0 0 4 4 0 - -DTY=0 -DFM=4 -DFN=4
 if [ "$SET" = product ]; then echo "$(grep -vc '^#' "$LIST") variants in $LIST"; exit 0; fi
 
 # (a) products only: accumulators per subgroup, workgroup size, operand types, arrays vs named accumulators

@@ -2,7 +2,8 @@
 # build of libsplash's C sources with the Vulkan backend (no Bun on the device machine: the SPIR-V kernels come
 # prebuilt in build/gen, made by `bun scripts/build/native.ts` and carried).
 #   gpu_loader                 unpacks the carried .gl packages and points the loader at NVIDIA's driver
-#   gpu_build PROGRAM...       builds the library objects into $B/obj and links each native/PROGRAM.c into $B
+#   gpu_build PROGRAM...       builds the library objects into $B/obj (unless built there from the same sources) and
+#                              links each native/PROGRAM.c into $B
 # The ISA flags per file suffix are scripts/build/native.ts's (isaFlags).
 # Sets T0 (the start), OUT (logs: $OUT on the device machine, else /tmp/splash-gpu-out), B (the build folder) and
 # stage(). gpu_loader needs SMOKE (1: lavapipe here, nothing unpacked).
@@ -32,16 +33,23 @@ gpu_loader() {
 gpu_build() {
   stage "build (gcc, $(nproc) cores)"
   if [ ! -f build/gen/vulkan_kernels.c ]; then echo "build/gen/vulkan_kernels.c missing: run bun scripts/build/native.ts here and carry build/gen"; exit 1; fi
-  rm -rf "$B"; mkdir -p "$B/obj"
   CC=${CC:-cc}
   CFLAGS="-std=c11 -O3 -DNDEBUG -fPIC -pthread -fvisibility=hidden -w -D_GNU_SOURCE -DSPLASH_BUILD -DSPLASH_HAVE_VULKAN \
    -DSPLASH_VERSION_STRING=\"gpu-bench\" -Inative/include -Inative -Ibuild/gen"
   export CC CFLAGS B
+  # the library's objects are kept for the next script of the same call while the sources are the same
+  local stamp
+  stamp=$(cat $(find native -name '*.[ch]' | sort) build/gen/vulkan_kernels.c build/gen/gpu_kernels.c | md5sum | cut -c1-32)
+  if [ "$(cat "$B/obj/stamp" 2>/dev/null)" = "$stamp" ]; then echo "library objects of these sources already built"
+  else
+  rm -rf "$B"; mkdir -p "$B/obj"
   { find native -name '*.c' -not -path 'native/tests/*' -not -path 'native/tools/*' -not -path 'native/backends/metal/*' \
       -not -name '*_neon.c'; echo build/gen/vulkan_kernels.c; echo build/gen/gpu_kernels.c; } |
     xargs -P "$(nproc)" -I{} sh -c 'f={}; o="$B/obj/$(echo "$f" | tr / _).o"; x=""; case "$f" in
         *_avx2.c) x="-mavx2 -mfma -mf16c";; *_avxvnni.c) x="-mavx2 -mfma -mf16c -mavxvnni";; *_avx512.c) x="-mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c";; esac;
         $CC $CFLAGS $x -c "$f" -o "$o" || echo "FAILED $f"' 2>&1 | tee "$OUT/build.log"
+  echo "$stamp" > "$B/obj/stamp"
+  fi
   for p in "$@"; do
     $CC $CFLAGS -o "$B/$(basename "$p")" "native/$p.c" "$B"/obj/*.o -lm -ldl -pthread 2>&1 | tee -a "$OUT/build.log"
   done

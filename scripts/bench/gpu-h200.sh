@@ -23,7 +23,7 @@ BUDGET=${SPLASH_GPU_BUDGET:-470}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 
 gpu_loader
-gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench
+gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench tools/dispatch_lab
 
 if [ "$SMOKE" = 1 ]; then
   RUNS="tiny:q4 tiny-moe:q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"
@@ -31,7 +31,7 @@ else
   RUNS="27b:q4 35b:q4 27b:bf16"; LAB="qwen3.8-27b,qwen3.6-35b-a3b"; BENCH_ARGS=""; OPS=""
 fi
 # A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."; "shape:quant:float" runs the float GEMV instead of
-# the integer-dot one, SPLASH_VULKAN_INT_DOT=0), SPLASH_GPU_QUICK=1 (the ops test's quick set, no launch-choice lab: the
+# the integer-dot one, SPLASH_VULKAN_INT_DOT=0; "shape:quant:VAR=value,VAR=value" runs with those switches set), SPLASH_GPU_QUICK=1 (the ops test's quick set, no launch-choice lab: the
 # benchmarks use the committed models/<id>/vulkan.json tuning), SPLASH_GPU_LAB_TYPES (the lab's weight types, q4,bf16),
 # SPLASH_GPU_LAB_MODELS (the lab's models), SPLASH_GPU_LAB=0 (no lab: the committed tuning)
 RUNS=${SPLASH_GPU_RUNS:-$RUNS}
@@ -48,6 +48,15 @@ stage "kernels against the CPU backend (real and odd shapes)"
 timeout $([ "$QUICK" = 1 ] && echo 60 || echo 150) "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
 echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^OK .*(17408|5120|10240|1200|248320|256 experts|32 experts)" "$OUT/ops.log"
 
+# What a dispatch costs apart from its work (dispatch_lab), under each environment named in SPLASH_GPU_DISPATCH
+# (space-separated; "default" = as it is, else VAR=value[,VAR=value]), e.g. SPLASH_GPU_DISPATCH="default SPLASH_VULKAN_INT_DOT=0"
+if [ -n "${SPLASH_GPU_DISPATCH:-}" ]; then
+  stage "dispatch cost (dispatch_lab)"
+  for v in $SPLASH_GPU_DISPATCH; do
+    echo "-- $v"; env $([ "$v" = default ] || echo "$v" | tr , ' ') timeout 60 "$B/dispatch_lab" $([ "$SMOKE" = 1 ] && echo --n 100 --reps 1) 2>&1 | tail -6
+  done | tee "$OUT/dispatch.log"
+fi
+
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
@@ -61,11 +70,12 @@ stage "benchmarks (the whole models, weights of the real shapes; tables below)"
 rm -f "$OUT/bench.jsonl"
 for run in $RUNS; do
   for kv in $KVS; do
-  IFS=: read -r s q gemv <<< "$run"; log="$OUT/bench-$s-$q${gemv:+-$gemv}-$kv.log"
+  IFS=: read -r s q gemv <<< "$run"; log="$OUT/bench-$s-$q${gemv:+-$(echo "$gemv" | tr -c 'A-Za-z0-9_.\n' -)}-$kv.log"
+  envs=""; case "$gemv" in *=*) envs=$(echo "$gemv" | tr , ' ');; esac
   if [ "$(left)" -lt 60 ]; then echo "skipping $run $kv KV: out of time"; continue; fi
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
-  SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
+  env $envs SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
     --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
   echo "$run $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
   [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28

@@ -121,8 +121,8 @@ static void attend_tiles(void *ctx, int64_t begin, int64_t end, int thread) {
 }
 #endif
 
-void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
-                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
+static void attend(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
+                   int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
     sp_attn_args a = {out, q, kv, n, n_past, n_heads, n_kv_heads, head_dim, scale};
 #if defined(__x86_64__)
     if (sp_backend_avx2(be) && head_dim % 8 == 0) {
@@ -143,6 +143,12 @@ void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp
     }
 #endif
     sp_cpu_for(be, n * n_kv_heads, attend_ref, &a);
+}
+
+void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
+                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate) {
+    attend(be, out, q, kv, n_past, n, n_heads, n_kv_heads, head_dim, scale);
+    if (gate) sp_cpu_sigmoid_mul(be, out, gate, n * n_heads * head_dim);
 }
 
 /* The reference form whatever the CPU (the lab and tests compare the tiled form with it). */

@@ -104,6 +104,15 @@ void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, co
     sp_cpu_for(be, shape->n_v_heads, recurrent_heads, &args);
 }
 
+void sp_cpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n) {
+    const sp_gdn_shape *s = &core->shape;
+    int64_t channels = 2 * (int64_t)s->n_k_heads * s->k_dim + (int64_t)s->n_v_heads * s->v_dim;
+    sp_cpu_conv_silu(be, qkv_conv, qkv, n, channels, core->conv_w, core->kernel, tail);
+    sp_cpu_gdn_recurrent(be, out, qkv_conv, a, b, s, S, n);
+    if (z) sp_cpu_rmsnorm_gated(be, out, out, z, core->norm_w, n * s->n_v_heads, s->v_dim, core->eps);
+}
+
 /* One chunk of c ≤ 64 tokens for one head, with γ_i = Σ_{j≤i} g_j (cumulative log-decay inside the chunk):
  *   L[i][j] = (β_i k_i · k_j) · exp(γ_i − γ_j), j < i            (the UT system, unit diagonal)
  *   U = (I + L)⁻¹ (β ⊙ v)             W = (I + L)⁻¹ (β ⊙ k ⊙ exp(γ))      [c, dv], [c, dk]

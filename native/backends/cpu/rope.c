@@ -45,3 +45,15 @@ void sp_cpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads, int
     if (n < 4) rope_rows(&a, 0, n, 0);
     else sp_cpu_for(be, n, rope_rows, &a);
 }
+
+void sp_cpu_attention_prep(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                           const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                           int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq) {
+    int64_t hd = head_dim;
+    be->copy_rows(be, q, hd, qg, 2 * hd, n * n_heads, hd); /* split each head's [query | gate] */
+    be->copy_rows(be, gate, hd, qg + hd, 2 * hd, n * n_heads, hd);
+    sp_cpu_rmsnorm(be, q, q, q_norm, n * n_heads, hd, eps);
+    sp_cpu_rmsnorm(be, k, k, k_norm, n * n_kv_heads, hd, eps);
+    sp_cpu_rope(be, q, n, n_heads, head_dim, rot_dim, pos, mrope_section, inv_freq);
+    sp_cpu_rope(be, k, n, n_kv_heads, head_dim, rot_dim, pos, mrope_section, inv_freq);
+}

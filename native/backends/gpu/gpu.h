@@ -195,12 +195,16 @@ struct sp_gpu {
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
+    void *gemm_parts; /* a cooperative-matrix GEMM split over its columns: the splits' products */
+    uint64_t gemm_parts_bytes;
     void *x8;                  /* x quantized for the integer-dot GEMV (quantize.comp): of the x at x8_of, x8_cols wide;
                                 * kept while nothing writes that x, so GEMVs of one x quantize it once */
     uint64_t x8_bytes;
     sp_gpu_range x8_of;
     uint32_t x8_cols;
     void *sampled; /* what sample.comp writes for each row it samples (ops_sample.c), up to 64 rows */
+    void *gdn_work;            /* the chunked Gated DeltaNet's per-chunk products (gdn_chunked.comp) */
+    uint64_t gdn_work_bytes;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];
     int32_t n_expert_tables;
 
@@ -324,8 +328,13 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
 /* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
- * QUANT): rows as wide as a model's hidden size, few of them, on a device with the integer-dot GEMV. */
+ * QUANT): rows as wide as a model's hidden size (at most 8192), few of them, on a device with the integer-dot GEMV. */
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);
+/* The Gated DeltaNet recurrence token by token (gdn.comp) or in chunks of 64 (gdn_chunked.comp, where
+ * sp_gpu_gdn_chunked_ok); the op picks by length (the lab and the ops test run each). */
+void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b, const sp_gdn_shape *s,
+                float *S, int64_t n, bool chunked);
+bool sp_gpu_gdn_chunked_ok(const sp_gdn_shape *s);
 /* Whether attention of n rows with this head dim over a cache of kv_type (SPLASH_KV_*) runs on the matrix units
  * (flash_attention_coopmat.comp, f16 operands) rather than attention.comp's scalar kernel. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n);

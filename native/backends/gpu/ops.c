@@ -11,7 +11,10 @@
 
 #include <stddef.h>
 
-enum { GDN_COLS = 32 };
+/* gdn.comp: 32 columns a workgroup of 128 (4 invocations per column); the fused core (FUSED) takes a whole v head of up
+ * to 256 columns, for up to GDN_FUSED_ROWS tokens: it walks them one after another in Hv workgroups, where the separate
+ * kernels spread a long prefill's conv and norm over the whole GPU. */
+enum { GDN_COLS = 32, GDN_SPLIT = 4, GDN_FUSED_COLS = 256, GDN_FUSED_ROWS = 16 };
 
 static const sp_gpu_kernel_id EMBED[SP_MAT_TYPE_COUNT] = SP_GPU_BY_TYPE(SP_GPU_EMBED);
 
@@ -88,6 +91,9 @@ typedef struct {
  * shader compilers lay it out (Metal checks the size against the translated kernel's). */
 #define NORM_PLAIN_PUSH ((uint32_t)((offsetof(norm_push, q_stride) + 7) / 8 * 8))
 
+/* norm.comp's workgroup for rows of d (gdn.comp's fused norm sums in the same order). */
+static uint32_t norm_workgroup(int64_t d) { return d >= 1024 ? 256 : d >= 256 ? 128 : 64; }
+
 /* norm.comp; z: the gate (rmsnorm_gated) or the residual added to x, which the kernel then also writes (add_rmsnorm).
  * quant: the QUANT variant of k, or -1; when the rows qualify (sp_gpu_quantize_rows) it also leaves y quantized in
  * gpu->x8 for the GEMVs that read y next. */
@@ -98,7 +104,7 @@ static void norm(const sp_backend *be, sp_gpu_kernel_id k, int quant, const char
     sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)d * 4), z ? sp_gpu_span(gpu, z, bytes) : (sp_gpu_range){0, 0}};
     sp_gpu_range wr[3] = {sp_gpu_span(gpu, y, bytes), k == SP_GPU_ADD_RMSNORM ? r[0] : (sp_gpu_range){0, 0}, {0, 0}};
     norm_push p = {wr[0].lo, r[0].lo, r[2].lo, r[1].lo, (uint32_t)n, (uint32_t)d, eps, 0, 0};
-    uint32_t groups[3], wg = d >= 1024 ? 256 : d >= 256 ? 128 : 64, push = NORM_PLAIN_PUSH;
+    uint32_t groups[3], wg = norm_workgroup(d), push = NORM_PLAIN_PUSH;
     bool q8 = quant >= 0 && sp_gpu_quantize_rows(gpu, n, d) && (p.y | p.x | p.z | p.w) % 16 == 0;
     if (q8) {
         if (!sp_gpu_x8_space(be, d, n, &wr[2], &p.q_stride)) return;
@@ -142,6 +148,35 @@ static void gpu_rope(const sp_backend *be, float *x, int64_t n, int32_t n_heads,
     sp_gpu_dispatch(gpu, "rope", SP_GPU_ROPE, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, groups, r, 2, &w, 1, NULL);
 }
 
+/* attention_prep.comp, a workgroup per (row, head). */
+static void gpu_attention_prep(const sp_backend *be, float *q, float *gate, const float *qg, float *k, const float *q_norm,
+                               const float *k_norm, int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float eps,
+                               int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    int64_t hd = head_dim;
+    if (head_dim > 256) { /* as the attention kernels */
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "attention needs head_dim ≤ 256");
+        return;
+    }
+    uint64_t qbytes = (uint64_t)(n * n_heads * hd) * 4, kbytes = (uint64_t)(n * n_kv_heads * hd) * 4;
+    sp_gpu_range r[6] = {sp_gpu_span(gpu, qg, 2 * qbytes), sp_gpu_span(gpu, k, kbytes), sp_gpu_span(gpu, q_norm, (uint64_t)hd * 4),
+                         sp_gpu_span(gpu, k_norm, (uint64_t)hd * 4), sp_gpu_span(gpu, pos, (uint64_t)n * (mrope_section ? 12 : 4)),
+                         sp_gpu_span(gpu, inv_freq, (uint64_t)rot_dim * 2)};
+    sp_gpu_range w[3] = {sp_gpu_span(gpu, q, qbytes), sp_gpu_span(gpu, gate, qbytes), r[1]};
+    struct {
+        uint64_t q, gate, qg, k, q_norm, k_norm, pos, inv_freq;
+        uint32_t n, heads, kv_heads, half_rot;
+        int32_t s0, s1, s2;
+        float eps;
+    } p = {w[0].lo, w[1].lo, r[0].lo, r[1].lo, r[2].lo, r[3].lo, r[4].lo, r[5].lo, (uint32_t)n, (uint32_t)n_heads,
+           (uint32_t)n_kv_heads, (uint32_t)rot_dim / 2, 0, 0, 0, eps};
+    if (mrope_section) p.s0 = mrope_section[0], p.s1 = mrope_section[1], p.s2 = mrope_section[2];
+    uint32_t groups[3];
+    sp_gpu_grid((uint64_t)n * (uint64_t)(n_heads + n_kv_heads), groups);
+    sp_gpu_dispatch(gpu, "attention_prep", SP_GPU_ATTENTION_PREP, (uint32_t[4]){norm_workgroup(hd), (uint32_t)hd, 0, 0}, &p,
+                    sizeof p, groups, r, 6, w, 3, NULL);
+}
+
 /* ---- convolutions ---- */
 
 /* DFlash2's dynamic convolution (kernels/block_conv.comp): one invocation per (block, channel). */
@@ -172,46 +207,148 @@ static void gpu_block_conv(const sp_backend *be, float *x, const float *dyn, int
     sp_gpu_dispatch(gpu, "block_conv", SP_GPU_BLOCK_CONV, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 4, r, 1, NULL);
 }
 
-static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
-                          int32_t kernel, float *tail) {
-    sp_gpu *gpu = sp_gpu_of(be);
+typedef struct {
+    uint64_t y, x, w, tail;
+    uint32_t n, channels, kernel, updated;
+} conv_push;
+
+/* conv.comp over n rows of `channels`: the conv, or (TAIL) only the tails of channels [0, updated). */
+static void conv(sp_gpu *gpu, sp_gpu_kernel_id k, float *y, const float *x, int64_t n, int64_t channels, const float *w,
+                 int32_t kernel, float *tail, int64_t updated) {
     if (kernel > 16) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "conv kernel longer than 16");
         return;
     }
+    bool all = k == SP_GPU_CONV_SILU;
     uint64_t bytes = (uint64_t)n * (uint64_t)channels * 4;
-    sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), sp_gpu_span(gpu, w, (uint64_t)channels * (uint64_t)kernel * 4),
-                        sp_gpu_span(gpu, tail, (uint64_t)(kernel - 1) * (uint64_t)channels * 4)};
-    sp_gpu_range wr[2] = {sp_gpu_span(gpu, y, bytes), r[2]};
-    struct {
-        uint64_t y, x, w, tail;
-        uint32_t n, channels, kernel;
-    } p = {wr[0].lo, r[0].lo, r[1].lo, r[2].lo, (uint32_t)n, (uint32_t)channels, (uint32_t)kernel};
+    sp_gpu_range r[3] = {sp_gpu_span(gpu, x, bytes), all ? sp_gpu_span(gpu, w, (uint64_t)channels * (uint64_t)kernel * 4) : (sp_gpu_range){0, 0},
+                         sp_gpu_span(gpu, tail, (uint64_t)(kernel - 1) * (uint64_t)channels * 4)};
+    sp_gpu_range wr[2] = {r[2], all ? sp_gpu_span(gpu, y, bytes) : (sp_gpu_range){0, 0}};
+    conv_push p = {wr[1].lo, r[0].lo, r[1].lo, r[2].lo, (uint32_t)n, (uint32_t)channels, (uint32_t)kernel, (uint32_t)updated};
     uint32_t groups[3];
-    sp_gpu_grid(sp_gpu_div_up((uint64_t)channels, 64), groups);
-    sp_gpu_dispatch(gpu, "conv_silu", SP_GPU_CONV_SILU, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, 2, NULL);
+    sp_gpu_grid(sp_gpu_div_up((uint64_t)updated, 64), groups);
+    sp_gpu_dispatch(gpu, all ? "conv_silu" : "conv_tail", k, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, r, 3, wr, 2, NULL);
 }
 
-static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
-                    const sp_gdn_shape *s, float *S, int64_t n) {
+static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
+                          int32_t kernel, float *tail) {
+    conv(sp_gpu_of(be), SP_GPU_CONV_SILU, y, x, n, channels, w, kernel, tail, channels);
+}
+
+/* The gated delta rule of n tokens: token by token (kernels/gdn.comp: one dependent step per token, on a workgroup per
+ * 32 columns of a head's state), or in chunks of GDN_CHUNK (kernels/gdn_chunked.comp: the chunks' own products in
+ * parallel, then one dependent step per chunk). The op takes the chunked form from one whole chunk on: below it the
+ * padded chunk's products buy little, and decode steps and speculative verify blocks keep the token loop's arithmetic.
+ * Inputs of GDN_SEGMENT tokens at most per pair of chunked dispatches bound the scratch they share (gpu->gdn_work).
+ * GDN_CHUNK, GDN_CHUNKED_COLS and GDN_CHUNKED_MAX_DK are the kernel's C, COLS and DK_MAX. */
+enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = GDN_CHUNK };
+
+/* Both kernels' push constants; gdn.comp's block ends before `work`. */
+typedef struct {
+    uint64_t o, qkv, a, b, S, A, dt_bias;
+    uint32_t n, k_heads, v_heads;
+    uint64_t work;
+} gdn_push;
+
+bool sp_gpu_gdn_chunked_ok(const sp_gdn_shape *s) {
+    return s->k_dim <= GDN_CHUNKED_MAX_DK && s->k_dim % 4 == 0;
+}
+
+void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b, const sp_gdn_shape *s,
+                float *S, int64_t n, bool chunked) {
     sp_gpu *gpu = sp_gpu_of(be);
     if (s->k_dim > 512) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "GDN key head dim above 512");
         return;
     }
-    uint64_t width = 2 * (uint64_t)s->n_k_heads * (uint64_t)s->k_dim + (uint64_t)s->n_v_heads * (uint64_t)s->v_dim;
-    uint64_t state = (uint64_t)s->n_v_heads * (uint64_t)s->k_dim * (uint64_t)s->v_dim * 4;
-    sp_gpu_range r[6] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * (uint64_t)s->n_v_heads * 4),
-                        sp_gpu_span(gpu, b, (uint64_t)n * (uint64_t)s->n_v_heads * 4), sp_gpu_span(gpu, s->A, (uint64_t)s->n_v_heads * 4),
-                        sp_gpu_span(gpu, s->dt_bias, (uint64_t)s->n_v_heads * 4), sp_gpu_span(gpu, S, state)};
-    sp_gpu_range w[2] = {sp_gpu_span(gpu, out, (uint64_t)n * (uint64_t)s->n_v_heads * (uint64_t)s->v_dim * 4), r[5]};
+    if (chunked && !sp_gpu_gdn_chunked_ok(s)) {
+        sp_gpu_fail(gpu, SPLASH_ERR_UNSUPPORTED, "chunked GDN with key head dim %d (at most %d, a multiple of 4)", s->k_dim,
+                    GDN_CHUNKED_MAX_DK);
+        return;
+    }
+    uint64_t Hv = (uint64_t)s->n_v_heads, dk = (uint64_t)s->k_dim, dv = (uint64_t)s->v_dim;
+    uint64_t width = 2 * (uint64_t)s->n_k_heads * dk + Hv * dv, state = Hv * dk * dv * 4;
+    uint32_t spec[4] = {chunked ? 256 : GDN_SPLIT * GDN_COLS, (uint32_t)dk, (uint32_t)dv, 0};
+    sp_gpu_range r[6] = {sp_gpu_span(gpu, qkv, (uint64_t)n * width * 4), sp_gpu_span(gpu, a, (uint64_t)n * Hv * 4),
+                        sp_gpu_span(gpu, b, (uint64_t)n * Hv * 4), sp_gpu_span(gpu, s->A, Hv * 4),
+                        sp_gpu_span(gpu, s->dt_bias, Hv * 4), sp_gpu_span(gpu, S, state)};
+    sp_gpu_range w[2] = {sp_gpu_span(gpu, out, (uint64_t)n * Hv * dv * 4), r[5]};
+    gdn_push p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, (uint32_t)n, (uint32_t)s->n_k_heads,
+                  (uint32_t)s->n_v_heads, 0};
+    if (!chunked) {
+        uint32_t groups[3] = {(uint32_t)Hv, sp_gpu_div_up(dv, GDN_COLS), 1};
+        sp_gpu_dispatch(gpu, "gdn", SP_GPU_GDN, spec, &p, offsetof(gdn_push, work), groups, r, 6, w, 2, NULL);
+        return;
+    }
+    /* a block per (chunk, head): W, e^γ q, e^(γ_last − γ) k [64][dk], U [64][dv], (q·k) e^(γ_i − γ_j) [64][64], e^γ_last */
+    uint64_t block = GDN_CHUNK * (3 * dk + dv + GDN_CHUNK) + 4, seg = n < GDN_SEGMENT ? (uint64_t)n : GDN_SEGMENT;
+    uint64_t bytes = sp_gpu_div_up(seg, GDN_CHUNK) * Hv * block * 4;
+    if (bytes > gpu->gdn_work_bytes) {
+        sp_gpu_sync(gpu);
+        if (gpu->gdn_work) sp_gpu_free(be, gpu->gdn_work);
+        gpu->gdn_work_bytes = bytes;
+        gpu->gdn_work = sp_gpu_alloc(be, bytes);
+        if (!gpu->gdn_work) {
+            gpu->gdn_work_bytes = 0;
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "chunked GDN scratch");
+            return;
+        }
+    }
+    for (int64_t t0 = 0; t0 < n; t0 += GDN_SEGMENT) {
+        uint64_t m = (uint64_t)(n - t0 < GDN_SEGMENT ? n - t0 : GDN_SEGMENT), chunks = sp_gpu_div_up(m, GDN_CHUNK);
+        sp_gpu_range seg_r[6] = {sp_gpu_span(gpu, qkv + t0 * (int64_t)width, m * width * 4),
+                                 sp_gpu_span(gpu, a + t0 * (int64_t)Hv, m * Hv * 4), sp_gpu_span(gpu, b + t0 * (int64_t)Hv, m * Hv * 4),
+                                 r[3], r[4], sp_gpu_span(gpu, gpu->gdn_work, chunks * Hv * block * 4)};
+        sp_gpu_range seg_w[2] = {sp_gpu_span(gpu, out + t0 * (int64_t)(Hv * dv), m * Hv * dv * 4), r[5]};
+        gdn_push q = p;
+        q.o = seg_w[0].lo, q.qkv = seg_r[0].lo, q.a = seg_r[1].lo, q.b = seg_r[2].lo, q.n = (uint32_t)m, q.work = seg_r[5].lo;
+        sp_gpu_dispatch(gpu, "gdn_intra", SP_GPU_GDN_INTRA, spec, &q, sizeof q, (uint32_t[3]){(uint32_t)Hv, (uint32_t)chunks, 1},
+                        seg_r, 5, &seg_r[5], 1, NULL);
+        sp_gpu_range rec_r[2] = {seg_r[5], r[5]};
+        sp_gpu_dispatch(gpu, "gdn_inter", SP_GPU_GDN_INTER, spec, &q, sizeof q,
+                        (uint32_t[3]){(uint32_t)Hv, sp_gpu_div_up(dv, GDN_CHUNKED_COLS), 1}, rec_r, 2, seg_w, 2, NULL);
+    }
+}
+
+static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
+                    const sp_gdn_shape *s, float *S, int64_t n) {
+    sp_gpu_gdn(be, out, qkv, a, b, s, S, n, n >= GDN_CHUNKED_MIN_TOKENS && sp_gpu_gdn_chunked_ok(s));
+}
+
+/* The GDN core: one gdn.comp FUSED dispatch where it fits, then conv.comp's TAIL pass (its barrier is the one the next
+ * op, which reads the core's output, would wait on anyway), else conv_silu, gdn and rmsnorm_gated in turn. */
+static void gpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                         const float *b, const sp_gdn_core *c, float *S, float *tail, int64_t n) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    const sp_gdn_shape *s = &c->shape;
+    int64_t Hv = s->n_v_heads, dk = s->k_dim, dv = s->v_dim, width = 2 * (int64_t)s->n_k_heads * dk + Hv * dv;
+    bool fused = n <= GDN_FUSED_ROWS && dv <= GDN_FUSED_COLS && 2 * dk + dv <= GDN_SPLIT * dv && dk <= 512 && c->kernel <= 16;
+    if (!fused) {
+        gpu_conv_silu(be, qkv_conv, qkv, n, width, c->conv_w, c->kernel, tail);
+        gpu_gdn(be, out, qkv_conv, a, b, s, S, n);
+        if (z) gpu_rmsnorm_gated(be, out, out, z, c->norm_w, n * Hv, dv, c->eps);
+        return;
+    }
+    uint64_t rows = (uint64_t)n * (uint64_t)Hv * (uint64_t)dv * 4;
+    sp_gpu_range r[10] = {sp_gpu_span(gpu, qkv, (uint64_t)(n * width) * 4), sp_gpu_span(gpu, a, (uint64_t)(n * Hv) * 4),
+                          sp_gpu_span(gpu, b, (uint64_t)(n * Hv) * 4), sp_gpu_span(gpu, s->A, (uint64_t)Hv * 4),
+                          sp_gpu_span(gpu, s->dt_bias, (uint64_t)Hv * 4), sp_gpu_span(gpu, S, (uint64_t)(Hv * dk * dv) * 4),
+                          sp_gpu_span(gpu, tail, (uint64_t)((c->kernel - 1) * width) * 4),
+                          sp_gpu_span(gpu, c->conv_w, (uint64_t)(width * c->kernel) * 4),
+                          z ? sp_gpu_span(gpu, z, rows) : (sp_gpu_range){0, 0},
+                          z ? sp_gpu_span(gpu, c->norm_w, (uint64_t)dv * 4) : (sp_gpu_range){0, 0}};
+    sp_gpu_range w[3] = {sp_gpu_span(gpu, out, rows), r[5], r[6]};
     struct {
-        uint64_t o, qkv, a, b, S, A, dt_bias;
-        uint32_t n, k_heads, v_heads;
-    } p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, (uint32_t)n, (uint32_t)s->n_k_heads, (uint32_t)s->n_v_heads};
-    uint32_t groups[3] = {(uint32_t)s->n_v_heads, sp_gpu_div_up((uint64_t)s->v_dim, GDN_COLS), 1};
-    sp_gpu_dispatch(gpu, "gdn", SP_GPU_GDN, (uint32_t[4]){128, (uint32_t)s->k_dim, (uint32_t)s->v_dim, 0}, &p, sizeof p, groups,
-                    r, 6, w, 2, NULL);
+        uint64_t o, qkv, a, b, S, A, dt_bias, z, conv_w, tail, norm_w;
+        uint32_t n, k_heads, v_heads, kernel;
+        float eps;
+    } p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, r[8].lo, r[7].lo, r[6].lo, r[9].lo,
+           (uint32_t)n, (uint32_t)s->n_k_heads, (uint32_t)Hv, (uint32_t)c->kernel, c->eps};
+    sp_gpu_dispatch(gpu, "gdn_core", SP_GPU_GDN_CORE,
+                    (uint32_t[4]){(uint32_t)(GDN_SPLIT * dv), (uint32_t)dk, (uint32_t)dv, norm_workgroup(dv)}, &p, sizeof p,
+                    (uint32_t[3]){(uint32_t)Hv, 1, 1}, r, 10, w, 3, NULL);
+    /* the q and k channels' tails, which several v heads read */
+    if (Hv > s->n_k_heads) conv(gpu, SP_GPU_CONV_TAIL, NULL, qkv, n, width, NULL, c->kernel, tail, 2 * (int64_t)s->n_k_heads * dk);
 }
 
 void sp_gpu_ops_install(sp_backend *be) {
@@ -231,9 +368,11 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->add_rmsnorm = gpu_add_rmsnorm;
     be->rmsnorm_gated = gpu_rmsnorm_gated;
     be->rope = gpu_rope;
+    be->attention_prep = gpu_attention_prep;
     be->block_conv = gpu_block_conv;
     be->conv_silu = gpu_conv_silu;
     be->gdn_recurrent = gpu_gdn;
+    be->gdn_core = gpu_gdn_core;
     sp_gpu_install_matmul(be);
     sp_gpu_install_attention(be);
     sp_gpu_install_moe(be);

@@ -19,7 +19,7 @@ typedef struct {
     uint32_t n_past, n, heads, kv_heads, page_tokens, page_stride, split_len, n_splits, hb, rt;
     float scale;
     uint32_t kv_type; /* SPLASH_KV_*: the type of every row */
-    uint64_t src2;
+    uint64_t src2;    /* kv_write: the new v rows; attention: the output gate, or 0 */
 } attn_push;
 
 /* The whole KV allocation as one range (pages are scattered; kernels touch only the sequence's). */
@@ -90,7 +90,7 @@ bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, 
 }
 
 static void gpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
-                          int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
+                          int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate) {
     sp_gpu *gpu = sp_gpu_of(be);
     attn_push p;
     sp_gpu_range pages;
@@ -103,6 +103,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         sp_gpu_dispatch(gpu, "flash_attention", (sp_gpu_kernel_id)sp_gpu_flash_kernel(head_dim), (uint32_t[4]){FLASH_THREADS, (uint32_t)kv->type, 0, 0},
                         &p, sizeof p, (uint32_t[3]){(uint32_t)n_kv_heads, sp_gpu_div_up((uint64_t)n * G, FLASH_VECTORS), 1}, r, 3, &w, 1,
                         NULL);
+        if (gate) be->sigmoid_mul(be, out, gate, n * n_heads * head_dim);
         return;
     }
     p.hb = G <= ATTN_QV ? G : ATTN_QV;
@@ -124,14 +125,16 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         splits = sp_gpu_div_up(keys, len);
     }
     p.n_splits = splits;
-    sp_gpu_range r[3] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages};
+    /* the gate is applied by the kernel that writes out: ATTEND unsplit, else REDUCE */
+    sp_gpu_range r[4] = {sp_gpu_span(gpu, q, qbytes), kv_range(gpu, kv), pages, gate ? sp_gpu_span(gpu, gate, qbytes) : (sp_gpu_range){0, 0}};
     sp_gpu_range w = sp_gpu_span(gpu, out, qbytes);
     p.src = r[0].lo;
     p.dst = w.lo;
+    p.src2 = r[3].lo;
     uint32_t spec[4] = {128, (uint32_t)head_dim, 0, 0};
     if (splits == 1) {
         sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
-                        3, &w, 1, NULL);
+                        4, &w, 1, NULL);
         return;
     }
     float *part = attn_partials(gpu, be, (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2));
@@ -146,7 +149,8 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n * (uint64_t)n_heads, groups);
     spec[0] = head_dim >= 128 ? 128 : 64;
-    sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, &pr, 1, &w, 1, NULL);
+    sp_gpu_range rr[2] = {pr, r[3]};
+    sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, rr, 2, &w, 1, NULL);
 }
 
 /* Drafters' attention (kernels/attention_ext.comp): one workgroup per (row, query head). */

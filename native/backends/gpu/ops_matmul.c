@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 
+#include <stdlib.h>
+
 /* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
 static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
     SP_GPU_BY_TYPE(SP_GPU_MATMUL), SP_GPU_BY_TYPE(SP_GPU_MATMUL4), SP_GPU_BY_TYPE(SP_GPU_MATMUL16)};
@@ -48,7 +50,7 @@ bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range
 }
 
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d) {
-    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d % 32 == 0;
+    return !g->no_int_dot && n <= SP_GPU_GEMV_MAX_N && d >= 1024 && d <= 8192 && d % 32 == 0; /* norm.comp's QUANT_MAX_D */
 }
 
 /* Whether x [n][cols] at device address xa is in gpu->x8 already (quantized by a norm or an earlier GEMV). */
@@ -84,6 +86,36 @@ static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
     sp_gpu_dispatch(gpu, "quantize_x", SP_GPU_QUANTIZE_X, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, &src, 1, q, 1, NULL);
     gpu->x8_of = src, gpu->x8_cols = (uint32_t)cols;
     return true;
+}
+
+/* Device scratch of at least `bytes` in *buf (grown, at twice the size asked, across steps); NULL on failure. */
+static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t bytes, const char *what) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    if (bytes > *have) {
+        sp_gpu_sync(gpu);
+        if (*buf) sp_gpu_free(be, *buf);
+        *have = bytes * 2;
+        *buf = sp_gpu_alloc(be, *have);
+        if (!*buf) {
+            *have = 0;
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, what);
+            return NULL;
+        }
+    }
+    return *buf;
+}
+
+/* Column splits of a cooperative-matrix GEMM of `tiles` workgroups: enough that about 512 workgroups run (what keeps
+ * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
+ * each over at least 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
+static uint32_t gemm_split(int64_t tiles, int64_t cols, int64_t n, int64_t rows) {
+    if (getenv("SPLASH_VULKAN_AB_OLD")) return 0; /* EXPERIMENT (removed after the A/B) */
+    int64_t splits = (512 + tiles - 1) / tiles;
+    if (splits > cols / 256) splits = cols / 256;
+    while (splits > 1 && splits * n * rows * 4 > ((int64_t)32 << 20)) splits--;
+    if (splits <= 1) return 0;
+    int64_t k = ((cols + splits - 1) / splits + 127) / 128 * 128;
+    return k < cols ? (uint32_t)k : 0;
 }
 
 bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
@@ -128,8 +160,9 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     }
     struct {
         uint64_t w, x, y;
-        uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
-    } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows};
+        uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
+        uint64_t parts;
+    } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
     /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
     bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
     if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
@@ -139,36 +172,45 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     uint32_t groups[3] = {0, 0, 1}, wg;
     sp_gpu_kernel_id k;
     if (coop) {
-        /* x in f16 first (rows padded to 8 halves), into scratch kept between products */
-        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, bytes16 = (uint64_t)n * stride16 * 2;
-        if (bytes16 > gpu->x16_bytes) {
-            sp_gpu_sync(gpu);
-            if (gpu->x16) sp_gpu_free(be, gpu->x16);
-            gpu->x16_bytes = bytes16 * 2;
-            gpu->x16 = sp_gpu_alloc(be, gpu->x16_bytes);
-            if (!gpu->x16) {
-                gpu->x16_bytes = 0;
-                sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "f16 copy of a GEMM's x");
-                return;
-            }
-        }
+        int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
+        const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
+        /* x in f16 first (rows padded to 8 halves, and with zero rows to whole x tiles, so that only the weight rows
+         * bound a tile), into scratch kept between products */
+        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, n16 = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn) * (uint64_t)t->bn;
+        uint64_t bytes16 = n16 * stride16 * 2;
+        if (!scratch(be, &gpu->x16, &gpu->x16_bytes, bytes16, "f16 copy of a GEMM's x")) return;
         sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
         p.y = r16.lo;
         p.y_stride = (uint32_t)stride16;
+        p.rows = (uint32_t)n16;
         uint32_t hg[3];
         sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
         sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
                         &r16, 1, NULL);
         p.x = r16.lo;
         p.y = ya;
+        p.rows = (uint32_t)W->rows;
         p.x_stride = (uint32_t)stride16;
         p.y_stride = (uint32_t)W->rows;
         reads[1] = r16;
-        int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
-        const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
-        groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn);
+        groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = (uint32_t)(n16 / (uint64_t)t->bn);
         wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
+        p.k_split = gemm_split((int64_t)groups[0] * groups[1], W->cols, n, W->rows);
+        if (p.k_split) { /* each split's products into its own copy of y, then their sum into y */
+            uint32_t splits = (uint32_t)sp_gpu_div_up((uint64_t)W->cols, p.k_split);
+            uint64_t part_bytes = (uint64_t)splits * (uint64_t)n * (uint64_t)W->rows * 4;
+            if (!scratch(be, &gpu->gemm_parts, &gpu->gemm_parts_bytes, part_bytes, "a split GEMM's partial products")) return;
+            sp_gpu_range rp = sp_gpu_span(gpu, gpu->gemm_parts, part_bytes);
+            p.y = rp.lo;
+            groups[2] = splits;
+            sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &rp, 1, NULL);
+            p.y = ya, p.parts = rp.lo, p.k_split = splits;
+            uint32_t sg[3];
+            sp_gpu_grid(sp_gpu_div_up((uint64_t)n * (uint64_t)W->rows, 256), sg);
+            sp_gpu_dispatch(gpu, "gemm_sum", SP_GPU_GEMM_SUM, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, sg, &rp, 1, &write, 1, NULL);
+            return;
+        }
     } else {
         int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
         const sp_gpu_tile *t = &sp_gpu_tiles[tile];

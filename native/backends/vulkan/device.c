@@ -58,12 +58,15 @@ static const char *unsuitable(sp_vk *vk, VkPhysicalDevice d, uint32_t *family) {
     VkQueueFamilyProperties q[16];
     n = n > 16 ? 16 : n;
     a->vkGetPhysicalDeviceQueueFamilyProperties(d, &n, q);
+    /* a family without graphics where there is one (NVIDIA's asynchronous compute queues), else any with compute */
+    int found = -1;
     for (uint32_t i = 0; i < n; i++)
-        if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-            *family = i;
-            return NULL;
-        }
-    return "no compute queue";
+        if ((q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+            (found < 0 || ((q[found].queueFlags & VK_QUEUE_GRAPHICS_BIT) && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))))
+            found = (int)i;
+    if (found < 0) return "no compute queue";
+    *family = (uint32_t)found;
+    return NULL;
 }
 
 static int type_rank(VkPhysicalDeviceType t) {
@@ -114,6 +117,18 @@ static splash_status pick_device(sp_vk *vk, bool allow_cpu) {
     return SPLASH_OK;
 }
 
+/* Whether the chosen device lists the extension. */
+static bool has_extension(sp_vk *vk, const char *name) {
+    uint32_t n = 0;
+    if (vk->api.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
+    VkExtensionProperties *ext = malloc(sizeof *ext * n);
+    bool found = false;
+    if (ext && vk->api.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(ext[i].extensionName, name);
+    free(ext);
+    return found;
+}
+
 /* Why the cooperative-matrix kernels (kernels/matmul_coopmat.comp) cannot run on the chosen device, or NULL when they
  * can: they need VK_KHR_cooperative_matrix with 16×16×16 f16 products accumulated in f32 by subgroups of 32
  * invocations (the size the kernels are written for), f16 arithmetic, the Vulkan memory model the extension's SPIR-V
@@ -122,14 +137,7 @@ static const char *coopmat_unsupported(sp_vk *vk) {
     sp_vk_api *a = &vk->api;
     const char *env = getenv("SPLASH_VULKAN_COOPMAT");
     if (env && !strcmp(env, "0")) return "off (SPLASH_VULKAN_COOPMAT=0)";
-    uint32_t n = 0;
-    if (a->vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, NULL) != VK_SUCCESS || !n) return "no device extensions";
-    VkExtensionProperties *ext = malloc(sizeof *ext * n);
-    bool found = false;
-    if (ext && a->vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, ext) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(ext[i].extensionName, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    free(ext);
-    if (!found) return "no VK_KHR_cooperative_matrix";
+    if (!has_extension(vk, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return "no VK_KHR_cooperative_matrix";
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &cm};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
@@ -141,9 +149,10 @@ static const char *coopmat_unsupported(sp_vk *vk) {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR props =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)a->vkGetInstanceProcAddr(vk->instance,
                                                                                          "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t n = 0;
     if (!props || props(vk->phys, &n, NULL) != VK_SUCCESS || !n) return "no cooperative matrix properties";
     VkCooperativeMatrixPropertiesKHR *p = calloc(n, sizeof *p);
-    found = false;
+    bool found = false;
     if (p) {
         for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
         if (props(vk->phys, &n, p) == VK_SUCCESS)
@@ -213,13 +222,21 @@ splash_status sp_vk_open(sp_vk *vk, bool allow_cpu) {
                                             .shaderFloat16 = !vk->no_coopmat, .vulkanMemoryModel = !vk->no_coopmat};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
                                           .features = {.shaderInt64 = VK_TRUE}};
-    const char *extensions[] = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    /* the driver's statistics of each pipeline, for profiles */
+    const char *prof = getenv("SPLASH_VULKAN_PROFILE");
+    bool stats = prof && atoi(prof) > 0 && has_extension(vk, "VK_KHR_pipeline_executable_properties");
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pipelineExecutableInfo = VK_TRUE};
+    if (stats) pe.pNext = features.pNext, features.pNext = &pe;
+    const char *extensions[2];
+    uint32_t n_ext = 0;
+    if (!vk->no_coopmat) extensions[n_ext++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (stats) extensions[n_ext++] = "VK_KHR_pipeline_executable_properties";
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = vk->queue_family,
                                    .queueCount = 1, .pQueuePriorities = &prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qci, .enabledExtensionCount = vk->no_coopmat ? 0 : 1,
-                              .ppEnabledExtensionNames = extensions};
+                              .pQueueCreateInfos = &qci, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = extensions};
     if ((r = a->vkCreateDevice(vk->phys, &dci, NULL, &vk->device)) != VK_SUCCESS)
         return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "vulkan: vkCreateDevice on %s failed (%d)", vk->props.deviceName, (int)r);
 #define SP_VK_LOAD_DEVICE(f)                                                                                        \
@@ -228,6 +245,8 @@ splash_status sp_vk_open(sp_vk *vk, bool allow_cpu) {
     SP_VK_DEVICE_FUNCS(SP_VK_LOAD_DEVICE)
 #undef SP_VK_LOAD_DEVICE
     a->vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    if (stats)
+        vk->pipeline_stats = (PFN_vkGetPipelineExecutableStatisticsKHR)a->vkGetDeviceProcAddr(vk->device, "vkGetPipelineExecutableStatisticsKHR");
 
     VkPhysicalDeviceMemoryProperties mp;
     a->vkGetPhysicalDeviceMemoryProperties(vk->phys, &mp);

@@ -5,7 +5,8 @@
  * so the device works through the first layers while the host records the rest, and finish submits the rest and
  * waits for all. A barrier is one memory barrier over compute, transfer and indirect reads.
  * SPLASH_VULKAN_PROFILE=1 times every command with timestamps and prints a per-op table when the backend is
- * destroyed (2: after every finish as well). */
+ * destroyed (2: after every finish as well), then the driver's statistics of every pipeline made (registers, spills).
+ * */
 #include "vk.h"
 
 #include "core/error.h"
@@ -66,6 +67,8 @@ static void print_profile(sp_vk *vk, const sp_gpu *g) {
     for (int32_t i = 0; i < vk->n_prof; i++)
         fprintf(stderr, "  %-22s %10llu %12.3f %10.2f %5.1f%%\n", vk->prof[i].name, (unsigned long long)vk->prof[i].count,
                 vk->prof[i].ns / 1e6, vk->prof[i].ns / 1e3 / (double)vk->prof[i].count, 100 * vk->prof[i].ns / (total > 0 ? total : 1));
+    if (vk->stats_text)
+        fprintf(stderr, "splash vulkan pipelines (kernel, spec constants: the driver's statistics):\n%s", vk->stats_text);
 }
 
 static void collect(sp_vk *vk, sp_vk_cmd *c) {
@@ -178,6 +181,35 @@ splash_status sp_vk_finish(sp_gpu *g) {
     return st;
 }
 
+/* The driver's statistics of pipeline p (kernel k, spec constants), a line of vk->stats_text for the profile. */
+static void keep_stats(sp_vk *vk, VkPipeline p, sp_gpu_kernel_id k, const uint32_t spec[4]) {
+    VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = p};
+    VkPipelineExecutableStatisticKHR st[16];
+    uint32_t n = 16;
+    for (uint32_t i = 0; i < n; i++) st[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult r = vk->pipeline_stats(vk->device, &ei, &n, st);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+    char line[512];
+    int len = snprintf(line, sizeof line, "  %-28s %4u %u %u %u:", sp_gpu_kernel_names[k], spec[0], spec[1], spec[2], spec[3]);
+    for (uint32_t i = 0; i < n && len < (int)sizeof line; i++) {
+        unsigned long long v = st[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR ? st[i].value.b32
+                               : st[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR ? (unsigned long long)st[i].value.f64
+                                                                                                     : st[i].value.u64;
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s=%llu", st[i].name, v);
+    }
+    if (len >= (int)sizeof line) len = (int)sizeof line - 1;
+    if (vk->stats_len + (size_t)len + 2 > vk->stats_cap) {
+        size_t cap = (vk->stats_cap + (size_t)len + 2) * 2;
+        char *t = realloc(vk->stats_text, cap);
+        if (!t) return;
+        vk->stats_text = t, vk->stats_cap = cap;
+    }
+    memcpy(vk->stats_text + vk->stats_len, line, (size_t)len);
+    vk->stats_len += (size_t)len;
+    vk->stats_text[vk->stats_len++] = '\n';
+    vk->stats_text[vk->stats_len] = 0;
+}
+
 void *sp_vk_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
     sp_vk *vk = sp_vk_of(g);
     /* spec constant i = spec[i] (ids a kernel does not declare are ignored) */
@@ -186,6 +218,7 @@ void *sp_vk_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint
     VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = entries, .dataSize = 16, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = vk->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = vk->modules[k], .pName = "main", .pSpecializationInfo = &si},
         .layout = vk->layout};
@@ -196,6 +229,7 @@ void *sp_vk_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint
         return NULL;
     }
     *max_threads = vk->props.limits.maxComputeWorkGroupInvocations;
+    if (vk->pipeline_stats) keep_stats(vk, p, k, spec);
     return (void *)p;
 }
 
@@ -251,4 +285,5 @@ void sp_vk_record_free(sp_vk *vk, const sp_gpu *g) {
     for (int i = 0; i < SP_GPU_KERNEL_COUNT; i++)
         if (vk->modules[i]) a->vkDestroyShaderModule(vk->device, vk->modules[i], NULL);
     if (vk->queries) a->vkDestroyQueryPool(vk->device, vk->queries, NULL);
+    free(vk->stats_text);
 }

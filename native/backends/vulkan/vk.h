@@ -93,8 +93,12 @@ typedef struct sp_vk {
     VkPipeline bound;
     bool indirect_stale;          /* a barrier since the last one that reached the indirect-argument stage */
 
-    /* profiling (SPLASH_VULKAN_PROFILE=1: table at exit; 2: also after every finish) */
+    /* profiling (SPLASH_VULKAN_PROFILE=1: table at exit; 2: also after every finish), with the driver's statistics of
+     * each pipeline made (registers, spills) where it has VK_KHR_pipeline_executable_properties */
     int profile;
+    PFN_vkGetPipelineExecutableStatisticsKHR pipeline_stats;
+    char *stats_text;      /* one line per pipeline */
+    size_t stats_len, stats_cap;
     VkQueryPool queries;
     double timestamp_ns;
     sp_vk_profile_row prof[64];
