@@ -18,7 +18,8 @@
  *   4 × cycle 8  the same step also drafting 8 for each
  *   decode, sampled on the GPU / on the host   one row at temperature 0.8, top-k 40, top-p 0.95, min-p 0.05: the
  *                device's sampler (8 bytes back), and the host's (the row read back: a top-1 log-probability asks for it)
- *   verify 8, sampled   a block of 8 at that temperature: rejection sampling (on the host: the block read back)
+ *   verify 8, sampled   a block of 8 at that temperature: rejection sampling (p(d) and the bonus token from the
+ *                device's sampler; a rejected row read back for the residual draw)
  *
  * and prints the ratios the speedup model reads (DFlash paper Eq. 1: L = (T_draft + T_verify) / τ per token against
  * T_decode), with the predicted speedup at acceptance lengths τ = 3.4 and 5.5. --draft-shape tiny: a drafter of
