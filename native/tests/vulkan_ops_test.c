@@ -567,13 +567,13 @@ static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n, 
     free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
 }
 
-/* gdn_recurrent runs the token loop below 64 tokens (decode, verify blocks) and the chunked form from 64: each gives
- * what that form gives, bit for bit. */
+/* gdn_recurrent runs the token loop below 256 tokens (decode, verify blocks, short prompts) and the chunked form from
+ * 256: each gives what that form gives, bit for bit. */
 static void test_gdn_choice(void) {
     int32_t Hk = 1, Hv = 2, dk = 16, dv = 8;
     int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
     for (int c = 0; c < 2; c++) {
-        int64_t n = c ? 64 : 63;
+        int64_t n = c ? 256 : 255;
         float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
         float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
         float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));

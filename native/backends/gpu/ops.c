@@ -237,11 +237,12 @@ static void gpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_
 
 /* The gated delta rule of n tokens: token by token (kernels/gdn.comp: one dependent step per token, on a workgroup per
  * 32 columns of a head's state), or in chunks of GDN_CHUNK (kernels/gdn_chunked.comp: the chunks' own products in
- * parallel, then one dependent step per chunk). The op takes the chunked form from one whole chunk on: below it the
- * padded chunk's products buy little, and decode steps and speculative verify blocks keep the token loop's arithmetic.
+ * parallel, then one dependent step per chunk). The op takes the chunked form from four chunks on: on an H200 it lost
+ * to the token loop at 64 tokens and won from 256 (its two dispatches and the chunks' own products cost more than a
+ * few dependent steps), and decode steps and speculative verify blocks keep the token loop's arithmetic.
  * Inputs of GDN_SEGMENT tokens at most per pair of chunked dispatches bound the scratch they share (gpu->gdn_work).
  * GDN_CHUNK, GDN_CHUNKED_COLS and GDN_CHUNKED_MAX_DK are the kernel's C, COLS and DK_MAX. */
-enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = GDN_CHUNK };
+enum { GDN_CHUNK = 64, GDN_SEGMENT = 1024, GDN_CHUNKED_MAX_DK = 128, GDN_CHUNKED_COLS = 16, GDN_CHUNKED_MIN_TOKENS = 4 * GDN_CHUNK };
 
 /* Both kernels' push constants; gdn.comp's block ends before `work`. */
 typedef struct {
