@@ -134,7 +134,7 @@ struct sp_qwen35 {
     float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
     float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
     int32_t verify_rows;
-    int32_t quant;               /* SPLASH_QUANT_* the weights were loaded with (drafters follow it) */
+    int32_t quant[SPLASH_N_TENSOR_KINDS]; /* SPLASH_QUANT_* per tensor kind loaded with (drafters follow it) */
     /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none) */
     int32_t image_token_id;
     /* the rows a sample may choose (splash_load_options.n_tokens / tokens): ids below n_tokens, and of those only
