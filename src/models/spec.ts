@@ -29,8 +29,9 @@ export const DRAFTER_NAMES: Record<Drafter, string> = { mtp: "MTP", dflash: "DFl
 export const WEIGHT_TYPES = ["bf16", "q8", "q4", "mlx-affine-4", "mlx-affine-8"] as const;
 export type WeightType = (typeof WEIGHT_TYPES)[number];
 
-// What each tensor of a checkpoint is, for the quantization recipe and the memory plan (src/models/packed.ts
-// assigns them from the tensor names of the official layout).
+// What each tensor of a checkpoint is, for the quantization recipe and the memory plan: libsplash's list
+// (splash_tensor_kind in native/include/splash.h, whose loaders name each matrix's kind), in its order, which
+// test/unit/native/load-recipe.test.ts checks; src/models/packed.ts assigns them from the tensor names.
 export const TENSOR_KINDS = [
   "embed", // embed_tokens [vocab, hidden]
   "lm_head", // [vocab, hidden]
