@@ -308,14 +308,14 @@ static splash_status matrix(sp_loader *L, const char *name, int64_t rows, int64_
 }
 
 static splash_status vector(sp_loader *L, const char *name, int64_t n, const float **out) {
-    return sp_load_vector(L, name, n, 1, &n, 0.0f, out);
+    return sp_load_vector(L, name, SPLASH_KIND_DFLASH, n, 1, &n, 0.0f, out);
 }
 
 static splash_status conv(sp_loader *L, const dflash_config *c, int32_t i, const char *which, dflash_conv *out) {
     int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
     splash_status st = matrix(L, sp_load_name(L, "layers.%d.%s.kernel_projection.weight", i, which), proj_rows, H, &out->proj);
     if (st) return st;
-    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
+    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), SPLASH_KIND_DFLASH, 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
                           &out->base);
 }
 

@@ -84,6 +84,7 @@ splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, int32_t kind, sp_
     if (kind < 0 || kind >= SPLASH_N_TENSOR_KINDS)
         return SP_FAIL(SPLASH_ERR_INTERNAL, "tensor %s: kind %d is no SPLASH_KIND_*", t->name, kind);
     sp_quant q = L->quant ? (sp_quant)L->quant[kind] : SP_QUANT_NONE;
+    sp_checkpoint_note_use(L->ck, t, kind);
     splash_status st = sp_matrix_from_tensor(L->pool, t, q, out, &owned);
     return st ? st : sp_load_keep(L, t->name, out, owned);
 }
@@ -110,13 +111,14 @@ splash_status sp_load_floats(sp_loader *L, int64_t n, float **out) {
     return SPLASH_OK;
 }
 
-splash_status sp_load_vector(sp_loader *L, const char *name, int64_t n, int32_t ndim, const int64_t *shape, float add,
-                             const float **out) {
+splash_status sp_load_vector(sp_loader *L, const char *name, int32_t kind, int64_t n, int32_t ndim, const int64_t *shape,
+                             float add, const float **out) {
     const sp_tensor *t;
     sp_matrix v;
     void *owned = NULL;
     float *dst = NULL;
     splash_status st = sp_checkpoint_require(L->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
+    if (!st) sp_checkpoint_note_use(L->ck, t, kind);
     if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned); /* as stored: nothing is copied */
     if (!st) st = sp_load_floats(L, n, &dst);
     if (st) return st;

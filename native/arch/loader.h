@@ -69,10 +69,10 @@ splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, int32_t kind, sp_
 splash_status sp_load_matrix_nd(sp_loader *L, const char *name, int32_t ndim, const int64_t *shape, int32_t kind,
                                 sp_matrix *out);
 splash_status sp_load_matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, int32_t kind, sp_matrix *out);
-/* n floats of the float tensor `name` (shape[ndim], any shape holding n) converted to f32 into the vector block, each
- * plus `add` (1 for the zero-centred RMSNorm weights stored as w − 1). */
-splash_status sp_load_vector(sp_loader *L, const char *name, int64_t n, int32_t ndim, const int64_t *shape, float add,
-                             const float **out);
+/* n floats of the float tensor `name` of `kind` (shape[ndim], any shape holding n) converted to f32 into the vector
+ * block, each plus `add` (1 for the zero-centred RMSNorm weights stored as w − 1). */
+splash_status sp_load_vector(sp_loader *L, const char *name, int32_t kind, int64_t n, int32_t ndim, const int64_t *shape,
+                             float add, const float **out);
 /* n floats of the vector block for a vector computed at load (RoPE frequencies). */
 splash_status sp_load_floats(sp_loader *L, int64_t n, float **out);
 /* Routed experts named `prefix` ("….mlp.experts."): per-expert tensors {e}.{gate,up,down}_proj.weight (HF

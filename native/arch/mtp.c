@@ -163,7 +163,7 @@ static splash_status load_weights(sp_mtp *d) {
     sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
                    .w = &w->held};
 #define MAT(name, rows, cols, kind, out) sp_load_matrix(&L, name, rows, cols, SPLASH_KIND_##kind, out)
-#define NORM(name, n, out) sp_load_vector(&L, name, n, 1, (int64_t[]){n}, 1.0f, out)
+#define NORM(name, n, out) sp_load_vector(&L, name, SPLASH_KIND_NORM, n, 1, (int64_t[]){n}, 1.0f, out)
 #define P "mtp.layers.0."
     if ((st = MAT("mtp.fc.weight", H, 2 * H, MTP_FC, &w->fc)) ||
         (st = NORM("mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||

@@ -276,31 +276,34 @@ static splash_status load_layer(loader *L, int32_t l) {
     splash_status st;
 #define MAT(field, suffix, r, cols, kind) \
     if ((st = load_matrix(L, tname(L, "layers.%d.%s", l, suffix), r, cols, SPLASH_KIND_##kind, &y->field))) return st
-#define VEC(field, suffix, n, add) \
-    if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.%s", l, suffix), n, 1, (int64_t[]){n}, add, &y->field))) return st
+#define VEC(field, suffix, kind, n, add)                                                                                  \
+    if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.%s", l, suffix), SPLASH_KIND_##kind, n, 1, (int64_t[]){n}, add, \
+                             &y->field)))                                                                                   \
+        return st
     y->kind = c->layer_types[l];
-    VEC(input_norm, "input_layernorm.weight", H, norm_add);
-    VEC(post_norm, "post_attention_layernorm.weight", H, norm_add);
+    VEC(input_norm, "input_layernorm.weight", NORM, H, norm_add);
+    VEC(post_norm, "post_attention_layernorm.weight", NORM, H, norm_add);
     if (y->kind == LAYER_FULL_ATTENTION) {
         MAT(q_proj, "self_attn.q_proj.weight", Hq * 2 * hd, H, ATTN_PROJ);
         MAT(k_proj, "self_attn.k_proj.weight", Hkv * hd, H, ATTN_PROJ);
         MAT(v_proj, "self_attn.v_proj.weight", Hkv * hd, H, ATTN_PROJ);
         MAT(o_proj, "self_attn.o_proj.weight", H, Hq * hd, ATTN_PROJ);
-        VEC(q_norm, "self_attn.q_norm.weight", hd, norm_add);
-        VEC(k_norm, "self_attn.k_norm.weight", hd, norm_add);
+        VEC(q_norm, "self_attn.q_norm.weight", NORM, hd, norm_add);
+        VEC(k_norm, "self_attn.k_norm.weight", NORM, hd, norm_add);
     } else {
         MAT(in_proj_qkv, "linear_attn.in_proj_qkv.weight", c->conv_dim, H, GDN_PROJ);
         MAT(in_proj_z, "linear_attn.in_proj_z.weight", vd, H, GDN_PROJ);
         MAT(in_proj_b, "linear_attn.in_proj_b.weight", Hv, H, GDN_GATE_PROJ);
         MAT(in_proj_a, "linear_attn.in_proj_a.weight", Hv, H, GDN_GATE_PROJ);
         MAT(out_proj, "linear_attn.out_proj.weight", H, vd, GDN_PROJ);
-        if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.linear_attn.conv1d.weight", l), c->conv_dim * K, 3,
+        if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.linear_attn.conv1d.weight", l), SPLASH_KIND_GDN_CONV,
+                                 c->conv_dim * K, 3,
                                  L->q.mlx ? (int64_t[]){c->conv_dim, K, 1} : (int64_t[]){c->conv_dim, 1, K}, 0.0f, &y->conv1d)))
             return st;
-        VEC(A, "linear_attn.A_log", Hv, 0.0f);
+        VEC(A, "linear_attn.A_log", GDN_PARAM, Hv, 0.0f);
         for (int64_t h = 0; h < Hv; h++) ((float *)y->A)[h] = -expf(y->A[h]);
-        VEC(dt_bias, "linear_attn.dt_bias", Hv, 0.0f);
-        VEC(gdn_norm, "linear_attn.norm.weight", c->linear_value_head_dim, 0.0f);
+        VEC(dt_bias, "linear_attn.dt_bias", GDN_PARAM, Hv, 0.0f);
+        VEC(gdn_norm, "linear_attn.norm.weight", NORM, c->linear_value_head_dim, 0.0f);
     }
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
@@ -335,7 +338,7 @@ static splash_status load_weights(loader *L) {
     if (!m->w.layers || (c->moe && !m->w.expert_views)) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the layer table");
     L->base.w = &m->w.held;
     if ((st = load_matrix(L, tname(L, "embed_tokens.weight"), c->vocab_size, H, SPLASH_KIND_EMBED, &m->w.embed)) ||
-        (st = sp_load_vector(&L->base, tname(L, "norm.weight"), H, 1, (int64_t[]){H}, L->q.norm_add, &m->w.norm)))
+        (st = sp_load_vector(&L->base, tname(L, "norm.weight"), SPLASH_KIND_NORM, H, 1, (int64_t[]){H}, L->q.norm_add, &m->w.norm)))
         return st;
     if (c->tie_word_embeddings && !sp_checkpoint_find(m->ck, L->q.lm_head)) m->w.lm_head = m->w.embed;
     else if ((st = load_matrix(L, L->q.lm_head, c->vocab_size, H, SPLASH_KIND_LM_HEAD, &m->w.lm_head))) return st;

@@ -376,11 +376,12 @@ SPLASH_API splash_status splash_inventory_create(const char *config_json, int32_
                                                  splash_inventory **out);
 SPLASH_API void splash_inventory_free(splash_inventory *inv);
 SPLASH_API int64_t splash_inventory_count(const splash_inventory *inv);
-/* Tensor i's name (lives as long as inv; NULL past the last), its part (SPLASH_PART_*), ndim and shape
+/* Tensor i's name (lives as long as inv; NULL past the last), its part (SPLASH_PART_*), its kind as the loader took it
+ * (SPLASH_KIND_*: what a recipe gives a storage to), ndim and shape
  * [SPLASH_MAX_DIMS] (PyTorch order, zero past ndim), and its bytes stored as each type [SPLASH_N_WEIGHT_TYPES]. Any out
  * pointer may be NULL. */
-SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *ndim,
-                                               int64_t *shape, uint64_t *bytes);
+SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *kind,
+                                               int32_t *ndim, int64_t *shape, uint64_t *bytes);
 /* The sequence state as a load of the config sizes it (splash_cache_page_bytes and _slot_bytes are the two added):
  * the target's K/V bytes per token of all its full-attention layers in each SPLASH_KV_* type [3] and one GDN state
  * slot's bytes; and the drafter's, the MTP layer's in a target's inventory (zeros without one), the DFlash drafter's in

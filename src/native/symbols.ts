@@ -62,7 +62,7 @@ export const symbols = {
   splash_inventory_create: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_inventory_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_inventory_count: { args: [FFIType.ptr], returns: FFIType.i64 },
-  splash_inventory_tensor: { args: [FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.ptr },
+  splash_inventory_tensor: { args: [FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.ptr },
   splash_inventory_state: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.void },
   // ---- benchmarks (src/cli/bench-*.ts) ----
   splash_bench_memory_bandwidth: { args: [FFIType.i32, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },

@@ -1,12 +1,14 @@
 // One recipe for both ways a float checkpoint reaches a level: loaded directly with a quant (the loaders quantize each
-// matrix to its kind's type, splash_load_options.quant) and `splash import`ed (packPlan). Both give the same model,
-// and the memory plan, counted over the inventory by the same recipe, counts exactly what the load holds. The tensor
-// kinds themselves have one home, libsplash's (splash_tensor_kind_name), which spec.ts's TENSOR_KINDS must equal.
+// matrix to its kind's type, splash_load_options.quant) and `splash import`ed (packPlan, kinds from tensor names).
+// Both give the same model, and the memory plan, counted over the inventory (the loaders' kinds) by the same recipe,
+// counts exactly what the load holds. The tensor kinds have one home, libsplash's (splash_tensor_kind_name), which
+// spec.ts's TENSOR_KINDS must equal.
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { JsonObject } from "../../../src/models/config.ts";
+import { expectedConfig, type JsonObject } from "../../../src/models/config.ts";
+import { hubSpecs } from "../../../src/models/registry.ts";
 import { DEFAULT_RECIPE, PACKED_FILE, packPlan, tensorKind, writePacked } from "../../../src/models/packed.ts";
 import { readSafetensorsHeader } from "../../../src/models/safetensors.ts";
 import { recipeType, TENSOR_KINDS, type RecipeRule } from "../../../src/models/spec.ts";
@@ -24,6 +26,32 @@ test("TENSOR_KINDS is libsplash's list of tensor kinds, in its order", () => {
   for (let k = 0; lib.splash_tensor_kind_name(k) !== null; k++) names.push(String(lib.splash_tensor_kind_name(k)));
   expect(names).toEqual([...TENSOR_KINDS]);
   expect(lib.splash_tensor_kind_name(-1)).toBeNull();
+});
+
+// The kind import gives each tensor from its name (packed.ts) is the one the loaders take it as (the inventory's, which
+// the memory plan counts by), for every tensor of every target fixture and of the hub models' expected configs.
+describe("tensorKind agrees with the loaders' kinds", () => {
+  const targets = ["qwen35-dense-tiny", "qwen35-dense-rope50", "qwen35-moe-tiny", "qwen35-moe-tiny-fused", "qwen35-vision-tiny"].map((n) => join(fixtures, n));
+  const configs: [string, JsonObject][] = [...targets, join(repoRoot, "models/splash-tiny")].map((d) => [d, config(d)]);
+  for (const spec of hubSpecs()) configs.push([spec.id, expectedConfig(spec).root]);
+  for (const [name, cfg] of configs) {
+    test(name, () => {
+      const tensors = inventory(cfg).tensors;
+      expect(tensors.map((t) => ({ name: t.name, kind: tensorKind(t.name) }))).toEqual(tensors.map((t) => ({ name: t.name, kind: t.kind })));
+      expect(tensors.some((t) => t.kind === "embed") && tensors.some((t) => t.kind === "norm")).toBe(true);
+    });
+  }
+  for (const [target, drafter, kind] of [
+    ["models/splash-tiny", "models/splash-tiny/dflash", "dflash"],
+    ["models/splash-tiny", "models/splash-tiny/dflash2", "dflash2"],
+    ["test/fixtures/models/qwen35-dense-tiny", "test/fixtures/models/qwen35-dense-tiny-dflash", "dflash"],
+  ] as const) {
+    test(`${drafter}: every tensor of a DFlash drafter is dflash`, () => {
+      const tensors = inventory(config(join(repoRoot, target)), { kind, config: config(join(repoRoot, drafter)) }).tensors;
+      expect(tensors.length).toBeGreaterThan(0);
+      expect(new Set(tensors.map((t) => t.kind))).toEqual(new Set(["dflash"]));
+    });
+  }
 });
 
 async function weightBytes(dir: string, quant: "none" | "q8" | "q4", recipe: readonly RecipeRule[] = DEFAULT_RECIPE): Promise<number> {
@@ -64,7 +92,7 @@ describe("a float checkpoint loaded at a level is its import at that level", () 
           const asStored = await weightBytes(dir, "none");
           const plan = inventory(config(dir)).tensors
             .filter((t) => t.part === "text") // the MTP head loads with its drafter
-            .reduce((a, t) => a + t.bytes[recipeType(recipe, tensorKind(t.name), quant)] - t.bytes.bf16, 0);
+            .reduce((a, t) => a + t.bytes[recipeType(recipe, t.kind, quant)] - t.bytes.bf16, 0);
           expect(source - asStored).toBe(plan);
           expect(plan).not.toBe(0);
           // Tensor by tensor: the imported file holds each matrix at the recipe's type, and loads to the same bytes.
