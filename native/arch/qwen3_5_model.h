@@ -73,7 +73,7 @@ typedef struct qwen35_layer {
 } qwen35_layer;
 
 typedef struct qwen35_weights {
-    sp_matrix embed;             /* (vocab, H) as stored: one row read per token, never quantized */
+    sp_matrix embed;             /* (vocab, H) at the recipe's type for embed: one row read per token */
     sp_matrix lm_head;           /* (vocab, H) */
     const float *norm;           /* (H) 1 + w */
     float *inv_freq;             /* (rot_dim / 2) RoPE frequencies */
