@@ -135,9 +135,22 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
         v.push({ name: `matmul_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 0, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
         v.push({ name: `gate_up_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 3, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
       }
-      if (nmax === 16) continue; // MoE tiles hold at most 4 pairs (ops.c MOE_TILE)
+      if (nmax === 1) {
+        // the MoE layer by pair (decode): gate·up of every routed pair, then down and the weighted sum per token
+        v.push({ name: `moe_pair_gate_up_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 4, NMAX: 1 } });
+        v.push({ name: `moe_pair_down_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 5, NMAX: 1 } });
+        if (t === "q4" || t === "q8") {
+          v.push({ name: `moe_pair_gate_up_dot_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 4, NMAX: 1, DOT: 1 }, vulkanOnly: true });
+          v.push({ name: `moe_pair_down_dot_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 5, NMAX: 1, DOT: 1 }, vulkanOnly: true });
+        }
+      }
+      if (nmax !== 4) continue; // the planned MoE path's tiles hold up to 4 pairs (ops_moe.c MOE_TILE)
       v.push({ name: `moe_gate_up${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax } });
       v.push({ name: `moe_down${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax } });
+      if (t === "q4" || t === "q8") {
+        v.push({ name: `moe_gate_up_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 1, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+        v.push({ name: `moe_down_dot${s}_${t}`, file: "matmul.comp", defines: { WT: wt, MODE: 2, NMAX: nmax, DOT: 1 }, vulkanOnly: true });
+      }
     }
     for (const tile of tiles)
       v.push({

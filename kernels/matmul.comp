@@ -6,8 +6,19 @@
 //   MODE 2 (MoE down):     yo[pair][r] = down_e[r] · h[pair]
 //   MODE 3 (dense gate/up):  h[j][r] = silu(gate[r] · x[j]) · (up[r] · x[j])   j < n ≤ NMAX (the MLP's first half and
 //                            its gate in one dispatch: each x chunk meets the gate and up rows of the same index)
-// In MoE modes a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs routed
-// to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
+// In MoE modes 1 and 2 a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs
+// routed to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
+// Decode (few tokens) takes the MoE layer by pair instead, no plan (NMAX 1), the expert ids read where the router put
+// them on the device:
+//   MODE 4 (MoE gate/up by pair):  h[q][r] = silu(gate_e[r] · x[t]) · (up_e[r] · x[t]), workgroup column q of the grid:
+//            q < n·k the routed pair (t = q / k, slot q % k), whose expert each workgroup finds by routing token t from
+//            its logits (route.glsl) — the routing needs no dispatch of its own; q = n·k + t token t's shared expert
+//            (the table's entry E)
+//   MODE 5 (MoE down and sum):  y[t][r] = Σ_slots w[t][slot] · (down_e[r] · h[pair]) in ascending expert order (the CPU's
+//            and HF's), then + sigmoid(score[t]) · (down_E[r] · h[n·k + t]) where there is a shared expert. Workgroup
+//            column t; its lanes stride over (source, chunk) items, so all sources' loads are in flight together.
+//            DOT: the sources' h rows are quantized here, per workgroup, into shared memory (quant8.glsl, the bits
+//            the CPU's matmul gives its x), in batches of as many rows as HQ_WORDS holds.
 //
 // A workgroup is GROUPS row groups of wg / GROUPS invocations; each group owns ROWS weight rows (of each of MATS
 // matrices) and its invocations stride over them in 16-byte chunks. Per chunk an invocation first loads the chunk of
@@ -22,7 +33,7 @@
 //   NMAX 1:  Σ_j (q_j·d + m)·x_j = d·2^bits·(Σ f_j x_j − Σ x_j) + m·Σ x_j, so the inner loop is one FMA per weight and
 //            the group scales are applied once per chunk.
 //   NMAX > 1: each weight is dequantized once, w = f·(2^bits·d) + (m − 2^bits·d) (one FMA), then meets every x row.
-// DOT (Q4 and Q8, MODE 0 and 3; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
+// DOT (Q4 and Q8, every mode; vulkanOnly): the CPU backend's numerics instead. x comes quantized to int8 per group of
 // 32 (quant8.glsl, the bits of the CPU's sp_quantize_act_ref, by the norm that made x or by quantize.comp), so each
 // group's product is an exact integer made
 // four bytes at a time by OpSDot (SPV_KHR_integer_dot_product): per 32 weights 8 integer dots and 8 and/shift, where
@@ -37,6 +48,12 @@
 #include "common.glsl"
 #ifndef DOT
 #define DOT 0
+#endif
+#if DOT && MODE == 5
+#include "quant8.glsl"
+#endif
+#if MODE == 4
+#include "route.glsl"
 #endif
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
@@ -54,7 +71,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint CHECK = 1;
 layout(constant_id = 3) const uint GROUPS = 1;
-#if MODE == 1 || MODE == 3
+#if MODE == 1 || MODE == 3 || MODE == 4
 #define MATS 2  // gate and up rows of the same index
 #else
 #define MATS 1
@@ -71,15 +88,21 @@ layout(constant_id = 3) const uint GROUPS = 1;
 
 layout(push_constant) uniform P {
     uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
-    uint64_t x;       // dense: x [n][x_stride]; MoE gate/up: x [tokens][cols]; down: h [pairs][cols]
-    uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]
-    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order; MODE 3: row 0 of up
+    uint64_t x;       // dense, MoE gate/up: x [n][x_stride]; MoE down: h [pairs][x_stride]
+    uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]; MODE 5: y [n][y_stride]
+    uint64_t plan;    // MODE 1, 2: the plan (moe.comp): tiles (expert, start, count), then the pair order; MODE 3: row 0
+                      // of up; MODE 4: the router logits [n][E]
     uint row_bytes;   // device bytes per weight row
     uint rows, cols;
-    uint n;           // dense: x rows (≤ NMAX)
-    uint x_stride, y_stride;
-    uint top_k;       // MoE gate/up: pair p reads token p / top_k
-    uint order_at;    // MoE: index of the pair order in the plan (ints)
+    uint n;           // dense: x rows (≤ NMAX); MODE 4, 5: tokens
+    uint x_stride, y_stride;  // in floats (DOT: x rows as quantize.comp writes them, in 4-byte words)
+    uint top_k;       // MoE: pair p is token p / top_k's slot p % top_k
+    uint order_at;    // MODE 1, 2: index of the pair order in the plan (ints); MODE 4, 5: E (experts; the shared one's entry)
+#if MODE == 4 || MODE == 5
+    uint64_t ids;     // the routing [n][top_k]: MODE 4 writes it (route.glsl, in the workgroups of row block 0), MODE 5
+    uint64_t weights; // reads it: expert ids and weights
+    uint64_t score;   // MODE 5: the shared expert's gate logits [n], or 0 where there is none
+#endif
 } p;
 
 // CW: columns per 16-byte chunk (Q4: 16 columns of each of two groups; MLX4, MLX8: within one group of 64).
@@ -213,6 +236,175 @@ void floats(uvec4 q, out vec4 a, out vec4 b) {
 #define PAD 129u
 shared float partial[SLOTS * NMAX * PAD];
 
+#if MODE == 5
+#define K_MAX 64u
+// The token's sources in the order their products are summed (its slots by ascending expert id, then the shared
+// expert): each one's table entry, h row and weight.
+shared uint src_e[K_MAX + 1u], src_h[K_MAX + 1u];
+shared float src_w[K_MAX + 1u];
+#if DOT
+// A batch of the sources' h rows quantized as quantize.comp lays them out: per row int8 q[nbp · 32], then (d, s)[nbp].
+#define HQ_WORDS 4096u
+shared uint hq[HQ_WORDS];
+#else
+// One weight row's chunk times x's values there, in floats (the NMAX 1 forms of main below, for every weight type).
+float chunk_dot(Chunk k, uint64_t xrow, uint col0) {
+#if NIBBLES || BYTES
+    vec2 t = vec2(0.0);
+    vec4 sa = vec4(0.0), sb = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < STEPS; i++) {
+        vec4 xa, xb;
+        load_x(xrow, col0, i, xa, xb);
+        sa += xa;
+        sb += xb;
+#if NIBBLES
+        vec4 fa, fb;
+        nibbles(k.q[i], fa, fb);
+        t += vec2(dot(fa, xa), dot(fb, xb));
+#else
+        t.x += dot(bytes4(k.q[i]), xa);
+#endif
+    }
+    float sxa = dot(sa, vec4(1.0)), sxb = dot(sb, vec4(1.0));
+    vec4 sc = k.s;
+#if NIBBLES
+    return 16.0 * sc.x * (t.x - sxa) + sc.z * sxa + 16.0 * sc.y * (t.y - sxb) + sc.w * sxb;
+#elif WT == W_Q8
+    return sc.x * (256.0 * (t.x - sxa) - 128.0 * sxa);
+#else
+    return 256.0 * sc.x * (t.x - sxa) + sc.y * sxa;
+#endif
+#else
+    vec4 xa, xb, wa, wb;
+    load_x(xrow, col0, 0u, xa, xb);
+    floats(k.q, wa, wb);
+#if WT == W_F32
+    return dot(wa, xa);
+#else
+    return dot(wa, xa) + dot(wb, xb);
+#endif
+#endif
+}
+#endif
+
+void main() {
+    uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, lanes = wg / GROUPS, grp = tid / lanes, lane = tid % lanes;
+    uint t = gl_WorkGroupID.x, rg0 = gl_WorkGroupID.y * GROUPS * ROWS, r0 = rg0 + grp * ROWS;
+    if (rg0 >= p.rows) return;
+    uint k = p.top_k, sources = k + (p.score != 0ul ? 1u : 0u);
+    if (tid == 0u) {
+        Ints ids = Ints(p.ids);
+        for (uint j = 0u; j < k; j++) {  // insertion sort by expert id (a token's ids are distinct)
+            uint e = uint(ids.v[t * k + j]), i = j;
+            for (; i > 0u && src_e[i - 1u] > e; i--) {
+                src_e[i] = src_e[i - 1u];
+                src_h[i] = src_h[i - 1u];
+            }
+            src_e[i] = e;
+            src_h[i] = t * k + j;
+        }
+        for (uint j = 0u; j < k; j++) src_w[j] = Floats(p.weights).v[src_h[j]];
+        if (sources > k) {
+            src_e[k] = p.order_at;
+            src_h[k] = p.n * k + t;
+            src_w[k] = sigmoid(Floats(p.score).v[t]);
+        }
+    }
+    barrier();
+    Addrs table = Addrs(p.w);
+    float acc[MAX_ROWS];
+    [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) acc[r] = 0.0;
+    uint chunks = r0 < p.rows ? n_chunks() : 0u;
+#if DOT
+    uint nbp = ((p.cols + QK - 1u) / QK + 1u) / 2u * 2u, rw = nbp * 10u, batch = HQ_WORDS / rw;
+#else
+    uint batch = sources;
+#endif
+    for (uint s0 = 0u; s0 < sources; s0 += batch) {
+        uint s1 = min(sources, s0 + batch);
+#if DOT
+        barrier();  // the previous batch is read
+        for (uint g = tid; g < (s1 - s0) * nbp; g += wg) {
+            uint s = g / nbp, b = g % nbp;
+            Vec4s hv = Vec4s(p.x + uint64_t(src_h[s0 + s] * p.x_stride) * 4ul);
+            vec4 xg[8];
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                uint c = b * QK + 4u * i;
+                xg[i] = c < p.cols ? hv.v[c >> 2] : vec4(0.0);  // cols % 4 == 0: a vec4 is all in or all out
+            }
+            uint words[8];
+            float d, sum;
+            quant8_group(xg, words, d, sum);
+            uint at = s * rw;
+            [[unroll]] for (uint i = 0u; i < 8u; i++) hq[at + b * 8u + i] = words[i];
+            hq[at + nbp * 8u + b * 2u] = floatBitsToUint(d);
+            hq[at + nbp * 8u + b * 2u + 1u] = floatBitsToUint(sum);
+        }
+        barrier();
+#endif
+        for (uint it = lane; it < (s1 - s0) * chunks; it += lanes) {
+            uint s = s0 + it / chunks, c = it % chunks, col0 = chunk_col(c);
+            uint64_t base = table.v[3u * src_e[s] + 2u];
+            float ws = src_w[s];
+            Chunk kc[MAX_ROWS];
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
+                if (r < ROWS) kc[r] = load_chunk(base + uint64_t(min(r0 + r, p.rows - 1u)) * p.row_bytes, c);
+#if DOT
+            uint at = (s - s0) * rw;
+#if WT == W_Q4
+            uint ia0 = at + (col0 >> 2), ib0 = ia0 + 8u, sx = at + nbp * 8u + (c >> 1) * 4u;
+            uvec4 xa = uvec4(hq[ia0], hq[ia0 + 1u], hq[ia0 + 2u], hq[ia0 + 3u]);
+            uvec4 xb = uvec4(hq[ib0], hq[ib0 + 1u], hq[ib0 + 2u], hq[ib0 + 3u]);
+            vec4 xs = uintBitsToFloat(uvec4(hq[sx], hq[sx + 1u], hq[sx + 2u], hq[sx + 3u]));
+            bool first_half = (c & 1u) == 0u;
+            float oa = first_half ? xs.y : 0.0, ob = first_half ? xs.w : 0.0;
+#else
+            uint ia0 = at + 4u * c;
+            uvec4 xa = uvec4(hq[ia0], hq[ia0 + 1u], hq[ia0 + 2u], hq[ia0 + 3u]);
+            float xd = uintBitsToFloat(hq[at + nbp * 8u + (c >> 1) * 2u]);
+#endif
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                if (r >= ROWS) break;
+#if WT == W_Q4
+                uvec4 qa = kc[r].q & 0x0f0f0f0fu, qb = (kc[r].q >> 4) & 0x0f0f0f0fu;
+#else
+                uvec4 qa = kc[r].q;
+#endif
+                int ia = MAGIC;
+                [[unroll]] for (uint i = 0u; i < 4u; i++) ia += sdot4(int(qa[i]), int(xa[i]), 0);
+#if WT == W_Q4
+                int ib = MAGIC;
+                [[unroll]] for (uint i = 0u; i < 4u; i++) ib += sdot4(int(qb[i]), int(xb[i]), 0);
+                vec4 sc = kc[r].s;
+                acc[r] += ws * ((intBitsToFloat(ia) - MAGIC_F) * (sc.x * xs.x) + (intBitsToFloat(ib) - MAGIC_F) * (sc.y * xs.z) +
+                                (sc.z * oa + sc.w * ob));
+#else
+                acc[r] += ws * ((intBitsToFloat(ia) - MAGIC_F) * (kc[r].s.x * xd));
+#endif
+            }
+#else
+            uint64_t xrow = p.x + uint64_t(src_h[s] * p.x_stride) * 4ul;
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                if (r >= ROWS) break;
+                acc[r] += ws * chunk_dot(kc[r], xrow, col0);
+            }
+#endif
+        }
+    }
+    // invocation i finishes row i of the workgroup, summing its group's invocations
+    [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
+        if (r < ROWS) partial[r * PAD + tid] = acc[r];
+    barrier();
+    for (uint o = tid; o < GROUPS * ROWS; o += wg) {
+        uint g = o / ROWS, r = o % ROWS, row = rg0 + g * ROWS + r;
+        if (row >= p.rows) continue;
+        float v = 0.0;
+        for (uint i = 0u; i < lanes; i++) v += partial[r * PAD + g * lanes + i];
+        Floats(p.y).v[t * p.y_stride + row] = v;
+    }
+}
+#else
+
 void main() {
     uint tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x, lanes = wg / GROUPS, grp = tid / lanes, lane = tid % lanes;
     uint r0, n;
@@ -227,6 +419,27 @@ void main() {
     wbase[1] = p.plan;
 #endif
     [[unroll]] for (uint j = 0u; j < NMAX; j++) xrows[j] = p.x + uint64_t(j * p.x_stride) * 4ul;
+#elif MODE == 4
+    uint pair = gl_WorkGroupID.x, routed = p.n * p.top_k, e = p.order_at, t = pair - routed;
+    if (pair < routed) {  // the same in the whole workgroup
+        bool first = gl_WorkGroupID.y == 0u;
+        t = pair / p.top_k;
+        route_token(p.plan + uint64_t(t * p.order_at) * 4ul, p.order_at, p.top_k, first);
+        e = route_id[pair % p.top_k];
+        if (first && tid == 0u) {
+            Ints(p.ids).v[pair] = int(e);
+            Floats(p.weights).v[pair] = route_w[pair % p.top_k];
+        }
+    }
+    uint pairs[NMAX];
+    pairs[0] = pair;
+    n = 1u;
+    uint rg0 = gl_WorkGroupID.y * GROUPS * ROWS;
+    r0 = rg0 + grp * ROWS;
+    Addrs table = Addrs(p.w);
+    wbase[0] = table.v[3u * e];
+    wbase[1] = table.v[3u * e + 1u];
+    xrows[0] = p.x + uint64_t(t * p.x_stride) * 4ul;
 #else
     Ints plan = Ints(p.plan);
     uint tile = gl_WorkGroupID.x;
@@ -245,9 +458,9 @@ void main() {
     [[unroll]] for (uint j = 0u; j < NMAX; j++) {
         pairs[j] = j < n ? uint(plan.v[p.order_at + start + j]) : 0u;
 #if MODE == 1
-        xrows[j] = p.x + uint64_t((pairs[j] / p.top_k) * p.cols) * 4ul;
+        xrows[j] = p.x + uint64_t((pairs[j] / p.top_k) * p.x_stride) * 4ul;
 #else
-        xrows[j] = p.x + uint64_t(pairs[j] * p.cols) * 4ul;
+        xrows[j] = p.x + uint64_t(pairs[j] * p.x_stride) * 4ul;
 #endif
     }
 #endif
@@ -413,10 +626,11 @@ void main() {
         Floats(p.y).v[j * p.y_stride + row] = v[0];
 #elif MODE == 3
         Floats(p.y).v[j * p.y_stride + row] = silu(v[0]) * v[1];
-#elif MODE == 1
+#elif MODE == 1 || MODE == 4
         Floats(p.y).v[pairs[j] * p.rows + row] = silu(v[0]) * v[1];
 #else
         Floats(p.y).v[pairs[j] * p.rows + row] = v[0];
 #endif
     }
 }
+#endif

@@ -1,7 +1,6 @@
 #version 460
 // moe.comp — routing and the bookkeeping around the grouped expert matmuls (define STAGE):
-//   ROUTE    ids, w [n][k] from router logits [n][E]: softmax in fp32, top k (ties to the lower id), renormalized.
-//            One workgroup per token.
+//   ROUTE    ids, w [n][k] from router logits [n][E] (route.glsl). One workgroup per token.
 //   PLAN     groups the n·k (token, slot) pairs by expert (counting sort) and cuts each expert's pairs into tiles
 //            of ≤ tile pairs (the NMAX of the matmul.comp variant that runs them); writes the two indirect dispatch
 //            sizes. One workgroup.
@@ -13,6 +12,7 @@
 // Spec constant 0: workgroup size (≤ 256). E ≤ 1024, k ≤ 64.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "route.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -29,40 +29,13 @@ layout(push_constant) uniform P {
 } p;
 
 #if STAGE == ROUTE
-shared uint chosen[K_MAX];
 void main() {
-    uint t = flat_group(), tid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    uint t = flat_group();
     if (t >= p.n) return;
-    Floats l = Floats(p.src + uint64_t(t * p.n_experts) * 4ul);
-    float mx = -1.0 / 0.0;
-    for (uint e = tid; e < p.n_experts; e += wg) mx = max(mx, l.v[e]);
-    mx = workgroup_max(mx);
-    float sum = 0.0;
-    for (uint e = tid; e < p.n_experts; e += wg) sum += exp(l.v[e] - mx);
-    sum = workgroup_sum(sum);
-    for (uint j = 0u; j < p.top_k; j++) {
-        float best = -1.0 / 0.0;
-        uint arg = 0xffffffffu;
-        for (uint e = tid; e < p.n_experts; e += wg) {
-            bool taken = false;
-            for (uint q = 0u; q < j; q++) taken = taken || chosen[q] == e;
-            if (!taken && (arg == 0xffffffffu || l.v[e] > best)) best = l.v[e], arg = e;
-        }
-        float top = workgroup_max(arg == 0xffffffffu ? -1.0 / 0.0 : best);
-        uint e = workgroup_min_uint(arg != 0xffffffffu && best == top ? arg : 0xffffffffu);
-        if (tid == 0u) chosen[j] = e;
-        barrier();
-    }
-    if (tid == 0u) {
-        float s = 0.0, wj[K_MAX];
-        for (uint j = 0u; j < p.top_k; j++) {
-            wj[j] = exp(l.v[chosen[j]] - mx) / sum;
-            s += wj[j];
-        }
-        for (uint j = 0u; j < p.top_k; j++) {
-            Ints(p.ids).v[t * p.top_k + j] = int(chosen[j]);
-            Floats(p.w).v[t * p.top_k + j] = wj[j] / s;
-        }
+    route_token(p.src + uint64_t(t * p.n_experts) * 4ul, p.n_experts, p.top_k, true);
+    for (uint j = gl_LocalInvocationID.x; j < p.top_k; j += gl_WorkGroupSize.x) {
+        Ints(p.ids).v[t * p.top_k + j] = int(route_id[j]);
+        Floats(p.w).v[t * p.top_k + j] = route_w[j];
     }
 }
 #elif STAGE == PLAN

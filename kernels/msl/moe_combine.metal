@@ -49,6 +49,9 @@ kernel void splash_moe_combine(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
     threadgroup uint slot_order[64];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
     uint t = flat_group(gl_WorkGroupID, gl_NumWorkGroups);
     uint tid = gl_LocalInvocationID.x;
     if (t >= p.n)

@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _682 = (GROUPS * ROWS);
+constant uint _683 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -240,7 +240,7 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             _301 = 0u;
         }
         pairs[j] = _301;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -262,16 +262,16 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _421;
+    uint _422;
     if (r0 < p.rows)
     {
-        _421 = n_chunks(p);
+        _422 = n_chunks(p);
     }
     else
     {
-        _421 = 0u;
+        _422 = 0u;
     }
-    uint chunks = _421;
+    uint chunks = _422;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -353,7 +353,7 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_682 * n); o += wg)
+    for (uint o = tid; o < (_683 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

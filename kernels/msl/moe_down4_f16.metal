@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _652 = (GROUPS * ROWS);
+constant uint _653 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -220,7 +220,7 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             _271 = 0u;
         }
         pairs[j] = _271;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -242,16 +242,16 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             acc[s][j_1] = 0.0;
         }
     }
-    uint _391;
+    uint _392;
     if (r0 < p.rows)
     {
-        _391 = n_chunks(p);
+        _392 = n_chunks(p);
     }
     else
     {
-        _391 = 0u;
+        _392 = 0u;
     }
-    uint chunks = _391;
+    uint chunks = _392;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -333,7 +333,7 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_652 * n); o += wg)
+    for (uint o = tid; o < (_653 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

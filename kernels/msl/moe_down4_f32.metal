@@ -104,7 +104,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _602 = (GROUPS * ROWS);
+constant uint _603 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -200,7 +200,7 @@ kernel void splash_moe_down4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             _227 = 0u;
         }
         pairs[j] = _227;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -222,16 +222,16 @@ kernel void splash_moe_down4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             acc[s][j_1] = 0.0;
         }
     }
-    uint _347;
+    uint _348;
     if (r0 < p.rows)
     {
-        _347 = n_chunks(p);
+        _348 = n_chunks(p);
     }
     else
     {
-        _347 = 0u;
+        _348 = 0u;
     }
-    uint chunks = _347;
+    uint chunks = _348;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -313,7 +313,7 @@ kernel void splash_moe_down4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_602 * n); o += wg)
+    for (uint o = tid; o < (_603 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -107,7 +107,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _808 = (GROUPS * ROWS);
+constant uint _809 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -251,7 +251,7 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             _392 = 0u;
         }
         pairs[j] = _392;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -273,16 +273,16 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _511;
+    uint _512;
     if (r0 < p.rows)
     {
-        _511 = n_chunks(p);
+        _512 = n_chunks(p);
     }
     else
     {
-        _511 = 0u;
+        _512 = 0u;
     }
-    uint chunks = _511;
+    uint chunks = _512;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -366,7 +366,7 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_808 * n); o += wg)
+    for (uint o = tid; o < (_809 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

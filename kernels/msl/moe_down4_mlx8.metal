@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _777 = (GROUPS * ROWS);
+constant uint _778 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -299,7 +299,7 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             _393 = 0u;
         }
         pairs[j] = _393;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -321,16 +321,16 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _512;
+    uint _513;
     if (r0 < p.rows)
     {
-        _512 = n_chunks(p);
+        _513 = n_chunks(p);
     }
     else
     {
-        _512 = 0u;
+        _513 = 0u;
     }
-    uint chunks = _512;
+    uint chunks = _513;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -409,7 +409,7 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_777 * n); o += wg)
+    for (uint o = tid; o < (_778 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

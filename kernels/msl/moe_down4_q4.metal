@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _830 = (GROUPS * ROWS);
+constant uint _831 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -271,7 +271,7 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             _414 = 0u;
         }
         pairs[j] = _414;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -293,16 +293,16 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _533;
+    uint _534;
     if (r0 < p.rows)
     {
-        _533 = n_chunks(p);
+        _534 = n_chunks(p);
     }
     else
     {
-        _533 = 0u;
+        _534 = 0u;
     }
-    uint chunks = _533;
+    uint chunks = _534;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -386,7 +386,7 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_830 * n); o += wg)
+    for (uint o = tid; o < (_831 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

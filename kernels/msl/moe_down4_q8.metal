@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _725 = (GROUPS * ROWS);
+constant uint _726 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -262,7 +262,7 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             _342 = 0u;
         }
         pairs[j] = _342;
-        xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong(pairs[j] * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -284,16 +284,16 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _462;
+    uint _463;
     if (r0 < p.rows)
     {
-        _462 = n_chunks(p);
+        _463 = n_chunks(p);
     }
     else
     {
-        _462 = 0u;
+        _463 = 0u;
     }
-    uint chunks = _462;
+    uint chunks = _463;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -328,8 +328,8 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
                     uint s_1 = (m_2 * 4u) + r_2;
                     float4 sc = k[s_1].s;
                     uint param_3 = k[s_1].q[i];
-                    float4 _571 = bytes4(param_3);
-                    wa[s_1] = (_571 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    float4 _572 = bytes4(param_3);
+                    wa[s_1] = (_572 * (256.0 * sc.x)) - float4(384.0 * sc.x);
                     wb[s_1] = float4(0.0);
                 }
             }
@@ -373,7 +373,7 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_725 * n); o += wg)
+    for (uint o = tid; o < (_726 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

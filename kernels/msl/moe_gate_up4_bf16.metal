@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _705 = (GROUPS * ROWS);
+constant uint _706 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -247,7 +247,7 @@ kernel void splash_moe_gate_up4_bf16(constant P& p [[buffer(0)]], uint3 gl_Local
             _321 = 0u;
         }
         pairs[j] = _321;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -269,16 +269,16 @@ kernel void splash_moe_gate_up4_bf16(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _444;
+    uint _445;
     if (r0 < p.rows)
     {
-        _444 = n_chunks(p);
+        _445 = n_chunks(p);
     }
     else
     {
-        _444 = 0u;
+        _445 = 0u;
     }
-    uint chunks = _444;
+    uint chunks = _445;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -360,7 +360,7 @@ kernel void splash_moe_gate_up4_bf16(constant P& p [[buffer(0)]], uint3 gl_Local
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_705 * n); o += wg)
+    for (uint o = tid; o < (_706 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

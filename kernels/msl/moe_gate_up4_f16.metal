@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _675 = (GROUPS * ROWS);
+constant uint _676 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -227,7 +227,7 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             _291 = 0u;
         }
         pairs[j] = _291;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -249,16 +249,16 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _414;
+    uint _415;
     if (r0 < p.rows)
     {
-        _414 = n_chunks(p);
+        _415 = n_chunks(p);
     }
     else
     {
-        _414 = 0u;
+        _415 = 0u;
     }
-    uint chunks = _414;
+    uint chunks = _415;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -340,7 +340,7 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_675 * n); o += wg)
+    for (uint o = tid; o < (_676 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

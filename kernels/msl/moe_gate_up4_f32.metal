@@ -104,7 +104,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _625 = (GROUPS * ROWS);
+constant uint _626 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -207,7 +207,7 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
             _247 = 0u;
         }
         pairs[j] = _247;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -229,16 +229,16 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _370;
+    uint _371;
     if (r0 < p.rows)
     {
-        _370 = n_chunks(p);
+        _371 = n_chunks(p);
     }
     else
     {
-        _370 = 0u;
+        _371 = 0u;
     }
-    uint chunks = _370;
+    uint chunks = _371;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -320,7 +320,7 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_625 * n); o += wg)
+    for (uint o = tid; o < (_626 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

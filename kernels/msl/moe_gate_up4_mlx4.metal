@@ -107,7 +107,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _831 = (GROUPS * ROWS);
+constant uint _832 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -258,7 +258,7 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
             _411 = 0u;
         }
         pairs[j] = _411;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -280,16 +280,16 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _534;
+    uint _535;
     if (r0 < p.rows)
     {
-        _534 = n_chunks(p);
+        _535 = n_chunks(p);
     }
     else
     {
-        _534 = 0u;
+        _535 = 0u;
     }
-    uint chunks = _534;
+    uint chunks = _535;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -373,7 +373,7 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_831 * n); o += wg)
+    for (uint o = tid; o < (_832 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

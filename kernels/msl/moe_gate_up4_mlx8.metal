@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _800 = (GROUPS * ROWS);
+constant uint _801 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -306,7 +306,7 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
             _412 = 0u;
         }
         pairs[j] = _412;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -328,16 +328,16 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _535;
+    uint _536;
     if (r0 < p.rows)
     {
-        _535 = n_chunks(p);
+        _536 = n_chunks(p);
     }
     else
     {
-        _535 = 0u;
+        _536 = 0u;
     }
-    uint chunks = _535;
+    uint chunks = _536;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -416,7 +416,7 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_800 * n); o += wg)
+    for (uint o = tid; o < (_801 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

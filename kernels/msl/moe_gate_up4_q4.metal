@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _853 = (GROUPS * ROWS);
+constant uint _854 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -278,7 +278,7 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             _433 = 0u;
         }
         pairs[j] = _433;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -300,16 +300,16 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             acc[s][j_1] = 0.0;
         }
     }
-    uint _556;
+    uint _557;
     if (r0 < p.rows)
     {
-        _556 = n_chunks(p);
+        _557 = n_chunks(p);
     }
     else
     {
-        _556 = 0u;
+        _557 = 0u;
     }
-    uint chunks = _556;
+    uint chunks = _557;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -393,7 +393,7 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_853 * n); o += wg)
+    for (uint o = tid; o < (_854 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _748 = (GROUPS * ROWS);
+constant uint _749 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -269,7 +269,7 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             _362 = 0u;
         }
         pairs[j] = _362;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
+        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.x_stride) * 4ul);
     }
     if (rg0 >= p.rows)
     {
@@ -291,16 +291,16 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             acc[s][j_1] = 0.0;
         }
     }
-    uint _485;
+    uint _486;
     if (r0 < p.rows)
     {
-        _485 = n_chunks(p);
+        _486 = n_chunks(p);
     }
     else
     {
-        _485 = 0u;
+        _486 = 0u;
     }
-    uint chunks = _485;
+    uint chunks = _486;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -335,8 +335,8 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
                     uint s_1 = (m_2 * 2u) + r_2;
                     float4 sc = k[s_1].s;
                     uint param_3 = k[s_1].q[i];
-                    float4 _594 = bytes4(param_3);
-                    wa[s_1] = (_594 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    float4 _595 = bytes4(param_3);
+                    wa[s_1] = (_595 * (256.0 * sc.x)) - float4(384.0 * sc.x);
                     wb[s_1] = float4(0.0);
                 }
             }
@@ -380,7 +380,7 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_748 * n); o += wg)
+    for (uint o = tid; o < (_749 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -39,6 +39,9 @@ kernel void splash_moe_plan(constant P& p [[buffer(0)]], uint3 gl_LocalInvocatio
     threadgroup int offs[1024];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
     uint pairs = p.n * p.top_k;

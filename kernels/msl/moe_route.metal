@@ -1,55 +1,17 @@
 #pragma clang diagnostic ignored "-Wmissing-prototypes"
-#pragma clang diagnostic ignored "-Wmissing-braces"
 
 #include <metal_stdlib>
 #include <simd/simd.h>
 
 using namespace metal;
 
-template<typename T, size_t Num>
-struct spvUnsafeArray
-{
-    T elements[Num ? Num : 1];
-    
-    thread T& operator [] (size_t pos) thread
-    {
-        return elements[pos];
-    }
-    constexpr const thread T& operator [] (size_t pos) const thread
-    {
-        return elements[pos];
-    }
-    
-    device T& operator [] (size_t pos) device
-    {
-        return elements[pos];
-    }
-    constexpr const device T& operator [] (size_t pos) const device
-    {
-        return elements[pos];
-    }
-    
-    constexpr const constant T& operator [] (size_t pos) const constant
-    {
-        return elements[pos];
-    }
-    
-    threadgroup T& operator [] (size_t pos) threadgroup
-    {
-        return elements[pos];
-    }
-    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
-    {
-        return elements[pos];
-    }
-};
-
 struct Floats;
 struct Ints;
 
-constant uint _155_tmp [[function_constant(0)]];
-constant uint _155 = is_function_constant_defined(_155_tmp) ? _155_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_155, 1u, 1u);
+struct Floats
+{
+    float v[1];
+};
 
 struct P
 {
@@ -67,15 +29,14 @@ struct P
     uint tile;
 };
 
-struct Floats
-{
-    float v[1];
-};
-
 struct Ints
 {
     int v[1];
 };
+
+constant uint _397_tmp [[function_constant(0)]];
+constant uint _397 = is_function_constant_defined(_397_tmp) ? _397_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_397, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -87,8 +48,8 @@ static inline __attribute__((always_inline))
 float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
     v = simd_max(v);
-    bool _70 = simd_is_first();
-    if (_70)
+    bool _76 = simd_is_first();
+    if (_76)
     {
         wg_red[gl_SubgroupID] = v;
     }
@@ -106,8 +67,8 @@ static inline __attribute__((always_inline))
 float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
     v = simd_sum(v);
-    bool _28 = simd_is_first();
-    if (_28)
+    bool _34 = simd_is_first();
+    if (_34)
     {
         wg_red[gl_SubgroupID] = v;
     }
@@ -122,125 +83,95 @@ float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread ui
 }
 
 static inline __attribute__((always_inline))
-uint workgroup_min_uint(thread uint& v, thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups, threadgroup uint (&wg_red_u)[256])
+void route_token(thread const ulong& logits, thread const uint& E, thread const uint& k, thread const bool& weights, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups, thread uint3& gl_LocalInvocationID, threadgroup float (&route_l)[1024], threadgroup uint (&route_id)[64], threadgroup float (&route_w)[64])
 {
-    v = simd_min(v);
-    bool _116 = simd_is_first();
-    if (_116)
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = 1u;
+    device Floats* l = reinterpret_cast<device Floats*>(logits);
+    float mx = as_type<float>(0xff800000u /* -inf */);
+    for (uint e = tid; e < E; e += wg)
     {
-        wg_red_u[gl_SubgroupID] = v;
+        route_l[e] = l->v[e];
+        mx = fast::max(mx, route_l[e]);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint s = wg_red_u[0];
-    for (uint i = 1u; i < gl_NumSubgroups; i++)
+    for (uint e_1 = tid; e_1 < E; e_1 += wg)
     {
-        s = min(s, wg_red_u[i]);
+        float v = route_l[e_1];
+        uint rank = 0u;
+        for (uint f = 0u; (f < E) && (rank < k); f++)
+        {
+            float u = route_l[f];
+            bool _197 = u > v;
+            bool _208;
+            if (!_197)
+            {
+                _208 = (u == v) && (f < e_1);
+            }
+            else
+            {
+                _208 = _197;
+            }
+            rank += uint(_208);
+        }
+        if (rank < k)
+        {
+            route_id[rank] = e_1;
+        }
+    }
+    if (!weights)
+    {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        return;
+    }
+    float param = mx;
+    float _237 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _237;
+    float sum = 0.0;
+    for (uint e_2 = tid; e_2 < E; e_2 += wg)
+    {
+        sum += exp(route_l[e_2] - mx);
+    }
+    float param_1 = sum;
+    float _262 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    sum = _262;
+    if (tid == 0u)
+    {
+        float s = 0.0;
+        for (uint j = 0u; j < k; j++)
+        {
+            route_w[j] = exp(route_l[route_id[j]] - mx) / sum;
+            s += route_w[j];
+        }
+        for (uint j_1 = 0u; j_1 < k; j_1++)
+        {
+            route_w[j_1] /= s;
+        }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    return s;
 }
 
 kernel void splash_moe_route(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     threadgroup float wg_red[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
     threadgroup uint wg_red_u[256];
-    threadgroup uint chosen[64];
     uint t = flat_group(gl_WorkGroupID, gl_NumWorkGroups);
-    uint tid = gl_LocalInvocationID.x;
-    uint wg = gl_WorkGroupSize.x;
     if (t >= p.n)
     {
         return;
     }
-    device Floats* l = reinterpret_cast<device Floats*>(p.src + (ulong(t * p.n_experts) * 4ul));
-    float mx = as_type<float>(0xff800000u /* -inf */);
-    for (uint e = tid; e < p.n_experts; e += wg)
+    ulong param = p.src + (ulong(t * p.n_experts) * 4ul);
+    uint param_1 = p.n_experts;
+    uint param_2 = p.top_k;
+    bool param_3 = true;
+    route_token(param, param_1, param_2, param_3, wg_red, gl_SubgroupID, gl_NumSubgroups, gl_LocalInvocationID, route_l, route_id, route_w);
+    for (uint j = gl_LocalInvocationID.x; j < p.top_k; j += gl_WorkGroupSize.x)
     {
-        mx = fast::max(mx, l->v[e]);
-    }
-    float param = mx;
-    float _215 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    mx = _215;
-    float sum = 0.0;
-    for (uint e_1 = tid; e_1 < p.n_experts; e_1 += wg)
-    {
-        sum += exp(l->v[e_1] - mx);
-    }
-    float param_1 = sum;
-    float _242 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
-    sum = _242;
-    for (uint j = 0u; j < p.top_k; j++)
-    {
-        float best = as_type<float>(0xff800000u /* -inf */);
-        uint arg = 4294967295u;
-        for (uint e_2 = tid; e_2 < p.n_experts; e_2 += wg)
-        {
-            bool taken = false;
-            for (uint q = 0u; q < j; q++)
-            {
-                bool _293;
-                if (!taken)
-                {
-                    _293 = chosen[q] == e_2;
-                }
-                else
-                {
-                    _293 = taken;
-                }
-                taken = _293;
-            }
-            bool _297 = !taken;
-            bool _312;
-            if (_297)
-            {
-                bool _301 = arg == 4294967295u;
-                bool _311;
-                if (!_301)
-                {
-                    _311 = l->v[e_2] > best;
-                }
-                else
-                {
-                    _311 = _301;
-                }
-                _312 = _311;
-            }
-            else
-            {
-                _312 = _297;
-            }
-            if (_312)
-            {
-                best = l->v[e_2];
-                arg = e_2;
-            }
-        }
-        float param_2 = (arg == 4294967295u) ? as_type<float>(0xff800000u /* -inf */) : best;
-        float _329 = workgroup_max(param_2, wg_red, gl_SubgroupID, gl_NumSubgroups);
-        float top = _329;
-        uint param_3 = ((arg != 4294967295u) && (best == top)) ? arg : 4294967295u;
-        uint _340 = workgroup_min_uint(param_3, gl_SubgroupID, gl_NumSubgroups, wg_red_u);
-        uint e_3 = _340;
-        if (tid == 0u)
-        {
-            chosen[j] = e_3;
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
-    if (tid == 0u)
-    {
-        float s = 0.0;
-        spvUnsafeArray<float, 64> wj;
-        for (uint j_1 = 0u; j_1 < p.top_k; j_1++)
-        {
-            wj[j_1] = exp(l->v[chosen[j_1]] - mx) / sum;
-            s += wj[j_1];
-        }
-        for (uint j_2 = 0u; j_2 < p.top_k; j_2++)
-        {
-            (reinterpret_cast<device Ints*>(p.ids))->v[(t * p.top_k) + j_2] = int(chosen[j_2]);
-            (reinterpret_cast<device Floats*>(p.w))->v[(t * p.top_k) + j_2] = wj[j_2] / s;
-        }
+        (reinterpret_cast<device Ints*>(p.ids))->v[(t * p.top_k) + j] = int(route_id[j]);
+        (reinterpret_cast<device Floats*>(p.w))->v[(t * p.top_k) + j] = route_w[j];
     }
 }
 

@@ -31,13 +31,11 @@ typedef struct sp_ffn_weights {
 
 /* N rows of it. */
 typedef struct sp_ffn_scratch {
-    float *g, *u;                /* (N, I or Is) */
-    float *shared;               /* (N, H) shared expert output */
-    float *router;               /* (N, E) */
+    float *g, *u;                /* dense: (N, I) */
+    float *router;               /* MoE: (N, E) */
     int32_t *ids;                /* (N, k) chosen experts */
     float *w;                    /* (N, k) their weights */
-    float *sg;                   /* (N) shared expert gate logit */
-    float *moe;                  /* sp_moe_scratch_floats(N, k, H, Im) */
+    float *moe;                  /* sp_moe_scratch_floats(N, k, H, Im, Is) */
 } sp_ffn_scratch;
 
 /* Takes the scratch for n rows from `at` (a layout pass: NULL pointers when it only measures). */

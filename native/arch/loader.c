@@ -130,7 +130,7 @@ splash_status sp_load_vector(sp_loader *L, const char *name, int32_t kind, int64
 
 splash_status sp_load_experts(sp_loader *L, const char *prefix, int32_t E, int32_t top_k, int64_t H, int64_t Im,
                               sp_matrix *views, sp_moe_experts *out) {
-    *out = (sp_moe_experts){views, views + E, views + 2 * E, E, top_k, H, Im};
+    *out = (sp_moe_experts){.gate = views, .up = views + E, .down = views + 2 * E, .n_experts = E, .top_k = top_k, .hidden = H, .inter = Im};
     const int32_t kind = SPLASH_KIND_MOE_EXPERTS;
     splash_status st;
     if (sp_checkpoint_find(L->ck, sp_load_name(L, "%sgate_up_proj", prefix))) {

@@ -251,7 +251,7 @@ static splash_status load_experts(loader *L, int32_t l, sp_moe_experts *ex, sp_m
     int32_t E = c->num_experts;
     int64_t H = c->hidden_size, Im = c->moe_intermediate_size;
     if (!L->q.mlx) return sp_load_experts(&L->base, tname(L, "layers.%d.mlp.experts.", l), E, c->num_experts_per_tok, H, Im, views, ex);
-    *ex = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
+    *ex = (sp_moe_experts){.gate = views, .up = views + E, .down = views + 2 * E, .n_experts = E, .top_k = c->num_experts_per_tok, .hidden = H, .inter = Im};
     sp_matrix gate, up, down;
     splash_status st;
     if ((st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.gate_proj.weight", l), 3, (int64_t[]){E, Im, H}, SPLASH_KIND_MOE_EXPERTS, &gate)) ||

@@ -89,15 +89,22 @@ typedef struct sp_gdn_core {
     float eps;
 } sp_gdn_core;
 
-/* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]). */
+/* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]); and, where
+ * shared_gate is set, the layer's shared expert: shared_gate, shared_up [Is, H], shared_down [H, Is], weighed by
+ * sigmoid(shared_score · x) (shared_score [1, H]). */
 typedef struct sp_moe_experts {
     const sp_matrix *gate, *up, *down; /* [n_experts] views */
     int32_t n_experts, top_k;
     int64_t hidden, inter;             /* H, I */
+    const sp_matrix *shared_gate, *shared_up, *shared_down, *shared_score; /* NULL: none */
 } sp_moe_experts;
 
-/* Scratch one moe_experts call needs for n tokens, in floats (rows are gathered by expert). */
-int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter);
+/* Scratch one moe call needs for n tokens, in floats (rows are gathered by expert); shared_inter: Is, or 0
+ * without a shared expert. */
+int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter, int64_t shared_inter);
+/* y += sigmoid(shared_score · x) · down_s(silu(gate_s x) · up_s x) for ex's shared expert, through be's ops, in the part
+ * of moe's scratch past the routed experts' (what a backend's moe does where it does not fuse it). */
+void sp_moe_add_shared(const sp_backend *be, float *y, const float *x, int64_t n, const sp_moe_experts *ex, float *scratch);
 
 /* One row to sample: the logits row, the sequence's settings, and where the answer goes. */
 typedef struct sp_sample_job {
@@ -239,13 +246,13 @@ struct sp_backend {
                        int32_t K, int32_t G, const int64_t *row0, const int32_t *len, int32_t n_blocks);
 
     /* ---- mixture of experts ---- */
-    /* ids, w [n][top_k] from router logits [n][n_experts]: softmax in fp32, top k, weights renormalized to sum 1. */
-    void (*moe_route)(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
-                      int32_t top_k);
-    /* y[n][H] = Σ_k w[i][k] · down_e(silu(gate_e x) · up_e x), e = ids[i][k]. Rows are sorted by expert so each
-     * expert's weights are read once for all its rows. scratch: sp_moe_scratch_floats(n, ...) floats. */
-    void (*moe_experts)(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *experts, float *scratch);
+    /* A MoE layer after its router, over n rows of x [n][H]: the routing ids, w [n][top_k] from the router logits
+     * [n][n_experts] (softmax in fp32, top k with ties to the lower id, the k weights renormalized to sum 1), then
+     * y[n][H] = Σ_k w[i][k] · down_e(silu(gate_e x) · up_e x), e = ids[i][k], summed in ascending expert order, and
+     * + sigmoid(shared_score · x) · shared(x) where experts has a shared expert. One op, so a backend can fuse the
+     * routing into the experts' products. scratch: sp_moe_scratch_floats(n, ...) floats. */
+    void (*moe)(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
+                const sp_moe_experts *experts, float *scratch);
 
     /* ---- vision tower (optional: the CPU backend has them; the tower runs there) ---- */
     /* y = (x − mean) / sqrt(var + eps) · w + b over n rows of d (LayerNorm, biased variance); in place allowed. */

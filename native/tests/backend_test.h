@@ -168,24 +168,16 @@ static inline void test_elementwise(int64_t n, int64_t d) {
     free(y), free(x), free(g), free(want);
 }
 
-/* The MoE ops against the CPU's: routing (the same expert ids, the same weights) and the routed experts, E experts
- * of top k, hidden H, expert width I, over n tokens. */
-static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
+/* The MoE op against the CPU's: the routing (the same expert ids, the same weights) and the output, E routed experts of
+ * top k, hidden H, expert width I, and a shared expert of width Is (0: none) of the same weight type, over n tokens;
+ * tol: the output's NMSE bound. */
+static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t Is, int64_t n, double tol) {
     float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
+    for (int64_t i = 0; i < n * E; i++) logits[i] = roundf(logits[i] * 8) / 8; /* ties, which go to the lower id */
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * k));
     float *w = malloc(sizeof(float) * (size_t)(n * k));
     float *dlog = to_gpu(logits, 4 * (uint64_t)(n * E)), *dw = to_gpu(NULL, 4 * (uint64_t)(n * k));
     int32_t *dids = to_gpu(NULL, 4 * (uint64_t)(n * k));
-    gpu.moe_route(&gpu, dids, dw, dlog, n, E, k);
-    cpu.moe_route(&cpu, ids, w, logits, n, E, k);
-    int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
-    float *got_w = from_gpu(dw, n * k);
-    int same = !memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k));
-    char what[160];
-    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: same ids", E, k, (long long)n);
-    CHECK(same, "%s", what);
-    snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: weights", E, k, (long long)n);
-    expect(what, nmse(got_w, w, n * k), 1e-12);
     /* experts: one fused gate_up [E·2I, H] and down [E·H, I], as the fused checkpoints store them; the views sit at
      * the same stack address each call: the backend must not mistake one call's set for another's */
     weights gu = make_weights(t, (int64_t)E * 2 * I, H), dn = make_weights(t, (int64_t)E * H, I);
@@ -196,22 +188,36 @@ static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t
         dvw[e] = sp_matrix_rows(&gu.dev, e * 2 * I, I), dvw[E + e] = sp_matrix_rows(&gu.dev, e * 2 * I + I, I);
         dvw[2 * E + e] = sp_matrix_rows(&dn.dev, e * H, H);
     }
-    sp_moe_experts hx = {hv, hv + E, hv + 2 * E, E, k, H, I}, dx_ = {dvw, dvw + E, dvw + 2 * E, E, k, H, I};
-    int64_t sf = sp_moe_scratch_floats(n, k, H, I);
+    sp_moe_experts hx = {.gate = hv, .up = hv + E, .down = hv + 2 * E, .n_experts = E, .top_k = k, .hidden = H, .inter = I}, dx_ = hx;
+    dx_.gate = dvw, dx_.up = dvw + E, dx_.down = dvw + 2 * E;
+    weights sg = {0}, su = {0}, sd = {0}, score = {0};
+    if (Is) {
+        sg = make_weights(t, Is, H), su = make_weights(t, Is, H), sd = make_weights(t, H, Is), score = make_weights(SP_MAT_BF16, 1, H);
+        hx.shared_gate = &sg.host, hx.shared_up = &su.host, hx.shared_down = &sd.host, hx.shared_score = &score.host;
+        dx_.shared_gate = &sg.dev, dx_.shared_up = &su.dev, dx_.shared_down = &sd.dev, dx_.shared_score = &score.dev;
+    }
+    int64_t sf = sp_moe_scratch_floats(n, k, H, I, Is);
     float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
     float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
     double t0 = now();
-    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
+    gpu.moe(&gpu, dy, dids, dw, dlog, dx, n, &dx_, dscratch);
     float *got = from_gpu(dy, n * H);
     double ms = (now() - t0) * 1e3;
-    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
-    bool quant = t >= SP_MAT_Q8;
-    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
-             (long long)H, (long long)I, (long long)n, ms);
-    expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
+    cpu.moe(&cpu, want, ids, w, logits, x, n, &hx, scratch);
+    int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
+    float *got_w = from_gpu(dw, n * k);
+    char what[160];
+    snprintf(what, sizeof what, "moe %s %d experts top %d, H %lld I %lld shared %lld, %lld tokens", sp_mtype_name(t), E, k,
+             (long long)H, (long long)I, (long long)Is, (long long)n);
+    CHECK(!memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k)), "%s: same expert ids", what);
+    char part[200];
+    snprintf(part, sizeof part, "%s: routing weights", what);
+    expect(part, nmse(got_w, w, n * k), 1e-12);
+    snprintf(part, sizeof part, "%s (%.0f ms)", what, ms);
+    expect(part, nmse(got, want, n * H), tol);
     gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(scratch), free(want), free(got);
-    free(gu.bytes), free(dn.bytes);
+    free(gu.bytes), free(dn.bytes), free(sg.bytes), free(su.bytes), free(sd.bytes), free(score.bytes);
 }
 
 #endif

@@ -61,6 +61,16 @@ static bool int_dot(sp_mtype t, int64_t n) {
     return !sp_gpu_of(&gpu)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8) && n <= SP_GPU_GEMV_MAX_N;
 }
 
+/* The MoE op's bound against the CPU op (t-typed routed experts of width I, a shared expert of width Is or none, n
+ * tokens): the CPU's numerics (1e-10) where every product runs on integer dot products — the routed experts (by
+ * pair, ≤ 16 tokens, where the quantized h rows fit the down kernel's 16 KB; planned, more), and the shared expert
+ * fused into them (by pair, its width the routed one's) — else the float GEMV's 4e-4 for quantized weights. */
+static double moe_tolerance(sp_mtype t, int64_t I, int64_t Is, int64_t n) {
+    bool by_pair = n <= SP_GPU_GEMV_MAX_N, dot = !sp_gpu_of(&gpu)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8);
+    bool routed = dot && (!by_pair || ((I + 31) / 32 + 1) / 2 * 2 * 40 <= 16384), shared = Is == 0 || (by_pair && Is == I);
+    return t < SP_MAT_Q8 || (routed && shared) ? 1e-10 : 4e-4;
+}
+
 /* x [n][cols] as the int8 path sees it: quantized per group of 32 (sp_quantize_act_ref) and dequantized, q·d. */
 static float *int8_x(const float *x, int64_t cols, int64_t n) {
     int64_t nb = (cols + SP_QK - 1) / SP_QK;
@@ -823,11 +833,23 @@ int main(int argc, char **argv) {
     test_gdn_core(1, 3, 24, 40, 4, 1, 3, true, 2);   /* fused (and the q/k tails): decode, then a verify block */
     test_gdn_core(2, 2, 16, 24, 3, 2, 1, false, 1);  /* fused, q/k tails its own, no norm (the speculative commit) */
     test_gdn_core(2, 6, 32, 16, 4, 1, 20, true, 3);  /* 2·dk + dv > 4·dv, and a prefill run: the separate kernels */
-    test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
-    test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
-    if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
-    test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 1);
-    if (!quick) test_moe(SP_MAT_MLX8, 8, 3, 128, 64, 5);
+    /* decode takes the experts by pair (the shared expert fused where it has the routed width), more tokens the plan */
+    test_moe(SP_MAT_F32, 8, 3, 64, 32, 32, 1, 1e-10);
+    test_moe(SP_MAT_F32, 8, 3, 64, 32, 0, 9, 1e-10);
+    test_moe(SP_MAT_F32, 8, 3, 64, 32, 48, 20, 1e-10); /* the plan, then the shared expert through the ops */
+    test_moe(SP_MAT_Q4, 8, 3, 64, 32, 32, 1, moe_tolerance(SP_MAT_Q4, 32, 32, 1));
+    test_moe(SP_MAT_Q8, 8, 3, 96, 36, 36, 3, moe_tolerance(SP_MAT_Q8, 36, 36, 3)); /* partial groups, odd width */
+    test_moe(SP_MAT_Q4, 8, 3, 96, 36, 0, 16, moe_tolerance(SP_MAT_Q4, 36, 0, 16));
+    test_moe(SP_MAT_Q4, 8, 3, 64, 32, 40, 2, moe_tolerance(SP_MAT_Q4, 32, 40, 2)); /* a shared expert not fused */
+    if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 32, 17, moe_tolerance(SP_MAT_Q4, 32, 32, 17));
+    test_moe(SP_MAT_Q8, 8, 3, 96, 36, 0, 21, moe_tolerance(SP_MAT_Q8, 36, 0, 21)); /* the plan on integer dot products */
+    test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 64, 1, 4e-4);
+    if (!quick) test_moe(SP_MAT_MLX8, 8, 3, 128, 64, 64, 5, 4e-4);
+    if (!quick) test_moe(SP_MAT_BF16, 8, 2, 128, 64, 64, 3, 1e-10);
+    /* the 35B-A3B's layer at batch 1 (hidden 2048, top 8 of 256, shared expert): 256 experts of width 512 would take
+     * 0.5 GB of test weights, so the real count at a narrow width, then the real width */
+    test_moe(SP_MAT_Q4, 256, 8, 2048, 64, 64, 1, moe_tolerance(SP_MAT_Q4, 64, 64, 1));
+    test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 512, 1, moe_tolerance(SP_MAT_Q4, 512, 512, 1));
     test_sample(1000);
 
     if (!quick) {
@@ -881,7 +903,8 @@ int main(int argc, char **argv) {
         test_gdn_core(16, 48, 128, 128, 4, 1, 1, true, 2); /* the 27B's and the 35B-A3B's decode */
         test_gdn_core(16, 32, 128, 128, 4, 1, 4, true, 2);
         test_gdn_core(16, 48, 128, 128, 4, 3, 30, true, 3);
-        test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
+        test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 512, 4, moe_tolerance(SP_MAT_Q4, 512, 512, 4));
+        test_moe(SP_MAT_Q8, 32, 8, 2048, 512, 512, 1, moe_tolerance(SP_MAT_Q8, 512, 512, 1));
         test_sample(248320);
     }
     printf("time: %.1f s\n", now() - t0);

@@ -1,4 +1,4 @@
-/* moe.c — MoE routing (softmax → top-k → renormalize) and the routed experts' SwiGLU MLPs.
+/* moe.c — MoE routing (softmax → top-k → renormalize) and the experts' SwiGLU MLPs (routed, then the shared one).
  *
  * Experts run grouped: the (token, slot) pairs of a step are sorted by expert (counting sort), each expert's rows are
  * gathered into one block, and the expert's three matrices are applied to the whole block with one matmul each, so a
@@ -41,13 +41,28 @@ void sp_cpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const float 
     }
 }
 
-int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter) {
-    int64_t pairs = n * top_k;
-    return pairs * (2 * hidden + 2 * inter + 1);
+/* The routed experts' part: gathered x, gate and up products, outputs, pair order; then, 16-byte aligned for the GPU's
+ * vector loads, the shared expert's: gate and up products, output, gate logits. */
+static int64_t routed_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter) {
+    return (n * top_k * (2 * hidden + 2 * inter + 1) + 3) / 4 * 4;
 }
 
-void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *ex, float *scratch) {
+int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t inter, int64_t shared_inter) {
+    return routed_floats(n, top_k, hidden, inter) + (shared_inter ? n * (2 * shared_inter + hidden + 1) : 0);
+}
+
+void sp_moe_add_shared(const sp_backend *be, float *y, const float *x, int64_t n, const sp_moe_experts *ex, float *scratch) {
+    int64_t Is = ex->shared_gate->rows;
+    float *g = scratch + routed_floats(n, ex->top_k, ex->hidden, ex->inter), *u = g + n * Is, *sh = u + n * Is, *sg = sh + n * ex->hidden;
+    be->matmul_gate_up(be, g, u, ex->shared_gate, ex->shared_up, x, n);
+    be->matmul(be, sh, ex->shared_down, g, n);
+    be->matmul(be, sg, ex->shared_score, x, n);
+    be->add_sigmoid_scaled(be, y, sh, sg, n, ex->hidden);
+}
+
+/* The routed experts, then the shared one. */
+static void experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                    const sp_moe_experts *ex, float *scratch) {
     int64_t H = ex->hidden, I = ex->inter, pairs = n * ex->top_k;
     float *xg = scratch, *hg = xg + pairs * H, *hu = hg + pairs * I, *yo = hu + pairs * I;
     int32_t *order = (int32_t *)(yo + pairs * H); /* pair index (token · top_k + slot), sorted by expert */
@@ -77,4 +92,11 @@ void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const in
         const float *src = yo + r * H;
         for (int64_t j = 0; j < H; j++) yt[j] += src[j] * wt;
     }
+    if (ex->shared_gate) sp_moe_add_shared(be, y, x, n, ex, scratch);
+}
+
+void sp_cpu_moe(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
+                const sp_moe_experts *ex, float *scratch) {
+    sp_cpu_moe_route(be, ids, w, logits, n, ex->n_experts, ex->top_k);
+    experts(be, y, x, ids, w, n, ex, scratch);
 }

@@ -216,8 +216,8 @@ void sp_cpu_gdn_chunked(const sp_backend *be, float *out, const float *qkv, cons
                         const sp_gdn_shape *shape, float *S, int64_t n);
 void sp_cpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
                       int32_t top_k);
-void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *experts, float *scratch);
+void sp_cpu_moe(const sp_backend *be, float *y, int32_t *ids, float *w, const float *logits, const float *x, int64_t n,
+                const sp_moe_experts *experts, float *scratch);
 void sp_cpu_layernorm(const sp_backend *be, float *y, const float *x, const float *w, const float *b, int64_t n,
                       int64_t d, float eps);
 void sp_cpu_gelu(const sp_backend *be, float *y, const float *x, int64_t n, int32_t approx_tanh);

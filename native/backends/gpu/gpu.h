@@ -127,9 +127,12 @@ typedef struct sp_gpu_staged {
 typedef struct sp_gpu_expert_table {
     const sp_matrix *key;
     const void *first;       /* key[0].data */
+    const void *shared;      /* the shared expert's gate data, or NULL */
     int32_t n_experts;
-    const uint64_t *table;   /* backend memory: [E][gate, up, down] */
+    const uint64_t *table;   /* backend memory: [E + 1][gate, up, down]; entry E the shared expert where it has the
+                              * routed experts' type and shapes (has_shared), else zeros */
     uint32_t gate_stride, down_stride;
+    bool has_shared;
 } sp_gpu_expert_table;
 
 typedef struct sp_gpu_pipeline {
@@ -327,6 +330,9 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
 /* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
+/* x [n][cols] (at device address xa) quantized into gpu->x8 (quantize.comp), unless it holds them already: the
+ * quantized rows' range and their stride in 4-byte words. */
+bool sp_gpu_quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride);
 /* Whether a norm's output of n rows of d values is also quantized for the integer-dot GEMVs after it (norm.comp
  * QUANT): rows as wide as a model's hidden size (at most 8192), few of them, on a device with the integer-dot GEMV. */
 bool sp_gpu_quantize_rows(const sp_gpu *g, int64_t n, int64_t d);

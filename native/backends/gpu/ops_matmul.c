@@ -67,9 +67,7 @@ static bool int_dot(const sp_gpu *gpu, const sp_matrix *W, uint32_t stride, uint
     return n > 1 || x8_holds(gpu, xa, W->cols, n) || (uint64_t)W->rows * stride >= gpu->int_dot_min_bytes;
 }
 
-/* x [n][cols] (at device address xa) quantized to int8 groups into gpu->x8 (quantize.comp), unless x8 holds them
- * already. Returns false on failure; else the quantized rows' range and their stride in 4-byte words. */
-static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride) {
+bool sp_gpu_quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *stride) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint32_t row;
     if (!sp_gpu_x8_space(be, cols, n, q, &row)) return false;
@@ -150,7 +148,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         uint32_t check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
         sp_gpu_kernel_id k = MATMUL[bucket][W->type];
         if (int_dot(gpu, W, stride, xa, n)) {
-            if (!quantized_x(be, xa, W->cols, n, &reads[1], &p.x_stride)) return;
+            if (!sp_gpu_quantized_x(be, xa, W->cols, n, &reads[1], &p.x_stride)) return;
             p.x = reads[1].lo, check = 0;
             k = MATMUL_DOT[bucket][W->type == SP_MAT_Q4];
         }
@@ -261,7 +259,7 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     uint32_t check = gate->cols % sp_gpu_chunk_cols[gate->type] != 0;
     sp_gpu_kernel_id k = DENSE_GATE_UP[bucket][gate->type];
     if (int_dot(gpu, gate, stride, xa, n)) {
-        if (!quantized_x(be, xa, gate->cols, n, &reads[2], &p.x_stride)) return;
+        if (!sp_gpu_quantized_x(be, xa, gate->cols, n, &reads[2], &p.x_stride)) return;
         p.x = reads[2].lo, check = 0;
         k = GATE_UP_DOT[bucket][gate->type == SP_MAT_Q4];
     }

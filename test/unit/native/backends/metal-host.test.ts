@@ -37,7 +37,7 @@ test.skipIf(!available && !required)("every op matches the CPU backend", () => {
   const r = run([]);
   console.log(r.out.trim());
   expect(r.err).not.toContain("ERROR: AddressSanitizer");
-  expect(r.out).toContain("moe_experts q8 8 experts top 3, H 128 I 64, 9 tokens");
+  expect(r.out).toContain("moe q8 8 experts top 3, H 128 I 64 shared 64, 9 tokens");
   expect(r.out).toMatch(/metal_host_test: \d+ checks, 0 failed/);
   expect(r.code).toBe(0);
 }, 300_000);

@@ -25,7 +25,8 @@ test.skipIf(!linux)("every op matches the CPU backend, odd and real shapes", () 
   const r = run([]);
   expect(r.out).toContain("matmul q4 17408x5120 n=1 (int8 dot)"); // lavapipe has Vulkan 1.3's integer dot products
   expect(r.out).toContain("matmul q4 5120x6144 n=16 (int8 dot)");
-  expect(r.out).toContain("gdn 16/48 heads, dk 128 dv 128");
+  expect(r.out).toContain("gdn by token 16/48 heads, dk 128 dv 128");
+  expect(r.out).toContain("gdn chunked 16/48 heads, dk 128 dv 128, 1024 tokens");
   expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
   expect(r.code).toBe(0);
 }, 600_000);

@@ -45,11 +45,11 @@ struct spvUnsafeArray
 };
 
 struct Uints;
+struct Floats;
 struct Uvec4s;
 struct Vec4s;
 struct Ints;
 struct Addrs;
-struct Floats;
 
 struct Chunk
 {
@@ -60,6 +60,11 @@ struct Chunk
 struct Uints
 {
     uint v[1];
+};
+
+struct Floats
+{
+    float v[1];
 };
 
 struct P
@@ -76,6 +81,9 @@ struct P
     uint y_stride;
     uint top_k;
     uint order_at;
+    ulong ids;
+    ulong weights;
+    ulong score;
 };
 
 struct Uvec4s
@@ -90,11 +98,11 @@ struct Vec4s
 
 constant uint CHECK_tmp [[function_constant(2)]];
 constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _237 = (CHECK == 0u);
-constant bool _257 = (CHECK == 0u);
-constant uint _328_tmp [[function_constant(0)]];
-constant uint _328 = is_function_constant_defined(_328_tmp) ? _328_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_328, 1u, 1u);
+constant bool _515 = (CHECK == 0u);
+constant bool _535 = (CHECK == 0u);
+constant uint _602_tmp [[function_constant(0)]];
+constant uint _602 = is_function_constant_defined(_602_tmp) ? _602_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_602, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,12 +119,114 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _859 = (GROUPS * ROWS);
+constant uint _1148 = (GROUPS * ROWS);
 
-struct Floats
+static inline __attribute__((always_inline))
+float workgroup_max(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
-    float v[1];
-};
+    v = simd_max(v);
+    bool _153 = simd_is_first();
+    if (_153)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = wg_red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++)
+    {
+        s = fast::max(s, wg_red[i]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+float workgroup_sum(thread float& v, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
+{
+    v = simd_sum(v);
+    bool _114 = simd_is_first();
+    if (_114)
+    {
+        wg_red[gl_SubgroupID] = v;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+    {
+        s += wg_red[i];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return s;
+}
+
+static inline __attribute__((always_inline))
+void route_token(thread const ulong& logits, thread const uint& E, thread const uint& k, thread const bool& weights, threadgroup float (&wg_red)[256], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups, thread uint3& gl_LocalInvocationID, threadgroup float (&route_l)[1024], threadgroup uint (&route_id)[64], threadgroup float (&route_w)[64])
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = 1u;
+    device Floats* l = reinterpret_cast<device Floats*>(logits);
+    float mx = as_type<float>(0xff800000u /* -inf */);
+    for (uint e = tid; e < E; e += wg)
+    {
+        route_l[e] = l->v[e];
+        mx = fast::max(mx, route_l[e]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e_1 = tid; e_1 < E; e_1 += wg)
+    {
+        float v = route_l[e_1];
+        uint rank = 0u;
+        for (uint f = 0u; (f < E) && (rank < k); f++)
+        {
+            float u = route_l[f];
+            bool _269 = u > v;
+            bool _280;
+            if (!_269)
+            {
+                _280 = (u == v) && (f < e_1);
+            }
+            else
+            {
+                _280 = _269;
+            }
+            rank += uint(_280);
+        }
+        if (rank < k)
+        {
+            route_id[rank] = e_1;
+        }
+    }
+    if (!weights)
+    {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        return;
+    }
+    float param = mx;
+    float _309 = workgroup_max(param, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    mx = _309;
+    float sum = 0.0;
+    for (uint e_2 = tid; e_2 < E; e_2 += wg)
+    {
+        sum += exp(route_l[e_2] - mx);
+    }
+    float param_1 = sum;
+    float _334 = workgroup_sum(param_1, wg_red, gl_SubgroupID, gl_NumSubgroups);
+    sum = _334;
+    if (tid == 0u)
+    {
+        float s = 0.0;
+        for (uint j = 0u; j < k; j++)
+        {
+            route_w[j] = exp(route_l[route_id[j]] - mx) / sum;
+            s += route_w[j];
+        }
+        for (uint j_1 = 0u; j_1 < k; j_1++)
+        {
+            route_w[j_1] /= s;
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
 
 static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
@@ -158,25 +268,25 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
     float2 m = f16x2_at(param_2, param_3);
     bool two = ((2u * pair) + 1u) < nb;
-    float _199;
+    float _477;
     if (two)
     {
-        _199 = d.y;
+        _477 = d.y;
     }
     else
     {
-        _199 = 0.0;
+        _477 = 0.0;
     }
-    float _209;
+    float _487;
     if (two)
     {
-        _209 = m.y;
+        _487 = m.y;
     }
     else
     {
-        _209 = 0.0;
+        _487 = 0.0;
     }
-    k.s = float4(d.x, _199, m.x, _209);
+    k.s = float4(d.x, _477, m.x, _487);
     return k;
 }
 
@@ -186,44 +296,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
     uint cb = ca + 32u;
-    bool _245;
-    if (!_237)
+    bool _523;
+    if (!_515)
     {
-        _245 = ca < p.cols;
+        _523 = ca < p.cols;
     }
     else
     {
-        _245 = _237;
+        _523 = _515;
     }
-    float4 _246;
-    if (_245)
+    float4 _524;
+    if (_523)
     {
-        _246 = xv->v[ca >> uint(2)];
+        _524 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _246 = float4(0.0);
+        _524 = float4(0.0);
     }
-    a = _246;
-    bool _265;
-    if (!_257)
+    a = _524;
+    bool _543;
+    if (!_535)
     {
-        _265 = cb < p.cols;
+        _543 = cb < p.cols;
     }
     else
     {
-        _265 = _257;
+        _543 = _535;
     }
-    float4 _266;
-    if (_265)
+    float4 _544;
+    if (_543)
     {
-        _266 = xv->v[cb >> uint(2)];
+        _544 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _266 = float4(0.0);
+        _544 = float4(0.0);
     }
-    b = _266;
+    b = _544;
 }
 
 static inline __attribute__((always_inline))
@@ -243,43 +353,50 @@ float silu(thread const float& x)
     return x / (1.0 + exp(-x));
 }
 
-kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void splash_moe_pair_gate_up_q4(constant P& p [[buffer(0)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float partial[1032];
     threadgroup float wg_red[256];
+    threadgroup float route_l[1024];
+    threadgroup uint route_id[64];
+    threadgroup float route_w[64];
+    threadgroup float partial[1032];
     threadgroup uint wg_red_u[256];
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
     uint lanes = wg / GROUPS;
     uint grp = tid / lanes;
     uint lane = tid % lanes;
-    device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
-    uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    uint pair = gl_WorkGroupID.x;
+    uint routed = p.n * p.top_k;
+    uint e = p.order_at;
+    uint t = pair - routed;
+    if (pair < routed)
+    {
+        bool first = gl_WorkGroupID.y == 0u;
+        t = pair / p.top_k;
+        ulong param = p.plan + (ulong(t * p.order_at) * 4ul);
+        uint param_1 = p.order_at;
+        uint param_2 = p.top_k;
+        bool param_3 = first;
+        route_token(param, param_1, param_2, param_3, wg_red, gl_SubgroupID, gl_NumSubgroups, gl_LocalInvocationID, route_l, route_id, route_w);
+        e = route_id[pair % p.top_k];
+        if (first && (tid == 0u))
+        {
+            (reinterpret_cast<device Ints*>(p.ids))->v[pair] = int(e);
+            (reinterpret_cast<device Floats*>(p.weights))->v[pair] = route_w[pair % p.top_k];
+        }
+    }
+    spvUnsafeArray<uint, 1> pairs;
+    pairs[0] = pair;
+    uint n = 1u;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 2> wbase;
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
-    spvUnsafeArray<uint, 1> pairs;
-    uint _433;
     spvUnsafeArray<ulong, 1> xrows;
-    for (uint j = 0u; j < 1u; j++)
-    {
-        if (j < n)
-        {
-            _433 = uint(plan->v[(p.order_at + start) + j]);
-        }
-        else
-        {
-            _433 = 0u;
-        }
-        pairs[j] = _433;
-        xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
-    }
+    xrows[0] = p.x + (ulong(t * p.x_stride) * 4ul);
     if (rg0 >= p.rows)
     {
         return;
@@ -295,57 +412,57 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     spvUnsafeArray<spvUnsafeArray<float, 1>, 8> acc;
     for (uint s = 0u; s < 8u; s++)
     {
-        for (uint j_1 = 0u; j_1 < 1u; j_1++)
+        for (uint j = 0u; j < 1u; j++)
         {
-            acc[s][j_1] = 0.0;
+            acc[s][j] = 0.0;
         }
     }
-    uint _559;
+    uint _850;
     if (r0 < p.rows)
     {
-        _559 = n_chunks(p);
+        _850 = n_chunks(p);
     }
     else
     {
-        _559 = 0u;
+        _850 = 0u;
     }
-    uint chunks = _559;
+    uint chunks = _850;
     spvUnsafeArray<Chunk, 8> k;
-    spvUnsafeArray<float2, 8> t;
-    float4 param_6;
-    float4 param_7;
-    float4 param_9;
+    spvUnsafeArray<float2, 8> t_1;
     float4 param_10;
+    float4 param_11;
+    float4 param_13;
+    float4 param_14;
     for (uint c = lane; c < chunks; c += lanes)
     {
-        uint param = c;
-        uint col0 = chunk_col(param);
+        uint param_4 = c;
+        uint col0 = chunk_col(param_4);
         for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
             for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
                 if (r_1 < ROWS)
                 {
-                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
+                    ulong param_5 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_6 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_5, param_6, p);
                 }
             }
         }
         for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            t[s_1] = float2(0.0);
+            t_1[s_1] = float2(0.0);
         }
         float4 sa = float4(0.0);
         float4 sb = float4(0.0);
         for (uint i = 0u; i < 4u; i++)
         {
-            ulong param_3 = xrows[0];
-            uint param_4 = col0;
-            uint param_5 = i;
-            load_x(param_3, param_4, param_5, param_6, param_7, p);
-            float4 xa = param_6;
-            float4 xb = param_7;
+            ulong param_7 = xrows[0];
+            uint param_8 = col0;
+            uint param_9 = i;
+            load_x(param_7, param_8, param_9, param_10, param_11, p);
+            float4 xa = param_10;
+            float4 xb = param_11;
             sa += xa;
             sb += xb;
             for (uint m_2 = 0u; m_2 < 2u; m_2++)
@@ -357,11 +474,11 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                         break;
                     }
                     uint s_2 = (m_2 * 4u) + r_2;
-                    uint param_8 = k[s_2].q[i];
-                    nibbles(param_8, param_9, param_10);
-                    float4 fa = param_9;
-                    float4 fb = param_10;
-                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
+                    uint param_12 = k[s_2].q[i];
+                    nibbles(param_12, param_13, param_14);
+                    float4 fa = param_13;
+                    float4 fb = param_14;
+                    t_1[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
             }
         }
@@ -377,28 +494,28 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                 }
                 uint s_3 = (m_3 * 4u) + r_3;
                 float4 sc = k[s_3].s;
-                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                acc[s_3][0] += (((((16.0 * sc.x) * (t_1[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t_1[s_3].y - sxb))) + (sc.w * sxb));
             }
         }
     }
     for (uint s_4 = 0u; s_4 < 8u; s_4++)
     {
-        for (uint j_2 = 0u; j_2 < 1u; j_2++)
+        for (uint j_1 = 0u; j_1 < 1u; j_1++)
         {
-            if (((s_4 % 4u) >= ROWS) || (j_2 >= n))
+            if (((s_4 % 4u) >= ROWS) || (j_1 >= n))
             {
                 break;
             }
-            partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
+            partial[(((s_4 * 1u) + j_1) * 129u) + tid] = acc[s_4][j_1];
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_859 * n); o += wg)
+    for (uint o = tid; o < (_1148 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_3 = o % n;
+        uint j_2 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -407,14 +524,14 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
             v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_2) * 129u) + (g * lanes);
             for (uint i_1 = 0u; i_1 < lanes; i_1++)
             {
                 v[m_4] += partial[at + i_1];
             }
         }
-        float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = silu(param_11) * v[1];
+        float param_15 = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_2] * p.rows) + row] = silu(param_15) * v[1];
     }
 }
 

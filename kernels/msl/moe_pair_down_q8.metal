@@ -1,0 +1,412 @@
+#pragma clang diagnostic ignored "-Wmissing-prototypes"
+#pragma clang diagnostic ignored "-Wmissing-braces"
+
+#include <metal_stdlib>
+#include <simd/simd.h>
+
+using namespace metal;
+
+template<typename T, size_t Num>
+struct spvUnsafeArray
+{
+    T elements[Num ? Num : 1];
+    
+    thread T& operator [] (size_t pos) thread
+    {
+        return elements[pos];
+    }
+    constexpr const thread T& operator [] (size_t pos) const thread
+    {
+        return elements[pos];
+    }
+    
+    device T& operator [] (size_t pos) device
+    {
+        return elements[pos];
+    }
+    constexpr const device T& operator [] (size_t pos) const device
+    {
+        return elements[pos];
+    }
+    
+    constexpr const constant T& operator [] (size_t pos) const constant
+    {
+        return elements[pos];
+    }
+    
+    threadgroup T& operator [] (size_t pos) threadgroup
+    {
+        return elements[pos];
+    }
+    constexpr const threadgroup T& operator [] (size_t pos) const threadgroup
+    {
+        return elements[pos];
+    }
+};
+
+struct Uvec4s;
+struct Uints;
+struct Vec4s;
+struct Ints;
+struct Floats;
+struct Addrs;
+
+struct Chunk
+{
+    uint4 q;
+    float4 s;
+};
+
+struct P
+{
+    ulong w;
+    ulong x;
+    ulong y;
+    ulong plan;
+    uint row_bytes;
+    uint rows;
+    uint cols;
+    uint n;
+    uint x_stride;
+    uint y_stride;
+    uint top_k;
+    uint order_at;
+    ulong ids;
+    ulong weights;
+    ulong score;
+};
+
+struct Uvec4s
+{
+    uint4 v[1];
+};
+
+struct Uints
+{
+    uint v[1];
+};
+
+struct Vec4s
+{
+    float4 v[1];
+};
+
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _169 = (CHECK == 0u);
+constant uint _332_tmp [[function_constant(0)]];
+constant uint _332 = is_function_constant_defined(_332_tmp) ? _332_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_332, 1u, 1u);
+constant uint GROUPS_tmp [[function_constant(3)]];
+constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
+constant uint ROWS_tmp [[function_constant(1)]];
+constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
+
+struct Ints
+{
+    int v[1];
+};
+
+struct Floats
+{
+    float v[1];
+};
+
+struct Addrs
+{
+    ulong v[1];
+};
+
+constant uint _745 = (GROUPS * ROWS);
+
+static inline __attribute__((always_inline))
+float sigmoid(thread const float& x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static inline __attribute__((always_inline))
+uint n_chunks(constant P& p)
+{
+    return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
+}
+
+static inline __attribute__((always_inline))
+float f16_at(thread const uint& w, thread const uint& half_index)
+{
+    uint _60;
+    if (half_index == 0u)
+    {
+        _60 = w;
+    }
+    else
+    {
+        _60 = w >> uint(16);
+    }
+    return float2(as_type<half2>(_60)).x;
+}
+
+static inline __attribute__((always_inline))
+Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
+{
+    Chunk k;
+    k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
+    k.s = float4(0.0);
+    uint nb = ((p.cols + 32u) - 1u) / 32u;
+    uint db = (nb * 32u) + ((c >> uint(1)) * 2u);
+    uint param = (reinterpret_cast<device Uints*>(row))->v[db >> uint(2)];
+    uint param_1 = (db >> uint(1)) & 1u;
+    k.s = float4(f16_at(param, param_1), 0.0, 0.0, 0.0);
+    return k;
+}
+
+static inline __attribute__((always_inline))
+void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
+{
+    const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
+    uint ca = col0 + (4u * i);
+    bool _177;
+    if (!_169)
+    {
+        _177 = ca < p.cols;
+    }
+    else
+    {
+        _177 = _169;
+    }
+    float4 _178;
+    if (_177)
+    {
+        _178 = xv->v[ca >> uint(2)];
+    }
+    else
+    {
+        _178 = float4(0.0);
+    }
+    a = _178;
+    b = float4(0.0);
+}
+
+static inline __attribute__((always_inline))
+float4 bytes4(thread uint& w)
+{
+    w ^= 2155905152u;
+    uint _193;
+    if (true)
+    {
+        _193 = w << uint(15);
+    }
+    else
+    {
+        _193 = w >> uint(-15);
+    }
+    uint _209;
+    if (true)
+    {
+        _209 = w << uint(7);
+    }
+    else
+    {
+        _209 = w >> uint(-7);
+    }
+    uint _224;
+    if (false)
+    {
+        _224 = w << uint(-1);
+    }
+    else
+    {
+        _224 = w >> uint(1);
+    }
+    uint _237;
+    if (false)
+    {
+        _237 = w << uint(-9);
+    }
+    else
+    {
+        _237 = w >> uint(9);
+    }
+    return float4(as_type<float>((_193 & 8355840u) | 1065353216u), as_type<float>((_209 & 8355840u) | 1065353216u), as_type<float>((_224 & 8355840u) | 1065353216u), as_type<float>((_237 & 8355840u) | 1065353216u));
+}
+
+static inline __attribute__((always_inline))
+float chunk_dot(thread const Chunk& k, thread const ulong& xrow, thread const uint& col0, constant P& p)
+{
+    float2 t = float2(0.0);
+    float4 sa = float4(0.0);
+    float4 sb = float4(0.0);
+    float4 param_3;
+    float4 param_4;
+    for (uint i = 0u; i < 4u; i++)
+    {
+        ulong param = xrow;
+        uint param_1 = col0;
+        uint param_2 = i;
+        load_x(param, param_1, param_2, param_3, param_4, p);
+        float4 xa = param_3;
+        float4 xb = param_4;
+        sa += xa;
+        sb += xb;
+        uint param_5 = k.q[i];
+        float4 _290 = bytes4(param_5);
+        t.x += dot(_290, xa);
+    }
+    float sxa = dot(sa, float4(1.0));
+    float sxb = dot(sb, float4(1.0));
+    float4 sc = k.s;
+    return sc.x * ((256.0 * (t.x - sxa)) - (128.0 * sxa));
+}
+
+kernel void splash_moe_pair_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup uint src_e[65];
+    threadgroup uint src_h[65];
+    threadgroup float src_w[65];
+    threadgroup float partial[1032];
+    threadgroup float wg_red[256];
+    threadgroup uint wg_red_u[256];
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = gl_WorkGroupSize.x;
+    uint lanes = wg / GROUPS;
+    uint grp = tid / lanes;
+    uint lane = tid % lanes;
+    uint t = gl_WorkGroupID.x;
+    uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
+    uint r0 = rg0 + (grp * ROWS);
+    if (rg0 >= p.rows)
+    {
+        return;
+    }
+    uint k = p.top_k;
+    uint sources = k + uint(p.score != 0ul);
+    if (tid == 0u)
+    {
+        device Ints* ids = reinterpret_cast<device Ints*>(p.ids);
+        for (uint j = 0u; j < k; j++)
+        {
+            uint e = uint(ids->v[(t * k) + j]);
+            uint i = j;
+            for (;;)
+            {
+                bool _425 = i > 0u;
+                bool _439;
+                if (_425)
+                {
+                    _439 = src_e[i - 1u] > e;
+                }
+                else
+                {
+                    _439 = _425;
+                }
+                if (_439)
+                {
+                    src_e[i] = src_e[i - 1u];
+                    src_h[i] = src_h[i - 1u];
+                    i--;
+                    continue;
+                }
+                else
+                {
+                    break;
+                }
+            }
+            src_e[i] = e;
+            src_h[i] = (t * k) + j;
+        }
+        for (uint j_1 = 0u; j_1 < k; j_1++)
+        {
+            src_w[j_1] = (reinterpret_cast<device Floats*>(p.weights))->v[src_h[j_1]];
+        }
+        if (sources > k)
+        {
+            src_e[k] = p.order_at;
+            src_h[k] = (p.n * k) + t;
+            float param = (reinterpret_cast<device Floats*>(p.score))->v[t];
+            src_w[k] = sigmoid(param);
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
+    spvUnsafeArray<float, 8> acc;
+    for (uint r = 0u; r < 8u; r++)
+    {
+        acc[r] = 0.0;
+    }
+    uint _555;
+    if (r0 < p.rows)
+    {
+        _555 = n_chunks(p);
+    }
+    else
+    {
+        _555 = 0u;
+    }
+    uint chunks = _555;
+    spvUnsafeArray<Chunk, 8> kc;
+    for (uint batch = sources, s0 = 0u; s0 < sources; s0 += batch)
+    {
+        uint s1 = min(sources, (s0 + batch));
+        for (uint it = lane; it < ((s1 - s0) * chunks); it += lanes)
+        {
+            uint s = s0 + (it / chunks);
+            uint c = it % chunks;
+            uint param_1 = c;
+            uint col0 = chunk_col(param_1);
+            ulong base = table->v[(3u * src_e[s]) + 2u];
+            float ws = src_w[s];
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
+            {
+                if (r_1 < ROWS)
+                {
+                    ulong param_2 = base + (ulong(min((r0 + r_1), (p.rows - 1u))) * ulong(p.row_bytes));
+                    uint param_3 = c;
+                    kc[r_1] = load_chunk(param_2, param_3, p);
+                }
+            }
+            ulong xrow = p.x + (ulong(src_h[s] * p.x_stride) * 4ul);
+            for (uint r_2 = 0u; r_2 < 8u; r_2++)
+            {
+                if (r_2 >= ROWS)
+                {
+                    break;
+                }
+                Chunk param_4 = kc[r_2];
+                ulong param_5 = xrow;
+                uint param_6 = col0;
+                acc[r_2] += (ws * chunk_dot(param_4, param_5, param_6, p));
+            }
+        }
+    }
+    for (uint r_3 = 0u; r_3 < 8u; r_3++)
+    {
+        if (r_3 < ROWS)
+        {
+            partial[(r_3 * 129u) + tid] = acc[r_3];
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint o = tid; o < _745; o += wg)
+    {
+        uint g = o / ROWS;
+        uint r_4 = o % ROWS;
+        uint row = (rg0 + (g * ROWS)) + r_4;
+        if (row >= p.rows)
+        {
+            continue;
+        }
+        float v = 0.0;
+        for (uint i_1 = 0u; i_1 < lanes; i_1++)
+        {
+            v += partial[((r_4 * 129u) + (g * lanes)) + i_1];
+        }
+        (reinterpret_cast<device Floats*>(p.y))->v[(t * p.y_stride) + row] = v;
+    }
+}
+
