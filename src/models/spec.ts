@@ -271,7 +271,7 @@ export function parseSpec(json: unknown, where: string): ModelSpec {
 
 // Storage of a kind at a Splash level, per the recipe. A kind the recipe does not name is a spec bug (the memory
 // test checks every kind of the model's inventory is covered), so it throws rather than guessing.
-export function recipeType(recipe: readonly RecipeRule[], kind: TensorKind, quant: Quant): WeightType {
+export function recipeType(recipe: readonly RecipeRule[], kind: TensorKind, quant: Quant): RecipeRule["q4"] {
   if (quant === "bf16") return "bf16";
   const rule = recipe.find((r) => r.kinds.includes(kind));
   if (!rule) throw new Error(`the quantization recipe does not cover tensor kind ${kind}`);

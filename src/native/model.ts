@@ -31,11 +31,8 @@ export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
 // a level is the model its import would be.
 export function kindQuants(quant: Quant, recipe: readonly RecipeRule[]): Int32Array {
   return Int32Array.from(TENSOR_KINDS, (kind) => {
-    if (quant === "none") return QUANT_CODES.none;
-    const type = recipeType(recipe, kind, quant);
-    if (type === "bf16") return QUANT_CODES.none;
-    if (type === "q8" || type === "q4") return QUANT_CODES[type];
-    throw new RangeError(`the recipe stores ${kind} as ${type} at ${quant}: a float checkpoint loads at bf16, q8 or q4`);
+    const type = quant === "none" ? "bf16" : recipeType(recipe, kind, quant);
+    return QUANT_CODES[type === "bf16" ? "none" : type];
   });
 }
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,

@@ -102,3 +102,11 @@ describe("a float checkpoint loaded at a level is its import at that level", () 
     }
   }
 });
+
+describe("a recipe a load cannot follow is refused", () => {
+  const dir = join(fixtures, "qwen35-vision-tiny");
+  test("the vision tower quantized: refused by libsplash, naming the kind", async () => {
+    const recipe: RecipeRule[] = [...DEFAULT_RECIPE.map((r) => ({ ...r, kinds: r.kinds.filter((k) => k !== "vision") })).filter((r) => r.kinds.length > 0), { kinds: ["vision"], q8: "q8", q4: "q8", why: "test" }];
+    await expect(Model.load(dir, { quant: "q8", recipe, threads: 1, backend: "cpu" })).rejects.toThrow(/quant\[vision\] 1: the vision tower computes in f32/);
+  });
+});
