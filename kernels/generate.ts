@@ -180,7 +180,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
-  v.push({ name: "sample_stats", file: "sample.comp", defines: {} });
+  v.push({ name: "sample", file: "sample.comp", defines: {} });
   v.push({ name: "stream", file: "stream.comp", defines: {} });
   for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
   v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });

@@ -69,11 +69,11 @@ struct sp_speculator {
     /* buffers: rows and logits in backend memory, the rest host memory (picks and sampled acceptance run there) */
     float *rows;                /* (max_step_tokens, row_width) */
     float *logits;              /* (verify_rows, vocab): verify blocks' logits, backend memory */
-    float *host_logits;         /* (max_draft + 1, vocab): one block's, read back to sample at temperature > 0 */
+    float *host_logits;         /* (vocab): a block row read back for a residual draw at temperature > 0 */
     float *q;                   /* (max_seqs, max_draft, vocab): draft distributions at temperature > 0 */
     float *z, *p;               /* (vocab) one row after penalties and mask; its sampling distribution */
     void *dist_scratch;
-    sp_sample_job *jobs;        /* (max_draft + 1): a greedy block's rows through the backend's sampler */
+    sp_sample_job *jobs;        /* (max_draft + 1): a block's rows through the backend's sampler */
     void *sample_scratch;       /* n_threads × sp_sample_scratch_bytes(vocab) */
     int32_t *top_ids;           /* (max_draft + 1, SPLASH_MAX_TOP_LOGPROBS) when the caller wants only the last row's */
     float *top_logprobs;
@@ -125,7 +125,7 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     uint64_t q = sizeof(float) * (uint64_t)s->max_seqs * (uint64_t)s->max_draft * V;
     s->rows = be->alloc(be, rows);
     s->logits = be->alloc(be, logits);
-    s->host_logits = malloc(sizeof(float) * ((size_t)s->max_draft + 1) * V);
+    s->host_logits = malloc(sizeof(float) * V);
     s->q = malloc(q);
     s->z = malloc(sizeof(float) * V);
     s->p = malloc(sizeof(float) * V);
@@ -140,7 +140,7 @@ static splash_status buffers(sp_speculator *s, int32_t max_step_tokens) {
     if (!s->rows || !s->logits || !s->host_logits || !s->q || !s->z || !s->p || !s->dist_scratch || !s->jobs || !s->sample_scratch ||
         !s->top_ids || !s->top_logprobs || !s->last || !s->last_tokens)
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the speculative buffers");
-    s->scratch_bytes += rows + logits + q + sizeof(float) * ((uint64_t)s->max_draft + 3) * V + sp_accept_dist_scratch(s->vocab) +
+    s->scratch_bytes += rows + logits + q + sizeof(float) * 3 * V + sp_accept_dist_scratch(s->vocab) +
                         sample;
     return SPLASH_OK;
 }
@@ -416,7 +416,7 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_specu
     for (int32_t r = 0; r <= k; r++)
         s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
                                      v->allowed ? v->allowed + (int64_t)r * words : NULL, (uint64_t)q->n_past + 1 + r, n_top,
-                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens};
+                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens, 0, NULL, 0, 0, 0};
     splash_status st = be->sample(be, s->jobs, k + 1, s->n_tokens, s->sample_scratch, sp_sample_scratch_bytes(s->n_tokens));
     if (st) return st;
     int32_t r = 0;
@@ -432,39 +432,59 @@ static splash_status accept_greedy(sp_speculator *s, splash_seq *q, splash_specu
     return SPLASH_OK;
 }
 
-/* qrows: the q the drafts were drawn from (temperature > 0), [n_proposed][vocab]. */
+/* Sampled acceptance (temperature > 0; qrows: the q the drafts were drawn from, [n_proposed][vocab]). Every block
+ * row goes through the backend's sampler at once, which reports p(d) of the row's draft d (its probe) with the row's
+ * log-probabilities and alternatives, and for the last row draws the bonus token from p with the residual stream: on
+ * a GPU 32 bytes a row come back, not the rows. The accept decisions use p(d) as sp_accept_dist computes it (the same
+ * masses, core/sampling.h). Only a rejected row, or a bonus drawn against a refused next draft's q, is read back for
+ * its residual draw over the whole row. */
 static splash_status accept(sp_speculator *s, splash_seq *q, splash_speculate *v, const float *logits, const float *qrows,
                             int32_t *penalty) {
-    int32_t V = s->vocab, N = s->n_tokens, k = v->n_draft, words = (V + 31) / 32;
+    const sp_backend *be = s->be;
+    int32_t V = s->vocab, N = s->n_tokens, k = v->n_draft, words = (V + 31) / 32, n_top = q->n_top_logprobs;
     const int32_t *draft = q->tokens + 1;
     uint64_t pos0 = (uint64_t)q->n_past + 1; /* block row r decides position n_past + 1 + r */
     if (q->n_penalty_tokens) memcpy(penalty, q->penalty_tokens, sizeof(int32_t) * (size_t)q->n_penalty_tokens);
     memcpy(penalty + q->n_penalty_tokens, draft, sizeof(int32_t) * (size_t)k);
     if (!(q->sampling.temperature > 0)) return accept_greedy(s, q, v, logits, penalty);
-    s->be->read(s->be, s->host_logits, logits, sizeof(float) * (uint64_t)(k + 1) * (uint64_t)V);
-    logits = s->host_logits;
-    for (int32_t r = 0; r <= k; r++) {
-        sp_dist_row row = {logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
-                           v->allowed ? v->allowed + (int64_t)r * words : NULL, s->tokens};
-        int32_t arg, token;
+    int32_t *top_ids = v->top_ids ? v->top_ids : s->top_ids;
+    float *top_lp = v->top_ids ? v->top_logprobs : s->top_logprobs;
+    for (int32_t r = 0; r <= k; r++)
+        s->jobs[r] = (sp_sample_job){logits + (int64_t)r * V, &q->sampling, penalty, q->n_penalty_tokens + r,
+                                     v->allowed ? v->allowed + (int64_t)r * words : NULL, pos0 + r, n_top,
+                                     top_ids + (int64_t)r * n_top, top_lp + (int64_t)r * n_top, 0, 0, s->tokens,
+                                     SP_STREAM_RESIDUAL, r < k ? &draft[r] : NULL, 0, 0, 0};
+    splash_status st = be->sample(be, s->jobs, k + 1, N, s->sample_scratch, sp_sample_scratch_bytes(N));
+    if (st) return st;
+    int32_t r = 0;
+    for (; r < k; r++) {
+        const sp_sample_job *j = &s->jobs[r];
+        float p = (float)((double)j->probe_mass / (double)j->kept_mass); /* sp_accept_dist's probs[d] */
+        if (!(sp_accept_uniform(q->sampling.seed, SP_STREAM_ACCEPT, pos0 + r) * qrows[(int64_t)r * V + draft[r]] < p)) break;
+        if (v->logprobs) v->logprobs[r] = j->probe_logprob;
+    }
+    v->n_accepted = r;
+    const float *q_r = r < k ? qrows + (int64_t)r * V : v->n_proposed > k ? qrows + (int64_t)k * V : NULL;
+    if (!q_r) { /* every draft kept: the bonus token is the sampler's draw from p_k (the residual stream) */
+        q->token = s->jobs[k].token;
+        q->logprob = s->jobs[k].logprob;
+    } else { /* the residual max(0, p − q) over row r, on the host */
+        be->read(be, s->host_logits, logits + (int64_t)r * V, sizeof(float) * (uint64_t)V);
+        if (*be->status) return *be->status;
+        sp_dist_row row = {s->host_logits, &q->sampling, penalty, q->n_penalty_tokens + r, v->allowed ? v->allowed + (int64_t)r * words : NULL,
+                           s->tokens};
+        int32_t arg;
         float lse = sp_accept_dist(&row, N, s->z, s->p, &arg, s->dist_scratch);
         if (isnan(lse)) return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: the masks of block position %d allow no token", r);
-        int kept = 0;
-        if (r < k) kept = sp_accept_row(s->p, qrows + (int64_t)r * V, N, draft[r], q->sampling.seed, pos0 + r, &token);
-        else token = sp_accept_bonus(s->p, v->n_proposed > k ? qrows + (int64_t)k * V : NULL, N, q->sampling.seed, pos0 + k);
-        if (kept) token = draft[r];
-        if (v->logprobs) v->logprobs[r] = s->z[token] - lse;
-        if (q->n_top_logprobs > 0 && v->top_ids)
-            sp_accept_top(s->z, N, lse, q->n_top_logprobs, v->top_ids + (int64_t)r * q->n_top_logprobs,
-                          v->top_logprobs + (int64_t)r * q->n_top_logprobs);
-        if (kept) continue;
-        v->n_accepted = r;
-        q->token = token;
-        q->logprob = s->z[token] - lse;
-        if (q->n_top_logprobs > 0 && q->top_ids) sp_accept_top(s->z, N, lse, q->n_top_logprobs, q->top_ids, q->top_logprobs);
-        return SPLASH_OK;
+        q->token = sp_accept_bonus(s->p, q_r, N, q->sampling.seed, pos0 + r);
+        q->logprob = s->z[q->token] - lse;
     }
-    return SP_FAIL(SPLASH_ERR_INTERNAL, "verify: no final token");
+    if (v->logprobs) v->logprobs[r] = q->logprob;
+    if (n_top > 0 && q->top_ids) {
+        memcpy(q->top_ids, top_ids + (int64_t)r * n_top, sizeof(int32_t) * (size_t)n_top);
+        memcpy(q->top_logprobs, top_lp + (int64_t)r * n_top, sizeof(float) * (size_t)n_top);
+    }
+    return SPLASH_OK;
 }
 
 splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *seqs, int32_t n) {

@@ -181,7 +181,7 @@ static splash_status logits_and_samples(sp_qwen35 *m, const step_rows *r) {
                 job_seq[n_jobs] = q;
                 s->jobs[n_jobs++] = (sp_sample_job){row, &q->sampling, q->penalty_tokens, q->n_penalty_tokens,
                                                     q->allowed, (uint64_t)q->n_past + (uint64_t)q->n_tokens,
-                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0, m->token_mask};
+                                                    q->n_top_logprobs, q->top_ids, q->top_logprobs, 0, 0, m->token_mask, 0, NULL, 0, 0, 0};
             }
             seq++, within = 0;
         }

@@ -121,6 +121,12 @@ typedef struct sp_sample_job {
     float logprob;                  /* out: log-probability of `token` (see splash_seq) */
     const uint32_t *tokens;         /* NULL or bitmask: the ids below `vocab` that are tokens (the rest are never
                                        chosen nor listed) */
+    uint32_t stream;                /* the draw's stream (core/sampling.h: sp_sample_u53); 0 = the sampler's */
+    const int32_t *probe;           /* NULL, or a token whose share of the distribution the row draws from is wanted
+                                       (speculative acceptance's p(d)): */
+    uint64_t probe_mass, kept_mass; /* out: p(probe) = probe_mass / kept_mass (integer masses, core/sampling.h; greedy:
+                                       1 / 1 at the argmax, else 0 / 1) */
+    float probe_logprob;            /* out: log-probability of *probe, as `logprob` */
 } sp_sample_job;
 
 /* Scratch sample() needs per worker thread, in bytes. */

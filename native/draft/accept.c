@@ -7,16 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-/* splitmix64 finalizer over (seed, stream, position): counter-based, no state between calls. */
 double sp_accept_uniform(uint64_t seed, uint32_t stream, uint64_t position) {
-    uint64_t z = seed ^ (0xD1B54A32D192ED03ull * stream);
-    z += 0x9E3779B97F4A7C15ull * (position + 1);
-    for (int i = 0; i < 2; i++) {
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-    }
-    return (double)(z >> 11) * 0x1.0p-53;
+    return (double)sp_sample_u53(seed, stream, position) * 0x1.0p-53;
 }
 
 int32_t sp_accept_draw(const float *probs, int32_t V, double u) {
@@ -68,7 +60,9 @@ int32_t sp_accept(const float *p, const float *q, int32_t q_rows, int32_t V, con
 
 /* ---- the sampler's distribution (same rules and order as backends/cpu/sample.c) ------------------------------- */
 
-uint64_t sp_accept_dist_scratch(int32_t V) { return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + 64; }
+uint64_t sp_accept_dist_scratch(int32_t V) {
+    return (uint64_t)V * (sizeof(float) + sizeof(int32_t)) + ((uint64_t)V + 31) / 32 * 4 + SP_SAMPLE_BINS * sizeof(uint64_t) + 64;
+}
 
 void sp_accept_logits(const sp_dist_row *r, int32_t V, float *z, void *scratch) {
     sp_sampling_row(z, r->logits, V, r->params, r->penalty, r->n_penalty, r->allowed, r->tokens,
@@ -79,6 +73,7 @@ float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, in
     const splash_sampling *s = r->params;
     float *w = scratch;
     int32_t *idx = (int32_t *)(w + V);
+    uint64_t *bins = (uint64_t *)(((uintptr_t)((uint32_t *)(idx + V) + (V + 31) / 32) + 7) & ~(uintptr_t)7);
     sp_accept_logits(r, V, z, scratch);
     float mx = -INFINITY;
     int32_t arg = -1;
@@ -95,50 +90,12 @@ float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, in
         probs[arg] = 1;
         return lse;
     }
-    int64_t c = 0;
-    double inv_t = 1.0 / s->temperature;
-    for (int32_t t = 0; t < V; t++) {
-        w[t] = z[t] == -INFINITY ? 0.0f : (float)exp(((double)z[t] - mx) * inv_t);
-        if (z[t] != -INFINITY) idx[c++] = t;
-    }
-    int sorted = 0;
-    if (s->top_k > 0 && s->top_k < c) {
-        sp_rank_select(idx, c, s->top_k, w);
-        c = s->top_k;
-        sp_rank_sort(idx, c, w);
-        sorted = 1;
-    }
-    if (s->top_p < 1) { /* top_p = 0 keeps the most likely token alone */
-        double total = 0;
-        for (int64_t i = 0; i < c; i++) total += w[idx[i]];
-        if (!sorted) { /* sort only tokens above a threshold whose mass already reaches top_p */
-            float thr = 1.0f / 64;
-            int64_t m;
-            for (;;) {
-                double mass = 0;
-                m = 0;
-                for (int64_t i = 0; i < c; i++)
-                    if (w[idx[i]] >= thr) {
-                        int32_t t = idx[m];
-                        idx[m++] = idx[i];
-                        idx[i] = t;
-                        mass += w[idx[m - 1]];
-                    }
-                if (mass >= s->top_p * total || thr == 0) break;
-                thr = thr < 1e-30f ? 0 : thr / 16;
-            }
-            sp_rank_sort(idx, m, w);
-            c = m;
-        }
-        double cum = 0;
-        int64_t keep = 0;
-        while (keep < c && cum < s->top_p * total) cum += w[idx[keep++]];
-        c = keep > 0 ? keep : 1;
-    }
-    if (s->min_p > 0) c = sp_min_p_keep(idx, c, w, s->min_p);
-    double total = 0;
-    for (int64_t i = 0; i < c; i++) total += w[idx[i]];
-    for (int64_t i = 0; i < c; i++) probs[idx[i]] = (float)(w[idx[i]] / total);
+    float inv_t = 1.0f / s->temperature; /* the CPU sampler's weights, bit for bit (core/sampling.h) */
+    for (int32_t t = 0; t < V; t++) w[t] = sp_sample_exp((z[t] - mx) * inv_t);
+    int64_t c = sp_sample_kept(w, V, s, idx, bins);
+    uint64_t total = 0;
+    for (int64_t i = 0; i < c; i++) total += sp_sample_mass(w[idx[i]]);
+    for (int64_t i = 0; i < c; i++) probs[idx[i]] = (float)((double)sp_sample_mass(w[idx[i]]) / (double)total);
     return lse;
 }
 

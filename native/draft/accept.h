@@ -53,8 +53,8 @@ void sp_accept_logits(const sp_dist_row *r, int32_t V, float *z, void *scratch);
 
 /* V is the number of ids a sample may be (rows past it are the output head's padding).
  * z[V] = the row after penalties and the masks (−inf where not allowed); probs[V] (may be NULL) = the distribution the
- * sampler draws from: one-hot at argmax z for temperature 0, else softmax(z / T) cut by top-k, top-p, min-p and
- * renormalized. Returns log Σ exp z (logprob of t = z[t] − it), NAN when the mask allows nothing; *argmax = the
+ * sampler draws from: one-hot at argmax z for temperature 0, else the CPU sampler's kept tokens and integer masses
+ * (core/sampling.h: softmax(z / T) cut by top-k, top-p, min-p), normalized. Returns log Σ exp z (logprob of t = z[t] − it), NAN when the mask allows nothing; *argmax = the
  * most likely allowed token (lowest id on ties). */
 float sp_accept_dist(const sp_dist_row *r, int32_t V, float *z, float *probs, int32_t *argmax, void *scratch);
 

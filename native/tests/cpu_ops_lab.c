@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double best = 1e9, best_cpu = 1e9;
         for (int r = 0; r < 20; r++) {
-            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0, NULL};
+            sp_sample_job j = {logits, &cases[c].s, pen, 256, NULL, (uint64_t)r, 5, top_ids, top_lp, 0, 0, NULL, 0, NULL, 0, 0, 0};
             double w0 = now(), c0 = cpu_now();
             be1.sample(&be1, &j, 1, V, scratch, per);
             best = fmin(best, now() - w0), best_cpu = fmin(best_cpu, cpu_now() - c0);

@@ -7,6 +7,8 @@
 #include "backends/backend.h"
 #include "backends/cpu/ops.h"
 #include "core/rank.h"
+#include "core/sampling.h"
+#include "draft/accept.h"
 #include "core/threadpool.h"
 
 #include <stdio.h>
@@ -375,6 +377,88 @@ static void test_rank(void) {
     check("rank_sort: best first, ties to the lower id", memcmp(idx, want, sizeof idx) != 0, 0.5);
 }
 
+/* Sampling's weights are the same bits on every path (core/sampling.h): the AVX2 form gives the scalar form's, over
+ * every exponent the weights take, and both stay within a few ulp of exp. */
+static void test_sample_weights(const sp_backend *be) {
+    enum { N = 1 << 16 };
+    float *z = malloc(sizeof(float) * N), *w = malloc(sizeof(float) * N);
+    for (int32_t i = 0; i < N; i++) z[i] = -100.0f * (float)i / N; /* the tail below −87 gives 0 */
+    z[7] = -INFINITY;
+    double ulps = 0, diff = 0;
+    for (int32_t i = 0; i < N; i++) {
+        float e = sp_sample_exp(z[i] * 1.25f);
+        double want = exp((double)(z[i] * 1.25f));
+        if (z[i] * 1.25f > -80) ulps = fmax(ulps, fabs(e - want) / (nextafterf((float)want, INFINITY) - (float)want));
+    }
+#if defined(__x86_64__)
+    if (sp_backend_avx2(be)) {
+        sp_sample_weights_avx2(w, z, N, 0, 1.25f);
+        for (int32_t i = 0; i < N; i++) diff = fmax(diff, w[i] != sp_sample_exp((z[i] - 0) * 1.25f));
+    }
+#endif
+    check("sample weights: AVX2 = scalar, bits", diff, 0);
+    check("sample weights: within an ulp of exp", ulps, 1);
+    free(z), free(w);
+}
+
+/* Speculative acceptance judges a draft against exactly the distribution the sampler draws from: on rows (0, x)
+ * bisected to where one ulp of x moves the sampler's top-p cut (top-p starting to keep token 1, seen through a
+ * draw that lands on it when kept), sp_accept_dist gives token 1 mass on the kept side and none on the other. */
+static void test_accept_dist_edges(const sp_backend *be) {
+    enum { V = 16, CASES = 64 };
+    uint64_t per = sp_sample_scratch_bytes(V);
+    void *scratch = malloc(per * 64), *dist = malloc(sp_accept_dist_scratch(V));
+    float row[V], z[V], probs[2][V];
+    int bad = 0;
+    for (int c = 0; c < CASES; c++) {
+        /* each case its own temperature and top-p, so each edge is another x (and another weight of token 1) */
+        splash_sampling s = {0.5f + 0.023f * (float)c, 0.6f + 0.0047f * (float)c, 0, 0, 0, 0, 1, 0, 2000 + (uint64_t)c, NULL, NULL};
+        uint64_t pos = 0; /* a draw above top_p lands on token 1 whenever it is kept */
+        while (sp_sample_u53(s.seed, 0, pos) * 0x1p-53 < s.top_p + 0.02 || sp_sample_u53(s.seed, 0, pos) * 0x1p-53 > 0.999) pos++;
+        for (int32_t t = 0; t < V; t++) row[t] = -INFINITY;
+        row[0] = 0;
+        uint32_t lo = 0x80000000u, hi = 0xc1a00000u; /* x from −0 (token 1 kept) to −20 (not) */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            memcpy(&row[1], &mid, 4);
+            sp_sample_job j = {row, &s, NULL, 0, NULL, pos, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
+            be->sample(be, &j, 1, V, scratch, per);
+            *(j.token == 1 ? &lo : &hi) = mid;
+        }
+        for (int k = 0; k < 2; k++) {
+            uint32_t x = k ? hi : lo;
+            memcpy(&row[1], &x, 4);
+            int32_t arg;
+            sp_accept_dist(&(sp_dist_row){row, &s, NULL, 0, NULL, NULL}, V, z, probs[k], &arg, dist);
+        }
+        bad += !(probs[0][1] > 0) || probs[1][1] != 0;
+    }
+    check("accept_dist: the sampler's top-p cut on 64 knife edges", bad, 0);
+
+    /* the sampler's probe (what a verify block's acceptance reads, on any backend) is sp_accept_dist's p(d), bit for
+     * bit, under each cut and the penalties */
+    enum { W = 3000 };
+    float *big = randoms(W, -6, 6), *pz = malloc(sizeof(float) * W), *pp = malloc(sizeof(float) * W);
+    void *bs = malloc(sp_sample_scratch_bytes(W) * 64), *bd = malloc(sp_accept_dist_scratch(W));
+    int32_t pen[4] = {3, 17, 3, 40};
+    splash_sampling cases[4] = {{0.8f, 1, 0, 0, 0, 0, 1, 0, 1, NULL, NULL}, {1.1f, 0.9f, 0, 0.01f, 0, 0, 1, 0, 2, NULL, NULL},
+                                {0.7f, 0.95f, 50, 0, 0.4f, 0.2f, 1.1f, 0, 3, NULL, NULL}, {1.4f, 1, 400, 0.002f, 0, 0, 1, 0, 4, NULL, NULL}};
+    int differ = 0, nonzero = 0;
+    for (int c = 0; c < 4; c++) {
+        int32_t arg;
+        sp_accept_dist(&(sp_dist_row){big, &cases[c], pen, 4, NULL, NULL}, W, pz, pp, &arg, bd);
+        for (int32_t d = 0; d < W; d += 7) {
+            sp_sample_job j = {big, &cases[c], pen, 4, NULL, 9, 0, NULL, NULL, -1, 0, NULL, 2, &d, 0, 0, 0};
+            be->sample(be, &j, 1, W, bs, sp_sample_scratch_bytes(W));
+            differ += (float)((double)j.probe_mass / (double)j.kept_mass) != pp[d];
+            nonzero += pp[d] > 0;
+        }
+    }
+    check("sample's probe = accept_dist's p(d), bits (temperature, top-p, top-k, min-p, penalties)", differ + (nonzero < 20), 0);
+    free(big), free(pz), free(pp), free(bs), free(bd);
+    free(scratch), free(dist);
+}
+
 static void test_sample(const sp_backend *be, int n_threads) {
     int32_t V = 1000;
     float *logits = randoms(V, -3, 3);
@@ -385,7 +469,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     hot.temperature = 0.8f, hot.top_k = 50, hot.top_p = 0.9f, hot.seed = 42;
     int32_t top_ids[3];
     float top_lp[3];
-    sp_sample_job job = {logits, &greedy, NULL, 0, NULL, 5, 3, top_ids, top_lp, -1, 0, NULL};
+    sp_sample_job job = {logits, &greedy, NULL, 0, NULL, 5, 3, top_ids, top_lp, -1, 0, NULL, 0, NULL, 0, 0, 0};
     be->sample(be, &job, 1, V, scratch, per);
     double lse = 0;
     for (int32_t t = 0; t < V; t++) lse += exp(logits[t]);
@@ -400,7 +484,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     check("sample: allowed mask restricts the choice", job.token != 98, 0);
     /* the same (seed, position) draws the same token alone or in a batch of four with other rows */
     sp_sample_job jobs[4];
-    for (int i = 0; i < 4; i++) jobs[i] = (sp_sample_job){logits, &hot, NULL, 0, NULL, (uint64_t)(100 + i), 0, NULL, NULL, -1, 0, NULL};
+    for (int i = 0; i < 4; i++) jobs[i] = (sp_sample_job){logits, &hot, NULL, 0, NULL, (uint64_t)(100 + i), 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
     be->sample(be, jobs, 4, V, scratch, per);
     int same = 1;
     for (int i = 0; i < 4; i++) {
@@ -415,7 +499,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     splash_sampling t1 = {.temperature = 1, .top_p = 1, .repetition_penalty = 1, .seed = 7};
     int counts[4] = {0};
     for (int i = 0; i < 20000; i++) {
-        sp_sample_job j = {small, &t1, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL};
+        sp_sample_job j = {small, &t1, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
         be->sample(be, &j, 1, 4, scratch, per);
         counts[j.token]++;
     }
@@ -437,7 +521,7 @@ static void test_sample(const sp_backend *be, int n_threads) {
     for (int pass = 0; pass < 2; pass++) {
         int got[4] = {0}, other = 0;
         for (int i = 0; i < 8000; i++) {
-            sp_sample_job j = {big, pass ? &kmin : &nuc, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL};
+            sp_sample_job j = {big, pass ? &kmin : &nuc, NULL, 0, NULL, (uint64_t)i, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
             be->sample(be, &j, 1, Vb, scratch2, sp_sample_scratch_bytes(Vb));
             int k = 0;
             while (k < 4 && where[k] != j.token) k++;
@@ -453,11 +537,11 @@ static void test_sample(const sp_backend *be, int n_threads) {
     /* top_k = 1 is greedy whatever the temperature; presence penalty moves the argmax away */
     t1.top_k = 1;
     int32_t pen[2] = {2, 2};
-    sp_sample_job j = {small, &t1, NULL, 0, NULL, 1, 0, NULL, NULL, -1, 0, NULL};
+    sp_sample_job j = {small, &t1, NULL, 0, NULL, 1, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
     be->sample(be, &j, 1, 4, scratch, per);
     int topk_ok = j.token == 2;
     t1.presence_penalty = 1.5f;
-    j = (sp_sample_job){small, &t1, pen, 2, NULL, 1, 0, NULL, NULL, -1, 0, NULL};
+    j = (sp_sample_job){small, &t1, pen, 2, NULL, 1, 0, NULL, NULL, -1, 0, NULL, 0, NULL, 0, 0, 0};
     be->sample(be, &j, 1, 4, scratch, per);
     check("sample: top_k 1 = greedy; presence penalty shifts it", !(topk_ok && j.token == 1), 0);
     free(logits), free(scratch);
@@ -479,6 +563,8 @@ int main(void) {
     test_rope(&be);
     test_route(&be);
     test_rank();
+    test_sample_weights(&be);
+    test_accept_dist_edges(&be);
     test_sample(&be, sp_threadpool_size(pool));
     sp_threadpool_free(pool);
     printf("%s\n", failures ? "FAILED" : "all OK");

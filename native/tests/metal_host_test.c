@@ -279,7 +279,8 @@ int main(int argc, char **argv) {
     test_moe(SP_MAT_F32, 8, 3, 128, 64, 64, 1, 1e-10); /* Metal: the float GEMV, 4e-4 against the CPU's int8 x */
     test_moe(SP_MAT_Q8, 8, 3, 128, 64, 64, 9, 4e-4);
     test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 0, 5, 4e-4);
-    test_sample(1000);
+    test_sample(1000, 8);
+    test_sample_edges();
     test_barriers();
     sp_gpu *g = sp_gpu_of(&gpu);
     printf("%llu dispatches, %llu barriers, %llu command buffers, %d pipelines\n", (unsigned long long)g->n_commands,

@@ -3,6 +3,7 @@
  *
  *   build/tests/vulkan_ops_test           odd shapes and the real shapes (Qwen3.8-27B, Qwen3.6-35B-A3B)
  *   build/tests/vulkan_ops_test --quick   odd shapes only (run once per subgroup size: LP_NATIVE_VECTOR_WIDTH)
+ *   build/tests/vulkan_ops_test --sample  the sampler alone: the knife edges, and many rows at 1,000 and 248,320 ids
  *
  * Runs on the device SPLASH_VULKAN_DEVICE names, else the first GPU, else a CPU implementation (lavapipe).
  * Tolerances (NMSE): 1e-10 for f32-exact ops (same math, another summation order); the GDN state after a long
@@ -711,7 +712,7 @@ static void test_coop_tuning_file(void) {
 }
 
 int main(int argc, char **argv) {
-    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    bool quick = argc > 1 && !strcmp(argv[1], "--quick"), sample_only = argc > 1 && !strcmp(argv[1], "--sample");
     sp_threadpool *pool;
     if (sp_threadpool_create(0, &pool)) return 1;
     sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cpu_status);
@@ -723,6 +724,15 @@ int main(int argc, char **argv) {
     printf("device: %s, subgroup size %u\n", sp_vulkan_device_name(&gpu), sp_vulkan_subgroup_size(&gpu));
     sp_gpu_of(&gpu)->int_dot_min_bytes = 0; /* every Q4/Q8 GEMV on integer dot products where the device has them */
     double t0 = now();
+    if (sample_only) {
+        test_sample_edges();
+        test_sample(1000, 256);
+        test_sample(248320, 24);
+        printf("time: %.1f s\n", now() - t0);
+        sp_vulkan_backend_destroy(&gpu);
+        sp_threadpool_free(pool);
+        return check_done("vulkan_ops_test --sample");
+    }
 
     /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,
      * the narrow GEMM tile (≤ 16 rows) and the square one. --quick keeps what exercises every reduction at another
@@ -850,7 +860,8 @@ int main(int argc, char **argv) {
      * 0.5 GB of test weights, so the real count at a narrow width, then the real width */
     test_moe(SP_MAT_Q4, 256, 8, 2048, 64, 64, 1, moe_tolerance(SP_MAT_Q4, 64, 64, 1));
     test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 512, 1, moe_tolerance(SP_MAT_Q4, 512, 512, 1));
-    test_sample(1000);
+    test_sample(1000, 32);
+    test_sample_edges();
 
     if (!quick) {
         /* the real shapes: Qwen3.8-27B (hidden 5120, 24/4 heads × 256, GDN 16/48 × 128, intermediate 17408) and
@@ -905,7 +916,7 @@ int main(int argc, char **argv) {
         test_gdn_core(16, 48, 128, 128, 4, 3, 30, true, 3);
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 512, 4, moe_tolerance(SP_MAT_Q4, 512, 512, 4));
         test_moe(SP_MAT_Q8, 32, 8, 2048, 512, 512, 1, moe_tolerance(SP_MAT_Q8, 512, 512, 1));
-        test_sample(248320);
+        test_sample(248320, 6);
     }
     printf("time: %.1f s\n", now() - t0);
     sp_vulkan_backend_destroy(&gpu);

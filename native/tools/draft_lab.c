@@ -16,6 +16,10 @@
  *   4 × decode   four sequences, one row each
  *   4 × verify 8 four sequences' blocks of 8 rows in one step
  *   4 × cycle 8  the same step also drafting 8 for each
+ *   decode, sampled on the GPU / on the host   one row at temperature 0.8, top-k 40, top-p 0.95, min-p 0.05: the
+ *                device's sampler (8 bytes back), and the host's (the row read back: a top-1 log-probability asks for it)
+ *   verify 8, sampled   a block of 8 at that temperature: rejection sampling (p(d) and the bonus token from the
+ *                device's sampler; a rejected row read back for the residual draw)
  *
  * and prints the ratios the speedup model reads (DFlash paper Eq. 1: L = (T_draft + T_verify) / τ per token against
  * T_decode), with the predicted speedup at acceptance lengths τ = 3.4 and 5.5. --draft-shape tiny: a drafter of
@@ -114,6 +118,7 @@ static void write_drafter(const draft_shape *d, int64_t H, const char *dir) {
 }
 
 static const splash_sampling GREEDY = {.top_p = 1, .repetition_penalty = 1};
+static const splash_sampling SAMPLED = {.temperature = 0.8f, .top_p = 0.95f, .top_k = 40, .min_p = 0.05f, .repetition_penalty = 1, .seed = 7};
 
 typedef struct lab {
     splash_model *m;
@@ -123,19 +128,41 @@ typedef struct lab {
 } lab;
 
 /* n sequences (slots 0 … n − 1) of `rows` rows at the context (a plain step when rows = 1, else verify blocks of
- * rows − 1 drafts), each drafting n_next tokens after its sampled one in the same call. */
-static double step(lab *L, int n, int rows, int n_next) {
+ * rows − 1 drafts), each drafting n_next tokens after its sampled one in the same call, sampling by s (with a top-1
+ * log-probability when host is set: that row takes the host's sampler). */
+static double step(lab *L, int n, int rows, int n_next, const splash_sampling *s, bool host) {
     splash_seq seqs[4];
     splash_speculate v[4];
-    int32_t next[4][16];
+    int32_t next[4][16], top_id[4];
+    float top_lp[4];
     for (int i = 0; i < n; i++) {
         v[i] = (splash_speculate){.n_draft = rows - 1, .n_proposed = rows - 1, .n_next = n_next, .next = next[i]};
         seqs[i] = (splash_seq){.slot = i, .n_past = L->context, .n_tokens = rows, .tokens = L->tokens[i],
-                               .pages = L->pages + i * L->pages_per_seq, .n_pages = L->pages_per_seq, .sample = 1, .sampling = GREEDY,
+                               .pages = L->pages + i * L->pages_per_seq, .n_pages = L->pages_per_seq, .sample = 1, .sampling = *s,
+                               .n_top_logprobs = host, .top_ids = &top_id[i], .top_logprobs = &top_lp[i],
                                .speculate = rows > 1 || n_next > 0 ? &v[i] : NULL};
     }
     double t0 = now();
     if (splash_step(L->m, L->c, seqs, n)) die("step");
+    return now() - t0;
+}
+
+/* A verify block of 8 rows at temperature > 0 (rejection sampling needs the drafts' q, so the step before drafts
+ * them: one row at context − 1 drafting 7 after its token), timed alone. */
+static double verify_sampled(lab *L) {
+    int32_t next[16], anchor;
+    splash_speculate v = {.n_next = 7, .next = next};
+    splash_seq a = {.slot = 0, .n_past = L->context - 1, .n_tokens = 1, .tokens = L->tokens[0], .pages = L->pages,
+                    .n_pages = L->pages_per_seq, .sample = 1, .sampling = SAMPLED, .speculate = &v};
+    if (splash_step(L->m, L->c, &a, 1)) die("draft step");
+    anchor = a.token;
+    int32_t block[8] = {anchor};
+    memcpy(block + 1, next, sizeof(int32_t) * 7);
+    splash_speculate w = {.n_draft = 7, .n_proposed = 7};
+    splash_seq b = {.slot = 0, .n_past = L->context, .n_tokens = 8, .tokens = block, .pages = L->pages, .n_pages = L->pages_per_seq,
+                    .sample = 1, .sampling = SAMPLED, .speculate = &w};
+    double t0 = now();
+    if (splash_step(L->m, L->c, &b, 1)) die("verify step");
     return now() - t0;
 }
 
@@ -186,14 +213,16 @@ int main(int argc, char **argv) {
         for (int j = 0; j < 16; j++) L.tokens[i][j] = (int32_t)((i * 7919 + j * 104729 + 13) % info.vocab_size);
 
     /* each figure: a warm-up, then the best of reps */
-    enum { N = 6 };
+    enum { N = 9 };
     double best[N];
-    const char *names[N] = {"decode (1 row)", "verify 8 rows", "verify 8 + draft 8", "4 x decode", "4 x verify 8 rows", "4 x (verify 8 + draft 8)"};
+    const char *names[N] = {"decode (1 row)", "verify 8 rows", "verify 8 + draft 8", "4 x decode", "4 x verify 8 rows",
+                            "4 x (verify 8 + draft 8)", "decode, sampled on the GPU", "decode, sampled on the host",
+                            "verify 8 rows, sampled"};
     for (int k = 0; k < N; k++) {
         best[k] = 1e30;
-        int n = k < 3 ? 1 : 4, rows = k % 3 ? 8 : 1, n_next = k % 3 == 2 ? 8 : 0;
+        int n = k >= 3 && k < 6 ? 4 : 1, rows = k < 6 && k % 3 ? 8 : 1, n_next = k < 6 && k % 3 == 2 ? 8 : 0;
         for (int r = 0; r <= reps; r++) {
-            double s = step(&L, n, rows, n_next);
+            double s = k == 8 ? verify_sampled(&L) : step(&L, n, rows, n_next, k < 6 ? &GREEDY : &SAMPLED, k == 7);
             if (r > 0) best[k] = fmin(best[k], s);
         }
     }
@@ -211,8 +240,9 @@ int main(int argc, char **argv) {
                tau * best[0] / best[2], tau * best[3] / best[5]);
     }
     printf("{\"lab\":\"draft\",\"layers\":%d,\"quant\":\"%s\",\"context\":%d,\"decode_ms\":%.3f,\"verify8_ms\":%.3f,\"draft8_ms\":%.3f,"
-           "\"decode4_ms\":%.3f,\"verify4x8_ms\":%.3f,\"draft4x8_ms\":%.3f}\n", info.n_layers, quant_name, context, best[0] * 1e3,
-           best[1] * 1e3, draft1 * 1e3, best[3] * 1e3, best[4] * 1e3, draft4 * 1e3);
+           "\"decode4_ms\":%.3f,\"verify4x8_ms\":%.3f,\"draft4x8_ms\":%.3f,\"decode_sampled_gpu_ms\":%.3f,"
+           "\"decode_sampled_host_ms\":%.3f,\"verify8_sampled_ms\":%.3f}\n", info.n_layers, quant_name, context, best[0] * 1e3,
+           best[1] * 1e3, draft1 * 1e3, best[3] * 1e3, best[4] * 1e3, draft4 * 1e3, best[6] * 1e3, best[7] * 1e3, best[8] * 1e3);
     splash_cache_free(L.c);
     splash_model_free(L.m);
     free(L.pages);

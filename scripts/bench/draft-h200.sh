@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What speculative decoding costs on one NVIDIA H200 (the device tool's nvidia-h200), with no Bun there: builds
 # libsplash's C sources with the Vulkan backend (gpu-common.sh), checks the kernels against the CPU backend
-# (vulkan_ops_test --quick, with the drafters' attention_ext), writes vulkan_bench's sparse Qwen3.8-27B (64 layers, q4)
+# (vulkan_ops_test --quick, with the drafters' attention_ext; --sample: the device's sampled tokens against the CPU's,
+# at the 248,320-token vocabulary too), writes vulkan_bench's sparse Qwen3.8-27B (64 layers, q4)
 # and measures its decode step, then draft_lab on it: a verify block of 8 rows, the same step also drafting the next 8
 # (one speculative cycle, one call; the draft's cost is the difference) and four sequences of each against one decode
-# step, with the speedups they predict at τ = 3.4 and 5.5; and ttft_lab on splash-tiny (models/ travels with the tree):
+# step, with the speedups they predict at τ = 3.4 and 5.5, a decode step sampled at temperature > 0 on the device and on
+# the host, and a verify block at temperature > 0; and ttft_lab on splash-tiny (models/ travels with the tree):
 # the first token of an 8K-token prompt whose prefix the prefix cache holds against the prompt computed whole.
 #
 #   carry:  .gl and build/gen, as gpu-h200.sh says
@@ -31,6 +33,10 @@ fi
 stage "kernels against the CPU backend (quick set, with attention_ext)"
 timeout 90 "$B/vulkan_ops_test" --quick > "$OUT/ops.log" 2>&1
 echo "exit $?"; grep -E "device|NOT OK|checks|attention_ext" "$OUT/ops.log"
+
+stage "the sampler against the CPU's, token for token (knife edges; 1,000 and 248,320 ids)"
+timeout 120 "$B/vulkan_ops_test" --sample > "$OUT/sample.log" 2>&1
+echo "exit $?"; grep -E "NOT OK|checks|time" "$OUT/sample.log"
 
 stage "the target: vulkan_bench's sparse checkpoint and its decode step"
 timeout 200 "$B/vulkan_bench" --shape "$SHAPE" --quant q4 --dir /tmp/splash-vulkan-bench $BENCH_ARGS > "$OUT/bench.log" 2>&1

@@ -2,8 +2,10 @@
 # One device call for the whole GPU picture on one NVIDIA H200 (the device tool's nvidia-h200), for a lease too short
 # for each script's own call: gpu-h200.sh (kernels against the CPU backend, dispatch costs, the whole models' prefill
 # and decode rows; its SPLASH_GPU_* settings pass through), then on the library it built and the 27B checkpoint it
-# wrote: vulkan_prefill_lab's Gated DeltaNet rows (token loop against chunks, 27B and 35B-A3B heads) and draft_lab
-# (a verify block of 8, a DFlash draft of 8 and 4 × 8 against one decode step). Every log comes back in one archive.
+# wrote: vulkan_prefill_lab's Gated DeltaNet rows (token loop against chunks, 27B and 35B-A3B heads), the device's
+# sampled tokens against the CPU's (vulkan_ops_test --sample) and draft_lab (a verify block of 8, a DFlash draft of 8 and
+# 4 × 8 against one decode step; a step sampled at temperature > 0 on the device and on the host; a sampled verify
+# block). Every log comes back in one archive.
 #
 #   carry:  .gl and build/gen, as gpu-h200.sh says
 #   run:    bash scripts/bench/gpu-all-h200.sh      (SPLASH_ALL_PARTS="gpu gdn draft" picks the parts)
@@ -32,7 +34,10 @@ for part in $PARTS; do
       echo "exit $?"; grep -vE "^\s*$" "$LOGS/gdn-$m.log" | tail -12
     done ;;
   draft)
-    gpu_build tools/draft_lab tools/vulkan_bench > /dev/null
+    gpu_build tools/draft_lab tools/vulkan_bench tests/vulkan_ops_test > /dev/null
+    stage "the sampler against the CPU's, token for token (knife edges; 1,000 and 248,320 ids)"
+    timeout 120 "$B/vulkan_ops_test" --sample > "$LOGS/sample.log" 2>&1
+    echo "exit $?"; grep -E "NOT OK|checks|time" "$LOGS/sample.log"
     shape=$([ "$SMOKE" = 1 ] && echo tiny || echo 27b)
     target=$(ls -d /tmp/splash-vulkan-bench/"$shape"-*l 2>/dev/null | head -1)
     if [ -z "$target" ]; then

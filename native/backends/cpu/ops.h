@@ -67,9 +67,10 @@ void sp_rmsnorm_rows_avx512(float *y, const float *x, const float *z, const floa
 /* Σ x² in double (norm_avx2.c): four lanes in two chains, then the tail in order. */
 double sp_sum_squares_avx2(const float *x, int64_t n);
 
-/* Sampling's exp passes over a logits row (sample_avx2.c): Σ exp((z − mx)·scale), and w = exp((z − mx)·scale). */
+/* Sampling's exp passes over a logits row (sample_avx2.c): Σ exp((z − mx)·scale), and the weights
+ * w = sp_sample_exp((z − mx)·inv_t) (core/sampling.h: the same bits as the scalar form). */
 double sp_sum_exp_avx2(const float *z, int32_t n, float mx, float scale);
-void sp_exp_weights_avx2(float *w, const float *z, int32_t n, float mx, float scale);
+void sp_sample_weights_avx2(float *w, const float *z, int32_t n, float mx, float inv_t);
 
 /* ---- attention (attention.c; attention_avx2.c) ----
  * The arithmetic every path follows, so that a query row's output depends only on its own inputs (batch and chunk

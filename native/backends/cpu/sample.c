@@ -7,16 +7,16 @@
  *   allowed mask or the model's token mask (unused tokenizer ids) → −inf (core/sampling.c, which speculative
  *   acceptance shares).
  *   logprobs (returned) = log_softmax(z): after penalties and mask, before temperature and truncation.
- *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T); keep the top_k largest; keep
- *   the smallest most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u ∈ [0, 1) from
- *   (seed, position) and walk the kept tokens (in the order the filters leave them) until their running mass passes
- *   u · total. The top-N alternatives are the N most likely ids that could have been chosen (fewer when the masks
- *   leave fewer). The draw depends on nothing but (seed, position) and the row, so a sequence samples the same alone or
- *   batched.
+ *   temperature 0 → argmax z (lowest id on ties). Otherwise w = exp((z − max z) / T) and each token's integer mass
+ *   (core/sampling.h: exact arithmetic, so a GPU draws the same token); keep the top_k largest; keep the smallest
+ *   most-likely set whose mass reaches top_p; drop w < min_p · max w; draw u from (seed, stream, position) and walk the kept
+ *   tokens in id order until their running mass passes u · total; a probed token's mass and the kept total give its
+ *   probability (speculative acceptance's p(d)). The top-N alternatives are the N most likely ids
+ *   that could have been chosen (fewer when the masks leave fewer). The draw depends on nothing but (seed, position)
+ *   and the row, so a sequence samples the same alone or batched, on any backend.
  *
  * Cost is a few passes over the vocabulary (248K entries for Qwen3.5): the exp passes have an AVX2 form
- * (sample_avx2.c), and nothing sorts the vocabulary: top-k is a quickselect, top-p bins the weights by their float
- * exponent and sorts only the bin where the cut falls. */
+ * (sample_avx2.c), and nothing sorts the vocabulary (the cuts: sp_sample_kept in core/sampling.c). */
 #include "ops.h"
 
 #include "core/error.h"
@@ -26,65 +26,16 @@
 #include <string.h>
 
 
-enum { BINS = 2048 };
-
 uint64_t sp_sample_scratch_bytes(int32_t vocab) {
     uint64_t v = (uint64_t)vocab;
-    return v * (2 * sizeof(float) + sizeof(int32_t)) + (v + 31) / 32 * sizeof(uint32_t) + BINS * sizeof(double) + 64;
-}
-
-/* splitmix64 finalizer over (seed, position): a counter-based generator, no state between calls. */
-static double uniform01(uint64_t seed, uint64_t position) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (position + 1);
-    for (int i = 0; i < 2; i++) {
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-    }
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-/* Bin of a weight in (0, 1]: its exponent and top 3 mantissa bits, 0 for the largest weights. */
-static inline int32_t bin_of(float w) {
-    uint32_t bits;
-    memcpy(&bits, &w, sizeof bits);
-    int32_t b = (int32_t)((127u << 3) - (bits >> 20)); /* (exponent, 3 mantissa bits) counted down from 1.0 */
-    return b < 0 ? 0 : b >= BINS ? BINS - 1 : b;
-}
-
-/* Keeps the smallest most-likely subset of idx[0..c) whose weight reaches `need`, moved to the front; returns its
- * size. Bins by weight, takes whole bins from the top, then sorts only the bin where the mass crosses `need`. */
-static int64_t nucleus(int32_t *idx, int64_t c, const float *w, double need, double *mass) {
-    memset(mass, 0, sizeof(double) * BINS);
-    for (int64_t i = 0; i < c; i++) mass[bin_of(w[idx[i]])] += w[idx[i]];
-    double cum = 0;
-    int32_t cut = 0;
-    while (cut < BINS - 1 && cum + mass[cut] < need) cum += mass[cut++];
-    int64_t above = 0; /* tokens in bins before `cut` go first, then the cut bin's tokens */
-    for (int64_t i = 0; i < c; i++)
-        if (bin_of(w[idx[i]]) < cut) {
-            int32_t t = idx[above];
-            idx[above++] = idx[i];
-            idx[i] = t;
-        }
-    int64_t in_cut = above;
-    for (int64_t i = above; i < c; i++)
-        if (bin_of(w[idx[i]]) == cut) {
-            int32_t t = idx[in_cut];
-            idx[in_cut++] = idx[i];
-            idx[i] = t;
-        }
-    sp_rank_sort(idx + above, in_cut - above, w);
-    int64_t keep = above;
-    while (keep < in_cut && cum < need) cum += w[idx[keep++]];
-    return keep > 0 ? keep : 1;
+    return v * (2 * sizeof(float) + sizeof(int32_t)) + (v + 31) / 32 * sizeof(uint32_t) + SP_SAMPLE_BINS * sizeof(uint64_t) + 64;
 }
 
 /* The two exp passes over a row (logsumexp for the logprobs; sampling weights), per ISA. Masked tokens hold −inf
  * and give 0. */
 typedef struct {
     double (*sum_exp)(const float *z, int32_t n, float mx, float scale);          /* Σ exp((z − mx) · scale) */
-    void (*exp_weights)(float *w, const float *z, int32_t n, float mx, float scale); /* w = exp((z − mx) · scale) */
+    void (*weights)(float *w, const float *z, int32_t n, float mx, float inv_t); /* w = sp_sample_exp((z − mx) · inv_t) */
 } exp_kernels;
 
 static double sum_exp_scalar(const float *z, int32_t n, float mx, float scale) {
@@ -93,8 +44,8 @@ static double sum_exp_scalar(const float *z, int32_t n, float mx, float scale) {
     return s;
 }
 
-static void exp_weights_scalar(float *w, const float *z, int32_t n, float mx, float scale) {
-    for (int32_t i = 0; i < n; i++) w[i] = expf((z[i] - mx) * scale);
+static void weights_scalar(float *w, const float *z, int32_t n, float mx, float inv_t) {
+    for (int32_t i = 0; i < n; i++) w[i] = sp_sample_exp((z[i] - mx) * inv_t);
 }
 
 /* Returns 0 when the mask allows no token. */
@@ -103,7 +54,7 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     float *z = (float *)scratch, *w = z + V;
     int32_t *idx = (int32_t *)(w + V);
     uint32_t *seen = (uint32_t *)(idx + V);
-    double *bins = (double *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
+    uint64_t *bins = (uint64_t *)(((uintptr_t)(seen + (V + 31) / 32) + 7) & ~(uintptr_t)7);
     sp_sampling_row(z, job->logits, V, s, job->penalty_tokens, job->n_penalty, job->allowed, job->tokens, seen);
     int32_t arg = 0;
     float mx = z[0];
@@ -112,68 +63,30 @@ static int sample_one(sp_sample_job *job, int32_t V, uint8_t *scratch, const exp
     if (mx == -INFINITY) return 0;
     float lse = mx + (float)log(ex->sum_exp(z, V, mx, 1.0f));
 
-    int32_t token = arg;
+    int32_t token = arg, d = job->probe ? *job->probe : -1;
+    job->probe_mass = d == arg, job->kept_mass = 1;
     if (s->temperature > 0) {
         float inv_t = 1.0f / s->temperature;
-        ex->exp_weights(w, z, V, mx, inv_t);
-        /* candidates: tokens of non-zero weight. With top_p alone, a token below (1 − top_p)·total / V cannot be in
-         * the nucleus (all of them together weigh less than what top_p leaves out), so the filter drops most of a
-         * peaked distribution before any selection. */
-        float floor_w = 0;
-        double all = 0; /* total weight of every token, when top_p applies to all of them */
-        if (s->top_p < 1 && s->top_k <= 0) {
-            all = ex->sum_exp(z, V, mx, inv_t);
-            floor_w = (float)((1 - s->top_p) * all / V);
-        }
-        int64_t c = 0; /* ≥ keeps the most likely token when top_p = 0 makes the floor the mean weight */
-        for (int32_t t = 0; t < V; t++)
-            if (w[t] > 0 && w[t] >= floor_w) idx[c++] = t;
-        int sorted = 0;
-        if (s->top_k > 0 && s->top_k < c) {
-            if (s->top_k <= 64) { /* one scan keeping the best k in order: few insertions after the first rows */
-                int32_t k = s->top_k, have = 0;
-                for (int64_t i = 0; i < c; i++) {
-                    int32_t t = idx[i];
-                    if (have == k && !sp_rank_before(w, t, idx[k - 1])) continue;
-                    int32_t at = have < k ? have++ : k - 1;
-                    while (at > 0 && sp_rank_before(w, t, idx[at - 1])) idx[at] = idx[at - 1], at--;
-                    idx[at] = t;
-                }
-            } else {
-                sp_rank_select(idx, c, s->top_k, w);
-                sp_rank_sort(idx, s->top_k, w);
+        ex->weights(w, z, V, mx, inv_t);
+        int64_t c = sp_sample_kept(w, V, s, idx, bins);
+        /* the draw walks the kept ids in id order, which a GPU does without sorting them (kernels/sample.comp) */
+        memset(seen, 0, sizeof(uint32_t) * (size_t)((V + 31) / 32));
+        uint64_t total = 0;
+        for (int64_t i = 0; i < c; i++) total += sp_sample_mass(w[idx[i]]), seen[idx[i] >> 5] |= 1u << (idx[i] & 31);
+        uint64_t r = sp_sample_point(sp_sample_u53(s->seed, job->stream, job->position), total), cum = 0;
+        job->probe_mass = d >= 0 && d < V && (seen[d >> 5] >> (d & 31) & 1) ? sp_sample_mass(w[d]) : 0;
+        job->kept_mass = total;
+        token = -1;
+        for (int32_t b = 0; b < (V + 31) / 32 && token < 0; b++)
+            for (uint32_t bits = seen[b]; bits && token < 0; bits &= bits - 1) {
+                int32_t t = b * 32 + __builtin_ctz(bits);
+                cum += sp_sample_mass(w[t]);
+                if (r < cum) token = t;
             }
-            c = s->top_k;
-            sorted = 1;
-        }
-        if (s->top_p < 1) {
-            double total = all; /* after top_k, top_p is relative to the kept tokens */
-            if (total == 0)
-                for (int64_t i = 0; i < c; i++) total += w[idx[i]];
-            double need = s->top_p * total, cum = 0;
-            if (sorted) {
-                int64_t keep = 0;
-                while (keep < c && cum < need) cum += w[idx[keep++]];
-                c = keep > 0 ? keep : 1;
-            } else {
-                c = nucleus(idx, c, w, need, bins);
-            }
-        }
-        if (s->min_p > 0) c = sp_min_p_keep(idx, c, w, s->min_p);
-        double total = 0;
-        for (int64_t i = 0; i < c; i++) total += w[idx[i]];
-        double r = uniform01(s->seed, job->position) * total, cum = 0;
-        token = idx[c - 1];
-        for (int64_t i = 0; i < c; i++) {
-            cum += w[idx[i]];
-            if (r < cum) {
-                token = idx[i];
-                break;
-            }
-        }
     }
     job->token = token;
     job->logprob = z[token] - lse;
+    job->probe_logprob = d >= 0 && d < V ? z[d] - lse : -INFINITY;
 
     /* top-N by z: keep a best-first list of N while scanning; masked ids are no alternative (−1 fills the rest) */
     int32_t n = job->n_top, have = 0;
@@ -208,9 +121,9 @@ static void sample_jobs(void *ctx, int64_t b, int64_t e, int thread) {
 
 splash_status sp_cpu_sample(const sp_backend *be, sp_sample_job *jobs, int32_t n_jobs, int32_t vocab, void *scratch,
                             uint64_t scratch_bytes_per_thread) {
-    sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, {sum_exp_scalar, exp_weights_scalar}, 0};
+    sample_args a = {jobs, vocab, scratch, scratch_bytes_per_thread, {sum_exp_scalar, weights_scalar}, 0};
 #if defined(__x86_64__)
-    if (sp_backend_avx2(be)) a.ex = (exp_kernels){sp_sum_exp_avx2, sp_exp_weights_avx2};
+    if (sp_backend_avx2(be)) a.ex = (exp_kernels){sp_sum_exp_avx2, sp_sample_weights_avx2};
 #endif
     if (n_jobs == 1) sample_jobs(&a, 0, 1, 0);
     else sp_cpu_for(be, n_jobs, sample_jobs, &a);

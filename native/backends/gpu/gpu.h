@@ -205,7 +205,7 @@ struct sp_gpu {
     uint64_t x8_bytes;
     sp_gpu_range x8_of;
     uint32_t x8_cols;
-    void *stats;
+    void *sampled; /* what sample.comp writes for each row it samples (ops_sample.c), up to 64 rows */
     void *gdn_work;            /* the chunked Gated DeltaNet's per-chunk products (gdn_chunked.comp) */
     uint64_t gdn_work_bytes;
     sp_gpu_expert_table expert_tables[SP_GPU_MAX_EXPERT_TABLES];

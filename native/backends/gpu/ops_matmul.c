@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 /* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
@@ -103,6 +104,13 @@ static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t 
     return *buf;
 }
 
+/* The GEMM kernels' push constants: matmul_tiled.comp's end before k_split, matmul_coopmat.comp's take it all. */
+typedef struct gemm_push {
+    uint64_t w, x, y;
+    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
+    uint64_t parts;
+} gemm_push;
+
 /* Column splits of a cooperative-matrix GEMM of `tiles` workgroups: enough that about 512 workgroups run (what keeps
  * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
  * each over at least 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
@@ -156,11 +164,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
                         &write, 1, NULL);
         return;
     }
-    struct {
-        uint64_t w, x, y;
-        uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
-        uint64_t parts;
-    } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
+    gemm_push p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
     /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
     bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
     if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
@@ -216,7 +220,9 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
     }
-    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &write, 1, NULL);
+    /* the tiled kernel's push block ends before the cooperative-matrix one's k_split */
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, coop ? sizeof p : offsetof(gemm_push, k_split), groups, reads, 2,
+                    &write, 1, NULL);
 }
 
 static void gpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {

@@ -38,7 +38,7 @@ test.skipIf(!Bun.which("glslangValidator"))("the generator embeds every kernel a
   expect(g).not.toBeNull();
   const c = readFileSync(g!.source, "utf8");
   const ids = readFileSync(join(g!.tables, "../gpu_kernels.h"), "utf8");
-  for (const k of ["matmul_q4", "matmul4_bf16", "moe_pair_gate_up_q8", "attend", "gdn", "moe_plan", "sample_stats", "stream"]) {
+  for (const k of ["matmul_q4", "matmul4_bf16", "moe_pair_gate_up_q8", "attend", "gdn", "moe_plan", "sample", "stream"]) {
     expect(ids).toContain(`SP_GPU_${k.toUpperCase()} =`);
     expect(c).toContain(`[SP_GPU_${k.toUpperCase()}] = {spv_${k}, `);
   }
