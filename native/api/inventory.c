@@ -21,7 +21,7 @@ _Static_assert(SPLASH_MAX_DIMS == SP_MAX_DIMS, "splash.h's SPLASH_MAX_DIMS is th
 struct splash_inventory {
     int64_t n;
     char **names;
-    int32_t *parts, *ndims;
+    int32_t *parts, *kinds, *ndims;
     int64_t (*shapes)[SPLASH_MAX_DIMS];
     uint64_t (*bytes)[SPLASH_N_WEIGHT_TYPES];
     uint64_t kv[3], slot, drafter_kv[3], drafter_slot; /* splash_inventory_state's, by SPLASH_KV_* */
@@ -30,7 +30,7 @@ struct splash_inventory {
 void splash_inventory_free(splash_inventory *inv) {
     if (!inv) return;
     for (int64_t i = 0; i < inv->n; i++) free(inv->names[i]);
-    free(inv->names), free(inv->parts), free(inv->ndims), free(inv->shapes), free(inv->bytes);
+    free(inv->names), free(inv->parts), free(inv->kinds), free(inv->ndims), free(inv->shapes), free(inv->bytes);
     free(inv);
 }
 
@@ -49,13 +49,15 @@ static splash_status collect(splash_inventory *inv, const sp_checkpoint *ck, siz
     if (names) inv->names = names;
     int32_t *parts = realloc(inv->parts, sizeof *parts * (size_t)n);
     if (parts) inv->parts = parts;
+    int32_t *kinds = realloc(inv->kinds, sizeof *kinds * (size_t)n);
+    if (kinds) inv->kinds = kinds;
     int32_t *ndims = realloc(inv->ndims, sizeof *ndims * (size_t)n);
     if (ndims) inv->ndims = ndims;
     int64_t(*shapes)[SPLASH_MAX_DIMS] = realloc(inv->shapes, sizeof *shapes * (size_t)n);
     if (shapes) inv->shapes = shapes;
     uint64_t(*bytes)[SPLASH_N_WEIGHT_TYPES] = realloc(inv->bytes, sizeof *bytes * (size_t)n);
     if (bytes) inv->bytes = bytes;
-    if (!names || !parts || !ndims || !shapes || !bytes) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!names || !parts || !kinds || !ndims || !shapes || !bytes) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     static const sp_mtype TYPES[SPLASH_N_WEIGHT_TYPES] = {
         [SPLASH_WEIGHT_BF16] = SP_MAT_BF16, [SPLASH_WEIGHT_Q8] = SP_MAT_Q8,     [SPLASH_WEIGHT_Q4] = SP_MAT_Q4,
         [SPLASH_WEIGHT_MLX4] = SP_MAT_MLX4, [SPLASH_WEIGHT_MLX8] = SP_MAT_MLX8,
@@ -64,6 +66,8 @@ static splash_status collect(splash_inventory *inv, const sp_checkpoint *ck, siz
         const sp_tensor *t = sp_checkpoint_tensor(ck, i);
         if (!(inv->names[inv->n] = strdup(t->name))) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
         inv->parts[inv->n] = part;
+        if ((inv->kinds[inv->n] = sp_checkpoint_use(ck, i)) < 0)
+            return SP_FAIL(SPLASH_ERR_INTERNAL, "tensor %s: its loader did not say what it took it as", t->name);
         inv->ndims[inv->n] = t->ndim;
         memset(inv->shapes[inv->n], 0, sizeof inv->shapes[inv->n]);
         memcpy(inv->shapes[inv->n], t->shape, sizeof(int64_t) * (size_t)t->ndim);
@@ -97,7 +101,7 @@ static splash_status describe(splash_inventory *inv, sp_backend *be, sp_threadpo
     sp_checkpoint *ck;
     splash_status st = sp_checkpoint_declare("(the config given)", config_json, present, &ck);
     sp_qwen35 *m = NULL;
-    if (!st) st = sp_qwen35_load(ck, be, SPLASH_QUANT_NONE, 1, &m); /* m owns ck */
+    if (!st) st = sp_qwen35_load(ck, be, NULL, 1, &m); /* m owns ck */
     if (st) return st;
     sp_draft_target t;
     sp_qwen35_draft_target(m, &t);
@@ -158,10 +162,11 @@ splash_status splash_inventory_create(const char *config_json, int32_t drafter_k
 
 int64_t splash_inventory_count(const splash_inventory *inv) { return inv ? inv->n : 0; }
 
-const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *ndim, int64_t *shape,
-                                    uint64_t *bytes) {
+const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *kind, int32_t *ndim,
+                                    int64_t *shape, uint64_t *bytes) {
     if (!inv || i < 0 || i >= inv->n) return NULL;
     if (part) *part = inv->parts[i];
+    if (kind) *kind = inv->kinds[i];
     if (ndim) *ndim = inv->ndims[i];
     if (shape) memcpy(shape, inv->shapes[i], sizeof inv->shapes[i]);
     if (bytes) memcpy(bytes, inv->bytes[i], sizeof inv->bytes[i]);

@@ -78,19 +78,47 @@ static void describe_backend(const sp_backend *be, char *out, size_t cap) {
     else snprintf(out, cap, "%s", be->name);
 }
 
+const char *splash_tensor_kind_name(int32_t kind) {
+    static const char *const NAMES[SPLASH_N_TENSOR_KINDS] = {
+        [SPLASH_KIND_EMBED] = "embed",
+        [SPLASH_KIND_LM_HEAD] = "lm_head",
+        [SPLASH_KIND_NORM] = "norm",
+        [SPLASH_KIND_ATTN_PROJ] = "attn_proj",
+        [SPLASH_KIND_GDN_PROJ] = "gdn_proj",
+        [SPLASH_KIND_GDN_GATE_PROJ] = "gdn_gate_proj",
+        [SPLASH_KIND_GDN_CONV] = "gdn_conv",
+        [SPLASH_KIND_GDN_PARAM] = "gdn_param",
+        [SPLASH_KIND_MLP] = "mlp",
+        [SPLASH_KIND_MOE_ROUTER] = "moe_router",
+        [SPLASH_KIND_MOE_EXPERTS] = "moe_experts",
+        [SPLASH_KIND_SHARED_EXPERT] = "shared_expert",
+        [SPLASH_KIND_SHARED_EXPERT_GATE] = "shared_expert_gate",
+        [SPLASH_KIND_MTP_FC] = "mtp_fc",
+        [SPLASH_KIND_VISION] = "vision",
+        [SPLASH_KIND_DFLASH] = "dflash",
+    };
+    return kind >= 0 && kind < SPLASH_N_TENSOR_KINDS ? NAMES[kind] : NULL;
+}
+
 splash_status splash_model_load(const char *dir, const splash_load_options *opts, splash_model **out) {
     if (!out) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: out is NULL");
     *out = NULL;
     if (!dir) return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_model_load: dir is NULL");
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, 0, SPLASH_BACKEND_AUTO, 0, NULL};
+    splash_load_options o = {sizeof o, NULL, 0, 0, SPLASH_BACKEND_AUTO, 0, NULL};
     if (opts) {
         if (opts->struct_size < sizeof o)
             return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "splash_load_options.struct_size %u < %zu: rebuild the binding",
                            opts->struct_size, sizeof o);
         o = *opts;
     }
-    if (o.quant < SPLASH_QUANT_NONE || o.quant > SPLASH_QUANT_Q4)
-        return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "quant %d: expected 0 (none), 1 (q8) or 2 (q4)", o.quant);
+    for (int32_t k = 0; o.quant && k < SPLASH_N_TENSOR_KINDS; k++) {
+        if (o.quant[k] < SPLASH_QUANT_NONE || o.quant[k] > SPLASH_QUANT_Q4)
+            return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "quant[%s] %d: expected 0 (none), 1 (q8) or 2 (q4)",
+                           splash_tensor_kind_name(k), o.quant[k]);
+        if (k == SPLASH_KIND_VISION && o.quant[k] != SPLASH_QUANT_NONE)
+            return SP_FAIL(SPLASH_ERR_UNSUPPORTED, "quant[vision] %d: the vision tower computes in f32 from its weights as "
+                           "stored (0, none)", o.quant[k]);
+    }
     if (o.n_threads < 0 || o.n_threads > 1024)
         return SP_FAIL(SPLASH_ERR_INVALID_ARGUMENT, "n_threads %d: expected 0 (every core) .. 1024", o.n_threads);
     if (o.max_step_tokens < 0 || o.max_step_tokens > (1 << 20))

@@ -111,7 +111,7 @@ typedef struct sp_dflash {
     const sp_matrix *embed, *lm_head;
     const sp_backend *be;
     sp_checkpoint *ck;
-    int32_t quant;
+    const int32_t *quant;
     int32_t *host_ints;                      /* (2N): tokens and positions, written to s.tokens and s.pos */
     float *host_logits;                      /* (LOGIT_ROWS, vocab): the rows pick reads */
     /* DFlash2's selector, on the host: [prev, candidates] (1 + top_k), their scores (top_k), the codebook rows
@@ -304,18 +304,18 @@ static splash_status parse_config(const sp_checkpoint *ck, const sp_draft_target
 static const char *lname(sp_loader *L, int32_t i, const char *suffix) { return sp_load_name(L, "layers.%d.%s", i, suffix); }
 
 static splash_status matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, sp_matrix *out) {
-    return sp_load_matrix(L, name, rows, cols, true, out);
+    return sp_load_matrix(L, name, rows, cols, SPLASH_KIND_DFLASH, out);
 }
 
 static splash_status vector(sp_loader *L, const char *name, int64_t n, const float **out) {
-    return sp_load_vector(L, name, n, 1, &n, 0.0f, out);
+    return sp_load_vector(L, name, SPLASH_KIND_DFLASH, n, 1, &n, 0.0f, out);
 }
 
 static splash_status conv(sp_loader *L, const dflash_config *c, int32_t i, const char *which, dflash_conv *out) {
     int64_t H = c->hidden_size, K = c->conv_kernel, proj_rows = 2 * K * (H / c->conv_group);
     splash_status st = matrix(L, sp_load_name(L, "layers.%d.%s.kernel_projection.weight", i, which), proj_rows, H, &out->proj);
     if (st) return st;
-    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
+    return sp_load_vector(L, sp_load_name(L, "layers.%d.%s.base_kernel", i, which), SPLASH_KIND_DFLASH, 2 * K * H, 3, (int64_t[]){2, K, H}, 0.0f,
                           &out->base);
 }
 

@@ -31,7 +31,7 @@ typedef struct sp_draft_target {
     int32_t n_tokens;               /* rows a draft may be: ids below n_tokens ... */
     const uint32_t *token_mask;     /* ... set here, or all of them when NULL (sp_qwen35_set_tokens) */
     float rms_norm_eps;
-    int32_t quant;                  /* SPLASH_QUANT_*: the drafter's matrices follow the target's */
+    const int32_t *quant;           /* [SPLASH_N_TENSOR_KINDS] SPLASH_QUANT_*: the drafter's matrices follow the target's */
     int32_t max_step_tokens;        /* rows one step carries: ingest is sized for it */
 } sp_draft_target;
 

@@ -79,22 +79,25 @@ splash_status sp_load_keep(sp_loader *L, const char *name, sp_matrix *m, void *o
     return SPLASH_OK;
 }
 
-splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, bool quantizable, sp_matrix *out) {
+splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, int32_t kind, sp_matrix *out) {
     void *owned = NULL;
-    sp_quant q = quantizable ? (sp_quant)L->quant : SP_QUANT_NONE;
+    if (kind < 0 || kind >= SPLASH_N_TENSOR_KINDS)
+        return SP_FAIL(SPLASH_ERR_INTERNAL, "tensor %s: kind %d is no SPLASH_KIND_*", t->name, kind);
+    sp_quant q = L->quant ? (sp_quant)L->quant[kind] : SP_QUANT_NONE;
+    sp_checkpoint_note_use(L->ck, t, kind);
     splash_status st = sp_matrix_from_tensor(L->pool, t, q, out, &owned);
     return st ? st : sp_load_keep(L, t->name, out, owned);
 }
 
-splash_status sp_load_matrix_nd(sp_loader *L, const char *name, int32_t ndim, const int64_t *shape, bool quantizable,
+splash_status sp_load_matrix_nd(sp_loader *L, const char *name, int32_t ndim, const int64_t *shape, int32_t kind,
                                 sp_matrix *out) {
     const sp_tensor *t;
     splash_status st = sp_checkpoint_require(L->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
-    return st ? st : sp_load_tensor(L, t, quantizable, out);
+    return st ? st : sp_load_tensor(L, t, kind, out);
 }
 
-splash_status sp_load_matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
-    return sp_load_matrix_nd(L, name, 2, (int64_t[]){rows, cols}, quantizable, out);
+splash_status sp_load_matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, int32_t kind, sp_matrix *out) {
+    return sp_load_matrix_nd(L, name, 2, (int64_t[]){rows, cols}, kind, out);
 }
 
 splash_status sp_load_floats(sp_loader *L, int64_t n, float **out) {
@@ -108,13 +111,14 @@ splash_status sp_load_floats(sp_loader *L, int64_t n, float **out) {
     return SPLASH_OK;
 }
 
-splash_status sp_load_vector(sp_loader *L, const char *name, int64_t n, int32_t ndim, const int64_t *shape, float add,
-                             const float **out) {
+splash_status sp_load_vector(sp_loader *L, const char *name, int32_t kind, int64_t n, int32_t ndim, const int64_t *shape,
+                             float add, const float **out) {
     const sp_tensor *t;
     sp_matrix v;
     void *owned = NULL;
     float *dst = NULL;
     splash_status st = sp_checkpoint_require(L->ck, name, SP_DTYPES_FLOAT, ndim, shape, &t);
+    if (!st) sp_checkpoint_note_use(L->ck, t, kind);
     if (!st) st = sp_matrix_from_tensor(NULL, t, SP_QUANT_NONE, &v, &owned); /* as stored: nothing is copied */
     if (!st) st = sp_load_floats(L, n, &dst);
     if (st) return st;
@@ -126,12 +130,13 @@ splash_status sp_load_vector(sp_loader *L, const char *name, int64_t n, int32_t 
 
 splash_status sp_load_experts(sp_loader *L, const char *prefix, int32_t E, int32_t top_k, int64_t H, int64_t Im,
                               sp_matrix *views, sp_moe_experts *out) {
-    *out = (sp_moe_experts){views, views + E, views + 2 * E, E, top_k, H, Im};
+    *out = (sp_moe_experts){.gate = views, .up = views + E, .down = views + 2 * E, .n_experts = E, .top_k = top_k, .hidden = H, .inter = Im};
+    const int32_t kind = SPLASH_KIND_MOE_EXPERTS;
     splash_status st;
     if (sp_checkpoint_find(L->ck, sp_load_name(L, "%sgate_up_proj", prefix))) {
         sp_matrix gate_up, down;
-        if ((st = sp_load_matrix_nd(L, L->name, 3, (int64_t[]){E, 2 * Im, H}, true, &gate_up)) ||
-            (st = sp_load_matrix_nd(L, sp_load_name(L, "%sdown_proj", prefix), 3, (int64_t[]){E, H, Im}, true, &down)))
+        if ((st = sp_load_matrix_nd(L, L->name, 3, (int64_t[]){E, 2 * Im, H}, kind, &gate_up)) ||
+            (st = sp_load_matrix_nd(L, sp_load_name(L, "%sdown_proj", prefix), 3, (int64_t[]){E, H, Im}, kind, &down)))
             return st;
         for (int32_t e = 0; e < E; e++) {
             views[e] = sp_matrix_rows(&gate_up, e * 2 * Im, Im);
@@ -141,9 +146,9 @@ splash_status sp_load_experts(sp_loader *L, const char *prefix, int32_t E, int32
         return SPLASH_OK;
     }
     for (int32_t e = 0; e < E; e++)
-        if ((st = sp_load_matrix(L, sp_load_name(L, "%s%d.gate_proj.weight", prefix, e), Im, H, true, &views[e])) ||
-            (st = sp_load_matrix(L, sp_load_name(L, "%s%d.up_proj.weight", prefix, e), Im, H, true, &views[E + e])) ||
-            (st = sp_load_matrix(L, sp_load_name(L, "%s%d.down_proj.weight", prefix, e), H, Im, true, &views[2 * E + e])))
+        if ((st = sp_load_matrix(L, sp_load_name(L, "%s%d.gate_proj.weight", prefix, e), Im, H, kind, &views[e])) ||
+            (st = sp_load_matrix(L, sp_load_name(L, "%s%d.up_proj.weight", prefix, e), Im, H, kind, &views[E + e])) ||
+            (st = sp_load_matrix(L, sp_load_name(L, "%s%d.down_proj.weight", prefix, e), H, Im, kind, &views[2 * E + e])))
             return st;
     return SPLASH_OK;
 }

@@ -39,7 +39,8 @@ typedef struct sp_loader {
     const sp_checkpoint *ck;
     sp_threadpool *pool;         /* quantizes at load (NULL: single-threaded) */
     const sp_backend *upload;    /* non-NULL: matrices go to this backend's device and the host copies go */
-    int32_t quant;               /* SPLASH_QUANT_* of the matrices loaded as quantizable */
+    const int32_t *quant;        /* [SPLASH_N_TENSOR_KINDS] SPLASH_QUANT_* a matrix of each kind is loaded at (NULL:
+                                  * every kind as stored) */
     sp_weights *w;
     char name[256];              /* sp_load_name's buffer */
 } sp_loader;
@@ -61,22 +62,22 @@ const char *sp_load_name(sp_loader *L, const char *fmt, ...) __attribute__((form
  * bytes (MLX4/MLX8 rows of q + scales + biases) are padded on the device, and a view of some rows (sp_matrix_rows:
  * MoE experts of a 3-D tensor) still addresses them by host row (backends/gpu/memory.c). */
 splash_status sp_load_keep(sp_loader *L, const char *name, sp_matrix *m, void *owned);
-/* A matrix over tensor t ([rows, cols] after flattening leading dims): the mapped data, or quantized to L->quant when
- * `quantizable`. */
-splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, bool quantizable, sp_matrix *out);
+/* A matrix over tensor t ([rows, cols] after flattening leading dims), of `kind` (SPLASH_KIND_*): the mapped data, or
+ * quantized to L->quant[kind]. */
+splash_status sp_load_tensor(sp_loader *L, const sp_tensor *t, int32_t kind, sp_matrix *out);
 /* The float tensor `name`, which must have shape[ndim], as a matrix (sp_load_tensor). */
-splash_status sp_load_matrix_nd(sp_loader *L, const char *name, int32_t ndim, const int64_t *shape, bool quantizable,
+splash_status sp_load_matrix_nd(sp_loader *L, const char *name, int32_t ndim, const int64_t *shape, int32_t kind,
                                 sp_matrix *out);
-splash_status sp_load_matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out);
-/* n floats of the float tensor `name` (shape[ndim], any shape holding n) converted to f32 into the vector block, each
- * plus `add` (1 for the zero-centred RMSNorm weights stored as w − 1). */
-splash_status sp_load_vector(sp_loader *L, const char *name, int64_t n, int32_t ndim, const int64_t *shape, float add,
-                             const float **out);
+splash_status sp_load_matrix(sp_loader *L, const char *name, int64_t rows, int64_t cols, int32_t kind, sp_matrix *out);
+/* n floats of the float tensor `name` of `kind` (shape[ndim], any shape holding n) converted to f32 into the vector
+ * block, each plus `add` (1 for the zero-centred RMSNorm weights stored as w − 1). */
+splash_status sp_load_vector(sp_loader *L, const char *name, int32_t kind, int64_t n, int32_t ndim, const int64_t *shape,
+                             float add, const float **out);
 /* n floats of the vector block for a vector computed at load (RoPE frequencies). */
 splash_status sp_load_floats(sp_loader *L, int64_t n, float **out);
 /* Routed experts named `prefix` ("….mlp.experts."): per-expert tensors {e}.{gate,up,down}_proj.weight (HF
  * save_pretrained, the official checkpoints) or fused gate_up_proj [E, 2·Im, H] (gate rows first) and down_proj
- * [E, H, Im]; either way E views each of gate, up and down in views[3E], quantizable. */
+ * [E, H, Im]; either way E views each of gate, up and down in views[3E], of kind SPLASH_KIND_MOE_EXPERTS. */
 splash_status sp_load_experts(sp_loader *L, const char *prefix, int32_t E, int32_t top_k, int64_t H, int64_t Im,
                               sp_matrix *views, sp_moe_experts *out);
 

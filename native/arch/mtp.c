@@ -91,7 +91,7 @@ typedef struct sp_mtp {
     const sp_matrix *embed, *lm_head;
     const sp_backend *be;
     sp_checkpoint *ck;
-    int32_t quant;
+    const int32_t *quant;
     int32_t *host_ints;                    /* (2N): tokens and positions, written to s.tokens and s.pos */
     float *host_logits;                    /* (max_seqs, vocab): a chained step's rows, read back for pick */
 } sp_mtp;
@@ -162,35 +162,35 @@ static splash_status load_weights(sp_mtp *d) {
     if (c->moe && !w->expert_views) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     sp_loader L = {.ck = d->ck, .pool = d->be->pool, .upload = d->be->upload ? d->be : NULL, .quant = d->quant,
                    .w = &w->held};
-#define MAT(name, rows, cols, quantizable, out) sp_load_matrix(&L, name, rows, cols, quantizable, out)
-#define NORM(name, n, out) sp_load_vector(&L, name, n, 1, (int64_t[]){n}, 1.0f, out)
+#define MAT(name, rows, cols, kind, out) sp_load_matrix(&L, name, rows, cols, SPLASH_KIND_##kind, out)
+#define NORM(name, n, out) sp_load_vector(&L, name, SPLASH_KIND_NORM, n, 1, (int64_t[]){n}, 1.0f, out)
 #define P "mtp.layers.0."
-    if ((st = MAT("mtp.fc.weight", H, 2 * H, true, &w->fc)) ||
+    if ((st = MAT("mtp.fc.weight", H, 2 * H, MTP_FC, &w->fc)) ||
         (st = NORM("mtp.pre_fc_norm_embedding.weight", H, &w->norm_embedding)) ||
         (st = NORM("mtp.pre_fc_norm_hidden.weight", H, &w->norm_hidden)) || (st = NORM("mtp.norm.weight", H, &w->norm)) ||
         (st = NORM(P "input_layernorm.weight", H, &w->input_norm)) ||
         (st = NORM(P "post_attention_layernorm.weight", H, &w->post_norm)) ||
-        (st = MAT(P "self_attn.q_proj.weight", Hq * 2 * hd, H, true, &w->q_proj)) ||
-        (st = MAT(P "self_attn.k_proj.weight", Hkv * hd, H, true, &w->k_proj)) ||
-        (st = MAT(P "self_attn.v_proj.weight", Hkv * hd, H, true, &w->v_proj)) ||
-        (st = MAT(P "self_attn.o_proj.weight", H, Hq * hd, true, &w->o_proj)) ||
+        (st = MAT(P "self_attn.q_proj.weight", Hq * 2 * hd, H, ATTN_PROJ, &w->q_proj)) ||
+        (st = MAT(P "self_attn.k_proj.weight", Hkv * hd, H, ATTN_PROJ, &w->k_proj)) ||
+        (st = MAT(P "self_attn.v_proj.weight", Hkv * hd, H, ATTN_PROJ, &w->v_proj)) ||
+        (st = MAT(P "self_attn.o_proj.weight", H, Hq * hd, ATTN_PROJ, &w->o_proj)) ||
         (st = NORM(P "self_attn.q_norm.weight", hd, &w->q_norm)) || (st = NORM(P "self_attn.k_norm.weight", hd, &w->k_norm)))
         return st;
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
-        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, false, &w->ffn.router)) ||
-            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, true, &w->ffn.shared_gate)) ||
-            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, true, &w->ffn.shared_up)) ||
-            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, true, &w->ffn.shared_down)) ||
-            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, false, &w->ffn.shared_expert_gate)) ||
+        if ((st = MAT(P "mlp.gate.weight", c->num_experts, H, MOE_ROUTER, &w->ffn.router)) ||
+            (st = MAT(P "mlp.shared_expert.gate_proj.weight", Is, H, SHARED_EXPERT, &w->ffn.shared_gate)) ||
+            (st = MAT(P "mlp.shared_expert.up_proj.weight", Is, H, SHARED_EXPERT, &w->ffn.shared_up)) ||
+            (st = MAT(P "mlp.shared_expert.down_proj.weight", H, Is, SHARED_EXPERT, &w->ffn.shared_down)) ||
+            (st = MAT(P "mlp.shared_expert_gate.weight", 1, H, SHARED_EXPERT_GATE, &w->ffn.shared_expert_gate)) ||
             (st = sp_load_experts(&L, P "mlp.experts.", c->num_experts, c->num_experts_per_tok, H, c->moe_intermediate_size,
                                   w->expert_views, &w->ffn.experts)))
             return st;
     } else {
         int64_t I = c->intermediate_size;
-        if ((st = MAT(P "mlp.gate_proj.weight", I, H, true, &w->ffn.gate_proj)) ||
-            (st = MAT(P "mlp.up_proj.weight", I, H, true, &w->ffn.up_proj)) ||
-            (st = MAT(P "mlp.down_proj.weight", H, I, true, &w->ffn.down_proj)))
+        if ((st = MAT(P "mlp.gate_proj.weight", I, H, MLP, &w->ffn.gate_proj)) ||
+            (st = MAT(P "mlp.up_proj.weight", I, H, MLP, &w->ffn.up_proj)) ||
+            (st = MAT(P "mlp.down_proj.weight", H, I, MLP, &w->ffn.down_proj)))
             return st;
     }
 #undef P

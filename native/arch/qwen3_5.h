@@ -9,9 +9,9 @@ typedef struct sp_backend sp_backend;
 typedef struct sp_qwen35 sp_qwen35;
 
 /* Loads checkpoint ck onto `be` (which must outlive the model); the model takes ck (closes it when freed, or at once
- * when the load fails). quant: SPLASH_QUANT_*. */
+ * when the load fails). quant: [SPLASH_N_TENSOR_KINDS] SPLASH_QUANT_* per tensor kind, copied (NULL: all as stored). */
 typedef struct sp_checkpoint sp_checkpoint;
-splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
+splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, const int32_t *quant, int32_t max_step_tokens,
                              sp_qwen35 **out);
 void sp_qwen35_free(sp_qwen35 *m);
 /* The rows a sample may choose (splash_load_options.n_tokens and tokens; n_tokens 0 = every row): set once, at load.

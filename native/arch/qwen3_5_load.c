@@ -214,7 +214,7 @@ static const char *tname(loader *L, const char *fmt, ...) {
 
 /* The matrix `name` of logical shape shape[ndim]: an MLX-quantized module (weight + scales + biases, kept as stored),
  * or a float tensor. */
-static splash_status load_matrix_nd(loader *L, const char *name, int32_t ndim, const int64_t *shape, bool quantizable,
+static splash_status load_matrix_nd(loader *L, const char *name, int32_t ndim, const int64_t *shape, int32_t kind,
                                     sp_matrix *out) {
     size_t n = strlen(name);
     if (L->q.mlx && n > 7 && !strcmp(name + n - 7, ".weight")) {
@@ -227,11 +227,11 @@ static splash_status load_matrix_nd(loader *L, const char *name, int32_t ndim, c
             return st ? st : sp_load_keep(&L->base, name, out, owned);
         }
     }
-    return sp_load_matrix_nd(&L->base, name, ndim, shape, quantizable, out);
+    return sp_load_matrix_nd(&L->base, name, ndim, shape, kind, out);
 }
 
-static splash_status load_matrix(loader *L, const char *name, int64_t rows, int64_t cols, bool quantizable, sp_matrix *out) {
-    return load_matrix_nd(L, name, 2, (int64_t[]){rows, cols}, quantizable, out);
+static splash_status load_matrix(loader *L, const char *name, int64_t rows, int64_t cols, int32_t kind, sp_matrix *out) {
+    return load_matrix_nd(L, name, 2, (int64_t[]){rows, cols}, kind, out);
 }
 
 /* Floats of every f32 vector: the final norm, the RoPE frequencies, and each layer's norms and GDN vectors. */
@@ -254,9 +254,9 @@ static splash_status load_experts(loader *L, int32_t l, sp_moe_experts *ex, sp_m
     *ex = (sp_moe_experts){views, views + E, views + 2 * E, E, c->num_experts_per_tok, H, Im};
     sp_matrix gate, up, down;
     splash_status st;
-    if ((st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.gate_proj.weight", l), 3, (int64_t[]){E, Im, H}, true, &gate)) ||
-        (st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.up_proj.weight", l), 3, (int64_t[]){E, Im, H}, true, &up)) ||
-        (st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.down_proj.weight", l), 3, (int64_t[]){E, H, Im}, true, &down)))
+    if ((st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.gate_proj.weight", l), 3, (int64_t[]){E, Im, H}, SPLASH_KIND_MOE_EXPERTS, &gate)) ||
+        (st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.up_proj.weight", l), 3, (int64_t[]){E, Im, H}, SPLASH_KIND_MOE_EXPERTS, &up)) ||
+        (st = load_matrix_nd(L, tname(L, "layers.%d.mlp.switch_mlp.down_proj.weight", l), 3, (int64_t[]){E, H, Im}, SPLASH_KIND_MOE_EXPERTS, &down)))
         return st;
     for (int32_t e = 0; e < E; e++) {
         views[e] = sp_matrix_rows(&gate, e * Im, Im);
@@ -274,48 +274,52 @@ static splash_status load_layer(loader *L, int32_t l) {
     int64_t Hv = c->linear_num_value_heads, vd = Hv * c->linear_value_head_dim, K = c->linear_conv_kernel_dim;
     float norm_add = L->q.norm_add;
     splash_status st;
-#define MAT(field, suffix, r, cols, q) if ((st = load_matrix(L, tname(L, "layers.%d.%s", l, suffix), r, cols, q, &y->field))) return st
-#define VEC(field, suffix, n, add) \
-    if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.%s", l, suffix), n, 1, (int64_t[]){n}, add, &y->field))) return st
+#define MAT(field, suffix, r, cols, kind) \
+    if ((st = load_matrix(L, tname(L, "layers.%d.%s", l, suffix), r, cols, SPLASH_KIND_##kind, &y->field))) return st
+#define VEC(field, suffix, kind, n, add)                                                                                  \
+    if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.%s", l, suffix), SPLASH_KIND_##kind, n, 1, (int64_t[]){n}, add, \
+                             &y->field)))                                                                                   \
+        return st
     y->kind = c->layer_types[l];
-    VEC(input_norm, "input_layernorm.weight", H, norm_add);
-    VEC(post_norm, "post_attention_layernorm.weight", H, norm_add);
+    VEC(input_norm, "input_layernorm.weight", NORM, H, norm_add);
+    VEC(post_norm, "post_attention_layernorm.weight", NORM, H, norm_add);
     if (y->kind == LAYER_FULL_ATTENTION) {
-        MAT(q_proj, "self_attn.q_proj.weight", Hq * 2 * hd, H, true);
-        MAT(k_proj, "self_attn.k_proj.weight", Hkv * hd, H, true);
-        MAT(v_proj, "self_attn.v_proj.weight", Hkv * hd, H, true);
-        MAT(o_proj, "self_attn.o_proj.weight", H, Hq * hd, true);
-        VEC(q_norm, "self_attn.q_norm.weight", hd, norm_add);
-        VEC(k_norm, "self_attn.k_norm.weight", hd, norm_add);
+        MAT(q_proj, "self_attn.q_proj.weight", Hq * 2 * hd, H, ATTN_PROJ);
+        MAT(k_proj, "self_attn.k_proj.weight", Hkv * hd, H, ATTN_PROJ);
+        MAT(v_proj, "self_attn.v_proj.weight", Hkv * hd, H, ATTN_PROJ);
+        MAT(o_proj, "self_attn.o_proj.weight", H, Hq * hd, ATTN_PROJ);
+        VEC(q_norm, "self_attn.q_norm.weight", NORM, hd, norm_add);
+        VEC(k_norm, "self_attn.k_norm.weight", NORM, hd, norm_add);
     } else {
-        MAT(in_proj_qkv, "linear_attn.in_proj_qkv.weight", c->conv_dim, H, true);
-        MAT(in_proj_z, "linear_attn.in_proj_z.weight", vd, H, true);
-        MAT(in_proj_b, "linear_attn.in_proj_b.weight", Hv, H, true);
-        MAT(in_proj_a, "linear_attn.in_proj_a.weight", Hv, H, true);
-        MAT(out_proj, "linear_attn.out_proj.weight", H, vd, true);
-        if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.linear_attn.conv1d.weight", l), c->conv_dim * K, 3,
+        MAT(in_proj_qkv, "linear_attn.in_proj_qkv.weight", c->conv_dim, H, GDN_PROJ);
+        MAT(in_proj_z, "linear_attn.in_proj_z.weight", vd, H, GDN_PROJ);
+        MAT(in_proj_b, "linear_attn.in_proj_b.weight", Hv, H, GDN_GATE_PROJ);
+        MAT(in_proj_a, "linear_attn.in_proj_a.weight", Hv, H, GDN_GATE_PROJ);
+        MAT(out_proj, "linear_attn.out_proj.weight", H, vd, GDN_PROJ);
+        if ((st = sp_load_vector(&L->base, tname(L, "layers.%d.linear_attn.conv1d.weight", l), SPLASH_KIND_GDN_CONV,
+                                 c->conv_dim * K, 3,
                                  L->q.mlx ? (int64_t[]){c->conv_dim, K, 1} : (int64_t[]){c->conv_dim, 1, K}, 0.0f, &y->conv1d)))
             return st;
-        VEC(A, "linear_attn.A_log", Hv, 0.0f);
+        VEC(A, "linear_attn.A_log", GDN_PARAM, Hv, 0.0f);
         for (int64_t h = 0; h < Hv; h++) ((float *)y->A)[h] = -expf(y->A[h]);
-        VEC(dt_bias, "linear_attn.dt_bias", Hv, 0.0f);
-        VEC(gdn_norm, "linear_attn.norm.weight", c->linear_value_head_dim, 0.0f);
+        VEC(dt_bias, "linear_attn.dt_bias", GDN_PARAM, Hv, 0.0f);
+        VEC(gdn_norm, "linear_attn.norm.weight", NORM, c->linear_value_head_dim, 0.0f);
     }
     if (c->moe) {
         int64_t Is = c->shared_expert_intermediate_size;
         /* the router and the shared expert's scalar gate stay as stored: routing decisions are sensitive */
-        MAT(ffn.router, "mlp.gate.weight", c->num_experts, H, false);
-        MAT(ffn.shared_gate, "mlp.shared_expert.gate_proj.weight", Is, H, true);
-        MAT(ffn.shared_up, "mlp.shared_expert.up_proj.weight", Is, H, true);
-        MAT(ffn.shared_down, "mlp.shared_expert.down_proj.weight", H, Is, true);
-        MAT(ffn.shared_expert_gate, "mlp.shared_expert_gate.weight", 1, H, false);
+        MAT(ffn.router, "mlp.gate.weight", c->num_experts, H, MOE_ROUTER);
+        MAT(ffn.shared_gate, "mlp.shared_expert.gate_proj.weight", Is, H, SHARED_EXPERT);
+        MAT(ffn.shared_up, "mlp.shared_expert.up_proj.weight", Is, H, SHARED_EXPERT);
+        MAT(ffn.shared_down, "mlp.shared_expert.down_proj.weight", H, Is, SHARED_EXPERT);
+        MAT(ffn.shared_expert_gate, "mlp.shared_expert_gate.weight", 1, H, SHARED_EXPERT_GATE);
         int32_t moe_index = l; /* every layer is MoE: layer l owns views [l · 3E, (l + 1) · 3E) */
         if ((st = load_experts(L, l, &y->ffn.experts, L->m->w.expert_views + (int64_t)moe_index * 3 * c->num_experts))) return st;
     } else {
         int64_t I = c->intermediate_size;
-        MAT(ffn.gate_proj, "mlp.gate_proj.weight", I, H, true);
-        MAT(ffn.up_proj, "mlp.up_proj.weight", I, H, true);
-        MAT(ffn.down_proj, "mlp.down_proj.weight", H, I, true);
+        MAT(ffn.gate_proj, "mlp.gate_proj.weight", I, H, MLP);
+        MAT(ffn.up_proj, "mlp.up_proj.weight", I, H, MLP);
+        MAT(ffn.down_proj, "mlp.down_proj.weight", H, I, MLP);
     }
 #undef MAT
 #undef VEC
@@ -333,11 +337,11 @@ static splash_status load_weights(loader *L) {
     m->w.expert_views = c->moe ? calloc((size_t)c->num_hidden_layers * 3 * (size_t)c->num_experts, sizeof(sp_matrix)) : NULL;
     if (!m->w.layers || (c->moe && !m->w.expert_views)) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the layer table");
     L->base.w = &m->w.held;
-    if ((st = load_matrix(L, tname(L, "embed_tokens.weight"), c->vocab_size, H, false, &m->w.embed)) ||
-        (st = sp_load_vector(&L->base, tname(L, "norm.weight"), H, 1, (int64_t[]){H}, L->q.norm_add, &m->w.norm)))
+    if ((st = load_matrix(L, tname(L, "embed_tokens.weight"), c->vocab_size, H, SPLASH_KIND_EMBED, &m->w.embed)) ||
+        (st = sp_load_vector(&L->base, tname(L, "norm.weight"), SPLASH_KIND_NORM, H, 1, (int64_t[]){H}, L->q.norm_add, &m->w.norm)))
         return st;
     if (c->tie_word_embeddings && !sp_checkpoint_find(m->ck, L->q.lm_head)) m->w.lm_head = m->w.embed;
-    else if ((st = load_matrix(L, L->q.lm_head, c->vocab_size, H, true, &m->w.lm_head))) return st;
+    else if ((st = load_matrix(L, L->q.lm_head, c->vocab_size, H, SPLASH_KIND_LM_HEAD, &m->w.lm_head))) return st;
     /* RoPE inverse frequencies, fp32 as HF computes them: 1 / θ^(2i / rot_dim) */
     if ((st = sp_load_floats(&L->base, c->rot_dim / 2, &m->w.inv_freq))) return st;
     for (int32_t i = 0; i < c->rot_dim / 2; i++)
@@ -372,7 +376,7 @@ static splash_status upload_vectors(sp_qwen35 *m) {
     return SPLASH_OK;
 }
 
-splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, int32_t quant, int32_t max_step_tokens,
+splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, const int32_t *quant, int32_t max_step_tokens,
                              sp_qwen35 **out) {
     *out = NULL;
     sp_qwen35 *m = calloc(1, sizeof *m);
@@ -381,11 +385,11 @@ splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, int32_t qu
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
     }
     m->be = be;
-    m->quant = quant;
+    if (quant) memcpy(m->quant, quant, sizeof m->quant);
     m->max_step_tokens = max_step_tokens > 0 ? max_step_tokens : DEFAULT_STEP_TOKENS;
     m->ck = ck;
     splash_status st = SPLASH_OK;
-    loader L = {.base = {.ck = m->ck, .pool = be->pool, .upload = be->upload ? be : NULL, .quant = quant}, .m = m};
+    loader L = {.base = {.ck = m->ck, .pool = be->pool, .upload = be->upload ? be : NULL, .quant = m->quant}, .m = m};
     st = parse_config(m->ck, &m->cfg);
     int64_t image_token = -1;
     if (!st) sp_json_int(sp_json_get(sp_checkpoint_config(m->ck), "image_token_id"), &image_token);

@@ -73,7 +73,7 @@ typedef struct qwen35_layer {
 } qwen35_layer;
 
 typedef struct qwen35_weights {
-    sp_matrix embed;             /* (vocab, H) as stored: one row read per token, never quantized */
+    sp_matrix embed;             /* (vocab, H) at the recipe's type for embed: one row read per token */
     sp_matrix lm_head;           /* (vocab, H) */
     const float *norm;           /* (H) 1 + w */
     float *inv_freq;             /* (rot_dim / 2) RoPE frequencies */
@@ -134,7 +134,7 @@ struct sp_qwen35 {
     float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
     float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
     int32_t verify_rows;
-    int32_t quant;               /* SPLASH_QUANT_* the weights were loaded with (drafters follow it) */
+    int32_t quant[SPLASH_N_TENSOR_KINDS]; /* SPLASH_QUANT_* per tensor kind loaded with (drafters follow it) */
     /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none) */
     int32_t image_token_id;
     /* the rows a sample may choose (splash_load_options.n_tokens / tokens): ids below n_tokens, and of those only

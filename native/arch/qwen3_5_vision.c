@@ -188,18 +188,18 @@ static splash_status load_weights(sp_qwen35_vision *v) {
     if (st) return st;
     v->w.blocks = calloc((size_t)c->depth, sizeof(vision_block));
     if (!v->w.blocks) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for the vision tower");
-    sp_loader loader = {.ck = v->ck, .quant = SPLASH_QUANT_NONE, .w = &v->w.held}, *L = &loader; /* f32 compute */
+    sp_loader loader = {.ck = v->ck, .w = &v->w.held}, *L = &loader; /* f32 compute: every matrix as stored */
     if ((st = sp_load_matrix_nd(L, tname(L, "patch_embed.proj.weight", 0), 5,
-                                (int64_t[]){D, c->in_channels, c->temporal_patch_size, P, P}, false, &v->w.patch_embed)))
+                                (int64_t[]){D, c->in_channels, c->temporal_patch_size, P, P}, SPLASH_KIND_VISION, &v->w.patch_embed)))
         return st;
     v->w.patch_embed.rows = D;
     v->w.patch_embed.cols = c->patch_dim;
     v->w.patch_embed.row_bytes = sp_mtype_row_bytes(v->w.patch_embed.type, c->patch_dim);
-#define VEC(field, fmt, i, n) if ((st = sp_load_vector(L, tname(L, fmt, i), n, 1, (int64_t[]){n}, 0.0f, &field))) return st
-#define MAT(field, fmt, i, r, cols) if ((st = sp_load_matrix(L, tname(L, fmt, i), r, cols, false, &field))) return st
+#define VEC(field, fmt, i, n) if ((st = sp_load_vector(L, tname(L, fmt, i), SPLASH_KIND_VISION, n, 1, (int64_t[]){n}, 0.0f, &field))) return st
+#define MAT(field, fmt, i, r, cols) if ((st = sp_load_matrix(L, tname(L, fmt, i), r, cols, SPLASH_KIND_VISION, &field))) return st
     VEC(v->w.patch_b, "patch_embed.proj.bias", 0, D);
     const float *pos;
-    if ((st = sp_load_vector(L, tname(L, "pos_embed.weight", 0), c->num_position_embeddings * D, 2,
+    if ((st = sp_load_vector(L, tname(L, "pos_embed.weight", 0), SPLASH_KIND_VISION, c->num_position_embeddings * D, 2,
                              (int64_t[]){c->num_position_embeddings, D}, 0.0f, &pos)))
         return st;
     v->w.pos_embed = (float *)pos;

@@ -37,6 +37,7 @@ struct declared {
     const char *const *present;  /* what the layout has besides what was required (sp_checkpoint_declare) */
     sp_tensor presence;          /* what sp_checkpoint_find returns for a present name not yet required */
     sp_tensor **tensors;         /* required so far, in order */
+    int32_t *uses;               /* what the loader took each as (sp_checkpoint_note_use; -1: not said) */
     size_t n, cap;
     void *zeros[64];             /* read-only zero mappings, each twice the last; tensors read the largest */
     uint64_t zero_bytes[64];
@@ -473,7 +474,7 @@ void sp_checkpoint_close(sp_checkpoint *ck) {
         struct declared *d = ck->declared;
         for (size_t i = 0; i < d->n; i++) free((char *)d->tensors[i]->name), free(d->tensors[i]);
         for (size_t i = 0; i < d->n_zeros; i++) munmap(d->zeros[i], d->zero_bytes[i]);
-        free(d->tensors);
+        free(d->tensors), free(d->uses);
         free(d);
     }
     for (size_t i = 0; i < ck->n_files; i++) sp_safetensors_close(&ck->files[i]);
@@ -493,6 +494,19 @@ uint64_t sp_checkpoint_file_bytes(const sp_checkpoint *ck, size_t i) { return i 
 
 const char *sp_checkpoint_dir(const sp_checkpoint *ck) { return ck->dir; }
 const sp_json *sp_checkpoint_config(const sp_checkpoint *ck) { return sp_json_root(&ck->config); }
+void sp_checkpoint_note_use(const sp_checkpoint *ck, const sp_tensor *t, int32_t use) {
+    struct declared *d = ck->declared;
+    for (size_t i = d ? d->n : 0; i-- > 0;) /* the one just required, as a rule */
+        if (d->tensors[i] == t) {
+            d->uses[i] = use;
+            return;
+        }
+}
+
+int32_t sp_checkpoint_use(const sp_checkpoint *ck, size_t i) {
+    return ck->declared && i < ck->declared->n ? ck->declared->uses[i] : -1;
+}
+
 size_t sp_checkpoint_count(const sp_checkpoint *ck) { return ck->declared ? ck->declared->n : ck->n_tensors; }
 const sp_tensor *sp_checkpoint_tensor(const sp_checkpoint *ck, size_t i) {
     if (ck->declared) return i < ck->declared->n ? ck->declared->tensors[i] : NULL;
@@ -549,7 +563,14 @@ static splash_status declare(const sp_checkpoint *ck, const char *name, int32_t 
         return SP_FAIL(SPLASH_ERR_INTERNAL, "tensor %s: a load asked for shape %s, which a declared checkpoint cannot make", name,
                        ndim < 0 ? "(any)" : sp_shape_string(buf, sizeof buf, ndim > SP_MAX_DIMS ? SP_MAX_DIMS : ndim, shape));
     sp_tensor *t = calloc(1, sizeof *t);
-    if (!t || !(t->name = strdup(name)) || (d->n == d->cap && !(d->tensors = realloc(d->tensors, (d->cap = 2 * d->cap + 64) * sizeof *d->tensors)))) {
+    if (d->n == d->cap) {
+        sp_tensor **tensors = realloc(d->tensors, (2 * d->cap + 64) * sizeof *tensors);
+        if (tensors) d->tensors = tensors;
+        int32_t *uses = realloc(d->uses, (2 * d->cap + 64) * sizeof *uses);
+        if (uses) d->uses = uses;
+        if (tensors && uses) d->cap = 2 * d->cap + 64;
+    }
+    if (!t || !(t->name = strdup(name)) || d->n == d->cap) {
         if (t) free((char *)t->name);
         free(t);
         return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory declaring tensor %s", name);
@@ -557,6 +578,7 @@ static splash_status declare(const sp_checkpoint *ck, const char *name, int32_t 
     t->dtype = SP_DTYPE_BF16, t->ndim = ndim, t->file = ck->dir;
     memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     t->nbytes = 2 * (uint64_t)sp_tensor_numel(t);
+    d->uses[d->n] = -1;
     d->tensors[d->n++] = t;
     /* the data reads as zeros (a vector's value at load, never a result), from a read-only mapping nothing backs */
     uint64_t have = d->n_zeros ? d->zero_bytes[d->n_zeros - 1] : 0;

@@ -45,6 +45,12 @@ void sp_checkpoint_close(sp_checkpoint *ck);
 splash_status sp_checkpoint_declare(const char *label, const char *config_json, const char *const *present,
                                     sp_checkpoint **out);
 
+/* What a loader took tensor t of a declared checkpoint as (`use`: its caller's code; the loaders note SPLASH_KIND_*), for
+ * the listing of what a load reads; sp_checkpoint_use(ck, i) says it for the i-th tensor (-1: never noted, or a
+ * directory's checkpoint, where noting does nothing). */
+void sp_checkpoint_note_use(const sp_checkpoint *ck, const sp_tensor *t, int32_t use);
+int32_t sp_checkpoint_use(const sp_checkpoint *ck, size_t i);
+
 /* The weight files, in the order their tensors are: name relative to the directory (as the index names it), size. */
 size_t sp_checkpoint_file_count(const sp_checkpoint *ck);
 const char *sp_checkpoint_file_name(const sp_checkpoint *ck, size_t i);

@@ -32,7 +32,7 @@ extern "C" {
 #define SPLASH_API
 #endif
 
-#define SPLASH_ABI_VERSION 15
+#define SPLASH_ABI_VERSION 16
 
 typedef enum splash_status {
     SPLASH_OK = 0,
@@ -92,6 +92,29 @@ typedef struct splash_model splash_model;
 typedef struct splash_cache splash_cache;
 
 enum { SPLASH_QUANT_NONE = 0, SPLASH_QUANT_Q8 = 1, SPLASH_QUANT_Q4 = 2 };
+/* What each tensor of a checkpoint is, as the loaders name it: a quantization recipe (src/models/spec.ts, whose
+ * TENSOR_KINDS is checked equal to splash_tensor_kind_name's list) gives each kind its storage. */
+typedef enum splash_tensor_kind {
+    SPLASH_KIND_EMBED,              /* embed_tokens [vocab, hidden] */
+    SPLASH_KIND_LM_HEAD,            /* [vocab, hidden] */
+    SPLASH_KIND_NORM,               /* every RMSNorm / LayerNorm weight and bias */
+    SPLASH_KIND_ATTN_PROJ,          /* q_proj (query + gate), k_proj, v_proj, o_proj */
+    SPLASH_KIND_GDN_PROJ,           /* in_proj_qkv, in_proj_z, out_proj */
+    SPLASH_KIND_GDN_GATE_PROJ,      /* in_proj_a, in_proj_b: [value heads, hidden], feed the decay and beta */
+    SPLASH_KIND_GDN_CONV,           /* conv1d.weight */
+    SPLASH_KIND_GDN_PARAM,          /* A_log, dt_bias */
+    SPLASH_KIND_MLP,                /* dense gate_proj, up_proj, down_proj */
+    SPLASH_KIND_MOE_ROUTER,         /* mlp.gate [experts, hidden] */
+    SPLASH_KIND_MOE_EXPERTS,        /* the routed experts */
+    SPLASH_KIND_SHARED_EXPERT,      /* shared_expert.{gate,up,down}_proj */
+    SPLASH_KIND_SHARED_EXPERT_GATE, /* [1, hidden] */
+    SPLASH_KIND_MTP_FC,             /* mtp.fc [hidden, 2·hidden] */
+    SPLASH_KIND_VISION,             /* every tensor of the vision tower */
+    SPLASH_KIND_DFLASH,             /* every tensor of a DFlash or DFlash2 drafter */
+    SPLASH_N_TENSOR_KINDS
+} splash_tensor_kind;
+/* The name of kind k ("embed", "lm_head", …, as the recipes spell it); NULL past the last. */
+SPLASH_API const char *splash_tensor_kind_name(int32_t kind);
 enum { SPLASH_ARCH_QWEN3_5 = 1, SPLASH_ARCH_QWEN3_5_MOE = 2 };
 /* AUTO: the GPU when one is usable — Metal on macOS, Vulkan elsewhere (never a CPU implementation of Vulkan) —
  * else the CPU. METAL: the Mac's GPU or a failure saying why (macOS builds only). */
@@ -104,7 +127,11 @@ enum { SPLASH_KV_F32 = 0, SPLASH_KV_F16 = 1, SPLASH_KV_INT8 = 2 };
 
 typedef struct splash_load_options {
     uint32_t struct_size;    /* sizeof(splash_load_options) */
-    int32_t quant;           /* SPLASH_QUANT_*: NONE keeps bf16/f32 weights as stored (mapped, zero-copy) */
+    /* [SPLASH_N_TENSOR_KINDS] SPLASH_QUANT_* per tensor kind: each matrix of a float checkpoint is quantized to its
+     * kind's type at load, NONE keeping it as stored (mapped, zero-copy); vectors always stay as stored and the vision
+     * tower computes in f32 (its kind must be NONE). NULL: every kind NONE. Copied at load; drafters attached later
+     * follow it. A packed or MLX checkpoint's quantized matrices load as stored whatever it says. */
+    const int32_t *quant;
     int32_t n_threads;       /* 0 = every core */
     int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
     int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
@@ -349,11 +376,12 @@ SPLASH_API splash_status splash_inventory_create(const char *config_json, int32_
                                                  splash_inventory **out);
 SPLASH_API void splash_inventory_free(splash_inventory *inv);
 SPLASH_API int64_t splash_inventory_count(const splash_inventory *inv);
-/* Tensor i's name (lives as long as inv; NULL past the last), its part (SPLASH_PART_*), ndim and shape
+/* Tensor i's name (lives as long as inv; NULL past the last), its part (SPLASH_PART_*), its kind as the loader took it
+ * (SPLASH_KIND_*: what a recipe gives a storage to), ndim and shape
  * [SPLASH_MAX_DIMS] (PyTorch order, zero past ndim), and its bytes stored as each type [SPLASH_N_WEIGHT_TYPES]. Any out
  * pointer may be NULL. */
-SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *ndim,
-                                               int64_t *shape, uint64_t *bytes);
+SPLASH_API const char *splash_inventory_tensor(const splash_inventory *inv, int64_t i, int32_t *part, int32_t *kind,
+                                               int32_t *ndim, int64_t *shape, uint64_t *bytes);
 /* The sequence state as a load of the config sizes it (splash_cache_page_bytes and _slot_bytes are the two added):
  * the target's K/V bytes per token of all its full-attention layers in each SPLASH_KV_* type [3] and one GDN state
  * slot's bytes; and the drafter's, the MTP layer's in a target's inventory (zeros without one), the DFlash drafter's in

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     char *s = argv[2];
     for (int32_t i = 0; i < n; i++) tokens[i] = (int32_t)strtol(s, &s, 10), s += *s == ',';
     for (int32_t i = 0; i < 1024; i++) pages[i] = i;
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, n, SPLASH_BACKEND_CPU, 0, NULL}; /* the trace reads host memory */
+    splash_load_options o = {sizeof o, NULL, 0, n, SPLASH_BACKEND_CPU, 0, NULL}; /* the trace reads host memory */
     splash_model *m = NULL;
     splash_cache *c = NULL;
     splash_status st = splash_model_load(argv[1], &o, &m);

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot read %s\n", path);
         return 2;
     }
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 2, 64, SPLASH_BACKEND_CPU, 0, NULL};
+    splash_load_options o = {sizeof o, NULL, 2, 64, SPLASH_BACKEND_CPU, 0, NULL};
     splash_model *m = NULL;
     splash_cache *c = NULL;
     if (splash_model_load(dir, &o, &m) || splash_cache_create(m, 16, 64, 1, &c)) {

@@ -164,7 +164,9 @@ int main(int argc, char **argv) {
     }
 
     double t0 = now();
-    splash_load_options o = {sizeof o, quant, 0, 64, SPLASH_BACKEND_VULKAN, 0, NULL};
+    int32_t kind_quant[SPLASH_N_TENSOR_KINDS]; /* every matrix at the level but the f32 vision tower's */
+    for (int32_t k = 0; k < SPLASH_N_TENSOR_KINDS; k++) kind_quant[k] = k == SPLASH_KIND_VISION ? SPLASH_QUANT_NONE : quant;
+    splash_load_options o = {sizeof o, kind_quant, 0, 64, SPLASH_BACKEND_VULKAN, 0, NULL};
     lab L = {.context = context};
     if (splash_model_load(target, &o, &L.m)) die(target);
     splash_model_info info = {.struct_size = sizeof info};

@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
     int32_t longest = 0;
     for (int i = 0; i < n_lengths; i++) longest = lengths[i] > longest ? lengths[i] : longest;
 
-    splash_load_options o = {.struct_size = sizeof o, .quant = quant, .n_threads = threads, .max_step_tokens = chunk,
+    int32_t kind_quant[SPLASH_N_TENSOR_KINDS]; /* every matrix at the level but the f32 vision tower's */
+    for (int32_t k = 0; k < SPLASH_N_TENSOR_KINDS; k++) kind_quant[k] = k == SPLASH_KIND_VISION ? SPLASH_QUANT_NONE : quant;
+    splash_load_options o = {.struct_size = sizeof o, .quant = kind_quant, .n_threads = threads, .max_step_tokens = chunk,
                              .backend = SPLASH_BACKEND_CPU};
     splash_model *m;
     double l0 = clock_s(CLOCK_MONOTONIC);

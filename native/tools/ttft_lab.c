@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
                         "[--kv f32|f16|int8]\n", PAGE);
         return 2;
     }
-    splash_load_options o = {sizeof o, SPLASH_QUANT_NONE, 0, STEP, backend, 0, NULL};
+    splash_load_options o = {sizeof o, NULL, 0, STEP, backend, 0, NULL};
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);
     if (splash_model_set_kv_type(m, kv)) die("set the KV type");

@@ -300,7 +300,9 @@ static double step(splash_model *m, splash_cache *c, int n, int n_past, int n_to
 static figures measure(const bench *b, const char *dir, int layers) {
     figures f = {.layers = layers};
     enum { PAGE = 64 };
-    splash_load_options o = {sizeof o, b->quant, 0, b->chunk, SPLASH_BACKEND_VULKAN, 0, NULL};
+    int32_t kind_quant[SPLASH_N_TENSOR_KINDS]; /* every matrix at the level but the f32 vision tower's */
+    for (int32_t k = 0; k < SPLASH_N_TENSOR_KINDS; k++) kind_quant[k] = k == SPLASH_KIND_VISION ? SPLASH_QUANT_NONE : b->quant;
+    splash_load_options o = {sizeof o, kind_quant, 0, b->chunk, SPLASH_BACKEND_VULKAN, 0, NULL};
     double t0 = now();
     splash_model *m;
     if (splash_model_load(dir, &o, &m)) die(dir);

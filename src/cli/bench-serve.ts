@@ -18,6 +18,7 @@ import { formatBytes } from "../format.ts";
 import { log } from "../log.ts";
 import { machine } from "../machine.ts";
 import { Model, NATIVE_QUANT } from "../native/model.ts";
+import { modelRecipe } from "../models/packed.ts";
 import type { Quant } from "../models/spec.ts";
 import { cacheDir } from "../paths.ts";
 import { applyKvType } from "../models/kv-type.ts";
@@ -43,7 +44,7 @@ function resolveModel(spec: string): string {
 
 // Loads MODEL with the load flags; auto picks the KV type its spec records (random checkpoints have none: f32).
 async function load(spec: string, quant: Quant, flags: LoadFlags): Promise<{ model: Model; name: string }> {
-  const model = await Model.load(resolveModel(spec), { quant: NATIVE_QUANT[quant], threads: flags.threads ?? 0, maxStepTokens: 512, ...(flags.backend ? { backend: flags.backend } : {}) });
+  const model = await Model.load(resolveModel(spec), { quant: NATIVE_QUANT[quant], recipe: modelRecipe(findSpec(spec)), threads: flags.threads ?? 0, maxStepTokens: 512, ...(flags.backend ? { backend: flags.backend } : {}) });
   try {
     applyKvType(model, flags.kvType, findSpec(spec)?.cache?.kv);
   } catch (e) {

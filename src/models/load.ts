@@ -15,6 +15,7 @@ import { createEngine, type SplashEngine } from "../engine/engine.ts";
 import { StructuredOutput, vocabularyFromTokenizer } from "../engine/grammar/index.ts";
 import { nativeStepModel } from "../engine/native-runner.ts";
 import { type Backend, Model, NATIVE_QUANT } from "../native/model.ts";
+import { modelRecipe } from "./packed.ts";
 import { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { VisionEncoder, type VisionOptions } from "../vision/encoder.ts";
 import { log } from "../log.ts";
@@ -116,7 +117,7 @@ export async function loadModel(resolved: ResolvedModel, options: LoadModelOptio
   const tokenizer = await Tokenizer.load(resolved.dir);
   let model: Model;
   try {
-    model = await Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], threads: options.threads, tokens: tokenizer.tokenIds(), ...(options.backend ? { backend: options.backend } : {}) });
+    model = await Model.load(resolved.dir, { quant: resolved.packed ? "none" : NATIVE_QUANT[quant], recipe: modelRecipe(resolved.spec), threads: options.threads, tokens: tokenizer.tokenIds(), ...(options.backend ? { backend: options.backend } : {}) });
   } catch (e) {
     tokenizer.free();
     throw e;

@@ -4,7 +4,6 @@
 // and per sequence. Which type a tensor takes is decided here: the model's recipe per tensor kind for Splash's levels,
 // and mlx-lm's rule for an MLX checkpoint.
 import type { CheckpointConfig, JsonObject } from "./config.ts";
-import { tensorKind } from "./packed.ts";
 import type { DflashShapes, Format, HubModelSpec, MemoryPlan, MlxQuantization, Quant, RecipeRule, TensorKind, WeightType } from "./spec.ts";
 import { recipeType } from "./spec.ts";
 import { inventory, type InventoryTensor, type Part, type SequenceState } from "../native/inventory.ts";
@@ -15,11 +14,6 @@ const MLX_QUANTIZED: ReadonlySet<TensorKind> = new Set([
   "embed", "lm_head", "attn_proj", "gdn_proj", "gdn_gate_proj", "mlp", "moe_router", "moe_experts", "shared_expert", "shared_expert_gate", "mtp_fc",
 ]);
 
-// A tensor of the inventory with what it is, for the recipe.
-export type PlanTensor = InventoryTensor & { kind: TensorKind };
-
-const withKind = (t: InventoryTensor): PlanTensor => ({ ...t, kind: t.part === "vision" ? "vision" : t.part === "drafter" ? "dflash" : tensorKind(t.name) });
-
 function numel(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
@@ -29,14 +23,13 @@ function mlxType(kind: TensorKind, q: MlxQuantization): WeightType {
   return (q.overrides[kind] ?? q.bits) === 4 ? "mlx-affine-4" : "mlx-affine-8";
 }
 
-function sumBytes(tensors: readonly PlanTensor[], typeOf: (t: PlanTensor) => WeightType): number {
+function sumBytes(tensors: readonly InventoryTensor[], typeOf: (t: InventoryTensor) => WeightType): number {
   return tensors.reduce((a, t) => a + t.bytes[typeOf(t)], 0);
 }
 
 // Every tensor of the checkpoint a config describes (text, MTP, vision) with its kind, and its sequence state.
-export function modelInventory(cfg: Pick<CheckpointConfig, "root">): { tensors: PlanTensor[]; state: SequenceState } {
-  const { tensors, state } = inventory(cfg.root);
-  return { tensors: tensors.map(withKind), state };
+export function modelInventory(cfg: Pick<CheckpointConfig, "root">): { tensors: InventoryTensor[]; state: SequenceState } {
+  return inventory(cfg.root);
 }
 
 // A z-lab drafter's config.json with these shapes: what its loader reads (the shapes, dflash_config's taps and block,
@@ -57,16 +50,15 @@ function drafterConfig(s: DflashShapes, kind: "dflash" | "dflash2"): JsonObject 
 }
 
 // The tensors of a DFlash or DFlash2 drafter of these shapes for the target cfg describes, and its sequence state.
-export function drafterInventory(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): { tensors: PlanTensor[]; state: SequenceState } {
-  const { tensors, state } = inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) });
-  return { tensors: tensors.map(withKind), state };
+export function drafterInventory(cfg: Pick<CheckpointConfig, "root">, kind: "dflash" | "dflash2", shapes: DflashShapes): { tensors: InventoryTensor[]; state: SequenceState } {
+  return inventory(cfg.root, { kind, config: drafterConfig(shapes, kind) });
 }
 
-function ofPart(tensors: readonly PlanTensor[], part: Part): PlanTensor[] {
+function ofPart(tensors: readonly InventoryTensor[], part: Part): InventoryTensor[] {
   return tensors.filter((t) => t.part === part);
 }
 
-function atQuant(tensors: readonly PlanTensor[], recipe: readonly RecipeRule[], quant: Quant): number {
+function atQuant(tensors: readonly InventoryTensor[], recipe: readonly RecipeRule[], quant: Quant): number {
   return sumBytes(tensors, (t) => recipeType(recipe, t.kind, quant));
 }
 
@@ -87,7 +79,7 @@ export function computeMemoryPlan(spec: HubModelSpec, cfg: Pick<CheckpointConfig
   const dflash2 = dflash2Inventory?.tensors;
   const mlx = (f: Format) => spec.sources[f]?.quantization ?? { mode: "affine" as const, bits: f === "mlx-4bit" ? (4 as const) : (8 as const), groupSize: 64 as const, overrides: {} };
   const mlxText = (f: "mlx-4bit" | "mlx-8bit") => sumBytes(text, (t) => mlxType(t.kind, mlx(f)));
-  const quantBytes = (ts: readonly PlanTensor[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
+  const quantBytes = (ts: readonly InventoryTensor[]) => ({ bf16: atQuant(ts, recipe, "bf16"), q8: atQuant(ts, recipe, "q8"), q4: atQuant(ts, recipe, "q4") });
 
   const textBytes = { ...quantBytes(text), "mlx-4bit": mlxText("mlx-4bit"), "mlx-8bit": mlxText("mlx-8bit") };
   const mtpBytes = quantBytes(mtp);

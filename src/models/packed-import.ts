@@ -4,7 +4,7 @@ import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readlinkSync, r
 import { basename, join } from "node:path";
 import { CliError } from "../cli/_command.ts";
 import { checkWeightFiles } from "./files.ts";
-import { DEFAULT_RECIPE, PACKED_FILE, packPlan, readPackedHeader, writePacked, type PackedQuant } from "./packed.ts";
+import { modelRecipe, PACKED_FILE, packPlan, readPackedHeader, writePacked, type PackedQuant } from "./packed.ts";
 import type { ResolvedModel } from "./resolve.ts";
 import { readSafetensorsHeader } from "./safetensors.ts";
 import { recipeType, TENSOR_KINDS } from "./spec.ts";
@@ -20,7 +20,7 @@ export async function importModel(model: ResolvedModel, quant: PackedQuant, outD
   }
   const weights = checkWeightFiles(model.dir);
   const tensors = weights.files.flatMap((f) => [...readSafetensorsHeader(join(model.dir, f)).tensors].map(([name, t]) => ({ name, shape: t.shape })));
-  const recipe = model.spec?.quantization?.recipe ?? DEFAULT_RECIPE;
+  const recipe = modelRecipe(model.spec);
   const plan = packPlan(tensors, recipe, quant);
   // Where the weights came from: each weight file with its size and, in a hub-cache snapshot, the hash the hub
   // recorded (the blob's name).

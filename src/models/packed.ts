@@ -13,7 +13,7 @@ import embeddedPath from "../../build/native-lib.ts";
 import { CliError } from "../cli/_command.ts";
 import { extractLibrary } from "../native/library.ts";
 import { cacheDir } from "../paths.ts";
-import { recipeType, type Quant, type RecipeRule, type TensorKind } from "./spec.ts";
+import { recipeType, type ModelSpec, type Quant, type RecipeRule, type TensorKind } from "./spec.ts";
 
 export const PACKED_FILE = "model.splash";
 const MAGIC = "SPLSHPK\0";
@@ -105,6 +105,11 @@ export const DEFAULT_RECIPE: RecipeRule[] = [
   { kinds: ["lm_head"], q8: "q8", q4: "q8", why: "it decides the argmax; 4 bits here cost the most accuracy per byte saved" },
   { kinds: ["gdn_gate_proj", "moe_router", "shared_expert_gate", "norm", "gdn_conv", "gdn_param", "vision", "dflash"], q8: "bf16", q4: "bf16", why: "small matrices feeding exponentials, sigmoids and the expert choice, and vectors: a rounding error of the bytes" },
 ];
+
+// The recipe a model is packed by and loaded at a level by: its spec's, else the default.
+export function modelRecipe(spec: ModelSpec | undefined): readonly RecipeRule[] {
+  return spec?.quantization?.recipe ?? DEFAULT_RECIPE;
+}
 
 // Per tensor: its kind and, when the recipe quantizes it, the Splash type (q8/q4). Vectors are never quantized.
 export function packPlan(tensors: { name: string; shape: number[] }[], recipe: readonly RecipeRule[], quant: PackedQuant): Record<string, { kind: TensorKind; type?: "q8" | "q4" }> {

@@ -29,8 +29,9 @@ export const DRAFTER_NAMES: Record<Drafter, string> = { mtp: "MTP", dflash: "DFl
 export const WEIGHT_TYPES = ["bf16", "q8", "q4", "mlx-affine-4", "mlx-affine-8"] as const;
 export type WeightType = (typeof WEIGHT_TYPES)[number];
 
-// What each tensor of a checkpoint is, for the quantization recipe and the memory plan (src/models/packed.ts
-// assigns them from the tensor names of the official layout).
+// What each tensor of a checkpoint is, for the quantization recipe and the memory plan: libsplash's list
+// (splash_tensor_kind in native/include/splash.h, whose loaders name each matrix's kind), in its order, which
+// test/unit/native/load-recipe.test.ts checks; src/models/packed.ts assigns them from the tensor names.
 export const TENSOR_KINDS = [
   "embed", // embed_tokens [vocab, hidden]
   "lm_head", // [vocab, hidden]
@@ -270,7 +271,7 @@ export function parseSpec(json: unknown, where: string): ModelSpec {
 
 // Storage of a kind at a Splash level, per the recipe. A kind the recipe does not name is a spec bug (the memory
 // test checks every kind of the model's inventory is covered), so it throws rather than guessing.
-export function recipeType(recipe: readonly RecipeRule[], kind: TensorKind, quant: Quant): WeightType {
+export function recipeType(recipe: readonly RecipeRule[], kind: TensorKind, quant: Quant): RecipeRule["q4"] {
   if (quant === "bf16") return "bf16";
   const rule = recipe.find((r) => r.kinds.includes(kind));
   if (!rule) throw new Error(`the quantization recipe does not cover tensor kind ${kind}`);

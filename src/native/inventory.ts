@@ -6,7 +6,7 @@
 import { CString, type Pointer } from "bun:ffi";
 import type { JsonObject } from "../models/config.ts";
 import { KV_TYPES, type KvType } from "../models/kv-type.ts";
-import type { WeightType } from "../models/spec.ts";
+import { TENSOR_KINDS, type TensorKind, type WeightType } from "../models/spec.ts";
 import { check } from "./errors.ts";
 import { native } from "./library.ts";
 import { DRAFTER_CODES } from "./model.ts";
@@ -17,7 +17,8 @@ export const WEIGHT_CODES = { bf16: 0, q8: 1, q4: 2, mlx4: 3, mlx8: 4 } as const
 export const MAX_DIMS = 8;
 
 export type Part = keyof typeof PART_CODES;
-export type InventoryTensor = { name: string; shape: number[]; part: Part; bytes: Record<WeightType, number> };
+// kind: what the loader took it as (splash_tensor_kind), which the recipe gives a storage to.
+export type InventoryTensor = { name: string; shape: number[]; part: Part; kind: TensorKind; bytes: Record<WeightType, number> };
 // K/V bytes per token in each KV type and one state slot's bytes: the target's (its full-attention layers, a GDN
 // slot), and the drafter's (the MTP layer in a target's inventory, zeros without one; the DFlash drafter in a
 // drafter's).
@@ -35,22 +36,24 @@ export function inventory(config: JsonObject, drafter?: { kind: "dflash" | "dfla
   const lib = native();
   const out = new BigUint64Array(1);
   const cstr = (o: JsonObject) => Buffer.from(`${JSON.stringify(o)}\0`);
-  const kind = drafter ? DRAFTER_CODES[drafter.kind] : 0;
-  check(lib, "splash_inventory_create", lib.splash_inventory_create(cstr(config), kind, drafter ? cstr(drafter.config) : null, out));
+  const drafterKind = drafter ? DRAFTER_CODES[drafter.kind] : 0;
+  check(lib, "splash_inventory_create", lib.splash_inventory_create(cstr(config), drafterKind, drafter ? cstr(drafter.config) : null, out));
   const handle = Number(out[0]) as Pointer;
   try {
     const part = new Int32Array(1);
+    const kind = new Int32Array(1);
     const ndim = new Int32Array(1);
     const shape = new BigInt64Array(MAX_DIMS);
     const bytes = new BigUint64Array(Object.keys(WEIGHT_CODES).length);
     const tensors: InventoryTensor[] = [];
     const n = Number(lib.splash_inventory_count(handle));
     for (let i = 0; i < n; i++) {
-      const name = lib.splash_inventory_tensor(handle, i, part, ndim, shape, bytes)!;
+      const name = lib.splash_inventory_tensor(handle, i, part, kind, ndim, shape, bytes)!;
       tensors.push({
         name: new CString(name).toString(),
         shape: Array.from(shape.subarray(0, ndim[0]!), Number),
         part: PARTS[part[0]!]!,
+        kind: TENSOR_KINDS[kind[0]!]!,
         bytes: Object.fromEntries(Object.entries(WEIGHT_OF).map(([w, code]) => [w, Number(bytes[WEIGHT_CODES[code]]!)])) as Record<WeightType, number>,
       });
     }

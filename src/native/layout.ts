@@ -26,7 +26,7 @@ function struct(name: string, specs: readonly FieldSpec[]): StructLayout {
 
 export const LOAD_OPTIONS = struct("splash_load_options", [
   ["struct_size", "u32"],
-  ["quant", "i32"],
+  ["quant", "ptr"],
   ["n_threads", "i32"],
   ["max_step_tokens", "i32"],
   ["backend", "i32"],

@@ -10,7 +10,8 @@
 // call thread (call-thread.ts), so the JavaScript thread goes on meanwhile.
 import { CString, ptr, type Pointer } from "bun:ffi";
 import type { Sampling } from "../engine/types.ts";
-import type { Drafter, Quant as Level } from "../models/spec.ts";
+import { DEFAULT_RECIPE } from "../models/packed.ts";
+import { recipeType, TENSOR_KINDS, type Drafter, type Quant as Level, type RecipeRule } from "../models/spec.ts";
 import { CallThread, invoke, type ThreadCall } from "./call-thread.ts";
 import { check, StepRefusals } from "./errors.ts";
 import { libraryPath, native, type NativeLibrary } from "./library.ts";
@@ -25,6 +26,15 @@ export const NATIVE_QUANT: Record<Level, Quant> = { bf16: "none", q8: "q8", q4: 
 // The enum codes of splash.h (SPLASH_QUANT_*, SPLASH_BACKEND_*, SPLASH_DRAFT_*, SPLASH_ARCH_*), by the name after the
 // prefix: test/unit/native/layout.test.ts checks each against the header.
 export const QUANT_CODES: Record<Quant, number> = { none: 0, q8: 1, q4: 2 };
+// splash_load_options.quant: SPLASH_QUANT_* per tensor kind (TENSOR_KINDS is splash_tensor_kind_name's list, in its
+// order), the recipe's storage of each kind at the level, as `splash import` packs it, so a float checkpoint loaded at
+// a level is the model its import would be.
+export function kindQuants(quant: Quant, recipe: readonly RecipeRule[]): Int32Array {
+  return Int32Array.from(TENSOR_KINDS, (kind) => {
+    const type = quant === "none" ? "bf16" : recipeType(recipe, kind, quant);
+    return QUANT_CODES[type === "bf16" ? "none" : type];
+  });
+}
 // auto: the GPU when one is usable (Metal on macOS, Vulkan elsewhere), else the CPU; vulkan: any Vulkan device,
 // lavapipe included (tests); metal: the Mac's GPU or an error saying why.
 export const BACKENDS = ["auto", "cpu", "vulkan", "metal"] as const;
@@ -56,6 +66,7 @@ export function probeBackend(backend: Backend = defaultBackend(), lib: NativeLib
 
 export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
+  recipe?: readonly RecipeRule[]; // each tensor kind's storage at `quant` (default DEFAULT_RECIPE, as import's)
   threads?: number; // default: every core
   maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
   backend?: Backend; // default "auto"
@@ -339,7 +350,8 @@ export class Model {
     const bytes = new Uint8Array(LOAD_OPTIONS.size);
     const opts = new DataView(bytes.buffer);
     setField(opts, LOAD_OPTIONS, "struct_size", LOAD_OPTIONS.size);
-    setField(opts, LOAD_OPTIONS, "quant", QUANT_CODES[options.quant ?? "none"]);
+    const quant = kindQuants(options.quant ?? "none", options.recipe ?? DEFAULT_RECIPE);
+    setField(opts, LOAD_OPTIONS, "quant", addr(quant)); // copied by the load
     setField(opts, LOAD_OPTIONS, "n_threads", options.threads ?? 0);
     setField(opts, LOAD_OPTIONS, "max_step_tokens", options.maxStepTokens ?? 0);
     setField(opts, LOAD_OPTIONS, "backend", BACKEND_CODES[options.backend ?? defaultBackend()]);

@@ -2,7 +2,7 @@
 // native/include/splash.h. Keep this in the header's order; the ABI version below must equal SPLASH_ABI_VERSION.
 import { FFIType } from "bun:ffi";
 
-export const ABI_VERSION = 15;
+export const ABI_VERSION = 16;
 
 export const symbols = {
   splash_abi_version: { args: [], returns: FFIType.i32 },
@@ -25,6 +25,7 @@ export const symbols = {
   splash_checkpoint_tensor_count: { args: [FFIType.ptr], returns: FFIType.i64 },
   splash_checkpoint_file: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr], returns: FFIType.ptr },
   // ---- model, cache, step (src/native/model.ts) ----
+  splash_tensor_kind_name: { args: [FFIType.i32], returns: FFIType.cstring },
   splash_model_load: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_model_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_model_get_info: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
@@ -61,7 +62,7 @@ export const symbols = {
   splash_inventory_create: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   splash_inventory_free: { args: [FFIType.ptr], returns: FFIType.void },
   splash_inventory_count: { args: [FFIType.ptr], returns: FFIType.i64 },
-  splash_inventory_tensor: { args: [FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.ptr },
+  splash_inventory_tensor: { args: [FFIType.ptr, FFIType.i64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.ptr },
   splash_inventory_state: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.void },
   // ---- benchmarks (src/cli/bench-*.ts) ----
   splash_bench_memory_bandwidth: { args: [FFIType.i32, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readSafetensorsHeader } from "../../src/models/safetensors.ts";
 import { checkWeightFiles } from "../../src/models/files.ts";
-import { PACKED_FILE, packPlan, readPackedHeader, verifyPacked, writePacked, DEFAULT_RECIPE, tensorKind } from "../../src/models/packed.ts";
+import { PACKED_FILE, packPlan, readPackedHeader, verifyPacked, writePacked, DEFAULT_RECIPE } from "../../src/models/packed.ts";
 import { importModel } from "../../src/models/packed-import.ts";
 import { resolveModel } from "../../src/models/resolve.ts";
 import { Model, type Quant } from "../../src/native/model.ts";
@@ -39,28 +39,16 @@ function tensorsOf(dir: string): { name: string; shape: number[] }[] {
 
 const load = (dir: string, quant: Quant = "none") => Model.load(dir, { threads: 2, backend: "cpu", quant });
 
-// The plan that reproduces load-time quantization (qwen3_5_load.c): every matrix but the embedding, the MoE router and the
-// shared expert's gate.
-function loadTimePlan(dir: string, quant: "q8" | "q4") {
-  const plan: Record<string, { kind: string; type?: "q8" | "q4" }> = {};
-  for (const t of tensorsOf(dir)) {
-    const kind = tensorKind(t.name);
-    const matrix = t.shape.length >= 2 && !["embed", "moe_router", "shared_expert_gate", "gdn_conv", "vision"].includes(kind);
-    plan[t.name] = matrix ? { kind, type: quant } : { kind };
-  }
-  return plan;
-}
-
 describe.each([
   ["qwen35-dense-tiny", join(MODELS, "qwen35-dense-tiny")],
   ["qwen35-moe-tiny", join(MODELS, "qwen35-moe-tiny")],
   ["splash-tiny", join(ROOT, "models/splash-tiny")],
 ])("%s packed", (name, src) => {
-  test.each(["q8", "q4"] as const)("%s: a map of the rows load-time quantization makes (bit-identical logits)", async (quant) => {
+  test.each(["q8", "q4"] as const)("%s: a map of the rows load-time quantization makes by the same recipe (bit-identical logits)", async (quant) => {
     const dir = join(tmp, `exact-${name}-${quant}`);
     mkdirSync(dir, { recursive: true });
     copyFileSync(join(src, "config.json"), join(dir, "config.json"));
-    await writePacked(src, join(dir, PACKED_FILE), loadTimePlan(src, quant), { test: true });
+    await writePacked(src, join(dir, PACKED_FILE), packPlan(tensorsOf(src), DEFAULT_RECIPE, quant), { test: true });
     const ids = Int32Array.from({ length: 24 }, (_, i) => (i * 37 + 5) % 500);
     const packed = await load(dir, "none");
     const atLoad = await load(src, quant);
