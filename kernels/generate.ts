@@ -172,6 +172,7 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   for (const d of FLASH_HEAD_DIMS) v.push({ name: `flash_attention_d${d}`, file: "flash_attention_coopmat.comp", defines: { D: d }, vulkanOnly: true });
   v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
+  v.push({ name: "gemm_sum", file: "matmul_coopmat.comp", defines: { STAGE: 2 }, vulkanOnly: true });
   for (const t of COOP_TYPES)
     for (const tile of coop)
       v.push({

@@ -1,8 +1,11 @@
 #version 460
 // matmul_coopmat.comp — y = x · Wᵀ for many rows of x on the matrix units (VK_KHR_cooperative_matrix): the prefill
-// GEMM where the device has them; matmul_tiled.comp computes the same product everywhere else. Two stages (STAGE):
+// GEMM where the device has them; matmul_tiled.comp computes the same product everywhere else. Three stages (STAGE):
 //   HALVES  x (f32) → x16 (f16, rows padded to a multiple of 8 with zeros), once per product
 //   GEMM    y[j][r] = Σ_c W[r][c] · x16[j][c]        j < n, r < rows
+//           or, split over the columns (workgroup z takes columns [z · k_split, (z + 1) · k_split)), each split's sums
+//           into its own copy of y, when the tiles alone would leave most of the GPU idle (few weight rows, few x rows)
+//   SUM     y = the sum of those copies
 // A GEMM workgroup computes a BM × BN tile of y (BM weight rows × BN x rows), stepping over the columns BK at a time.
 // Each step the weight tile is dequantized (decode8.glsl; q4 16 bytes at a time, in f16 arithmetic) to f16 and stored
 // with the x16 tile in shared memory; each subgroup multiplies its WM × WN part with 16 × 16 × 16 f16 products
@@ -27,15 +30,30 @@ layout(local_size_x_id = 0) in;
 
 #define HALVES 0
 #define GEMM 1
+#define SUM 2
 
 layout(push_constant) uniform P {
     uint64_t w;       // row 0 of W
     uint64_t x;       // GEMM: x16 [n][x_stride] (f16); HALVES: x [n][cols] (f32)
-    uint64_t y;       // GEMM: y [n][y_stride]; HALVES: x16 [n][y_stride]
+    uint64_t y;       // GEMM: y [n][y_stride] (split: y + z · n · y_stride, z a split); HALVES: x16 [n][y_stride]; SUM: y
     uint row_bytes, rows, cols, n, x_stride, y_stride;
+    uint k_split;     // GEMM: columns per split (a multiple of 128), 0 = one; SUM: splits
+    uint64_t parts;   // SUM: the splits' products [splits][n][rows]
 } p;
 
-#if STAGE == HALVES
+#if STAGE == SUM
+// y[j][r] = Σ_z parts[z][j][r]: the splits of a GEMM over its columns (few weight rows or few x rows leave too few
+// tiles to fill the GPU, so the columns are split too), one invocation per element of y
+void main() {
+    uint i = flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (i >= p.n * p.rows) return;
+    uint j = i / p.rows, r = i % p.rows;
+    Floats parts = Floats(p.parts);
+    float s = 0.0;
+    for (uint z = 0u; z < p.k_split; z++) s += parts.v[(z * p.n + j) * p.rows + r];
+    Floats(p.y).v[j * p.y_stride + r] = s;
+}
+#elif STAGE == HALVES
 
 // one invocation per 8 halves of x16; rows from n to `rows` (a whole number of the GEMM's x tiles) are zeros
 void main() {
@@ -99,6 +117,8 @@ shared uvec4 S[(DB + 1) * TILE];
 #define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
 uint m0, n0, wm, wn;
+uint kb, ke;  // this workgroup's columns: its split
+uint64_t ya;  // where its tile of y goes
 MatC acc[WM / 16][WN / 16];
 uvec4 xr[B_LOADS];  // the next step's halves of x16
 #if Q4WIDE
@@ -237,21 +257,21 @@ void stash(uint k0, uint buf, bool checked) {
 
 // The products over every column, in steps of BK.
 void steps(bool checked) {
-    fetch(0u, checked);
+    fetch(kb, checked);
 #if DB
-    stash(0u, 0u, checked);
+    stash(kb, 0u, checked);
     barrier();
 #endif
-    for (uint k0 = 0u; k0 < p.cols; k0 += BK) {
+    for (uint k0 = kb; k0 < ke; k0 += BK) {
 #if DB
-        uint base = (k0 / BK) & 1u;
-        if (k0 + BK < p.cols) fetch(k0 + BK, checked);
+        uint base = ((k0 - kb) / BK) & 1u;
+        if (k0 + BK < ke) fetch(k0 + BK, checked);
 #else
         uint base = 0u;
         barrier();  // the last step's products have read the tiles
         stash(k0, 0u, checked);
         barrier();
-        if (k0 + BK < p.cols) fetch(k0 + BK, checked);
+        if (k0 + BK < ke) fetch(k0 + BK, checked);
 #endif
         base *= TILE;
         [[unroll]] for (uint k = 0u; k < BK / 8u; k += 2u) {  // 16 columns: two uvec4 of halves
@@ -266,7 +286,7 @@ void steps(bool checked) {
         }
 #if DB
         // buffer base ^ 1 was last read by the step before, which every invocation finished before the last barrier
-        if (k0 + BK < p.cols) stash(k0 + BK, ((k0 / BK) & 1u) ^ 1u, checked);
+        if (k0 + BK < ke) stash(k0 + BK, (((k0 - kb) / BK) & 1u) ^ 1u, checked);
         barrier();
 #endif
     }
@@ -283,6 +303,9 @@ void main() {
     wn = (warp / (BM / WM)) * WN;
     [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
         [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
+    kb = p.k_split == 0u ? 0u : gl_WorkGroupID.z * p.k_split;
+    ke = p.k_split == 0u ? p.cols : min(p.cols, kb + p.k_split);
+    ya = p.y + uint64_t(gl_WorkGroupID.z) * p.n * p.y_stride * 4ul;
 
     // a whole tile: every weight row inside (x16 has whole x tiles, zero rows past n), whole steps (of 64 columns for
     // q4: its scales' words aligned), q4 rows 16-byte aligned
@@ -296,7 +319,7 @@ void main() {
         [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
             [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
                 uint off = (n0 + wn + j * 16u) * p.y_stride + m0 + wm + i * 16u;
-                coopMatStore(acc[i][j], Floats(p.y).v, off, p.y_stride, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatStore(acc[i][j], Floats(ya).v, off, p.y_stride, gl_CooperativeMatrixLayoutColumnMajor);
             }
         return;
     }
@@ -314,7 +337,7 @@ void main() {
             subgroupBarrier();
             [[unroll]] for (uint e0 = 0u; e0 < 256u; e0 += SUBGROUP) {
                 uint e = e0 + lane, r = m0 + wm + i * 16u + e % 16u, c = n0 + wn + j * 16u + e / 16u;
-                if (r < p.rows && c < p.n) Floats(p.y).v[c * p.y_stride + r] = uintBitsToFloat(S[cs + e / 4u][e % 4u]);
+                if (r < p.rows && c < p.n) Floats(ya).v[c * p.y_stride + r] = uintBitsToFloat(S[cs + e / 4u][e % 4u]);
             }
             subgroupBarrier();
         }

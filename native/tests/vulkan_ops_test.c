@@ -751,8 +751,8 @@ int main(int argc, char **argv) {
     test_gemm_coop(SP_MAT_Q4, 130, 164, 150);
     test_gemm_coop(SP_MAT_Q4, 67, 84, 21); /* an odd number of q4 groups: the minimums' words 2 bytes off */
     test_gemm_coop(SP_MAT_Q4, 256, 256, 256); /* whole tiles of 256 rows of either operand */
-    /* few x rows in a tile padded with zero rows (whole steps; a partial step and group; an odd number of q4 groups),
-     * and a decode batch of the 27B's o_proj */
+    /* few tiles: the columns split, a shorter last split (whole steps; a partial step and group; an odd number of
+     * q4 groups), and a decode batch of the 27B's o_proj */
     test_gemm_coop(SP_MAT_Q4, 300, 1088, 7);
     test_gemm_coop(SP_MAT_BF16, 1024, 2052, 16);
     test_gemm_coop(SP_MAT_Q4, 520, 1120, 5);

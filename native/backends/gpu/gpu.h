@@ -195,6 +195,8 @@ struct sp_gpu {
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
+    void *gemm_parts; /* a cooperative-matrix GEMM split over its columns: the splits' products */
+    uint64_t gemm_parts_bytes;
     void *x8;                  /* x quantized for the integer-dot GEMV (quantize.comp): of the x at x8_of, x8_cols wide;
                                 * kept while nothing writes that x, so GEMVs of one x quantize it once */
     uint64_t x8_bytes;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 /* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
@@ -105,6 +106,26 @@ static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t 
     return *buf;
 }
 
+/* The GEMM kernels' push constants: matmul_tiled.comp's end before k_split, matmul_coopmat.comp's take it all. */
+typedef struct gemm_push {
+    uint64_t w, x, y;
+    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
+    uint64_t parts;
+} gemm_push;
+
+/* Column splits of a cooperative-matrix GEMM of `tiles` workgroups: enough that about 512 workgroups run (what keeps
+ * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
+ * each over at least 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
+static uint32_t gemm_split(int64_t tiles, int64_t cols, int64_t n, int64_t rows) {
+    if (getenv("SPLASH_VULKAN_AB_OLD")) return 0; /* EXPERIMENT (removed after the A/B) */
+    int64_t splits = (512 + tiles - 1) / tiles;
+    if (splits > cols / 256) splits = cols / 256;
+    while (splits > 1 && splits * n * rows * 4 > ((int64_t)32 << 20)) splits--;
+    if (splits <= 1) return 0;
+    int64_t k = ((cols + splits - 1) / splits + 127) / 128 * 128;
+    return k < cols ? (uint32_t)k : 0;
+}
+
 bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
     return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
            l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
@@ -145,10 +166,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
                         &write, 1, NULL);
         return;
     }
-    struct {
-        uint64_t w, x, y;
-        uint32_t row_bytes, rows, cols, n, x_stride, y_stride;
-    } p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows};
+    gemm_push p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
     /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
     bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
     if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
@@ -182,6 +200,21 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = (uint32_t)(n16 / (uint64_t)t->bn);
         wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
+        p.k_split = gemm_split((int64_t)groups[0] * groups[1], W->cols, n, W->rows);
+        if (p.k_split) { /* each split's products into its own copy of y, then their sum into y */
+            uint32_t splits = (uint32_t)sp_gpu_div_up((uint64_t)W->cols, p.k_split);
+            uint64_t part_bytes = (uint64_t)splits * (uint64_t)n * (uint64_t)W->rows * 4;
+            if (!scratch(be, &gpu->gemm_parts, &gpu->gemm_parts_bytes, part_bytes, "a split GEMM's partial products")) return;
+            sp_gpu_range rp = sp_gpu_span(gpu, gpu->gemm_parts, part_bytes);
+            p.y = rp.lo;
+            groups[2] = splits;
+            sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &rp, 1, NULL);
+            p.y = ya, p.parts = rp.lo, p.k_split = splits;
+            uint32_t sg[3];
+            sp_gpu_grid(sp_gpu_div_up((uint64_t)n * (uint64_t)W->rows, 256), sg);
+            sp_gpu_dispatch(gpu, "gemm_sum", SP_GPU_GEMM_SUM, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, sg, &rp, 1, &write, 1, NULL);
+            return;
+        }
     } else {
         int tile = force ? force->tile : sp_gpu_gemm_tile(gpu, W, n);
         const sp_gpu_tile *t = &sp_gpu_tiles[tile];
@@ -189,7 +222,9 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         wg = (uint32_t)((t->bm / t->tm) * (t->bn / t->tn));
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
     }
-    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, sizeof p, groups, reads, 2, &write, 1, NULL);
+    /* the tiled kernel's push block ends before the cooperative-matrix one's k_split */
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, coop ? sizeof p : offsetof(gemm_push, k_split), groups, reads, 2,
+                    &write, 1, NULL);
 }
 
 static void gpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n) {
