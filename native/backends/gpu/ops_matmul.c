@@ -7,7 +7,6 @@
 #include "core/error.h"
 
 #include <stddef.h>
-#include <stdlib.h>
 
 /* GEMV kernels by batch bucket (1, ≤ 4, ≤ 16 x rows) and weight type. */
 static const sp_gpu_kernel_id MATMUL[SP_GPU_GEMV_BATCHES][SP_MAT_TYPE_COUNT] = {
@@ -117,7 +116,6 @@ typedef struct gemm_push {
  * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
  * each over at least 256 columns, the splits' copies of y within 32 MiB. Returns the columns per split (a multiple of 128), 0 for one. */
 static uint32_t gemm_split(int64_t tiles, int64_t cols, int64_t n, int64_t rows) {
-    if (getenv("SPLASH_VULKAN_AB_OLD")) return 0; /* EXPERIMENT (removed after the A/B) */
     int64_t splits = (512 + tiles - 1) / tiles;
     if (splits > cols / 256) splits = cols / 256;
     while (splits > 1 && splits * n * rows * 4 > ((int64_t)32 << 20)) splits--;
