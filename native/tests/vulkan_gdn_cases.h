@@ -1,0 +1,156 @@
+/* vulkan_gdn_cases.h — vulkan_ops_test's Gated DeltaNet cases: the conv, the delta rule token by token and in chunks
+ * (and which of the two gdn_recurrent takes), and the fused core, each against the CPU backend. Included by
+ * vulkan_ops_test.c only, after backend_test.h (the backends, the helpers). */
+#ifndef SP_VULKAN_GDN_CASES_H
+#define SP_VULKAN_GDN_CASES_H
+
+#include "backend_test.h"
+#include "backends/gpu/gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_conv(int64_t C, int32_t K, int64_t n1, int64_t n2) {
+    float *x = randoms((n1 + n2) * C, -2, 2), *w = randoms(C * K, -1, 1), *tail = randoms((K - 1) * C, -2, 2);
+    float *dx = to_gpu(x, 4 * (uint64_t)((n1 + n2) * C)), *dw = to_gpu(w, 4 * (uint64_t)(C * K));
+    float *dtail = to_gpu(tail, 4 * (uint64_t)((K - 1) * C)), *dy = to_gpu(NULL, 4 * (uint64_t)((n1 + n2) * C));
+    float *want = malloc(4 * (size_t)((n1 + n2) * C));
+    /* two calls: the tail carries over */
+    gpu.conv_silu(&gpu, dy, dx, n1, C, dw, K, dtail);
+    gpu.conv_silu(&gpu, dy + n1 * C, dx + n1 * C, n2, C, dw, K, dtail);
+    cpu.conv_silu(&cpu, want, x, n1, C, w, K, tail);
+    cpu.conv_silu(&cpu, want + n1 * C, x + n1 * C, n2, C, w, K, tail);
+    float *got = from_gpu(dy, (n1 + n2) * C), *got_tail = from_gpu(dtail, (K - 1) * C);
+    char what[128];
+    snprintf(what, sizeof what, "conv_silu %lld channels, K=%d, %lld + %lld rows", (long long)C, K, (long long)n1, (long long)n2);
+    expect(what, nmse(got, want, (n1 + n2) * C), 1e-12);
+    expect("conv_silu tail after both calls", nmse(got_tail, tail, (K - 1) * C), 0);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dw), gpu.free(&gpu, dtail), gpu.free(&gpu, dy);
+    free(x), free(w), free(tail), free(want), free(got), free(got_tail);
+}
+
+/* The GPU's token loop (gdn.comp) and chunked form (gdn_chunked.comp: chunks of 64, the last one partial) against the
+ * CPU's token loop, from a non-zero state. */
+static void test_gdn(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int64_t n, bool chunked) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+    float *want = malloc(4 * (size_t)(n * Hv * dv));
+    float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dS = to_gpu(S, 4 * (uint64_t)state);
+    float *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv));
+    sp_gdn_shape hs = {Hk, Hv, dk, dv, A, dt}, ds = {Hk, Hv, dk, dv, dA, ddt};
+    double t0 = now();
+    sp_gpu_gdn(&gpu, dout, dqkv, da, db, &ds, dS, n, chunked);
+    float *got = from_gpu(dout, n * Hv * dv);
+    double ms = (now() - t0) * 1e3;
+    cpu.gdn_recurrent(&cpu, want, qkv, a, b, &hs, S, n);
+    float *got_S = from_gpu(dS, state);
+    char what[160];
+    const char *form = chunked ? "chunked" : "by token";
+    snprintf(what, sizeof what, "gdn %s %d/%d heads, dk %d dv %d, %lld tokens (%.0f ms)", form, Hk, Hv, dk, dv, (long long)n, ms);
+    expect(what, nmse(got, want, n * Hv * dv), 1e-10);
+    snprintf(what, sizeof what, "gdn %s state after %lld tokens", form, (long long)n);
+    expect(what, nmse(got_S, S, state), 1e-10);
+    gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dS);
+    gpu.free(&gpu, dout);
+    free(qkv), free(a), free(b), free(A), free(dt), free(S), free(want), free(got), free(got_S);
+}
+
+/* gdn_recurrent runs the token loop below 256 tokens (decode, verify blocks, short prompts) and the chunked form from
+ * 256: each gives what that form gives, bit for bit. */
+static void test_gdn_choice(void) {
+    int32_t Hk = 1, Hv = 2, dk = 16, dv = 8;
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    for (int c = 0; c < 2; c++) {
+        int64_t n = c ? 256 : 255;
+        float *qkv = randoms(n * W, -1, 1), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+        float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *S = randoms(state, -0.1f, 0.1f);
+        float *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv));
+        float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv);
+        float *dS[2] = {to_gpu(S, 4 * (uint64_t)state), to_gpu(S, 4 * (uint64_t)state)};
+        float *dout[2] = {to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv)), to_gpu(NULL, 4 * (uint64_t)(n * Hv * dv))};
+        sp_gdn_shape ds = {Hk, Hv, dk, dv, dA, ddt};
+        gpu.gdn_recurrent(&gpu, dout[0], dqkv, da, db, &ds, dS[0], n);
+        sp_gpu_gdn(&gpu, dout[1], dqkv, da, db, &ds, dS[1], n, c == 1);
+        float *o[2] = {from_gpu(dout[0], n * Hv * dv), from_gpu(dout[1], n * Hv * dv)};
+        float *s[2] = {from_gpu(dS[0], state), from_gpu(dS[1], state)};
+        char what[96];
+        snprintf(what, sizeof what, "gdn_recurrent of %lld tokens is the %s form", (long long)n, c ? "chunked" : "token");
+        bool same = !memcmp(o[0], o[1], 4 * (size_t)(n * Hv * dv)) && !memcmp(s[0], s[1], 4 * (size_t)state);
+        expect(what, same ? 0 : nmse(o[0], o[1], n * Hv * dv) + 1e-30, 0);
+        for (int i = 0; i < 2; i++) gpu.free(&gpu, dS[i]), gpu.free(&gpu, dout[i]), free(o[i]), free(s[i]);
+        gpu.free(&gpu, dqkv), gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dA), gpu.free(&gpu, ddt);
+        free(qkv), free(a), free(b), free(A), free(dt), free(S);
+    }
+}
+
+/* The mixer core (conv, delta rule, gated norm; z = NULL: no norm) of two sequences, each in two calls of n1 and n2
+ * rows (conv tails and states carry over; the calls of the two sequences alternate, as several streams record them),
+ * against the CPU's and against the separate GPU ops; `dispatches`: what one call must record (1 or 2: the fused kernel,
+ * and the q/k tails where several v heads share a k head; 3: the separate kernels). */
+static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_t K, int64_t n1, int64_t n2, bool normed,
+                          uint64_t dispatches) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, n = n1 + n2, O = (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *cw = randoms(W * K, -0.8f, 0.8f), *nw = randoms(dv, 0.5f, 1.5f);
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dcw = to_gpu(cw, 4 * (uint64_t)(W * K));
+    float *dnw = to_gpu(nw, 4 * (uint64_t)dv);
+    sp_gdn_core hc = {{Hk, Hv, dk, dv, A, dt}, cw, K, nw, 1e-6f}, dc = {{Hk, Hv, dk, dv, dA, ddt}, dcw, K, dnw, 1e-6f};
+    const sp_gpu *g = sp_gpu_of(&gpu);
+    uint64_t most = 0;
+    char what[200];
+    float *qkv[2], *z[2], *a[2], *b[2], *S[2], *tail[2], *dqkv[2], *dz[2], *da[2], *db[2], *dS[2], *dtail[2], *dout[2], *dconv[2];
+    float *sS[2], *stail[2], *sout[2]; /* the separate GPU ops' state, tail and output */
+    for (int q = 0; q < 2; q++) {
+        qkv[q] = randoms(n * W, -2, 2), z[q] = randoms(n * O, -4, 4), a[q] = randoms(n * Hv, -6, 3), b[q] = randoms(n * Hv, -4, 4);
+        S[q] = randoms(state, -0.1f, 0.1f), tail[q] = randoms((K - 1) * W, -2, 2);
+        dqkv[q] = to_gpu(qkv[q], 4 * (uint64_t)(n * W)), dz[q] = to_gpu(z[q], 4 * (uint64_t)(n * O));
+        da[q] = to_gpu(a[q], 4 * (uint64_t)(n * Hv)), db[q] = to_gpu(b[q], 4 * (uint64_t)(n * Hv));
+        dS[q] = to_gpu(S[q], 4 * (uint64_t)state), dtail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        sS[q] = to_gpu(S[q], 4 * (uint64_t)state), stail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
+        dout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O)), sout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O));
+        dconv[q] = to_gpu(NULL, 4 * (uint64_t)(n * W));
+    }
+    for (int call = 0; call < 2; call++)
+        for (int q = 0; q < 2; q++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            uint64_t c0 = g->n_commands;
+            gpu.gdn_core(&gpu, dout[q] + r0 * O, dconv[q] + r0 * W, dqkv[q] + r0 * W, normed ? dz[q] + r0 * O : NULL, da[q] + r0 * Hv,
+                         db[q] + r0 * Hv, &dc, dS[q], dtail[q], rn);
+            if (g->n_commands - c0 > most) most = g->n_commands - c0;
+            gpu.conv_silu(&gpu, dconv[q] + r0 * W, dqkv[q] + r0 * W, rn, W, dcw, K, stail[q]);
+            gpu.gdn_recurrent(&gpu, sout[q] + r0 * O, dconv[q] + r0 * W, da[q] + r0 * Hv, db[q] + r0 * Hv, &dc.shape, sS[q], rn);
+            if (normed) gpu.rmsnorm_gated(&gpu, sout[q] + r0 * O, sout[q] + r0 * O, dz[q] + r0 * O, dnw, rn * Hv, dv, 1e-6f);
+        }
+    float *want = malloc(4 * (size_t)(n * O)), *conv = malloc(4 * (size_t)(n * W));
+    for (int q = 0; q < 2; q++) {
+        for (int call = 0; call < 2; call++) {
+            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+            cpu.gdn_core(&cpu, want + r0 * O, conv + r0 * W, qkv[q] + r0 * W, normed ? z[q] + r0 * O : NULL, a[q] + r0 * Hv,
+                         b[q] + r0 * Hv, &hc, S[q], tail[q], rn);
+        }
+        float *got = from_gpu(dout[q], n * O), *got_S = from_gpu(dS[q], state), *got_tail = from_gpu(dtail[q], (K - 1) * W);
+        float *sep = from_gpu(sout[q], n * O), *sep_S = from_gpu(sS[q], state);
+        snprintf(what, sizeof what, "gdn_core %d/%d heads, dk %d dv %d, K %d, %lld + %lld tokens%s, sequence %d", Hk, Hv, dk, dv, K,
+                 (long long)n1, (long long)n2, normed ? "" : " (no norm)", q);
+        expect(what, nmse(got, want, n * O), 1e-10);
+        expect("gdn_core state", nmse(got_S, S[q], state), 1e-9);
+        expect("gdn_core conv tail (raw rows, exact)", nmse(got_tail, tail[q], (K - 1) * W), 0);
+        expect("gdn_core output against the separate GPU ops", nmse(got, sep, n * O), 1e-12);
+        expect("gdn_core state against the separate GPU ops", nmse(got_S, sep_S, state), 1e-12);
+        free(got), free(got_S), free(got_tail), free(sep), free(sep_S);
+    }
+    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %lld + %lld tokens: %llu dispatches a call (want %llu)", Hk, Hv, dv,
+             (long long)n1, (long long)n2, (unsigned long long)most, (unsigned long long)dispatches);
+    expect(what, most == dispatches ? 0 : 1, 0);
+    for (int q = 0; q < 2; q++) {
+        gpu.free(&gpu, dqkv[q]), gpu.free(&gpu, dz[q]), gpu.free(&gpu, da[q]), gpu.free(&gpu, db[q]), gpu.free(&gpu, dS[q]);
+        gpu.free(&gpu, dtail[q]), gpu.free(&gpu, sS[q]), gpu.free(&gpu, stail[q]), gpu.free(&gpu, dout[q]), gpu.free(&gpu, sout[q]);
+        gpu.free(&gpu, dconv[q]);
+        free(qkv[q]), free(z[q]), free(a[q]), free(b[q]), free(S[q]), free(tail[q]);
+    }
+    gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dcw), gpu.free(&gpu, dnw);
+    free(A), free(dt), free(cw), free(nw), free(want), free(conv);
+}
+
+#endif
