@@ -124,6 +124,23 @@ static uint32_t gemm_split(int64_t tiles, int64_t cols, int64_t n, int64_t rows)
     return k < cols ? (uint32_t)k : 0;
 }
 
+/* A GEMV of W's rows (launch l, push p) as matmul.comp's `plain` kernel, or its integer-dot `dot` kernel with x
+ * quantized (the range *x of reads, then replaced by the quantized rows) where int_dot says so. */
+static void gemv_dispatch(const sp_backend *be, const char *op, sp_gpu_kernel_id plain, sp_gpu_kernel_id dot, const sp_matrix *W,
+                          uint32_t stride, int64_t n, const sp_gpu_mm_launch *l, sp_gpu_mm_push *p, const sp_gpu_range *reads,
+                          int32_t n_reads, sp_gpu_range *x, sp_gpu_range write) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint32_t groups[3], check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
+    sp_gpu_kernel_id k = plain;
+    if (int_dot(gpu, W, stride, x->lo, n)) {
+        if (!quantized_x(be, x->lo, W->cols, n, x, &p->x_stride)) return;
+        p->x = x->lo, check = 0, k = dot;
+    }
+    sp_gpu_grid(sp_gpu_div_up((uint64_t)W->rows, (uint64_t)l->rows * l->groups), groups);
+    sp_gpu_dispatch(gpu, op, k, (uint32_t[4]){l->workgroup, l->rows, check, l->groups}, p, sizeof *p, groups, reads, n_reads,
+                    &write, 1, NULL);
+}
+
 bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
     return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
            l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
@@ -143,25 +160,16 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     sp_gpu_range reads[2] = {{w, w + (uint64_t)W->rows * stride}, {xa, xa + (uint64_t)n * (uint64_t)W->cols * 4}};
     sp_gpu_range write = {ya, ya + (uint64_t)n * (uint64_t)W->rows * 4};
     if (force ? force->workgroup != 0 : n <= SP_GPU_GEMV_MAX_N) {
-        uint32_t groups[3];
         int bucket = sp_gpu_gemv_bucket(n);
         sp_gpu_mm_launch l = force ? *force : sp_gpu_gemv_params(gpu, W, bucket);
         if (n > SP_GPU_GEMV_MAX_N || !sp_gpu_gemv_launch_ok(&l, sp_gpu_gemv_max_rows(bucket, 1))) {
             sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
             return;
         }
-        sp_gpu_grid(sp_gpu_div_up((uint64_t)W->rows, (uint64_t)l.rows * l.groups), groups);
         sp_gpu_mm_push p = {w, xa, ya, 0, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols,
                      (uint32_t)W->rows, 0, 0};
-        uint32_t check = W->cols % sp_gpu_chunk_cols[W->type] != 0;
-        sp_gpu_kernel_id k = MATMUL[bucket][W->type];
-        if (int_dot(gpu, W, stride, xa, n)) {
-            if (!quantized_x(be, xa, W->cols, n, &reads[1], &p.x_stride)) return;
-            p.x = reads[1].lo, check = 0;
-            k = MATMUL_DOT[bucket][W->type == SP_MAT_Q4];
-        }
-        sp_gpu_dispatch(gpu, "matmul", k, (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p, groups, reads, 2,
-                        &write, 1, NULL);
+        gemv_dispatch(be, "matmul", MATMUL[bucket][W->type], MATMUL_DOT[bucket][W->type == SP_MAT_Q4], W, stride, n, &l, &p,
+                      reads, 2, &reads[1], write);
         return;
     }
     gemm_push p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
@@ -258,19 +266,10 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     sp_gpu_range reads[3] = {{wg, wg + (uint64_t)gate->rows * stride}, {wu, wu + (uint64_t)up->rows * stride},
                              {xa, xa + (uint64_t)n * (uint64_t)gate->cols * 4}};
     sp_gpu_range write = sp_gpu_span(gpu, h, (uint64_t)n * (uint64_t)gate->rows * 4);
-    uint32_t groups[3];
-    sp_gpu_grid(sp_gpu_div_up((uint64_t)gate->rows, (uint64_t)l.rows * l.groups), groups);
     sp_gpu_mm_push p = {wg, xa, write.lo, wu, stride, (uint32_t)gate->rows, (uint32_t)gate->cols, (uint32_t)n, (uint32_t)gate->cols,
                  (uint32_t)gate->rows, 0, 0};
-    uint32_t check = gate->cols % sp_gpu_chunk_cols[gate->type] != 0;
-    sp_gpu_kernel_id k = DENSE_GATE_UP[bucket][gate->type];
-    if (int_dot(gpu, gate, stride, xa, n)) {
-        if (!quantized_x(be, xa, gate->cols, n, &reads[2], &p.x_stride)) return;
-        p.x = reads[2].lo, check = 0;
-        k = GATE_UP_DOT[bucket][gate->type == SP_MAT_Q4];
-    }
-    sp_gpu_dispatch(gpu, "matmul_gate_up", k, (uint32_t[4]){l.workgroup, l.rows, check, l.groups}, &p, sizeof p, groups, reads, 3,
-                    &write, 1, NULL);
+    gemv_dispatch(be, "matmul_gate_up", DENSE_GATE_UP[bucket][gate->type], GATE_UP_DOT[bucket][gate->type == SP_MAT_Q4], gate,
+                  stride, n, &l, &p, reads, 3, &reads[2], write);
 }
 
 void sp_gpu_install_matmul(sp_backend *be) {
