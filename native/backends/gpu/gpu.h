@@ -191,7 +191,7 @@ struct sp_gpu {
 
     /* op state: attention split partials and the f16 copy of a cooperative-matrix GEMM's x (grown on demand), greedy
      * sampling results, MoE expert tables */
-    float *part;
+    void *part;
     uint64_t part_bytes;
     void *x16;
     uint64_t x16_bytes;
@@ -250,6 +250,9 @@ sp_gpu_range sp_gpu_span(sp_gpu *g, const void *p, uint64_t bytes);
 uint64_t sp_gpu_stage(sp_gpu *g, const void *host, uint64_t bytes);
 void *sp_gpu_alloc(const sp_backend *be, uint64_t bytes);
 void sp_gpu_free(const sp_backend *be, void *p);
+/* An op's device scratch *buf of *have bytes, grown to `alloc` (at least `bytes`) when it holds fewer than `bytes`
+ * (after a sync: recorded commands may use the old one); NULL and a recorded failure (`what`) when out of memory. */
+void *sp_gpu_scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t bytes, uint64_t alloc, const char *what);
 const void *sp_gpu_upload(const sp_backend *be, const void *data, int64_t rows, int64_t row_bytes);
 void sp_gpu_write(const sp_backend *be, void *dst, const void *src, uint64_t bytes);
 void sp_gpu_read(const sp_backend *be, void *dst, const void *src, uint64_t bytes);

@@ -128,6 +128,19 @@ void *sp_gpu_alloc(const sp_backend *be, uint64_t bytes) {
     return p;
 }
 
+void *sp_gpu_scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t bytes, uint64_t alloc, const char *what) {
+    sp_gpu *g = sp_gpu_of(be);
+    if (bytes <= *have) return *buf;
+    sp_gpu_sync(g); /* the commands recorded so far may use the old buffer */
+    if (*buf) sp_gpu_free(be, *buf);
+    *have = alloc > bytes ? alloc : bytes;
+    if (!(*buf = sp_gpu_alloc(be, *have))) {
+        *have = 0;
+        sp_gpu_fail_msg(g, SPLASH_ERR_OUT_OF_MEMORY, what);
+    }
+    return *buf;
+}
+
 void sp_gpu_free(const sp_backend *be, void *p) {
     sp_gpu *g = sp_gpu_of(be);
     const sp_gpu_chunk *c = p ? sp_gpu_chunk_of(g, p) : NULL;

@@ -284,17 +284,7 @@ void sp_gpu_gdn(const sp_backend *be, float *out, const float *qkv, const float 
     /* a block per (chunk, head): W, e^γ q, e^(γ_last − γ) k [64][dk], U [64][dv], (q·k) e^(γ_i − γ_j) [64][64], e^γ_last */
     uint64_t block = GDN_CHUNK * (3 * dk + dv + GDN_CHUNK) + 4, seg = n < GDN_SEGMENT ? (uint64_t)n : GDN_SEGMENT;
     uint64_t bytes = sp_gpu_div_up(seg, GDN_CHUNK) * Hv * block * 4;
-    if (bytes > gpu->gdn_work_bytes) {
-        sp_gpu_sync(gpu);
-        if (gpu->gdn_work) sp_gpu_free(be, gpu->gdn_work);
-        gpu->gdn_work_bytes = bytes;
-        gpu->gdn_work = sp_gpu_alloc(be, bytes);
-        if (!gpu->gdn_work) {
-            gpu->gdn_work_bytes = 0;
-            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "chunked GDN scratch");
-            return;
-        }
-    }
+    if (!sp_gpu_scratch(be, &gpu->gdn_work, &gpu->gdn_work_bytes, bytes, bytes, "chunked GDN scratch")) return;
     for (int64_t t0 = 0; t0 < n; t0 += GDN_SEGMENT) {
         uint64_t m = (uint64_t)(n - t0 < GDN_SEGMENT ? n - t0 : GDN_SEGMENT), chunks = sp_gpu_div_up(m, GDN_CHUNK);
         sp_gpu_range seg_r[6] = {sp_gpu_span(gpu, qkv + t0 * (int64_t)width, m * width * 4),

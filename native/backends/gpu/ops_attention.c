@@ -73,17 +73,6 @@ static void gpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float
                     &w, 1, NULL);
 }
 
-/* Split-key partials of one attention call: n · heads · splits · (head_dim + 2) floats, grown on demand. */
-static float *attn_partials(sp_gpu *gpu, const sp_backend *be, uint64_t floats) {
-    if (floats * 4 <= gpu->part_bytes) return gpu->part;
-    sp_gpu_sync(gpu);
-    if (gpu->part) sp_gpu_free(be, gpu->part);
-    gpu->part_bytes = floats * 4 * 2;
-    gpu->part = sp_gpu_alloc(be, gpu->part_bytes);
-    if (!gpu->part) gpu->part_bytes = 0;
-    return gpu->part;
-}
-
 /* Every KV type: the kernel rounds f32 and int8 rows to f16 as it loads a tile. */
 bool sp_gpu_flash_attention(const sp_gpu *g, int32_t kv_type, int32_t head_dim, int64_t n) {
     return !g->no_coopmat && (GPU_KV_TYPES & 1u << kv_type) && n >= FLASH_MIN_ROWS && sp_gpu_flash_kernel(head_dim) >= 0;
@@ -137,12 +126,11 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
                         4, &w, 1, NULL);
         return;
     }
-    float *part = attn_partials(gpu, be, (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2));
-    if (!part) {
-        sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "attention partials");
-        return;
-    }
-    sp_gpu_range pr = sp_gpu_span(gpu, part, (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2) * 4);
+    /* split-key partials: n · heads · splits · (head_dim + 2) floats */
+    uint64_t part_bytes = (uint64_t)n * (uint64_t)n_heads * splits * (uint64_t)(head_dim + 2) * 4;
+    void *part = sp_gpu_scratch(be, &gpu->part, &gpu->part_bytes, part_bytes, part_bytes * 2, "attention partials");
+    if (!part) return;
+    sp_gpu_range pr = sp_gpu_span(gpu, part, part_bytes);
     p.part = pr.lo;
     sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
                     3, &pr, 1, NULL);

@@ -35,16 +35,8 @@ bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range
     sp_gpu *gpu = sp_gpu_of(be);
     uint64_t nbp = ((uint64_t)(cols + 31) / 32 + 1) / 2 * 2, row = nbp * 40, bytes = (uint64_t)n * row;
     *row_bytes = (uint32_t)row;
-    if (bytes > gpu->x8_bytes) {
-        sp_gpu_sync(gpu);
-        if (gpu->x8) sp_gpu_free(be, gpu->x8);
-        gpu->x8_bytes = bytes < 65536 ? 65536 : bytes * 2;
-        gpu->x8 = sp_gpu_alloc(be, gpu->x8_bytes);
-        if (!gpu->x8) {
-            gpu->x8_bytes = 0;
-            return sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, "int8 copy of a GEMV's x");
-        }
-    }
+    if (!sp_gpu_scratch(be, &gpu->x8, &gpu->x8_bytes, bytes, bytes < 32768 ? 65536 : bytes * 2, "int8 copy of a GEMV's x"))
+        return false;
     *q = sp_gpu_span(gpu, gpu->x8, bytes);
     return true;
 }
@@ -86,23 +78,6 @@ static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
     sp_gpu_dispatch(gpu, "quantize_x", SP_GPU_QUANTIZE_X, (uint32_t[4]){64, 0, 0, 0}, &p, sizeof p, groups, &src, 1, q, 1, NULL);
     gpu->x8_of = src, gpu->x8_cols = (uint32_t)cols;
     return true;
-}
-
-/* Device scratch of at least `bytes` in *buf (grown, at twice the size asked, across steps); NULL on failure. */
-static void *scratch(const sp_backend *be, void **buf, uint64_t *have, uint64_t bytes, const char *what) {
-    sp_gpu *gpu = sp_gpu_of(be);
-    if (bytes > *have) {
-        sp_gpu_sync(gpu);
-        if (*buf) sp_gpu_free(be, *buf);
-        *have = bytes * 2;
-        *buf = sp_gpu_alloc(be, *have);
-        if (!*buf) {
-            *have = 0;
-            sp_gpu_fail_msg(gpu, SPLASH_ERR_OUT_OF_MEMORY, what);
-            return NULL;
-        }
-    }
-    return *buf;
 }
 
 /* The GEMM kernels' push constants: matmul_tiled.comp's end before k_split, matmul_coopmat.comp's take it all. */
@@ -188,7 +163,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
          * bound a tile), into scratch kept between products */
         uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, n16 = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn) * (uint64_t)t->bn;
         uint64_t bytes16 = n16 * stride16 * 2;
-        if (!scratch(be, &gpu->x16, &gpu->x16_bytes, bytes16, "f16 copy of a GEMM's x")) return;
+        if (!sp_gpu_scratch(be, &gpu->x16, &gpu->x16_bytes, bytes16, bytes16 * 2, "f16 copy of a GEMM's x")) return;
         sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
         p.y = r16.lo;
         p.y_stride = (uint32_t)stride16;
@@ -210,7 +185,8 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         if (p.k_split) { /* each split's products into its own copy of y, then their sum into y */
             uint32_t splits = (uint32_t)sp_gpu_div_up((uint64_t)W->cols, p.k_split);
             uint64_t part_bytes = (uint64_t)splits * (uint64_t)n * (uint64_t)W->rows * 4;
-            if (!scratch(be, &gpu->gemm_parts, &gpu->gemm_parts_bytes, part_bytes, "a split GEMM's partial products")) return;
+            if (!sp_gpu_scratch(be, &gpu->gemm_parts, &gpu->gemm_parts_bytes, part_bytes, part_bytes * 2, "a split GEMM's partial products"))
+                return;
             sp_gpu_range rp = sp_gpu_span(gpu, gpu->gemm_parts, part_bytes);
             p.y = rp.lo;
             groups[2] = splits;
