@@ -8,7 +8,9 @@
 // verification. Prompts are a few words and answers 8 tokens; lavapipe computes every row of a step on the CPU (a
 // request takes seconds there, against milliseconds on the CPU backend), so on Vulkan the first 4 prompts run four
 // at once and the first alone. The caches are f32, and on Vulkan int8 too (what `--kv-type auto` gives splash-tiny
-// there): the drafters' attention reads int8 pages and verify rows quantize their K/V as decode rows do.
+// there): the drafters' attention reads int8 pages and verify rows quantize their K/V as decode rows do. On Vulkan one
+// prompt of over 256 tokens (its prefill takes the chunked Gated DeltaNet) is answered as the CPU answers it and with
+// each drafter as without.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel, type LoadedModel } from "../../src/models/load.ts";
 import { resolveModel } from "../../src/models/resolve.ts";
@@ -19,6 +21,8 @@ const M = "splash-tiny";
 const MAX_TOKENS = 8;
 const ASKS = ["Say hi.", "Name a color.", "Count to five.", "Name a fruit.", "Write a number.", "Say yes.", "Name a day.", "Pick a letter.",
   "Name an animal.", "Say goodbye.", "Name a planet.", "Write a word.", "Name a month.", "Say thanks.", "Name a shape.", "Pick a vowel."];
+// A prompt of over 256 tokens: on a GPU its prefill runs the Gated DeltaNet in chunks, the CPU token by token.
+const LONG = `Summarize this list in one word: ${Array.from({ length: 40 }, (_, i) => `item ${i} is a ${["red", "blue", "green"][i % 3]} box`).join(", ")}.`;
 const SCHEMA = { type: "object", properties: { answer: { type: "string" }, n: { type: "integer" } }, required: ["answer", "n"], additionalProperties: false };
 type Draft = "none" | "mtp" | "dflash" | "dflash2";
 
@@ -44,34 +48,44 @@ for (const { backend, kvType, run, prompts, alone } of BACKENDS) {
       for (const { loaded } of servers.values()) await loaded.close();
     });
 
-    // The answer's tokens (their text, from the logprobs) and why it ended.
-    async function ask(draft: Draft, i: number): Promise<{ tokens: string[]; finish: string }> {
+    // The answer's tokens (their text, from the logprobs), why it ended and the prompt's length.
+    type Answer = { tokens: string[]; finish: string; prompt: number; logprobs: number[] };
+    const ask = (draft: Draft, i: number, content = ASKS[i]): Promise<Answer> => askOn(servers.get(draft)!.app, i, content);
+    async function askOn(app: ReturnType<typeof createApp>, i: number, content = ASKS[i]): Promise<Answer> {
       const body = {
         model: M,
-        messages: [{ role: "user", content: ASKS[i] }],
+        messages: [{ role: "user", content }],
         max_tokens: MAX_TOKENS,
         temperature: 0,
         reasoning_effort: "none",
         logprobs: true,
         ...(i % 2 ? { response_format: { type: "json_schema", json_schema: { name: "answer", schema: SCHEMA } } } : {}),
       };
-      const r = await servers.get(draft)!.app.handle(
+      const r = await app.handle(
         new Request("http://localhost/v1/chat/completions", { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
       );
       const text = await r.text();
       expect(r.status, text.slice(0, 300)).toBe(200);
-      const choice = (JSON.parse(text) as { choices: { finish_reason: string; logprobs: { content: { token: string }[] } }[] }).choices[0]!;
-      return { tokens: choice.logprobs.content.map((t) => t.token), finish: choice.finish_reason };
+      const res = JSON.parse(text) as {
+        choices: { finish_reason: string; logprobs: { content: { token: string; logprob: number }[] } }[];
+        usage: { prompt_tokens: number };
+      };
+      const choice = res.choices[0]!;
+      const out = choice.logprobs.content;
+      return { tokens: out.map((t) => t.token), finish: choice.finish_reason, prompt: res.usage.prompt_tokens, logprobs: out.map((t) => t.logprob) };
     }
 
     // The first n prompts, `streams` requests in flight at a time.
+    // What a drafter must reproduce: the tokens and why the answer ended (a verify row's arithmetic is not a decode
+    // row's, so log-probabilities may differ in their last bits).
+    const tokens = ({ tokens, finish }: Answer) => ({ tokens, finish });
     async function all(draft: Draft, n: number, streams: number): Promise<{ tokens: string[]; finish: string }[]> {
       const out: { tokens: string[]; finish: string }[] = new Array(n);
       let next = 0;
       const worker = async () => {
         while (next < n) {
           const i = next++;
-          out[i] = await ask(draft, i);
+          out[i] = tokens(await ask(draft, i));
         }
       };
       await Promise.all(Array.from({ length: streams }, worker));
@@ -89,6 +103,23 @@ for (const { backend, kvType, run, prompts, alone } of BACKENDS) {
         expect(spec.cycles).toBeGreaterThan(prompts);
         expect(spec.accepted).toBeGreaterThan(0);
       }
+    }, 120_000);
+
+    test.skipIf(backend !== "vulkan" || kvType !== "f32")(`a prompt of over 256 tokens under a JSON schema: the CPU's tokens, and ${DRAFTERS.join(", ")} give no drafter's tokens`, async () => {
+      const want = await ask("none", 1, LONG);
+      expect(want.prompt).toBeGreaterThan(256);
+      expect(want.tokens.length).toBeGreaterThan(0);
+      // the CPU's answer (its prefill runs the delta rule token by token): its tokens, their log-probabilities to f32
+      // rounding (3e-7 measured; a chunked form whose state update is 10% off moves them 7e-4)
+      const cpu = await loadModel(resolveModel(M), { threads: 2, kvBudget: 32 << 20, backend: "cpu", draft: "none", kvType });
+      try {
+        const got = await askOn(createApp({ models: [cpu.chat] }), 1, LONG);
+        expect(tokens(got)).toEqual(tokens(want));
+        expect(Math.max(...got.logprobs.map((l, j) => Math.abs(l - want.logprobs[j]!)))).toBeLessThan(1e-5);
+      } finally {
+        await cpu.close();
+      }
+      for (const draft of DRAFTERS) expect({ draft, answer: tokens(await ask(draft, 1, LONG)) }).toEqual({ draft, answer: tokens(want) });
     }, 120_000);
   });
 }
