@@ -1,8 +1,10 @@
 /* vulkan_lab.c — the lab harness of the Vulkan matmul kernels (STYLE.md §2): every launch choice of the GEMV
- * (workgroup 32/64/128 × row groups 1/2/4 × rows per group up to the batch bucket's most) and, for more than 4 x rows, of the GEMM
- * (each compiled tile) on the real matrix shapes of a model, each checked against the exact product, then timed;
- * prints GB/s and the ratio to the device's measured read bandwidth, and the fastest GEMV choices as the "gemv"
- * entries of models/<id>/vulkan.json.
+ * (workgroup 32/64/128 × row groups 1/2/4 × rows per group up to the batch bucket's most × chunks per step, rows ×
+ * chunks ≤ SP_GPU_GEMV_MAX_LOADS) and, for more than 4 x rows, of the GEMM (each compiled tile) on the real matrix shapes of a model, each checked
+ * against the exact product, then timed; prints GB/s and the ratio to the device's measured read bandwidth, and the
+ * fastest GEMV choices as the "gemv" entries of models/<id>/vulkan.json. The timed products rotate over copies of the
+ * matrix (≥ 256 MB together, at most 16), so each reads its weights from memory as a decode step does, not from a
+ * cache that holds the whole matrix.
  *
  *   build/tools/vulkan_lab [--model qwen3.8-27b,qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1,4,16] [--reps 20]
  *                          [--out FILE]
@@ -147,8 +149,12 @@ int main(int argc, char **argv) {
                 uint8_t *host = malloc((size_t)(m->rows * rb));
                 gen_job gj = {host, t, rb, m->cols};
                 sp_parallel_for(pool, m->rows, gen_rows, &gj);
-                sp_matrix W = {t, m->rows, m->cols, NULL, rb};
+                sp_matrix W = {t, m->rows, m->cols, NULL, rb}, Wc[16];
                 W.data = be.upload(&be, host, m->rows, rb);
+                int copies = (int)(((256ll << 20) + m->rows * rb - 1) / (m->rows * rb));
+                copies = copies < 1 ? 1 : copies > 16 ? 16 : copies;
+                Wc[0] = W;
+                for (int k = 1; k < copies; k++) Wc[k] = W, Wc[k].data = be.upload(&be, host, m->rows, rb);
                 for (int ni = 0; ni < n_count; ni++) {
                 int n = n_list[ni];
                 if (n < 1 || n > 64) continue;
@@ -174,24 +180,25 @@ int main(int argc, char **argv) {
                             ref8[j * check_rows + r] += (double)row[c] * x8[j * m->cols + c];
                         }
                 }
-                sp_gpu_mm_launch launches[48];
-                int nl = 0, n_gemv = 0, bucket = sp_gpu_gemv_bucket(n);
-                if (n <= 16) { /* workgroup × row groups (≥ 32 invocations each) × rows per group */
-                    uint32_t wgs[3] = {32, 64, 128}, gs[3] = {1, 2, 4}, rows[4] = {1, 2, 4, 8};
+                sp_gpu_mm_launch launches[96];
+                int nl = 0, n_gemv = 0, bucket = sp_gpu_gemv_bucket(n), max_rows = sp_gpu_gemv_max_rows(bucket, 1);
+                if (n <= 16) { /* workgroup × row groups (≥ 32 invocations each) × rows per group × chunks per step */
+                    uint32_t wgs[3] = {32, 64, 128}, gs[3] = {1, 2, 4}, rows[4] = {1, 2, 4, 8}, chunks[3] = {1, 2, 4};
                     for (int a = 0; a < 3; a++)
                         for (int g = 0; g < 3 && wgs[a] / gs[g] >= 32; g++)
-                            for (int b = 0; b < 4 && rows[b] <= (uint32_t)sp_gpu_gemv_max_rows(bucket, 1); b++)
-                                if (rows[b] * gs[g] > 1 || wgs[a] == 32) launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[g], .rows = rows[b]};
+                            for (int b = 0; b < 4 && rows[b] <= (uint32_t)max_rows; b++)
+                                for (int c = 0; c < 3 && rows[b] * chunks[c] <= SP_GPU_GEMV_MAX_LOADS; c++)
+                                    launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[g], .rows = rows[b], .chunks = chunks[c]};
                     n_gemv = nl;
                 }
                 if (n > 4)
-                    for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 48; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
+                    for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 96; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
                 double best = 1e30;
                 int best_l = 0;
                 /* warm-up: the host's work since the last case left the GPU idle, and its clocks take a few hundred
                  * ms to come back (the first shapes of a run read up to 3x slower without it) */
                 for (double t0 = now(); nl && now() - t0 < 0.3;) {
-                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[0]);
+                    for (int k = 0; k < copies; k++) sp_gpu_matmul_launch(&be, dy, &Wc[k], dx, n, &launches[0]);
                     sp_gpu_finish(&be);
                 }
                 for (int l = 0; l < nl; l++) {
@@ -205,12 +212,13 @@ int main(int argc, char **argv) {
                             e += d * d, sref += want[j * check_rows + r] * want[j * check_rows + r];
                         }
                     double t0 = now();
-                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &Wc[r % copies], dx, n, &launches[l]);
                     sp_gpu_finish(&be);
                     double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
                     char name[32];
                     if (launches[l].workgroup)
-                        snprintf(name, sizeof name, "wg%u/g%u/r%u", launches[l].workgroup, launches[l].groups, launches[l].rows);
+                        snprintf(name, sizeof name, "wg%u/g%u/r%u/c%u", launches[l].workgroup, launches[l].groups, launches[l].rows,
+                                 launches[l].chunks);
                     else snprintf(name, sizeof name, "tile%dx%d", sp_gpu_tiles[launches[l].tile].bm, sp_gpu_tiles[launches[l].tile].bn);
                     printf("  %-12s %-5s %-3d %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], n, name, us, gbs, 100 * gbs / bw,
                            sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-8 ? "  NOT OK" : "");
@@ -226,7 +234,7 @@ int main(int argc, char **argv) {
                             e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
                         }
                     double t0 = now();
-                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, NULL);
+                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &Wc[r % copies], dx, n, NULL);
                     sp_gpu_finish(&be);
                     double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
                     printf("  %-12s %-5s %-3d %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], n, "(the op's choice)", us, gbs,
@@ -234,9 +242,9 @@ int main(int argc, char **argv) {
                 }
                 if (n_gemv)
                     jl += snprintf(json + jl, sizeof json - (size_t)jl, "%s    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"batch\": %d, "
-                                   "\"workgroup\": %u, \"groups\": %u, \"rowsPerGroup\": %u}", jl ? ",\n" : "", TYPES[t], (long long)m->rows,
-                                   (long long)m->cols, sp_gpu_gemv_batch[bucket], launches[best_l].workgroup, launches[best_l].groups,
-                                   launches[best_l].rows);
+                                   "\"workgroup\": %u, \"groups\": %u, \"rowsPerGroup\": %u, \"chunks\": %u}", jl ? ",\n" : "", TYPES[t],
+                                   (long long)m->rows, (long long)m->cols, sp_gpu_gemv_batch[bucket], launches[best_l].workgroup,
+                                   launches[best_l].groups, launches[best_l].rows, launches[best_l].chunks);
                 be.free(&be, dx), be.free(&be, dy);
                 free(x), free(y), free(ref), free(ref8), free(row), free(x8);
                 }
