@@ -82,13 +82,14 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint CHECK_tmp [[function_constant(2)]];
-constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
-constant bool _100 = (CHECK == 0u);
-constant bool _121 = (CHECK == 0u);
-constant uint _173_tmp [[function_constant(0)]];
-constant uint _173 = is_function_constant_defined(_173_tmp) ? _173_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_173, 1u, 1u);
+constant uint FLAGS_tmp [[function_constant(2)]];
+constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
+constant uint CHECK = (FLAGS & 1u);
+constant bool _101 = (CHECK == 0u);
+constant bool _122 = (CHECK == 0u);
+constant uint _174_tmp [[function_constant(0)]];
+constant uint _174 = is_function_constant_defined(_174_tmp) ? _174_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_174, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -105,7 +106,9 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _652 = (GROUPS * ROWS);
+constant uint _417 = (FLAGS >> uint(1));
+constant uint CHUNKS = (_417 + 1u);
+constant uint _806 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -119,18 +122,18 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 8u;
-}
-
-static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
     return k;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 8u;
 }
 
 static inline __attribute__((always_inline))
@@ -146,44 +149,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _108;
-    if (!_100)
+    bool _109;
+    if (!_101)
     {
-        _108 = ca < p.cols;
+        _109 = ca < p.cols;
     }
     else
     {
-        _108 = _100;
+        _109 = _101;
     }
-    float4 _109;
-    if (_108)
+    float4 _110;
+    if (_109)
     {
-        _109 = xv->v[ca >> uint(2)];
+        _110 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _109 = float4(0.0);
+        _110 = float4(0.0);
     }
-    a = _109;
-    bool _129;
-    if (!_121)
+    a = _110;
+    bool _130;
+    if (!_122)
     {
-        _129 = cb < p.cols;
+        _130 = cb < p.cols;
     }
     else
     {
-        _129 = _121;
+        _130 = _122;
     }
-    float4 _130;
-    if (_129)
+    float4 _131;
+    if (_130)
     {
-        _130 = xv->v[cb >> uint(2)];
+        _131 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _130 = float4(0.0);
+        _131 = float4(0.0);
     }
-    b = _130;
+    b = _131;
 }
 
 kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
@@ -207,19 +210,19 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _271;
+    uint _272;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _271 = uint(plan->v[(p.order_at + start) + j]);
+            _272 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _271 = 0u;
+            _272 = 0u;
         }
-        pairs[j] = _271;
+        pairs[j] = _272;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -242,79 +245,116 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             acc[s][j_1] = 0.0;
         }
     }
-    uint _391;
+    uint _392;
     if (r0 < p.rows)
     {
-        _391 = n_chunks(p);
+        _392 = n_chunks(p);
     }
     else
     {
-        _391 = 0u;
+        _392 = 0u;
     }
-    uint chunks = _391;
-    spvUnsafeArray<Chunk, 4> k;
+    uint chunks = _392;
+    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 1> k;
+    uint4 _483;
+    float4 _492;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c = lane; c < chunks; c += lanes)
+    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
     {
-        uint param = c;
-        uint col0 = chunk_col(param);
-        for (uint m_1 = 0u; m_1 < 1u; m_1++)
+        for (uint u = 0u; u < 1u; u++)
         {
-            for (uint r_1 = 0u; r_1 < 4u; r_1++)
+            if (u >= CHUNKS)
             {
-                if (r_1 < ROWS)
-                {
-                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_2 = c;
-                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
-                }
+                break;
             }
-        }
-        for (uint i = 0u; i < 1u; i++)
-        {
-            for (uint m_2 = 0u; m_2 < 1u; m_2++)
+            uint c = min((c0 + (u * lanes)), (chunks - 1u));
+            bool past = (c0 + (u * lanes)) >= chunks;
+            for (uint m_1 = 0u; m_1 < 1u; m_1++)
             {
-                for (uint r_2 = 0u; r_2 < 4u; r_2++)
+                for (uint r_1 = 0u; r_1 < 4u; r_1++)
                 {
-                    if (r_2 >= ROWS)
+                    if (r_1 >= ROWS)
                     {
                         break;
                     }
-                    uint s_1 = (m_2 * 4u) + r_2;
-                    float4 sc = k[s_1].s;
-                    uint4 param_3 = k[s_1].q;
-                    floats(param_3, param_4, param_5);
-                    wa[s_1] = param_4;
-                    wb[s_1] = param_5;
+                    ulong param = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_1 = c;
+                    Chunk one = load_chunk(param, param_1);
+                    if (past)
+                    {
+                        _483 = uint4(0u);
+                    }
+                    else
+                    {
+                        _483 = one.q;
+                    }
+                    if (past)
+                    {
+                        _492 = float4(0.0);
+                    }
+                    else
+                    {
+                        _492 = one.s;
+                    }
+                    k[u][(m_1 * 4u) + r_1] = Chunk{ _483, _492 };
                 }
             }
-            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+        }
+        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        {
+            if (u_1 >= CHUNKS)
             {
-                if (j_2 >= n)
+                break;
+            }
+            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
+            uint param_2 = c_1;
+            uint col0 = chunk_col(param_2);
+            for (uint i = 0u; i < 1u; i++)
+            {
+                for (uint m_2 = 0u; m_2 < 1u; m_2++)
                 {
-                    break;
-                }
-                ulong param_6 = xrows[j_2];
-                uint param_7 = col0;
-                uint param_8 = i;
-                load_x(param_6, param_7, param_8, param_9, param_10, p);
-                float4 xa = param_9;
-                float4 xb = param_10;
-                for (uint m_3 = 0u; m_3 < 1u; m_3++)
-                {
-                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
                     {
-                        if (r_3 >= ROWS)
+                        if (r_2 >= ROWS)
                         {
                             break;
                         }
-                        uint s_2 = (m_3 * 4u) + r_3;
-                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                        uint s_1 = (m_2 * 4u) + r_2;
+                        float4 sc = k[u_1][s_1].s;
+                        uint4 param_3 = k[u_1][s_1].q;
+                        floats(param_3, param_4, param_5);
+                        wa[s_1] = param_4;
+                        wb[s_1] = param_5;
+                    }
+                }
+                for (uint j_2 = 0u; j_2 < 4u; j_2++)
+                {
+                    if (j_2 >= n)
+                    {
+                        break;
+                    }
+                    ulong param_6 = xrows[j_2];
+                    uint param_7 = col0;
+                    uint param_8 = i;
+                    load_x(param_6, param_7, param_8, param_9, param_10, p);
+                    float4 xa = param_9;
+                    float4 xb = param_10;
+                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    {
+                        for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                        {
+                            if (r_3 >= ROWS)
+                            {
+                                break;
+                            }
+                            uint s_2 = (m_3 * 4u) + r_3;
+                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                        }
                     }
                 }
             }
@@ -331,13 +371,33 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
+    uint _730 = lanes / 2u;
+    for (uint h = _730; h > 0u; h = h >> uint(1))
+    {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (lane < h)
+        {
+            for (uint s_4 = 0u; s_4 < 4u; s_4++)
+            {
+                for (uint j_4 = 0u; j_4 < 4u; j_4++)
+                {
+                    if (((s_4 % 4u) >= ROWS) || (j_4 >= n))
+                    {
+                        break;
+                    }
+                    uint _776 = (((s_4 * 4u) + j_4) * 129u) + tid;
+                    partial[_776] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
+                }
+            }
+        }
+    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_652 * n); o += wg)
+    for (uint o = tid; o < (_806 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_5 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -345,14 +405,9 @@ kernel void splash_moe_down4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = 0.0;
-            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
-            for (uint i_1 = 0u; i_1 < lanes; i_1++)
-            {
-                v[m_4] += partial[at + i_1];
-            }
+            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = v[0];
     }
 }
 
