@@ -37,6 +37,12 @@ layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer Ve
 float bf16_lo(uint w) { return uintBitsToFloat(w << 16); }
 float bf16_hi(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
 float f16_at(uint w, uint half_index) { return unpackHalf2x16(half_index == 0u ? w : w >> 16).x; }
+// The two f16 values at byte offset `byte` (2-aligned) of the row at `row`.
+vec2 f16x2_at(uint64_t row, uint byte) {
+    Uints u = Uints(row);
+    if ((byte & 2u) == 0u) return unpackHalf2x16(u.v[byte >> 2]);
+    return vec2(unpackHalf2x16(u.v[byte >> 2]).y, unpackHalf2x16(u.v[(byte >> 2) + 1u]).x);
+}
 
 // The bf16 value at byte offset `byte` (2-aligned) of the row at `row`.
 float bf16_at(uint64_t row, uint byte) {

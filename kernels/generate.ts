@@ -67,9 +67,7 @@ const COOP_TYPES: readonly WeightType[] = WEIGHT_TYPES.filter((t) => t !== "f32"
 export const GEMV_BATCHES = [1, 4, 16] as const;
 // matmul.comp's MAX_ROWS per bucket (dense): the accumulators one invocation carries.
 export const GEMV_MAX_ROWS = [8, 4, 2] as const;
-// The most weight chunks one invocation holds per step (matrices × rows × chunks a step): registers for its loads.
-export const GEMV_MAX_LOADS = 8;
-export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2], chunks: [1, 1, 1] };
+export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2] };
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
 
 export const Tuning = z
@@ -89,14 +87,11 @@ export const Tuning = z
             // row groups per workgroup (each of workgroup / groups ≥ 32 invocations) and rows per group
             groups: z.union([z.literal(1), z.literal(2), z.literal(4)]).default(1),
             rowsPerGroup: z.number().int().min(1).max(8),
-            // chunks of each row an invocation loads per step (matmul.comp CHUNKS)
-            chunks: z.union([z.literal(1), z.literal(2), z.literal(4)]).default(1),
           })
           .strict()
           .refine((g) => g.rowsPerGroup <= GEMV_MAX_ROWS[GEMV_BATCHES.indexOf(g.batch)]!, {
             message: "rowsPerGroup above matmul.comp's MAX_ROWS for the batch (8, 4, 2 for 1, 4, 16 rows)",
           })
-          .refine((g) => g.rowsPerGroup * g.chunks <= GEMV_MAX_LOADS, { message: `rowsPerGroup × chunks above ${GEMV_MAX_LOADS}` })
           .refine((g) => g.workgroup / g.groups >= 32, { message: "row groups of fewer than 32 invocations" }),
       )
       .default([]),
@@ -291,7 +286,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "",
     "/* Launch parameters measured per (weight type, rows, cols) on Vulkan GPUs (models/<id>/vulkan.json); anything else",
     " * uses the defaults. */",
-    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int batch, workgroup, groups, rows_per_group, chunks; } sp_gpu_gemv_tuning;",
+    "typedef struct sp_gpu_gemv_tuning { int type; int64_t rows, cols; int batch, workgroup, groups, rows_per_group; } sp_gpu_gemv_tuning;",
     "typedef struct sp_gpu_gemm_tuning { int type; int64_t rows, cols; int tile; } sp_gpu_gemm_tuning;",
     "extern const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[];",
     "extern const int sp_gpu_gemv_tuning_count;",
@@ -300,11 +295,9 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[]; /* tile: index into sp_gpu_coop_tiles */",
     "extern const int sp_gpu_gemm_coop_tuning_count;",
     `#define SP_GPU_GEMV_BATCHES ${GEMV_BATCHES.length}`,
-    "/* The most weight chunks a GEMV invocation holds per step: matrices × rows × chunks (matmul.comp). */",
-    `#define SP_GPU_GEMV_MAX_LOADS ${GEMV_MAX_LOADS}`,
     "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
     "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
-    "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][4]; /* workgroup, groups, rows per group, chunks */",
+    "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3]; /* workgroup, groups, rows per group */",
     `#define SP_GPU_DEFAULT_ATTENTION_WORKGROUPS ${DEFAULT_ATTENTION_WORKGROUPS}`,
     "/* ATTEND workgroups a split decode aims for on a measured GPU: the largest any model's tuning measured. */",
     `#define SP_GPU_MEASURED_ATTENTION_WORKGROUPS ${Math.max(DEFAULT_ATTENTION_WORKGROUPS, ...[...all.values()].map((t) => t.attentionWorkgroups))}`,
@@ -325,7 +318,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   );
   c.push(`const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES] = {${GEMV_BATCHES.join(", ")}};`);
   c.push(
-    `const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][4] = {${GEMV_BATCHES.map((_, i) => `{${DEFAULT_GEMV.workgroup[i]}, ${DEFAULT_GEMV.groups[i]}, ${DEFAULT_GEMV.rowsPerGroup[i]}, ${DEFAULT_GEMV.chunks[i]}}`).join(", ")}};`,
+    `const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3] = {${GEMV_BATCHES.map((_, i) => `{${DEFAULT_GEMV.workgroup[i]}, ${DEFAULT_GEMV.groups[i]}, ${DEFAULT_GEMV.rowsPerGroup[i]}}`).join(", ")}};`,
     "",
   );
   const gemv: string[] = [];
@@ -335,12 +328,12 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     for (const g of t.gemmCoopmat)
       gemmCoop.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${coop.findIndex((x) => coopName(x) === coopName(g.tile))}}, /* ${id} */`);
     for (const g of t.gemv)
-      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.batch}, ${g.workgroup}, ${g.groups}, ${g.rowsPerGroup}, ${g.chunks}}, /* ${id} */`);
+      gemv.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${g.batch}, ${g.workgroup}, ${g.groups}, ${g.rowsPerGroup}}, /* ${id} */`);
     for (const g of t.gemm)
       gemm.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${tiles.findIndex((x) => tileName(x) === tileName(g.tile))}}, /* ${id} */`);
   }
   // C forbids empty initializers: a zero row that no shape matches keeps each table valid
-  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0, 0, 0, 0},", "};");
+  c.push("const sp_gpu_gemv_tuning sp_gpu_gemv_tunings[] = {", ...gemv, "    {-1, 0, 0, 0, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemv_tuning_count = ${gemv.length};`);
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`);

@@ -29,9 +29,8 @@
 // the float path spends ≥ 2 instructions per weight; then y += dot·(d_w·d_x) (Q4 also + m_w·d_x·Σq_x once per group).
 // The results differ from the CPU's only in the order of the f32 sums over groups.
 // Defines: WT (weight type, common.glsl), MODE, NMAX (1, 4 or 16: most x rows per dispatch, or pairs per MoE tile), DOT.
-// Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS, 2 = CHECK + 2·(CHUNKS − 1) (CHECK 1: cols is not a multiple of
-// the chunk's columns, so x reads past cols are masked; CHUNKS: chunks of each row an invocation loads per step, lanes
-// apart, ROWS·CHUNKS ≤ MAX_ROWS), 3 = GROUPS (divides the workgroup size).
+// Spec constants: 0 = workgroup size (≤ 128), 1 = ROWS (≤ MAX_ROWS), 2 = CHECK (1: cols is not a multiple of the
+// chunk's columns, so x reads past cols are masked), 3 = GROUPS (divides the workgroup size).
 // Caller guarantees: cols % 4 == 0, x rows 16-byte aligned, device weight rows zero-padded to 16 bytes; DOT: x rows as
 // quantize.comp writes them (x_stride counts 4-byte words).
 #extension GL_GOOGLE_include_directive : require
@@ -53,10 +52,8 @@ int sdot4(int a, int b, spirv_literal int packed_format);
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;
-layout(constant_id = 2) const uint FLAGS = 1;
+layout(constant_id = 2) const uint CHECK = 1;
 layout(constant_id = 3) const uint GROUPS = 1;
-const uint CHECK = FLAGS & 1u;
-const uint CHUNKS = (FLAGS >> 1) + 1u;
 #if MODE == 1 || MODE == 3
 #define MATS 2  // gate and up rows of the same index
 #else
@@ -71,12 +68,6 @@ const uint CHUNKS = (FLAGS >> 1) + 1u;
 #define MAX_ROWS (2 / MATS)
 #endif
 #define SLOTS (MATS * MAX_ROWS)
-// Chunks per row in flight per step: the dense modes take up to 4 (a short row's loads all at once), MoE modes one.
-#if MODE == 0 || MODE == 3
-#define MAX_CHUNKS 4
-#else
-#define MAX_CHUNKS 1
-#endif
 
 layout(push_constant) uniform P {
     uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
@@ -135,12 +126,8 @@ Chunk load_chunk(uint64_t row, uint c) {
     k.q = Uvec4s(row).v[c];
     k.s = vec4(0.0);
 #if WT == W_Q4
-    // d[2·pair], d[2·pair + 1] are one aligned word; the minimums start 2 bytes into a word when nb is odd: both words
-    // are loaded (the second only then, else the first again: no branch between the loads, none past the row)
     uint nb = (p.cols + QK - 1u) / QK, pair = c >> 1, qbytes = (nb + 1u) / 2u * QK;
-    Uints u = Uints(row);
-    uint mb = qbytes + nb * 2u + pair * 4u, odd = (mb >> 1) & 1u, m0 = u.v[mb >> 2], m1 = u.v[(mb >> 2) + odd];
-    vec2 d = unpackHalf2x16(u.v[(qbytes >> 2) + pair]), m = unpackHalf2x16(odd == 0u ? m0 : (m0 >> 16) | (m1 << 16));
+    vec2 d = f16x2_at(row, qbytes + pair * 4u), m = f16x2_at(row, qbytes + nb * 2u + pair * 4u);
     bool two = 2u * pair + 1u < nb;
     k.s = vec4(d.x, two ? d.y : 0.0, m.x, two ? m.y : 0.0);
 #elif WT == W_MLX4 || WT == W_MLX8
@@ -279,171 +266,149 @@ void main() {
 #if DOT
     uint xscales = ((p.cols + QK - 1u) / QK + 1u) / 2u * 2u * QK;  // a quantized x row: int8 q[nbp·32], then (d, s)[nbp]
 #endif
-    // A step: the CHUNKS chunks (lanes apart) of every row the invocation owns are loaded first, all in flight at once,
-    // then used. A chunk past the row's end re-reads its last one (one line for the whole subgroup) with its weights
-    // and scales zeroed, so it adds exact zeros and the step has no branch between its loads. Each invocation still
-    // meets its chunks in ascending order, so the sums do not depend on CHUNKS.
-    for (uint c0 = lane; c0 < chunks; c0 += lanes * CHUNKS) {
-        Chunk k[MAX_CHUNKS][SLOTS];
-        [[unroll]] for (uint u = 0u; u < MAX_CHUNKS; u++) {
-            if (u >= CHUNKS) break;
-            uint c = min(c0 + u * lanes, chunks - 1u);
-            bool past = c0 + u * lanes >= chunks;
-            [[unroll]] for (uint m = 0u; m < MATS; m++)
-                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                    if (r >= ROWS) break;
-                    Chunk one = load_chunk(rowaddr[m * MAX_ROWS + r], c);
-                    k[u][m * MAX_ROWS + r] = Chunk(past ? uvec4(0u) : one.q, past ? vec4(0.0) : one.s);
-                }
-        }
-        [[unroll]] for (uint u = 0u; u < MAX_CHUNKS; u++) {
-            if (u >= CHUNKS) break;
-            uint c = min(c0 + u * lanes, chunks - 1u);
-            uint col0 = chunk_col(c);
+    for (uint c = lane; c < chunks; c += lanes) {
+        uint col0 = chunk_col(c);
+        Chunk k[SLOTS];
+        [[unroll]] for (uint m = 0u; m < MATS; m++)
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++)
+                if (r < ROWS) k[m * MAX_ROWS + r] = load_chunk(rowaddr[m * MAX_ROWS + r], c);
 #if DOT
-            // the weights' words as packed signed bytes: Q4 low nibbles (group A) and high nibbles (group B); Q8 as stored
-            uvec4 qa[SLOTS], qb[SLOTS];
-            [[unroll]] for (uint s = 0u; s < SLOTS; s++) {
-                if ((s % MAX_ROWS) >= ROWS) continue;
+        // the weights' words as packed signed bytes: Q4 low nibbles (group A) and high nibbles (group B); Q8 as stored
+        uvec4 qa[SLOTS], qb[SLOTS];
+        [[unroll]] for (uint s = 0u; s < SLOTS; s++) {
+            if ((s % MAX_ROWS) >= ROWS) continue;
 #if WT == W_Q4
-                qa[s] = k[u][s].q & 0x0f0f0f0fu;
-                qb[s] = (k[u][s].q >> 4) & 0x0f0f0f0fu;
+            qa[s] = k[s].q & 0x0f0f0f0fu;
+            qb[s] = (k[s].q >> 4) & 0x0f0f0f0fu;
 #else
-                qa[s] = k[u][s].q;
+            qa[s] = k[s].q;
 #endif
-            }
-            bool first_half = (c & 1u) == 0u;  // the chunk holding a group's first 16 columns adds its offset term
-            [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-                if (j >= n) break;
-                Uvec4s xq = Uvec4s(xrows[j]);
+        }
+        bool first_half = (c & 1u) == 0u;  // the chunk holding a group's first 16 columns adds its offset term
+        [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+            if (j >= n) break;
+            Uvec4s xq = Uvec4s(xrows[j]);
 #if WT == W_Q4
-                // the chunk's 16 columns of groups A and B (32 bytes further), and (d, s) of both groups
-                uvec4 xa = xq.v[col0 >> 4], xb = xq.v[(col0 >> 4) + 2u];
-                vec4 xs = Vec4s(xrows[j] + xscales).v[c >> 1];
-                float oa = first_half ? xs.y : 0.0, ob = first_half ? xs.w : 0.0;
+            // the chunk's 16 columns of groups A and B (32 bytes further), and (d, s) of both groups
+            uvec4 xa = xq.v[col0 >> 4], xb = xq.v[(col0 >> 4) + 2u];
+            vec4 xs = Vec4s(xrows[j] + xscales).v[c >> 1];
+            float oa = first_half ? xs.y : 0.0, ob = first_half ? xs.w : 0.0;
 #else
-                uvec4 xa = xq.v[c];
-                float xd = Floats(xrows[j] + xscales).v[(c >> 1) * 2u];
+            uvec4 xa = xq.v[c];
+            float xd = Floats(xrows[j] + xscales).v[(c >> 1) * 2u];
 #endif
-                [[unroll]] for (uint m = 0u; m < MATS; m++)
-                    [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                        if (r >= ROWS) break;
-                        uint s = m * MAX_ROWS + r;
-                        int ia = MAGIC;
-                        [[unroll]] for (uint i = 0u; i < 4u; i++) ia += sdot4(int(qa[s][i]), int(xa[i]), 0);
-#if WT == W_Q4
-                        int ib = MAGIC;
-                        [[unroll]] for (uint i = 0u; i < 4u; i++) ib += sdot4(int(qb[s][i]), int(xb[i]), 0);
-                        vec4 sc = k[u][s].s;
-                        acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (sc.x * xs.x) + (intBitsToFloat(ib) - MAGIC_F) * (sc.y * xs.z) +
-                                     (sc.z * oa + sc.w * ob);
-#else
-                        acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (k[u][s].s.x * xd);
-#endif
-                    }
-            }
-#elif NMAX == 1 && (NIBBLES || BYTES)
-            // Σ f·x per group (t) and Σ x per group (sx), then the scales once
-            vec2 t[SLOTS];
-            [[unroll]] for (uint s = 0u; s < SLOTS; s++) t[s] = vec2(0.0);
-            vec4 sa = vec4(0.0), sb = vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < STEPS; i++) {
-                vec4 xa, xb;
-                load_x(xrows[0], col0, i, xa, xb);
-                sa += xa;
-                sb += xb;
-                [[unroll]] for (uint m = 0u; m < MATS; m++)
-                    [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                        if (r >= ROWS) break;
-                        uint s = m * MAX_ROWS + r;
-#if NIBBLES
-                        vec4 fa, fb;
-                        nibbles(k[u][s].q[i], fa, fb);
-                        t[s] += vec2(dot(fa, xa), dot(fb, xb));
-#else
-                        t[s].x += dot(bytes4(k[u][s].q[i]), xa);
-#endif
-                    }
-            }
-            float sxa = dot(sa, vec4(1.0)), sxb = dot(sb, vec4(1.0));
             [[unroll]] for (uint m = 0u; m < MATS; m++)
                 [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
                     if (r >= ROWS) break;
                     uint s = m * MAX_ROWS + r;
-                    vec4 sc = k[u][s].s;
-#if NIBBLES
-                    acc[s][0] += 16.0 * sc.x * (t[s].x - sxa) + sc.z * sxa + 16.0 * sc.y * (t[s].y - sxb) + sc.w * sxb;
-#elif WT == W_Q8
-                    acc[s][0] += sc.x * (256.0 * (t[s].x - sxa) - 128.0 * sxa);
+                    int ia = MAGIC;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) ia += sdot4(int(qa[s][i]), int(xa[i]), 0);
+#if WT == W_Q4
+                    int ib = MAGIC;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) ib += sdot4(int(qb[s][i]), int(xb[i]), 0);
+                    vec4 sc = k[s].s;
+                    acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (sc.x * xs.x) + (intBitsToFloat(ib) - MAGIC_F) * (sc.y * xs.z) +
+                                 (sc.z * oa + sc.w * ob);
 #else
-                    acc[s][0] += 256.0 * sc.x * (t[s].x - sxa) + sc.y * sxa;
+                    acc[s][j] += (intBitsToFloat(ia) - MAGIC_F) * (k[s].s.x * xd);
 #endif
                 }
+        }
+#elif NMAX == 1 && (NIBBLES || BYTES)
+        // Σ f·x per group (t) and Σ x per group (sx), then the scales once
+        vec2 t[SLOTS];
+        [[unroll]] for (uint s = 0u; s < SLOTS; s++) t[s] = vec2(0.0);
+        vec4 sa = vec4(0.0), sb = vec4(0.0);
+        [[unroll]] for (uint i = 0u; i < STEPS; i++) {
+            vec4 xa, xb;
+            load_x(xrows[0], col0, i, xa, xb);
+            sa += xa;
+            sb += xb;
+            [[unroll]] for (uint m = 0u; m < MATS; m++)
+                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                    if (r >= ROWS) break;
+                    uint s = m * MAX_ROWS + r;
+#if NIBBLES
+                    vec4 fa, fb;
+                    nibbles(k[s].q[i], fa, fb);
+                    t[s] += vec2(dot(fa, xa), dot(fb, xb));
 #else
-            // dequantize each weight once (quantized: one FMA), then every x row
-            [[unroll]] for (uint i = 0u; i < STEPS; i++) {
-                vec4 wa[SLOTS], wb[SLOTS];
+                    t[s].x += dot(bytes4(k[s].q[i]), xa);
+#endif
+                }
+        }
+        float sxa = dot(sa, vec4(1.0)), sxb = dot(sb, vec4(1.0));
+        [[unroll]] for (uint m = 0u; m < MATS; m++)
+            [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                if (r >= ROWS) break;
+                uint s = m * MAX_ROWS + r;
+                vec4 sc = k[s].s;
+#if NIBBLES
+                acc[s][0] += 16.0 * sc.x * (t[s].x - sxa) + sc.z * sxa + 16.0 * sc.y * (t[s].y - sxb) + sc.w * sxb;
+#elif WT == W_Q8
+                acc[s][0] += sc.x * (256.0 * (t[s].x - sxa) - 128.0 * sxa);
+#else
+                acc[s][0] += 256.0 * sc.x * (t[s].x - sxa) + sc.y * sxa;
+#endif
+            }
+#else
+        // dequantize each weight once (quantized: one FMA), then every x row
+        [[unroll]] for (uint i = 0u; i < STEPS; i++) {
+            vec4 wa[SLOTS], wb[SLOTS];
+            [[unroll]] for (uint m = 0u; m < MATS; m++)
+                [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
+                    if (r >= ROWS) break;
+                    uint s = m * MAX_ROWS + r;
+                    vec4 sc = k[s].s;
+#if NIBBLES
+                    nibbles(k[s].q[i], wa[s], wb[s]);
+                    wa[s] = wa[s] * (16.0 * sc.x) + (sc.z - 16.0 * sc.x);
+                    wb[s] = wb[s] * (16.0 * sc.y) + (sc.w - 16.0 * sc.y);
+#elif WT == W_Q8
+                    wa[s] = bytes4(k[s].q[i]) * (256.0 * sc.x) - 384.0 * sc.x;
+                    wb[s] = vec4(0.0);
+#elif WT == W_MLX8
+                    wa[s] = bytes4(k[s].q[i]) * (256.0 * sc.x) + (sc.y - 256.0 * sc.x);
+                    wb[s] = vec4(0.0);
+#else
+                    floats(k[s].q, wa[s], wb[s]);
+#endif
+                }
+            [[unroll]] for (uint j = 0u; j < NMAX; j++) {
+                if (j >= n) break;
+                vec4 xa, xb;
+                load_x(xrows[j], col0, i, xa, xb);
                 [[unroll]] for (uint m = 0u; m < MATS; m++)
                     [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
                         if (r >= ROWS) break;
                         uint s = m * MAX_ROWS + r;
-                        vec4 sc = k[u][s].s;
-#if NIBBLES
-                        nibbles(k[u][s].q[i], wa[s], wb[s]);
-                        wa[s] = wa[s] * (16.0 * sc.x) + (sc.z - 16.0 * sc.x);
-                        wb[s] = wb[s] * (16.0 * sc.y) + (sc.w - 16.0 * sc.y);
-#elif WT == W_Q8
-                        wa[s] = bytes4(k[u][s].q[i]) * (256.0 * sc.x) - 384.0 * sc.x;
-                        wb[s] = vec4(0.0);
-#elif WT == W_MLX8
-                        wa[s] = bytes4(k[u][s].q[i]) * (256.0 * sc.x) + (sc.y - 256.0 * sc.x);
-                        wb[s] = vec4(0.0);
+#if BYTES || WT == W_F32
+                        acc[s][j] += dot(wa[s], xa);
 #else
-                        floats(k[u][s].q, wa[s], wb[s]);
+                        acc[s][j] += dot(wa[s], xa) + dot(wb[s], xb);
 #endif
                     }
-                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-                    if (j >= n) break;
-                    vec4 xa, xb;
-                    load_x(xrows[j], col0, i, xa, xb);
-                    [[unroll]] for (uint m = 0u; m < MATS; m++)
-                        [[unroll]] for (uint r = 0u; r < MAX_ROWS; r++) {
-                            if (r >= ROWS) break;
-                            uint s = m * MAX_ROWS + r;
-#if BYTES || WT == W_F32
-                            acc[s][j] += dot(wa[s], xa);
-#else
-                            acc[s][j] += dot(wa[s], xa) + dot(wb[s], xb);
-#endif
-                        }
-                }
             }
-#endif
         }
+#endif
     }
 
-    // each group's sums over its invocations, pairwise in shared memory (a fixed order: not the subgroup's), then
-    // invocation i stores output i: (row group, row, x row)
+    // invocation i finishes output i: (row group, row, x row), summing its group's invocations
     [[unroll]] for (uint s = 0u; s < SLOTS; s++)
         [[unroll]] for (uint j = 0u; j < NMAX; j++) {
             if ((s % MAX_ROWS) >= ROWS || j >= n) break;
             partial[(s * NMAX + j) * PAD + tid] = acc[s][j];
         }
-    for (uint h = lanes / 2u; h > 0u; h >>= 1) {
-        barrier();
-        if (lane < h)
-            [[unroll]] for (uint s = 0u; s < SLOTS; s++)
-                [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-                    if ((s % MAX_ROWS) >= ROWS || j >= n) break;
-                    partial[(s * NMAX + j) * PAD + tid] += partial[(s * NMAX + j) * PAD + tid + h];
-                }
-    }
     barrier();
     for (uint o = tid; o < GROUPS * ROWS * n; o += wg) {
         uint g = o / (ROWS * n), r = o / n % ROWS, j = o % n, row = rg0 + g * ROWS + r;
         if (row >= p.rows) continue;
         float v[MATS];
-        for (uint m = 0u; m < MATS; m++) v[m] = partial[((m * MAX_ROWS + r) * NMAX + j) * PAD + g * lanes];
+        for (uint m = 0u; m < MATS; m++) {
+            v[m] = 0.0;
+            uint at = ((m * MAX_ROWS + r) * NMAX + j) * PAD + g * lanes;
+            for (uint i = 0u; i < lanes; i++) v[m] += partial[at + i];
+        }
 #if MODE == 0
         Floats(p.y).v[j * p.y_stride + row] = v[0];
 #elif MODE == 3

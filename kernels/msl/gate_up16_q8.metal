@@ -86,20 +86,17 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _182 = (CHECK == 0u);
-constant uint _272_tmp [[function_constant(0)]];
-constant uint _272 = is_function_constant_defined(_272_tmp) ? _272_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_272, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _181 = (CHECK == 0u);
+constant uint _271_tmp [[function_constant(0)]];
+constant uint _271 = is_function_constant_defined(_271_tmp) ? _271_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_271, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _445 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_445 + 1u);
-constant uint _836 = (GROUPS * ROWS);
+constant uint _682 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -148,52 +151,46 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 float4 bytes4(thread uint& w)
 {
     w ^= 2155905152u;
-    uint _206;
+    uint _205;
     if (true)
     {
-        _206 = w << uint(15);
+        _205 = w << uint(15);
     }
     else
     {
-        _206 = w >> uint(-15);
+        _205 = w >> uint(-15);
     }
-    uint _222;
+    uint _221;
     if (true)
     {
-        _222 = w << uint(7);
+        _221 = w << uint(7);
     }
     else
     {
-        _222 = w >> uint(-7);
+        _221 = w >> uint(-7);
     }
-    uint _237;
+    uint _236;
     if (false)
     {
-        _237 = w << uint(-1);
+        _236 = w << uint(-1);
     }
     else
     {
-        _237 = w >> uint(1);
+        _236 = w >> uint(1);
     }
-    uint _250;
+    uint _249;
     if (false)
     {
-        _250 = w << uint(-9);
+        _249 = w << uint(-9);
     }
     else
     {
-        _250 = w >> uint(9);
+        _249 = w >> uint(9);
     }
-    return float4(as_type<float>((_206 & 8355840u) | 1065353216u), as_type<float>((_222 & 8355840u) | 1065353216u), as_type<float>((_237 & 8355840u) | 1065353216u), as_type<float>((_250 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_205 & 8355840u) | 1065353216u), as_type<float>((_221 & 8355840u) | 1065353216u), as_type<float>((_236 & 8355840u) | 1065353216u), as_type<float>((_249 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -201,25 +198,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _190;
-    if (!_182)
+    bool _189;
+    if (!_181)
     {
-        _190 = ca < p.cols;
+        _189 = ca < p.cols;
     }
     else
     {
-        _190 = _182;
+        _189 = _181;
     }
-    float4 _191;
-    if (_190)
+    float4 _190;
+    if (_189)
     {
-        _191 = xv->v[ca >> uint(2)];
+        _190 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _191 = float4(0.0);
+        _190 = float4(0.0);
     }
-    a = _191;
+    a = _190;
     b = float4(0.0);
 }
 
@@ -270,114 +267,77 @@ kernel void splash_gate_up16_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _420;
+    uint _419;
     if (r0 < p.rows)
     {
-        _420 = n_chunks(p);
+        _419 = n_chunks(p);
     }
     else
     {
-        _420 = 0u;
+        _419 = 0u;
     }
-    uint chunks = _420;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 2>, 4> k;
-    uint4 _511;
-    float4 _520;
+    uint chunks = _419;
+    spvUnsafeArray<Chunk, 2> k;
     spvUnsafeArray<float4, 2> wa;
     spvUnsafeArray<float4, 2> wb;
     float4 param_7;
     float4 param_8;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 1u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 2u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 1u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 1u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _511 = uint4(0u);
-                    }
-                    else
-                    {
-                        _511 = one.q;
-                    }
-                    if (past)
-                    {
-                        _520 = float4(0.0);
-                    }
-                    else
-                    {
-                        _520 = one.s;
-                    }
-                    k[u][(m_1 * 1u) + r_1] = Chunk{ _511, _520 };
+                    ulong param_1 = rowaddr[(m_1 * 1u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 1u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 2u; m_2++)
+                for (uint r_2 = 0u; r_2 < 1u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 1u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 1u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        float4 _610 = bytes4(param_3);
-                        wa[s_1] = (_610 * (256.0 * sc.x)) - float4(384.0 * sc.x);
-                        wb[s_1] = float4(0.0);
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 16u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    uint param_6 = i;
-                    load_x(param_4, param_5, param_6, param_7, param_8, p);
-                    float4 xa = param_7;
-                    float4 xb = param_8;
-                    for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                    uint s_1 = (m_2 * 1u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    float4 _528 = bytes4(param_3);
+                    wa[s_1] = (_528 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 16u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 1u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 1u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 1u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 1u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -394,33 +354,13 @@ kernel void splash_gate_up16_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
             partial[(((s_3 * 16u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _760 = lanes / 2u;
-    for (uint h = _760; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 2u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 16u; j_4++)
-                {
-                    if (((s_4 % 1u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _806 = (((s_4 * 16u) + j_4) * 129u) + tid;
-                    partial[_806] += partial[((((s_4 * 16u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_836 * n); o += wg)
+    for (uint o = tid; o < (_682 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -428,10 +368,15 @@ kernel void splash_gate_up16_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
         }
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 1u) + r_4) * 16u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 1u) + r_4) * 16u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
         float param_9 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = silu(param_9) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = silu(param_9) * v[1];
     }
 }
 

@@ -44,8 +44,8 @@ struct spvUnsafeArray
     }
 };
 
-struct Uvec4s;
 struct Uints;
+struct Uvec4s;
 struct Vec4s;
 struct Floats;
 
@@ -53,6 +53,11 @@ struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Uints
+{
+    uint v[1];
 };
 
 struct P
@@ -76,31 +81,23 @@ struct Uvec4s
     uint4 v[1];
 };
 
-struct Uints
-{
-    uint v[1];
-};
-
 struct Vec4s
 {
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _250 = (CHECK == 0u);
-constant bool _270 = (CHECK == 0u);
-constant uint _338_tmp [[function_constant(0)]];
-constant uint _338 = is_function_constant_defined(_338_tmp) ? _338_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_338, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _254 = (CHECK == 0u);
+constant bool _274 = (CHECK == 0u);
+constant uint _342_tmp [[function_constant(0)]];
+constant uint _342 = is_function_constant_defined(_342_tmp) ? _342_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_342, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _515 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_515 + 1u);
-constant uint _943 = (GROUPS * ROWS);
+constant uint _795 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -121,6 +118,23 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+}
+
+static inline __attribute__((always_inline))
+float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    if ((byte & 2u) == 0u)
+    {
+        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+    }
+    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
     Chunk k;
@@ -129,49 +143,33 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    uint mb = (qbytes + (nb * 2u)) + (pair * 4u);
-    uint odd = (mb >> uint(1)) & 1u;
-    uint m0 = u->v[mb >> uint(2)];
-    uint m1 = u->v[(mb >> uint(2)) + odd];
-    float2 d = float2(as_type<half2>(u->v[(qbytes >> uint(2)) + pair]));
-    uint _188;
-    if (odd == 0u)
-    {
-        _188 = m0;
-    }
-    else
-    {
-        _188 = (m0 >> uint(16)) | (m1 << uint(16));
-    }
-    float2 m = float2(as_type<half2>(_188));
+    ulong param = row;
+    uint param_1 = qbytes + (pair * 4u);
+    float2 d = f16x2_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
+    float2 m = f16x2_at(param_2, param_3);
     bool two = ((2u * pair) + 1u) < nb;
-    float _211;
+    float _216;
     if (two)
     {
-        _211 = d.y;
+        _216 = d.y;
     }
     else
     {
-        _211 = 0.0;
+        _216 = 0.0;
     }
-    float _221;
+    float _226;
     if (two)
     {
-        _221 = m.y;
+        _226 = m.y;
     }
     else
     {
-        _221 = 0.0;
+        _226 = 0.0;
     }
-    k.s = float4(d.x, _211, m.x, _221);
+    k.s = float4(d.x, _216, m.x, _226);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
 }
 
 static inline __attribute__((always_inline))
@@ -180,44 +178,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
     uint cb = ca + 32u;
-    bool _258;
-    if (!_250)
+    bool _262;
+    if (!_254)
     {
-        _258 = ca < p.cols;
+        _262 = ca < p.cols;
     }
     else
     {
-        _258 = _250;
+        _262 = _254;
     }
-    float4 _259;
-    if (_258)
+    float4 _263;
+    if (_262)
     {
-        _259 = xv->v[ca >> uint(2)];
+        _263 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _259 = float4(0.0);
+        _263 = float4(0.0);
     }
-    a = _259;
-    bool _278;
-    if (!_270)
+    a = _263;
+    bool _282;
+    if (!_274)
     {
-        _278 = cb < p.cols;
+        _282 = cb < p.cols;
     }
     else
     {
-        _278 = _270;
+        _282 = _274;
     }
-    float4 _279;
-    if (_278)
+    float4 _283;
+    if (_282)
     {
-        _279 = xv->v[cb >> uint(2)];
+        _283 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _279 = float4(0.0);
+        _283 = float4(0.0);
     }
-    b = _279;
+    b = _283;
 }
 
 static inline __attribute__((always_inline))
@@ -278,121 +276,84 @@ kernel void splash_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             acc[s][j_1] = 0.0;
         }
     }
-    uint _490;
+    uint _494;
     if (r0 < p.rows)
     {
-        _490 = n_chunks(p);
+        _494 = n_chunks(p);
     }
     else
     {
-        _490 = 0u;
+        _494 = 0u;
     }
-    uint chunks = _490;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 4> k;
-    uint4 _580;
-    float4 _589;
+    uint chunks = _494;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
     float4 param_7;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 2u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 4u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _580 = uint4(0u);
-                    }
-                    else
-                    {
-                        _580 = one.q;
-                    }
-                    if (past)
-                    {
-                        _589 = float4(0.0);
-                    }
-                    else
-                    {
-                        _589 = one.s;
-                    }
-                    k[u][(m_1 * 4u) + r_1] = Chunk{ _580, _589 };
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            if (u_1 >= CHUNKS)
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint s_1 = 0u; s_1 < 8u; s_1++)
-            {
-                t[s_1] = float2(0.0);
-            }
-            float4 sa = float4(0.0);
-            float4 sb = float4(0.0);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                ulong param_3 = xrows[0];
-                uint param_4 = col0;
-                uint param_5 = i;
-                load_x(param_3, param_4, param_5, param_6, param_7, p);
-                float4 xa = param_6;
-                float4 xb = param_7;
-                sa += xa;
-                sb += xb;
-                for (uint m_2 = 0u; m_2 < 2u; m_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_2 = (m_2 * 4u) + r_2;
-                        uint param_8 = k[u_1][s_2].q[i];
-                        nibbles(param_8, param_9, param_10);
-                        float4 fa = param_9;
-                        float4 fb = param_10;
-                        t[s_2] += float2(dot(fa, xa), dot(fb, xb));
-                    }
-                }
-            }
-            float sxa = dot(sa, float4(1.0));
-            float sxb = dot(sb, float4(1.0));
-            for (uint m_3 = 0u; m_3 < 2u; m_3++)
-            {
-                for (uint r_3 = 0u; r_3 < 4u; r_3++)
-                {
-                    if (r_3 >= ROWS)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_3 = (m_3 * 4u) + r_3;
-                    float4 sc = k[u_1][s_3].s;
-                    acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                    uint s_2 = (m_2 * 4u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    nibbles(param_8, param_9, param_10);
+                    float4 fa = param_9;
+                    float4 fb = param_10;
+                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
+            }
+        }
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 2u; m_3++)
+        {
+            for (uint r_3 = 0u; r_3 < 4u; r_3++)
+            {
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 4u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
             }
         }
     }
@@ -407,33 +368,13 @@ kernel void splash_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
-    uint _867 = lanes / 2u;
-    for (uint h = _867; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_5 = 0u; s_5 < 8u; s_5++)
-            {
-                for (uint j_3 = 0u; j_3 < 1u; j_3++)
-                {
-                    if (((s_5 % 4u) >= ROWS) || (j_3 >= n))
-                    {
-                        break;
-                    }
-                    uint _913 = (((s_5 * 1u) + j_3) * 129u) + tid;
-                    partial[_913] += partial[((((s_5 * 1u) + j_3) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_943 * n); o += wg)
+    for (uint o = tid; o < (_795 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -441,10 +382,15 @@ kernel void splash_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
         }
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 1u) + j_4) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
         float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = silu(param_11) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_3 * p.y_stride) + row] = silu(param_11) * v[1];
     }
 }
 

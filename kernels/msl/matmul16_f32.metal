@@ -80,20 +80,17 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _114 = (CHECK == 0u);
-constant uint _142_tmp [[function_constant(0)]];
-constant uint _142 = is_function_constant_defined(_142_tmp) ? _142_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_142, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _113 = (CHECK == 0u);
+constant uint _141_tmp [[function_constant(0)]];
+constant uint _141 = is_function_constant_defined(_141_tmp) ? _141_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_141, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _317 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_317 + 1u);
-constant uint _700 = (GROUPS * ROWS);
+constant uint _546 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -113,18 +110,18 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 4u;
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 4u;
 }
 
 static inline __attribute__((always_inline))
@@ -139,25 +136,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _122;
-    if (!_114)
+    bool _121;
+    if (!_113)
     {
-        _122 = ca < p.cols;
+        _121 = ca < p.cols;
     }
     else
     {
-        _122 = _114;
+        _121 = _113;
     }
-    float4 _123;
-    if (_122)
+    float4 _122;
+    if (_121)
     {
-        _123 = xv->v[ca >> uint(2)];
+        _122 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _123 = float4(0.0);
+        _122 = float4(0.0);
     }
-    a = _123;
+    a = _122;
     b = float4(0.0);
 }
 
@@ -201,116 +198,79 @@ kernel void splash_matmul16_f32(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _292;
+    uint _291;
     if (r0 < p.rows)
     {
-        _292 = n_chunks(p);
+        _291 = n_chunks(p);
     }
     else
     {
-        _292 = 0u;
+        _291 = 0u;
     }
-    uint chunks = _292;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 2>, 4> k;
-    uint4 _383;
-    float4 _392;
+    uint chunks = _291;
+    spvUnsafeArray<Chunk, 2> k;
     spvUnsafeArray<float4, 2> wa;
     spvUnsafeArray<float4, 2> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 2u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 2u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1);
-                    if (past)
-                    {
-                        _383 = uint4(0u);
-                    }
-                    else
-                    {
-                        _383 = one.q;
-                    }
-                    if (past)
-                    {
-                        _392 = float4(0.0);
-                    }
-                    else
-                    {
-                        _392 = one.s;
-                    }
-                    k[u][(m_1 * 2u) + r_1] = Chunk{ _383, _392 };
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 1u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 1u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 2u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 2u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint4 param_3 = k[u_1][s_1].q;
-                        floats(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 16u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10, p);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 16u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 2u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -327,33 +287,13 @@ kernel void splash_matmul16_f32(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
             partial[(((s_3 * 16u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _624 = lanes / 2u;
-    for (uint h = _624; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 2u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 16u; j_4++)
-                {
-                    if (((s_4 % 2u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _670 = (((s_4 * 16u) + j_4) * 129u) + tid;
-                    partial[_670] += partial[((((s_4 * 16u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_700 * n); o += wg)
+    for (uint o = tid; o < (_546 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -361,9 +301,14 @@ kernel void splash_matmul16_f32(constant P& p [[buffer(0)]], uint3 gl_WorkGroupI
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 2u) + r_4) * 16u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 16u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

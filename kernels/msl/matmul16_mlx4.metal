@@ -93,18 +93,15 @@ constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint _482 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_482 + 1u);
-constant uint _907 = (GROUPS * ROWS);
+constant uint _753 = (GROUPS * ROWS);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint CHECK = (FLAGS & 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 32u) - 1u) / 32u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 32u;
 }
 
 static inline __attribute__((always_inline))
@@ -183,12 +186,6 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     }
     k.s = _193;
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 32u;
 }
 
 static inline __attribute__((always_inline))
@@ -262,108 +259,71 @@ kernel void splash_matmul16_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         _455 = 0u;
     }
     uint chunks = _455;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 2>, 4> k;
-    uint4 _548;
-    float4 _557;
+    spvUnsafeArray<Chunk, 2> k;
     spvUnsafeArray<float4, 2> wa;
     spvUnsafeArray<float4, 2> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 2u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 2u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _548 = uint4(0u);
-                    }
-                    else
-                    {
-                        _548 = one.q;
-                    }
-                    if (past)
-                    {
-                        _557 = float4(0.0);
-                    }
-                    else
-                    {
-                        _557 = one.s;
-                    }
-                    k[u][(m_1 * 2u) + r_1] = Chunk{ _548, _557 };
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 2u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 2u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        nibbles(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                        wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
-                        wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 16u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 16u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 2u) + r_3;
-                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                            break;
                         }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -380,33 +340,13 @@ kernel void splash_matmul16_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
             partial[(((s_3 * 16u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _831 = lanes / 2u;
-    for (uint h = _831; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 2u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 16u; j_4++)
-                {
-                    if (((s_4 % 2u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _877 = (((s_4 * 16u) + j_4) * 129u) + tid;
-                    partial[_877] += partial[((((s_4 * 16u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_907 * n); o += wg)
+    for (uint o = tid; o < (_753 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -414,9 +354,14 @@ kernel void splash_matmul16_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 2u) + r_4) * 16u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 16u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

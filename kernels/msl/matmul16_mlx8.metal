@@ -86,20 +86,17 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _223 = (CHECK == 0u);
-constant uint _309_tmp [[function_constant(0)]];
-constant uint _309 = is_function_constant_defined(_309_tmp) ? _309_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_309, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _222 = (CHECK == 0u);
+constant uint _308_tmp [[function_constant(0)]];
+constant uint _308 = is_function_constant_defined(_308_tmp) ? _308_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_308, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _480 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_480 + 1u);
-constant uint _873 = (GROUPS * ROWS);
+constant uint _719 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -186,51 +189,45 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 float4 bytes4(thread const uint& w)
 {
-    uint _244;
+    uint _243;
     if (true)
     {
-        _244 = w << uint(15);
+        _243 = w << uint(15);
     }
     else
     {
-        _244 = w >> uint(-15);
+        _243 = w >> uint(-15);
     }
-    uint _260;
+    uint _259;
     if (true)
     {
-        _260 = w << uint(7);
+        _259 = w << uint(7);
     }
     else
     {
-        _260 = w >> uint(-7);
+        _259 = w >> uint(-7);
     }
-    uint _274;
+    uint _273;
     if (false)
     {
-        _274 = w << uint(-1);
+        _273 = w << uint(-1);
     }
     else
     {
-        _274 = w >> uint(1);
+        _273 = w >> uint(1);
     }
-    uint _287;
+    uint _286;
     if (false)
     {
-        _287 = w << uint(-9);
+        _286 = w << uint(-9);
     }
     else
     {
-        _287 = w >> uint(9);
+        _286 = w >> uint(9);
     }
-    return float4(as_type<float>((_244 & 8355840u) | 1065353216u), as_type<float>((_260 & 8355840u) | 1065353216u), as_type<float>((_274 & 8355840u) | 1065353216u), as_type<float>((_287 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_243 & 8355840u) | 1065353216u), as_type<float>((_259 & 8355840u) | 1065353216u), as_type<float>((_273 & 8355840u) | 1065353216u), as_type<float>((_286 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -238,25 +235,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _231;
-    if (!_223)
+    bool _230;
+    if (!_222)
     {
-        _231 = ca < p.cols;
+        _230 = ca < p.cols;
     }
     else
     {
-        _231 = _223;
+        _230 = _222;
     }
-    float4 _232;
-    if (_231)
+    float4 _231;
+    if (_230)
     {
-        _232 = xv->v[ca >> uint(2)];
+        _231 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _232 = float4(0.0);
+        _231 = float4(0.0);
     }
-    a = _232;
+    a = _231;
     b = float4(0.0);
 }
 
@@ -300,113 +297,76 @@ kernel void splash_matmul16_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
             acc[s][j_1] = 0.0;
         }
     }
-    uint _455;
+    uint _454;
     if (r0 < p.rows)
     {
-        _455 = n_chunks(p);
+        _454 = n_chunks(p);
     }
     else
     {
-        _455 = 0u;
+        _454 = 0u;
     }
-    uint chunks = _455;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 2>, 4> k;
-    uint4 _546;
-    float4 _555;
+    uint chunks = _454;
+    spvUnsafeArray<Chunk, 2> k;
     spvUnsafeArray<float4, 2> wa;
     spvUnsafeArray<float4, 2> wb;
     float4 param_7;
     float4 param_8;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 2u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 2u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _546 = uint4(0u);
-                    }
-                    else
-                    {
-                        _546 = one.q;
-                    }
-                    if (past)
-                    {
-                        _555 = float4(0.0);
-                    }
-                    else
-                    {
-                        _555 = one.s;
-                    }
-                    k[u][(m_1 * 2u) + r_1] = Chunk{ _546, _555 };
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 2u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 2u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        wa[s_1] = (bytes4(param_3) * (256.0 * sc.x)) + float4(sc.y - (256.0 * sc.x));
-                        wb[s_1] = float4(0.0);
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 16u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    uint param_6 = i;
-                    load_x(param_4, param_5, param_6, param_7, param_8, p);
-                    float4 xa = param_7;
-                    float4 xb = param_8;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    wa[s_1] = (bytes4(param_3) * (256.0 * sc.x)) + float4(sc.y - (256.0 * sc.x));
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 16u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 2u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -423,33 +383,13 @@ kernel void splash_matmul16_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
             partial[(((s_3 * 16u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _797 = lanes / 2u;
-    for (uint h = _797; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 2u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 16u; j_4++)
-                {
-                    if (((s_4 % 2u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _843 = (((s_4 * 16u) + j_4) * 129u) + tid;
-                    partial[_843] += partial[((((s_4 * 16u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_873 * n); o += wg)
+    for (uint o = tid; o < (_719 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -457,9 +397,14 @@ kernel void splash_matmul16_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroup
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 2u) + r_4) * 16u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 16u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

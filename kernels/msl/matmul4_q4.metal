@@ -44,8 +44,8 @@ struct spvUnsafeArray
     }
 };
 
-struct Uvec4s;
 struct Uints;
+struct Uvec4s;
 struct Vec4s;
 struct Floats;
 
@@ -53,6 +53,11 @@ struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Uints
+{
+    uint v[1];
 };
 
 struct P
@@ -76,31 +81,23 @@ struct Uvec4s
     uint4 v[1];
 };
 
-struct Uints
-{
-    uint v[1];
-};
-
 struct Vec4s
 {
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _237 = (CHECK == 0u);
-constant bool _257 = (CHECK == 0u);
-constant uint _325_tmp [[function_constant(0)]];
-constant uint _325 = is_function_constant_defined(_325_tmp) ? _325_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_325, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _241 = (CHECK == 0u);
+constant bool _261 = (CHECK == 0u);
+constant uint _329_tmp [[function_constant(0)]];
+constant uint _329 = is_function_constant_defined(_329_tmp) ? _329_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_329, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _495 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_495 + 1u);
-constant uint _920 = (GROUPS * ROWS);
+constant uint _772 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -121,6 +118,23 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+}
+
+static inline __attribute__((always_inline))
+float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    if ((byte & 2u) == 0u)
+    {
+        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+    }
+    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
     Chunk k;
@@ -129,49 +143,33 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    uint mb = (qbytes + (nb * 2u)) + (pair * 4u);
-    uint odd = (mb >> uint(1)) & 1u;
-    uint m0 = u->v[mb >> uint(2)];
-    uint m1 = u->v[(mb >> uint(2)) + odd];
-    float2 d = float2(as_type<half2>(u->v[(qbytes >> uint(2)) + pair]));
-    uint _174;
-    if (odd == 0u)
-    {
-        _174 = m0;
-    }
-    else
-    {
-        _174 = (m0 >> uint(16)) | (m1 << uint(16));
-    }
-    float2 m = float2(as_type<half2>(_174));
+    ulong param = row;
+    uint param_1 = qbytes + (pair * 4u);
+    float2 d = f16x2_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
+    float2 m = f16x2_at(param_2, param_3);
     bool two = ((2u * pair) + 1u) < nb;
-    float _198;
+    float _203;
     if (two)
     {
-        _198 = d.y;
+        _203 = d.y;
     }
     else
     {
-        _198 = 0.0;
+        _203 = 0.0;
     }
-    float _208;
+    float _213;
     if (two)
     {
-        _208 = m.y;
+        _213 = m.y;
     }
     else
     {
-        _208 = 0.0;
+        _213 = 0.0;
     }
-    k.s = float4(d.x, _198, m.x, _208);
+    k.s = float4(d.x, _203, m.x, _213);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
 }
 
 static inline __attribute__((always_inline))
@@ -191,44 +189,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
     uint cb = ca + 32u;
-    bool _245;
-    if (!_237)
+    bool _249;
+    if (!_241)
     {
-        _245 = ca < p.cols;
+        _249 = ca < p.cols;
     }
     else
     {
-        _245 = _237;
+        _249 = _241;
     }
-    float4 _246;
-    if (_245)
+    float4 _250;
+    if (_249)
     {
-        _246 = xv->v[ca >> uint(2)];
+        _250 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _246 = float4(0.0);
+        _250 = float4(0.0);
     }
-    a = _246;
-    bool _265;
-    if (!_257)
+    a = _250;
+    bool _269;
+    if (!_261)
     {
-        _265 = cb < p.cols;
+        _269 = cb < p.cols;
     }
     else
     {
-        _265 = _257;
+        _269 = _261;
     }
-    float4 _266;
-    if (_265)
+    float4 _270;
+    if (_269)
     {
-        _266 = xv->v[cb >> uint(2)];
+        _270 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _266 = float4(0.0);
+        _270 = float4(0.0);
     }
-    b = _266;
+    b = _270;
 }
 
 kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
@@ -271,118 +269,81 @@ kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             acc[s][j_1] = 0.0;
         }
     }
-    uint _470;
+    uint _474;
     if (r0 < p.rows)
     {
-        _470 = n_chunks(p);
+        _474 = n_chunks(p);
     }
     else
     {
-        _470 = 0u;
+        _474 = 0u;
     }
-    uint chunks = _470;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 4> k;
-    uint4 _560;
-    float4 _569;
+    uint chunks = _474;
+    spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 4u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _560 = uint4(0u);
-                    }
-                    else
-                    {
-                        _560 = one.q;
-                    }
-                    if (past)
-                    {
-                        _569 = float4(0.0);
-                    }
-                    else
-                    {
-                        _569 = one.s;
-                    }
-                    k[u][(m_1 * 4u) + r_1] = Chunk{ _560, _569 };
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 4u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        nibbles(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                        wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
-                        wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10, p);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 4u) + r_3;
-                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                            break;
                         }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -399,33 +360,13 @@ kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _844 = lanes / 2u;
-    for (uint h = _844; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 4u; j_4++)
-                {
-                    if (((s_4 % 4u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _890 = (((s_4 * 4u) + j_4) * 129u) + tid;
-                    partial[_890] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_920 * n); o += wg)
+    for (uint o = tid; o < (_772 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -433,9 +374,14 @@ kernel void splash_matmul4_q4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

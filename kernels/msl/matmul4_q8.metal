@@ -86,20 +86,17 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _168 = (CHECK == 0u);
-constant uint _258_tmp [[function_constant(0)]];
-constant uint _258 = is_function_constant_defined(_258_tmp) ? _258_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_258, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _167 = (CHECK == 0u);
+constant uint _257_tmp [[function_constant(0)]];
+constant uint _257 = is_function_constant_defined(_257_tmp) ? _257_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_257, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _428 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_428 + 1u);
-constant uint _819 = (GROUPS * ROWS);
+constant uint _665 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -148,52 +151,46 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 float4 bytes4(thread uint& w)
 {
     w ^= 2155905152u;
-    uint _192;
+    uint _191;
     if (true)
     {
-        _192 = w << uint(15);
+        _191 = w << uint(15);
     }
     else
     {
-        _192 = w >> uint(-15);
+        _191 = w >> uint(-15);
     }
-    uint _208;
+    uint _207;
     if (true)
     {
-        _208 = w << uint(7);
+        _207 = w << uint(7);
     }
     else
     {
-        _208 = w >> uint(-7);
+        _207 = w >> uint(-7);
     }
-    uint _223;
+    uint _222;
     if (false)
     {
-        _223 = w << uint(-1);
+        _222 = w << uint(-1);
     }
     else
     {
-        _223 = w >> uint(1);
+        _222 = w >> uint(1);
     }
-    uint _236;
+    uint _235;
     if (false)
     {
-        _236 = w << uint(-9);
+        _235 = w << uint(-9);
     }
     else
     {
-        _236 = w >> uint(9);
+        _235 = w >> uint(9);
     }
-    return float4(as_type<float>((_192 & 8355840u) | 1065353216u), as_type<float>((_208 & 8355840u) | 1065353216u), as_type<float>((_223 & 8355840u) | 1065353216u), as_type<float>((_236 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_191 & 8355840u) | 1065353216u), as_type<float>((_207 & 8355840u) | 1065353216u), as_type<float>((_222 & 8355840u) | 1065353216u), as_type<float>((_235 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -201,25 +198,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _176;
-    if (!_168)
+    bool _175;
+    if (!_167)
     {
-        _176 = ca < p.cols;
+        _175 = ca < p.cols;
     }
     else
     {
-        _176 = _168;
+        _175 = _167;
     }
-    float4 _177;
-    if (_176)
+    float4 _176;
+    if (_175)
     {
-        _177 = xv->v[ca >> uint(2)];
+        _176 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _177 = float4(0.0);
+        _176 = float4(0.0);
     }
-    a = _177;
+    a = _176;
     b = float4(0.0);
 }
 
@@ -263,114 +260,77 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             acc[s][j_1] = 0.0;
         }
     }
-    uint _403;
+    uint _402;
     if (r0 < p.rows)
     {
-        _403 = n_chunks(p);
+        _402 = n_chunks(p);
     }
     else
     {
-        _403 = 0u;
+        _402 = 0u;
     }
-    uint chunks = _403;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 4> k;
-    uint4 _494;
-    float4 _503;
+    uint chunks = _402;
+    spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_7;
     float4 param_8;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 4u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _494 = uint4(0u);
-                    }
-                    else
-                    {
-                        _494 = one.q;
-                    }
-                    if (past)
-                    {
-                        _503 = float4(0.0);
-                    }
-                    else
-                    {
-                        _503 = one.s;
-                    }
-                    k[u][(m_1 * 4u) + r_1] = Chunk{ _494, _503 };
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 4u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        float4 _593 = bytes4(param_3);
-                        wa[s_1] = (_593 * (256.0 * sc.x)) - float4(384.0 * sc.x);
-                        wb[s_1] = float4(0.0);
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    uint param_6 = i;
-                    load_x(param_4, param_5, param_6, param_7, param_8, p);
-                    float4 xa = param_7;
-                    float4 xb = param_8;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    float4 _511 = bytes4(param_3);
+                    wa[s_1] = (_511 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 4u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -387,33 +347,13 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _743 = lanes / 2u;
-    for (uint h = _743; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 4u; j_4++)
-                {
-                    if (((s_4 % 4u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _789 = (((s_4 * 4u) + j_4) * 129u) + tid;
-                    partial[_789] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_819 * n); o += wg)
+    for (uint o = tid; o < (_665 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -421,9 +361,14 @@ kernel void splash_matmul4_q8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID 
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_5 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
     }
 }
 

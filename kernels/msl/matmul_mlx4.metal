@@ -93,18 +93,15 @@ constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint _480 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_480 + 1u);
-constant uint _909 = (GROUPS * ROWS);
+constant uint _755 = (GROUPS * ROWS);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint CHECK = (FLAGS & 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
 
 static inline __attribute__((always_inline))
 uint flat_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 32u) - 1u) / 32u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 32u;
 }
 
 static inline __attribute__((always_inline))
@@ -183,12 +186,6 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     }
     k.s = _193;
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 32u;
 }
 
 static inline __attribute__((always_inline))
@@ -262,111 +259,74 @@ kernel void splash_matmul_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
         _453 = 0u;
     }
     uint chunks = _453;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 4> k;
-    uint4 _546;
-    float4 _555;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
     float4 param_7;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 8u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 8u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _546 = uint4(0u);
-                    }
-                    else
-                    {
-                        _546 = one.q;
-                    }
-                    if (past)
-                    {
-                        _555 = float4(0.0);
-                    }
-                    else
-                    {
-                        _555 = one.s;
-                    }
-                    k[u][(m_1 * 8u) + r_1] = Chunk{ _546, _555 };
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            if (u_1 >= CHUNKS)
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint s_1 = 0u; s_1 < 8u; s_1++)
-            {
-                t[s_1] = float2(0.0);
-            }
-            float4 sa = float4(0.0);
-            float4 sb = float4(0.0);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                ulong param_3 = xrows[0];
-                uint param_4 = col0;
-                uint param_5 = i;
-                load_x(param_3, param_4, param_5, param_6, param_7);
-                float4 xa = param_6;
-                float4 xb = param_7;
-                sa += xa;
-                sb += xb;
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 8u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_2 = (m_2 * 8u) + r_2;
-                        uint param_8 = k[u_1][s_2].q[i];
-                        nibbles(param_8, param_9, param_10);
-                        float4 fa = param_9;
-                        float4 fb = param_10;
-                        t[s_2] += float2(dot(fa, xa), dot(fb, xb));
-                    }
-                }
-            }
-            float sxa = dot(sa, float4(1.0));
-            float sxb = dot(sb, float4(1.0));
-            for (uint m_3 = 0u; m_3 < 1u; m_3++)
-            {
-                for (uint r_3 = 0u; r_3 < 8u; r_3++)
-                {
-                    if (r_3 >= ROWS)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_3 = (m_3 * 8u) + r_3;
-                    float4 sc = k[u_1][s_3].s;
-                    acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    nibbles(param_8, param_9, param_10);
+                    float4 fa = param_9;
+                    float4 fb = param_10;
+                    t[s_2] += float2(dot(fa, xa), dot(fb, xb));
                 }
+            }
+        }
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
+        {
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
+            {
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((((16.0 * sc.x) * (t[s_3].x - sxa)) + (sc.z * sxa)) + ((16.0 * sc.y) * (t[s_3].y - sxb))) + (sc.w * sxb));
             }
         }
     }
@@ -381,33 +341,13 @@ kernel void splash_matmul_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
             partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
-    uint _833 = lanes / 2u;
-    for (uint h = _833; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_5 = 0u; s_5 < 8u; s_5++)
-            {
-                for (uint j_3 = 0u; j_3 < 1u; j_3++)
-                {
-                    if (((s_5 % 8u) >= ROWS) || (j_3 >= n))
-                    {
-                        break;
-                    }
-                    uint _879 = (((s_5 * 1u) + j_3) * 129u) + tid;
-                    partial[_879] += partial[((((s_5 * 1u) + j_3) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_909 * n); o += wg)
+    for (uint o = tid; o < (_755 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -415,9 +355,14 @@ kernel void splash_matmul_mlx4(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_3 * p.y_stride) + row] = v[0];
     }
 }
 

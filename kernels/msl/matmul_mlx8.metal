@@ -86,20 +86,17 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _223 = (CHECK == 0u);
-constant uint _309_tmp [[function_constant(0)]];
-constant uint _309 = is_function_constant_defined(_309_tmp) ? _309_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_309, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _222 = (CHECK == 0u);
+constant uint _308_tmp [[function_constant(0)]];
+constant uint _308 = is_function_constant_defined(_308_tmp) ? _308_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_308, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 constant uint ROWS_tmp [[function_constant(1)]];
 constant uint ROWS = is_function_constant_defined(ROWS_tmp) ? ROWS_tmp : 2u;
-constant uint _479 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_479 + 1u);
-constant uint _884 = (GROUPS * ROWS);
+constant uint _730 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -116,6 +113,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -186,78 +189,72 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _231;
-    if (!_223)
+    bool _230;
+    if (!_222)
     {
-        _231 = ca < p.cols;
+        _230 = ca < p.cols;
     }
     else
     {
-        _231 = _223;
+        _230 = _222;
     }
-    float4 _232;
-    if (_231)
+    float4 _231;
+    if (_230)
     {
-        _232 = xv->v[ca >> uint(2)];
+        _231 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _232 = float4(0.0);
+        _231 = float4(0.0);
     }
-    a = _232;
+    a = _231;
     b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
 float4 bytes4(thread const uint& w)
 {
-    uint _244;
+    uint _243;
     if (true)
     {
-        _244 = w << uint(15);
+        _243 = w << uint(15);
     }
     else
     {
-        _244 = w >> uint(-15);
+        _243 = w >> uint(-15);
     }
-    uint _260;
+    uint _259;
     if (true)
     {
-        _260 = w << uint(7);
+        _259 = w << uint(7);
     }
     else
     {
-        _260 = w >> uint(-7);
+        _259 = w >> uint(-7);
     }
-    uint _274;
+    uint _273;
     if (false)
     {
-        _274 = w << uint(-1);
+        _273 = w << uint(-1);
     }
     else
     {
-        _274 = w >> uint(1);
+        _273 = w >> uint(1);
     }
-    uint _287;
+    uint _286;
     if (false)
     {
-        _287 = w << uint(-9);
+        _286 = w << uint(-9);
     }
     else
     {
-        _287 = w >> uint(9);
+        _286 = w >> uint(9);
     }
-    return float4(as_type<float>((_244 & 8355840u) | 1065353216u), as_type<float>((_260 & 8355840u) | 1065353216u), as_type<float>((_274 & 8355840u) | 1065353216u), as_type<float>((_287 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_243 & 8355840u) | 1065353216u), as_type<float>((_259 & 8355840u) | 1065353216u), as_type<float>((_273 & 8355840u) | 1065353216u), as_type<float>((_286 & 8355840u) | 1065353216u));
 }
 
 kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
@@ -300,116 +297,79 @@ kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
             acc[s][j_1] = 0.0;
         }
     }
-    uint _454;
+    uint _453;
     if (r0 < p.rows)
     {
-        _454 = n_chunks(p);
+        _453 = n_chunks(p);
     }
     else
     {
-        _454 = 0u;
+        _453 = 0u;
     }
-    uint chunks = _454;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 4> k;
-    uint4 _545;
-    float4 _554;
+    uint chunks = _453;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
     float4 param_7;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 4u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 8u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 8u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _545 = uint4(0u);
-                    }
-                    else
-                    {
-                        _545 = one.q;
-                    }
-                    if (past)
-                    {
-                        _554 = float4(0.0);
-                    }
-                    else
-                    {
-                        _554 = one.s;
-                    }
-                    k[u][(m_1 * 8u) + r_1] = Chunk{ _545, _554 };
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 4u; u_1++)
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            if (u_1 >= CHUNKS)
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint s_1 = 0u; s_1 < 8u; s_1++)
-            {
-                t[s_1] = float2(0.0);
-            }
-            float4 sa = float4(0.0);
-            float4 sb = float4(0.0);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                ulong param_3 = xrows[0];
-                uint param_4 = col0;
-                uint param_5 = i;
-                load_x(param_3, param_4, param_5, param_6, param_7, p);
-                float4 xa = param_6;
-                float4 xb = param_7;
-                sa += xa;
-                sb += xb;
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 8u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_2 = (m_2 * 8u) + r_2;
-                        uint param_8 = k[u_1][s_2].q[i];
-                        t[s_2].x += dot(bytes4(param_8), xa);
-                    }
-                }
-            }
-            float sxa = dot(sa, float4(1.0));
-            float sxb = dot(sb, float4(1.0));
-            for (uint m_3 = 0u; m_3 < 1u; m_3++)
-            {
-                for (uint r_3 = 0u; r_3 < 8u; r_3++)
-                {
-                    if (r_3 >= ROWS)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_3 = (m_3 * 8u) + r_3;
-                    float4 sc = k[u_1][s_3].s;
-                    acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    t[s_2].x += dot(bytes4(param_8), xa);
                 }
+            }
+        }
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
+        {
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
+            {
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
             }
         }
     }
@@ -424,33 +384,13 @@ kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
             partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
-    uint _808 = lanes / 2u;
-    for (uint h = _808; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_5 = 0u; s_5 < 8u; s_5++)
-            {
-                for (uint j_3 = 0u; j_3 < 1u; j_3++)
-                {
-                    if (((s_5 % 8u) >= ROWS) || (j_3 >= n))
-                    {
-                        break;
-                    }
-                    uint _854 = (((s_5 * 1u) + j_3) * 129u) + tid;
-                    partial[_854] += partial[((((s_5 * 1u) + j_3) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_884 * n); o += wg)
+    for (uint o = tid; o < (_730 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -458,9 +398,14 @@ kernel void splash_matmul_mlx8(constant P& p [[buffer(0)]], uint3 gl_WorkGroupID
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(j_4 * p.y_stride) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(j_3 * p.y_stride) + row] = v[0];
     }
 }
 

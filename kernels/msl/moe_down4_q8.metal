@@ -88,13 +88,12 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _151 = (CHECK == 0u);
-constant uint _244_tmp [[function_constant(0)]];
-constant uint _244 = is_function_constant_defined(_244_tmp) ? _244_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_244, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _150 = (CHECK == 0u);
+constant uint _243_tmp [[function_constant(0)]];
+constant uint _243 = is_function_constant_defined(_243_tmp) ? _243_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_243, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,9 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _488 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_488 + 1u);
-constant uint _879 = (GROUPS * ROWS);
+constant uint _725 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -124,6 +121,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -156,52 +159,46 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 float4 bytes4(thread uint& w)
 {
     w ^= 2155905152u;
-    uint _175;
+    uint _174;
     if (true)
     {
-        _175 = w << uint(15);
+        _174 = w << uint(15);
     }
     else
     {
-        _175 = w >> uint(-15);
+        _174 = w >> uint(-15);
     }
-    uint _191;
+    uint _190;
     if (true)
     {
-        _191 = w << uint(7);
+        _190 = w << uint(7);
     }
     else
     {
-        _191 = w >> uint(-7);
+        _190 = w >> uint(-7);
     }
-    uint _206;
+    uint _205;
     if (false)
     {
-        _206 = w << uint(-1);
+        _205 = w << uint(-1);
     }
     else
     {
-        _206 = w >> uint(1);
+        _205 = w >> uint(1);
     }
-    uint _219;
+    uint _218;
     if (false)
     {
-        _219 = w << uint(-9);
+        _218 = w << uint(-9);
     }
     else
     {
-        _219 = w >> uint(9);
+        _218 = w >> uint(9);
     }
-    return float4(as_type<float>((_175 & 8355840u) | 1065353216u), as_type<float>((_191 & 8355840u) | 1065353216u), as_type<float>((_206 & 8355840u) | 1065353216u), as_type<float>((_219 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_174 & 8355840u) | 1065353216u), as_type<float>((_190 & 8355840u) | 1065353216u), as_type<float>((_205 & 8355840u) | 1065353216u), as_type<float>((_218 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -209,25 +206,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _159;
-    if (!_151)
+    bool _158;
+    if (!_150)
     {
-        _159 = ca < p.cols;
+        _158 = ca < p.cols;
     }
     else
     {
-        _159 = _151;
+        _158 = _150;
     }
-    float4 _160;
-    if (_159)
+    float4 _159;
+    if (_158)
     {
-        _160 = xv->v[ca >> uint(2)];
+        _159 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _160 = float4(0.0);
+        _159 = float4(0.0);
     }
-    a = _160;
+    a = _159;
     b = float4(0.0);
 }
 
@@ -252,19 +249,19 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _343;
+    uint _342;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _343 = uint(plan->v[(p.order_at + start) + j]);
+            _342 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _343 = 0u;
+            _342 = 0u;
         }
-        pairs[j] = _343;
+        pairs[j] = _342;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -287,114 +284,77 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _463;
+    uint _462;
     if (r0 < p.rows)
     {
-        _463 = n_chunks(p);
+        _462 = n_chunks(p);
     }
     else
     {
-        _463 = 0u;
+        _462 = 0u;
     }
-    uint chunks = _463;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 1> k;
-    uint4 _554;
-    float4 _563;
+    uint chunks = _462;
+    spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_7;
     float4 param_8;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 4u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _554 = uint4(0u);
-                    }
-                    else
-                    {
-                        _554 = one.q;
-                    }
-                    if (past)
-                    {
-                        _563 = float4(0.0);
-                    }
-                    else
-                    {
-                        _563 = one.s;
-                    }
-                    k[u][(m_1 * 4u) + r_1] = Chunk{ _554, _563 };
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 4u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        float4 _653 = bytes4(param_3);
-                        wa[s_1] = (_653 * (256.0 * sc.x)) - float4(384.0 * sc.x);
-                        wb[s_1] = float4(0.0);
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    uint param_6 = i;
-                    load_x(param_4, param_5, param_6, param_7, param_8, p);
-                    float4 xa = param_7;
-                    float4 xb = param_8;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    float4 _571 = bytes4(param_3);
+                    wa[s_1] = (_571 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 4u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -411,33 +371,13 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _803 = lanes / 2u;
-    for (uint h = _803; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 4u; j_4++)
-                {
-                    if (((s_4 % 4u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _849 = (((s_4 * 4u) + j_4) * 129u) + tid;
-                    partial[_849] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_879 * n); o += wg)
+    for (uint o = tid; o < (_725 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -445,9 +385,14 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
     }
 }
 

@@ -82,14 +82,13 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _101 = (CHECK == 0u);
-constant bool _122 = (CHECK == 0u);
-constant uint _174_tmp [[function_constant(0)]];
-constant uint _174 = is_function_constant_defined(_174_tmp) ? _174_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_174, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _100 = (CHECK == 0u);
+constant bool _121 = (CHECK == 0u);
+constant uint _173_tmp [[function_constant(0)]];
+constant uint _173 = is_function_constant_defined(_173_tmp) ? _173_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_173, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -106,9 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _417 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_417 + 1u);
-constant uint _806 = (GROUPS * ROWS);
+constant uint _652 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -122,18 +119,18 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 8u;
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 8u;
 }
 
 static inline __attribute__((always_inline))
@@ -149,44 +146,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _109;
-    if (!_101)
+    bool _108;
+    if (!_100)
     {
-        _109 = ca < p.cols;
+        _108 = ca < p.cols;
     }
     else
     {
-        _109 = _101;
+        _108 = _100;
     }
-    float4 _110;
-    if (_109)
+    float4 _109;
+    if (_108)
     {
-        _110 = xv->v[ca >> uint(2)];
+        _109 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _110 = float4(0.0);
+        _109 = float4(0.0);
     }
-    a = _110;
-    bool _130;
-    if (!_122)
+    a = _109;
+    bool _129;
+    if (!_121)
     {
-        _130 = cb < p.cols;
+        _129 = cb < p.cols;
     }
     else
     {
-        _130 = _122;
+        _129 = _121;
     }
-    float4 _131;
-    if (_130)
+    float4 _130;
+    if (_129)
     {
-        _131 = xv->v[cb >> uint(2)];
+        _130 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _131 = float4(0.0);
+        _130 = float4(0.0);
     }
-    b = _131;
+    b = _130;
 }
 
 kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
@@ -210,19 +207,19 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _272;
+    uint _271;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _272 = uint(plan->v[(p.order_at + start) + j]);
+            _271 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _272 = 0u;
+            _271 = 0u;
         }
-        pairs[j] = _272;
+        pairs[j] = _271;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -245,116 +242,79 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _392;
+    uint _391;
     if (r0 < p.rows)
     {
-        _392 = n_chunks(p);
+        _391 = n_chunks(p);
     }
     else
     {
-        _392 = 0u;
+        _391 = 0u;
     }
-    uint chunks = _392;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 1> k;
-    uint4 _483;
-    float4 _492;
+    uint chunks = _391;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 8u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 8u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1);
-                    if (past)
-                    {
-                        _483 = uint4(0u);
-                    }
-                    else
-                    {
-                        _483 = one.q;
-                    }
-                    if (past)
-                    {
-                        _492 = float4(0.0);
-                    }
-                    else
-                    {
-                        _492 = one.s;
-                    }
-                    k[u][(m_1 * 8u) + r_1] = Chunk{ _483, _492 };
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint i = 0u; i < 1u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 1u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 8u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 8u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint4 param_3 = k[u_1][s_1].q;
-                        floats(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10, p);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                    uint s_1 = (m_2 * 8u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 1u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 8u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 8u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 8u) + r_3;
-                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                            break;
                         }
+                        uint s_2 = (m_3 * 8u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -371,33 +331,13 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _730 = lanes / 2u;
-    for (uint h = _730; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 8u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 1u; j_4++)
-                {
-                    if (((s_4 % 8u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _776 = (((s_4 * 1u) + j_4) * 129u) + tid;
-                    partial[_776] += partial[((((s_4 * 1u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_806 * n); o += wg)
+    for (uint o = tid; o < (_652 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -405,9 +345,14 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 8u) + r_4) * 1u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
     }
 }
 

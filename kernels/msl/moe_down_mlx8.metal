@@ -88,13 +88,12 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _206 = (CHECK == 0u);
-constant uint _295_tmp [[function_constant(0)]];
-constant uint _295 = is_function_constant_defined(_295_tmp) ? _295_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_295, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _205 = (CHECK == 0u);
+constant uint _294_tmp [[function_constant(0)]];
+constant uint _294 = is_function_constant_defined(_294_tmp) ? _294_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_294, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,9 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _539 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_539 + 1u);
-constant uint _944 = (GROUPS * ROWS);
+constant uint _790 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -124,6 +121,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -194,78 +197,72 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint& i, thread float4& a, thread float4& b, constant P& p)
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _214;
-    if (!_206)
+    bool _213;
+    if (!_205)
     {
-        _214 = ca < p.cols;
+        _213 = ca < p.cols;
     }
     else
     {
-        _214 = _206;
+        _213 = _205;
     }
-    float4 _215;
-    if (_214)
+    float4 _214;
+    if (_213)
     {
-        _215 = xv->v[ca >> uint(2)];
+        _214 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _215 = float4(0.0);
+        _214 = float4(0.0);
     }
-    a = _215;
+    a = _214;
     b = float4(0.0);
 }
 
 static inline __attribute__((always_inline))
 float4 bytes4(thread const uint& w)
 {
-    uint _227;
+    uint _226;
     if (true)
     {
-        _227 = w << uint(15);
+        _226 = w << uint(15);
     }
     else
     {
-        _227 = w >> uint(-15);
+        _226 = w >> uint(-15);
     }
-    uint _243;
+    uint _242;
     if (true)
     {
-        _243 = w << uint(7);
+        _242 = w << uint(7);
     }
     else
     {
-        _243 = w >> uint(-7);
+        _242 = w >> uint(-7);
     }
-    uint _257;
+    uint _256;
     if (false)
     {
-        _257 = w << uint(-1);
+        _256 = w << uint(-1);
     }
     else
     {
-        _257 = w >> uint(1);
+        _256 = w >> uint(1);
     }
-    uint _270;
+    uint _269;
     if (false)
     {
-        _270 = w << uint(-9);
+        _269 = w << uint(-9);
     }
     else
     {
-        _270 = w >> uint(9);
+        _269 = w >> uint(9);
     }
-    return float4(as_type<float>((_227 & 8355840u) | 1065353216u), as_type<float>((_243 & 8355840u) | 1065353216u), as_type<float>((_257 & 8355840u) | 1065353216u), as_type<float>((_270 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_226 & 8355840u) | 1065353216u), as_type<float>((_242 & 8355840u) | 1065353216u), as_type<float>((_256 & 8355840u) | 1065353216u), as_type<float>((_269 & 8355840u) | 1065353216u));
 }
 
 kernel void splash_moe_down_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
@@ -289,19 +286,19 @@ kernel void splash_moe_down_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _394;
+    uint _393;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _394 = uint(plan->v[(p.order_at + start) + j]);
+            _393 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _394 = 0u;
+            _393 = 0u;
         }
-        pairs[j] = _394;
+        pairs[j] = _393;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -324,116 +321,79 @@ kernel void splash_moe_down_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             acc[s][j_1] = 0.0;
         }
     }
-    uint _514;
+    uint _513;
     if (r0 < p.rows)
     {
-        _514 = n_chunks(p);
+        _513 = n_chunks(p);
     }
     else
     {
-        _514 = 0u;
+        _513 = 0u;
     }
-    uint chunks = _514;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 1> k;
-    uint4 _605;
-    float4 _614;
+    uint chunks = _513;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
     float4 param_7;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 1u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 8u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 1u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 8u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 8u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _605 = uint4(0u);
-                    }
-                    else
-                    {
-                        _605 = one.q;
-                    }
-                    if (past)
-                    {
-                        _614 = float4(0.0);
-                    }
-                    else
-                    {
-                        _614 = one.s;
-                    }
-                    k[u][(m_1 * 8u) + r_1] = Chunk{ _605, _614 };
+                    ulong param_1 = rowaddr[(m_1 * 8u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 8u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint s_1 = 0u; s_1 < 8u; s_1++)
         {
-            if (u_1 >= CHUNKS)
+            t[s_1] = float2(0.0);
+        }
+        float4 sa = float4(0.0);
+        float4 sb = float4(0.0);
+        for (uint i = 0u; i < 4u; i++)
+        {
+            ulong param_3 = xrows[0];
+            uint param_4 = col0;
+            uint param_5 = i;
+            load_x(param_3, param_4, param_5, param_6, param_7, p);
+            float4 xa = param_6;
+            float4 xb = param_7;
+            sa += xa;
+            sb += xb;
+            for (uint m_2 = 0u; m_2 < 1u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint s_1 = 0u; s_1 < 8u; s_1++)
-            {
-                t[s_1] = float2(0.0);
-            }
-            float4 sa = float4(0.0);
-            float4 sb = float4(0.0);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                ulong param_3 = xrows[0];
-                uint param_4 = col0;
-                uint param_5 = i;
-                load_x(param_3, param_4, param_5, param_6, param_7, p);
-                float4 xa = param_6;
-                float4 xb = param_7;
-                sa += xa;
-                sb += xb;
-                for (uint m_2 = 0u; m_2 < 1u; m_2++)
+                for (uint r_2 = 0u; r_2 < 8u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 8u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_2 = (m_2 * 8u) + r_2;
-                        uint param_8 = k[u_1][s_2].q[i];
-                        t[s_2].x += dot(bytes4(param_8), xa);
-                    }
-                }
-            }
-            float sxa = dot(sa, float4(1.0));
-            float sxb = dot(sb, float4(1.0));
-            for (uint m_3 = 0u; m_3 < 1u; m_3++)
-            {
-                for (uint r_3 = 0u; r_3 < 8u; r_3++)
-                {
-                    if (r_3 >= ROWS)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    uint s_3 = (m_3 * 8u) + r_3;
-                    float4 sc = k[u_1][s_3].s;
-                    acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
+                    uint s_2 = (m_2 * 8u) + r_2;
+                    uint param_8 = k[s_2].q[i];
+                    t[s_2].x += dot(bytes4(param_8), xa);
                 }
+            }
+        }
+        float sxa = dot(sa, float4(1.0));
+        float sxb = dot(sb, float4(1.0));
+        for (uint m_3 = 0u; m_3 < 1u; m_3++)
+        {
+            for (uint r_3 = 0u; r_3 < 8u; r_3++)
+            {
+                if (r_3 >= ROWS)
+                {
+                    break;
+                }
+                uint s_3 = (m_3 * 8u) + r_3;
+                float4 sc = k[s_3].s;
+                acc[s_3][0] += (((256.0 * sc.x) * (t[s_3].x - sxa)) + (sc.y * sxa));
             }
         }
     }
@@ -448,33 +408,13 @@ kernel void splash_moe_down_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
             partial[(((s_4 * 1u) + j_2) * 129u) + tid] = acc[s_4][j_2];
         }
     }
-    uint _868 = lanes / 2u;
-    for (uint h = _868; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_5 = 0u; s_5 < 8u; s_5++)
-            {
-                for (uint j_3 = 0u; j_3 < 1u; j_3++)
-                {
-                    if (((s_5 % 8u) >= ROWS) || (j_3 >= n))
-                    {
-                        break;
-                    }
-                    uint _914 = (((s_5 * 1u) + j_3) * 129u) + tid;
-                    partial[_914] += partial[((((s_5 * 1u) + j_3) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_944 * n); o += wg)
+    for (uint o = tid; o < (_790 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_4 = o % n;
+        uint j_3 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -482,9 +422,14 @@ kernel void splash_moe_down_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInvo
         }
         for (uint m_4 = 0u; m_4 < 1u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 8u) + r_4) * 1u) + j_4) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 8u) + r_4) * 1u) + j_3) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = v[0];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_3] * p.rows) + row] = v[0];
     }
 }
 

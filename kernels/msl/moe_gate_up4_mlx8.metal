@@ -88,13 +88,12 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _219 = (CHECK == 0u);
-constant uint _308_tmp [[function_constant(0)]];
-constant uint _308 = is_function_constant_defined(_308_tmp) ? _308_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_308, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _218 = (CHECK == 0u);
+constant uint _307_tmp [[function_constant(0)]];
+constant uint _307 = is_function_constant_defined(_307_tmp) ? _307_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_307, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -111,9 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _561 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_561 + 1u);
-constant uint _954 = (GROUPS * ROWS);
+constant uint _800 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -124,6 +121,12 @@ static inline __attribute__((always_inline))
 uint n_chunks(constant P& p)
 {
     return ((p.cols + 16u) - 1u) / 16u;
+}
+
+static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 16u;
 }
 
 static inline __attribute__((always_inline))
@@ -194,51 +197,45 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 }
 
 static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 16u;
-}
-
-static inline __attribute__((always_inline))
 float4 bytes4(thread const uint& w)
 {
-    uint _240;
+    uint _239;
     if (true)
     {
-        _240 = w << uint(15);
+        _239 = w << uint(15);
     }
     else
     {
-        _240 = w >> uint(-15);
+        _239 = w >> uint(-15);
     }
-    uint _256;
+    uint _255;
     if (true)
     {
-        _256 = w << uint(7);
+        _255 = w << uint(7);
     }
     else
     {
-        _256 = w >> uint(-7);
+        _255 = w >> uint(-7);
     }
-    uint _270;
+    uint _269;
     if (false)
     {
-        _270 = w << uint(-1);
+        _269 = w << uint(-1);
     }
     else
     {
-        _270 = w >> uint(1);
+        _269 = w >> uint(1);
     }
-    uint _283;
+    uint _282;
     if (false)
     {
-        _283 = w << uint(-9);
+        _282 = w << uint(-9);
     }
     else
     {
-        _283 = w >> uint(9);
+        _282 = w >> uint(9);
     }
-    return float4(as_type<float>((_240 & 8355840u) | 1065353216u), as_type<float>((_256 & 8355840u) | 1065353216u), as_type<float>((_270 & 8355840u) | 1065353216u), as_type<float>((_283 & 8355840u) | 1065353216u));
+    return float4(as_type<float>((_239 & 8355840u) | 1065353216u), as_type<float>((_255 & 8355840u) | 1065353216u), as_type<float>((_269 & 8355840u) | 1065353216u), as_type<float>((_282 & 8355840u) | 1065353216u));
 }
 
 static inline __attribute__((always_inline))
@@ -246,25 +243,25 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
 {
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
-    bool _227;
-    if (!_219)
+    bool _226;
+    if (!_218)
     {
-        _227 = ca < p.cols;
+        _226 = ca < p.cols;
     }
     else
     {
-        _227 = _219;
+        _226 = _218;
     }
-    float4 _228;
-    if (_227)
+    float4 _227;
+    if (_226)
     {
-        _228 = xv->v[ca >> uint(2)];
+        _227 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _228 = float4(0.0);
+        _227 = float4(0.0);
     }
-    a = _228;
+    a = _227;
     b = float4(0.0);
 }
 
@@ -296,19 +293,19 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _413;
+    uint _412;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _413 = uint(plan->v[(p.order_at + start) + j]);
+            _412 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _413 = 0u;
+            _412 = 0u;
         }
-        pairs[j] = _413;
+        pairs[j] = _412;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -331,113 +328,76 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _536;
+    uint _535;
     if (r0 < p.rows)
     {
-        _536 = n_chunks(p);
+        _535 = n_chunks(p);
     }
     else
     {
-        _536 = 0u;
+        _535 = 0u;
     }
-    uint chunks = _536;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 1> k;
-    uint4 _627;
-    float4 _636;
+    uint chunks = _535;
+    spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_7;
     float4 param_8;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 2u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 2u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 2u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _627 = uint4(0u);
-                    }
-                    else
-                    {
-                        _627 = one.q;
-                    }
-                    if (past)
-                    {
-                        _636 = float4(0.0);
-                    }
-                    else
-                    {
-                        _636 = one.s;
-                    }
-                    k[u][(m_1 * 2u) + r_1] = Chunk{ _627, _636 };
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 2u; m_2++)
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 2u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 2u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        wa[s_1] = (bytes4(param_3) * (256.0 * sc.x)) + float4(sc.y - (256.0 * sc.x));
-                        wb[s_1] = float4(0.0);
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_4 = xrows[j_2];
-                    uint param_5 = col0;
-                    uint param_6 = i;
-                    load_x(param_4, param_5, param_6, param_7, param_8, p);
-                    float4 xa = param_7;
-                    float4 xb = param_8;
-                    for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    wa[s_1] = (bytes4(param_3) * (256.0 * sc.x)) + float4(sc.y - (256.0 * sc.x));
+                    wb[s_1] = float4(0.0);
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_4 = xrows[j_2];
+                uint param_5 = col0;
+                uint param_6 = i;
+                load_x(param_4, param_5, param_6, param_7, param_8, p);
+                float4 xa = param_7;
+                float4 xb = param_8;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 2u) + r_3;
-                            acc[s_2][j_2] += dot(wa[s_2], xa);
+                            break;
                         }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += dot(wa[s_2], xa);
                     }
                 }
             }
@@ -454,33 +414,13 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _878 = lanes / 2u;
-    for (uint h = _878; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 4u; j_4++)
-                {
-                    if (((s_4 % 2u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _924 = (((s_4 * 4u) + j_4) * 129u) + tid;
-                    partial[_924] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_954 * n); o += wg)
+    for (uint o = tid; o < (_800 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -488,10 +428,15 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
         }
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 2u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
         float param_9 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = silu(param_9) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_9) * v[1];
     }
 }
 

@@ -44,8 +44,8 @@ struct spvUnsafeArray
     }
 };
 
-struct Uvec4s;
 struct Uints;
+struct Uvec4s;
 struct Vec4s;
 struct Ints;
 struct Addrs;
@@ -55,6 +55,11 @@ struct Chunk
 {
     uint4 q;
     float4 s;
+};
+
+struct Uints
+{
+    uint v[1];
 };
 
 struct P
@@ -78,24 +83,18 @@ struct Uvec4s
     uint4 v[1];
 };
 
-struct Uints
-{
-    uint v[1];
-};
-
 struct Vec4s
 {
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _233 = (CHECK == 0u);
-constant bool _253 = (CHECK == 0u);
-constant uint _324_tmp [[function_constant(0)]];
-constant uint _324 = is_function_constant_defined(_324_tmp) ? _324_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_324, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _237 = (CHECK == 0u);
+constant bool _257 = (CHECK == 0u);
+constant uint _328_tmp [[function_constant(0)]];
+constant uint _328 = is_function_constant_defined(_328_tmp) ? _328_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_328, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -112,9 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _577 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_577 + 1u);
-constant uint _1001 = (GROUPS * ROWS);
+constant uint _853 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -129,6 +126,23 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
+}
+
+static inline __attribute__((always_inline))
+float2 f16x2_at(thread const ulong& row, thread const uint& byte)
+{
+    device Uints* u = reinterpret_cast<device Uints*>(row);
+    if ((byte & 2u) == 0u)
+    {
+        return float2(as_type<half2>(u->v[byte >> uint(2)]));
+    }
+    return float2(float2(as_type<half2>(u->v[byte >> uint(2)])).y, float2(as_type<half2>(u->v[(byte >> uint(2)) + 1u])).x);
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
 {
     Chunk k;
@@ -137,49 +151,33 @@ Chunk load_chunk(thread const ulong& row, thread const uint& c, constant P& p)
     uint nb = ((p.cols + 32u) - 1u) / 32u;
     uint pair = c >> uint(1);
     uint qbytes = ((nb + 1u) / 2u) * 32u;
-    device Uints* u = reinterpret_cast<device Uints*>(row);
-    uint mb = (qbytes + (nb * 2u)) + (pair * 4u);
-    uint odd = (mb >> uint(1)) & 1u;
-    uint m0 = u->v[mb >> uint(2)];
-    uint m1 = u->v[(mb >> uint(2)) + odd];
-    float2 d = float2(as_type<half2>(u->v[(qbytes >> uint(2)) + pair]));
-    uint _171;
-    if (odd == 0u)
-    {
-        _171 = m0;
-    }
-    else
-    {
-        _171 = (m0 >> uint(16)) | (m1 << uint(16));
-    }
-    float2 m = float2(as_type<half2>(_171));
+    ulong param = row;
+    uint param_1 = qbytes + (pair * 4u);
+    float2 d = f16x2_at(param, param_1);
+    ulong param_2 = row;
+    uint param_3 = (qbytes + (nb * 2u)) + (pair * 4u);
+    float2 m = f16x2_at(param_2, param_3);
     bool two = ((2u * pair) + 1u) < nb;
-    float _194;
+    float _199;
     if (two)
     {
-        _194 = d.y;
+        _199 = d.y;
     }
     else
     {
-        _194 = 0.0;
+        _199 = 0.0;
     }
-    float _204;
+    float _209;
     if (two)
     {
-        _204 = m.y;
+        _209 = m.y;
     }
     else
     {
-        _204 = 0.0;
+        _209 = 0.0;
     }
-    k.s = float4(d.x, _194, m.x, _204);
+    k.s = float4(d.x, _199, m.x, _209);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return ((c >> uint(1)) * 64u) + ((c & 1u) * 16u);
 }
 
 static inline __attribute__((always_inline))
@@ -199,44 +197,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (4u * i);
     uint cb = ca + 32u;
-    bool _241;
-    if (!_233)
+    bool _245;
+    if (!_237)
     {
-        _241 = ca < p.cols;
+        _245 = ca < p.cols;
     }
     else
     {
-        _241 = _233;
+        _245 = _237;
     }
-    float4 _242;
-    if (_241)
+    float4 _246;
+    if (_245)
     {
-        _242 = xv->v[ca >> uint(2)];
+        _246 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _242 = float4(0.0);
+        _246 = float4(0.0);
     }
-    a = _242;
-    bool _261;
-    if (!_253)
+    a = _246;
+    bool _265;
+    if (!_257)
     {
-        _261 = cb < p.cols;
+        _265 = cb < p.cols;
     }
     else
     {
-        _261 = _253;
+        _265 = _257;
     }
-    float4 _262;
-    if (_261)
+    float4 _266;
+    if (_265)
     {
-        _262 = xv->v[cb >> uint(2)];
+        _266 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _262 = float4(0.0);
+        _266 = float4(0.0);
     }
-    b = _262;
+    b = _266;
 }
 
 static inline __attribute__((always_inline))
@@ -267,19 +265,19 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _429;
+    uint _433;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
         if (j < n)
         {
-            _429 = uint(plan->v[(p.order_at + start) + j]);
+            _433 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _429 = 0u;
+            _433 = 0u;
         }
-        pairs[j] = _429;
+        pairs[j] = _433;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -302,118 +300,81 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             acc[s][j_1] = 0.0;
         }
     }
-    uint _552;
+    uint _556;
     if (r0 < p.rows)
     {
-        _552 = n_chunks(p);
+        _556 = n_chunks(p);
     }
     else
     {
-        _552 = 0u;
+        _556 = 0u;
     }
-    uint chunks = _552;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 4>, 1> k;
-    uint4 _642;
-    float4 _651;
+    uint chunks = _556;
+    spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 2u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 2u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 2u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 2u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1, p);
-                    if (past)
-                    {
-                        _642 = uint4(0u);
-                    }
-                    else
-                    {
-                        _642 = one.q;
-                    }
-                    if (past)
-                    {
-                        _651 = float4(0.0);
-                    }
-                    else
-                    {
-                        _651 = one.s;
-                    }
-                    k[u][(m_1 * 2u) + r_1] = Chunk{ _642, _651 };
+                    ulong param_1 = rowaddr[(m_1 * 2u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 2u) + r_1] = load_chunk(param_1, param_2, p);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 4u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 2u; m_2++)
+                for (uint r_2 = 0u; r_2 < 2u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 2u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 2u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint param_3 = k[u_1][s_1].q[i];
-                        nibbles(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                        wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
-                        wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 4u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10, p);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                    uint s_1 = (m_2 * 2u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint param_3 = k[s_1].q[i];
+                    nibbles(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                    wa[s_1] = (wa[s_1] * (16.0 * sc.x)) + float4(sc.z - (16.0 * sc.x));
+                    wb[s_1] = (wb[s_1] * (16.0 * sc.y)) + float4(sc.w - (16.0 * sc.y));
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 4u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 2u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 2u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 2u) + r_3;
-                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                            break;
                         }
+                        uint s_2 = (m_3 * 2u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -430,33 +391,13 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             partial[(((s_3 * 4u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _925 = lanes / 2u;
-    for (uint h = _925; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 4u; j_4++)
-                {
-                    if (((s_4 % 2u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _971 = (((s_4 * 4u) + j_4) * 129u) + tid;
-                    partial[_971] += partial[((((s_4 * 4u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_1001 * n); o += wg)
+    for (uint o = tid; o < (_853 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -464,10 +405,15 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
         }
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 2u) + r_4) * 4u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 2u) + r_4) * 4u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
         float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = silu(param_11) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

@@ -82,14 +82,13 @@ struct Vec4s
     float4 v[1];
 };
 
-constant uint FLAGS_tmp [[function_constant(2)]];
-constant uint FLAGS = is_function_constant_defined(FLAGS_tmp) ? FLAGS_tmp : 1u;
-constant uint CHECK = (FLAGS & 1u);
-constant bool _134 = (CHECK == 0u);
-constant bool _155 = (CHECK == 0u);
-constant uint _218_tmp [[function_constant(0)]];
-constant uint _218 = is_function_constant_defined(_218_tmp) ? _218_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_218, 1u, 1u);
+constant uint CHECK_tmp [[function_constant(2)]];
+constant uint CHECK = is_function_constant_defined(CHECK_tmp) ? CHECK_tmp : 1u;
+constant bool _133 = (CHECK == 0u);
+constant bool _154 = (CHECK == 0u);
+constant uint _217_tmp [[function_constant(0)]];
+constant uint _217 = is_function_constant_defined(_217_tmp) ? _217_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_217, 1u, 1u);
 constant uint GROUPS_tmp [[function_constant(3)]];
 constant uint GROUPS = is_function_constant_defined(GROUPS_tmp) ? GROUPS_tmp : 1u;
 
@@ -106,9 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _472 = (FLAGS >> uint(1));
-constant uint CHUNKS = (_472 + 1u);
-constant uint _861 = (GROUPS * ROWS);
+constant uint _707 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -122,18 +119,18 @@ uint n_chunks(constant P& p)
 }
 
 static inline __attribute__((always_inline))
+uint chunk_col(thread const uint& c)
+{
+    return c * 8u;
+}
+
+static inline __attribute__((always_inline))
 Chunk load_chunk(thread const ulong& row, thread const uint& c)
 {
     Chunk k;
     k.q = (reinterpret_cast<device Uvec4s*>(row))->v[c];
     k.s = float4(0.0);
     return k;
-}
-
-static inline __attribute__((always_inline))
-uint chunk_col(thread const uint& c)
-{
-    return c * 8u;
 }
 
 static inline __attribute__((always_inline))
@@ -169,44 +166,44 @@ void load_x(thread const ulong& xrow, thread const uint& col0, thread const uint
     const device Vec4s* xv = reinterpret_cast<device Vec4s*>(xrow);
     uint ca = col0 + (8u * i);
     uint cb = ca + 4u;
-    bool _142;
-    if (!_134)
+    bool _141;
+    if (!_133)
     {
-        _142 = ca < p.cols;
+        _141 = ca < p.cols;
     }
     else
     {
-        _142 = _134;
+        _141 = _133;
     }
-    float4 _143;
-    if (_142)
+    float4 _142;
+    if (_141)
     {
-        _143 = xv->v[ca >> uint(2)];
+        _142 = xv->v[ca >> uint(2)];
     }
     else
     {
-        _143 = float4(0.0);
+        _142 = float4(0.0);
     }
-    a = _143;
-    bool _163;
-    if (!_155)
+    a = _142;
+    bool _162;
+    if (!_154)
     {
-        _163 = cb < p.cols;
+        _162 = cb < p.cols;
     }
     else
     {
-        _163 = _155;
+        _162 = _154;
     }
-    float4 _164;
-    if (_163)
+    float4 _163;
+    if (_162)
     {
-        _164 = xv->v[cb >> uint(2)];
+        _163 = xv->v[cb >> uint(2)];
     }
     else
     {
-        _164 = float4(0.0);
+        _163 = float4(0.0);
     }
-    b = _164;
+    b = _163;
 }
 
 static inline __attribute__((always_inline))
@@ -237,19 +234,19 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _322;
+    uint _321;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
         if (j < n)
         {
-            _322 = uint(plan->v[(p.order_at + start) + j]);
+            _321 = uint(plan->v[(p.order_at + start) + j]);
         }
         else
         {
-            _322 = 0u;
+            _321 = 0u;
         }
-        pairs[j] = _322;
+        pairs[j] = _321;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -272,116 +269,79 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _447;
+    uint _446;
     if (r0 < p.rows)
     {
-        _447 = n_chunks(p);
+        _446 = n_chunks(p);
     }
     else
     {
-        _447 = 0u;
+        _446 = 0u;
     }
-    uint chunks = _447;
-    spvUnsafeArray<spvUnsafeArray<Chunk, 8>, 1> k;
-    uint4 _538;
-    float4 _547;
+    uint chunks = _446;
+    spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
     float4 param_4;
     float4 param_5;
     float4 param_9;
     float4 param_10;
-    for (uint c0 = lane; c0 < chunks; c0 += (lanes * CHUNKS))
+    for (uint c = lane; c < chunks; c += lanes)
     {
-        for (uint u = 0u; u < 1u; u++)
+        uint param = c;
+        uint col0 = chunk_col(param);
+        for (uint m_1 = 0u; m_1 < 2u; m_1++)
         {
-            if (u >= CHUNKS)
+            for (uint r_1 = 0u; r_1 < 4u; r_1++)
             {
-                break;
-            }
-            uint c = min((c0 + (u * lanes)), (chunks - 1u));
-            bool past = (c0 + (u * lanes)) >= chunks;
-            for (uint m_1 = 0u; m_1 < 2u; m_1++)
-            {
-                for (uint r_1 = 0u; r_1 < 4u; r_1++)
+                if (r_1 < ROWS)
                 {
-                    if (r_1 >= ROWS)
-                    {
-                        break;
-                    }
-                    ulong param = rowaddr[(m_1 * 4u) + r_1];
-                    uint param_1 = c;
-                    Chunk one = load_chunk(param, param_1);
-                    if (past)
-                    {
-                        _538 = uint4(0u);
-                    }
-                    else
-                    {
-                        _538 = one.q;
-                    }
-                    if (past)
-                    {
-                        _547 = float4(0.0);
-                    }
-                    else
-                    {
-                        _547 = one.s;
-                    }
-                    k[u][(m_1 * 4u) + r_1] = Chunk{ _538, _547 };
+                    ulong param_1 = rowaddr[(m_1 * 4u) + r_1];
+                    uint param_2 = c;
+                    k[(m_1 * 4u) + r_1] = load_chunk(param_1, param_2);
                 }
             }
         }
-        for (uint u_1 = 0u; u_1 < 1u; u_1++)
+        for (uint i = 0u; i < 1u; i++)
         {
-            if (u_1 >= CHUNKS)
+            for (uint m_2 = 0u; m_2 < 2u; m_2++)
             {
-                break;
-            }
-            uint c_1 = min((c0 + (u_1 * lanes)), (chunks - 1u));
-            uint param_2 = c_1;
-            uint col0 = chunk_col(param_2);
-            for (uint i = 0u; i < 1u; i++)
-            {
-                for (uint m_2 = 0u; m_2 < 2u; m_2++)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    for (uint r_2 = 0u; r_2 < 4u; r_2++)
-                    {
-                        if (r_2 >= ROWS)
-                        {
-                            break;
-                        }
-                        uint s_1 = (m_2 * 4u) + r_2;
-                        float4 sc = k[u_1][s_1].s;
-                        uint4 param_3 = k[u_1][s_1].q;
-                        floats(param_3, param_4, param_5);
-                        wa[s_1] = param_4;
-                        wb[s_1] = param_5;
-                    }
-                }
-                for (uint j_2 = 0u; j_2 < 1u; j_2++)
-                {
-                    if (j_2 >= n)
+                    if (r_2 >= ROWS)
                     {
                         break;
                     }
-                    ulong param_6 = xrows[j_2];
-                    uint param_7 = col0;
-                    uint param_8 = i;
-                    load_x(param_6, param_7, param_8, param_9, param_10, p);
-                    float4 xa = param_9;
-                    float4 xb = param_10;
-                    for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                    uint s_1 = (m_2 * 4u) + r_2;
+                    float4 sc = k[s_1].s;
+                    uint4 param_3 = k[s_1].q;
+                    floats(param_3, param_4, param_5);
+                    wa[s_1] = param_4;
+                    wb[s_1] = param_5;
+                }
+            }
+            for (uint j_2 = 0u; j_2 < 1u; j_2++)
+            {
+                if (j_2 >= n)
+                {
+                    break;
+                }
+                ulong param_6 = xrows[j_2];
+                uint param_7 = col0;
+                uint param_8 = i;
+                load_x(param_6, param_7, param_8, param_9, param_10, p);
+                float4 xa = param_9;
+                float4 xb = param_10;
+                for (uint m_3 = 0u; m_3 < 2u; m_3++)
+                {
+                    for (uint r_3 = 0u; r_3 < 4u; r_3++)
                     {
-                        for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                        if (r_3 >= ROWS)
                         {
-                            if (r_3 >= ROWS)
-                            {
-                                break;
-                            }
-                            uint s_2 = (m_3 * 4u) + r_3;
-                            acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
+                            break;
                         }
+                        uint s_2 = (m_3 * 4u) + r_3;
+                        acc[s_2][j_2] += (dot(wa[s_2], xa) + dot(wb[s_2], xb));
                     }
                 }
             }
@@ -398,33 +358,13 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             partial[(((s_3 * 1u) + j_3) * 129u) + tid] = acc[s_3][j_3];
         }
     }
-    uint _785 = lanes / 2u;
-    for (uint h = _785; h > 0u; h = h >> uint(1))
-    {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (lane < h)
-        {
-            for (uint s_4 = 0u; s_4 < 8u; s_4++)
-            {
-                for (uint j_4 = 0u; j_4 < 1u; j_4++)
-                {
-                    if (((s_4 % 4u) >= ROWS) || (j_4 >= n))
-                    {
-                        break;
-                    }
-                    uint _831 = (((s_4 * 1u) + j_4) * 129u) + tid;
-                    partial[_831] += partial[((((s_4 * 1u) + j_4) * 129u) + tid) + h];
-                }
-            }
-        }
-    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_861 * n); o += wg)
+    for (uint o = tid; o < (_707 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;
-        uint j_5 = o % n;
+        uint j_4 = o % n;
         uint row = (rg0 + (g * ROWS)) + r_4;
         if (row >= p.rows)
         {
@@ -432,10 +372,15 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
         }
         for (uint m_4 = 0u; m_4 < 2u; m_4++)
         {
-            v[m_4] = partial[(((((m_4 * 4u) + r_4) * 1u) + j_5) * 129u) + (g * lanes)];
+            v[m_4] = 0.0;
+            uint at = (((((m_4 * 4u) + r_4) * 1u) + j_4) * 129u) + (g * lanes);
+            for (uint i_1 = 0u; i_1 < lanes; i_1++)
+            {
+                v[m_4] += partial[at + i_1];
+            }
         }
         float param_11 = v[0];
-        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_5] * p.rows) + row] = silu(param_11) * v[1];
+        (reinterpret_cast<device Floats*>(p.y))->v[(pairs[j_4] * p.rows) + row] = silu(param_11) * v[1];
     }
 }
 

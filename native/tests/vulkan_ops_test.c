@@ -137,42 +137,6 @@ static void test_x8_reuse(sp_mtype t, int64_t cols, int64_t n) {
     free(x), free(dx2), free(x2), free(x3), free(a.bytes), free(b.bytes);
 }
 
-/* GEMV launches that load 2 or 4 chunks of each row per step (matmul.comp CHUNKS), forced: bit for bit the launch that
- * loads one (each invocation meets its chunks in the same order), and against the CPU op; rows whose chunks do not
- * fill the last step. */
-static void test_gemv_chunks(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
-    weights w = make_weights(t, rows, cols);
-    bool dot = int_dot(t, n);
-    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
-    uint64_t bytes = sizeof(float) * (uint64_t)(n * rows);
-    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, bytes);
-    cpu.matmul(&cpu, want, &w.host, x, n);
-    int bucket = sp_gpu_gemv_bucket(n);
-    static const sp_gpu_mm_launch base[3] = {{.workgroup = 32, .groups = 1, .rows = 1}, {.workgroup = 64, .groups = 2, .rows = 2},
-                                             {.workgroup = 128, .groups = 1, .rows = 4}};
-    for (int b = 0; b < 3; b++)
-        for (uint32_t c = 2; c <= 4; c *= 2) {
-            sp_gpu_mm_launch one = base[b], many = base[b];
-            one.chunks = 1, many.chunks = c;
-            if (!sp_gpu_gemv_launch_ok(&many, bucket, 1)) continue;
-            sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &one);
-            float *ref = from_gpu(dy, n * rows);
-            gpu.clear(&gpu, dy, bytes);
-            sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &many);
-            float *got = from_gpu(dy, n * rows);
-            char what[192];
-            snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld%s, wg %u / %u groups / %u rows, %u chunks a step vs 1", sp_mtype_name(t),
-                     (long long)rows, (long long)cols, (long long)n, dot ? " (int8 dot)" : "", many.workgroup, many.groups, many.rows, c);
-            expect(what, memcmp(got, ref, bytes) ? nmse(got, ref, n * rows) + 1e-30 : 0, 0);
-            snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld, %u chunks a step, vs cpu", sp_mtype_name(t), (long long)rows,
-                     (long long)cols, (long long)n, c);
-            expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 && !dot ? 2e-4 : 1e-10);
-            free(ref), free(got);
-        }
-    gpu.free(&gpu, dx), gpu.free(&gpu, dy);
-    free(x), free(want), free(w.bytes);
-}
-
 /* The MLP's gate and up products with the gate (matmul_gate_up): against the GPU's own two matmuls and silu_mul bit for
  * bit (few rows run one GEMV that sums each row as the separate ones do), and against the CPU op. */
 static void test_gate_up(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
@@ -655,24 +619,6 @@ int main(int argc, char **argv) {
             test_gemm_coop((sp_mtype)t, 128, 256, 256);
         }
     test_gate_up(SP_MAT_Q4, 200, 320, 1);
-    { /* the gate·up GEMV with tuned launches of 2 chunks a step (half the rows for two matrices, the same chunks) */
-        sp_gpu *g = sp_gpu_of(&gpu);
-        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){SP_MAT_Q4, 200, 1088, 1, 64, 2, 4, 2};
-        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){SP_MAT_BF16, 130, 164, 4, 128, 2, 4, 2};
-        test_gate_up(SP_MAT_Q4, 200, 1088, 1);
-        test_gate_up(SP_MAT_BF16, 130, 164, 3);
-        g->n_gemv -= 2;
-    }
-    test_gemv_chunks(SP_MAT_Q4, 67, 1088, 1); /* 34 chunks a row: a step of 4 · 32 lanes holds them all, few lanes twice */
-    test_gemv_chunks(SP_MAT_Q8, 37, 200, 1);
-    test_gemv_chunks(SP_MAT_Q4, 70, 1120, 3);
-    test_gemv_chunks(SP_MAT_BF16, 37, 164, 1); /* x reads past cols masked */
-    if (!quick) {
-        test_gemv_chunks(SP_MAT_Q8, 70, 1088, 4);
-        test_gemv_chunks(SP_MAT_MLX4, 37, 512, 1);
-        test_gemv_chunks(SP_MAT_F32, 37, 300, 2);
-        test_gemv_chunks(SP_MAT_Q4, 67, 1088, 12);
-    }
     test_gate_up(SP_MAT_BF16, 130, 96, 3);
     test_gate_up(SP_MAT_F32, 64, 36, 16);
     test_gate_up(SP_MAT_MLX4, 70, 128, 4);

@@ -280,10 +280,9 @@ void sp_gpu_grid(uint64_t n, uint32_t groups[3]);
 
 /* ---- tuning.c ---- */
 /* A matmul launch: the GEMV (n ≤ 16) as `groups` row groups of `workgroup` / `groups` invocations with `rows` rows
- * each, `chunks` chunks of each row in flight per invocation and step, or, with workgroup 0, the GEMM tile: an index
- * into sp_gpu_coop_tiles when coopmat, else into sp_gpu_tiles. */
+ * each, or, with workgroup 0, the GEMM tile: an index into sp_gpu_coop_tiles when coopmat, else into sp_gpu_tiles. */
 typedef struct sp_gpu_mm_launch {
-    uint32_t workgroup, groups, rows, chunks;
+    uint32_t workgroup, groups, rows;
     int tile;
     bool coopmat;
 } sp_gpu_mm_launch;
@@ -323,9 +322,8 @@ static inline uint32_t sp_gpu_div_up(uint64_t a, uint64_t b) { return (uint32_t)
 static inline bool sp_gpu_fail_msg(sp_gpu *g, splash_status st, const char *msg) { return sp_gpu_fail(g, st, "%s", msg); }
 /* Device address of row 0 of W and its device row stride. */
 bool sp_gpu_weights(sp_gpu *g, const sp_matrix *W, uint64_t *addr, uint32_t *stride);
-/* Row groups of at least 32 invocations that divide the workgroup (≤ 128), as many rows each as the bucket's kernel
- * carries for `mats` matrices, chunks 1, 2 or 4, mats · rows · chunks ≤ SP_GPU_GEMV_MAX_LOADS (matmul.comp). */
-bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int bucket, int mats);
+/* Row groups of at least 32 invocations that divide the workgroup (≤ 128), 1..max rows each (matmul.comp). */
+bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);

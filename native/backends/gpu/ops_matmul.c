@@ -112,14 +112,13 @@ static void gemv_dispatch(const sp_backend *be, const char *op, sp_gpu_kernel_id
         p->x = x->lo, check = 0, k = dot;
     }
     sp_gpu_grid(sp_gpu_div_up((uint64_t)W->rows, (uint64_t)l->rows * l->groups), groups);
-    sp_gpu_dispatch(gpu, op, k, (uint32_t[4]){l->workgroup, l->rows, check | (l->chunks - 1) << 1, l->groups}, p, sizeof *p, groups,
-                    reads, n_reads, &write, 1, NULL);
+    sp_gpu_dispatch(gpu, op, k, (uint32_t[4]){l->workgroup, l->rows, check, l->groups}, p, sizeof *p, groups, reads, n_reads,
+                    &write, 1, NULL);
 }
 
-bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int bucket, int mats) {
+bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
     return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
-           l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)sp_gpu_gemv_max_rows(bucket, mats) &&
-           (l->chunks == 1 || l->chunks == 2 || l->chunks == 4) && (uint32_t)mats * l->rows * l->chunks <= SP_GPU_GEMV_MAX_LOADS;
+           l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
 }
 
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
@@ -138,7 +137,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     if (force ? force->workgroup != 0 : n <= SP_GPU_GEMV_MAX_N) {
         int bucket = sp_gpu_gemv_bucket(n);
         sp_gpu_mm_launch l = force ? *force : sp_gpu_gemv_params(gpu, W, bucket);
-        if (n > SP_GPU_GEMV_MAX_N || !sp_gpu_gemv_launch_ok(&l, bucket, 1)) {
+        if (n > SP_GPU_GEMV_MAX_N || !sp_gpu_gemv_launch_ok(&l, sp_gpu_gemv_max_rows(bucket, 1))) {
             sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
             return;
         }
@@ -234,9 +233,9 @@ static void gpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const s
     int bucket = sp_gpu_gemv_bucket(n);
     sp_gpu_mm_launch l = sp_gpu_gemv_params(gpu, gate, bucket);
     uint32_t max_rows = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
-    l.rows = l.rows > 1 ? l.rows / 2 : 1; /* two matrices: the accumulators and loads per invocation the measured launch had */
+    l.rows = l.rows > 1 ? l.rows / 2 : 1; /* two matrices: the accumulators per invocation the measured launch had */
     if (l.rows > max_rows) l.rows = max_rows;
-    if (!sp_gpu_gemv_launch_ok(&l, bucket, 2)) {
+    if (!sp_gpu_gemv_launch_ok(&l, (int)max_rows)) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "a GEMV launch the kernel cannot take");
         return;
     }

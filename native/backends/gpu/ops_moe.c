@@ -103,8 +103,7 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
     sp_gpu_mm_launch lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
     uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
     lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
-    lg.chunks = ld.chunks = 1;                      /* the MoE modes load one chunk a step */
-    if (!sp_gpu_gemv_launch_ok(&lg, bucket, 2) || !sp_gpu_gemv_launch_ok(&ld, bucket, 1)) {
+    if (!sp_gpu_gemv_launch_ok(&lg, (int)max_gu) || !sp_gpu_gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
         return;
     }

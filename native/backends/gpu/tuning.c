@@ -47,25 +47,23 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
         return SP_FAIL(st, "%s=%s: %s", env, path, splash_last_error());
     }
     const sp_json *root = sp_json_root(&doc);
-    int64_t x, a, b, c, d, groups, chunks;
+    int64_t x, a, b, c, d, groups;
     if (sp_json_int(sp_json_get(root, "attentionWorkgroups"), &x) && x > 0) g->attention_workgroups = (uint32_t)x;
     const sp_json *gemv = sp_json_get(root, "gemv");
     for (const sp_json *e = sp_json_first(gemv); e && g->n_gemv < SP_GPU_MAX_TUNINGS; e = sp_json_next(gemv, e)) {
         int t = mtype_named(sp_json_string(sp_json_get(e, "type")));
         int64_t batch = 1;
-        groups = 1, chunks = 1;
+        groups = 1;
         sp_json_int(sp_json_get(e, "batch"), &batch);
         sp_json_int(sp_json_get(e, "groups"), &groups);
-        sp_json_int(sp_json_get(e, "chunks"), &chunks);
         int bucket = 0;
         while (bucket < SP_GPU_GEMV_BATCHES && sp_gpu_gemv_batch[bucket] != batch) bucket++;
         if (t == SP_MAT_TYPE_COUNT || bucket == SP_GPU_GEMV_BATCHES || !sp_json_int(sp_json_get(e, "rows"), &a) ||
             !sp_json_int(sp_json_get(e, "cols"), &b) || !sp_json_int(sp_json_get(e, "workgroup"), &c) ||
             !sp_json_int(sp_json_get(e, "rowsPerGroup"), &d) || (c != 32 && c != 64 && c != 128) || d < 1 ||
-            (groups != 1 && groups != 2 && groups != 4) || c / groups < 32 || (chunks != 1 && chunks != 2 && chunks != 4) ||
-            d > sp_gpu_gemv_max_rows(bucket, 1) || d * chunks > SP_GPU_GEMV_MAX_LOADS)
+            d > sp_gpu_gemv_max_rows(bucket, 1) || (groups != 1 && groups != 2 && groups != 4) || c / groups < 32)
             continue;
-        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)batch, (int)c, (int)groups, (int)d, (int)chunks};
+        g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)batch, (int)c, (int)groups, (int)d};
     }
     const sp_json *coop = sp_json_get(root, "gemmCoopmat");
     for (const sp_json *e = sp_json_first(coop); e && g->n_gemm_coop < SP_GPU_MAX_TUNINGS; e = sp_json_next(coop, e)) {
@@ -96,13 +94,12 @@ int sp_gpu_gemv_max_rows(int bucket, int mats) {
 }
 
 static sp_gpu_mm_launch launch_of(const sp_gpu_gemv_tuning *t) {
-    return (sp_gpu_mm_launch){.workgroup = (uint32_t)t->workgroup, .groups = (uint32_t)t->groups, .rows = (uint32_t)t->rows_per_group,
-                              .chunks = (uint32_t)t->chunks};
+    return (sp_gpu_mm_launch){.workgroup = (uint32_t)t->workgroup, .groups = (uint32_t)t->groups, .rows = (uint32_t)t->rows_per_group};
 }
 
 sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket) {
     const int *d = sp_gpu_default_gemv[bucket];
-    sp_gpu_mm_launch l = {.workgroup = (uint32_t)d[0], .groups = (uint32_t)d[1], .rows = (uint32_t)d[2], .chunks = (uint32_t)d[3]};
+    sp_gpu_mm_launch l = {.workgroup = (uint32_t)d[0], .groups = (uint32_t)d[1], .rows = (uint32_t)d[2]};
     int batch = sp_gpu_gemv_batch[bucket];
     for (int i = 0; g->measured && i < sp_gpu_gemv_tuning_count; i++)
         if (sp_gpu_gemv_tunings[i].batch == batch && same_shape(sp_gpu_gemv_tunings[i].type, sp_gpu_gemv_tunings[i].rows,

@@ -23,13 +23,6 @@ test("the schema refuses launches the kernels cannot take", () => {
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 4, rowsPerGroup: 4 }] }).success).toBe(true);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 16, rowsPerGroup: 4 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 2 }] }).success).toBe(false);
-  // chunks a step: 1, 2 or 4, rows × chunks ≤ GEMV_MAX_LOADS (8) in every bucket
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], chunks: 4 }] }).success).toBe(true);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], chunks: 3 }] }).success).toBe(false);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], rowsPerGroup: 4, chunks: 4 }] }).success).toBe(false);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 4, rowsPerGroup: 4, chunks: 2 }] }).success).toBe(true);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 16, rowsPerGroup: 2, chunks: 4 }] }).success).toBe(true);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 16, rowsPerGroup: 4, chunks: 1 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 128, groups: 4 }] }).success).toBe(true);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 64, groups: 4 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], type: "q5" }] }).success).toBe(false);
