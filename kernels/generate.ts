@@ -59,6 +59,9 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
 // them; a model's tuning does where measured faster): 8 subgroups over 256 x rows (each dequantized weight serves twice
 // the x rows: half the decode work per product).
 export const CANDIDATE_COOP_TILES: CoopTile[] = [{ bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 }];
+// The routed experts of a prefill chunk on the matrix units (matmul_coopmat.comp MOE): tiles of 32 (token, expert)
+// pairs (a 1K chunk of a 256-expert top-8 model routes about 32 to each expert), 128 weight rows (gate/up: 64 of each).
+export const MOE_COOP_TILE: CoopTile = { bm: 128, bn: 32, bk: 32, wm: 32, wn: 32 };
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
 // The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
@@ -174,6 +177,15 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
   v.push({ name: "gemm_sum", file: "matmul_coopmat.comp", defines: { STAGE: 2 }, vulkanOnly: true });
   for (const t of COOP_TYPES)
+    ["gate_up", "down"].forEach((m, i) =>
+      v.push({
+        name: `moe_coopmat_${m}_${t}`,
+        file: "matmul_coopmat.comp",
+        defines: { STAGE: 1, MOE: i + 1, WT: WEIGHT_TYPES.indexOf(t), BM: MOE_COOP_TILE.bm, BN: MOE_COOP_TILE.bn, BK: MOE_COOP_TILE.bk, WM: MOE_COOP_TILE.wm, WN: MOE_COOP_TILE.wn },
+        vulkanOnly: true,
+      }),
+    );
+  for (const t of COOP_TYPES)
     for (const tile of coop)
       v.push({
         name: `gemm_coopmat_${t}_${coopName(tile)}`,
@@ -279,6 +291,10 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     `#define SP_GPU_COOP_TILE_COUNT ${coop.length}`,
     "extern const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT];",
     `extern const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}];`,
+    "/* The routed experts' cooperative-matrix GEMMs (matmul_coopmat.comp MOE) per weight type, gate·up then down (-1: none),",
+    " * and their tile: pairs per plan tile, weight rows per workgroup (gate/up: half gate, half up), invocations. */",
+    `extern const int sp_gpu_moe_coop_kernels[${WEIGHT_TYPES.length}][2];`,
+    `enum { SP_GPU_MOE_COOP_PAIRS = ${MOE_COOP_TILE.bn}, SP_GPU_MOE_COOP_ROWS = ${MOE_COOP_TILE.bm}, SP_GPU_MOE_COOP_THREADS = ${(MOE_COOP_TILE.bm / MOE_COOP_TILE.wm) * (MOE_COOP_TILE.bn / MOE_COOP_TILE.wn) * 32} };`,
     "/* The cooperative-matrix flash attention kernel for a head dim, or -1 (kernels/flash_attention_coopmat.comp). */",
     "static inline int sp_gpu_flash_kernel(int head_dim) {",
     `    switch (head_dim) { ${FLASH_HEAD_DIMS.map((d) => `case ${d}: return ${kernelIdent(`flash_attention_d${d}`)};`).join(" ")} default: return -1; }`,
@@ -314,6 +330,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}},`),
     "};",
     `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
+    `const int sp_gpu_moe_coop_kernels[${WEIGHT_TYPES.length}][2] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? `{${kernelIdent(`moe_coopmat_gate_up_${t}`)}, ${kernelIdent(`moe_coopmat_down_${t}`)}}` : "{-1, -1}")).join(", ")}};`,
     "",
   );
   c.push(`const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES] = {${GEMV_BATCHES.join(", ")}};`);

@@ -327,6 +327,20 @@ bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
+/* matmul_coopmat.comp's push constants (matmul_tiled.comp's end before k_split). */
+typedef struct sp_gpu_gemm_push {
+    uint64_t w, x, y;
+    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
+    uint64_t parts;
+} sp_gpu_gemm_push;
+/* The f16 copy of x [n][cols] (the range *x) for the cooperative-matrix GEMMs (gpu->x16, grown on demand): rows of
+ * *stride halves (cols padded to 8 with zeros), zero rows from n to `rows`; replaces *x with its range. */
+bool sp_gpu_x16(const sp_backend *be, sp_gpu_range *x, int64_t cols, int64_t n, uint64_t rows, uint32_t *stride);
+/* Whether the routed experts of n tokens run on the matrix units (matmul_coopmat.comp MOE) rather than the GEMV tiles. */
+bool sp_gpu_moe_coop(const sp_gpu *g, const sp_moe_experts *ex, int64_t n);
+/* moe_experts on the path *force_coop names (the lab and the ops test run each); NULL: the op's choice. */
+void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                               const sp_moe_experts *ex, float *scratch, const bool *force_coop);
 /* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);
