@@ -105,6 +105,9 @@ export const Tuning = z
       .default([]),
     // ATTEND workgroups to aim for when a decode splits its keys (about two per multiprocessor)
     attentionWorkgroups: z.number().int().positive().default(DEFAULT_ATTENTION_WORKGROUPS),
+    // prompt tokens per step that prefill a long prompt fastest (vulkan_bench --chunk 512,1024,...): the model's step
+    // size on a measured GPU where the caller does not set one
+    prefillChunk: z.number().int().min(64).max(16384).optional(),
   })
   .strict();
 export type Tuning = z.infer<typeof Tuning>;
@@ -124,6 +127,12 @@ export function tunings(): Map<string, Tuning> {
     if (existsSync(f)) out.set(id, Tuning.parse(JSON.parse(readFileSync(f, "utf8"))));
   }
   return out;
+}
+
+// The width and depth of a model's text stack, from its spec (the key its measured step size is found by).
+function modelText(id: string): { hidden_size: number; num_hidden_layers: number } {
+  const spec = JSON.parse(readFileSync(join(root, "models", id, "spec.json"), "utf8"));
+  return z.object({ hidden_size: z.number().int().positive(), num_hidden_layers: z.number().int().positive() }).parse(spec.config.text);
 }
 
 function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
@@ -310,6 +319,10 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const int sp_gpu_gemm_tuning_count;",
     "extern const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[]; /* tile: index into sp_gpu_coop_tiles */",
     "extern const int sp_gpu_gemm_coop_tuning_count;",
+    "/* The measured prefill chunk per model, by its text config's hidden size and layer count (models/<id>/spec.json). */",
+    "typedef struct sp_gpu_step_tuning { int64_t hidden; int layers, tokens; } sp_gpu_step_tuning;",
+    "extern const sp_gpu_step_tuning sp_gpu_step_tunings[];",
+    "extern const int sp_gpu_step_tuning_count;",
     `#define SP_GPU_GEMV_BATCHES ${GEMV_BATCHES.length}`,
     "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
     "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
@@ -341,7 +354,12 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   const gemv: string[] = [];
   const gemm: string[] = [];
   const gemmCoop: string[] = [];
+  const steps: string[] = [];
   for (const [id, t] of all) {
+    if (t.prefillChunk) {
+      const text = modelText(id);
+      steps.push(`    {${text.hidden_size}, ${text.num_hidden_layers}, ${t.prefillChunk}}, /* ${id} */`);
+    }
     for (const g of t.gemmCoopmat)
       gemmCoop.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${coop.findIndex((x) => coopName(x) === coopName(g.tile))}}, /* ${id} */`);
     for (const g of t.gemv)
@@ -355,7 +373,9 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`);
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[] = {", ...gemmCoop, "    {-1, 0, 0, 0},", "};");
-  c.push(`const int sp_gpu_gemm_coop_tuning_count = ${gemmCoop.length};`, "");
+  c.push(`const int sp_gpu_gemm_coop_tuning_count = ${gemmCoop.length};`);
+  c.push("const sp_gpu_step_tuning sp_gpu_step_tunings[] = {", ...steps, "    {0, 0, 0},", "};");
+  c.push(`const int sp_gpu_step_tuning_count = ${steps.length};`, "");
   return { c: c.join("\n"), h };
 }
 

@@ -42,6 +42,9 @@ LAB=${SPLASH_GPU_LAB_MODELS:-$LAB}
 # --attention-workgroups)
 KVS=${SPLASH_GPU_KV:-f32}
 ATTN=${SPLASH_GPU_ATTENTION:+--attention-workgroups $SPLASH_GPU_ATTENTION}
+# Prefill chunk sizes each run measures (SPLASH_GPU_CHUNKS="512,1024,2048,4096": vulkan_bench --chunk; it names the
+# fastest for a 32K prompt, the "prefillChunk" of models/<id>/vulkan.json)
+CHUNKS=${SPLASH_GPU_CHUNKS:+--chunk $SPLASH_GPU_CHUNKS}
 QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
 
 stage "kernels against the CPU backend (real and odd shapes)"
@@ -76,7 +79,7 @@ for run in $RUNS; do
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
   env $envs SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
-    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
+    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $CHUNKS $ATTN $prof > "$log" 2>&1
   echo "$run $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
   [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28
   done

@@ -214,6 +214,7 @@ struct sp_gpu {
     sp_gpu_gemm_tuning gemm_coop[SP_GPU_MAX_TUNINGS]; /* the tuning file's "gemmCoopmat" (tile: sp_gpu_coop_tiles index) */
     int32_t n_gemm_coop;
     uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+    int32_t step_tokens;           /* the tuning file's "prefillChunk" (any model), 0 = none */
     uint64_t int_dot_min_bytes;    /* a batch-1 GEMV whose x is not quantized yet quantizes it for the integer-dot GEMV
                                     * from this many bytes of weights (below, a dispatch more costs more than it saves) */
 };
@@ -290,6 +291,8 @@ typedef struct sp_gpu_mm_launch {
 sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket);
 /* Reads the tuning file the environment variable `env` names, when set (the defaults apply either way). */
 splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env);
+/* be->step_tokens: the tuning file's prefill chunk, else the one measured for a model of this width and depth, else 0. */
+int32_t sp_gpu_step_tokens(const sp_backend *be, int64_t hidden, int32_t layers);
 /* The GEMV batch bucket (index into sp_gpu_gemv_batch: matmul.comp's NMAX variants) of n x rows (n ≤ 16). */
 int sp_gpu_gemv_bucket(int64_t n);
 /* The most rows per row group the bucket's kernel carries with `mats` matrices (2: MoE gate and up together). */
