@@ -23,10 +23,11 @@
 // Operands are f16: weights of any type lose nothing above 2⁻¹⁴ in magnitude (bf16's 8 significant bits fit in
 // f16's 11); activations keep 11 significant bits (relative error ≤ 2⁻¹¹) and saturate at ±65504 (HALVES clamps,
 // so an outlier costs its own precision instead of turning a row into infinities).
-// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN, MOE (0 unless defined); its workgroup is (BM/WM)·(BN/WN) subgroups of SUBGROUP
-// invocations (spec constant 0 = that product; the host enables this kernel only where subgroups have SUBGROUP
-// invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of x_stride halves, a multiple of 8,
-// as many as the x tiles cover (HALVES writes them: `rows` = that count there).
+// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN, MOE (0 unless defined); its workgroup is
+// (BM/WM)·(BN/WN) subgroups of SUBGROUP invocations (spec constant 0 = that product; the host enables this kernel only
+// where subgroups have SUBGROUP invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of
+// x_stride halves, a multiple of 8, as many as the x tiles cover (HALVES writes them: `rows` = that count there; MOE:
+// the rows its pairs name).
 // Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
@@ -436,9 +437,9 @@ void main() {
     ke = p.k_split == 0u ? p.cols : min(p.cols, kb + p.k_split);
     ya = p.y + uint64_t(gl_WorkGroupID.z) * p.n * p.y_stride * 4ul;
 
+    wa = p.w, wb = p.w;
     // a whole tile: every weight row inside (x16 has whole x tiles, zero rows past n), whole steps (of 64 columns for
     // q4: its scales' words aligned), q4 rows 16-byte aligned
-    wa = p.w, wb = p.w;
     bool whole = row_in(BM - 1u) && p.cols % (Q4WIDE ? 64u : BK) == 0u && (!Q4WIDE || ((p.row_bytes | uint(wa)) & 15u) == 0u);
     if (whole) steps(false);
     else steps(true);
