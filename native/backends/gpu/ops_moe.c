@@ -127,10 +127,25 @@ void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, c
     moe_push mp = {rids.lo, rw.lo, ryo.lo, ry.lo, rplan.lo, (uint32_t)n, (uint32_t)ex->n_experts, (uint32_t)K, 0, 0,
                    (uint32_t)max_tiles, tile};
 
-    if (coop) { /* workgroups of SP_GPU_MOE_COOP_ROWS weight rows: gate/up half each */
+    /* the plan's row blocks: workgroups of SP_GPU_MOE_COOP_ROWS weight rows on the matrix units (gate/up: half each), the
+     * GEMV launches' row groups otherwise */
+    sp_gpu_mm_launch lg = {0}, ld = {0};
+    if (coop)
         mp.d = sp_gpu_div_up(I, SP_GPU_MOE_COOP_ROWS / 2), mp.down_blocks = sp_gpu_div_up(H, SP_GPU_MOE_COOP_ROWS);
-        sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids,
-                        1, &rplan, 1, NULL);
+    else {
+        int bucket = single ? 0 : 1;
+        lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
+        uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+        lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
+        if (!sp_gpu_gemv_launch_ok(&lg, (int)max_gu) || !sp_gpu_gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
+            return;
+        }
+        mp.d = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), mp.down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
+    }
+    sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids, 1,
+                    &rplan, 1, NULL);
+    if (coop) {
         sp_gpu_range r16 = rx;
         uint32_t stride16;
         if (!sp_gpu_x16(be, &r16, ex->hidden, n, (uint64_t)n, &stride16)) return;
@@ -145,17 +160,6 @@ void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, c
         sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
         sp_gpu_dispatch(gpu, "moe_down", (sp_gpu_kernel_id)k[1], spec, &dp, sizeof dp, NULL, dr, 4, &ryo, 1, plan + 3);
     } else {
-        int bucket = single ? 0 : 1;
-        sp_gpu_mm_launch lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
-        uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
-        lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
-        if (!sp_gpu_gemv_launch_ok(&lg, (int)max_gu) || !sp_gpu_gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
-            sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
-            return;
-        }
-        mp.d = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), mp.down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
-        sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids,
-                        1, &rplan, 1, NULL);
         sp_gpu_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];
         uint32_t check_gu = ex->hidden % sp_gpu_chunk_cols[ex->gate[0].type] != 0, check_d = ex->inter % sp_gpu_chunk_cols[ex->down[0].type] != 0;
         sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K,
