@@ -44,6 +44,9 @@ LAB_N=${SPLASH_GPU_LAB_N:-1,4,16}
 # --attention-workgroups)
 KVS=${SPLASH_GPU_KV:-f32}
 ATTN=${SPLASH_GPU_ATTENTION:+--attention-workgroups $SPLASH_GPU_ATTENTION}
+# Prefill chunk sizes each run measures (SPLASH_GPU_CHUNKS="512,1024,2048,4096": vulkan_bench --chunk; it names the
+# fastest for a 32K prompt, the "prefillChunk" of models/<id>/vulkan.json)
+CHUNKS=${SPLASH_GPU_CHUNKS:+--chunk $SPLASH_GPU_CHUNKS}
 QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
 RUN_LAB=${SPLASH_GPU_LAB:-$([ "$QUICK" = 1 ] && echo 0 || echo 1)}
 
@@ -79,7 +82,7 @@ for run in $RUNS; do
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
   env $envs SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
-    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
+    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $CHUNKS $ATTN $prof > "$log" 2>&1
   echo "$run $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
   [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28
   done
