@@ -87,8 +87,13 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
     char what[160];
     snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld (row %lld bytes%s)", sp_mtype_name(t), (long long)rows,
              (long long)cols, (long long)n, (long long)w.host.row_bytes, w.host.row_bytes % 16 ? ", padded" : "");
-    /* the CPU rounds x to int8 per group for quantized weights; the kernels multiply f32 x (vulkan_ops_test.c) */
-    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : 1e-10);
+    if (sp_gpu_of(&gpu)->simdgroup_gemm && n > SP_GPU_GEMV_MAX_N && t != SP_MAT_F32)
+        snprintf(what + strlen(what), sizeof what - strlen(what), " (simdgroup matrices)");
+    /* the CPU rounds x to int8 per group for quantized weights; the kernels multiply f32 x (vulkan_ops_test.c); the
+     * GEMM on simdgroup matrices rounds x and the weights to f16 (relative error ≤ 2⁻¹¹ each: NMSE about 1e-7 on these
+     * inputs), as the cooperative-matrix GEMM does on Vulkan */
+    bool simdgroup = sp_gpu_of(&gpu)->simdgroup_gemm && n > SP_GPU_GEMV_MAX_N && t != SP_MAT_F32;
+    expect(what, nmse(got, want, n * rows), t >= SP_MAT_Q8 ? 2e-4 : simdgroup ? 1e-5 : 1e-10);
     gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(x), free(want), free(got), free(w.bytes);
 }
@@ -267,6 +272,14 @@ int main(int argc, char **argv) {
     test_matmul(SP_MAT_MLX4, 67, 256, 12);
     test_matmul(SP_MAT_F32, 67, 168, 21);  /* the square GEMM tile */
     test_matmul(SP_MAT_MLX8, 67, 256, 21);
+    /* the GEMM on simdgroup matrices where the device has them (the tiled one elsewhere), every type it takes: tiles
+     * of 64 weight rows × 32 x rows, 32 columns a step, cut at every edge — rows, x rows and columns not multiples of
+     * the tile, 260 columns ending inside a group of 8 (the per-weight decoder) and an odd number of q4/q8 groups —
+     * and a shape of whole tiles */
+    for (int t = SP_MAT_BF16; t <= SP_MAT_Q4; t++) test_matmul((sp_mtype)t, 131, 260, 45);
+    for (int t = SP_MAT_MLX4; t <= SP_MAT_MLX8; t++) test_matmul((sp_mtype)t, 95, 320, 33);
+    test_matmul(SP_MAT_BF16, 128, 256, 64);
+    test_matmul(SP_MAT_Q4, 192, 512, 96);
     test_elementwise(7, 100);
     test_clear(7 * 100);
     test_norms_rope_embed();

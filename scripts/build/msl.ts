@@ -18,6 +18,9 @@
 //   declares, and only those); workgroup-size constants must be dispatched as threads per threadgroup.
 // - Shared arrays must have literal sizes (Metal forbids function constants there); their total must fit the
 //   32 KiB of threadgroup memory every Apple GPU has.
+// Kernels written in MSL by hand (kernels/*.metal, marked metalOnly in kernels/generate.ts: the GEMM on simdgroup
+// matrices, which SPIRV-Cross cannot make) are not translated and not in the manifest: the C table takes their text
+// from kernels/ and their interface read back from it by the same reader, held to the same rules (handWritten).
 import { $ } from "bun";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -303,7 +306,7 @@ export async function translateAll(): Promise<Translation> {
   const texts = new Map<string, string>();
   const kernels: MslKernel[] = [];
   const errors: string[] = [];
-  for (const v of g.variants.filter((v) => !v.vulkanOnly)) {
+  for (const v of g.variants.filter((v) => !v.vulkanOnly && !v.metalOnly)) {
     try {
       const t = await translate(v, join(out, "spv", `${v.name}.spv`));
       texts.set(v.name, t.text);
@@ -414,14 +417,46 @@ export function cTable(m: Manifest, texts: Map<string, string>): { c: string; h:
 // Kernels of the variant list (kernels/generate.ts; those Metal runs, not the Vulkan-only ones) the manifest lacks or
 // has in another order, and the reverse.
 export function staleKernels(m: Manifest, variants: Variant[]): string[] {
-  variants = variants.filter((v) => !v.vulkanOnly);
+  variants = variants.filter((v) => !v.vulkanOnly && !v.metalOnly);
   const want = variants.map((v) => v.name).join(" ");
   const got = m.kernels.map((k) => k.name).join(" ");
   return want === got ? [] : [`kernels/generate.ts lists ${variants.length} kernels, kernels/msl/manifest.json ${m.kernels.length} (or another order)`];
 }
 
+// The hand-written kernels of the variant list (metalOnly): text from kernels/<file>, interface read back from it and
+// checked as a translation's is (push block at buffer 0, uint function constants 0 … 3, the threadgroup size from
+// function constant 0, literal threadgroup arrays within 32 KiB). Throws with every problem found.
+export function handWritten(variants: Variant[]): { kernel: MslKernel; text: string }[] {
+  return variants
+    .filter((v) => v.metalOnly)
+    .map((v) => {
+      const text = readFileSync(join(root, "kernels", v.file), "utf8");
+      const entry = entryName(v.name);
+      const m = readMsl(text, entry);
+      const problems = [...m.problems];
+      if (!m.push || m.push.index !== 0) problems.push("no push block at [[buffer(0)]]");
+      if (m.constants.some((c) => c.type !== "uint" || c.default === null || c.id > 3))
+        problems.push("function constants must be uint, with a default, ids 0 … 3 (the host sets spec[0..3])");
+      if (JSON.stringify(m.threadgroupSize) !== JSON.stringify([{ constant: 0 }, 1, 1]))
+        problems.push("the threadgroup size must be gl_WorkGroupSize = uint3(function constant 0, 1, 1), as the host dispatches it");
+      if (problems.length) throw new Error(`${v.name} (kernels/${v.file}):\n- ${problems.join("\n- ")}`);
+      const kernel: MslKernel = {
+        name: v.name,
+        entry,
+        source: `kernels/${v.file}`,
+        sha256: sha256(text),
+        push: m.push!,
+        constants: m.constants.map((c) => ({ id: c.id, name: c.name, type: "uint" as const, default: c.default! })),
+        threadgroupSize: m.threadgroupSize!,
+        threadgroupMemory: m.threadgroupMemory,
+        defines: v.defines,
+      };
+      return { kernel, text };
+    });
+}
+
 // Writes build/gen/metal_kernels.{c,h} from the committed kernels/msl/ when their content changes, and gpu_kernels.{c,h}
-// (the ids) beside them; returns the source paths (scripts/build/native.ts compiles them into the macOS library and
+// (the ids) beside them, with the hand-written kernels of kernels/; returns the source paths (scripts/build/native.ts compiles them into the macOS library and
 // into the Linux host test). Throws when kernels/msl/ is not the translation of the kernels the generator lists.
 export function embed(outDir: string): { source: string; header: string; tables: string } {
   const m = readManifest();
@@ -431,6 +466,10 @@ export function embed(outDir: string): { source: string; header: string; tables:
   const texts = new Map(m.kernels.map((k) => [k.name, readFileSync(join(MSL_DIR, `${k.name}.metal`), "utf8")]));
   for (const k of m.kernels)
     if (sha256(texts.get(k.name)!) !== k.sha256) throw new Error(`kernels/msl/${k.name}.metal does not match its manifest hash: regenerate with bun scripts/build/msl.ts`);
+  for (const { kernel, text } of handWritten(tables.variants)) {
+    m.kernels.push(kernel);
+    texts.set(kernel.name, text);
+  }
   const { c, h } = cTable(m, texts);
   const source = join(outDir, "metal_kernels.c");
   const header = join(outDir, "metal_kernels.h");

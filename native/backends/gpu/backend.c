@@ -12,7 +12,9 @@ splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_
     g->attention_workgroups = g->measured ? SP_GPU_MEASURED_ATTENTION_WORKGROUPS : SP_GPU_DEFAULT_ATTENTION_WORKGROUPS;
     g->int_dot_min_bytes = 64ull << 20;
     const char *gemv = g->no_int_dot ? "float GEMV" : "int8-dot q4/q8 GEMV";
-    if (g->no_coopmat)
+    if (g->no_coopmat && g->simdgroup_gemm)
+        snprintf(g->description, sizeof g->description, "%s (%s, simdgroup-matrix f16 GEMM, scalar attention)", g->device_name, gemv);
+    else if (g->no_coopmat)
         snprintf(g->description, sizeof g->description, "%s (%s, tiled f32 GEMM, scalar attention; no cooperative matrix: %s)",
                  g->device_name, gemv, g->no_coopmat);
     else

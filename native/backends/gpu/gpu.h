@@ -153,6 +153,8 @@ struct sp_gpu {
     const char *no_coopmat;    /* why the cooperative-matrix kernels (matmul_coopmat.comp, flash_attention_coopmat.comp)
                                 * cannot run, NULL when they do: then GEMMs and prefill attention take f16 operands on
                                 * the matrix units, else the tiled f32 GEMM and the scalar attention kernel run */
+    bool simdgroup_gemm;       /* Metal: GEMMs of every weight type but f32 take f16 operands on simdgroup matrices
+                                * (kernels/matmul_simdgroup.metal) instead of the tiled f32 GEMM */
     const char *no_int_dot;    /* why the integer-dot GEMV (matmul.comp DOT: Q4/Q8 weights against x quantized to int8,
                                 * the CPU backend's numerics) cannot run, NULL when it does; else the float GEMV */
     char description[192];     /* what the backend reports at load (sp_backend.device): the device and its GEMM path */

@@ -1,7 +1,8 @@
 /* ops_matmul.c — the dense products on a GPU: matmul (the GEMV for a few x rows, reading each weight once — for Q4 and
- * Q8 on integer dot products against x quantized once, where the device has them; the tiled or cooperative-matrix GEMM
- * for more) and the fused gate·up·silu of an FFN. Kernels: matmul.comp, quantize.comp, matmul_tiled.comp,
- * matmul_coopmat.comp. */
+ * Q8 on integer dot products against x quantized once, where the device has them; for more, the GEMM on the matrix
+ * units the device has — cooperative matrices on Vulkan, simdgroup matrices on Metal — else the tiled one) and the
+ * fused gate·up·silu of an FFN. Kernels: matmul.comp, quantize.comp, matmul_tiled.comp, matmul_coopmat.comp,
+ * matmul_simdgroup.metal. */
 #include "gpu.h"
 
 #include "core/error.h"
@@ -162,6 +163,12 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
     }
     uint32_t groups[3] = {0, 0, 1}, wg;
     sp_gpu_kernel_id k;
+    if (!force && gpu->simdgroup_gemm && W->type != SP_MAT_F32) { /* Metal's matrix units: x rounded to f16 per tile */
+        groups[0] = sp_gpu_div_up((uint64_t)n, SP_GPU_SIMDGROUP_BN), groups[1] = sp_gpu_div_up((uint64_t)W->rows, SP_GPU_SIMDGROUP_BM);
+        sp_gpu_dispatch(gpu, "gemm", SP_GPU_GEMM_SIMDGROUP, (uint32_t[4]){SP_GPU_SIMDGROUP_THREADS, (uint32_t)W->type, 0, 0}, &p,
+                        offsetof(sp_gpu_gemm_push, k_split), groups, reads, 2, &write, 1, NULL);
+        return;
+    }
     if (coop) {
         int tile = force ? force->tile : sp_gpu_gemm_coop_tile(gpu, W, n);
         const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];

@@ -64,6 +64,8 @@ splash_status sp_metal_backend_create(sp_backend *be, sp_threadpool *pool, int n
     *be = (sp_backend){.name = "metal", .impl = g};
     splash_status st = sp_mtl_open(m);
     g->max_buffer = m->info.max_buffer;
+    /* simdgroup matrices (the GEMM of kernels/matmul_simdgroup.metal) are Apple family 7 (M1) and newer */
+    g->simdgroup_gemm = m->info.apple_family >= 7;
     if (!st) st = sp_gpu_init(be, g, pool, n_threads, status);
     if (st) sp_metal_backend_destroy(be);
     return st;

@@ -19,6 +19,7 @@ splash_status sp_vk_record_init(sp_vk *vk) {
     sp_vk_api *a = &vk->api;
     VkResult r;
     for (int i = 0; i < SP_GPU_KERNEL_COUNT; i++) {
+        if (!sp_vk_kernels[i].code) continue; /* a kernel written for Metal alone (kernels/generate.ts metalOnly) */
         VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                        .codeSize = sp_vk_kernels[i].words * 4, .pCode = sp_vk_kernels[i].code};
         if ((r = a->vkCreateShaderModule(vk->device, &mi, NULL, &vk->modules[i])) != VK_SUCCESS)
@@ -212,6 +213,10 @@ static void keep_stats(sp_vk *vk, VkPipeline p, sp_gpu_kernel_id k, const uint32
 
 void *sp_vk_pipeline(sp_gpu *g, sp_gpu_kernel_id k, const uint32_t spec[4], uint32_t *max_threads) {
     sp_vk *vk = sp_vk_of(g);
+    if (!vk->modules[k]) {
+        SP_FAIL(SPLASH_ERR_INTERNAL, "vulkan: kernel %s has no SPIR-V (it is written for Metal)", sp_gpu_kernel_names[k]);
+        return NULL;
+    }
     /* spec constant i = spec[i] (ids a kernel does not declare are ignored) */
     VkSpecializationMapEntry entries[4];
     for (uint32_t i = 0; i < 4; i++) entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};

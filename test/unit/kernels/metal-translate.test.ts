@@ -8,20 +8,31 @@
 // list as broken (shared arrays sized by constants, float atomics, extra bindings); shared memory ≤ 32 KiB; the
 // text parses and type-checks under clang's C++ for OpenCL mode with a stand-in <metal_stdlib>
 // (test/fixtures/metal/include), which catches syntax, undeclared names, address-space and vector-type errors.
+// The hand-written kernels (kernels/*.metal: the GEMM on simdgroup matrices) are held to the same interface rules and
+// the same syntax check, and their interface is compared with what the op layer binds.
 // Not checked here: Apple's compiler and Metal's own rules (its stdlib overloads, what Apple GPUs accept); that
 // runs where `xcrun metal` exists (the macOS workflow), and the kernels' results on a Mac are checked only there.
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kernelIdent, type Variant, writeTables } from "../../../kernels/generate.ts";
-import { compare, cTable, embed, entryName, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, staleKernels, THREADGROUP_MEMORY, translateAll } from "../../../scripts/build/msl.ts";
+import { kernelIdent, SIMDGROUP_GEMM, type Variant, writeTables } from "../../../kernels/generate.ts";
+import { compare, cTable, embed, entryName, handWritten, MSL_DIR, readManifest, readMsl, sha256, spirvCrossVersion, staleKernels, THREADGROUP_MEMORY, translateAll } from "../../../scripts/build/msl.ts";
 
 const manifest = readManifest();
 const texts = new Map(manifest.kernels.map((k) => [k.name, readFileSync(join(MSL_DIR, `${k.name}.metal`), "utf8")]));
 const tools = ["glslangValidator", "spirv-val", "spirv-cross"].every((t) => Bun.which(t));
 const include = join(import.meta.dir, "../../fixtures/metal/include");
 const root = join(import.meta.dir, "../../..");
+// the kernels written in MSL by hand (kernels/*.metal, metalOnly in the generator)
+const hand = (() => {
+  const dir = mkdtempSync(join(tmpdir(), "splash-mtlhand-"));
+  try {
+    return handWritten(writeTables(dir).variants);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+})();
 
 describe("translation", () => {
   test.skipIf(!tools)("every kernel translates, and kernels/msl/ is what kernels/ translates to now", async () => {
@@ -73,7 +84,9 @@ describe("committed kernels", () => {
       const { header, variants } = writeTables(dir);
       // every kernel but the cooperative-matrix and integer-dot ones (SPIRV-Cross cannot translate them; Metal never
       // selects them) and the int8 quantizers of x that only the integer-dot GEMV reads
-      expect(variants.filter((v) => !v.vulkanOnly).map((v) => v.name)).toEqual(manifest.kernels.map((k) => k.name));
+      expect(variants.filter((v) => !v.vulkanOnly && !v.metalOnly).map((v) => v.name)).toEqual(manifest.kernels.map((k) => k.name));
+      // hand-written: exactly the kernels whose source is MSL
+      for (const v of variants) expect(!!v.metalOnly, v.name).toBe(v.file.endsWith(".metal"));
       const coop = (file: string) => readFileSync(join(root, "kernels", file), "utf8").includes("GL_KHR_cooperative_matrix");
       const intDot = (v: Variant) => v.defines.DOT === 1 || v.defines.QUANT === 1 || v.file === "quantize.comp";
       for (const v of variants) expect(!!v.vulkanOnly, v.name).toBe(coop(v.file) || intDot(v));
@@ -102,6 +115,56 @@ describe("the checks catch what they are for", () => {
       const m = readMsl(text, entry);
       const found = m.problems.join("\n") || (m.push?.index !== 0 ? "push index moved" : "");
       expect(found).toMatch(why);
+    }
+  });
+});
+
+// The GEMM on simdgroup matrices (kernels/matmul_simdgroup.metal), written by hand: its interface is what the op layer
+// binds (ops_matmul.c: the tiled GEMM's push block, function constant 0 = SP_GPU_SIMDGROUP_THREADS, 1 = the weight
+// type, the grid in tiles of SP_GPU_SIMDGROUP_BN x rows × SP_GPU_SIMDGROUP_BM weight rows).
+describe("the hand-written GEMM", () => {
+  const sg = hand.find((h) => h.kernel.name === "gemm_simdgroup");
+  const text = sg?.text ?? "";
+  test("is the one hand-written kernel, beside its GLSL twin, naming it", () => {
+    expect(hand.map((h) => h.kernel.source)).toEqual(["kernels/matmul_simdgroup.metal"]);
+    expect(text).toContain("kernels/matmul_coopmat.comp");
+  });
+
+  test("push block at buffer 0 is the tiled GEMM's (ops_matmul.c fills one struct for both)", () => {
+    const tiled = manifest.kernels.find((k) => k.name.startsWith("gemm_q4_"))!;
+    expect(sg!.kernel.push.index).toBe(0);
+    expect(sg!.kernel.push.size).toBe(tiled.push.size);
+    expect(sg!.kernel.push.fields).toEqual(tiled.push.fields);
+  });
+
+  test("function constants: 0 the threads (the generator's count), 1 the weight type; threadgroup memory within 32 KiB", () => {
+    expect(sg!.kernel.constants.map((c) => [c.id, c.name, c.default])).toEqual([[0, "threads", SIMDGROUP_GEMM.threads], [1, "wt", 2]]);
+    expect(sg!.kernel.threadgroupSize).toEqual([{ constant: 0 }, 1, 1]);
+    expect(sg!.kernel.threadgroupMemory).toBeGreaterThan(0);
+    expect(sg!.kernel.threadgroupMemory).toBeLessThanOrEqual(THREADGROUP_MEMORY);
+  });
+
+  test("its tile defines are the generator's (the op layer's grid and threads)", () => {
+    const def = (name: string) => Number(new RegExp(`^#define ${name} (\\d+)$`, "m").exec(text)?.[1]);
+    expect({ bm: def("BM"), bn: def("BN"), bk: def("BK"), threads: def("THREADS") }).toEqual(SIMDGROUP_GEMM);
+    // 4 SIMD-groups of 32, each 16 x rows × 32 weight rows of the tile
+    expect((SIMDGROUP_GEMM.bm / 32) * (SIMDGROUP_GEMM.bn / 16) * 32).toBe(SIMDGROUP_GEMM.threads);
+  });
+
+  test("the C table holds it under its kernel id with its interface, and no translation does", () => {
+    const { c } = cTable({ ...manifest, kernels: [...manifest.kernels, sg!.kernel] }, new Map([...texts, [sg!.kernel.name, text]]));
+    expect(c).toContain(`[${kernelIdent("gemm_simdgroup")}] = {"gemm_simdgroup", "splash_gemm_simdgroup", msl_gemm_simdgroup, 48, 0, 0x3u, {0, -1, -1}, {0, 1, 1}, ${sg!.kernel.threadgroupMemory}},`);
+    expect(manifest.kernels.some((k) => k.name === "gemm_simdgroup")).toBe(false);
+  });
+
+  test("a hand-written kernel that breaks the host's rules does not embed", () => {
+    const cases: [string, RegExp][] = [
+      [text.replace("constant P& p [[buffer(0)]]", "constant P& p [[buffer(1)]]"), /./],
+      [text.replace("threadgroup float Ys[2048];", "threadgroup float Ys[8192];"), /threadgroup memory/],
+    ];
+    for (const [t, why] of cases) {
+      const m = readMsl(t, "splash_gemm_simdgroup");
+      expect(m.problems.join("\n") || (m.push?.index !== 0 ? "push index moved" : "")).toMatch(why);
     }
   });
 });
@@ -145,7 +208,7 @@ async function clangCheck(files: { name: string; text: string }[]): Promise<Map<
 
 describe("syntax", () => {
   test.skipIf(!clangOk)("every kernel parses and type-checks (clang, C++ for OpenCL, stand-in metal_stdlib)", async () => {
-    const errors = await clangCheck(manifest.kernels.map((k) => ({ name: k.name, text: texts.get(k.name)! })));
+    const errors = await clangCheck([...manifest.kernels.map((k) => ({ name: k.name, text: texts.get(k.name)! })), ...hand.map((h) => ({ name: h.kernel.name, text: h.text }))]);
     expect([...errors].map(([n, e]) => `${n}:\n${e}`)).toEqual([]);
   }, 60_000);
 
@@ -155,9 +218,12 @@ describe("syntax", () => {
       { name: "undeclared", text: base.replace("threadgroup_barrier(mem_flags::mem_threadgroup);", "threadgroup_barrer(mem_flags::mem_threadgroup);") },
       { name: "address_space", text: base.replace(/(device Floats\* \w+ = )reinterpret_cast<device Floats\*>/, "$1(threadgroup Floats*)") },
     ];
-    for (const b of broken) expect(b.text, b.name).not.toBe(base);
+    // a half matrix loaded from f32 threadgroup memory: the stand-in simdgroup_matrix declarations type-check it
+    const gemm = hand.find((h) => h.kernel.name === "gemm_simdgroup")!.text;
+    broken.push({ name: "simdgroup_type", text: gemm.replace("simdgroup_load(a[i], Xs +", "simdgroup_load(a[i], Ys +") });
+    for (const b of broken) expect(b.text, b.name).not.toBe(b.name === "simdgroup_type" ? gemm : base);
     const errors = await clangCheck(broken);
-    expect([...errors.keys()].sort()).toEqual(["address_space", "undeclared"]);
+    expect([...errors.keys()].sort()).toEqual(["address_space", "simdgroup_type", "undeclared"]);
   }, 30_000);
 
   const metal = process.platform === "darwin" && Bun.spawnSync(["xcrun", "-sdk", "macosx", "-f", "metal"]).exitCode === 0;
@@ -165,8 +231,9 @@ describe("syntax", () => {
     const dir = mkdtempSync(join(tmpdir(), "splash-metal-"));
     const failed: string[] = [];
     try {
-      for (const k of manifest.kernels) {
-        const r = Bun.spawnSync(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.0", "-c", join(MSL_DIR, `${k.name}.metal`), "-o", join(dir, `${k.name}.air`)]);
+      const files = [...manifest.kernels.map((k) => ({ name: k.name, path: join(MSL_DIR, `${k.name}.metal`) })), ...hand.map((h) => ({ name: h.kernel.name, path: join(root, h.kernel.source) }))];
+      for (const k of files) {
+        const r = Bun.spawnSync(["xcrun", "-sdk", "macosx", "metal", "-std=metal3.0", "-c", k.path, "-o", join(dir, `${k.name}.air`)]);
         if (r.exitCode !== 0) failed.push(`${k.name}:\n${r.stderr.toString().trim()}`);
       }
     } finally {
@@ -199,8 +266,9 @@ int main(void) {
       const parts = Bun.spawnSync([exe]).stdout.toString().split("\0");
       const got = new Map<string, string>();
       for (let i = 0; i + 1 < parts.length; i += 2) got.set(parts[i]!, parts[i + 1]!);
-      expect([...got.keys()]).toEqual(manifest.kernels.map((k) => k.name));
+      expect([...got.keys()]).toEqual([...manifest.kernels, ...hand.map((h) => h.kernel)].map((k) => k.name));
       for (const k of manifest.kernels) expect(got.get(k.name) === texts.get(k.name), k.name).toBe(true);
+      for (const h of hand) expect(got.get(h.kernel.name) === h.text, h.kernel.name).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,6 +1,8 @@
 // The Metal backend's host code op by op against the CPU backend (native/tests/metal_host_test.c): memory behind
 // fake addresses, padded and unpadded weight rows, pipelines by function constants, every op's push constants and
-// dispatch shape, indirect MoE dispatches, barriers only where memory is shared, device and host sampling.
+// dispatch shape, indirect MoE dispatches, barriers only where memory is shared, device and host sampling; on a Mac the
+// GEMMs of every weight type but f32 run on simdgroup matrices (kernels/matmul_simdgroup.metal: no SPIR-V, so over
+// Vulkan the tiled GEMM takes the same shapes).
 //
 // On Linux the portable host runs over the Vulkan device (lavapipe), which runs the SPIR-V the MSL was translated
 // from, and each dispatch is checked against what Metal needs (threads per threadgroup = function constant 0, push
@@ -38,6 +40,10 @@ test.skipIf(!available && !required)("every op matches the CPU backend", () => {
   console.log(r.out.trim());
   expect(r.err).not.toContain("ERROR: AddressSanitizer");
   expect(r.out).toContain("moe_experts q8 8 experts top 3, H 128 I 64, 9 tokens");
+  // the GEMMs at odd shapes: on a Mac on simdgroup matrices (kernels/matmul_simdgroup.metal), over Vulkan the tiled one
+  const gemm = r.out.split("\n").filter((l) => /matmul q4 131x260 n=45/.test(l));
+  expect(gemm.length).toBe(1);
+  expect(gemm[0]!.includes("(simdgroup matrices)")).toBe(mac);
   expect(r.out).toMatch(/metal_host_test: \d+ checks, 0 failed/);
   expect(r.code).toBe(0);
 }, 300_000);
