@@ -28,7 +28,8 @@
 // where subgroups have SUBGROUP invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of
 // x_stride halves, a multiple of 8, as many as the x tiles cover (HALVES writes them: `rows` = that count there; MOE:
 // the rows its pairs name).
-// Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
+// Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only. Its
+// Metal twin, on simdgroup matrices, is written by hand beside it: kernels/matmul_simdgroup.metal.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require

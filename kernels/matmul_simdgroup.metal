@@ -59,6 +59,8 @@ struct P
     uint y_stride;
 };
 
+// Function constants, declared as SPIRV-Cross declares specialization constants (the host reads them so): 0 = threads
+// per threadgroup (the op layer sets THREADS), 1 = the weight type.
 constant uint threads_tmp [[function_constant(0)]];
 constant uint threads = is_function_constant_defined(threads_tmp) ? threads_tmp : 128u;
 constant uint wt_tmp [[function_constant(1)]];

@@ -1,4 +1,5 @@
-/* metal.h — the Metal backend (kernels/msl/: the SPIR-V kernels translated by SPIRV-Cross), for native/api/.
+/* metal.h — the Metal backend (kernels/msl/: the SPIR-V kernels translated by SPIRV-Cross; the GEMM on simdgroup
+ * matrices written in MSL by hand, kernels/matmul_simdgroup.metal), for native/api/.
  *
  * Built on macOS only (scripts/build/native.ts); its portable part is also built on Linux into the host test
  * (native/tests/metal_host_test.c), which runs it over the Vulkan backend's device. */
