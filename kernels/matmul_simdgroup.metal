@@ -11,8 +11,10 @@
 // which stays on matmul_tiled.comp), the layout of y, and the caller's guarantees (cols % 4 == 0, x rows 16-byte
 // aligned, weight rows 16-byte aligned: the op layer pads them).
 // Different: x is read as f32 and rounded to f16 tile by tile (no separate f16 copy of x, no split over the columns,
-// one tile shape); Metal's matrices are 8 × 8 per SIMD-group of 32 threads; the weight type is function constant 1
-// instead of a define (one library, specialized when the pipeline is made); threadgroup memory is at most 32 KiB.
+// one tile shape); q4 weights take decode8's f32 formula then one rounding to f16, where matmul_coopmat.comp's wide
+// q4 path computes d · q + m in f16 arithmetic (the two can differ by an f16 ulp); Metal's matrices are 8 × 8 per
+// SIMD-group of 32 threads; the weight type is function constant 1 instead of a define (one library, specialized when
+// the pipeline is made); threadgroup memory is at most 32 KiB (15.5 KiB here).
 //
 // A threadgroup of 4 SIMD-groups (128 threads: function constant 0, which the host sets as for every kernel) computes
 // a BM × BN tile of y — BM weight rows, BN x rows — stepping over the columns BK at a time: each step the weight tile
