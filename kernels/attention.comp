@@ -167,8 +167,7 @@ void main() {
 // the softmax of a chunk is exact over it (max, then e^(s − max) and their sum, in parallel over 8 invocations per
 // vector) and rescales the running sums once per chunk. The chunk's page ids are loaded a chunk ahead.
 layout(constant_id = 2) const uint KV_TYPE = KV_F32;  // SPLASH_KV_* of every row
-#define NV 16                        // query vectors per workgroup
-#define BK 8                         // keys per staged tile
+// NV (query vectors per workgroup) and BK (keys per staged tile) are defines (generate.ts), NV · BK = WG_ATTEND
 #define CH 64                        // keys per chunk (scores kept in shared memory)
 #define TS (HD_MAX / 4 + 1)          // a staged row in vec4s: padded so that rows start 4 banks apart
 #define UNITS (BK * HD_MAX / 4 / WG_ATTEND)  // vec4s of a tile each invocation stages
@@ -236,7 +235,7 @@ void main() {
         lsum[tid] = 0.0;
     }
     if (tid < CH && key_begin + tid < key_end) pg[0][tid] = uint(Ints(p.pages).v[(key_begin + tid) / p.page_tokens]);
-    // scores: this invocation's key of a tile and its vector (NV · BK = WG_ATTEND)
+    // scores: this invocation's key of a tile and its vector
     uint sj = tid % BK, sv = tid / BK, srow = row0 + sv / p.hb;
     bool svalid = sv < p.hb * p.rt && srow < p.n && h0 + sv % p.hb < h_end;
     uint skey_end = svalid ? min(key_end, p.n_past + srow + 1u) : 0u;  // causal

@@ -5,9 +5,12 @@
 
 #include "core/error.h"
 
-/* attention.comp ATTEND: workgroups of 128 over up to ATTN_NV query vectors of a kv head; a split holds at least
- * ATTN_MIN_SPLIT keys (shorter ones cost more in partials and in the reduction than they save) */
-enum { ATTN_NV = 16, ATTN_MIN_SPLIT = 16, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
+#include <stdlib.h>
+
+/* attention.comp ATTEND: workgroups of 128 over up to 16 query vectors of a kv head in tiles of 8 keys (attend), or 8
+ * vectors in tiles of 16 keys (attend_nv8); keys go in chunks of ATTN_CHUNK. A split holds at least ATTN_MIN_SPLIT keys
+ * (shorter ones cost more in partials and in the reduction than they save). */
+enum { ATTN_CHUNK = 64, ATTN_MIN_SPLIT = 16, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
 /* flash_attention_coopmat.comp: 8 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
  * (decode and verify blocks take attention.comp's split kernel) */
 enum { FLASH_THREADS = 256, FLASH_VECTORS = 128, FLASH_MIN_ROWS = 16 };
@@ -97,8 +100,13 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         if (gate) be->sigmoid_mul(be, out, gate, n * n_heads * head_dim);
         return;
     }
-    p.hb = G <= ATTN_NV ? G : ATTN_NV;
-    p.rt = G <= ATTN_NV ? ATTN_NV / G : 1;
+    /* the narrow variant where one row's group fits it */
+    bool nv8 = (uint64_t)n * G <= 8;
+    const char *force = getenv("SPLASH_ATTN_NV"); /* development switch: 16 or 8 */
+    if (force) nv8 = atoi(force) == 8;
+    uint32_t NV = nv8 ? 8 : 16, BK = nv8 ? 16 : 8;
+    p.hb = G <= NV ? G : NV;
+    p.rt = G <= NV ? NV / G : 1;
     p.heads = (uint32_t)n_heads;
     p.kv_heads = (uint32_t)n_kv_heads;
     p.scale = scale;
@@ -108,9 +116,11 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     uint32_t splits = 1;
     p.split_len = (uint32_t)keys;
     if (wgs < gpu->attention_workgroups && keys >= 2 * ATTN_MIN_SPLIT) {
+        /* whole tiles, and whole chunks once a split holds more than one (a partial one costs a whole one's steps) */
         uint64_t len = sp_gpu_div_up(keys, sp_gpu_div_up(gpu->attention_workgroups, wgs));
-        if (len < ATTN_MIN_SPLIT) len = ATTN_MIN_SPLIT;
         if (sp_gpu_div_up(keys, len) > ATTN_MAX_SPLITS) len = sp_gpu_div_up(keys, ATTN_MAX_SPLITS);
+        if (len < ATTN_MIN_SPLIT) len = ATTN_MIN_SPLIT;
+        len = len > ATTN_CHUNK ? (len + ATTN_CHUNK - 1) / ATTN_CHUNK * ATTN_CHUNK : (len + BK - 1) / BK * BK;
         p.split_len = (uint32_t)len;
         splits = sp_gpu_div_up(keys, len);
     }
@@ -122,8 +132,9 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     p.dst = w.lo;
     p.src2 = r[3].lo;
     uint32_t spec[4] = {128, (uint32_t)head_dim, (uint32_t)kv->type, 0};
+    sp_gpu_kernel_id kernel = nv8 ? SP_GPU_ATTEND_NV8 : SP_GPU_ATTEND;
     if (splits == 1) {
-        sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
+        sp_gpu_dispatch(gpu, "attention", kernel, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
                         4, &w, 1, NULL);
         return;
     }
@@ -133,7 +144,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     if (!part) return;
     sp_gpu_range pr = sp_gpu_span(gpu, part, part_bytes);
     p.part = pr.lo;
-    sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
+    sp_gpu_dispatch(gpu, "attention", kernel, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
                     3, &pr, 1, NULL);
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n * (uint64_t)n_heads, groups);
