@@ -165,7 +165,7 @@ void main() {
 // staged into shared memory by the whole workgroup, consecutive invocations loading consecutive bytes of a row, the next
 // tile's loads issued before the current tile's arithmetic. Keys go CH at a time: their scores stay in shared memory, so
 // the softmax of a chunk is exact over it (max, then e^(s − max) and their sum, in parallel over 8 invocations per
-// vector) and rescales the running sums once per chunk. The chunk's page ids are loaded a chunk ahead.
+// vector) and rescales the running sums once per chunk. The rows' offsets (page table) are found a chunk ahead.
 layout(constant_id = 2) const uint KV_TYPE = KV_F32;  // SPLASH_KV_* of every row
 // NV (query vectors per workgroup) and BK (keys per staged tile) are defines (generate.ts), NV · BK = WG_ATTEND
 #define CH 64                        // keys per chunk (scores kept in shared memory)
@@ -176,8 +176,9 @@ layout(constant_id = 2) const uint KV_TYPE = KV_F32;  // SPLASH_KV_* of every ro
 shared vec4 Qs[NV][TS];
 shared vec4 Ts[BK][TS];
 shared float S[NV][CH];
-shared uint pg[2][CH];  // page id of each key of the current chunk and of the next
-shared float red[WG_ATTEND];
+shared uint64_t roff[2][CH];  // byte offset of each key's row (K or V) in the current chunk and in the next
+// the softmax's partial maxima and sums, one per invocation, in Ts (free between the chunk's K and V passes)
+#define RED(i) Ts[(i) / 4u / TS][((i) / 4u) % TS][(i) % 4u]
 shared float corr[NV], lsum[NV], mrun[NV];
 
 // Values 4c .. 4c+3 of a row.
@@ -190,17 +191,18 @@ vec4 kv4(uint64_t row, uint c) {
     return Vec4s(row).v[c];
 }
 
-// Loads this invocation's vec4s of tile t of the chunk from c0 of kv head g (K or V rows; page ids in pg[b]); zeros from
-// key_end on, so that a key of probability 0 adds 0.
-void stage_load(out vec4 x[UNITS], uint64_t base, uint g, uint key_end, uint c0, uint t, uint b) {
-    uint rb = kv_row_bytes(KV_TYPE);
+// Byte offset of the row of position pos, kv head g, in page `page`.
+uint64_t row_offset(uint page, uint pos, uint g) {
+    return uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * kv_row_bytes(KV_TYPE);
+}
+// Loads this invocation's vec4s of tile t of the chunk from c0 (K or V rows; row offsets in roff[b]); zeros from key_end
+// on, so that a key of probability 0 adds 0.
+void stage_load(out vec4 x[UNITS], uint64_t base, uint key_end, uint c0, uint t, uint b) {
     [[unroll]] for (uint u = 0u; u < UNITS; u++) {
         uint e = u * WG_ATTEND + gl_LocalInvocationID.x, j = e / (HD / 4u), c = e % (HD / 4u), key = c0 + t * BK + j;
         x[u] = vec4(0.0);
         if (j < BK && key < key_end) {
-            uint64_t row = base + uint64_t(pg[b][t * BK + j]) * p.page_stride +
-                           uint64_t(g * p.page_tokens + key % p.page_tokens) * rb;
-            x[u] = kv4(row, c);
+            x[u] = kv4(base + roff[b][t * BK + j], c);
         }
     }
 }
@@ -234,7 +236,8 @@ void main() {
         mrun[tid] = -1.0 / 0.0;
         lsum[tid] = 0.0;
     }
-    if (tid < CH && key_begin + tid < key_end) pg[0][tid] = uint(Ints(p.pages).v[(key_begin + tid) / p.page_tokens]);
+    if (tid < CH && key_begin + tid < key_end)
+        roff[0][tid] = row_offset(uint(Ints(p.pages).v[(key_begin + tid) / p.page_tokens]), key_begin + tid, g);
     // scores: this invocation's key of a tile and its vector
     uint sj = tid % BK, sv = tid / BK, srow = row0 + sv / p.hb;
     bool svalid = sv < p.hb * p.rt && srow < p.n && h0 + sv % p.hb < h_end;
@@ -244,33 +247,36 @@ void main() {
     bool owns_dims = 2u * tid < HD;
     vec4 x[UNITS];
     barrier();
-    stage_load(x, p.k, g, key_end, key_begin, 0u, 0u);
+    stage_load(x, p.k, key_end, key_begin, 0u, 0u);
 
     for (uint c0 = key_begin, b = 0u; c0 < key_end; c0 += CH, b ^= 1u) {
         uint nt = (min(CH, key_end - c0) + BK - 1u) / BK;
-        uint next = c0 + CH + tid, next_page = 0u;  // the next chunk's page ids, stored once this chunk's are read
+        uint next = c0 + CH + tid, next_page = 0u;  // the next chunk's page ids: their rows' offsets are stored once this chunk's are read
         if (tid < CH && next < key_end) next_page = uint(Ints(p.pages).v[next / p.page_tokens]);
         for (uint t = 0u; t < nt; t++) {  // q · k
             STAGE_STORE(x);
             barrier();
-            if (t + 1u < nt) stage_load(x, p.k, g, key_end, c0, t + 1u, b);
-            else stage_load(x, p.v, g, key_end, c0, 0u, b);
-            float s[4] = float[4](0.0, 0.0, 0.0, 0.0);  // four independent chains
+            if (t + 1u < nt) stage_load(x, p.k, key_end, c0, t + 1u, b);
+            else stage_load(x, p.v, key_end, c0, 0u, b);
+            float s0 = 0.0, s1 = 0.0;  // two chains (HD / 4 is even); no array a loop indexes (it would live in memory)
             uint key = c0 + t * BK + sj;
             if (key < skey_end)
-                [[unroll]] for (uint c = 0u; c < HD / 4u; c++) s[c & 3u] += dot(Qs[sv][c], Ts[sj][c]);
-            S[sv][t * BK + sj] = key < skey_end ? (s[0] + s[1]) + (s[2] + s[3]) : -1.0 / 0.0;
+                [[unroll]] for (uint c = 0u; c < HD / 4u; c += 2u) {
+                    s0 += dot(Qs[sv][c], Ts[sj][c]);
+                    s1 += dot(Qs[sv][c + 1u], Ts[sj][c + 1u]);
+                }
+            S[sv][t * BK + sj] = key < skey_end ? s0 + s1 : -1.0 / 0.0;
             barrier();
         }
         {  // softmax of the chunk: SM_PARTS invocations per vector, a fixed order of sums
             uint v = tid / SM_PARTS, part = tid % SM_PARTS, len = nt * BK;
             float mx = -1.0 / 0.0;
             for (uint i = part; i < len; i += SM_PARTS) mx = max(mx, S[v][i]);
-            red[tid] = mx;
-            if (tid < CH) pg[b ^ 1u][tid] = next_page;
+            RED(tid) = mx;
+            if (tid < CH && next < key_end) roff[b ^ 1u][tid] = row_offset(next_page, next, g);
             barrier();
             float M = mrun[v];
-            for (uint i = 0u; i < SM_PARTS; i++) M = max(M, red[v * SM_PARTS + i]);
+            for (uint i = 0u; i < SM_PARTS; i++) M = max(M, RED(v * SM_PARTS + i));
             float l = 0.0;
             for (uint i = part; i < len; i += SM_PARTS) {
                 float e = M == -1.0 / 0.0 ? 0.0 : exp(S[v][i] - M);
@@ -278,11 +284,11 @@ void main() {
                 l += e;
             }
             barrier();
-            red[tid] = l;
+            RED(tid) = l;
             barrier();
             if (part == 0u) {
                 float c = M == -1.0 / 0.0 ? 1.0 : exp(mrun[v] - M), sum = 0.0;
-                for (uint i = 0u; i < SM_PARTS; i++) sum += red[v * SM_PARTS + i];
+                for (uint i = 0u; i < SM_PARTS; i++) sum += RED(v * SM_PARTS + i);
                 corr[v] = c;
                 lsum[v] = lsum[v] * c + sum;
                 mrun[v] = M;
@@ -293,8 +299,8 @@ void main() {
         for (uint t = 0u; t < nt; t++) {  // p · v
             STAGE_STORE(x);
             barrier();
-            if (t + 1u < nt) stage_load(x, p.v, g, key_end, c0, t + 1u, b);
-            else if (c0 + CH < key_end) stage_load(x, p.k, g, key_end, c0 + CH, 0u, b ^ 1u);
+            if (t + 1u < nt) stage_load(x, p.v, key_end, c0, t + 1u, b);
+            else if (c0 + CH < key_end) stage_load(x, p.k, key_end, c0 + CH, 0u, b ^ 1u);
             if (owns_dims) {
                 [[unroll]] for (uint j = 0u; j < BK; j++) {
                     vec4 y4 = Ts[j][tid >> 1];

@@ -52,24 +52,24 @@ struct Floats;
 
 constant uint HD_tmp [[function_constant(1)]];
 constant uint HD = is_function_constant_defined(HD_tmp) ? HD_tmp : 128u;
-constant uint _77 = (HD + 31u);
-constant uint _79 = (_77 / 32u);
-constant uint _81 = (_79 * 34u);
-constant uint _86 = (HD * 2u);
-constant uint _87 = (HD * 4u);
+constant uint _82 = (HD + 31u);
+constant uint _84 = (_82 / 32u);
+constant uint _86 = (_84 * 34u);
+constant uint _91 = (HD * 2u);
+constant uint _92 = (HD * 4u);
 
 struct Uints
 {
     uint v[1];
 };
 
-constant uint _182 = (HD + 31u);
-constant uint _183 = (_182 / 32u);
-constant uint _184 = (_183 * 32u);
+constant uint _187 = (HD + 31u);
+constant uint _188 = (_187 / 32u);
+constant uint _189 = (_188 * 32u);
 constant uint KV_TYPE_tmp [[function_constant(2)]];
 constant uint KV_TYPE = is_function_constant_defined(KV_TYPE_tmp) ? KV_TYPE_tmp : 0u;
-constant bool _226 = (KV_TYPE == 2u);
-constant bool _235 = (KV_TYPE == 1u);
+constant bool _231 = (KV_TYPE == 2u);
+constant bool _240 = (KV_TYPE == 1u);
 
 struct Uvec2s
 {
@@ -80,9 +80,6 @@ struct Vec4s
 {
     float4 v[1];
 };
-
-constant uint _298 = (HD / 4u);
-constant uint _302 = (HD / 4u);
 
 struct P
 {
@@ -107,65 +104,72 @@ struct P
     ulong src2;
 };
 
-constant uint _468 = (HD / 4u);
-constant uint _469 = (16u * _468);
-constant uint _473 = (HD / 4u);
+constant uint _328 = (HD / 4u);
+constant uint _332 = (HD / 4u);
+constant uint _472 = (HD / 4u);
+constant uint _473 = (16u * _472);
 constant uint _477 = (HD / 4u);
+constant uint _481 = (HD / 4u);
 
 struct Ints
 {
     int v[1];
 };
 
-constant uint _752 = (HD / 4u);
-constant uint _763 = (HD / 4u);
-constant uint _834 = (HD / 4u);
-constant uint _1083 = (HD / 4u);
-constant uint _1091 = (HD / 4u);
+constant uint _762 = (HD / 4u);
+constant uint _773 = (HD / 4u);
+constant uint _838 = (HD / 4u);
+constant uint _1134 = (HD / 4u);
+constant uint _1142 = (HD / 4u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _1354 = (HD + 2u);
-constant uint _1392 = (HD + 2u);
-constant uint _1406 = (HD + 2u);
-constant uint _1423_tmp [[function_constant(0)]];
-constant uint _1423 = is_function_constant_defined(_1423_tmp) ? _1423_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1423, 1u, 1u);
-
-constant spvUnsafeArray<float, 4> _814 = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+constant uint _1401 = (HD + 2u);
+constant uint _1439 = (HD + 2u);
+constant uint _1453 = (HD + 2u);
+constant uint _1470_tmp [[function_constant(0)]];
+constant uint _1470 = is_function_constant_defined(_1470_tmp) ? _1470_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1470, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint kv_row_bytes(thread const uint& type)
 {
-    uint _72;
+    uint _77;
     if (type == 2u)
     {
-        _72 = _81;
+        _77 = _86;
     }
     else
     {
-        _72 = (type == 1u) ? _86 : _87;
+        _77 = (type == 1u) ? _91 : _92;
     }
-    return _72;
+    return _77;
+}
+
+static inline __attribute__((always_inline))
+ulong row_offset(thread const uint& page, thread const uint& pos, thread const uint& g, constant P& p)
+{
+    uint param = KV_TYPE;
+    return (ulong(page) * ulong(p.page_stride)) + (ulong((g * p.page_tokens) + (pos % p.page_tokens)) * ulong(kv_row_bytes(param)));
 }
 
 static inline __attribute__((always_inline))
 uint kv_word(thread const ulong& a)
 {
     device Uints* u = reinterpret_cast<device Uints*>(a & 18446744073709551612ul);
-    uint _137;
+    uint _142;
     if ((a & 2ul) == 0ul)
     {
-        _137 = u->v[0];
+        _142 = u->v[0];
     }
     else
     {
-        _137 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
+        _142 = (u->v[0] >> uint(16)) | (u->v[1] << uint(16));
     }
-    return _137;
+    return _142;
 }
 
 static inline __attribute__((always_inline))
@@ -178,22 +182,22 @@ static inline __attribute__((always_inline))
 float f16_exact(thread const uint& h)
 {
     uint e = h >> uint(10);
-    float _100;
+    float _105;
     if (e == 0u)
     {
-        _100 = float(h) * 5.9604644775390625e-08;
+        _105 = float(h) * 5.9604644775390625e-08;
     }
     else
     {
-        _100 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
+        _105 = as_type<float>(((e + 112u) << uint(23)) | ((h & 1023u) << uint(13)));
     }
-    return _100;
+    return _105;
 }
 
 static inline __attribute__((always_inline))
 float q8_scale(thread const ulong& row, thread const uint& j)
 {
-    ulong a = row + ulong(_184 + (2u * j));
+    ulong a = row + ulong(_189 + (2u * j));
     uint param = ((reinterpret_cast<device Uints*>(a & 18446744073709551612ul))->v[0] >> ((uint(a) & 2u) * 8u)) & 65535u;
     return f16_exact(param);
 }
@@ -211,13 +215,13 @@ float4 q8_kv4(thread const ulong& row, thread const uint& c)
 static inline __attribute__((always_inline))
 float4 kv4(thread const ulong& row, thread const uint& c)
 {
-    if (_226)
+    if (_231)
     {
         ulong param = row;
         uint param_1 = c;
         return q8_kv4(param, param_1);
     }
-    if (_235)
+    if (_240)
     {
         uint2 h = (reinterpret_cast<device Uvec2s*>(row))->v[c];
         return float4(float2(as_type<half2>(h.x)), float2(as_type<half2>(h.y)));
@@ -226,23 +230,20 @@ float4 kv4(thread const ulong& row, thread const uint& c)
 }
 
 static inline __attribute__((always_inline))
-void stage_load(thread spvUnsafeArray<float4, 4>& x, thread const ulong& base, thread const uint& g, thread const uint& key_end, thread const uint& c0, thread const uint& t, thread const uint& b, thread uint3& gl_LocalInvocationID, threadgroup uint (&pg)[2][64], constant P& p)
+void stage_load(thread spvUnsafeArray<float4, 4>& x, thread const ulong& base, thread const uint& key_end, thread const uint& c0, thread const uint& t, thread const uint& b, thread uint3& gl_LocalInvocationID, threadgroup ulong (&roff)[2][64])
 {
-    uint param = KV_TYPE;
-    uint rb = kv_row_bytes(param);
     for (uint u = 0u; u < 4u; u++)
     {
         uint e = (u * 128u) + gl_LocalInvocationID.x;
-        uint j = e / _298;
-        uint c = e % _302;
+        uint j = e / _328;
+        uint c = e % _332;
         uint key = (c0 + (t * 8u)) + j;
         x[u] = float4(0.0);
         if ((j < 8u) && (key < key_end))
         {
-            ulong row = (base + (ulong(pg[b][(t * 8u) + j]) * ulong(p.page_stride))) + (ulong((g * p.page_tokens) + (key % p.page_tokens)) * ulong(rb));
-            ulong param_1 = row;
-            uint param_2 = c;
-            x[u] = kv4(param_1, param_2);
+            ulong param = base + roff[b][(t * 8u) + j];
+            uint param_1 = c;
+            x[u] = kv4(param, param_1);
         }
     }
 }
@@ -255,13 +256,12 @@ float sigmoid(thread const float& x)
 
 kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup uint pg[2][64];
+    threadgroup ulong roff[2][64];
     threadgroup float4 Qs[16][65];
     threadgroup float mrun[16];
     threadgroup float lsum[16];
     threadgroup float4 Ts[8][65];
     threadgroup float S[16][64];
-    threadgroup float red[128];
     threadgroup float corr[16];
     threadgroup float wg_red[256];
     threadgroup uint wg_red_u[256];
@@ -276,24 +276,24 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     uint last_row = min((row0 + p.rt), p.n) - 1u;
     uint key_begin = split * p.split_len;
     uint key_end = min((key_begin + p.split_len), ((p.n_past + last_row) + 1u));
-    for (uint t = tid; t < _469; t += 128u)
+    for (uint t = tid; t < _473; t += 128u)
     {
-        uint v = t / _473;
-        uint c = t % _477;
+        uint v = t / _477;
+        uint c = t % _481;
         uint row = row0 + (v / p.hb);
         uint h = h0 + (v % p.hb);
         float4 x = float4(0.0);
-        bool _500 = v < (p.hb * p.rt);
-        bool _507;
-        if (_500)
+        bool _504 = v < (p.hb * p.rt);
+        bool _511;
+        if (_504)
         {
-            _507 = row < p.n;
+            _511 = row < p.n;
         }
         else
         {
-            _507 = _500;
+            _511 = _504;
         }
-        if (_507 && (h < h_end))
+        if (_511 && (h < h_end))
         {
             x = (reinterpret_cast<device Vec4s*>(p.src + (ulong(((row * p.heads) + h) * HD) * 4ul)))->v[c] * p.scale;
         }
@@ -304,53 +304,56 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         mrun[tid] = as_type<float>(0xff800000u /* -inf */);
         lsum[tid] = 0.0;
     }
-    bool _563 = tid < 64u;
-    bool _571;
-    if (_563)
+    bool _567 = tid < 64u;
+    bool _575;
+    if (_567)
     {
-        _571 = (key_begin + tid) < key_end;
+        _575 = (key_begin + tid) < key_end;
     }
     else
     {
-        _571 = _563;
+        _575 = _567;
     }
-    if (_571)
+    if (_575)
     {
-        pg[0][tid] = uint((reinterpret_cast<device Ints*>(p.pages))->v[(key_begin + tid) / p.page_tokens]);
+        uint param = uint((reinterpret_cast<device Ints*>(p.pages))->v[(key_begin + tid) / p.page_tokens]);
+        uint param_1 = key_begin + tid;
+        uint param_2 = g;
+        roff[0][tid] = row_offset(param, param_1, param_2, p);
     }
     uint sj = tid % 8u;
     uint sv = tid / 8u;
     uint srow = row0 + (sv / p.hb);
-    bool _614 = sv < (p.hb * p.rt);
-    bool _621;
-    if (_614)
+    bool _626 = sv < (p.hb * p.rt);
+    bool _633;
+    if (_626)
     {
-        _621 = srow < p.n;
+        _633 = srow < p.n;
     }
     else
     {
-        _621 = _614;
+        _633 = _626;
     }
-    bool _632;
-    if (_621)
+    bool _644;
+    if (_633)
     {
-        _632 = (h0 + (sv % p.hb)) < h_end;
+        _644 = (h0 + (sv % p.hb)) < h_end;
     }
     else
     {
-        _632 = _621;
+        _644 = _633;
     }
-    bool svalid = _632;
-    uint _635;
+    bool svalid = _644;
+    uint _647;
     if (svalid)
     {
-        _635 = min(key_end, ((p.n_past + srow) + 1u));
+        _647 = min(key_end, ((p.n_past + srow) + 1u));
     }
     else
     {
-        _635 = 0u;
+        _647 = 0u;
     }
-    uint skey_end = _635;
+    uint skey_end = _647;
     spvUnsafeArray<float2, 16> acc;
     for (uint v_1 = 0u; v_1 < 16u; v_1++)
     {
@@ -358,24 +361,23 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     }
     bool owns_dims = (2u * tid) < HD;
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    ulong param_1 = p.k;
-    uint param_2 = g;
-    uint param_3 = key_end;
-    uint param_4 = key_begin;
-    uint param_5 = 0u;
-    uint param_6 = 0u;
-    spvUnsafeArray<float4, 4> param;
-    stage_load(param, param_1, param_2, param_3, param_4, param_5, param_6, gl_LocalInvocationID, pg, p);
+    ulong param_4 = p.k;
+    uint param_5 = key_end;
+    uint param_6 = key_begin;
+    uint param_7 = 0u;
+    uint param_8 = 0u;
+    spvUnsafeArray<float4, 4> param_3;
+    stage_load(param_3, param_4, param_5, param_6, param_7, param_8, gl_LocalInvocationID, roff);
     spvUnsafeArray<float4, 4> x_1;
-    x_1 = param;
-    spvUnsafeArray<float4, 4> param_7;
-    spvUnsafeArray<float4, 4> param_14;
-    float _866;
-    float _964;
+    x_1 = param_3;
+    spvUnsafeArray<float4, 4> param_9;
+    spvUnsafeArray<float4, 4> param_15;
+    float _878;
     float _995;
-    spvUnsafeArray<float4, 4> param_21;
-    spvUnsafeArray<float4, 4> param_28;
-    float2 _1167;
+    float _1033;
+    spvUnsafeArray<float4, 4> param_24;
+    spvUnsafeArray<float4, 4> param_30;
+    float2 _1214;
     for (uint c0 = key_begin, b = 0u; c0 < key_end; c0 += 64u, b ^= 1u)
     {
         uint nt = ((min(64u, (key_end - c0)) + 8u) - 1u) / 8u;
@@ -390,54 +392,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             for (uint u = 0u; u < 4u; u++)
             {
                 uint e = (u * 128u) + tid;
-                uint j = e / _752;
+                uint j = e / _762;
                 if (j < 8u)
                 {
-                    Ts[j][e % _763] = x_1[u];
+                    Ts[j][e % _773] = x_1[u];
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
             if ((t_1 + 1u) < nt)
             {
-                ulong param_8 = p.k;
-                uint param_9 = g;
-                uint param_10 = key_end;
-                uint param_11 = c0;
-                uint param_12 = t_1 + 1u;
-                uint param_13 = b;
-                stage_load(param_7, param_8, param_9, param_10, param_11, param_12, param_13, gl_LocalInvocationID, pg, p);
-                x_1 = param_7;
+                ulong param_10 = p.k;
+                uint param_11 = key_end;
+                uint param_12 = c0;
+                uint param_13 = t_1 + 1u;
+                uint param_14 = b;
+                stage_load(param_9, param_10, param_11, param_12, param_13, param_14, gl_LocalInvocationID, roff);
+                x_1 = param_9;
             }
             else
             {
-                ulong param_15 = p.v;
-                uint param_16 = g;
+                ulong param_16 = p.v;
                 uint param_17 = key_end;
                 uint param_18 = c0;
                 uint param_19 = 0u;
                 uint param_20 = b;
-                stage_load(param_14, param_15, param_16, param_17, param_18, param_19, param_20, gl_LocalInvocationID, pg, p);
-                x_1 = param_14;
+                stage_load(param_15, param_16, param_17, param_18, param_19, param_20, gl_LocalInvocationID, roff);
+                x_1 = param_15;
             }
-            spvUnsafeArray<float, 4> s = spvUnsafeArray<float, 4>({ 0.0, 0.0, 0.0, 0.0 });
+            float s0 = 0.0;
+            float s1 = 0.0;
             uint key = (c0 + (t_1 * 8u)) + sj;
             if (key < skey_end)
             {
-                for (uint c_1 = 0u; c_1 < _834; c_1++)
+                for (uint c_1 = 0u; c_1 < _838; c_1 += 2u)
                 {
-                    uint _838 = c_1 & 3u;
-                    s[_838] += dot(Qs[sv][c_1], Ts[sj][c_1]);
+                    s0 += dot(Qs[sv][c_1], Ts[sj][c_1]);
+                    s1 += dot(Qs[sv][c_1 + 1u], Ts[sj][c_1 + 1u]);
                 }
             }
             if (key < skey_end)
             {
-                _866 = (s[0] + s[1]) + (s[2] + s[3]);
+                _878 = s0 + s1;
             }
             else
             {
-                _866 = as_type<float>(0xff800000u /* -inf */);
+                _878 = as_type<float>(0xff800000u /* -inf */);
             }
-            S[sv][(t_1 * 8u) + sj] = _866;
+            S[sv][(t_1 * 8u) + sj] = _878;
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
         uint v_2 = tid / 8u;
@@ -448,50 +449,53 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             mx = fast::max(mx, S[v_2][i]);
         }
-        red[tid] = mx;
-        if (tid < 64u)
+        ((threadgroup float*)&Ts[(tid / 4u) / 65u][(tid / 4u) % 65u])[tid % 4u] = mx;
+        if ((tid < 64u) && (next < key_end))
         {
-            pg[b ^ 1u][tid] = next_page;
+            uint param_21 = next_page;
+            uint param_22 = next;
+            uint param_23 = g;
+            roff[b ^ 1u][tid] = row_offset(param_21, param_22, param_23, p);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         float M = mrun[v_2];
         for (uint i_1 = 0u; i_1 < 8u; i_1++)
         {
-            M = fast::max(M, red[(v_2 * 8u) + i_1]);
+            M = fast::max(M, ((threadgroup float*)&Ts[(((v_2 * 8u) + i_1) / 4u) / 65u][(((v_2 * 8u) + i_1) / 4u) % 65u])[((v_2 * 8u) + i_1) % 4u]);
         }
         float l = 0.0;
         for (uint i_2 = part; i_2 < len; i_2 += 8u)
         {
             if (M == as_type<float>(0xff800000u /* -inf */))
             {
-                _964 = 0.0;
+                _995 = 0.0;
             }
             else
             {
-                _964 = exp(S[v_2][i_2] - M);
+                _995 = exp(S[v_2][i_2] - M);
             }
-            float e_1 = _964;
+            float e_1 = _995;
             S[v_2][i_2] = e_1;
             l += e_1;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        red[tid] = l;
+        ((threadgroup float*)&Ts[(tid / 4u) / 65u][(tid / 4u) % 65u])[tid % 4u] = l;
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (part == 0u)
         {
             if (M == as_type<float>(0xff800000u /* -inf */))
             {
-                _995 = 1.0;
+                _1033 = 1.0;
             }
             else
             {
-                _995 = exp(mrun[v_2] - M);
+                _1033 = exp(mrun[v_2] - M);
             }
-            float c_2 = _995;
+            float c_2 = _1033;
             float sum = 0.0;
             for (uint i_3 = 0u; i_3 < 8u; i_3++)
             {
-                sum += red[(v_2 * 8u) + i_3];
+                sum += ((threadgroup float*)&Ts[(((v_2 * 8u) + i_3) / 4u) / 65u][(((v_2 * 8u) + i_3) / 4u) % 65u])[((v_2 * 8u) + i_3) % 4u];
             }
             corr[v_2] = c_2;
             lsum[v_2] = (lsum[v_2] * c_2) + sum;
@@ -507,36 +511,34 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             for (uint u_1 = 0u; u_1 < 4u; u_1++)
             {
                 uint e_2 = (u_1 * 128u) + tid;
-                uint j_1 = e_2 / _1083;
+                uint j_1 = e_2 / _1134;
                 if (j_1 < 8u)
                 {
-                    Ts[j_1][e_2 % _1091] = x_1[u_1];
+                    Ts[j_1][e_2 % _1142] = x_1[u_1];
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
             if ((t_2 + 1u) < nt)
             {
-                ulong param_22 = p.v;
-                uint param_23 = g;
-                uint param_24 = key_end;
-                uint param_25 = c0;
-                uint param_26 = t_2 + 1u;
-                uint param_27 = b;
-                stage_load(param_21, param_22, param_23, param_24, param_25, param_26, param_27, gl_LocalInvocationID, pg, p);
-                x_1 = param_21;
+                ulong param_25 = p.v;
+                uint param_26 = key_end;
+                uint param_27 = c0;
+                uint param_28 = t_2 + 1u;
+                uint param_29 = b;
+                stage_load(param_24, param_25, param_26, param_27, param_28, param_29, gl_LocalInvocationID, roff);
+                x_1 = param_24;
             }
             else
             {
                 if ((c0 + 64u) < key_end)
                 {
-                    ulong param_29 = p.k;
-                    uint param_30 = g;
-                    uint param_31 = key_end;
-                    uint param_32 = c0 + 64u;
-                    uint param_33 = 0u;
-                    uint param_34 = b ^ 1u;
-                    stage_load(param_28, param_29, param_30, param_31, param_32, param_33, param_34, gl_LocalInvocationID, pg, p);
-                    x_1 = param_28;
+                    ulong param_31 = p.k;
+                    uint param_32 = key_end;
+                    uint param_33 = c0 + 64u;
+                    uint param_34 = 0u;
+                    uint param_35 = b ^ 1u;
+                    stage_load(param_30, param_31, param_32, param_33, param_34, param_35, gl_LocalInvocationID, roff);
+                    x_1 = param_30;
                 }
             }
             if (owns_dims)
@@ -546,13 +548,13 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                     float4 y4 = Ts[j_2][tid >> uint(1)];
                     if ((tid & 1u) == 0u)
                     {
-                        _1167 = y4.xy;
+                        _1214 = y4.xy;
                     }
                     else
                     {
-                        _1167 = y4.zw;
+                        _1214 = y4.zw;
                     }
-                    float2 y = _1167;
+                    float2 y = _1214;
                     for (uint v_4 = 0u; v_4 < 16u; v_4++)
                     {
                         acc[v_4] += (y * S[v_4][(t_2 * 8u) + j_2]);
@@ -566,17 +568,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_1 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _1236 = v_5 >= (p.hb * p.rt);
-        bool _1244;
-        if (!_1236)
+        bool _1283 = v_5 >= (p.hb * p.rt);
+        bool _1291;
+        if (!_1283)
         {
-            _1244 = row_1 >= p.n;
+            _1291 = row_1 >= p.n;
         }
         else
         {
-            _1244 = _1236;
+            _1291 = _1283;
         }
-        if (_1244 || (h_1 >= h_end))
+        if (_1291 || (h_1 >= h_end))
         {
             continue;
         }
@@ -590,16 +592,16 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                 if (p.src2 != 0ul)
                 {
                     device Floats* gate = reinterpret_cast<device Floats*>(p.src2 + (ulong((base * HD) + (2u * tid)) * 4ul));
-                    float param_35 = gate->v[0];
-                    float param_36 = gate->v[1];
-                    y_1 = float2(y_1.x * sigmoid(param_35), y_1.y * sigmoid(param_36));
+                    float param_36 = gate->v[0];
+                    float param_37 = gate->v[1];
+                    y_1 = float2(y_1.x * sigmoid(param_36), y_1.y * sigmoid(param_37));
                 }
                 o->v[0] = y_1.x;
                 o->v[1] = y_1.y;
             }
             else
             {
-                device Floats* part_1 = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1354) + (2u * tid)) * 4ul));
+                device Floats* part_1 = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1401) + (2u * tid)) * 4ul));
                 part_1->v[0] = acc[v_5].x;
                 part_1->v[1] = acc[v_5].y;
             }
@@ -607,8 +609,8 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         if ((p.n_splits > 1u) && (tid == 0u))
         {
             device Floats* part_2 = reinterpret_cast<device Floats*>(p.part);
-            part_2->v[(((base * p.n_splits) + split) * _1392) + HD] = mrun[v_5];
-            part_2->v[((((base * p.n_splits) + split) * _1406) + HD) + 1u] = lsum[v_5];
+            part_2->v[(((base * p.n_splits) + split) * _1439) + HD] = mrun[v_5];
+            part_2->v[((((base * p.n_splits) + split) * _1453) + HD) + 1u] = lsum[v_5];
         }
     }
 }

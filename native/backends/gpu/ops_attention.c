@@ -5,8 +5,6 @@
 
 #include "core/error.h"
 
-#include <stdlib.h>
-
 /* attention.comp ATTEND: workgroups of 128 over up to 16 query vectors of a kv head in tiles of 8 keys (attend), or 8
  * vectors in tiles of 16 keys (attend_nv8); keys go in chunks of ATTN_CHUNK. A split holds at least ATTN_MIN_SPLIT keys
  * (shorter ones cost more in partials and in the reduction than they save). */
@@ -100,10 +98,8 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         if (gate) be->sigmoid_mul(be, out, gate, n * n_heads * head_dim);
         return;
     }
-    /* the narrow variant where one row's group fits it */
+    /* the narrow variant where the rows' groups fit it (a decode row of the 27B, the 35B-A3B: faster at every length) */
     bool nv8 = (uint64_t)n * G <= 8;
-    const char *force = getenv("SPLASH_ATTN_NV"); /* development switch: 16 or 8 */
-    if (force) nv8 = atoi(force) == 8;
     uint32_t NV = nv8 ? 8 : 16, BK = nv8 ? 16 : 8;
     p.hb = G <= NV ? G : NV;
     p.rt = G <= NV ? NV / G : 1;
