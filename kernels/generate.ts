@@ -59,6 +59,9 @@ export const DEFAULT_COOP_TILES: CoopTile[] = [
 // them; a model's tuning does where measured faster): 8 subgroups over 256 x rows (each dequantized weight serves twice
 // the x rows: half the decode work per product).
 export const CANDIDATE_COOP_TILES: CoopTile[] = [{ bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 }];
+// The routed experts of a prefill chunk on the matrix units (matmul_coopmat.comp MOE): tiles of 32 (token, expert)
+// pairs (a 1K chunk of a 256-expert top-8 model routes about 32 to each expert), 128 weight rows (gate/up: 64 of each).
+export const MOE_COOP_TILE: CoopTile = { bm: 128, bn: 32, bk: 32, wm: 32, wn: 32 };
 // Head dims the cooperative-matrix flash attention is compiled for (others take attention.comp's scalar kernel).
 export const FLASH_HEAD_DIMS = [32, 64, 128, 256];
 // The weight types the coop GEMM takes: f32 weights ask for f32 arithmetic, so they stay on the tiled kernel.
@@ -102,6 +105,9 @@ export const Tuning = z
       .default([]),
     // ATTEND workgroups to aim for when a decode splits its keys (about two per multiprocessor)
     attentionWorkgroups: z.number().int().positive().default(DEFAULT_ATTENTION_WORKGROUPS),
+    // prompt tokens per step that prefill a long prompt fastest (vulkan_bench --chunk 512,1024,...): the model's step
+    // size on a measured GPU where the caller does not set one
+    prefillChunk: z.number().int().min(64).max(16384).optional(),
   })
   .strict();
 export type Tuning = z.infer<typeof Tuning>;
@@ -121,6 +127,12 @@ export function tunings(): Map<string, Tuning> {
     if (existsSync(f)) out.set(id, Tuning.parse(JSON.parse(readFileSync(f, "utf8"))));
   }
   return out;
+}
+
+// The width and depth of a model's text stack, from its spec (the key its measured step size is found by).
+function modelText(id: string): { hidden_size: number; num_hidden_layers: number } {
+  const spec = JSON.parse(readFileSync(join(root, "models", id, "spec.json"), "utf8"));
+  return z.object({ hidden_size: z.number().int().positive(), num_hidden_layers: z.number().int().positive() }).parse(spec.config.text);
 }
 
 function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
@@ -178,6 +190,15 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "quantize_x", file: "quantize.comp", defines: {}, vulkanOnly: true });
   v.push({ name: "gemm_halves", file: "matmul_coopmat.comp", defines: { STAGE: 0 }, vulkanOnly: true });
   v.push({ name: "gemm_sum", file: "matmul_coopmat.comp", defines: { STAGE: 2 }, vulkanOnly: true });
+  for (const t of COOP_TYPES)
+    ["gate_up", "down"].forEach((m, i) =>
+      v.push({
+        name: `moe_coopmat_${m}_${t}`,
+        file: "matmul_coopmat.comp",
+        defines: { STAGE: 1, MOE: i + 1, WT: WEIGHT_TYPES.indexOf(t), BM: MOE_COOP_TILE.bm, BN: MOE_COOP_TILE.bn, BK: MOE_COOP_TILE.bk, WM: MOE_COOP_TILE.wm, WN: MOE_COOP_TILE.wn },
+        vulkanOnly: true,
+      }),
+    );
   for (const t of COOP_TYPES)
     for (const tile of coop)
       v.push({
@@ -284,6 +305,10 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     `#define SP_GPU_COOP_TILE_COUNT ${coop.length}`,
     "extern const sp_gpu_coop_tile sp_gpu_coop_tiles[SP_GPU_COOP_TILE_COUNT];",
     `extern const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}];`,
+    "/* The routed experts' cooperative-matrix GEMMs (matmul_coopmat.comp MOE) per weight type, gate·up then down (-1: none),",
+    " * and their tile: pairs per plan tile, weight rows per workgroup (gate/up: half gate, half up), invocations. */",
+    `extern const int sp_gpu_moe_coop_kernels[${WEIGHT_TYPES.length}][2];`,
+    `enum { SP_GPU_MOE_COOP_PAIRS = ${MOE_COOP_TILE.bn}, SP_GPU_MOE_COOP_ROWS = ${MOE_COOP_TILE.bm}, SP_GPU_MOE_COOP_THREADS = ${(MOE_COOP_TILE.bm / MOE_COOP_TILE.wm) * (MOE_COOP_TILE.bn / MOE_COOP_TILE.wn) * 32} };`,
     "/* The cooperative-matrix flash attention kernel for a head dim, or -1 (kernels/flash_attention_coopmat.comp). */",
     "static inline int sp_gpu_flash_kernel(int head_dim) {",
     `    switch (head_dim) { ${FLASH_HEAD_DIMS.map((d) => `case ${d}: return ${kernelIdent(`flash_attention_d${d}`)};`).join(" ")} default: return -1; }`,
@@ -299,6 +324,10 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const int sp_gpu_gemm_tuning_count;",
     "extern const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[]; /* tile: index into sp_gpu_coop_tiles */",
     "extern const int sp_gpu_gemm_coop_tuning_count;",
+    "/* The measured prefill chunk per model, by its text config's hidden size and layer count (models/<id>/spec.json). */",
+    "typedef struct sp_gpu_step_tuning { int64_t hidden; int layers, tokens; } sp_gpu_step_tuning;",
+    "extern const sp_gpu_step_tuning sp_gpu_step_tunings[];",
+    "extern const int sp_gpu_step_tuning_count;",
     `#define SP_GPU_GEMV_BATCHES ${GEMV_BATCHES.length}`,
     "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
     "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
@@ -319,6 +348,7 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     ...coop.map((t) => `    {${t.bm}, ${t.bn}, ${t.bk}, ${t.wm}, ${t.wn}},`),
     "};",
     `const int sp_gpu_gemm_coop_first[${WEIGHT_TYPES.length}] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? kernelIdent(`gemm_coopmat_${t}_${coopName(coop[0]!)}`) : "-1")).join(", ")}};`,
+    `const int sp_gpu_moe_coop_kernels[${WEIGHT_TYPES.length}][2] = {${WEIGHT_TYPES.map((t) => (COOP_TYPES.includes(t) ? `{${kernelIdent(`moe_coopmat_gate_up_${t}`)}, ${kernelIdent(`moe_coopmat_down_${t}`)}}` : "{-1, -1}")).join(", ")}};`,
     "",
   );
   c.push(`const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES] = {${GEMV_BATCHES.join(", ")}};`);
@@ -329,7 +359,12 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   const gemv: string[] = [];
   const gemm: string[] = [];
   const gemmCoop: string[] = [];
+  const steps: string[] = [];
   for (const [id, t] of all) {
+    if (t.prefillChunk) {
+      const text = modelText(id);
+      steps.push(`    {${text.hidden_size}, ${text.num_hidden_layers}, ${t.prefillChunk}}, /* ${id} */`);
+    }
     for (const g of t.gemmCoopmat)
       gemmCoop.push(`    {${WEIGHT_TYPES.indexOf(g.type)}, ${g.rows}, ${g.cols}, ${coop.findIndex((x) => coopName(x) === coopName(g.tile))}}, /* ${id} */`);
     for (const g of t.gemv)
@@ -343,7 +378,9 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_tunings[] = {", ...gemm, "    {-1, 0, 0, 0},", "};");
   c.push(`const int sp_gpu_gemm_tuning_count = ${gemm.length};`);
   c.push("const sp_gpu_gemm_tuning sp_gpu_gemm_coop_tunings[] = {", ...gemmCoop, "    {-1, 0, 0, 0},", "};");
-  c.push(`const int sp_gpu_gemm_coop_tuning_count = ${gemmCoop.length};`, "");
+  c.push(`const int sp_gpu_gemm_coop_tuning_count = ${gemmCoop.length};`);
+  c.push("const sp_gpu_step_tuning sp_gpu_step_tunings[] = {", ...steps, "    {0, 0, 0},", "};");
+  c.push(`const int sp_gpu_step_tuning_count = ${steps.length};`, "");
   return { c: c.join("\n"), h };
 }
 

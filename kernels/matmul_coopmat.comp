@@ -6,6 +6,14 @@
 //           or, split over the columns (workgroup z takes columns [z · k_split, (z + 1) · k_split)), each split's sums
 //           into its own copy of y, when the tiles alone would leave most of the GPU idle (few weight rows, few x rows)
 //   SUM     y = the sum of those copies
+// and, with MOE defined (1 or 2), a GEMM stage for the routed experts of a prefill chunk, grouped by the plan of
+// kernels/moe.comp (tiles of ≤ BN (token, slot) pairs of one expert, the pairs in the plan's order):
+//   MOE 1   h16[pair][r] = silu(gate_e[r] · x16[token]) · (up_e[r] · x16[token])   (f16, saturating), r < rows
+//   MOE 2   yo[pair][r] = down_e[r] · h16[pair]                                     (f32)
+// A tile's pairs are gathered as the x rows of one workgroup (pairs past its count repeat its first: their products
+// are never stored); the workgroup grid is (plan tiles, row blocks). With MOE 1 a workgroup's BM weight rows are BM / 2
+// rows of gate and the same rows of up, each subgroup's WM rows half gate, half up, so the two products of an element
+// meet in one subgroup's accumulators.
 // A GEMM workgroup computes a BM × BN tile of y (BM weight rows × BN x rows), stepping over the columns BK at a time.
 // Each step the weight tile is dequantized (decode8.glsl; q4 16 bytes at a time, in f16 arithmetic) to f16 and stored
 // with the x16 tile in shared memory; each subgroup multiplies its WM × WN part with 16 × 16 × 16 f16 products
@@ -15,10 +23,11 @@
 // Operands are f16: weights of any type lose nothing above 2⁻¹⁴ in magnitude (bf16's 8 significant bits fit in
 // f16's 11); activations keep 11 significant bits (relative error ≤ 2⁻¹¹) and saturate at ±65504 (HALVES clamps,
 // so an outlier costs its own precision instead of turning a row into infinities).
-// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN; its workgroup is (BM/WM)·(BN/WN) subgroups of SUBGROUP
-// invocations (spec constant 0 = that product; the host enables this kernel only where subgroups have SUBGROUP
-// invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of x_stride halves, a multiple of 8,
-// as many as the x tiles cover (HALVES writes them: `rows` = that count there).
+// Defines: STAGE; GEMM: WT (weight type), BM, BN, BK, WM, WN, MOE (0 unless defined); its workgroup is
+// (BM/WM)·(BN/WN) subgroups of SUBGROUP invocations (spec constant 0 = that product; the host enables this kernel only
+// where subgroups have SUBGROUP invocations). Caller guarantees: cols % 4 == 0, x rows 16-byte aligned; x16 rows of
+// x_stride halves, a multiple of 8, as many as the x tiles cover (HALVES writes them: `rows` = that count there; MOE:
+// the rows its pairs name).
 // Not translated to Metal (SPIRV-Cross has no cooperative matrices): kernels/generate.ts marks it Vulkan-only.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
@@ -37,9 +46,12 @@ layout(push_constant) uniform P {
     uint64_t x;       // GEMM: x16 [n][x_stride] (f16); HALVES: x [n][cols] (f32)
     uint64_t y;       // GEMM: y [n][y_stride] (split: y + z · n · y_stride, z a split); HALVES: x16 [n][y_stride]; SUM: y
     uint row_bytes, rows, cols, n, x_stride, y_stride;
-    uint k_split;     // GEMM: columns per split (a multiple of 128), 0 = one; SUM: splits
-    uint64_t parts;   // SUM: the splits' products [splits][n][rows]
+    uint k_split;     // GEMM: columns per split (a multiple of 128), 0 = one; SUM: splits; MOE: top k
+    uint64_t parts;   // SUM: the splits' products [splits][n][rows]; MOE: the plan's tiles, the pair order n ints on
 } p;
+// MOE: w is the expert table ([E][gate, up, down] row-0 addresses); x is x16 [tokens][x_stride] (MOE 1) or h16
+// [pairs][x_stride] (MOE 2), y is h16 [pairs][y_stride] (MOE 1) or yo [pairs][y_stride] (MOE 2); rows and cols are the
+// expert matrices'.
 
 #if STAGE == SUM
 // y[j][r] = Σ_z parts[z][j][r]: the splits of a GEMM over its columns (few weight rows or few x rows leave too few
@@ -71,6 +83,9 @@ void main() {
 }
 #else
 #include "decode8.glsl"
+#ifndef MOE
+#define MOE 0
+#endif
 
 #ifndef BM
 #define BM 128
@@ -97,8 +112,17 @@ void main() {
 #else
 #define DB 0
 #endif
-#if (DB + 1) * TILE * 16 > 49152 || TILE < (THREADS / SUBGROUP) * 64
-#error "the tiles take more than 48 KiB of shared memory, or too little for the edge tiles' result blocks"
+// result blocks staged per subgroup at the end: one 16 x 16 block (64 uvec4), with MOE 1 a gate block and its up block
+#if MOE == 1
+#define STAGED 128
+#else
+#define STAGED 64
+#endif
+#if (DB + 1) * TILE * 16 > 49152 || (DB + 1) * TILE < (THREADS / SUBGROUP) * STAGED
+#error "the tiles take more than 48 KiB of shared memory, or too little for the result blocks"
+#endif
+#if MOE == 1 && WM % 32 != 0
+#error "MOE 1 needs subgroup tiles of whole 16-row blocks of gate and of up"
 #endif
 // q4 weights are read 16 bytes at a time: 16 columns of a group and 16 of the next (a byte holds one of each), decoded
 // in f16 arithmetic; whole steps of 64 columns where the tile is whole (the scales' words then aligned).
@@ -117,8 +141,13 @@ shared uvec4 S[(DB + 1) * TILE];
 #define MatC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 
 uint m0, n0, wm, wn;
-uint kb, ke;  // this workgroup's columns: its split
-uint64_t ya;  // where its tile of y goes
+uint kb, ke;      // this workgroup's columns: its split
+uint64_t ya;      // where its tile of y goes
+uint64_t wa, wb;  // row 0 of the weights (MOE 1: of gate, of up; else both W)
+#if MOE
+uint start, count;        // the tile's pairs: its first in the plan's pair order, how many
+uint64_t xrows[B_LOADS];  // the x16 (MOE 1) or h16 (MOE 2) row each of this invocation's x loads reads
+#endif
 MatC acc[WM / 16][WN / 16];
 uvec4 xr[B_LOADS];  // the next step's halves of x16
 #if Q4WIDE
@@ -132,6 +161,33 @@ uvec4 wr[A_LOADS];  // load8's words of the next step's weights
 // bounds test holds and the loads go out untested (loads predicated on their bounds slowed the kernel far beyond the
 // tests' own instructions).
 #define INSIDE(c) (!checked || (c))
+
+// The output row of the tile's weight row m, and where that weight row is.
+uint out_row(uint m) {
+#if MOE == 1
+    return m0 + m / WM * (WM / 2u) + m % (WM / 2u);
+#else
+    return m0 + m;
+#endif
+}
+bool row_in(uint m) { return out_row(m) < p.rows; }
+uint64_t w_row(uint m) {
+#if MOE == 1
+    uint64_t base = m % WM < WM / 2u ? wa : wb;
+#else
+    uint64_t base = wa;
+#endif
+    return base + uint64_t(out_row(m)) * p.row_bytes;
+}
+
+// Row j of the x tile, where x load i of this invocation reads it.
+uint64_t x_row(uint i, uint j) {
+#if MOE
+    return xrows[i];
+#else
+    return p.x + uint64_t(n0 + j) * p.x_stride * 2ul;
+#endif
+}
 
 uvec4 pack8(float w[8]) {
     return uvec4(packHalf2x16(vec2(w[0], w[1])), packHalf2x16(vec2(w[2], w[3])), packHalf2x16(vec2(w[4], w[5])),
@@ -150,14 +206,14 @@ void q_item(uint i, out uint m, out uint h) {
 void fetch_q4(uint k0, bool checked) {
     if (BK == 32 && (k0 & 32u) != 0u) return;  // the high nibbles of the words already here
     uint nb = (p.cols + QK - 1u) / QK, qbytes = (nb + 1u) / 2u * QK, g = k0 / QK;
-    bool aligned = !checked || ((p.row_bytes | uint(p.w)) & 15u) == 0u;
+    bool aligned = !checked || ((p.row_bytes | uint(wa) | uint(wb)) & 15u) == 0u;
     [[unroll]] for (uint i = 0u; i < Q_ITEMS; i++) {
         uint m, h;
         q_item(i, m, h);
         qn[i] = uvec4(0u);
         qs[i] = uvec3(0u);
-        if (INSIDE(m0 + m < p.rows)) {
-            uint64_t row = p.w + uint64_t(m0 + m) * p.row_bytes;
+        if (INSIDE(row_in(m))) {
+            uint64_t row = w_row(m);
             uint off = (g >> 1) * QK + h * 16u, db = qbytes + g * 2u, mb = qbytes + nb * 2u + g * 2u;
             Uints u = Uints(row);
             qn[i] = aligned ? Uvec4s(row + off).v[0] : uvec4(u.v[off >> 2], u.v[(off >> 2) + 1u], u.v[(off >> 2) + 2u], u.v[(off >> 2) + 3u]);
@@ -209,12 +265,12 @@ void fetch(uint k0, bool checked) {
 #else
     [[unroll]] for (uint i = 0u; i < A_LOADS; i++) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-        wr[i] = INSIDE(m0 + m < p.rows && c + 8u <= p.cols) ? load8(p.w + uint64_t(m0 + m) * p.row_bytes, c, p.cols) : uvec4(0u);
+        wr[i] = INSIDE(row_in(m) && c + 8u <= p.cols) ? load8(w_row(m), c, p.cols) : uvec4(0u);
     }
 #endif
     [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
         uint t = tid + i * THREADS, j = t / (BK / 8u), c = k0 + (t % (BK / 8u)) * 8u;
-        xr[i] = INSIDE(c < p.x_stride) ? Uvec4s(p.x + (uint64_t(n0 + j) * p.x_stride + c) * 2ul).v[0] : uvec4(0u);
+        xr[i] = INSIDE(c < p.x_stride) ? Uvec4s(x_row(i, j) + uint64_t(c) * 2ul).v[0] : uvec4(0u);
     }
 }
 
@@ -230,7 +286,7 @@ void stash(uint k0, uint buf, bool checked) {
         uint t = tid + i * THREADS, m = t / (BK / 8u), q = t % (BK / 8u), c = k0 + q * 8u;
         if (partial && c == cut) continue;
         uvec4 h = uvec4(0u);
-        if (INSIDE(m0 + m < p.rows && c + 8u <= p.cols)) {
+        if (INSIDE(row_in(m) && c + 8u <= p.cols)) {
 #if WT == W_F16
             h = wr[i];
 #else
@@ -250,7 +306,7 @@ void stash(uint k0, uint buf, bool checked) {
         for (uint m = tid; m < BM; m += THREADS) {
             float w[8];
             [[unroll]] for (uint e = 0u; e < 8u; e++)
-                w[e] = m0 + m < p.rows && cut + e < p.cols ? weight_at(WT, p.w + uint64_t(m0 + m) * p.row_bytes, cut + e, p.cols) : 0.0;
+                w[e] = row_in(m) && cut + e < p.cols ? weight_at(WT, w_row(m), cut + e, p.cols) : 0.0;
             S[base + m * STRIDE + (cut - k0) / 8u] = pack8(w);
         }
 }
@@ -292,6 +348,80 @@ void steps(bool checked) {
     }
 }
 
+#if MOE
+// The tile's results, from each subgroup's accumulators through its part of shared memory (free once every subgroup is
+// past its products) to the rows of its pairs: MOE 1 two rows of h per lane and word (silu(gate) · up in f16), MOE 2
+// one float of yo per lane. Every loop here has a constant trip count and unrolls (see the dense edge tiles below).
+void store_pairs(Ints order) {
+#if !DB
+    barrier();
+#endif
+    uint lane = gl_SubgroupInvocationID, cs = gl_SubgroupID * STAGED;
+#if MOE == 1
+    [[unroll]] for (uint i = 0u; i < WM / 32u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
+            coopMatStore(acc[i][j], S, cs, 4u, gl_CooperativeMatrixLayoutColumnMajor);
+            coopMatStore(acc[i + WM / 32u][j], S, cs + 64u, 4u, gl_CooperativeMatrixLayoutColumnMajor);
+            subgroupBarrier();
+            [[unroll]] for (uint e0 = 0u; e0 < 128u; e0 += SUBGROUP) {
+                uint e = e0 + lane, c = e / 8u, r = (e % 8u) * 2u, at = c * 16u + r;  // element (r, c) at float c · 16 + r
+                uint col = wn + j * 16u + c, row = out_row(wm + i * 16u + r);
+                if (col < count && row < p.rows) {
+                    vec2 g = vec2(uintBitsToFloat(S[cs + at / 4u][at % 4u]), uintBitsToFloat(S[cs + at / 4u][at % 4u + 1u]));
+                    vec2 u = vec2(uintBitsToFloat(S[cs + 64u + at / 4u][at % 4u]), uintBitsToFloat(S[cs + 64u + at / 4u][at % 4u + 1u]));
+                    vec2 h = clamp(vec2(silu(g.x) * u.x, silu(g.y) * u.y), -65504.0, 65504.0);
+                    uint pair = uint(order.v[start + col]);
+                    Uints(p.y).v[(pair * p.y_stride + row) / 2u] = packHalf2x16(h);
+                }
+            }
+            subgroupBarrier();
+        }
+#else
+    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) {
+            coopMatStore(acc[i][j], S, cs, 4u, gl_CooperativeMatrixLayoutColumnMajor);
+            subgroupBarrier();
+            [[unroll]] for (uint e0 = 0u; e0 < 256u; e0 += SUBGROUP) {
+                uint e = e0 + lane, col = wn + j * 16u + e / 16u, row = out_row(wm + i * 16u + e % 16u);
+                if (col < count && row < p.rows)
+                    Floats(p.y).v[uint(order.v[start + col]) * p.y_stride + row] = uintBitsToFloat(S[cs + e / 4u][e % 4u]);
+            }
+            subgroupBarrier();
+        }
+#endif
+}
+
+void main() {
+    Ints plan = Ints(p.parts), order = Ints(p.parts + uint64_t(p.n) * 4ul);
+    uint tile = gl_WorkGroupID.x, e = uint(plan.v[3u * tile]);
+    start = uint(plan.v[3u * tile + 1u]);
+    count = uint(plan.v[3u * tile + 2u]);
+    Addrs table = Addrs(p.w);
+#if MOE == 1
+    wa = table.v[3u * e], wb = table.v[3u * e + 1u];
+    m0 = gl_WorkGroupID.y * (BM / 2u);
+#else
+    wa = table.v[3u * e + 2u], wb = wa;
+    m0 = gl_WorkGroupID.y * BM;
+#endif
+    n0 = 0u;
+    [[unroll]] for (uint i = 0u; i < B_LOADS; i++) {
+        uint j = (gl_LocalInvocationID.x + i * THREADS) / (BK / 8u), pair = uint(order.v[start + min(j, count - 1u)]);
+        xrows[i] = p.x + uint64_t(MOE == 1 ? pair / p.k_split : pair) * p.x_stride * 2ul;
+    }
+    uint warp = gl_SubgroupID;
+    wm = (warp % (BM / WM)) * WM;
+    wn = (warp / (BM / WM)) * WN;
+    [[unroll]] for (uint i = 0u; i < WM / 16u; i++)
+        [[unroll]] for (uint j = 0u; j < WN / 16u; j++) acc[i][j] = MatC(0.0);
+    kb = 0u;
+    ke = p.cols;
+    bool whole = row_in(BM - 1u) && p.cols % (Q4WIDE ? 64u : BK) == 0u && (!Q4WIDE || ((p.row_bytes | uint(wa) | uint(wb)) & 15u) == 0u);
+    if (whole) steps(false);
+    else steps(true);
+    store_pairs(order);
+}
+#else
 void main() {
     // Consecutive workgroups take the x tiles of one weight tile, so that tile is read from memory once and the
     // others find it in L2 (x, a few MiB in f16, stays there).
@@ -307,10 +437,10 @@ void main() {
     ke = p.k_split == 0u ? p.cols : min(p.cols, kb + p.k_split);
     ya = p.y + uint64_t(gl_WorkGroupID.z) * p.n * p.y_stride * 4ul;
 
+    wa = p.w, wb = p.w;
     // a whole tile: every weight row inside (x16 has whole x tiles, zero rows past n), whole steps (of 64 columns for
     // q4: its scales' words aligned), q4 rows 16-byte aligned
-    bool whole = m0 + BM <= p.rows && p.cols % (Q4WIDE ? 64u : BK) == 0u &&
-                 (!Q4WIDE || ((p.row_bytes | uint(p.w)) & 15u) == 0u);
+    bool whole = row_in(BM - 1u) && p.cols % (Q4WIDE ? 64u : BK) == 0u && (!Q4WIDE || ((p.row_bytes | uint(wa)) & 15u) == 0u);
     if (whole) steps(false);
     else steps(true);
 
@@ -342,4 +472,5 @@ void main() {
             subgroupBarrier();
         }
 }
+#endif  // MOE
 #endif

@@ -386,11 +386,13 @@ splash_status sp_qwen35_load(sp_checkpoint *ck, const sp_backend *be, const int3
     }
     m->be = be;
     if (quant) memcpy(m->quant, quant, sizeof m->quant);
-    m->max_step_tokens = max_step_tokens > 0 ? max_step_tokens : DEFAULT_STEP_TOKENS;
     m->ck = ck;
     splash_status st = SPLASH_OK;
     loader L = {.base = {.ck = m->ck, .pool = be->pool, .upload = be->upload ? be : NULL, .quant = m->quant}, .m = m};
     st = parse_config(m->ck, &m->cfg);
+    /* the caller's step size, else the one measured on this backend's device for this model, else the default */
+    int32_t measured = !st && be->step_tokens ? be->step_tokens(be, m->cfg.hidden_size, m->cfg.num_hidden_layers) : 0;
+    m->max_step_tokens = max_step_tokens > 0 ? max_step_tokens : measured > 0 ? measured : DEFAULT_STEP_TOKENS;
     int64_t image_token = -1;
     if (!st) sp_json_int(sp_json_get(sp_checkpoint_config(m->ck), "image_token_id"), &image_token);
     m->image_token_id = (int32_t)image_token;

@@ -129,6 +129,9 @@ struct sp_backend {
     splash_status *status;
     void *impl;           /* GPU backends: their device state */
     uint32_t kv_types;    /* the KV types (bit 1 << SPLASH_KV_*) kv_write, attention and attention_ext take */
+    /* (optional, NULL on the CPU) The prompt tokens a step should carry for a model of this width and depth, as measured
+     * on this backend's device; 0 where none was. */
+    int32_t (*step_tokens)(const sp_backend *be, int64_t hidden, int32_t layers);
 
     /* ---- memory ---- */
     /* Zeroed, 64-byte aligned; NULL when out of memory. On a GPU backend this is device memory the host must not

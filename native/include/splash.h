@@ -133,7 +133,8 @@ typedef struct splash_load_options {
      * follow it. A packed or MLX checkpoint's quantized matrices load as stored whatever it says. */
     const int32_t *quant;
     int32_t n_threads;       /* 0 = every core */
-    int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = 512 */
+    int32_t max_step_tokens; /* most tokens one splash_step may carry over all its sequences; 0 = the backend's measured step for
+                              * this model (a GPU's models/<id>/vulkan.json "prefillChunk"), else 512 */
     int32_t backend;         /* SPLASH_BACKEND_*; VULKAN takes any Vulkan device (SPLASH_VULKAN_DEVICE=<index> picks) */
     /* The rows of the output head that are tokens. Checkpoints pad the head beyond the tokenizer (Qwen3.5: 248,320
      * rows); a row that is no token is never sampled, drafted, accepted or listed among the top log-probabilities,

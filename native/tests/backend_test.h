@@ -169,8 +169,10 @@ static inline void test_elementwise(int64_t n, int64_t d) {
 }
 
 /* The MoE ops against the CPU's: routing (the same expert ids, the same weights) and the routed experts, E experts
- * of top k, hidden H, expert width I, over n tokens. */
-static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
+ * of top k, hidden H, expert width I, over n tokens; unquantized weights to float_tol (`path`: how the backend runs
+ * them, for the report line). */
+static inline void test_moe_path(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n, double float_tol,
+                                 const char *path) {
     float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n * k));
     float *w = malloc(sizeof(float) * (size_t)(n * k));
@@ -181,7 +183,7 @@ static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t
     int32_t *got_ids = (int32_t *)from_gpu(dids, n * k);
     float *got_w = from_gpu(dw, n * k);
     int same = !memcmp(got_ids, ids, sizeof(int32_t) * (size_t)(n * k));
-    char what[160];
+    char what[200];
     snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: same ids", E, k, (long long)n);
     CHECK(same, "%s", what);
     snprintf(what, sizeof what, "moe_route %d experts top %d, %lld tokens: weights", E, k, (long long)n);
@@ -206,12 +208,16 @@ static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t
     double ms = (now() - t0) * 1e3;
     cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
     bool quant = t >= SP_MAT_Q8;
-    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens (%.0f ms)", sp_mtype_name(t), E, k,
-             (long long)H, (long long)I, (long long)n, ms);
-    expect(what, nmse(got, want, n * H), quant ? 4e-4 : 1e-10);
+    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens%s (%.0f ms)", sp_mtype_name(t), E, k,
+             (long long)H, (long long)I, (long long)n, path, ms);
+    expect(what, nmse(got, want, n * H), quant ? 4e-4 : float_tol);
     gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
     free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(scratch), free(want), free(got);
     free(gu.bytes), free(dn.bytes);
+}
+
+static inline void test_moe(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n) {
+    test_moe_path(t, E, k, H, I, n, 1e-10, "");
 }
 
 #endif

@@ -3,6 +3,7 @@
  *
  *   build/tests/vulkan_ops_test           odd shapes and the real shapes (Qwen3.8-27B, Qwen3.6-35B-A3B)
  *   build/tests/vulkan_ops_test --quick   odd shapes only (run once per subgroup size: LP_NATIVE_VECTOR_WIDTH)
+ *   build/tests/vulkan_ops_test --moe     the routed experts of prefill chunks only (vulkan_moe_cases.h)
  *   build/tests/vulkan_ops_test --attention   the attention cases only, every decode shape (vulkan_attention_cases.h)
  *
  * Runs on the device SPLASH_VULKAN_DEVICE names, else the first GPU, else a CPU implementation (lavapipe).
@@ -28,6 +29,7 @@
 #include "backend_test.h"
 #include "vulkan_attention_cases.h"
 #include "vulkan_gdn_cases.h"
+#include "vulkan_moe_cases.h"
 #include "check.h"
 #include "core/error.h"
 #include "core/quant.h"
@@ -519,7 +521,8 @@ static void test_coop_tuning_file(void) {
 }
 
 int main(int argc, char **argv) {
-    bool quick = argc > 1 && !strcmp(argv[1], "--quick"), attention = argc > 1 && !strcmp(argv[1], "--attention");
+    bool quick = argc > 1 && !strcmp(argv[1], "--quick"), moe = argc > 1 && !strcmp(argv[1], "--moe");
+    bool attention = argc > 1 && !strcmp(argv[1], "--attention");
     sp_threadpool *pool;
     if (sp_threadpool_create(0, &pool)) return 1;
     sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cpu_status);
@@ -531,15 +534,16 @@ int main(int argc, char **argv) {
     printf("device: %s, subgroup size %u\n", sp_vulkan_device_name(&gpu), sp_vulkan_subgroup_size(&gpu));
     sp_gpu_of(&gpu)->int_dot_min_bytes = 0; /* every Q4/Q8 GEMV on integer dot products where the device has them */
     double t0 = now();
-    if (attention) {
+    if (moe) { /* the routed experts of prefill chunks only, every case (the device run that changes them) */
+        test_moe_chunks(false);
+        goto done;
+    }
+    if (attention) { /* every decode shape, and prefill chunks after a context */
         test_attention_decode(true);
-        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16);
         test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
         test_attention(SPLASH_KV_INT8, 4, 1, 96, 3, 7, 2);
-        printf("time: %.1f s\n", now() - t0);
-        sp_vulkan_backend_destroy(&gpu);
-        sp_threadpool_free(pool);
-        return check_done("vulkan_ops_test");
+        goto done;
     }
 
     /* odd shapes: partial groups, rows not a multiple of the tile, every weight type; GEMV for 1 and for 2..4 rows,
@@ -656,6 +660,7 @@ int main(int argc, char **argv) {
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
     test_moe(SP_MAT_MLX4, 8, 3, 128, 64, 1);
     if (!quick) test_moe(SP_MAT_MLX8, 8, 3, 128, 64, 5);
+    test_moe_chunks(quick);
     test_sample(1000);
 
     if (!quick) {
@@ -713,6 +718,7 @@ int main(int argc, char **argv) {
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
         test_sample(248320);
     }
+done:
     printf("time: %.1f s\n", now() - t0);
     sp_vulkan_backend_destroy(&gpu);
     sp_threadpool_free(pool);

@@ -1,9 +1,12 @@
 /* vulkan_bench.c — the GPU benchmark (scripts/bench/gpu-h200.sh runs it on the H200), without Bun.
  *
  *   build/tools/vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|bf16|q8] [--layers N] [--dir DIR]
- *                            [--context 1024,32768] [--chunk 1024] [--steps 8] [--json FILE] [--profile]
+ *                            [--context 1024,32768] [--chunk 1024[,2048,...]] [--steps 8] [--json FILE] [--profile]
  *                            [--kv-type f32|f16] [--attention-workgroups N,N,...] [--count]
  *
+ * --chunk: the prompt tokens of a prefill step; several (up to 4) measure prefill at each, and the line after them names
+ * the one a 32K-token prompt finishes fastest with (the "prefillChunk" of models/<id>/vulkan.json, the engine's step
+ * size on a measured GPU; the decode rows do not depend on it).
  * --count: only the dispatches and barriers of one batch-1 decode step at the short context (no timing; they do not
  * depend on the device, so lavapipe gives the H200's), per layer kind (--layers N with N < 4: GDN layers only).
  * --profile: afterwards, the model loaded once more and batch-1 decode steps at the short context with
@@ -246,7 +249,7 @@ static void write_checkpoint(const shape *s, const char *dir, int layers, sp_thr
 typedef struct figures {
     int layers;
     double load_s;
-    double prefill[2];   /* seconds for one chunk at position 0 and at long − chunk */
+    double prefill[4][2]; /* per --chunk: seconds for one chunk at position 0 and at long − chunk */
     double decode[2];    /* seconds per batch-1 step at the two contexts */
     double streams[2];   /* seconds per step of 4 and of 16 sequences at the short context */
     double weight_bytes, kv_bytes_per_token, state_bytes; /* per decoded token, from splash_model_info */
@@ -272,7 +275,8 @@ static const peer PEERS[] = {
 typedef struct bench {
     const shape *s;
     int quant;
-    int contexts[2], chunk, steps;
+    int contexts[2], steps;
+    int chunks[4], n_chunks, chunk; /* chunk: the largest (the model's step size, the pages' room) */
     bool profile;
     bool decode_only; /* batch-1 decode at the short context only (the profile's pass) */
     bool count;       /* one batch-1 decode step, for its dispatches and barriers */
@@ -318,10 +322,11 @@ static figures measure(const bench *b, const char *dir, int layers) {
     if (splash_cache_create(m, PAGE, 16 * pages_per_seq, 16, &c)) die("splash_cache_create");
     int32_t *pages = malloc(sizeof(int32_t) * 16 * (size_t)pages_per_seq), *tokens = malloc(sizeof(int32_t) * 16 * (size_t)b->chunk);
     for (int i = 0; i < 16 * b->chunk; i++) tokens[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)info.vocab_size);
-    /* prefill: a chunk at position 0 and one ending at the long context, after a warm-up */
-    if (!b->decode_only && !b->count) {
-        step(m, c, 1, 0, b->chunk, pages_per_seq, pages, tokens);
-        for (int k = 0; k < 2; k++) f.prefill[k] = step(m, c, 1, k ? long_ctx - b->chunk : 0, b->chunk, pages_per_seq, pages, tokens);
+    /* prefill: per chunk size, a chunk at position 0 and one ending at the long context, after a warm-up */
+    for (int i = 0; i < b->n_chunks && !b->decode_only && !b->count; i++) {
+        int n = b->chunks[i];
+        step(m, c, 1, 0, n, pages_per_seq, pages, tokens);
+        for (int k = 0; k < 2; k++) f.prefill[i][k] = step(m, c, 1, k ? long_ctx - n : 0, n, pages_per_seq, pages, tokens);
     }
     /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
     const sp_gpu *gpu = sp_gpu_of(&m->be);
@@ -366,7 +371,7 @@ static void beside(double tps, double llama, double goal) {
 int main(int argc, char **argv) {
     const char *shape_name = "27b", *quant_name = "q4", *dir_root = "/tmp/splash-vulkan-bench", *json = NULL;
     int layers = 0;
-    bench b = {.contexts = {1024, 32768}, .chunk = 1024, .steps = 8};
+    bench b = {.contexts = {1024, 32768}, .chunks = {1024}, .n_chunks = 1, .steps = 8};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--shape")) shape_name = v, i++;
@@ -375,7 +380,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json = v, i++;
         else if (!strcmp(a, "--layers")) layers = atoi(v), i++;
         else if (!strcmp(a, "--context")) sscanf(v, "%d,%d", &b.contexts[0], &b.contexts[1]), i++;
-        else if (!strcmp(a, "--chunk")) b.chunk = atoi(v), i++;
+        else if (!strcmp(a, "--chunk")) {
+            b.n_chunks = 0;
+            for (char *t = strtok((char *)v, ","); t && b.n_chunks < 4; t = strtok(NULL, ",")) b.chunks[b.n_chunks++] = atoi(t);
+            i++;
+        }
         else if (!strcmp(a, "--steps")) b.steps = atoi(v), i++;
         else if (!strcmp(a, "--profile")) b.profile = true;
         else if (!strcmp(a, "--count")) b.count = true, b.steps = 1;
@@ -391,7 +400,7 @@ int main(int argc, char **argv) {
             i++;
         } else {
             fprintf(stderr, "usage: vulkan_bench [--shape 27b|35b|tiny|tiny-moe] [--quant q4|q8|bf16] [--layers N] [--dir DIR]\n"
-                            "       [--context SHORT,LONG] [--chunk N] [--steps N] [--json FILE] [--profile]\n"
+                            "       [--context SHORT,LONG] [--chunk N[,N...]] [--steps N] [--json FILE] [--profile]\n"
                             "       [--kv-type f32|f16|int8] [--attention-workgroups N,N,...] [--count]\n");
             return 2;
         }
@@ -404,8 +413,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!layers) layers = b.s->layers;
-    if (b.contexts[1] < b.chunk || layers < 1 || layers > b.s->layers || b.steps < 1) {
-        fprintf(stderr, "vulkan_bench: the long context must hold a chunk, 1 <= --layers <= %d, --steps >= 1\n", b.s->layers);
+    b.chunk = 0;
+    for (int i = 0; i < b.n_chunks; i++) b.chunk = b.chunks[i] > b.chunk ? b.chunks[i] : b.chunk;
+    if (b.n_chunks < 1 || b.chunks[b.n_chunks - 1] < 1 || b.contexts[1] < b.chunk || layers < 1 || layers > b.s->layers || b.steps < 1) {
+        fprintf(stderr, "vulkan_bench: chunks >= 1, the long context must hold a chunk, 1 <= --layers <= %d, --steps >= 1\n", b.s->layers);
         return 2;
     }
 
@@ -459,8 +470,19 @@ int main(int argc, char **argv) {
     printf("\n%s (%d of %d layers) %s, %s KV, on %s — read bandwidth %.1f GB/s; load %.1f s\n", b.s->model, layers,
            b.s->layers, quant_name, KV_NAMES[b.kv_type], device, gbs, f.load_s);
     printf("  %-36s %10s %9s %9s %10s %7s %8s\n", "", "tokens/s", "GB/token", "roofline", "llama.cpp", "ratio", "goal");
-    printf("  prefill, chunk of %-5d from 0           %10.0f\n", b.chunk, b.chunk / f.prefill[0]);
-    printf("  prefill, chunk of %-5d up to %-7d   %10.0f\n", b.chunk, b.contexts[1], b.chunk / f.prefill[1]);
+    /* a prompt of the long context prefilled in chunks costs about the mean of a token's cost at 0 and at its end */
+    int fastest = 0;
+    double prompt_s[4];
+    for (int i = 0; i < b.n_chunks; i++) {
+        int n = b.chunks[i];
+        prompt_s[i] = b.contexts[1] * (f.prefill[i][0] + f.prefill[i][1]) / (2.0 * n);
+        if (prompt_s[i] < prompt_s[fastest]) fastest = i;
+        printf("  prefill, chunk of %-5d from 0           %10.0f\n", n, n / f.prefill[i][0]);
+        printf("  prefill, chunk of %-5d up to %-7d   %10.0f\n", n, b.contexts[1], n / f.prefill[i][1]);
+    }
+    if (b.n_chunks > 1)
+        printf("  a %d-token prompt prefills fastest in chunks of %d: about %.2f s (%.0f tokens/s)\n", b.contexts[1],
+               b.chunks[fastest], prompt_s[fastest], b.contexts[1] / prompt_s[fastest]);
     for (int k = 0; k < 2; k++) {
         double tps = 1 / f.decode[k];
         printf("  decode, batch 1 at %-7d            %10.1f %9.2f %8.0f%%", b.contexts[k], tps, bytes1[k] / 1e9,
@@ -483,11 +505,15 @@ int main(int argc, char **argv) {
         FILE *j = fopen(json, "a");
         if (!j) die(json);
         fprintf(j, "{\"shape\":\"%s\",\"model\":\"%s\",\"quant\":\"%s\",\"kv_type\":\"%s\",\"device\":\"%s\",\"bandwidth_gbs\":%.1f,\"layers\":%d,"
-                   "\"load_s\":%.2f,\"chunk\":%d,\"contexts\":[%d,%d],\"prefill_tps\":[%.1f,%.1f],\"decode_tps\":[%.2f,%.2f],"
+                   "\"load_s\":%.2f,\"contexts\":[%d,%d],\"prefill\":[",
+                b.s->name, b.s->model, quant_name, KV_NAMES[b.kv_type], device, gbs, layers, f.load_s, b.contexts[0], b.contexts[1]);
+        for (int i = 0; i < b.n_chunks; i++)
+            fprintf(j, "%s{\"chunk\":%d,\"tps\":[%.1f,%.1f]}", i ? "," : "", b.chunks[i], b.chunks[i] / f.prefill[i][0],
+                    b.chunks[i] / f.prefill[i][1]);
+        fprintf(j, "],\"decode_tps\":[%.2f,%.2f],"
                    "\"streams_tps\":{\"4\":%.2f,\"16\":%.2f},\"decode_roofline\":[%.3f,%.3f],\"bytes_per_token\":[%.0f,%.0f],"
                    "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f,\"dispatches\":%llu,\"barriers\":%llu}\n",
-                b.s->name, b.s->model, quant_name, KV_NAMES[b.kv_type], device, gbs, layers, f.load_s, b.chunk, b.contexts[0], b.contexts[1],
-                b.chunk / f.prefill[0], b.chunk / f.prefill[1], 1 / f.decode[0], 1 / f.decode[1], 4 / f.streams[0],
+                1 / f.decode[0], 1 / f.decode[1], 4 / f.streams[0],
                 16 / f.streams[1], bytes1[0] / bw / f.decode[0], bytes1[1] / bw / f.decode[1], bytes1[0], bytes1[1], wbytes, kv,
                 state, (unsigned long long)f.dispatches, (unsigned long long)f.barriers);
         fclose(j);

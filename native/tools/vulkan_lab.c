@@ -3,6 +3,12 @@
  * (each compiled tile) on the real matrix shapes of a model, each checked against the exact product, then timed;
  * prints GB/s and the ratio to the device's measured read bandwidth, and the fastest GEMV choices as the "gemv"
  * entries of models/<id>/vulkan.json.
+ * Each product is timed as a decode step runs it: one after another, each waiting on the one before, over copies of the
+ * matrix (≥ 256 MB together, at most 16) so that its weights come from memory, not from a cache holding the whole
+ * matrix, at least --reps of them and ≥ 2 ms of them (a submission's own latency is then a small share); and with the
+ * kernel the op picks in a decode step — for one x row whose x no norm quantized (o_proj, out_proj, down: x written by
+ * another kernel) the float GEMV, or the integer-dot one after quantizing x where the matrix is large enough
+ * (gpu->int_dot_min_bytes), so that the tuning written is measured on the kernel it tunes.
  *
  *   build/tools/vulkan_lab [--model qwen3.8-27b,qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1,4,16] [--reps 20]
  *                          [--out FILE]
@@ -43,17 +49,19 @@ static void int8_rows(float *x, int64_t cols, int n) {
 typedef struct mshape {
     const char *name;
     int64_t rows, cols;
+    bool normed; /* its x comes from a norm, which also writes it quantized for the integer-dot GEMV */
 } mshape;
 
 /* The matrices a decode step multiplies (experts run through the MoE kernels and are not here). */
-static const mshape M27[] = {{"q_proj", 12288, 5120}, {"k_proj", 1024, 5120}, {"o_proj", 5120, 6144},
-                             {"in_proj_qkv", 10240, 5120}, {"in_proj_z", 6144, 5120}, {"in_proj_a", 48, 5120},
-                             {"out_proj", 5120, 6144}, {"gate_proj", 17408, 5120}, {"down_proj", 5120, 17408},
-                             {"lm_head", 248320, 5120}};
-static const mshape M35[] = {{"q_proj", 8192, 2048}, {"k_proj", 512, 2048}, {"o_proj", 2048, 4096}, {"in_proj_qkv", 8192, 2048},
-                             {"in_proj_z", 4096, 2048}, {"in_proj_a", 32, 2048}, {"out_proj", 2048, 4096},
-                             {"shared_gate", 512, 2048}, {"shared_down", 2048, 512}, {"lm_head", 248320, 2048}};
-static const mshape MTINY[] = {{"proj", 384, 256}, {"down", 256, 512}, {"head", 4096, 256}};
+static const mshape M27[] = {{"q_proj", 12288, 5120, true}, {"k_proj", 1024, 5120, true}, {"o_proj", 5120, 6144, false},
+                             {"in_proj_qkv", 10240, 5120, true}, {"in_proj_z", 6144, 5120, true}, {"in_proj_a", 48, 5120, true},
+                             {"out_proj", 5120, 6144, false}, {"gate_proj", 17408, 5120, true}, {"down_proj", 5120, 17408, false},
+                             {"lm_head", 248320, 5120, true}};
+static const mshape M35[] = {{"q_proj", 8192, 2048, true}, {"k_proj", 512, 2048, true}, {"o_proj", 2048, 4096, false},
+                             {"in_proj_qkv", 8192, 2048, true}, {"in_proj_z", 4096, 2048, true}, {"in_proj_a", 32, 2048, true},
+                             {"out_proj", 2048, 4096, false}, {"shared_gate", 512, 2048, true}, {"shared_down", 2048, 512, false},
+                             {"lm_head", 248320, 2048, true}};
+static const mshape MTINY[] = {{"proj", 384, 256, true}, {"down", 256, 512, false}, {"head", 4096, 256, true}};
 
 static double now(void) {
     struct timespec t;
@@ -62,6 +70,26 @@ static double now(void) {
 }
 
 static const char *TYPES[] = {"f32", "bf16", "f16", "q8", "q4"};
+
+/* Microseconds per product y = x · Wᵀ with launch l (NULL: the op's choice), the products chained as in a decode step
+ * over the copies W[0 .. copies − 1], at least `reps` of them and at least 2 ms of them. stale_x: each product finds x
+ * written by a kernel since the last (not quantized: a norm did not make it). */
+static double time_products(sp_backend *be, float *dy, const sp_matrix *W, int copies, float *dx, int n, const sp_gpu_mm_launch *l,
+                            int reps, bool stale_x) {
+    sp_gpu *g = sp_gpu_of(be);
+    sp_gpu_range x = sp_gpu_span(g, dx, 4 * (uint64_t)(n * W->cols));
+    for (;;) {
+        double t0 = now();
+        for (int r = 0; r < reps; r++) {
+            if (stale_x) sp_gpu_wrote(g, x);
+            sp_gpu_matmul_launch(be, dy, &W[r % copies], dx, n, l);
+        }
+        sp_gpu_finish(be);
+        double s = now() - t0;
+        if (s >= 2e-3 || reps >= 1 << 20) return s / reps * 1e6;
+        reps = (int)(reps * (2.5e-3 / (s > 1e-6 ? s : 1e-6))) + 1;
+    }
+}
 
 typedef struct gen_job {
     uint8_t *data;
@@ -121,7 +149,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "vulkan_lab: %s\n", splash_last_error());
         return 1;
     }
-    sp_gpu_of(&be)->int_dot_min_bytes = 0; /* Q4/Q8 GEMVs on integer dot products where the device has them */
+    sp_gpu *g = sp_gpu_of(&be);
+    uint64_t int_dot_min_bytes = g->int_dot_min_bytes; /* a batch-1 GEMV of x no norm quantized: the backend's rule */
     double bw = 0;
     bool small = !strcmp(models, "tiny");
     sp_gpu_read_bandwidth(&be, small ? 16 << 20 : 2ull << 30, small ? 2 : 8, 3, &bw);
@@ -147,8 +176,13 @@ int main(int argc, char **argv) {
                 uint8_t *host = malloc((size_t)(m->rows * rb));
                 gen_job gj = {host, t, rb, m->cols};
                 sp_parallel_for(pool, m->rows, gen_rows, &gj);
-                sp_matrix W = {t, m->rows, m->cols, NULL, rb};
-                W.data = be.upload(&be, host, m->rows, rb);
+                sp_matrix W[16] = {{t, m->rows, m->cols, NULL, rb}};
+                int copies = (int)(((256ll << 20) + m->rows * rb - 1) / (m->rows * rb));
+                copies = copies > 16 ? 16 : copies;
+                for (int k = 0; k < copies; k++) W[k] = W[0], W[k].data = be.upload(&be, host, m->rows, rb);
+                uint64_t wa;
+                uint32_t stride;
+                sp_gpu_weights(g, &W[0], &wa, &stride);
                 for (int ni = 0; ni < n_count; ni++) {
                 int n = n_list[ni];
                 if (n < 1 || n > 64) continue;
@@ -157,15 +191,19 @@ int main(int argc, char **argv) {
                 float *dx = be.alloc(&be, 4 * (uint64_t)(n * m->cols)), *dy = be.alloc(&be, 4 * (uint64_t)(n * m->rows));
                 be.write(&be, dx, x, 4 * (uint64_t)(n * m->cols));
                 /* reference rows: the first 64, exact (double) over the dequantized weights and x as the kernel
-                 * takes it: f32 (ref), int8 per group of 32 (ref8: the integer-dot GEMV, where it runs) */
+                 * takes it: f32 (ref), int8 per group of 32 (ref8: the integer-dot GEMV, where it runs: ops_matmul.c's
+                 * int_dot for x that a norm quantized, or not) */
                 int64_t check_rows = m->rows < 64 ? m->rows : 64;
-                bool dot = n <= 16 && !sp_gpu_of(&be)->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8);
+                bool stale_x = n == 1 && !m->normed;
+                g->int_dot_min_bytes = stale_x ? int_dot_min_bytes : 0;
+                bool dot = n <= 16 && !g->no_int_dot && (t == SP_MAT_Q4 || t == SP_MAT_Q8) &&
+                           (!stale_x || (uint64_t)m->rows * stride >= int_dot_min_bytes);
                 double *ref = calloc((size_t)(n * check_rows), sizeof(double)), *ref8 = calloc((size_t)(n * check_rows), sizeof(double));
                 float *row = malloc(sizeof(float) * (size_t)m->cols), *x8 = malloc(sizeof(float) * (size_t)(n * m->cols));
                 memcpy(x8, x, sizeof(float) * (size_t)(n * m->cols));
                 if (dot) int8_rows(x8, m->cols, n);
                 for (int64_t r = 0; r < check_rows; r++) {
-                    sp_matrix hw = W;
+                    sp_matrix hw = W[0];
                     hw.data = host;
                     sp_matrix_row_f32(&hw, r, row);
                     for (int j = 0; j < n; j++)
@@ -179,9 +217,9 @@ int main(int argc, char **argv) {
                 if (n <= 16) { /* workgroup × row groups (≥ 32 invocations each) × rows per group */
                     uint32_t wgs[3] = {32, 64, 128}, gs[3] = {1, 2, 4}, rows[4] = {1, 2, 4, 8};
                     for (int a = 0; a < 3; a++)
-                        for (int g = 0; g < 3 && wgs[a] / gs[g] >= 32; g++)
+                        for (int k = 0; k < 3 && wgs[a] / gs[k] >= 32; k++)
                             for (int b = 0; b < 4 && rows[b] <= (uint32_t)sp_gpu_gemv_max_rows(bucket, 1); b++)
-                                if (rows[b] * gs[g] > 1 || wgs[a] == 32) launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[g], .rows = rows[b]};
+                                launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[k], .rows = rows[b]};
                     n_gemv = nl;
                 }
                 if (n > 4)
@@ -190,24 +228,20 @@ int main(int argc, char **argv) {
                 int best_l = 0;
                 /* warm-up: the host's work since the last case left the GPU idle, and its clocks take a few hundred
                  * ms to come back (the first shapes of a run read up to 3x slower without it) */
-                for (double t0 = now(); nl && now() - t0 < 0.3;) {
-                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[0]);
-                    sp_gpu_finish(&be);
-                }
+                for (double t0 = now(); nl && now() - t0 < 0.3;) time_products(&be, dy, W, copies, dx, n, &launches[0], copies, stale_x);
                 for (int l = 0; l < nl; l++) {
-                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
+                    if (stale_x) sp_gpu_wrote(g, sp_gpu_span(g, dx, 4 * (uint64_t)(n * m->cols)));
+                    sp_gpu_matmul_launch(&be, dy, &W[0], dx, n, &launches[l]);
                     be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
                     double e = 0, sref = 0;
-                    const double *want = launches[l].workgroup ? ref8 : ref;
+                    const double *want = launches[l].workgroup && dot ? ref8 : ref;
                     for (int j = 0; j < n; j++)
                         for (int64_t r = 0; r < check_rows; r++) {
                             double d = y[j * m->rows + r] - want[j * check_rows + r];
                             e += d * d, sref += want[j * check_rows + r] * want[j * check_rows + r];
                         }
-                    double t0 = now();
-                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, &launches[l]);
-                    sp_gpu_finish(&be);
-                    double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
+                    double us = time_products(&be, dy, W, copies, dx, n, &launches[l], reps, stale_x);
+                    double gbs = (double)(m->rows * rb) / (us * 1e3);
                     char name[32];
                     if (launches[l].workgroup)
                         snprintf(name, sizeof name, "wg%u/g%u/r%u", launches[l].workgroup, launches[l].groups, launches[l].rows);
@@ -217,7 +251,8 @@ int main(int argc, char **argv) {
                     if (l < n_gemv && us < best) best = us, best_l = l;
                 }
                 { /* what the op chooses by itself (GEMV, or the matrix units' GEMM split over the columns) */
-                    sp_gpu_matmul_launch(&be, dy, &W, dx, n, NULL);
+                    if (stale_x) sp_gpu_wrote(g, sp_gpu_span(g, dx, 4 * (uint64_t)(n * m->cols)));
+                    sp_gpu_matmul_launch(&be, dy, &W[0], dx, n, NULL);
                     be.read(&be, y, dy, 4 * (uint64_t)(n * m->rows));
                     double e = 0, sref = 0;
                     for (int j = 0; j < n; j++)
@@ -225,10 +260,8 @@ int main(int argc, char **argv) {
                             double d = y[j * m->rows + r] - ref[j * check_rows + r];
                             e += d * d, sref += ref[j * check_rows + r] * ref[j * check_rows + r];
                         }
-                    double t0 = now();
-                    for (int r = 0; r < reps; r++) sp_gpu_matmul_launch(&be, dy, &W, dx, n, NULL);
-                    sp_gpu_finish(&be);
-                    double us = (now() - t0) / reps * 1e6, gbs = (double)(m->rows * rb) / (us * 1e3);
+                    double us = time_products(&be, dy, W, copies, dx, n, NULL, reps, stale_x);
+                    double gbs = (double)(m->rows * rb) / (us * 1e3);
                     printf("  %-12s %-5s %-3d %-18s %10.1f %9.1f %6.0f%% %10.1e%s\n", m->name, TYPES[t], n, "(the op's choice)", us, gbs,
                            100 * gbs / bw, sref > 0 ? e / sref : e, e / (sref > 0 ? sref : 1) > 1e-4 ? "  NOT OK" : ""); /* int8 or f16 x */
                 }

@@ -3,7 +3,7 @@
  * Gated DeltaNet over a chunk, on the real shapes of a model, each checked, then timed.
  *
  *   build/tools/vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024]
- *                                  [--context 32768] [--reps 10] [--parts gemm,attention,gdn] [--out FILE]
+ *                                  [--context 32768] [--reps 10] [--parts gemm,attention,gdn,moe] [--out FILE]
  *
  * GEMM (y = x · Wᵀ, n rows of x): each cooperative-matrix tile (kernels/matmul_coopmat.comp, f16 operands, where the
  * device has them) and the tiled f32 kernel's square tile (matmul_tiled.comp), against the exact product on 64 rows;
@@ -12,6 +12,9 @@
  * writes them as a tuning file the backend reads when SPLASH_VULKAN_TUNING names it (the runs after it in the same
  * call use them; committing them into models/<id>/vulkan.json makes them the model's). Attention: a chunk of n rows at position 0 and ending at --context over an f32, f16 and int8
  * cache, against the CPU op on the last rows; TFLOP/s over the causal product (4 · head_dim multiply-adds per query head and visible key).
+ * MoE (models with experts): the routed experts of a chunk of n tokens (routing from random router logits), on the
+ * GEMV tiles (matmul.comp MODE 1/2) and on the matrix units (matmul_coopmat.comp MOE), the second checked against the
+ * first; TFLOP/s = 2 · 3 · hidden · expert width · routed pairs / time, GB/s = every expert's weight bytes / time.
  * GDN: n tokens through the state, token by token (kernels/gdn.comp) and in chunks of 64 (gdn_chunked.comp), the
  * second checked against the first, both timed at 16, 64, 256, … n tokens. Every time is the mean of --reps runs in one submission after
  * half a second of warm-up (a twentieth for the GEMM launches after a matrix's first: the GPU is busy then); the weights and inputs are random (the weights valid: finite values, small scales). */
@@ -38,6 +41,7 @@ typedef struct model {
     const mshape *mats;
     int n_mats;
     int32_t heads, kv_heads, head_dim, k_heads, v_heads, k_dim, v_dim;
+    int32_t hidden, experts, top_k, moe_inter; /* experts 0: a dense model */
 } model;
 
 /* The matrices a prefill chunk multiplies in every layer (the lm_head runs for the last row only; experts go
@@ -50,9 +54,9 @@ static const mshape M35[] = {{"q_proj", 8192, 2048}, {"k_proj", 512, 2048}, {"o_
                              {"shared_gate", 512, 2048}, {"shared_down", 2048, 512}};
 static const mshape MTINY[] = {{"proj", 384, 256}, {"down", 256, 512}};
 static const model MODELS[] = {
-    {"qwen3.8-27b", M27, sizeof M27 / sizeof M27[0], 24, 4, 256, 16, 48, 128, 128},
-    {"qwen3.6-35b-a3b", M35, sizeof M35 / sizeof M35[0], 16, 2, 256, 16, 32, 128, 128},
-    {"tiny", MTINY, sizeof MTINY / sizeof MTINY[0], 4, 2, 64, 2, 4, 32, 32},
+    {"qwen3.8-27b", M27, sizeof M27 / sizeof M27[0], 24, 4, 256, 16, 48, 128, 128, 5120, 0, 0, 0},
+    {"qwen3.6-35b-a3b", M35, sizeof M35 / sizeof M35[0], 16, 2, 256, 16, 32, 128, 128, 2048, 256, 8, 512},
+    {"tiny", MTINY, sizeof MTINY / sizeof MTINY[0], 4, 2, 64, 2, 4, 32, 32, 256, 8, 2, 128},
 };
 
 static double now(void) {
@@ -243,6 +247,73 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
     }
 }
 
+/* ---- MoE experts ---- */
+
+static double rel_err(const float *got, const float *want, int64_t n);
+
+typedef struct moe_job {
+    const sp_backend *be;
+    float *y, *x, *w, *scratch;
+    int32_t *ids;
+    int64_t n;
+    sp_moe_experts ex;
+    bool coop;
+} moe_job;
+static void run_moe(void *ctx) {
+    moe_job *j = ctx;
+    sp_gpu_moe_experts_launch(j->be, j->y, j->x, j->ids, j->w, j->n, &j->ex, j->scratch, &j->coop);
+}
+
+static void moe(sp_backend *be, sp_threadpool *pool, const model *md, const char *types, int64_t n, int reps) {
+    sp_gpu *g = sp_gpu_of(be);
+    int32_t E = md->experts, k = md->top_k;
+    int64_t H = md->hidden, I = md->moe_inter, pairs = n * k;
+    printf("\nMoE experts, %s: %d experts top %d, hidden %lld, expert width %lld, n = %lld (%lld pairs; %s)\n", md->id, E, k,
+           (long long)H, (long long)I, (long long)n, (long long)pairs, g->no_coopmat ? g->no_coopmat : "cooperative matrices");
+    printf("  %-5s %-14s %10s %9s %8s %10s\n", "type", "path", "us", "TFLOP/s", "GB/s", "nmse");
+    float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
+    float *dlog = be->alloc(be, 4 * (uint64_t)(n * E)), *dx = be->alloc(be, 4 * (uint64_t)(n * H)), *dw = be->alloc(be, 4 * (uint64_t)pairs);
+    int32_t *dids = be->alloc(be, 4 * (uint64_t)pairs);
+    float *dscratch = be->alloc(be, 4 * (uint64_t)sp_moe_scratch_floats(n, k, H, I));
+    float *dy[2] = {be->alloc(be, 4 * (uint64_t)(n * H)), be->alloc(be, 4 * (uint64_t)(n * H))};
+    float *y[2] = {malloc(4 * (size_t)(n * H)), malloc(4 * (size_t)(n * H))};
+    be->write(be, dlog, logits, 4 * (uint64_t)(n * E));
+    be->write(be, dx, x, 4 * (uint64_t)(n * H));
+    be->moe_route(be, dids, dw, dlog, n, E, k);
+    char list[256];
+    snprintf(list, sizeof list, ",%s,", types);
+    for (sp_mtype t = SP_MAT_BF16; t <= SP_MAT_Q4; t++) {
+        char want[32];
+        snprintf(want, sizeof want, ",%s,", sp_mtype_name(t));
+        if (!strstr(list, want)) continue;
+        /* one fused gate_up [E·2I][H] and down [E·H][I], as the fused checkpoints store them */
+        int64_t rg = sp_mtype_row_bytes(t, H), rd = sp_mtype_row_bytes(t, I);
+        uint8_t *hg = malloc((size_t)(E * 2 * I * rg)), *hd = malloc((size_t)(E * H * rd));
+        gen_job jg = {hg, t, rg, H}, jd = {hd, t, rd, I};
+        sp_parallel_for(pool, E * 2 * I, gen_rows, &jg);
+        sp_parallel_for(pool, E * H, gen_rows, &jd);
+        sp_matrix gu = {t, E * 2 * I, H, be->upload(be, hg, E * 2 * I, rg), rg}, dn = {t, E * H, I, be->upload(be, hd, E * H, rd), rd};
+        sp_matrix *v = malloc(sizeof(sp_matrix) * 3 * (size_t)E);
+        for (int32_t e = 0; e < E; e++)
+            v[e] = sp_matrix_rows(&gu, e * 2 * I, I), v[E + e] = sp_matrix_rows(&gu, e * 2 * I + I, I), v[2 * E + e] = sp_matrix_rows(&dn, e * H, H);
+        double flops = 6.0 * (double)H * (double)I * (double)pairs, bytes = (double)E * (double)(2 * I * rg + H * rd);
+        for (int c = 0; c < (g->no_coopmat ? 1 : 2); c++) {
+            moe_job j = {be, dy[c], dx, dw, dscratch, dids, n, {v, v + E, v + 2 * E, E, k, H, I}, c == 1};
+            double sec = timed(be, run_moe, &j, reps, 0.5);
+            be->read(be, y[c], dy[c], 4 * (uint64_t)(n * H));
+            double err = c ? rel_err(y[1], y[0], n * H) : 0;
+            printf("  %-5s %-14s %10.1f %9.1f %8.0f %10.1e%s\n", sp_mtype_name(t), c ? "matrix units" : "GEMV tiles", sec * 1e6,
+                   flops / sec / 1e12, bytes / sec / 1e9, err, err > 1e-5 || *be->status ? "  NOT OK" : "");
+            *be->status = SPLASH_OK;
+        }
+        sp_gpu_sync(g);
+        free(v), free(hg), free(hd);
+    }
+    be->free(be, dlog), be->free(be, dx), be->free(be, dw), be->free(be, dids), be->free(be, dscratch), be->free(be, dy[0]),
+        be->free(be, dy[1]);
+    free(logits), free(x), free(y[0]), free(y[1]);
+}
+
 /* ---- attention ---- */
 
 typedef struct attn_job {
@@ -369,7 +440,7 @@ static void gdn(sp_backend *be, const model *md, int64_t n, int reps) {
 int main(int argc, char **argv) {
     const char *model_id = "qwen3.8-27b", *types = "q4,bf16";
     int64_t n = 1024;
-    const char *parts = "gemm,attention,gdn", *out = NULL;
+    const char *parts = "gemm,attention,gdn,moe", *out = NULL;
     int context = 32768, reps = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model")) model_id = argv[i + 1];
@@ -381,7 +452,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
         else {
             fprintf(stderr, "usage: vulkan_prefill_lab [--model qwen3.8-27b|qwen3.6-35b-a3b|tiny] [--types q4,bf16] [--n 1024] "
-                            "[--context 32768] [--reps 10] [--parts gemm,attention,gdn] [--out FILE]\n");
+                            "[--context 32768] [--reps 10] [--parts gemm,attention,gdn,moe] [--out FILE]\n");
             return 2;
         }
     }
@@ -412,6 +483,7 @@ int main(int argc, char **argv) {
             attention(&be, &cpu, md, t, n, context - (int32_t)n, reps);
         }
     if (strstr(want, ",gdn,")) gdn(&be, md, n, reps);
+    if (strstr(want, ",moe,") && md->experts) moe(&be, pool, md, types, n, reps);
     sp_vulkan_backend_destroy(&be);
     sp_threadpool_free(pool);
     return 0;

@@ -33,16 +33,22 @@ fi
 # A shorter run (less device time): SPLASH_GPU_RUNS ("shape:quant ..."; "shape:quant:float" runs the float GEMV instead of
 # the integer-dot one, SPLASH_VULKAN_INT_DOT=0; "shape:quant:VAR=value,VAR=value" runs with those switches set), SPLASH_GPU_QUICK=1 (the ops test's quick set, no launch-choice lab: the
 # benchmarks use the committed models/<id>/vulkan.json tuning), SPLASH_GPU_LAB_TYPES (the lab's weight types, q4,bf16),
-# SPLASH_GPU_LAB_MODELS (the lab's models), SPLASH_GPU_LAB=0 (no lab: the committed tuning)
+# SPLASH_GPU_LAB_MODELS (the lab's models), SPLASH_GPU_LAB_N (its x row counts, 1,4,16), SPLASH_GPU_LAB=0 (no lab: the
+# committed tuning), SPLASH_GPU_LAB=1 (the lab even with SPLASH_GPU_QUICK=1)
 RUNS=${SPLASH_GPU_RUNS:-$RUNS}
 LAB_TYPES=${SPLASH_GPU_LAB_TYPES:-q4,bf16}
 LAB=${SPLASH_GPU_LAB_MODELS:-$LAB}
+LAB_N=${SPLASH_GPU_LAB_N:-1,4,16}
 # KV cache types each run is measured with (SPLASH_GPU_KV="f32 f16"), and workgroup counts for the split decode
 # attention, measured at the long context after each run (SPLASH_GPU_ATTENTION="256,1024": vulkan_bench
 # --attention-workgroups)
 KVS=${SPLASH_GPU_KV:-f32}
 ATTN=${SPLASH_GPU_ATTENTION:+--attention-workgroups $SPLASH_GPU_ATTENTION}
+# Prefill chunk sizes each run measures (SPLASH_GPU_CHUNKS="512,1024,2048,4096": vulkan_bench --chunk; it names the
+# fastest for a 32K prompt, the "prefillChunk" of models/<id>/vulkan.json)
+CHUNKS=${SPLASH_GPU_CHUNKS:+--chunk $SPLASH_GPU_CHUNKS}
 QUICK=${SPLASH_GPU_QUICK:-0}; [ "$QUICK" = 1 ] && OPS="--quick"
+RUN_LAB=${SPLASH_GPU_LAB:-$([ "$QUICK" = 1 ] && echo 0 || echo 1)}
 
 stage "kernels against the CPU backend (real and odd shapes)"
 timeout $([ "$QUICK" = 1 ] && echo 60 || echo 150) "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
@@ -72,7 +78,7 @@ fi
 stage "matmul launch choices on the real matrices (vulkan_lab; the benchmarks below use its fastest)"
 TUNING=/tmp/splash-gpu-tuning.json
 rm -f "$TUNING"
-[ "$QUICK" = 1 ] || [ "${SPLASH_GPU_LAB:-1}" = 0 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types "$LAB_TYPES" --n 1,4,16 --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
+[ "$RUN_LAB" = 0 ] || timeout 150 "$B/vulkan_lab" --model "$LAB" --types "$LAB_TYPES" --n "$LAB_N" --reps 10 --out "$TUNING" > "$OUT/lab.log" 2>&1
 echo "exit $?"
 [ -f "$TUNING" ] && export SPLASH_VULKAN_TUNING=$TUNING && cp "$TUNING" "$OUT/tuning.json"
 [ -f "$OUT/lab.log" ] && grep -E "vulkan_lab|NOT OK" "$OUT/lab.log" && echo "fastest launch per matrix:" &&
@@ -88,7 +94,7 @@ for run in $RUNS; do
   prof=""; [ "${SPLASH_GPU_PROFILE:-}" = "$run" ] && prof="--profile"
   t=$(( $(left) < 200 ? $(left) : 200 ))
   env $envs SPLASH_VULKAN_INT_DOT=$([ "$gemv" = float ] && echo 0 || echo 1) timeout "$t" "$B/vulkan_bench" --shape "$s" --quant "$q" \
-    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $ATTN $prof > "$log" 2>&1
+    --kv-type "$kv" --dir /tmp/splash-vulkan-bench --json "$OUT/bench.jsonl" $BENCH_ARGS $CHUNKS $ATTN $prof > "$log" 2>&1
   echo "$run $kv KV: exit $?"; grep -v "^  [a-z_]* .*%$" "$log" | grep -v "^splash vulkan profile\|^  op " | head -30
   [ -n "$prof" ] && grep -A25 "^splash vulkan profile" "$log" | head -28
   done

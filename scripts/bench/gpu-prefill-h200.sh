@@ -19,6 +19,10 @@
 #   beat the defaults as a tuning file, $OUT/gemm-<model>.json (its "gemmCoopmat" entries go into models/<model>/vulkan.json;
 #   the stages after it in the same call use them). The GEMM tuning in one command, every tile checked first (ops):
 #     SPLASH_PREFILL_STAGES="ops gemm" SPLASH_PREFILL_OPS=--quick bash scripts/bench/gpu-prefill-h200.sh
+#   "moe" checks the routed experts of prefill chunks (vulkan_ops_test --moe: the matrix units against the CPU op and
+#   against the GEMV tiles) and times both paths on the 35B-A3B's experts (vulkan_prefill_lab --parts moe, q4 and bf16
+#   unless SPLASH_PREFILL_LAB_TYPES, chunks of SPLASH_PREFILL_MOE_N tokens, 1024 by default). The MoE change in one call:
+#     SPLASH_PREFILL_STAGES="moe bench ops" SPLASH_PREFILL_OPS=--quick SPLASH_PREFILL_BENCH=35b:q4:1024 bash scripts/bench/gpu-prefill-h200.sh
 #   SPLASH_PREFILL_MODELS picks the lab's models (both by default),
 #   SPLASH_PREFILL_OPS=--quick the short ops test, SPLASH_PREFILL_LAB_TYPES the lab's GEMM weight types ("none": attention
 #   and GDN only).
@@ -50,6 +54,17 @@ run_ops() {
   stage "kernels against the CPU backend"
   timeout 200 "$B/vulkan_ops_test" $OPS > "$OUT/ops.log" 2>&1
   echo "exit $?"; grep -E "device|NOT OK|checks|time:|coopmat|f16 matrix units|skip" "$OUT/ops.log"
+}
+
+run_moe() {
+  stage "MoE experts of prefill chunks against the CPU backend (vulkan_ops_test --moe)"
+  timeout 120 "$B/vulkan_ops_test" --moe > "$OUT/ops-moe.log" 2>&1
+  echo "exit $?"; grep -E "device|NOT OK|checks|time:|matrix units|skip" "$OUT/ops-moe.log"
+  local m=qwen3.6-35b-a3b args="--n ${SPLASH_PREFILL_MOE_N:-1024}"
+  [ "$SMOKE" = 1 ] && m=tiny && args="--n 40 --reps 2"
+  stage "MoE experts, GEMV tiles against the matrix units (vulkan_prefill_lab --parts moe, $m)"
+  timeout 120 "$B/vulkan_prefill_lab" --model "$m" --types "${SPLASH_PREFILL_LAB_TYPES:-q4,bf16}" --parts moe $args 2>&1 | tee -a "$OUT/lab.log"
+  echo "exit ${PIPESTATUS[0]}"
 }
 
 run_gemm() {

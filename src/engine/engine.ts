@@ -26,7 +26,7 @@ export type EngineOptions = {
   pageTokens?: number; // tokens per KV page and prefix-cache block (default 64)
   maxSeqs?: number; // sequences running at once (default 16)
   maxQueue?: number; // requests waiting before EngineOverloaded (default 256)
-  maxStepTokens?: number; // tokens per step (default 512, at most the model's)
+  maxStepTokens?: number; // tokens per step (default and most: the model's, which its load sized the scratch for)
   stallTargetMs?: number; // how long a step may take when it carries a prompt next to decoding streams (default 200)
   draftLength?: number; // drafts per cycle, fixed (benchmarks); default: adaptive (speculation.ts)
   snapshotInterval?: number; // tokens between GDN snapshots in long prompts (default 4096)
@@ -36,7 +36,7 @@ export type EngineOptions = {
   diskCache?: { dir: string; budget: number };
 };
 
-const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, maxStepTokens: 512, snapshotInterval: 4096, stallTargetMs: 200 };
+const DEFAULTS = { pageTokens: 64, maxSeqs: 16, maxQueue: 256, snapshotInterval: 4096, stallTargetMs: 200 };
 
 // Plans the model's sequence-state memory, creates its cache and starts its loop. The engine owns the runner (and
 // closes it); the model stays the caller's.
@@ -113,7 +113,7 @@ export class SplashEngine implements Engine {
     });
     // A step holds a decode token per running sequence plus at least one block of prompt, so the step size can
     // lower the number of sequences that run at once.
-    const maxStepTokens = Math.min(model.maxStepTokens, options.maxStepTokens ?? DEFAULTS.maxStepTokens);
+    const maxStepTokens = Math.min(model.maxStepTokens, options.maxStepTokens ?? model.maxStepTokens);
     const maxRunning = Math.min(plan.maxSeqs, maxStepTokens - plan.pageTokens);
     if (maxRunning < 1) throw new Error(`a step of ${maxStepTokens} tokens cannot hold a block of ${plan.pageTokens} tokens and a decode token`);
     this.scheduler = new Scheduler(this.cache, {

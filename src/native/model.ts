@@ -68,7 +68,7 @@ export type LoadOptions = {
   quant?: Quant; // default "none": bf16/f32 weights as stored
   recipe?: readonly RecipeRule[]; // each tensor kind's storage at `quant` (default DEFAULT_RECIPE, as import's)
   threads?: number; // default: every core
-  maxStepTokens?: number; // most tokens one step carries over all its sequences (default 512)
+  maxStepTokens?: number; // most tokens one step carries over all its sequences (default: the backend's measured step for this model, else 512)
   backend?: Backend; // default "auto"
   drafter?: DrafterOptions; // speculative decoding: attached at load, before any cache exists
   tokens?: TokenIds; // the ids that are tokens (default: every row of the output head)

@@ -17,7 +17,8 @@ splash_status sp_gpu_init(sp_backend *be, sp_gpu *g, sp_threadpool *pool, int n_
                  g->device_name, gemv, g->no_coopmat);
     else
         snprintf(g->description, sizeof g->description, "%s (%s, cooperative-matrix f16 GEMM and attention)", g->device_name, gemv);
-    *be = (sp_backend){.name = g->name, .device = g->description, .pool = pool, .n_threads = n_threads, .status = status, .impl = g};
+    *be = (sp_backend){.name = g->name, .device = g->description, .pool = pool, .n_threads = n_threads, .status = status, .impl = g,
+                       .step_tokens = sp_gpu_step_tokens};
     splash_status st = sp_gpu_memory_init(g);
     if (!st) sp_gpu_ops_install(be);
     return st;

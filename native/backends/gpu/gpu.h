@@ -214,6 +214,7 @@ struct sp_gpu {
     sp_gpu_gemm_tuning gemm_coop[SP_GPU_MAX_TUNINGS]; /* the tuning file's "gemmCoopmat" (tile: sp_gpu_coop_tiles index) */
     int32_t n_gemm_coop;
     uint32_t attention_workgroups; /* ATTEND workgroups a split decode aims for */
+    int32_t step_tokens;           /* the tuning file's "prefillChunk" (any model), 0 = none */
     uint64_t int_dot_min_bytes;    /* a batch-1 GEMV whose x is not quantized yet quantizes it for the integer-dot GEMV
                                     * from this many bytes of weights (below, a dispatch more costs more than it saves) */
 };
@@ -290,6 +291,8 @@ typedef struct sp_gpu_mm_launch {
 sp_gpu_mm_launch sp_gpu_gemv_params(const sp_gpu *g, const sp_matrix *W, int bucket);
 /* Reads the tuning file the environment variable `env` names, when set (the defaults apply either way). */
 splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env);
+/* be->step_tokens: the tuning file's prefill chunk, else the one measured for a model of this width and depth, else 0. */
+int32_t sp_gpu_step_tokens(const sp_backend *be, int64_t hidden, int32_t layers);
 /* The GEMV batch bucket (index into sp_gpu_gemv_batch: matmul.comp's NMAX variants) of n x rows (n ≤ 16). */
 int sp_gpu_gemv_bucket(int64_t n);
 /* The most rows per row group the bucket's kernel carries with `mats` matrices (2: MoE gate and up together). */
@@ -327,6 +330,20 @@ bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows);
 /* matmul with a chosen launch (the lab measures each); NULL: the tuned or default choice, as the op makes it. */
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,
                           const sp_gpu_mm_launch *force);
+/* matmul_coopmat.comp's push constants (matmul_tiled.comp's end before k_split). */
+typedef struct sp_gpu_gemm_push {
+    uint64_t w, x, y;
+    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
+    uint64_t parts;
+} sp_gpu_gemm_push;
+/* The f16 copy of x [n][cols] (the range *x) for the cooperative-matrix GEMMs (gpu->x16, grown on demand): rows of
+ * *stride halves (cols padded to 8 with zeros), zero rows from n to `rows`; replaces *x with its range. */
+bool sp_gpu_x16(const sp_backend *be, sp_gpu_range *x, int64_t cols, int64_t n, uint64_t rows, uint32_t *stride);
+/* Whether the routed experts of n tokens run on the matrix units (matmul_coopmat.comp MOE) rather than the GEMV tiles. */
+bool sp_gpu_moe_coop(const sp_gpu *g, const sp_moe_experts *ex, int64_t n);
+/* moe_experts on the path *force_coop names (the lab and the ops test run each); NULL: the op's choice. */
+void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                               const sp_moe_experts *ex, float *scratch, const bool *force_coop);
 /* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);

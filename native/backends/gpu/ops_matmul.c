@@ -80,12 +80,18 @@ static bool quantized_x(const sp_backend *be, uint64_t xa, int64_t cols, int64_t
     return true;
 }
 
-/* The GEMM kernels' push constants: matmul_tiled.comp's end before k_split, matmul_coopmat.comp's take it all. */
-typedef struct gemm_push {
-    uint64_t w, x, y;
-    uint32_t row_bytes, rows, cols, n, x_stride, y_stride, k_split;
-    uint64_t parts;
-} gemm_push;
+bool sp_gpu_x16(const sp_backend *be, sp_gpu_range *x, int64_t cols, int64_t n, uint64_t rows, uint32_t *stride) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    uint64_t stride16 = ((uint64_t)cols + 7) / 8 * 8, bytes16 = rows * stride16 * 2;
+    if (!sp_gpu_scratch(be, &gpu->x16, &gpu->x16_bytes, bytes16, bytes16 * 2, "f16 copy of a GEMM's x")) return false;
+    sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
+    sp_gpu_gemm_push p = {0, x->lo, r16.lo, 0, (uint32_t)rows, (uint32_t)cols, (uint32_t)n, 0, (uint32_t)stride16, 0, 0};
+    uint32_t hg[3];
+    sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
+    sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, x, 1, &r16, 1, NULL);
+    *x = r16, *stride = (uint32_t)stride16;
+    return true;
+}
 
 /* Column splits of a cooperative-matrix GEMM of `tiles` workgroups: enough that about 512 workgroups run (what keeps
  * an H200's 132 multiprocessors busy; a GEMM of few weight rows, a prefill chunk's k_proj say, has far fewer tiles),
@@ -147,7 +153,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
                       reads, 2, &reads[1], write);
         return;
     }
-    gemm_push p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
+    sp_gpu_gemm_push p = {w, xa, ya, stride, (uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->cols, (uint32_t)W->rows, 0, 0};
     /* the matrix units where the device has them (f16 operands), unless the weights are f32 */
     bool coop = force ? force->coopmat : !gpu->no_coopmat && sp_gpu_gemm_coop_first[W->type] >= 0;
     if (coop && (gpu->no_coopmat || sp_gpu_gemm_coop_first[W->type] < 0)) {
@@ -161,23 +167,9 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         const sp_gpu_coop_tile *t = &sp_gpu_coop_tiles[tile];
         /* x in f16 first (rows padded to 8 halves, and with zero rows to whole x tiles, so that only the weight rows
          * bound a tile), into scratch kept between products */
-        uint64_t stride16 = ((uint64_t)W->cols + 7) / 8 * 8, n16 = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn) * (uint64_t)t->bn;
-        uint64_t bytes16 = n16 * stride16 * 2;
-        if (!sp_gpu_scratch(be, &gpu->x16, &gpu->x16_bytes, bytes16, bytes16 * 2, "f16 copy of a GEMM's x")) return;
-        sp_gpu_range r16 = sp_gpu_span(gpu, gpu->x16, bytes16);
-        p.y = r16.lo;
-        p.y_stride = (uint32_t)stride16;
-        p.rows = (uint32_t)n16;
-        uint32_t hg[3];
-        sp_gpu_grid(sp_gpu_div_up(bytes16 / 16, 256), hg);
-        sp_gpu_dispatch(gpu, "gemm_halves", SP_GPU_GEMM_HALVES, (uint32_t[4]){256, 0, 0, 0}, &p, sizeof p, hg, &reads[1], 1,
-                        &r16, 1, NULL);
-        p.x = r16.lo;
-        p.y = ya;
-        p.rows = (uint32_t)W->rows;
-        p.x_stride = (uint32_t)stride16;
-        p.y_stride = (uint32_t)W->rows;
-        reads[1] = r16;
+        uint64_t n16 = sp_gpu_div_up((uint64_t)n, (uint64_t)t->bn) * (uint64_t)t->bn;
+        if (!sp_gpu_x16(be, &reads[1], W->cols, n, n16, &p.x_stride)) return;
+        p.x = reads[1].lo;
         groups[0] = sp_gpu_div_up((uint64_t)W->rows, (uint64_t)t->bm), groups[1] = (uint32_t)(n16 / (uint64_t)t->bn);
         wg = (uint32_t)((t->bm / t->wm) * (t->bn / t->wn) * 32);
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_coop_first[W->type] + tile);
@@ -205,7 +197,7 @@ void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, co
         k = (sp_gpu_kernel_id)(sp_gpu_gemm_first[W->type] + tile);
     }
     /* the tiled kernel's push block ends before the cooperative-matrix one's k_split */
-    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, coop ? sizeof p : offsetof(gemm_push, k_split), groups, reads, 2,
+    sp_gpu_dispatch(gpu, "gemm", k, (uint32_t[4]){wg, 0, 0, 0}, &p, coop ? sizeof p : offsetof(sp_gpu_gemm_push, k_split), groups, reads, 2,
                     &write, 1, NULL);
 }
 

@@ -1,5 +1,8 @@
 /* ops_moe.c — a mixture-of-experts layer on a GPU: routing, then every routed (token, expert) pair in four dispatches
- * (plan, gate·up, down, combine) with the expert ids staying on the device. Kernels: moe.comp, matmul.comp. */
+ * (plan, gate·up, down, combine) with the expert ids staying on the device: the gate·up and down products as GEMVs over
+ * tiles of a few pairs of one expert, or, for a chunk of more tokens than a GEMV takes where the device has
+ * cooperative matrices, as GEMMs on them over tiles of SP_GPU_MOE_COOP_PAIRS pairs (x and h in f16).
+ * Kernels: moe.comp, matmul.comp, matmul_coopmat.comp. */
 #include "gpu.h"
 
 #include "core/error.h"
@@ -73,14 +76,23 @@ static const uint64_t *expert_table(sp_gpu *gpu, const sp_backend *be, const sp_
     return gpu->expert_tables[i].table;
 }
 
+/* The matrix units take the experts where the device has them, the weights are not f32 (f32 asks for f32 arithmetic)
+ * and x and h rows are whole 16-byte loads of halves. */
+static bool coop_possible(const sp_gpu *g, const sp_moe_experts *ex) {
+    return !g->no_coopmat && sp_gpu_moe_coop_kernels[ex->gate[0].type][0] >= 0 && ex->hidden % 8 == 0 && ex->inter % 8 == 0;
+}
+
+/* More tokens than a GEMV takes: the GEMMs on the matrix units (the dense matmul's choice too). */
+bool sp_gpu_moe_coop(const sp_gpu *g, const sp_moe_experts *ex, int64_t n) { return n > SP_GPU_GEMV_MAX_N && coop_possible(g, ex); }
+
 /* A chunk's whole device range (weight rows padded). */
 static sp_gpu_range chunk_range(const sp_gpu_chunk *c) {
     uint64_t lo = c->buf.addr + c->offset;
     return (sp_gpu_range){lo, lo + (c->host_row ? c->size / (uint64_t)c->host_row * (uint64_t)c->dev_row : c->size)};
 }
 
-static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                            const sp_moe_experts *ex, float *scratch) {
+void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                               const sp_moe_experts *ex, float *scratch, const bool *force_coop) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint32_t gate_stride, down_stride;
     const uint64_t *table = expert_table(gpu, be, ex, &gate_stride, &down_stride);
@@ -90,26 +102,21 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
         return;
     }
     uint64_t H = (uint64_t)ex->hidden, I = (uint64_t)ex->inter, K = (uint64_t)ex->top_k, pairs = (uint64_t)n * K;
-    uint64_t max_tiles = sp_gpu_div_up(pairs, MOE_TILE) + (pairs < (uint64_t)ex->n_experts ? pairs : (uint64_t)ex->n_experts);
-    /* scratch (sp_moe_scratch_floats): h [pairs][I], yo [pairs][H], then the plan (ints) */
+    bool coop = force_coop ? *force_coop : sp_gpu_moe_coop(gpu, ex, n), single = n == 1; /* one token: tiles of one pair */
+    if (coop && !coop_possible(gpu, ex)) {
+        sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "no cooperative-matrix MoE GEMM for these experts on this device");
+        return;
+    }
+    uint32_t tile = coop ? SP_GPU_MOE_COOP_PAIRS : single ? 1 : MOE_TILE;
+    uint64_t max_tiles = sp_gpu_div_up(pairs, tile) + (pairs < (uint64_t)ex->n_experts ? pairs : (uint64_t)ex->n_experts);
+    /* scratch (sp_moe_scratch_floats): h [pairs][I] (on the matrix units in f16, in its first half), yo [pairs][H], then
+     * the plan (ints) */
     float *h = scratch, *yo = h + pairs * I;
     int32_t *plan = (int32_t *)(yo + pairs * H);
     if (8 + 3 * max_tiles + pairs > pairs * (H + I + 1)) {
         sp_gpu_fail_msg(gpu, SPLASH_ERR_UNSUPPORTED, "MoE scratch too small for the expert plan");
         return;
     }
-    uint32_t single = n == 1; /* one token: tiles of one pair */
-    int bucket = single ? 0 : 1;
-    sp_gpu_mm_launch lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
-    uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
-    lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
-    if (!sp_gpu_gemv_launch_ok(&lg, (int)max_gu) || !sp_gpu_gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
-        sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
-        return;
-    }
-    uint32_t up_blocks = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
-    sp_gpu_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];
-    uint32_t check_gu = ex->hidden % sp_gpu_chunk_cols[ex->gate[0].type] != 0, check_d = ex->inter % sp_gpu_chunk_cols[ex->down[0].type] != 0;
     sp_gpu_range rx = sp_gpu_span(gpu, x, (uint64_t)n * H * 4), rids = sp_gpu_span(gpu, ids, pairs * 4),
                 rw = sp_gpu_span(gpu, w, pairs * 4), rh = sp_gpu_span(gpu, h, pairs * I * 4), ryo = sp_gpu_span(gpu, yo, pairs * H * 4),
                 rplan = sp_gpu_span(gpu, plan, (8 + 3 * max_tiles + pairs) * 4), rtab = sp_gpu_span(gpu, table, 24 * (uint64_t)ex->n_experts),
@@ -117,25 +124,66 @@ static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, cons
     /* every expert's weights could be read: the chunks of gate, up and down as a whole */
     const sp_gpu_chunk *cg = sp_gpu_chunk_of(gpu, ex->gate[0].data), *cd = sp_gpu_chunk_of(gpu, ex->down[0].data);
     sp_gpu_range rwg = cg ? chunk_range(cg) : rtab, rwd = cd ? chunk_range(cd) : rtab;
+    moe_push mp = {rids.lo, rw.lo, ryo.lo, ry.lo, rplan.lo, (uint32_t)n, (uint32_t)ex->n_experts, (uint32_t)K, 0, 0,
+                   (uint32_t)max_tiles, tile};
 
-    moe_push mp = {rids.lo, rw.lo, ryo.lo, ry.lo, rplan.lo, (uint32_t)n, (uint32_t)ex->n_experts, (uint32_t)K, up_blocks,
-                   down_blocks, (uint32_t)max_tiles, single ? 1 : MOE_TILE};
-    sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids,
-                    1, &rplan, 1, NULL);
-    sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K,
-                  (uint32_t)(3 * max_tiles)};
-    sp_gpu_range gr[4] = {rtab, rx, rplan, rwg};
-    sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, NULL, gr, 4, &rh, 1, plan);
-    sp_gpu_mm_push dp = {rtab.lo, rh.lo, ryo.lo, rplan.lo + 32, down_stride, (uint32_t)H, (uint32_t)I, 0, 0, 0, (uint32_t)K,
-                  (uint32_t)(3 * max_tiles)};
-    sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
-    sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, NULL, dr, 4, &ryo, 1, plan + 3);
+    /* the plan's row blocks: workgroups of SP_GPU_MOE_COOP_ROWS weight rows on the matrix units (gate/up: half each), the
+     * GEMV launches' row groups otherwise */
+    sp_gpu_mm_launch lg = {0}, ld = {0};
+    if (coop)
+        mp.d = sp_gpu_div_up(I, SP_GPU_MOE_COOP_ROWS / 2), mp.down_blocks = sp_gpu_div_up(H, SP_GPU_MOE_COOP_ROWS);
+    else {
+        int bucket = single ? 0 : 1;
+        lg = sp_gpu_gemv_params(gpu, &ex->gate[0], bucket), ld = sp_gpu_gemv_params(gpu, &ex->down[0], bucket);
+        uint32_t max_gu = (uint32_t)sp_gpu_gemv_max_rows(bucket, 2);
+        lg.rows = lg.rows > max_gu ? max_gu : lg.rows; /* gate and up rows together (matmul.comp MODE 1) */
+        if (!sp_gpu_gemv_launch_ok(&lg, (int)max_gu) || !sp_gpu_gemv_launch_ok(&ld, sp_gpu_gemv_max_rows(bucket, 1))) {
+            sp_gpu_fail_msg(gpu, SPLASH_ERR_INVALID_ARGUMENT, "an expert GEMV launch the kernel cannot take");
+            return;
+        }
+        mp.d = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), mp.down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
+    }
+    sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids, 1,
+                    &rplan, 1, NULL);
+    if (coop) {
+        sp_gpu_range r16 = rx;
+        uint32_t stride16;
+        if (!sp_gpu_x16(be, &r16, ex->hidden, n, (uint64_t)n, &stride16)) return;
+        const int *k = sp_gpu_moe_coop_kernels[ex->gate[0].type];
+        uint32_t spec[4] = {SP_GPU_MOE_COOP_THREADS, 0, 0, 0};
+        sp_gpu_gemm_push gp = {rtab.lo, r16.lo, rh.lo, gate_stride, (uint32_t)I, (uint32_t)H, (uint32_t)(3 * max_tiles), stride16,
+                               (uint32_t)I, (uint32_t)K, rplan.lo + 32};
+        sp_gpu_range gr[4] = {rtab, r16, rplan, rwg};
+        sp_gpu_dispatch(gpu, "moe_gate_up", (sp_gpu_kernel_id)k[0], spec, &gp, sizeof gp, NULL, gr, 4, &rh, 1, plan);
+        sp_gpu_gemm_push dp = {rtab.lo, rh.lo, ryo.lo, down_stride, (uint32_t)H, (uint32_t)I, (uint32_t)(3 * max_tiles), (uint32_t)I,
+                               (uint32_t)H, (uint32_t)K, rplan.lo + 32};
+        sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
+        sp_gpu_dispatch(gpu, "moe_down", (sp_gpu_kernel_id)k[1], spec, &dp, sizeof dp, NULL, dr, 4, &ryo, 1, plan + 3);
+    } else {
+        sp_gpu_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];
+        uint32_t check_gu = ex->hidden % sp_gpu_chunk_cols[ex->gate[0].type] != 0, check_d = ex->inter % sp_gpu_chunk_cols[ex->down[0].type] != 0;
+        sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K,
+                             (uint32_t)(3 * max_tiles)};
+        sp_gpu_range gr[4] = {rtab, rx, rplan, rwg};
+        sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, NULL, gr,
+                        4, &rh, 1, plan);
+        sp_gpu_mm_push dp = {rtab.lo, rh.lo, ryo.lo, rplan.lo + 32, down_stride, (uint32_t)H, (uint32_t)I, 0, 0, 0, (uint32_t)K,
+                             (uint32_t)(3 * max_tiles)};
+        sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
+        sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, NULL, dr, 4,
+                        &ryo, 1, plan + 3);
+    }
     mp.d = (uint32_t)H;
     sp_gpu_range cr[3] = {rids, rw, ryo};
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n, groups);
     sp_gpu_dispatch(gpu, "moe_combine", SP_GPU_MOE_COMBINE, (uint32_t[4]){H >= 1024 ? 256 : 64, 0, 0, 0}, &mp, sizeof mp, groups,
                     cr, 3, &ry, 1, NULL);
+}
+
+static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
+                            const sp_moe_experts *ex, float *scratch) {
+    sp_gpu_moe_experts_launch(be, y, x, ids, w, n, ex, scratch, NULL);
 }
 
 void sp_gpu_install_moe(sp_backend *be) {

@@ -49,6 +49,7 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
     const sp_json *root = sp_json_root(&doc);
     int64_t x, a, b, c, d, groups;
     if (sp_json_int(sp_json_get(root, "attentionWorkgroups"), &x) && x > 0) g->attention_workgroups = (uint32_t)x;
+    if (sp_json_int(sp_json_get(root, "prefillChunk"), &x) && x >= 64 && x <= 16384) g->step_tokens = (int32_t)x;
     const sp_json *gemv = sp_json_get(root, "gemv");
     for (const sp_json *e = sp_json_first(gemv); e && g->n_gemv < SP_GPU_MAX_TUNINGS; e = sp_json_next(gemv, e)) {
         int t = mtype_named(sp_json_string(sp_json_get(e, "type")));
@@ -75,6 +76,14 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
     sp_json_free(&doc);
     free(text);
     return SPLASH_OK;
+}
+
+int32_t sp_gpu_step_tokens(const sp_backend *be, int64_t hidden, int32_t layers) {
+    const sp_gpu *g = sp_gpu_of(be);
+    if (g->step_tokens) return g->step_tokens;
+    for (int i = 0; g->measured && i < sp_gpu_step_tuning_count; i++)
+        if (sp_gpu_step_tunings[i].hidden == hidden && sp_gpu_step_tunings[i].layers == layers) return sp_gpu_step_tunings[i].tokens;
+    return 0;
 }
 
 static bool same_shape(int type, int64_t rows, int64_t cols, const sp_matrix *W) {

@@ -30,6 +30,9 @@ test("the schema refuses launches the kernels cannot take", () => {
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [coop] }).success).toBe(true);
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [{ ...coop, tile: { ...coop.tile, async: true } }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [{ ...coop, type: "f32" }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, prefillChunk: 2048 }).success).toBe(true);
+  expect(Tuning.safeParse({ ...base, prefillChunk: 32 }).success).toBe(false); // below a KV page's 64 tokens
+  expect(Tuning.safeParse({ ...base, prefillChunk: 1000.5 }).success).toBe(false);
 });
 
 // The build's own output directory: up to date after scripts/build/native.ts, so this only reads it back.
