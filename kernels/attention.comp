@@ -11,13 +11,12 @@
 // byte page · page_stride + (g · P + p % P) · row_bytes from the layer's K (or V) base. Rows are f32, f16 or int8
 // (kv_type, SPLASH_KV_*; kv_rows.glsl); values are read as f32 and every sum accumulates in f32.
 //
-// ATTEND: a workgroup takes one kv head g, a tile of up to QV query vectors that read g (RT rows × HB of g's query
-// heads), and one split of the keys. Keys go BK at a time: scores into shared memory, online softmax per vector
-// (running max m and sum l), then o = o · e^(m_old − m_new) + p · v with each invocation owning two adjacent dims of
-// every vector. Decode has one row, so long contexts are split over workgroups (flash decoding); prefill tiles rows.
-// The loops over a key row and over the keys of a tile are unrolled with their loads issued before the arithmetic
-// that uses them: with few workgroups per multiprocessor, a decode is bound by how many loads are in flight.
-// Spec constants: 0 = workgroup size (128 for ATTEND, which its thread mapping assumes), 1 = head_dim (≤ 256).
+// ATTEND: flash attention for any number of rows, built for decode and verify blocks (few rows, long contexts), where
+// it must cost the bytes of K and V rather than latency: a workgroup reads each key row once for all the query vectors
+// of its kv head, long contexts are split over workgroups (flash decoding) and REDUCE combines the splits. Prefill
+// chunks take flash_attention_coopmat.comp where the device has cooperative matrices; elsewhere they come here too.
+// Spec constants: 0 = workgroup size (128 for ATTEND, which its thread mapping assumes), 1 = head_dim (≤ 256, a
+// multiple of 8), 2 (ATTEND) = the KV row type.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -29,14 +28,10 @@ layout(constant_id = 1) const uint HD = 128;
 #define KV_WRITE 0
 #define ATTEND 1
 #define REDUCE 2
-#define QV 16
-#define BK 32
-#define PV_KEYS 8  // keys whose values are loaded together in o += p · v
 #define HD_MAX 256
 #define WG_ATTEND 128
 #define MAX_SPLITS 1024  // ops.c never splits further
 
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Vec2s { vec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Uvec2s { uvec2 v[]; };
 
 layout(push_constant) uniform P {
@@ -44,39 +39,18 @@ layout(push_constant) uniform P {
     // src2 = new v rows
     uint64_t dst, src, k, v, pages, part;  // k, v: this layer's K and V base; part: [n][heads][splits][HD + 2]
     uint n_past, n, heads, kv_heads, page_tokens, page_stride;  // page_stride in bytes
-    uint split_len, n_splits, hb, rt;  // keys per split (multiple of BK); heads per block, rows per tile
+    uint split_len, n_splits, hb, rt;  // keys per split; heads per block, rows per tile
     float scale;
-    uint kv_type;  // SPLASH_KV_*
+    uint kv_type;  // SPLASH_KV_* (KV_WRITE; ATTEND has it as a spec constant)
     uint64_t src2;
 } p;
 
+#if STAGE == KV_WRITE
 // Byte address of the row of position pos, kv head g.
 uint64_t kv_row(uint64_t base, uint pos, uint g) {
     uint page = uint(Ints(p.pages).v[pos / p.page_tokens]);
     return base + uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * kv_row_bytes(p.kv_type);
 }
-// Values 8c .. 8c+7 of a row, in one 16-byte load where the row is f16.
-void kv8(uint64_t row, uint c, out vec4 a, out vec4 b) {
-    if (p.kv_type == KV_INT8) {
-        a = q8_kv4(row, 2u * c);
-        b = q8_kv4(row, 2u * c + 1u);
-    } else if (p.kv_type == KV_F16) {
-        uvec4 h = Uvec4s(row).v[c];
-        a = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
-        b = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
-    } else {
-        a = Vec4s(row).v[2u * c];
-        b = Vec4s(row).v[2u * c + 1u];
-    }
-}
-// Values 2c, 2c+1 of a row.
-vec2 kv2(uint64_t row, uint c) {
-    if (p.kv_type == KV_INT8) return q8_kv2(row, c);
-    if (p.kv_type == KV_F16) return unpackHalf2x16(Uints(row).v[c]);
-    return Vec2s(row).v[c];
-}
-
-#if STAGE == KV_WRITE
 void kv_put(uint64_t row, uint c, vec2 x) {
     if (p.kv_type == KV_F16) {
         Uints(row).v[c] = packHalf2x16(x);
@@ -186,9 +160,59 @@ void main() {
     kv_put(kv_row(p.v, p.n_past + row, g), c, vec2(v.v[2u * i], v.v[2u * i + 1u]));
 }
 #elif STAGE == ATTEND
-shared vec4 Qs[QV][HD_MAX / 4];
-shared float S[QV][BK];
-shared float corr[QV], lsum[QV], mrun[QV];
+// A workgroup takes kv head g, a tile of up to NV query vectors that read g (rt rows × hb of g's query heads) and one
+// split of the keys. Every K and V row a workgroup reads serves all its vectors, and is read once: tiles of BK rows are
+// staged into shared memory by the whole workgroup, consecutive invocations loading consecutive bytes of a row, the next
+// tile's loads issued before the current tile's arithmetic. Keys go CH at a time: their scores stay in shared memory, so
+// the softmax of a chunk is exact over it (max, then e^(s − max) and their sum, in parallel over 8 invocations per
+// vector) and rescales the running sums once per chunk. The rows' offsets (page table) are found a chunk ahead.
+layout(constant_id = 2) const uint KV_TYPE = KV_F32;  // SPLASH_KV_* of every row
+// NV (query vectors per workgroup) and BK (keys per staged tile) are defines (generate.ts), NV · BK = WG_ATTEND
+#define CH 64                        // keys per chunk (scores kept in shared memory)
+#define TS (HD_MAX / 4 + 1)          // a staged row in vec4s: padded so that rows start 4 banks apart
+#define UNITS (BK * HD_MAX / 4 / WG_ATTEND)  // vec4s of a tile each invocation stages
+#define SM_PARTS (WG_ATTEND / NV)    // invocations per vector in the softmax
+
+shared vec4 Qs[NV][TS];
+shared vec4 Ts[BK][TS];
+shared float S[NV][CH];
+shared uint64_t roff[2][CH];  // byte offset of each key's row (K or V) in the current chunk and in the next
+// the softmax's partial maxima and sums, one per invocation, in Ts (free between the chunk's K and V passes)
+#define RED(i) Ts[(i) / 4u / TS][((i) / 4u) % TS][(i) % 4u]
+shared float corr[NV], lsum[NV], mrun[NV];
+
+// Values 4c .. 4c+3 of a row.
+vec4 kv4(uint64_t row, uint c) {
+    if (KV_TYPE == KV_INT8) return q8_kv4(row, c);
+    if (KV_TYPE == KV_F16) {
+        uvec2 h = Uvec2s(row).v[c];
+        return vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+    }
+    return Vec4s(row).v[c];
+}
+
+// Byte offset of the row of position pos, kv head g, in page `page`.
+uint64_t row_offset(uint page, uint pos, uint g) {
+    return uint64_t(page) * p.page_stride + uint64_t(g * p.page_tokens + pos % p.page_tokens) * kv_row_bytes(KV_TYPE);
+}
+// Loads this invocation's vec4s of tile t of the chunk from c0 (K or V rows; row offsets in roff[b]); zeros from key_end
+// on, so that a key of probability 0 adds 0.
+void stage_load(out vec4 x[UNITS], uint64_t base, uint key_end, uint c0, uint t, uint b) {
+    [[unroll]] for (uint u = 0u; u < UNITS; u++) {
+        uint e = u * WG_ATTEND + gl_LocalInvocationID.x, j = e / (HD / 4u), c = e % (HD / 4u), key = c0 + t * BK + j;
+        x[u] = vec4(0.0);
+        if (j < BK && key < key_end) {
+            x[u] = kv4(base + roff[b][t * BK + j], c);
+        }
+    }
+}
+// Stores what stage_load loaded into Ts (a macro: a function taking Ts would take a threadgroup array of float4 by
+// reference in MSL, which the Metal syntax check rejects).
+#define STAGE_STORE(x)                                                          \
+    [[unroll]] for (uint u = 0u; u < UNITS; u++) {                              \
+        uint e = u * WG_ATTEND + tid, j = e / (HD / 4u);                        \
+        if (j < BK) Ts[j][e % (HD / 4u)] = x[u];                                \
+    }
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
@@ -201,78 +225,94 @@ void main() {
     uint key_begin = split * p.split_len;
     uint key_end = min(key_begin + p.split_len, p.n_past + last_row + 1u);
 
-    for (uint t = tid; t < QV * (HD / 4u); t += WG_ATTEND) {
+    for (uint t = tid; t < NV * (HD / 4u); t += WG_ATTEND) {
         uint v = t / (HD / 4u), c = t % (HD / 4u), row = row0 + v / p.hb, h = h0 + v % p.hb;
         vec4 x = vec4(0.0);
         if (v < p.hb * p.rt && row < p.n && h < h_end)
             x = Vec4s(p.src + uint64_t((row * p.heads + h) * HD) * 4ul).v[c] * p.scale;
         Qs[v][c] = x;
     }
-    if (tid < QV) {
+    if (tid < NV) {
         mrun[tid] = -1.0 / 0.0;
         lsum[tid] = 0.0;
     }
-    vec2 acc[QV];  // dims 2·tid, 2·tid + 1 of every vector
-    [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] = vec2(0.0);
+    if (tid < CH && key_begin + tid < key_end)
+        roff[0][tid] = row_offset(uint(Ints(p.pages).v[(key_begin + tid) / p.page_tokens]), key_begin + tid, g);
+    // scores: this invocation's key of a tile and its vector
+    uint sj = tid % BK, sv = tid / BK, srow = row0 + sv / p.hb;
+    bool svalid = sv < p.hb * p.rt && srow < p.n && h0 + sv % p.hb < h_end;
+    uint skey_end = svalid ? min(key_end, p.n_past + srow + 1u) : 0u;  // causal
+    vec2 acc[NV];  // dims 2·tid, 2·tid + 1 of every vector
+    [[unroll]] for (uint v = 0u; v < NV; v++) acc[v] = vec2(0.0);
     bool owns_dims = 2u * tid < HD;
+    vec4 x[UNITS];
     barrier();
+    stage_load(x, p.k, key_end, key_begin, 0u, 0u);
 
-    uint j = tid % BK, vg = tid / BK;  // scores: this invocation's key and its 4 vectors
-    for (uint k0 = key_begin; k0 < key_end; k0 += BK) {
-        uint key = k0 + j;
-        float s[4] = float[4](0.0, 0.0, 0.0, 0.0);
-        if (key < key_end) {
-            uint64_t kr = kv_row(p.k, key, g);
-            [[unroll]] for (uint c = 0u; c < HD / 8u; c++) {
-                vec4 a, b;
-                kv8(kr, c, a, b);
-                [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                    s[i] += dot(Qs[vg * 4u + i][2u * c], a);
-                    s[i] += dot(Qs[vg * 4u + i][2u * c + 1u], b);
+    for (uint c0 = key_begin, b = 0u; c0 < key_end; c0 += CH, b ^= 1u) {
+        uint nt = (min(CH, key_end - c0) + BK - 1u) / BK;
+        uint next = c0 + CH + tid, next_page = 0u;  // the next chunk's page ids: their rows' offsets are stored once this chunk's are read
+        if (tid < CH && next < key_end) next_page = uint(Ints(p.pages).v[next / p.page_tokens]);
+        for (uint t = 0u; t < nt; t++) {  // q · k
+            STAGE_STORE(x);
+            barrier();
+            if (t + 1u < nt) stage_load(x, p.k, key_end, c0, t + 1u, b);
+            else stage_load(x, p.v, key_end, c0, 0u, b);
+            float s0 = 0.0, s1 = 0.0;  // two chains (HD / 4 is even); no array a loop indexes (it would live in memory)
+            uint key = c0 + t * BK + sj;
+            if (key < skey_end)
+                [[unroll]] for (uint c = 0u; c < HD / 4u; c += 2u) {
+                    s0 += dot(Qs[sv][c], Ts[sj][c]);
+                    s1 += dot(Qs[sv][c + 1u], Ts[sj][c + 1u]);
+                }
+            S[sv][t * BK + sj] = key < skey_end ? s0 + s1 : -1.0 / 0.0;
+            barrier();
+        }
+        {  // softmax of the chunk: SM_PARTS invocations per vector, a fixed order of sums
+            uint v = tid / SM_PARTS, part = tid % SM_PARTS, len = nt * BK;
+            float mx = -1.0 / 0.0;
+            for (uint i = part; i < len; i += SM_PARTS) mx = max(mx, S[v][i]);
+            RED(tid) = mx;
+            if (tid < CH && next < key_end) roff[b ^ 1u][tid] = row_offset(next_page, next, g);
+            barrier();
+            float M = mrun[v];
+            for (uint i = 0u; i < SM_PARTS; i++) M = max(M, RED(v * SM_PARTS + i));
+            float l = 0.0;
+            for (uint i = part; i < len; i += SM_PARTS) {
+                float e = M == -1.0 / 0.0 ? 0.0 : exp(S[v][i] - M);
+                S[v][i] = e;
+                l += e;
+            }
+            barrier();
+            RED(tid) = l;
+            barrier();
+            if (part == 0u) {
+                float c = M == -1.0 / 0.0 ? 1.0 : exp(mrun[v] - M), sum = 0.0;
+                for (uint i = 0u; i < SM_PARTS; i++) sum += RED(v * SM_PARTS + i);
+                corr[v] = c;
+                lsum[v] = lsum[v] * c + sum;
+                mrun[v] = M;
+            }
+            barrier();
+        }
+        [[unroll]] for (uint v = 0u; v < NV; v++) acc[v] *= corr[v];
+        for (uint t = 0u; t < nt; t++) {  // p · v
+            STAGE_STORE(x);
+            barrier();
+            if (t + 1u < nt) stage_load(x, p.v, key_end, c0, t + 1u, b);
+            else if (c0 + CH < key_end) stage_load(x, p.k, key_end, c0 + CH, 0u, b ^ 1u);
+            if (owns_dims) {
+                [[unroll]] for (uint j = 0u; j < BK; j++) {
+                    vec4 y4 = Ts[j][tid >> 1];
+                    vec2 y = (tid & 1u) == 0u ? y4.xy : y4.zw;
+                    [[unroll]] for (uint v = 0u; v < NV; v++) acc[v] += S[v][t * BK + j] * y;
                 }
             }
+            barrier();
         }
-        [[unroll]] for (uint i = 0u; i < 4u; i++) {
-            uint v = vg * 4u + i, row = row0 + v / p.hb;
-            bool ok = key < key_end && v < p.hb * p.rt && row < p.n && h0 + v % p.hb < h_end && key <= p.n_past + row;
-            S[v][j] = ok ? s[i] : -1.0 / 0.0;
-        }
-        barrier();
-        if (tid < QV) {  // online softmax for vector tid
-            float mx = mrun[tid];
-            for (uint i = 0u; i < BK; i++) mx = max(mx, S[tid][i]);
-            float c = 1.0, l = lsum[tid];
-            if (mx != -1.0 / 0.0) {
-                c = exp(mrun[tid] - mx);
-                l *= c;
-                for (uint i = 0u; i < BK; i++) {
-                    float e = exp(S[tid][i] - mx);
-                    S[tid][i] = e;
-                    l += e;
-                }
-            } else {
-                for (uint i = 0u; i < BK; i++) S[tid][i] = 0.0;
-            }
-            corr[tid] = c;
-            lsum[tid] = l;
-            mrun[tid] = mx;
-        }
-        barrier();
-        [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] *= corr[v];
-        uint nk = min(BK, key_end - k0);  // keys past nk have p = 0: their loads are skipped, not their products
-        if (owns_dims) {
-            for (uint i0 = 0u; i0 < nk; i0 += PV_KEYS) {
-                vec2 x[PV_KEYS];
-                [[unroll]] for (uint u = 0u; u < PV_KEYS; u++)
-                    x[u] = i0 + u < nk ? kv2(kv_row(p.v, k0 + i0 + u, g), tid) : vec2(0.0);
-                [[unroll]] for (uint u = 0u; u < PV_KEYS; u++)
-                    [[unroll]] for (uint v = 0u; v < QV; v++) acc[v] += S[v][i0 + u] * x[u];
-            }
-        }
-        barrier();
     }
 
-    [[unroll]] for (uint v = 0u; v < QV; v++) {
+    [[unroll]] for (uint v = 0u; v < NV; v++) {
         uint row = row0 + v / p.hb, h = h0 + v % p.hb;
         if (v >= p.hb * p.rt || row >= p.n || h >= h_end) continue;
         uint base = row * p.heads + h;

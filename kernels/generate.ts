@@ -180,7 +180,12 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
   v.push({ name: "gdn_core", file: "gdn.comp", defines: { FUSED: 1 } });
   ["gdn_intra", "gdn_inter"].forEach((s, i) => v.push({ name: s, file: "gdn_chunked.comp", defines: { STAGE: i } }));
-  ["kv_write", "attend", "attend_reduce"].forEach((s, i) => v.push({ name: s, file: "attention.comp", defines: { STAGE: i } }));
+  // ATTEND by query vectors per workgroup (NV) and keys per staged tile (BK): 16 × 8, and 8 × 16 for a decode row of
+  // groups of up to 8 heads (half the round trips to memory per key)
+  v.push({ name: "kv_write", file: "attention.comp", defines: { STAGE: 0 } });
+  v.push({ name: "attend", file: "attention.comp", defines: { STAGE: 1, NV: 16, BK: 8 } });
+  v.push({ name: "attend_nv8", file: "attention.comp", defines: { STAGE: 1, NV: 8, BK: 16 } });
+  v.push({ name: "attend_reduce", file: "attention.comp", defines: { STAGE: 2 } });
   v.push({ name: "attention_ext", file: "attention_ext.comp", defines: {} });
   ["moe_route", "moe_plan", "moe_combine"].forEach((s, i) => v.push({ name: s, file: "moe.comp", defines: { STAGE: i } }));
   v.push({ name: "sample_stats", file: "sample.comp", defines: {} });

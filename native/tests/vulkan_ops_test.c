@@ -4,6 +4,7 @@
  *   build/tests/vulkan_ops_test           odd shapes and the real shapes (Qwen3.8-27B, Qwen3.6-35B-A3B)
  *   build/tests/vulkan_ops_test --quick   odd shapes only (run once per subgroup size: LP_NATIVE_VECTOR_WIDTH)
  *   build/tests/vulkan_ops_test --moe     the routed experts of prefill chunks only (vulkan_moe_cases.h)
+ *   build/tests/vulkan_ops_test --attention   the attention cases only, every decode shape (vulkan_attention_cases.h)
  *
  * Runs on the device SPLASH_VULKAN_DEVICE names, else the first GPU, else a CPU implementation (lavapipe).
  * Tolerances (NMSE): 1e-10 for f32-exact ops (same math, another summation order); the GDN state after a long
@@ -26,6 +27,7 @@
 #include "backends/gpu/gpu.h"
 #include "backends/vulkan/vulkan.h"
 #include "backend_test.h"
+#include "vulkan_attention_cases.h"
 #include "vulkan_gdn_cases.h"
 #include "vulkan_moe_cases.h"
 #include "check.h"
@@ -380,46 +382,6 @@ static void test_embed(sp_mtype t, int64_t vocab, int64_t d, int64_t n) {
 
 /* ---- attention ---- */
 
-/* n new rows after n_past cached ones for one sequence whose pages are scattered (every other page, reversed), in a
- * cache of rows of kv_type (SPLASH_KV_*), with the output gate as the gated attention takes it. Both backends read the
- * same stored values, so the tolerance is the f32 one; the rows kv_write stores must be the CPU's bit for bit. */
-static void test_attention(int32_t kv_type, int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, int64_t n, int32_t P) {
-    int32_t total = n_past + (int32_t)n, n_pages = (total + P - 1) / P, cache_pages = 2 * n_pages + 1;
-    int64_t row_bytes = sp_kv_row_bytes(kv_type, hd), page_rows = 2 * (int64_t)Hkv * P; /* one layer: K then V */
-    uint64_t cache_bytes = (uint64_t)(page_rows * row_bytes * cache_pages);
-    int32_t *pages = malloc(sizeof(int32_t) * (size_t)n_pages);
-    for (int32_t i = 0; i < n_pages; i++) pages[i] = cache_pages - 1 - 2 * i;
-    float *old = randoms(page_rows * cache_pages * hd, -1, 1); /* old positions: random keys and values */
-    uint8_t *kv = malloc(cache_bytes);
-    for (int64_t r = 0; r < page_rows * cache_pages; r++) sp_kv_from_f32(&cpu, kv_type, old + r * hd, hd, kv + r * row_bytes);
-    float *q = randoms(n * Hq * hd, -1, 1), *k = randoms(n * Hkv * hd, -1, 1), *v = randoms(n * Hkv * hd, -1, 1);
-    float *gate = randoms(n * Hq * hd, -6, 6), *dgate = to_gpu(gate, 4 * (uint64_t)(n * Hq * hd));
-    uint8_t *dkv = to_gpu(kv, cache_bytes);
-    float *dq = to_gpu(q, 4 * (uint64_t)(n * Hq * hd)), *dk = to_gpu(k, 4 * (uint64_t)(n * Hkv * hd));
-    float *dv = to_gpu(v, 4 * (uint64_t)(n * Hkv * hd)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * Hq * hd));
-    int64_t half = page_rows / 2 * row_bytes, stride = page_rows * row_bytes;
-    sp_kv_view hv = {kv, kv + half, stride, pages, P, kv_type}, dvw = {dkv, dkv + half, stride, pages, P, kv_type};
-    float *want = malloc(4 * (size_t)(n * Hq * hd));
-    double t0 = now();
-    gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
-    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), dgate);
-    float *got = from_gpu(dout, n * Hq * hd);
-    double ms = (now() - t0) * 1e3;
-    cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
-    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), gate);
-    char what[192];
-    const char *type = kv_type == SPLASH_KV_F16 ? ", f16 KV" : kv_type == SPLASH_KV_INT8 ? ", int8 KV" : "";
-    bool flash = sp_gpu_flash_attention(sp_gpu_of(&gpu), kv_type, hd, n);
-    snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new%s%s (%.0f ms)", Hq, Hkv, hd, n_past, (long long)n,
-             type, flash ? " (f16 matrix units)" : "", ms);
-    expect(what, nmse(got, want, n * Hq * hd), flash ? 1e-4 : 1e-10);
-    uint8_t *kv_got = (uint8_t *)from_gpu(dkv, (int64_t)(cache_bytes / 4));
-    snprintf(what, sizeof what, "kv_write %d heads x %d, positions %d..%lld%s", Hkv, hd, n_past, (long long)(n_past + n - 1), type);
-    expect(what, memcmp(kv_got, kv, cache_bytes) ? 1 : 0, 0);
-    gpu.free(&gpu, dkv), gpu.free(&gpu, dq), gpu.free(&gpu, dk), gpu.free(&gpu, dv), gpu.free(&gpu, dout), gpu.free(&gpu, dgate);
-    free(pages), free(old), free(kv), free(q), free(k), free(v), free(want), free(got), free(kv_got), free(gate);
-}
-
 /* Which attention kernel a call takes: the matrix units for chunks of 16 rows or more at the head dims they are compiled
  * for, on every KV type, where the device has cooperative matrices (here asked of this device with them turned on, so
  * that a device without them checks the choice too); the scalar kernel for decode and verify blocks, other head dims,
@@ -560,6 +522,7 @@ static void test_coop_tuning_file(void) {
 
 int main(int argc, char **argv) {
     bool quick = argc > 1 && !strcmp(argv[1], "--quick"), moe = argc > 1 && !strcmp(argv[1], "--moe");
+    bool attention = argc > 1 && !strcmp(argv[1], "--attention");
     sp_threadpool *pool;
     if (sp_threadpool_create(0, &pool)) return 1;
     sp_cpu_backend_init(&cpu, pool, sp_threadpool_size(pool), &cpu_status);
@@ -573,6 +536,13 @@ int main(int argc, char **argv) {
     double t0 = now();
     if (moe) { /* the routed experts of prefill chunks only, every case (the device run that changes them) */
         test_moe_chunks(false);
+        goto done;
+    }
+    if (attention) { /* every decode shape, and prefill chunks after a context */
+        test_attention_decode(true);
+        test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16);
+        test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
+        test_attention(SPLASH_KV_INT8, 4, 1, 96, 3, 7, 2);
         goto done;
     }
 
@@ -733,6 +703,7 @@ int main(int argc, char **argv) {
         test_attention(SPLASH_KV_INT8, 24, 4, 256, 1200, 100, 16); /* prefill chunks after a context */
         test_attention(SPLASH_KV_INT8, 16, 2, 256, 333, 517, 64);
         test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
+        test_attention_decode(false);
         test_conv(10240, 4, 1, 3);
         test_gdn(16, 48, 128, 128, 4, false);
         test_gdn(16, 32, 128, 128, 33, false);

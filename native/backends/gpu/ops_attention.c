@@ -1,13 +1,16 @@
 /* ops_attention.c — the KV cache and attention on a GPU: kv_write, attention (split-key scalar kernel for decode and
  * verify blocks, the cooperative-matrix flash attention for prefill chunks), and the drafters' attention_ext.
- * Kernels: kv_write.comp, attention.comp, attention_reduce.comp, flash_attention_coopmat.comp, attention_ext.comp. */
+ * Kernels: attention.comp (kv_write, attend, attend_reduce), flash_attention_coopmat.comp, attention_ext.comp. */
 #include "gpu.h"
 
 #include "core/error.h"
 
-enum { ATTN_QV = 16, ATTN_BK = 32, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
+/* attention.comp ATTEND: workgroups of 128 over up to 16 query vectors of a kv head in tiles of 8 keys (attend), or 8
+ * vectors in tiles of 16 keys (attend_nv8); keys go in chunks of ATTN_CHUNK. A split holds at least ATTN_MIN_SPLIT keys
+ * (shorter ones cost more in partials and in the reduction than they save). */
+enum { ATTN_CHUNK = 64, ATTN_MIN_SPLIT = 16, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
 /* flash_attention_coopmat.comp: 8 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
- * (decode and verify blocks keep the split scalar kernel) */
+ * (decode and verify blocks take attention.comp's split kernel) */
 enum { FLASH_THREADS = 256, FLASH_VECTORS = 128, FLASH_MIN_ROWS = 16 };
 
 /* The KV row types kv_write and the attention kernels (attention.comp, attention_ext.comp; kernels/kv_rows.glsl) take:
@@ -95,8 +98,11 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         if (gate) be->sigmoid_mul(be, out, gate, n * n_heads * head_dim);
         return;
     }
-    p.hb = G <= ATTN_QV ? G : ATTN_QV;
-    p.rt = G <= ATTN_QV ? ATTN_QV / G : 1;
+    /* the narrow variant (half the round trips to memory per key) where the rows' groups fit it: one decode row of up to 8 */
+    bool nv8 = (uint64_t)n * G <= 8;
+    uint32_t NV = nv8 ? 8 : 16, BK = nv8 ? 16 : 8;
+    p.hb = G <= NV ? G : NV;
+    p.rt = G <= NV ? NV / G : 1;
     p.heads = (uint32_t)n_heads;
     p.kv_heads = (uint32_t)n_kv_heads;
     p.scale = scale;
@@ -104,12 +110,13 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     uint64_t keys = (uint64_t)n_past + (uint64_t)n, wgs = (uint64_t)n_kv_heads * blocks * tiles;
     /* flash decoding: few query tiles → split the keys so about attention_workgroups workgroups run */
     uint32_t splits = 1;
-    p.split_len = (uint32_t)((keys + ATTN_BK - 1) / ATTN_BK * ATTN_BK);
-    if (wgs < gpu->attention_workgroups && keys > 4 * ATTN_BK) {
-        uint64_t want = sp_gpu_div_up(gpu->attention_workgroups, wgs), len = sp_gpu_div_up(keys, want);
-        len = (len + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
-        if (len < 4 * ATTN_BK) len = 4 * ATTN_BK;
-        if (sp_gpu_div_up(keys, len) > ATTN_MAX_SPLITS) len = (sp_gpu_div_up(keys, ATTN_MAX_SPLITS) + ATTN_BK - 1) / ATTN_BK * ATTN_BK;
+    p.split_len = (uint32_t)keys;
+    if (wgs < gpu->attention_workgroups && keys >= 2 * ATTN_MIN_SPLIT) {
+        /* whole tiles, and whole chunks once a split holds more than one (a partial one costs a whole one's steps) */
+        uint64_t len = sp_gpu_div_up(keys, sp_gpu_div_up(gpu->attention_workgroups, wgs));
+        if (sp_gpu_div_up(keys, len) > ATTN_MAX_SPLITS) len = sp_gpu_div_up(keys, ATTN_MAX_SPLITS);
+        if (len < ATTN_MIN_SPLIT) len = ATTN_MIN_SPLIT;
+        len = len > ATTN_CHUNK ? (len + ATTN_CHUNK - 1) / ATTN_CHUNK * ATTN_CHUNK : (len + BK - 1) / BK * BK;
         p.split_len = (uint32_t)len;
         splits = sp_gpu_div_up(keys, len);
     }
@@ -120,9 +127,10 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     p.src = r[0].lo;
     p.dst = w.lo;
     p.src2 = r[3].lo;
-    uint32_t spec[4] = {128, (uint32_t)head_dim, 0, 0};
+    uint32_t spec[4] = {128, (uint32_t)head_dim, (uint32_t)kv->type, 0};
+    sp_gpu_kernel_id kernel = nv8 ? SP_GPU_ATTEND_NV8 : SP_GPU_ATTEND;
     if (splits == 1) {
-        sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
+        sp_gpu_dispatch(gpu, "attention", kernel, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, 1}, r,
                         4, &w, 1, NULL);
         return;
     }
@@ -132,11 +140,12 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     if (!part) return;
     sp_gpu_range pr = sp_gpu_span(gpu, part, part_bytes);
     p.part = pr.lo;
-    sp_gpu_dispatch(gpu, "attention", SP_GPU_ATTEND, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
+    sp_gpu_dispatch(gpu, "attention", kernel, spec, &p, sizeof p, (uint32_t[3]){n_kv_heads * blocks, tiles, splits}, r,
                     3, &pr, 1, NULL);
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n * (uint64_t)n_heads, groups);
     spec[0] = head_dim >= 128 ? 128 : 64;
+    spec[2] = 0;
     sp_gpu_range rr[2] = {pr, r[3]};
     sp_gpu_dispatch(gpu, "attention_reduce", SP_GPU_ATTEND_REDUCE, spec, &p, sizeof p, groups, rr, 2, &w, 1, NULL);
 }

@@ -39,6 +39,16 @@ for (const width of ["128", "512"])
     expect(r.code).toBe(0);
   }, 600_000);
 
+// Attention over every decode and verify-block shape attention.comp's split kernel serves (rows, n_past at page, tile
+// and chunk edges, head dims, groups, KV types, gate, page sizes), at a subgroup size other than the native one.
+test.skipIf(!linux)("every attention decode shape at subgroup size 4 (--attention)", () => {
+  const r = run(["--attention"], { LP_NATIVE_VECTOR_WIDTH: "128" });
+  expect(r.out).toContain("subgroup size 4");
+  expect(r.out).toContain("heads x 256, 5000 past + 16 new, pages of 64, int8 KV");
+  expect(r.out).toMatch(/vulkan_ops_test: \d+ checks, 0 failed/);
+  expect(r.code).toBe(0);
+}, 600_000);
+
 // The float GEMV for Q4/Q8 (what Metal and devices without integer dot products run).
 test.skipIf(!linux)("the quick set on the float GEMV (SPLASH_VULKAN_INT_DOT=0)", () => {
   const r = run(["--quick"], { SPLASH_VULKAN_INT_DOT: "0" });
