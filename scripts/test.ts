@@ -18,7 +18,8 @@ const APT_PACKAGES: string[] = [
   "mesa-vulkan-drivers",
   // Metal backend: the kernels' MSL translation is checked against a fresh one (test/unit/kernels/metal-translate.test.ts)
   "spirv-cross",
-  // … and parses under clang (C++ for OpenCL with a stand-in metal_stdlib), as does the Objective-C device layer
+  // … and parses under clang (C++ for OpenCL with a stand-in metal_stdlib), as does the Objective-C device layer; the
+  // hand-written GEMM on simdgroup matrices also runs, as C++ against an emulated one (metal-gemm-emulated.test.ts)
   "clang",
   // NEON kernels: cross-compiled for arm64 and run under user-mode emulation (test/unit/native/core/neon.test.ts);
   // the arm64 C library headers are only a recommendation of the cross compiler, which --no-install-recommends skips
