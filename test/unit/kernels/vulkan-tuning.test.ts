@@ -1,9 +1,10 @@
 // The per-model GPU tuning files (models/<id>/vulkan.json) parse with the generator's schema, name only weight types
 // the kernels decode, and reach the generated C tables (kernels/generate.ts).
 import { expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_TILES, generate, Tuning, tunings } from "../../../kernels/generate.ts";
+import { DEFAULT_TILES, generate, Tuning, tunings, writeTables } from "../../../kernels/generate.ts";
 
 test("every models/<id>/vulkan.json parses and covers a supported model", () => {
   const all = tunings();
@@ -33,6 +34,22 @@ test("the schema refuses launches the kernels cannot take", () => {
   expect(Tuning.safeParse({ ...base, prefillChunk: 2048 }).success).toBe(true);
   expect(Tuning.safeParse({ ...base, prefillChunk: 32 }).success).toBe(false); // below a KV page's 64 tokens
   expect(Tuning.safeParse({ ...base, prefillChunk: 1000.5 }).success).toBe(false);
+});
+
+test("a measured prefill chunk reaches the C table under the model's text width and depth", () => {
+  const dir = mkdtempSync(join(tmpdir(), "splash-tables-"));
+  try {
+    const c = readFileSync(writeTables(dir).source, "utf8");
+    const rows = [...c.matchAll(/^    \{(\d+), (\d+), (\d+)\}, \/\* ([\w.-]+) \*\/$/gm)].filter((m) => c.lastIndexOf("sp_gpu_step_tunings", m.index) > c.lastIndexOf("sp_gpu_gemm_coop_tunings", m.index));
+    const measured = [...tunings()].filter(([, t]) => t.prefillChunk);
+    expect(measured.length).toBeGreaterThan(0);
+    for (const [id, t] of measured) {
+      const text = JSON.parse(readFileSync(join(import.meta.dir, "../../../models", id, "spec.json"), "utf8")).config.text;
+      expect(rows.find((m) => m[4] === id)?.slice(1, 4).map(Number)).toEqual([text.hidden_size, text.num_hidden_layers, t.prefillChunk!]);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // The build's own output directory: up to date after scripts/build/native.ts, so this only reads it back.
