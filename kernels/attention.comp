@@ -172,6 +172,9 @@ layout(constant_id = 2) const uint KV_TYPE = KV_F32;  // SPLASH_KV_* of every ro
 #define TS (HD_MAX / 4 + 1)          // a staged row in vec4s: padded so that rows start 4 banks apart
 #define UNITS (BK * HD_MAX / 4 / WG_ATTEND)  // vec4s of a tile each invocation stages
 #define SM_PARTS (WG_ATTEND / NV)    // invocations per vector in the softmax
+// a chunk's sum of e^(s − max) goes in this many parts (the narrow width's SM_PARTS is 16, the wide one's 8), so a
+// vector's result does not depend on the width its step took: a decode row and a verify block agree to the bit
+#define SUM_PARTS 8u
 
 shared vec4 Qs[NV][TS];
 shared vec4 Ts[BK][TS];
@@ -277,18 +280,17 @@ void main() {
             barrier();
             float M = mrun[v];
             for (uint i = 0u; i < SM_PARTS; i++) M = max(M, RED(v * SM_PARTS + i));
-            float l = 0.0;
-            for (uint i = part; i < len; i += SM_PARTS) {
-                float e = M == -1.0 / 0.0 ? 0.0 : exp(S[v][i] - M);
-                S[v][i] = e;
-                l += e;
-            }
+            for (uint i = part; i < len; i += SM_PARTS) S[v][i] = M == -1.0 / 0.0 ? 0.0 : exp(S[v][i] - M);
             barrier();
-            RED(tid) = l;
+            if (part < SUM_PARTS) {
+                float l = 0.0;
+                for (uint i = part; i < len; i += SUM_PARTS) l += S[v][i];
+                RED(v * SUM_PARTS + part) = l;
+            }
             barrier();
             if (part == 0u) {
                 float c = M == -1.0 / 0.0 ? 1.0 : exp(mrun[v] - M), sum = 0.0;
-                for (uint i = 0u; i < SM_PARTS; i++) sum += RED(v * SM_PARTS + i);
+                for (uint i = 0u; i < SUM_PARTS; i++) sum += RED(v * SUM_PARTS + i);
                 corr[v] = c;
                 lsum[v] = lsum[v] * c + sum;
                 mrun[v] = M;

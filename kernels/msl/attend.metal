@@ -119,20 +119,20 @@ struct Ints
 constant uint _762 = (HD / 4u);
 constant uint _773 = (HD / 4u);
 constant uint _838 = (HD / 4u);
-constant uint _1134 = (HD / 4u);
-constant uint _1142 = (HD / 4u);
+constant uint _1160 = (HD / 4u);
+constant uint _1168 = (HD / 4u);
 
 struct Floats
 {
     float v[1];
 };
 
-constant uint _1401 = (HD + 2u);
-constant uint _1439 = (HD + 2u);
-constant uint _1453 = (HD + 2u);
-constant uint _1470_tmp [[function_constant(0)]];
-constant uint _1470 = is_function_constant_defined(_1470_tmp) ? _1470_tmp : 1u;
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1470, 1u, 1u);
+constant uint _1427 = (HD + 2u);
+constant uint _1465 = (HD + 2u);
+constant uint _1479 = (HD + 2u);
+constant uint _1496_tmp [[function_constant(0)]];
+constant uint _1496 = is_function_constant_defined(_1496_tmp) ? _1496_tmp : 1u;
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(_1496, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint kv_row_bytes(thread const uint& type)
@@ -374,10 +374,10 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     spvUnsafeArray<float4, 4> param_15;
     float _878;
     float _995;
-    float _1033;
+    float _1059;
     spvUnsafeArray<float4, 4> param_24;
     spvUnsafeArray<float4, 4> param_30;
-    float2 _1214;
+    float2 _1240;
     for (uint c0 = key_begin, b = 0u; c0 < key_end; c0 += 64u, b ^= 1u)
     {
         uint nt = ((min(64u, (key_end - c0)) + 8u) - 1u) / 8u;
@@ -463,7 +463,6 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             M = fast::max(M, ((threadgroup float*)&Ts[(((v_2 * 8u) + i_1) / 4u) / 65u][(((v_2 * 8u) + i_1) / 4u) % 65u])[((v_2 * 8u) + i_1) % 4u]);
         }
-        float l = 0.0;
         for (uint i_2 = part; i_2 < len; i_2 += 8u)
         {
             if (M == as_type<float>(0xff800000u /* -inf */))
@@ -474,28 +473,34 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             {
                 _995 = exp(S[v_2][i_2] - M);
             }
-            float e_1 = _995;
-            S[v_2][i_2] = e_1;
-            l += e_1;
+            S[v_2][i_2] = _995;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        ((threadgroup float*)&Ts[(tid / 4u) / 65u][(tid / 4u) % 65u])[tid % 4u] = l;
+        if (part < 8u)
+        {
+            float l = 0.0;
+            for (uint i_3 = part; i_3 < len; i_3 += 8u)
+            {
+                l += S[v_2][i_3];
+            }
+            ((threadgroup float*)&Ts[(((v_2 * 8u) + part) / 4u) / 65u][(((v_2 * 8u) + part) / 4u) % 65u])[((v_2 * 8u) + part) % 4u] = l;
+        }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         if (part == 0u)
         {
             if (M == as_type<float>(0xff800000u /* -inf */))
             {
-                _1033 = 1.0;
+                _1059 = 1.0;
             }
             else
             {
-                _1033 = exp(mrun[v_2] - M);
+                _1059 = exp(mrun[v_2] - M);
             }
-            float c_2 = _1033;
+            float c_2 = _1059;
             float sum = 0.0;
-            for (uint i_3 = 0u; i_3 < 8u; i_3++)
+            for (uint i_4 = 0u; i_4 < 8u; i_4++)
             {
-                sum += ((threadgroup float*)&Ts[(((v_2 * 8u) + i_3) / 4u) / 65u][(((v_2 * 8u) + i_3) / 4u) % 65u])[((v_2 * 8u) + i_3) % 4u];
+                sum += ((threadgroup float*)&Ts[(((v_2 * 8u) + i_4) / 4u) / 65u][(((v_2 * 8u) + i_4) / 4u) % 65u])[((v_2 * 8u) + i_4) % 4u];
             }
             corr[v_2] = c_2;
             lsum[v_2] = (lsum[v_2] * c_2) + sum;
@@ -510,11 +515,11 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         {
             for (uint u_1 = 0u; u_1 < 4u; u_1++)
             {
-                uint e_2 = (u_1 * 128u) + tid;
-                uint j_1 = e_2 / _1134;
+                uint e_1 = (u_1 * 128u) + tid;
+                uint j_1 = e_1 / _1160;
                 if (j_1 < 8u)
                 {
-                    Ts[j_1][e_2 % _1142] = x_1[u_1];
+                    Ts[j_1][e_1 % _1168] = x_1[u_1];
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -548,13 +553,13 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
                     float4 y4 = Ts[j_2][tid >> uint(1)];
                     if ((tid & 1u) == 0u)
                     {
-                        _1214 = y4.xy;
+                        _1240 = y4.xy;
                     }
                     else
                     {
-                        _1214 = y4.zw;
+                        _1240 = y4.zw;
                     }
-                    float2 y = _1214;
+                    float2 y = _1240;
                     for (uint v_4 = 0u; v_4 < 16u; v_4++)
                     {
                         acc[v_4] += (y * S[v_4][(t_2 * 8u) + j_2]);
@@ -568,17 +573,17 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
     {
         uint row_1 = row0 + (v_5 / p.hb);
         uint h_1 = h0 + (v_5 % p.hb);
-        bool _1283 = v_5 >= (p.hb * p.rt);
-        bool _1291;
-        if (!_1283)
+        bool _1309 = v_5 >= (p.hb * p.rt);
+        bool _1317;
+        if (!_1309)
         {
-            _1291 = row_1 >= p.n;
+            _1317 = row_1 >= p.n;
         }
         else
         {
-            _1291 = _1283;
+            _1317 = _1309;
         }
-        if (_1291 || (h_1 >= h_end))
+        if (_1317 || (h_1 >= h_end))
         {
             continue;
         }
@@ -601,7 +606,7 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
             }
             else
             {
-                device Floats* part_1 = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1401) + (2u * tid)) * 4ul));
+                device Floats* part_1 = reinterpret_cast<device Floats*>(p.part + (ulong((((base * p.n_splits) + split) * _1427) + (2u * tid)) * 4ul));
                 part_1->v[0] = acc[v_5].x;
                 part_1->v[1] = acc[v_5].y;
             }
@@ -609,8 +614,8 @@ kernel void splash_attend(constant P& p [[buffer(0)]], uint3 gl_LocalInvocationI
         if ((p.n_splits > 1u) && (tid == 0u))
         {
             device Floats* part_2 = reinterpret_cast<device Floats*>(p.part);
-            part_2->v[(((base * p.n_splits) + split) * _1439) + HD] = mrun[v_5];
-            part_2->v[((((base * p.n_splits) + split) * _1453) + HD) + 1u] = lsum[v_5];
+            part_2->v[(((base * p.n_splits) + split) * _1465) + HD] = mrun[v_5];
+            part_2->v[((((base * p.n_splits) + split) * _1479) + HD) + 1u] = lsum[v_5];
         }
     }
 }

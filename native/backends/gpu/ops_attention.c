@@ -7,7 +7,8 @@
 
 /* attention.comp ATTEND: workgroups of 128 over up to 16 query vectors of a kv head in tiles of 8 keys (attend), or 8
  * vectors in tiles of 16 keys (attend_nv8); keys go in chunks of ATTN_CHUNK. A split holds at least ATTN_MIN_SPLIT keys
- * (shorter ones cost more in partials and in the reduction than they save). */
+ * (shorter ones cost more in partials and in the reduction than they save) and a multiple of it: whole tiles of either
+ * width, so that a row's splits, and so its result, do not depend on the width its step took. */
 enum { ATTN_CHUNK = 64, ATTN_MIN_SPLIT = 16, ATTN_HD_MAX = 256, ATTN_MAX_SPLITS = 1024 };
 /* flash_attention_coopmat.comp: 8 subgroups of 32, 16 query vectors each; it takes chunks of FLASH_MIN_ROWS rows up
  * (decode and verify blocks take attention.comp's split kernel) */
@@ -100,7 +101,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
     }
     /* the narrow variant (half the round trips to memory per key) where the rows' groups fit it: one decode row of up to 8 */
     bool nv8 = (uint64_t)n * G <= 8;
-    uint32_t NV = nv8 ? 8 : 16, BK = nv8 ? 16 : 8;
+    uint32_t NV = nv8 ? 8 : 16;
     p.hb = G <= NV ? G : NV;
     p.rt = G <= NV ? NV / G : 1;
     p.heads = (uint32_t)n_heads;
@@ -116,7 +117,7 @@ static void gpu_attention(const sp_backend *be, float *out, const float *q, cons
         uint64_t len = sp_gpu_div_up(keys, sp_gpu_div_up(gpu->attention_workgroups, wgs));
         if (sp_gpu_div_up(keys, len) > ATTN_MAX_SPLITS) len = sp_gpu_div_up(keys, ATTN_MAX_SPLITS);
         if (len < ATTN_MIN_SPLIT) len = ATTN_MIN_SPLIT;
-        len = len > ATTN_CHUNK ? (len + ATTN_CHUNK - 1) / ATTN_CHUNK * ATTN_CHUNK : (len + BK - 1) / BK * BK;
+        len = len > ATTN_CHUNK ? (len + ATTN_CHUNK - 1) / ATTN_CHUNK * ATTN_CHUNK : (len + ATTN_MIN_SPLIT - 1) / ATTN_MIN_SPLIT * ATTN_MIN_SPLIT;
         p.split_len = (uint32_t)len;
         splits = sp_gpu_div_up(keys, len);
     }
