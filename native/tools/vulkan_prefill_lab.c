@@ -249,7 +249,12 @@ static void gemm(sp_backend *be, sp_threadpool *pool, const model *md, const cha
 
 /* ---- MoE experts ---- */
 
-static double rel_err(const float *got, const float *want, int64_t n);
+/* ‖got − want‖² / ‖want‖² (the absolute error where want is 0) */
+static double rel_err(const float *got, const float *want, int64_t n) {
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]), s += (double)want[i] * want[i];
+    return s > 0 ? e / s : e;
+}
 
 typedef struct moe_job {
     const sp_backend *be;
@@ -353,18 +358,14 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t 
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
     sp_kv_view hv = {kv, kv + page_bytes / 2, page_bytes, pages, P, kv_type};
     cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
-    double e = 0, s = 0;
-    for (int64_t i = 0; i < tail * Hq * hd; i++) {
-        double d = (double)got[(n - tail) * Hq * hd + i] - want[i];
-        e += d * d, s += (double)want[i] * want[i];
-    }
+    double err = rel_err(got + (n - tail) * Hq * hd, want, tail * Hq * hd);
     /* visible keys summed over the chunk's rows: past + 1 … past + n */
     double keys = (double)n * past + (double)n * (n + 1) / 2, flops = 4.0 * hd * Hq * keys;
     bool flash = sp_gpu_flash_attention(sp_gpu_of(be), kv_type, hd, n);
     static const char *kv_names[] = {"f32", "f16", "int8"};
     printf("  attention %d/%d x %d, %-4s KV, %lld rows at %6d, %s: %9.1f us %8.1f TFLOP/s  nmse %.1e%s\n", Hq, Hkv, hd,
-           kv_names[kv_type], (long long)n, past, flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, s > 0 ? e / s : e,
-           (s > 0 ? e / s : e) > (flash ? 1e-4 : 1e-8) || *be->status ? "  NOT OK" : "");
+           kv_names[kv_type], (long long)n, past, flash ? "matrix units" : "scalar", sec * 1e6, flops / sec / 1e12, err,
+           err > (flash ? 1e-4 : 1e-8) || *be->status ? "  NOT OK" : "");
     *be->status = SPLASH_OK;
     be->free(be, dkv), be->free(be, dq), be->free(be, dout);
     free(pages), free(vals), free(kv), free(q), free(got), free(want);
@@ -382,12 +383,6 @@ typedef struct gdn_job {
 static void run_gdn(void *ctx) {
     gdn_job *j = ctx;
     sp_gpu_gdn(j->be, j->out, j->qkv, j->a, j->b, &j->shape, j->S, j->n, j->chunked);
-}
-
-static double rel_err(const float *got, const float *want, int64_t n) {
-    double e = 0, s = 0;
-    for (int64_t i = 0; i < n; i++) e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]), s += (double)want[i] * want[i];
-    return s > 0 ? e / s : e;
 }
 
 /* The token loop (gdn.comp) and the chunked form (gdn_chunked.comp) over n tokens from one state, the second checked
