@@ -20,6 +20,7 @@
 #include "backends/metal/metal.h"
 #endif
 
+#if defined(SPLASH_HAVE_VULKAN) || defined(SPLASH_HAVE_METAL)
 /* Appends why a GPU backend AUTO tried was passed over (the message it failed with, less its file:line) to `why`. */
 static void passed_over(char *why, size_t cap) {
     const char *msg = splash_last_error(), *colon = strstr(msg, ": ");
@@ -28,13 +29,14 @@ static void passed_over(char *why, size_t cap) {
     if (n + 1 < cap) snprintf(why + n, cap - n, "%s%s", n ? "; " : "", msg);
     sp_clear_error();
 }
+#endif
 
 /* The backend asked for: AUTO tries a GPU (never lavapipe) and settles for the CPU, noting in `why` (cap bytes, may
  * be NULL) why each GPU was passed over; VULKAN accepts any device. */
 static splash_status make_backend(sp_backend *be, sp_threadpool *pool, int n_threads, splash_status *op_status,
                                   int32_t backend, char *why, size_t cap) {
-    char none[1] = "";
-    if (!why || !cap) why = none, cap = 1;
+    char unused[256];
+    if (!why || !cap) why = unused, cap = sizeof unused;
     why[0] = 0;
 #ifdef SPLASH_HAVE_METAL
     if (backend == SPLASH_BACKEND_AUTO || backend == SPLASH_BACKEND_METAL) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the cooperative-matrix lab's variants (native/tools/coopmat_lab.comp probes and kernels/matmul_coopmat.comp
-# tiles) to SPIR-V in DIR with the list native/tools/coopmat_lab.c reads. Here, with glslang 13 (build/glslang, which
+# Compiles the cooperative-matrix lab's variants (native/tools/vulkan_coopmat_lab.comp probes and kernels/matmul_coopmat.comp
+# tiles) to SPIR-V in DIR with the list native/tools/vulkan_coopmat_lab.c reads. Here, with glslang 13 (build/glslang, which
 # `bun scripts/build/native.ts` installs): the device machine has no glslang, so DIR travels with the device call and
 # gpu-prefill-h200.sh's `coopmat` stage runs the lab on it.
 #
@@ -21,11 +21,11 @@ mkdir -p "$DIR"
 LIST=$DIR/list.txt
 echo "# name file mode threads bm bn bk fm fn ty wt" > "$LIST"
 
-# lab NAME MODE THREADS BM BN BK FM FN TY WT DEFINES...: one probe of coopmat_lab.comp
+# lab NAME MODE THREADS BM BN BK FM FN TY WT DEFINES...: one probe of vulkan_coopmat_lab.comp
 lab() {
   local name=$1; shift
   local mode=$1 threads=$2 bm=$3 bn=$4 bk=$5 fm=$6 fn=$7 ty=$8 wt=$9; shift 9
-  "$GLSLANG" -V --target-env vulkan1.2 -DMODE="$mode" "$@" -o "$DIR/$name.spv" native/tools/coopmat_lab.comp > "$DIR/$name.log" ||
+  "$GLSLANG" -V --target-env vulkan1.2 -DMODE="$mode" "$@" -o "$DIR/$name.spv" native/tools/vulkan_coopmat_lab.comp > "$DIR/$name.log" ||
     { cat "$DIR/$name.log"; exit 1; }
   rm -f "$DIR/$name.log"
   echo "$name $name.spv $mode $threads $bm $bn $bk $fm $fn $ty $wt" >> "$LIST"

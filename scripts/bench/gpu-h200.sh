@@ -23,7 +23,7 @@ BUDGET=${SPLASH_GPU_BUDGET:-470}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 
 gpu_loader
-gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench tools/dispatch_lab tools/attention_gpu_lab
+gpu_build tests/vulkan_ops_test tools/vulkan_lab tools/vulkan_bench tools/vulkan_dispatch_lab tools/vulkan_attention_lab
 
 if [ "$SMOKE" = 1 ]; then
   RUNS="tiny:q4 tiny-moe:q4"; LAB="tiny"; BENCH_ARGS="--context 128,256 --chunk 32 --steps 2"; OPS="--quick"
@@ -55,23 +55,23 @@ timeout $([ "$QUICK" = 1 ] && echo 60 || echo 150) "$B/vulkan_ops_test" $OPS > "
 echo "exit $?"; grep -E "device|NOT OK|checks|time:" "$OUT/ops.log"; grep -E "^OK .*(17408|5120|10240|1200|248320|256 experts|32 experts)" "$OUT/ops.log"
 
 # The attention op alone (SPLASH_GPU_ATTENTION_LAB=1): its cases against the CPU backend (vulkan_ops_test --attention),
-# then µs per call on the 27B's heads at 1K, 8K and 32K, each KV type, kv_write not timed (attention_gpu_lab): one row
+# then µs per call on the 27B's heads at 1K, 8K and 32K, each KV type, kv_write not timed (vulkan_attention_lab): one row
 # at several split-decode workgroup targets (models/<id>/vulkan.json "attentionWorkgroups"), a block of 8 at the tuned one
 if [ "${SPLASH_GPU_ATTENTION_LAB:-0}" = 1 ]; then
-  stage "attention: cases against the CPU backend, then timings (vulkan_ops_test --attention, attention_gpu_lab)"
+  stage "attention: cases against the CPU backend, then timings (vulkan_ops_test --attention, vulkan_attention_lab)"
   timeout 120 "$B/vulkan_ops_test" --attention > "$OUT/ops-attention.log" 2>&1
   echo "exit $?"; grep -E "NOT OK|checks|time:" "$OUT/ops-attention.log"
   small=$([ "$SMOKE" = 1 ] && echo "--past 256,1024 --calls 3 --reps 1")
-  { timeout 60 "$B/attention_gpu_lab" $small --rows 1 --workgroups 256,512,1024,2048
-    timeout 60 "$B/attention_gpu_lab" $small --rows 8 | tail -n +3; } 2>&1 | tee "$OUT/attention-lab.log"
+  { timeout 60 "$B/vulkan_attention_lab" $small --rows 1 --workgroups 256,512,1024,2048
+    timeout 60 "$B/vulkan_attention_lab" $small --rows 8 | tail -n +3; } 2>&1 | tee "$OUT/attention-lab.log"
 fi
 
-# What a dispatch costs apart from its work (dispatch_lab), under each environment named in SPLASH_GPU_DISPATCH
+# What a dispatch costs apart from its work (vulkan_dispatch_lab), under each environment named in SPLASH_GPU_DISPATCH
 # (space-separated; "default" = as it is, else VAR=value[,VAR=value]), e.g. SPLASH_GPU_DISPATCH="default SPLASH_VULKAN_INT_DOT=0"
 if [ -n "${SPLASH_GPU_DISPATCH:-}" ]; then
-  stage "dispatch cost (dispatch_lab)"
+  stage "dispatch cost (vulkan_dispatch_lab)"
   for v in $SPLASH_GPU_DISPATCH; do
-    echo "-- $v"; env $([ "$v" = default ] || echo "$v" | tr , ' ') timeout 60 "$B/dispatch_lab" $([ "$SMOKE" = 1 ] && echo --n 100 --reps 1) 2>&1 | tail -6
+    echo "-- $v"; env $([ "$v" = default ] || echo "$v" | tr , ' ') timeout 60 "$B/vulkan_dispatch_lab" $([ "$SMOKE" = 1 ] && echo --n 100 --reps 1) 2>&1 | tail -6
   done | tee "$OUT/dispatch.log"
 fi
 

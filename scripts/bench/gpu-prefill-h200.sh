@@ -12,7 +12,7 @@
 #   output: the tables on stdout; logs in $OUT (or /tmp/splash-gpu-out): build.log, ops.log, lab.log, bench.log,
 #           bench.jsonl (few files: the device tool returns at most 8)
 #   SPLASH_PREFILL_STAGES="ops torch lab bench" (the default) picks the stages after the build, run in that order;
-#   "coopmat" runs native/tools/coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
+#   "coopmat" runs native/tools/vulkan_coopmat_lab on the variants scripts/bench/coopmat-lab.sh compiled into
 #   build/coopmat-lab (carry it; its `flash` set: the flash attention kernel on each KV type at 0 and at 32K). "gemm"
 #   times every cooperative-matrix GEMM tile (the defaults and kernels/generate.ts' candidates) on the real matrices of
 #   SPLASH_PREFILL_GEMM_MODELS (the 27B by default) at 1024 rows, q4 and bf16, prints the table and writes the tiles that
@@ -35,7 +35,7 @@ SMOKE=${SPLASH_GPU_SMOKE:-0}
 STAGES=${SPLASH_PREFILL_STAGES:-ops torch lab bench}
 
 gpu_loader
-gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench tools/coopmat_lab
+gpu_build tests/vulkan_ops_test tools/vulkan_prefill_lab tools/vulkan_bench tools/vulkan_coopmat_lab
 
 if [ "$SMOKE" = 1 ]; then
   OPS="--quick"; MODELS="tiny"; LAB="--n 40 --context 200 --reps 2"; BENCH="--shape tiny --context 128,256 --chunk 32 --steps 2"
@@ -44,9 +44,9 @@ else
 fi
 
 run_coopmat() {
-  stage "coopmat_lab: what bounds the cooperative-matrix GEMM"
+  stage "vulkan_coopmat_lab: what bounds the cooperative-matrix GEMM"
   if [ "$SMOKE" = 1 ]; then CM="--m 256 --n 128 --k 256 --reps 2"; else CM=""; fi
-  timeout 240 "$B/coopmat_lab" build/coopmat-lab/list.txt $CM 2>&1 | tee "$OUT/coopmat.log"
+  timeout 240 "$B/vulkan_coopmat_lab" build/coopmat-lab/list.txt $CM 2>&1 | tee "$OUT/coopmat.log"
   echo "exit ${PIPESTATUS[0]}"
 }
 

@@ -1,5 +1,5 @@
 /* coopmat_khr.h — VK_KHR_cooperative_matrix for Vulkan headers older than 1.3.255 (Debian 12's are 1.3.239): the
- * definitions of the registry (vk.xml) that the backend (device.c) and native/tools/coopmat_lab.c use. Include after
+ * definitions of the registry (vk.xml) that the backend (device.c) and native/tools/vulkan_coopmat_lab.c use. Include after
  * <vulkan/vulkan.h>; with newer headers it adds nothing. */
 #ifndef SP_VK_COOPMAT_KHR_H
 #define SP_VK_COOPMAT_KHR_H

@@ -1,9 +1,9 @@
-/* dispatch_lab.c — what one dispatch costs on a GPU backend, apart from its work: chains of small commands that each
+/* vulkan_dispatch_lab.c — what one dispatch costs on a GPU backend, apart from its work: chains of small commands that each
  * depend on the one before (a barrier between every two), the same commands independent of each other (no barrier),
  * RMSNorms (one row, with the residual add, 16 rows) and a GEMV of a 5120×5120 q4 matrix (16 MB, what a decode step's smaller projections read) chained and independent.
  * The difference between a chain and its independent twin is what a barrier costs; a decode step is ~650 of them.
  *
- *   build/tools/dispatch_lab [--n 2000] [--reps 3]
+ *   build/tools/vulkan_dispatch_lab [--n 2000] [--reps 3]
  *
  * gpu-h200.sh runs it under each setting of the environment that SPLASH_GPU_DISPATCH names, to compare them in one run. */
 #include "backends/gpu/gpu.h"
@@ -54,7 +54,7 @@ static double run_case(lab *L, lab_case c, int n, int reps, uint64_t *barriers) 
             }
         }
         if (sp_gpu_finish(be)) {
-            fprintf(stderr, "dispatch_lab: %s\n", splash_last_error());
+            fprintf(stderr, "vulkan_dispatch_lab: %s\n", splash_last_error());
             exit(1);
         }
         double us = (now() - t0) * 1e6 / n;
@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     lab L;
     splash_status st = SPLASH_OK;
     if (sp_vulkan_backend_create(&L.be, pool, sp_threadpool_size(pool), &st, true)) {
-        fprintf(stderr, "dispatch_lab: %s\n", splash_last_error());
+        fprintf(stderr, "vulkan_dispatch_lab: %s\n", splash_last_error());
         return 1;
     }
     enum { H = 5120 };
@@ -93,10 +93,10 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < H * rb; i++) q[i] = (uint8_t)(i * 2654435761u >> 24) & 0x3f; /* small finite scales */
     L.W = (sp_matrix){SP_MAT_Q4, H, H, be->upload(be, q, H, rb), rb};
     if (*be->status) {
-        fprintf(stderr, "dispatch_lab: %s\n", splash_last_error());
+        fprintf(stderr, "vulkan_dispatch_lab: %s\n", splash_last_error());
         return 1;
     }
-    printf("dispatch_lab: %s, %d commands per case, best of %d\n", sp_vulkan_device_name(be), n, reps);
+    printf("vulkan_dispatch_lab: %s, %d commands per case, best of %d\n", sp_vulkan_device_name(be), n, reps);
     printf("  %-32s %10s %9s\n", "case", "us/command", "barriers");
     for (lab_case c = ADD_CHAIN; c <= GEMV_FREE; c++) {
         uint64_t barriers = 0;

@@ -1,8 +1,8 @@
-/* attention_gpu_lab.c — the attention op alone on a GPU backend (kv_write not timed): decode and verify blocks on a
+/* vulkan_attention_lab.c — the attention op alone on a GPU backend (kv_write not timed): decode and verify blocks on a
  * model's attention heads over a KV cache of each row type, as µs per call and as the fraction of the measured read
  * bandwidth its K and V bytes would take.
  *
- *   build/tools/attention_gpu_lab [--heads 24/4/256] [--past 1024,8192,32768] [--rows 1,8] [--kv f32,f16,int8]
+ *   build/tools/vulkan_attention_lab [--heads 24/4/256] [--past 1024,8192,32768] [--rows 1,8] [--kv f32,f16,int8]
  *                                 [--workgroups 256,...] [--page 64] [--calls 50] [--reps 3]
  *
  * --heads: query heads / kv heads / head dim (the Qwen3.8-27B's; the Qwen3.6-35B-A3B's are 16/2/256). --workgroups:
@@ -28,7 +28,7 @@ static double now(void) {
 }
 
 static void die(const char *what) {
-    fprintf(stderr, "attention_gpu_lab: %s: %s\n", what, splash_last_error());
+    fprintf(stderr, "vulkan_attention_lab: %s: %s\n", what, splash_last_error());
     exit(1);
 }
 
@@ -68,12 +68,12 @@ int main(int argc, char **argv) {
                 types[n_types++] = !strcmp(t, "f16") ? SPLASH_KV_F16 : !strcmp(t, "int8") ? SPLASH_KV_INT8 : SPLASH_KV_F32;
             free(copy);
         } else {
-            fprintf(stderr, "attention_gpu_lab: unknown option %s (see the file's header)\n", a);
+            fprintf(stderr, "vulkan_attention_lab: unknown option %s (see the file's header)\n", a);
             return 2;
         }
     }
     if (Hq < 1 || Hkv < 1 || Hq % Hkv || hd < 8 || page < 1 || calls < 1 || reps < 1 || !n_past || !n_rows) {
-        fprintf(stderr, "attention_gpu_lab: bad shape or counts\n");
+        fprintf(stderr, "vulkan_attention_lab: bad shape or counts\n");
         return 2;
     }
     sp_threadpool *pool;
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     double gbs;
     if (sp_gpu_read_bandwidth(&be, small ? (64ull << 20) : (4ull << 30), small ? 2 : 8, 3, &gbs)) die("bandwidth");
     if (!n_wgs) wgs[n_wgs++] = (int)g->attention_workgroups;
-    printf("attention_gpu_lab: %s, read bandwidth %.0f GB/s; heads %d/%d x %d, pages of %d, %d calls per run, best of %d\n",
+    printf("vulkan_attention_lab: %s, read bandwidth %.0f GB/s; heads %d/%d x %d, pages of %d, %d calls per run, best of %d\n",
            g->device_name, gbs, Hq, Hkv, hd, page, calls, reps);
     printf("  %-5s %6s %4s %5s %10s %10s %7s\n", "kv", "past", "rows", "wgs", "us/call", "KV MB", "bw %");
 

@@ -1,9 +1,9 @@
-/* coopmat_lab.c — the lab harness of the cooperative-matrix GEMM (STYLE.md §2): what bounds a KHR
- * cooperative-matrix GEMM on this device, stage by stage, with the probes of native/tools/coopmat_lab.comp and the
+/* vulkan_coopmat_lab.c — the lab harness of the cooperative-matrix GEMM (STYLE.md §2): what bounds a KHR
+ * cooperative-matrix GEMM on this device, stage by stage, with the probes of native/tools/vulkan_coopmat_lab.comp and the
  * product kernel itself (kernels/matmul_coopmat.comp), each compiled to SPIR-V beforehand by
  * scripts/bench/coopmat-lab.sh, which also writes the list of variants this program reads.
  *
- *   coopmat_lab LIST [--m 12288] [--n 1024] [--k 5120] [--reps 10]
+ *   vulkan_coopmat_lab LIST [--m 12288] [--n 1024] [--k 5120] [--reps 10]
  *
  * LIST: one variant a line, `name file.spv mode threads bm bn bk fm fn ty wt` (mode 0 PEAK, 1 SHMEM, 2 STAGED, 3 the
  * product kernel; bm bn bk its workgroup tile and step; fm fn ty the PEAK probe's accumulators per subgroup and types; wt the
@@ -151,7 +151,7 @@ static void open_device(void) {
         exit(1);
     }
     PFN_vkCreateInstance vkCreateInstance = (PFN_vkCreateInstance)vkGetInstanceProcAddr(NULL, "vkCreateInstance");
-    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "coopmat_lab", .apiVersion = VK_API_VERSION_1_3};
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "vulkan_coopmat_lab", .apiVersion = VK_API_VERSION_1_3};
     VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
     VkInstance inst;
     CHECK(vkCreateInstance(&ici, NULL, &inst));
@@ -456,7 +456,7 @@ static double flash(VkPipeline p, uint32_t threads, uint32_t vecs, uint32_t n_pa
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: coopmat_lab LIST [--m M] [--n N] [--k K] [--reps R]\n");
+        fprintf(stderr, "usage: vulkan_coopmat_lab LIST [--m M] [--n N] [--k K] [--reps R]\n");
         return 2;
     }
     uint32_t M = 12288, N = 1024, K = 5120;

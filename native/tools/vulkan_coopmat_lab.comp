@@ -1,5 +1,5 @@
 #version 460
-// coopmat_lab.comp — the probes of native/tools/coopmat_lab.c: what bounds a KHR cooperative-matrix GEMM on a device,
+// vulkan_coopmat_lab.comp — the probes of native/tools/vulkan_coopmat_lab.c: what bounds a KHR cooperative-matrix GEMM on a device,
 // one stage at a time. Every probe computes C = A · Bᵀ-style products of 16 × 16 × K fragments in one subgroup of 32.
 //   MODE 0  PEAK    products only: FM × FN accumulators per subgroup, FM + FN fragments loaded once from shared
 //                   memory, then `iters` rounds of FM·FN coopMatMulAdd on registers (TY: 0 f16→f32, 1 f16→f16,
