@@ -1,7 +1,7 @@
 // The whole test suite, as the README's test command and CI run it:
-//   builds libsplash (release, and the sanitizer build the native tests use), installs the system packages the
-//   tests need, runs `bun test` with a JUnit report, and ends with one line `N passed, N failed, N skipped` (CI reads
-//   it; bun's own summary is not machine-readable). Exits non-zero if anything failed.
+//   installs the system packages the tests need, builds libsplash (release, the sanitizer build the native tests use,
+//   and the CPU-only build), runs `bun test` with a JUnit report, and ends with one line `N passed, N failed, N skipped`
+//   (CI reads it; bun's own summary is not machine-readable). Exits non-zero if anything failed.
 //   Extra arguments go to `bun test` (e.g. a path filter).
 import { $ } from "bun";
 import { existsSync, readFileSync, rmSync } from "node:fs";
@@ -35,6 +35,8 @@ try {
   await ensureAptPackages(APT_PACKAGES);
   await $`bun ${join(root, "scripts/build/native.ts")}`;
   await $`bun ${join(root, "scripts/build/native.ts")} --debug`;
+  // What a machine without the Vulkan headers builds (test/integration/cpu-only-build.test.ts serves with it).
+  await $`bun ${join(root, "scripts/build/native.ts")} --cpu-only`;
 } catch (e) {
   console.error(e instanceof Error ? e.message : String(e));
   console.log("0 passed, 1 failed");

@@ -3,6 +3,8 @@
 //
 //   bun scripts/build/native.ts            release: -O3, build/libsplash.{so,dylib}
 //   bun scripts/build/native.ts --debug    -O1 -g with AddressSanitizer + UBSan, into build/debug/
+//   bun scripts/build/native.ts --cpu-only release without the GPU backends, into build/cpu-only/ (what a machine
+//                                          without the Vulkan headers builds; the suite checks it builds and serves)
 //
 // Per-ISA kernels live in files named *_avx2.c, *_avxvnni.c, *_avx512.c, *_neon.c. Only those files get the ISA's flags, and
 // the library picks them at run time from the detected CPU, so one build runs on any x86-64 (ARCHITECTURE.md §4).
@@ -14,11 +16,13 @@ import { basename, dirname, join, relative } from "node:path";
 
 const root = join(import.meta.dir, "..", "..");
 const debug = process.argv.includes("--debug");
+const cpuOnly = process.argv.includes("--cpu-only");
 const verbose = process.argv.includes("--verbose");
-const out = join(root, "build", debug ? "debug" : "");
+const out = join(root, "build", debug ? "debug" : cpuOnly ? "cpu-only" : "");
 const cc = process.env.CC ?? "cc";
 const arch = process.arch; // "x64" | "arm64"
 const isMac = process.platform === "darwin";
+const metalLib = isMac && !cpuOnly; // the Metal backend is part of the library
 const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string;
 
 const common = [
@@ -51,7 +55,7 @@ function isaFlags(file: string): string[] | null {
 
 // The Vulkan backend is built where glslang (kernels → SPIR-V, embedded by kernels/generate.ts) and the Vulkan headers
 // are found; libvulkan itself is opened at run time. Elsewhere the library has the CPU backend only.
-const vulkan = isMac ? null : await vulkanKernels();
+const vulkan = isMac || cpuOnly ? null : await vulkanKernels();
 if (vulkan) common.push("-DSPLASH_HAVE_VULKAN", `-I${dirname(vulkan.source)}`);
 
 async function vulkanKernels() {
@@ -66,7 +70,7 @@ async function vulkanKernels() {
 // native/tests/metal_* programs, which run it over the Vulkan device (so it needs the Vulkan backend there); a
 // kernels/msl/ that is stale for the kernels listed now leaves those programs out here (the test that needs them
 // fails) and fails the build on macOS.
-const metal = isMac || vulkan ? await metalKernels() : null;
+const metal = metalLib || vulkan ? await metalKernels() : null;
 if (metal) common.push(`-I${dirname(metal.source)}`);
 
 async function metalKernels() {
@@ -74,7 +78,7 @@ async function metalKernels() {
   try {
     return embed(join(out, "gen"));
   } catch (e) {
-    if (isMac) throw e;
+    if (metalLib) throw e;
     console.error(`native build: no Metal host programs: ${(e as Error).message}`);
     return null;
   }
@@ -82,16 +86,17 @@ async function metalKernels() {
 // macOS 15 has every Metal call the backend makes (residency sets, math modes); the product's own minimum (26.4) is
 // checked by `splash doctor`, not by the loader, so the library also loads on the CI's macOS 15 runners.
 const macMin = "-mmacosx-version-min=15.0";
-if (isMac) common.push("-DSPLASH_HAVE_METAL", macMin);
+if (isMac) common.push(macMin);
+if (metalLib) common.push("-DSPLASH_HAVE_METAL");
 
 // Folders whose sources are not part of the library: test and tool programs, and backends built elsewhere (the GPU op
 // layer, native/backends/gpu/, comes with either GPU backend).
 const excluded = [
   "native/tests/",
   "native/tools/",
-  ...(isMac ? [] : ["native/backends/metal/"]),
+  ...(metalLib ? [] : ["native/backends/metal/"]),
   ...(vulkan ? [] : ["native/backends/vulkan/"]),
-  ...(vulkan || isMac ? [] : ["native/backends/gpu/"]),
+  ...(vulkan || metalLib ? [] : ["native/backends/gpu/"]),
 ];
 
 async function sources(dir: string): Promise<string[]> {
@@ -157,7 +162,7 @@ async function pool<T>(items: string[], limit: number, fn: (s: string) => Promis
 
 const libFiles = (await sources("native")).filter((f) => !excluded.some((e) => f.startsWith(e)));
 if (vulkan) libFiles.push(relative(root, vulkan.source), relative(root, vulkan.tables));
-if (isMac && metal) libFiles.push(relative(root, metal.source), relative(root, metal.tables));
+if (metalLib && metal) libFiles.push(relative(root, metal.source), relative(root, metal.tables));
 const jobs = Math.max(1, cpus().length);
 const objs = (await pool(libFiles, jobs, compile)).filter((o): o is string => o !== null);
 

@@ -3,6 +3,7 @@
 import { defineCommand, runCommand, type CommandDef, type SubCommandsDef } from "citty";
 import { log } from "../log.ts";
 import { CliError } from "./_command.ts";
+import { NativeError } from "../native/errors.ts";
 import { renderUsage } from "./usage.ts";
 import type { Tool } from "../launch/tool.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -82,6 +83,11 @@ export async function main(rawArgs: string[]): Promise<number> {
       log.error(stripAnsi(e.message).replace(/\.$/, ""));
       process.stderr.write(`  run \`splash ${cmd}--help\` for what it accepts\n`);
       return 2;
+    }
+    // libsplash's message already says where and why (file:line, the fix where there is one); its JS stack adds nothing.
+    if (e instanceof NativeError) {
+      log.error(e.message);
+      return 1;
     }
     log.error(e);
     return 1;
