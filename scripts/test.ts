@@ -4,7 +4,7 @@
 //   (CI reads it; bun's own summary is not machine-readable). Exits non-zero if anything failed.
 //   Extra arguments go to `bun test` (e.g. a path filter).
 import { $ } from "bun";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ensureAptPackages } from "./setup/apt.ts";
 
@@ -45,7 +45,18 @@ try {
 
 const report = join(root, "build", "test-results.xml");
 rmSync(report, { force: true });
-const run = await $`bun test --reporter=junit --reporter-outfile=${report} ${process.argv.slice(2)}`.cwd(root).nothrow();
+// The run's temporary files go under one folder of the build, emptied before and removed after: nothing piles up in
+// the machine's /tmp from run to run, and a small /tmp (a tmpfs) does not fail the suite.
+const tmp = join(root, "build", "test-tmp");
+rmSync(tmp, { recursive: true, force: true });
+mkdirSync(tmp, { recursive: true });
+// A test that sets no timeout of its own gets 120 s, not bun's 5: integration tests load models and start servers,
+// which a loaded 2-core machine can take longer than 5 s to do (bunfig.toml has no key for it).
+const run = await $`bun test --timeout 120000 --reporter=junit --reporter-outfile=${report} ${process.argv.slice(2)}`
+  .cwd(root)
+  .env({ ...process.env, TMPDIR: tmp })
+  .nothrow();
+rmSync(tmp, { recursive: true, force: true });
 
 // Counts from the JUnit report: a <testcase> with a <failure>/<error> failed, with <skipped> was skipped.
 let passed = 0;

@@ -1,5 +1,6 @@
 // Builds libsplash (native/) with the system C compiler, plus the small C programs in native/tests and
-// native/tools (linked against the same objects, so they can reach internal functions).
+// native/tools (linked against the same objects, so they can reach internal functions; the sanitizer build has
+// native/tests only).
 //
 //   bun scripts/build/native.ts            release: -O3, build/libsplash.{so,dylib}
 //   bun scripts/build/native.ts --debug    -O1 -g with AddressSanitizer + UBSan, into build/debug/
@@ -181,8 +182,10 @@ if (!existsSync(lib) || objs.some((o) => newer(lib, o))) {
 }
 
 // Programs: each native/tests/*.c and native/tools/*.c is one executable, linked with the library's objects (on
-// Linux, metal_* programs also with the Metal backend's portable C, which is not in the library there).
-const programs = [...(await sources("native/tests")), ...(await sources("native/tools"))].filter(
+// Linux, metal_* programs also with the Metal backend's portable C, which is not in the library there). The sanitizer
+// build has the test programs only: the tools (labs, benchmarks) run at full speed or not at all, and each linked
+// copy of the library costs tens of megabytes on the test machine's disk.
+const programs = [...(await sources("native/tests")), ...(debug ? [] : await sources("native/tools"))].filter(
   (f) =>
     (dirname(f) === "native/tests" || dirname(f) === "native/tools") &&
     (vulkan || !basename(f).startsWith("vulkan_")) &&

@@ -1,7 +1,7 @@
 // The single executable: built once, copied alone into an empty directory, it runs and extracts its library.
-import { beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { $ } from "bun";
-import { copyFileSync, mkdtempSync, readdirSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../helpers/cli.ts";
@@ -15,6 +15,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "splash-bin-"));
   copyFileSync(join(repoRoot, "dist/splash"), join(dir, "splash"));
 }, 300_000);
+
+// the binary is ~100 MB: not left behind
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("dist/splash", () => {
   test("answers --version and doctor from an empty directory", async () => {

@@ -3,7 +3,7 @@
 // and WebP decoders are WebAssembly files embedded in the binary).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { $ } from "bun";
-import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../helpers/cli.ts";
@@ -11,9 +11,10 @@ import { visionFixtureModelDir } from "../helpers/vision-fixture-model.ts";
 
 let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
 let url: string;
+let dir: string;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "splash-vision-bin-"));
+  dir = mkdtempSync(join(tmpdir(), "splash-vision-bin-"));
   await $`bun ${join(repoRoot, "scripts/build/binary.ts")} --outfile ${join(dir, "empty", "splash")}`.quiet();
   cpSync(visionFixtureModelDir(), join(dir, "model"), { recursive: true, dereference: true });
   proc = Bun.spawn([join(dir, "empty", "splash"), "serve", join(dir, "model"), "--port", "0", "--kv-budget", "64M", "--threads", "2"], {
@@ -36,6 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   proc?.kill();
   await proc?.exited;
+  rmSync(dir, { recursive: true, force: true }); // the binary is ~100 MB: not left behind
 });
 
 test("the compiled binary decodes every supported format", async () => {

@@ -1,4 +1,4 @@
-// Builds and runs the C library's test programs (native/tests/*_test.c, native/tools/fuzz_safetensors.c) for the
+// Builds and runs the C library's test programs (native/tests/*_test.c, native/tests/fuzz_safetensors.c) for the
 // test/unit/native/ files that run them. Each program prints one OK/NOT OK line per check and a summary line
 // "<name>: N checks, F failed", and exits non-zero when anything failed.
 import { join } from "node:path";

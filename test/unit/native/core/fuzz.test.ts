@@ -1,5 +1,5 @@
 // Fuzzes the safetensors header and JSON parsers for a bounded time in the sanitizer build
-// (native/tools/fuzz_safetensors.c): random and mutated images must never crash, read out of bounds, hit undefined
+// (native/tests/fuzz_safetensors.c): random and mutated images must never crash, read out of bounds, hit undefined
 // behaviour, or be accepted while breaking an invariant. A fixed seed keeps the run reproducible.
 import { beforeAll, expect, test } from "bun:test";
 import { buildNative, runProgram } from "../programs.ts";
@@ -7,7 +7,7 @@ import { buildNative, runProgram } from "../programs.ts";
 beforeAll(() => buildNative(true), 120_000);
 
 test("fuzz_safetensors: 8 s of mutated images, no crash, no sanitizer report", async () => {
-  const r = await runProgram(true, "tools", "fuzz_safetensors", ["--seconds", "8", "--seed", "20261130"]);
+  const r = await runProgram(true, "tests", "fuzz_safetensors", ["--seconds", "8", "--seed", "20261130"]);
   expect(r.stderr).not.toContain("runtime error");
   expect(r.stderr).not.toContain("AddressSanitizer");
   expect(r.stderr).not.toContain("invariant broken");
@@ -23,7 +23,7 @@ test("fuzz_safetensors: 8 s of mutated images, no crash, no sanitizer report", a
 }, 60_000);
 
 test("fuzz_safetensors: one input reproduces from its seed and iteration", async () => {
-  const r = await runProgram(true, "tools", "fuzz_safetensors", ["--seed", "20261130", "--iter", "17"]);
+  const r = await runProgram(true, "tests", "fuzz_safetensors", ["--seed", "20261130", "--iter", "17"]);
   expect(r.code).toBe(0);
   expect(r.stderr).toBe("");
 });

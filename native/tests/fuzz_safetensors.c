@@ -4,8 +4,8 @@
  * size mismatch, duplicate name, inconsistent JSON tree) aborts too.
  *
  *   bun scripts/build/native.ts --debug
- *   build/debug/tools/fuzz_safetensors [--seconds 10] [--seed N]    run for a while; prints a summary line
- *   build/debug/tools/fuzz_safetensors --seed N --iter I --dump f   write input I of seed N to f (reproduce a report)
+ *   build/debug/tests/fuzz_safetensors [--seconds 10] [--seed N]    run for a while; prints a summary line
+ *   build/debug/tests/fuzz_safetensors --seed N --iter I --dump f   write input I of seed N to f (reproduce a report)
  *
  * Every input is a function of (seed, iteration), so the iteration printed before a crash reproduces it.
  * Each image lives in a heap buffer of exactly its size, so ASan sees any read past its end.
