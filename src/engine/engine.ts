@@ -15,7 +15,7 @@ import { KVCacheManager, type LoadedState } from "./cache-manager.ts";
 import { DiskPrefixCache } from "./disk-cache.ts";
 import { EventStream } from "./event-stream.ts";
 import { describeMemoryPlan, planMemory, type MemoryPlan } from "./memory-plan.ts";
-import type { StepModel, StepRunner } from "./runner.ts";
+import type { StepClock, StepModel, StepRunner } from "./runner.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
 import { StepTimer } from "./step-timer.ts";
@@ -48,15 +48,21 @@ export function createEngine(model: StepModel, options: EngineOptions = {}): Spl
   return new SplashEngine(model, runner, plan, options);
 }
 
-// CPU time of the threads that compute the steps: the process's, less this thread's (it serves requests meanwhile).
-type CpuMark = { process: NodeJS.CpuUsage; thread: NodeJS.CpuUsage };
-function cpuMark(): CpuMark {
-  return { process: process.cpuUsage(), thread: process.threadCpuUsage() };
-}
-function computeMs(since: CpuMark): number {
-  const p = process.cpuUsage(since.process);
-  const t = process.threadCpuUsage(since.thread);
-  return (p.user + p.system - t.user - t.system) / 1000;
+// A step's cost as the speculation policy weighs it (StepModel.stepClock): starts a measurement, whose result is the
+// milliseconds since. "cpu": the CPU time of the threads that compute the steps, the process's less this thread's
+// (it serves requests meanwhile); "wall": the time between the call and its result.
+export function stepMeter(clock: StepClock): () => number {
+  if (clock === "wall") {
+    const t0 = performance.now();
+    return () => performance.now() - t0;
+  }
+  const p0 = process.cpuUsage();
+  const t0 = process.threadCpuUsage();
+  return () => {
+    const p = process.cpuUsage(p0);
+    const t = process.threadCpuUsage(t0);
+    return (p.user + p.system - t.user - t.system) / 1000;
+  };
 }
 
 // Resolves on the event loop's next turn.
@@ -126,13 +132,13 @@ export class SplashEngine implements Engine {
     });
     this.scheduler.onFinish = (seq) => {
       if (seq.admittedAt > 0) this.serviceSeconds = 0.8 * this.serviceSeconds + 0.2 * ((performance.now() - seq.admittedAt) / 1000);
-      const spec = seq.spec;
-      if (spec && spec.cycles > 0) {
+      const sp = seq.speculation;
+      if (sp && sp.cycles > 0) {
         const s = this.speculation;
-        s.cycles += spec.cycles;
-        s.drafted += spec.drafted;
-        s.accepted += spec.accepted;
-        const length = (spec.accepted + spec.cycles) / spec.cycles;
+        s.cycles += sp.cycles;
+        s.drafted += sp.drafted;
+        s.accepted += sp.accepted;
+        const length = (sp.accepted + sp.cycles) / sp.cycles;
         const bucket = ACCEPTANCE_BUCKETS.findIndex((b) => length <= b);
         s.requestAcceptance[bucket < 0 ? ACCEPTANCE_BUCKETS.length : bucket]!++;
         s.requestAcceptanceSum += length;
@@ -161,8 +167,8 @@ export class SplashEngine implements Engine {
       tokens: (tokens) => stream.push({ type: "tokens", tokens }),
       done: (reason) => {
         req.signal.removeEventListener("abort", onAbort);
-        const spec = seq?.spec;
-        const counts = spec && { cycles: spec.cycles, drafted: spec.drafted, accepted: spec.accepted, verifiedAt: [...spec.verifiedAt], acceptedAt: [...spec.acceptedAt] };
+        const sp = seq?.speculation;
+        const counts = sp && { cycles: sp.cycles, drafted: sp.drafted, accepted: sp.accepted, verifiedAt: [...sp.verifiedAt], acceptedAt: [...sp.acceptedAt] };
         stream.push(counts ? { type: "done", reason, speculation: counts } : { type: "done", reason });
         stream.end();
       },
@@ -256,7 +262,7 @@ export class SplashEngine implements Engine {
       }
       try {
         const policy = this.scheduler.policy;
-        const cpu = cpuMark();
+        const cost = stepMeter(this.model.stepClock);
         const t0 = performance.now();
         // requests and aborts are read while the step computes; a step that resolves at once (a runner that computes
         // on this thread) still lets them in
@@ -264,7 +270,7 @@ export class SplashEngine implements Engine {
         this.timer.observe(plan.decodeTokens, plan.promptTokens, performance.now() - t0);
         /* decode-only steps: a verify row costs more than a prompt row (logits and a sample for every row) */
         if (policy && plan.promptTokens === 0) {
-          const stepMs = computeMs(cpu);
+          const stepMs = cost();
           policy.observeStep(plan.decodeTokens, plan.draftTokens, stepMs);
           const emitted = results.reduce((n, r) => n + (r && !(r instanceof Error) ? 1 + (r.accepted?.length ?? 0) : 0), 0);
           const speculated = plan.draftTokens > 0 || plan.chunks.some((c) => c.verify);

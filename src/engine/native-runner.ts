@@ -19,6 +19,7 @@ export function nativeStepModel(model: Model): StepModel {
     fixedBytes: info.weightBytes + info.scratchBytes,
     pageBytes: (pageTokens) => model.pageBytes(pageTokens),
     slotBytes: model.slotBytes,
+    stepClock: info.backend === "cpu" ? "cpu" : "wall",
     ...(model.drafter ? { drafter: { kind: model.drafter.kind, maxDraft: model.drafter.maxDraft, maxSeqs: model.drafter.maxSeqs } } : {}),
     createRunner: (geometry: CacheGeometry) => new NativeRunner(model.createCache(geometry), model.pageBytes(geometry.pageTokens), model.slotBytes),
   };

@@ -18,8 +18,14 @@ export interface StepModel {
   readonly slotBytes: number;
   // The attached speculative drafter, if any (its weights and scratch are in fixedBytes, its K/V in pageBytes).
   readonly drafter?: DrafterSpec;
+  // How the speculation policy times a step: "cpu" where the steps compute on this machine's cores (their threads' CPU
+  // time; a wall clock on a shared machine also times the neighbours), "wall" where the host records work for a
+  // device and waits for it without using a core (a GPU backend).
+  readonly stepClock: StepClock;
   createRunner(cache: CacheGeometry): StepRunner;
 }
+
+export type StepClock = "cpu" | "wall";
 
 export type DrafterSpec = {
   kind: Drafter;

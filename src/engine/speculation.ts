@@ -20,15 +20,15 @@
 //
 // where p_j is the sequence's own running rate of accepting draft j once drafts 0 … j − 1 were accepted
 // (exponential average, α = 0.2, starting from the engine's running rates over all sequences, or 1 before any
-// cycle), and the costs are learned from the engine's CPU time (its process's; a wall clock on a shared machine also
-// times the neighbours) by least squares that forget old steps: a decoding step (no prompt rows) of R rows — one per
+// cycle), and the costs are learned from the time the engine's steps take (StepModel.stepClock: CPU time on the CPU
+// backend, wall time on a GPU) by least squares that forget old steps: a decoding step (no prompt rows) of R rows — one per
 // sequence plus the drafts it verifies — that drafts K tokens for the next takes a + b·R + c·[K > 0] + d·K ms (a and
 // c shared by the S sequences of the step); until the fit exists, sequences cycle through every draft length so that
 // the costs can be told apart. So acceptance dropping shortens
 // the block, and so does a machine where each verified row costs nearly a full step (a small model computing rather
 // than reading weights): there k = 0 can win, and the sequence then drafts one token every PROBE_EVERY-th step to
 // keep its acceptance rates current. Above the model sits a gate on what is actually delivered: the engine's tokens
-// per CPU ms in decoding steps that drafted against those that did not; while drafting delivers less, greedy
+// per ms (the same clock) in decoding steps that drafted against those that did not; while drafting delivers less, greedy
 // sequences do not draft, except on every GATE_PROBE-th step (and plain steps are probed the same way while
 // drafting wins), so what the cost model misses (the scheduler's own work, the machine) still decides.
 //
@@ -167,7 +167,7 @@ export class SpeculationPolicy {
   }
 
   // k for each sequence (before the caps of the sequence and of the step).
-  // Tokens per CPU ms of the decoding steps that drafted and of those that did not (exponential averages).
+  // Tokens per ms of the decoding steps that drafted and of those that did not (exponential averages).
   observeDecode(tokens: number, ms: number, drafted: boolean): void {
     const rate = tokens / Math.max(ms, 1e-3);
     if (drafted) this.draftedRate = this.draftedRate === undefined ? rate : (1 - GATE_ALPHA) * this.draftedRate + GATE_ALPHA * rate;
@@ -178,15 +178,15 @@ export class SpeculationPolicy {
   private plainRate: number | undefined;
   private steps = 0;
 
-  plan(specs: readonly Speculation[]): number[] {
+  plan(states: readonly Speculation[]): number[] {
     const costs = this.costs();
-    const n = specs.length;
+    const n = states.length;
     /* the gate: whatever the cost model says, greedy sequences stop drafting while drafting steps deliver fewer tokens
      * per ms than plain ones; every GATE_PROBE-th step runs the other way to keep both rates current */
     const probe = ++this.steps % GATE_PROBE === 0;
     const gated = this.draftedRate !== undefined && this.plainRate !== undefined && this.draftedRate < this.plainRate;
     const plain = this.plainRate === undefined ? this.steps % 4 === 0 : gated !== probe;
-    return specs.map((s) => {
+    return states.map((s) => {
       if (s.seeded) {
         let k = 0;
         for (let reach = 1; k < s.maxDraft && (reach *= s.rates[k]!) >= MIN_REACH; ) k++;

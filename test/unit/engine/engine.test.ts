@@ -1,7 +1,7 @@
 // The engine loop end to end on the toy model (toy-runner.ts): outputs identical alone, batched and resumed from
 // the prefix cache; admission under a tight budget; 1000 requests with random cancels; errors and limits.
 import { describe, expect, test } from "bun:test";
-import { SplashEngine, type EngineOptions } from "../../../src/engine/engine.ts";
+import { SplashEngine, stepMeter, type EngineOptions } from "../../../src/engine/engine.ts";
 import { planMemory } from "../../../src/engine/memory-plan.ts";
 import { EngineOverloaded, PromptTooLong, type EngineEvent, type GenerateRequest, type Sampling, type TokenConstraint } from "../../../src/engine/types.ts";
 import type { Machine } from "../../../src/machine.ts";
@@ -290,4 +290,17 @@ describe("engine loop on the toy model", () => {
     expect(runner.closed).toBe(true);
     expect(() => e.generate(request(toyPrompt(5, 1), 1))).toThrow(/closed/);
   });
+});
+
+test("a step's cost: the wall clock counts a wait on a device, the CPU clock only the computing threads' time", async () => {
+  const wall = stepMeter("wall");
+  const cpu = stepMeter("cpu");
+  await Bun.sleep(60);
+  expect(wall()).toBeGreaterThanOrEqual(55);
+  expect(cpu()).toBeLessThan(40);
+  const busy = stepMeter("cpu");
+  const worker = new Worker(URL.createObjectURL(new Blob(["const t = performance.now(); while (performance.now() - t < 80); postMessage(0);"])));
+  await new Promise((resolve) => (worker.onmessage = resolve));
+  worker.terminate();
+  expect(busy()).toBeGreaterThan(40); // another thread computing: counted
 });

@@ -4,7 +4,7 @@
 // a wrong page table, a page overwritten while shared, a badly restored snapshot or a skipped token changes the
 // output, exactly as it would with a model. It also checks the step contract: page tables cover the positions, no
 // page is written by two sequences of a step, and shared (read-only) pages are never written.
-import type { CacheGeometry, SampledToken, StepModel, StepInput, StepRunner } from "../../../src/engine/runner.ts";
+import type { CacheGeometry, SampledToken, StepClock, StepModel, StepInput, StepRunner } from "../../../src/engine/runner.ts";
 
 export type ToyOptions = {
   vocabSize?: number;
@@ -13,6 +13,7 @@ export type ToyOptions = {
   kvBytesPerToken?: number;
   slotBytes?: number;
   stepDelayMs?: number; // each step waits this long (lets aborts land mid-generation)
+  stepClock?: StepClock; // default "cpu"
 };
 
 const mix = (a: number, b: number): number => (Math.imul(a ^ b, 0x9e3779b1) ^ ((a >>> 15) + b)) >>> 0;
@@ -110,6 +111,7 @@ export class ToyModel implements StepModel {
   readonly maxStepTokens: number;
   readonly fixedBytes = 1000;
   readonly slotBytes: number;
+  readonly stepClock: StepClock;
   private readonly kvBytesPerToken: number;
   runner: ToyRunner | undefined;
 
@@ -119,6 +121,7 @@ export class ToyModel implements StepModel {
     this.maxStepTokens = options.maxStepTokens ?? 256;
     this.kvBytesPerToken = options.kvBytesPerToken ?? 100;
     this.slotBytes = options.slotBytes ?? 1600;
+    this.stepClock = options.stepClock ?? "cpu";
   }
 
   pageBytes(pageTokens: number): number {
