@@ -199,7 +199,7 @@ export class Scheduler {
       const constraint = seq.cancelled ? undefined : seq.request.constraint;
       const emitted = c.verify ? this.guard(seq, () => applyVerified(r!, c.verify!.nDraft, constraint), null) : null;
       if (seq.failed) return this.finish(seq, seq.failed);
-      if (c.verify) this.policy!.record(seq.spec!, c.verify.nDraft, emitted!.length - 1);
+      if (c.verify) this.policy!.record(seq.speculation!, c.verify.nDraft, emitted!.length - 1);
       seq.computed = c.start + (emitted ? emitted.length : c.count);
       this.cache.commit(seq.cache!, seq.tokens, seq.computed);
       if (seq.cancelled) return this.finish(seq, "cancelled");
@@ -310,7 +310,7 @@ export class Scheduler {
     let rows = 0;
     let seqs = 0;
     /* seeded sequences first, as when their drafts were asked for (planDrafts) */
-    for (const c of [...chunks].sort((a, b) => Number(b.seq.spec?.seeded ?? false) - Number(a.seq.spec?.seeded ?? false))) {
+    for (const c of [...chunks].sort((a, b) => Number(b.seq.speculation?.seeded ?? false) - Number(a.seq.speculation?.seeded ?? false))) {
       const seq = c.seq;
       const drafts = seq.drafts;
       seq.drafts = undefined;
@@ -341,11 +341,11 @@ export class Scheduler {
     let seqs = 0;
     const speculating = chunks.filter((c) => c.sample && !c.seq.cancelled && wantsDraft(c.seq.request, drafter));
     const policy = this.policy!;
-    const specs = speculating.map((c) => (c.seq.spec ??= policy.start(c.seq.request.sampling.temperature > 0 && c.seq.request.seeded === true)));
+    const states = speculating.map((c) => (c.seq.speculation ??= policy.start(c.seq.request.sampling.temperature > 0 && c.seq.request.seeded === true)));
     const fixed = this.options.draftLength;
-    const wanted = fixed === undefined ? policy.plan(specs) : specs.map(() => Math.min(fixed, drafter.maxDraft));
+    const wanted = fixed === undefined ? policy.plan(states) : states.map(() => Math.min(fixed, drafter.maxDraft));
     /* seeded sequences first: the step's caps fall on the others, whose block lengths may vary with the batch */
-    const order = speculating.map((_, i) => i).sort((i, j) => Number(specs[j]!.seeded) - Number(specs[i]!.seeded));
+    const order = speculating.map((_, i) => i).sort((i, j) => Number(states[j]!.seeded) - Number(states[i]!.seeded));
     for (const i of order) {
       const c = speculating[i]!;
       const seq = c.seq;

@@ -29,7 +29,7 @@ export class Sequence {
   cancelled = false;
   mask: Uint32Array | undefined; // allowed-token bitmask, when constrained
   failed: Error | undefined; // a call to its constraint threw: it ends with this error when the step completes
-  spec: Speculation | undefined; // speculative decoding state, once the sequence drafts
+  speculation: Speculation | undefined; // speculative decoding state, once the sequence drafts
   drafts: Int32Array | undefined; // what its last step drafted, verified at its next
   readonly stopTokens: Set<number>;
   readonly enqueuedAt = performance.now();

@@ -139,7 +139,7 @@ describe("verify blocks wrong at every position leave the token-by-token state",
   }
 });
 
-type Outcome = { tokens: number[]; logprobs: number[]; cached: number; spec?: SpeculationCounts };
+type Outcome = { tokens: number[]; logprobs: number[]; cached: number; speculation?: SpeculationCounts };
 
 async function generate(engine: SplashEngine, prompt: Int32Array, maxTokens: number, sampling = greedy): Promise<Outcome> {
   const out: Outcome = { tokens: [], logprobs: [], cached: -1 };
@@ -149,7 +149,7 @@ async function generate(engine: SplashEngine, prompt: Int32Array, maxTokens: num
     else if (ev.type === "tokens") {
       out.tokens.push(...ev.tokens.map((t) => t.id));
       out.logprobs.push(...ev.tokens.map((t) => t.logprob!));
-    } else if (ev.speculation) out.spec = ev.speculation;
+    } else if (ev.speculation) out.speculation = ev.speculation;
   }
   return out;
 }
@@ -220,8 +220,8 @@ for (const c of CASES) {
       const strip = (o: Outcome) => ({ tokens: o.tokens, logprobs: o.logprobs });
       expect(alone.map(strip)).toEqual(want.map(strip));
       expect(batched.map(strip)).toEqual(want.map(strip));
-      expect(alone.every((o) => o.spec!.cycles > 0)).toBe(true);
-      if (c.dir === TINY) expect(alone.reduce((n, o) => n + o.spec!.accepted, 0)).toBeGreaterThan(OUTPUT / 4); // a trained pair accepts
+      expect(alone.every((o) => o.speculation!.cycles > 0)).toBe(true);
+      if (c.dir === TINY) expect(alone.reduce((n, o) => n + o.speculation!.accepted, 0)).toBeGreaterThan(OUTPUT / 4); // a trained pair accepts
     }, 60_000);
 
     test("resumed from the prefix cache (the drafter's K/V rides in the shared pages): the same tokens", async () => {

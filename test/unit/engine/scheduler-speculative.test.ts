@@ -79,8 +79,8 @@ test("a sampled chunk drafts in its step; the next step verifies the drafts, and
   expect(events).toEqual(["4", "8", "11"]);
   expect([seq.computed, seq.length]).toEqual([5, 6]);
   expect([...seq.tokens.subarray(0, 6)]).toEqual([1, 2, 3, 4, 8, 11]);
-  expect(seq.spec!.cycles).toBe(1);
-  expect(seq.spec!.accepted).toBe(1);
+  expect(seq.speculation!.cycles).toBe(1);
+  expect(seq.speculation!.accepted).toBe(1);
   const next = scheduler.schedule()!;
   expect(next.chunks[0]).toMatchObject({ start: 5, count: 4 });
   expect([...next.batch[0]!.tokens]).toEqual([11, 12, 13, 14]);
@@ -167,7 +167,7 @@ test("a sequence cancelled while its verify step computes never calls its releas
 test("a sampling sequence speculates by its own acceptance only when its caller chose the seed, and takes the drafter's seat first", () => {
   const sampled = { ...greedy, temperature: 1 };
   const { runs, prefill } = setupMany([undefined, undefined], { requests: [{ sampling: sampled }, { sampling: sampled, seeded: true }], maxSeqs: 1 });
-  expect(runs.map((r) => r.seq.spec!.seeded)).toEqual([false, true]);
+  expect(runs.map((r) => r.seq.speculation!.seeded)).toEqual([false, true]);
   // one seat: the seeded sequence's block length must not depend on its neighbour, so it drafts
   expect(prefill.chunks.map((c) => c.next ?? 0)).toEqual([0, 3]);
 });
