@@ -76,6 +76,9 @@ export const GEMV_BATCHES = [1, 4, 16] as const;
 export const GEMV_MAX_ROWS = [8, 4, 2] as const;
 export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2] };
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
+// The prompt tokens a tuning's "prefillChunk" may name, in the committed files (checked here) and in a file
+// SPLASH_VULKAN_TUNING names (checked by tuning.c, from the generated header).
+const PREFILL_CHUNK = { min: 64, max: 16384 };
 
 export const Tuning = z
   .object({
@@ -111,7 +114,7 @@ export const Tuning = z
     attentionWorkgroups: z.number().int().positive().default(DEFAULT_ATTENTION_WORKGROUPS),
     // prompt tokens per step that prefill a long prompt fastest (vulkan_bench --chunk 512,1024,...): the model's step
     // size on a measured GPU where the caller does not set one
-    prefillChunk: z.number().int().min(64).max(16384).optional(),
+    prefillChunk: z.number().int().min(PREFILL_CHUNK.min).max(PREFILL_CHUNK.max).optional(),
   })
   .strict();
 export type Tuning = z.infer<typeof Tuning>;
@@ -340,6 +343,9 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
     "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3]; /* workgroup, groups, rows per group */",
     `#define SP_GPU_DEFAULT_ATTENTION_WORKGROUPS ${DEFAULT_ATTENTION_WORKGROUPS}`,
+    "/* The prompt tokens a tuning's prefillChunk may name. */",
+    `#define SP_GPU_PREFILL_CHUNK_MIN ${PREFILL_CHUNK.min}`,
+    `#define SP_GPU_PREFILL_CHUNK_MAX ${PREFILL_CHUNK.max}`,
     "/* ATTEND workgroups a split decode aims for on a measured GPU: the largest any model's tuning measured. */",
     `#define SP_GPU_MEASURED_ATTENTION_WORKGROUPS ${Math.max(DEFAULT_ATTENTION_WORKGROUPS, ...[...all.values()].map((t) => t.attentionWorkgroups))}`,
     "",

@@ -7,8 +7,9 @@
  * --chunk: the prompt tokens of a prefill step; several (up to 4) measure prefill at each, and the line after them names
  * the one a 32K-token prompt finishes fastest with (the "prefillChunk" of models/<id>/vulkan.json, the engine's step
  * size on a measured GPU; the decode rows do not depend on it).
- * --count: only the dispatches and barriers of one batch-1 decode step at the short context (no timing; they do not
- * depend on the device, so lavapipe gives the H200's), per layer kind (--layers N with N < 4: GDN layers only).
+ * --count: only the dispatches and barriers of one decode step at the short context, of 1, 4 and 16 streams (no
+ * timing; they do not depend on the device, so lavapipe gives the H200's), per layer kind (--layers N with N < 4: GDN
+ * layers only).
  * --profile: afterwards, the model loaded once more and batch-1 decode steps at the short context with
  * SPLASH_VULKAN_PROFILE=1 (per-op GPU times of the load's copies and of those steps, no prefill, on stderr).
  * --kv-type: the KV cache's element type (default f32). --attention-workgroups: afterwards, batch-1 decode at the long
@@ -253,7 +254,7 @@ typedef struct figures {
     double decode[2];    /* seconds per batch-1 step at the two contexts */
     double streams[2];   /* seconds per step of 4 and of 16 sequences at the short context */
     double weight_bytes, kv_bytes_per_token, state_bytes; /* per decoded token, from splash_model_info */
-    uint64_t dispatches, barriers; /* recorded by one batch-1 decode step */
+    uint64_t dispatches[3], barriers[3]; /* recorded by one decode step of 1, 4 and 16 streams */
     double split_decode[8];        /* seconds per batch-1 step at the long context, per --attention-workgroups value */
 } figures;
 
@@ -279,7 +280,7 @@ typedef struct bench {
     int chunks[4], n_chunks, chunk; /* chunk: the largest (the model's step size, the pages' room) */
     bool profile;
     bool decode_only; /* batch-1 decode at the short context only (the profile's pass) */
-    bool count;       /* one batch-1 decode step, for its dispatches and barriers */
+    bool count;       /* one decode step of 1, 4 and 16 streams, for their dispatches and barriers */
     int32_t kv_type;
     uint32_t attention_workgroups[8];
     int n_attention_workgroups;
@@ -331,14 +332,15 @@ static figures measure(const bench *b, const char *dir, int layers) {
     /* batch-1 decode at both contexts, then 4 and 16 streams at the short one: best step after a warm-up */
     const sp_gpu *gpu = sp_gpu_of(&m->be);
     int streams[2] = {4, 16};
-    for (int k = 0; k < (b->decode_only || b->count ? 1 : 4); k++) {
-        int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0];
+    for (int k = 0; k < (b->decode_only ? 1 : 4); k++) {
+        if (b->count && k == 1) continue; /* the long context records what the short one does */
+        int n = k < 2 ? 1 : streams[k - 2], ctx = k == 1 ? long_ctx : b->contexts[0], at = k == 0 ? 0 : k - 1;
         double best = 1e30;
         step(m, c, n, ctx - 1, 1, pages_per_seq, pages, tokens);
         for (int r = 0; r < b->steps; r++) {
             uint64_t d0 = gpu->n_commands, b0 = gpu->n_barriers;
             best = fmin(best, step(m, c, n, ctx + r, 1, pages_per_seq, pages, tokens));
-            if (k == 0) f.dispatches = gpu->n_commands - d0, f.barriers = gpu->n_barriers - b0;
+            if (k != 1) f.dispatches[at] = gpu->n_commands - d0, f.barriers[at] = gpu->n_barriers - b0;
         }
         if (k < 2) f.decode[k] = best;
         else f.streams[k - 2] = best;
@@ -443,8 +445,11 @@ int main(int argc, char **argv) {
 
     figures f = measure(&b, dir, layers);
     if (b.count) {
-        printf("%s (%d of %d layers) %s: one decode step at %d records %llu dispatches, %llu barriers\n", b.s->model, layers,
-               b.s->layers, quant_name, b.contexts[0], (unsigned long long)f.dispatches, (unsigned long long)f.barriers);
+        static const int nstreams3[3] = {1, 4, 16};
+        for (int k = 0; k < 3; k++)
+            printf("%s (%d of %d layers) %s: one decode step of %d stream%s at %d records %llu dispatches, %llu barriers\n",
+                   b.s->model, layers, b.s->layers, quant_name, nstreams3[k], k ? "s" : "", b.contexts[0],
+                   (unsigned long long)f.dispatches[k], (unsigned long long)f.barriers[k]);
         return 0;
     }
     if (b.profile) { /* once more with per-op timestamps (they cost time, so not in the figures); table on stderr */
@@ -495,9 +500,10 @@ int main(int argc, char **argv) {
                bytesS[k] / nstreams[k] / 1e9, 100 * bytesS[k] / bw / f.streams[k]);
         beside(tps, pe->llama[2 + k], pe->goal[2 + k]);
     }
-    printf("  one decode step: %llu dispatches, %llu barriers (%.1f and %.1f per layer); 4 / 16 streams cost %.2fx / %.2fx one\n",
-           (unsigned long long)f.dispatches, (unsigned long long)f.barriers, (double)f.dispatches / layers,
-           (double)f.barriers / layers, f.streams[0] / f.decode[0], f.streams[1] / f.decode[0]);
+    printf("  one decode step: %llu dispatches, %llu barriers (%.1f and %.1f per layer); 4 / 16 streams: %llu / %llu barriers, cost %.2fx / %.2fx one\n",
+           (unsigned long long)f.dispatches[0], (unsigned long long)f.barriers[0], (double)f.dispatches[0] / layers,
+           (double)f.barriers[0] / layers, (unsigned long long)f.barriers[1], (unsigned long long)f.barriers[2],
+           f.streams[0] / f.decode[0], f.streams[1] / f.decode[0]);
     for (int a = 0; a < b.n_attention_workgroups; a++)
         printf("  decode, batch 1 at %-7d, attention split for %4u workgroups: %8.1f tokens/s, %.0f%% of roofline\n",
                b.contexts[1], b.attention_workgroups[a], 1 / f.split_decode[a], 100 * bytes1[1] / bw / f.split_decode[a]);
@@ -512,10 +518,11 @@ int main(int argc, char **argv) {
                     b.chunks[i] / f.prefill[i][1]);
         fprintf(j, "],\"decode_tps\":[%.2f,%.2f],"
                    "\"streams_tps\":{\"4\":%.2f,\"16\":%.2f},\"decode_roofline\":[%.3f,%.3f],\"bytes_per_token\":[%.0f,%.0f],"
-                   "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f,\"dispatches\":%llu,\"barriers\":%llu}\n",
+                   "\"weight_bytes\":%.0f,\"kv_bytes_per_token\":%.0f,\"state_bytes\":%.0f,\"dispatches\":[%llu,%llu,%llu],\"barriers\":[%llu,%llu,%llu]}\n",
                 1 / f.decode[0], 1 / f.decode[1], 4 / f.streams[0],
                 16 / f.streams[1], bytes1[0] / bw / f.decode[0], bytes1[1] / bw / f.decode[1], bytes1[0], bytes1[1], wbytes, kv,
-                state, (unsigned long long)f.dispatches, (unsigned long long)f.barriers);
+                state, (unsigned long long)f.dispatches[0], (unsigned long long)f.dispatches[1], (unsigned long long)f.dispatches[2],
+                (unsigned long long)f.barriers[0], (unsigned long long)f.barriers[1], (unsigned long long)f.barriers[2]);
         fclose(j);
     }
     return 0;

@@ -49,7 +49,7 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
     const sp_json *root = sp_json_root(&doc);
     int64_t x, a, b, c, d, groups;
     if (sp_json_int(sp_json_get(root, "attentionWorkgroups"), &x) && x > 0) g->attention_workgroups = (uint32_t)x;
-    if (sp_json_int(sp_json_get(root, "prefillChunk"), &x) && x >= 64 && x <= 16384) g->step_tokens = (int32_t)x;
+    if (sp_json_int(sp_json_get(root, "prefillChunk"), &x) && x >= SP_GPU_PREFILL_CHUNK_MIN && x <= SP_GPU_PREFILL_CHUNK_MAX) g->step_tokens = (int32_t)x;
     const sp_json *gemv = sp_json_get(root, "gemv");
     for (const sp_json *e = sp_json_first(gemv); e && g->n_gemv < SP_GPU_MAX_TUNINGS; e = sp_json_next(gemv, e)) {
         int t = mtype_named(sp_json_string(sp_json_get(e, "type")));
