@@ -177,7 +177,7 @@ splash_status splash_model_attach_drafter(splash_model *m, const splash_drafter_
     }
     uint64_t kept = 0;
     s->verify_rows = s->max_seqs * (s->max_draft + 1);
-    if (!st) st = sp_qwen35_reserve_verify(m->arch, s->verify_rows, &kept);
+    if (!st) st = sp_qwen35_reserve_verify(m->arch, s->verify_rows, s->max_seqs, &kept);
     s->scratch_bytes += kept;
     if (!st) st = buffers(s, t.max_step_tokens);
     if (st) {
@@ -493,7 +493,8 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
     /* accept, then replay the accepted rows into each verify block's GDN state */
     int32_t *penalty = n_verify ? malloc(sizeof(int32_t) * (size_t)longest) : NULL;
     if (n_verify && !penalty) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
-    int32_t committed[n];
+    int32_t committed[n], n_blocks = 0;
+    sp_qwen35_commit_block blocks[n];
     int64_t off = 0;
     for (int32_t i = 0; i < n && !st; i++) {
         committed[i] = seqs[i].n_tokens;
@@ -501,9 +502,10 @@ splash_status sp_speculator_step(splash_model *m, splash_cache *c, splash_seq *s
         st = accept(s, &seqs[i], seqs[i].speculate, s->logits + off * V, qrows[i], penalty);
         if (st) break;
         committed[i] = seqs[i].speculate->n_accepted + 1;
-        sp_qwen35_commit(m->arch, &mem, seqs[i].slot, off, committed[i]);
+        blocks[n_blocks++] = (sp_qwen35_commit_block){seqs[i].slot, committed[i], off};
         off += seqs[i].n_tokens;
     }
+    if (!st && n_blocks) sp_qwen35_commit(m->arch, &mem, blocks, n_blocks);
     free(penalty);
     if (st) return s->n_last = 0, st;
     /* the drafter takes in every committed position, then drafts from each sampled token */

@@ -36,6 +36,8 @@ typedef struct step_rows {
     int64_t n;                   /* Σ n_tokens */
     bool mrope;                  /* positions are three M-RoPE streams (a sequence with images) */
     const sp_qwen35_speculate *sp; /* speculative decoding's request, or NULL */
+    sp_gdn_seq *gdn;             /* [n_seqs]: a GDN layer's sequences, filled per layer */
+    sp_attn_seq *attn;           /* [n_seqs]: an attention layer's sequences, filled per layer */
     int64_t row0[];
 } step_rows;
 
@@ -55,14 +57,21 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
                        (int32_t)hd, c->rms_norm_eps, c->rot_dim, s->pos, r->mrope ? c->mrope_section : NULL, m->w.inv_freq);
     TRACE(m, "attn_q", l, s->attn.q, T, Hq * hd);
     TRACE(m, "attn_k", l, s->attn.k, T, Hkv * hd);
+    /* every sequence's K/V first, then every sequence's attention: a sequence writes only its own pages and reads only
+     * its own (shared prefix pages are never written), so a GPU runs each phase's sequences at once */
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
         sp_kv_view kv = sp_memory_kv(mem, y->index, c->num_key_value_heads, c->head_dim, q->pages);
         int64_t r0 = r->row0[i];
         be->kv_write(be, &kv, s->attn.k + r0 * Hkv * hd, s->attn.v + r0 * Hkv * hd, q->n_past, q->n_tokens, (int32_t)Hkv, (int32_t)hd);
-        be->attention(be, s->attn.att + r0 * Hq * hd, s->attn.q + r0 * Hq * hd, &kv, q->n_past, q->n_tokens, (int32_t)Hq,
-                      (int32_t)Hkv, (int32_t)hd, 1.0f / sqrtf((float)hd), s->attn.gate + r0 * Hq * hd);
     }
+    for (int32_t i = 0; i < r->n_seqs; i++) {
+        const splash_seq *q = &r->seqs[i];
+        r->attn[i] = (sp_attn_seq){sp_memory_kv(mem, y->index, c->num_key_value_heads, c->head_dim, q->pages), r->row0[i],
+                                   q->n_past, q->n_tokens};
+    }
+    be->attention(be, s->attn.att, s->attn.q, s->attn.gate, r->attn, r->n_seqs, (int32_t)Hq, (int32_t)Hkv, (int32_t)hd,
+                  1.0f / sqrtf((float)hd));
     be->matmul(be, s->out, &y->o_proj, s->attn.att, T);
 }
 
@@ -70,8 +79,9 @@ static void full_attention(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
  * A verify block of n rows runs its conv and delta rule on a copy of the layer's state, and keeps each row's inputs
  * (raw in_proj_qkv, a, b). Once the accepted count is known, sp_qwen35_commit replays that many rows on the real
  * state with the same ops, so the state is bit for bit what token-by-token decoding would have left (replay from the
- * pre-verify state; the ops are batch-invariant per row). Memory: one layer's state, plus verify_rows × (conv_dim +
- * 2·Hv) floats per GDN layer, instead of a full state per draft position. */
+ * pre-verify state; the ops are batch-invariant per row). Memory: a copy of one layer's state per verify block of a
+ * step (so the blocks' cores run at once), plus verify_rows × (conv_dim + 2·Hv) floats per GDN layer, instead of a
+ * full state per draft position. */
 static int64_t kept_width(const qwen35_config *c) { return c->conv_dim + 2 * (int64_t)c->linear_num_value_heads; }
 
 static float *kept_rows(const sp_qwen35 *m, int32_t layer_index, int64_t row) {
@@ -79,7 +89,7 @@ static float *kept_rows(const sp_qwen35 *m, int32_t layer_index, int64_t row) {
 }
 
 static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, int64_t n, int64_t kept_row,
-                               const float *S) {
+                               const float *S, float *copy) {
     const qwen35_config *c = &m->cfg;
     const qwen35_scratch *s = &m->s;
     const sp_backend *be = m->be;
@@ -89,7 +99,7 @@ static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, 
     be->copy_rows(be, dst + C, w, s->a + r0 * Hv, Hv, n, Hv);
     be->copy_rows(be, dst + C + Hv, w, s->b + r0 * Hv, Hv, n, Hv);
     int64_t state = gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C;
-    be->copy_rows(be, m->state_copy, state, S, state, 1, state);
+    be->copy_rows(be, copy, state, S, state, 1, state);
 }
 
 /* Layer y's conv, delta-rule and output-norm constants, as gdn_core takes them. */
@@ -107,29 +117,28 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
-    int64_t T = r->n, C = c->conv_dim, Hv = c->linear_num_value_heads, dv = c->linear_value_head_dim;
+    int64_t T = r->n, C = c->conv_dim;
     int32_t K = c->linear_conv_kernel_dim;
     sp_gdn_core core = gdn_core(c, y);
     be->matmul(be, s->qkv, &y->in_proj_qkv, s->xb, T);
     be->matmul(be, s->z, &y->in_proj_z, s->xb, T);
     be->matmul(be, s->b, &y->in_proj_b, s->xb, T);
     be->matmul(be, s->a, &y->in_proj_a, s->xb, T);
-    int64_t kept_row = 0;
+    int64_t kept_row = 0, state = gdn_state_floats(c) + (int64_t)(K - 1) * C;
+    int32_t verifying = 0;
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
-        float *S = mem->state + (int64_t)q->slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
-        float *tail = S + gdn_state_floats(c);
-        int64_t r0 = r->row0[i];
+        float *S = mem->state + (int64_t)q->slot * slot_floats(c) + y->index * state;
         if (r->sp && r->sp->verify && r->sp->verify[i]) { /* speculative: see keep_verify_inputs */
-            keep_verify_inputs(m, y, r0, q->n_tokens, kept_row, S);
+            float *copy = m->state_copy + verifying++ * state;
+            keep_verify_inputs(m, y, r->row0[i], q->n_tokens, kept_row, S, copy);
             kept_row += q->n_tokens;
-            S = m->state_copy;
-            tail = S + gdn_state_floats(c);
+            S = copy;
         }
-        be->gdn_core(be, s->o + r0 * Hv * dv, s->qkv_conv + r0 * C, s->qkv + r0 * C, s->z + r0 * Hv * dv, s->a + r0 * Hv,
-                     s->b + r0 * Hv, &core, S, tail, q->n_tokens);
+        r->gdn[i] = (sp_gdn_seq){r->row0[i], q->n_tokens, S, S + gdn_state_floats(c)};
     }
-    TRACE(m, "gdn_core", l, s->o, T, Hv * dv);
+    be->gdn_core(be, s->o, s->qkv_conv, s->qkv, s->z, s->a, s->b, &core, r->gdn, r->n_seqs);
+    TRACE(m, "gdn_core", l, s->o, T, (int64_t)c->linear_num_value_heads * c->linear_value_head_dim);
     be->matmul(be, s->out, &y->out_proj, s->o, T);
 }
 
@@ -232,8 +241,10 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, s
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
-    step_rows *r = malloc(sizeof *r + sizeof(int64_t) * (size_t)n_seqs);
+    step_rows *r = malloc(sizeof *r + (sizeof(int64_t) + sizeof(sp_gdn_seq) + sizeof(sp_attn_seq)) * (size_t)n_seqs);
     if (!r) return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory");
+    r->gdn = (sp_gdn_seq *)(r->row0 + n_seqs);
+    r->attn = (sp_attn_seq *)(r->gdn + n_seqs);
     *be->status = SPLASH_OK;
     r->seqs = seqs;
     r->n_seqs = n_seqs;
@@ -295,40 +306,50 @@ splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, s
     return st ? st : *be->status;
 }
 
-splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes) {
+splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, int32_t blocks, uint64_t *bytes) {
     const qwen35_config *c = &m->cfg;
     if (m->kept) m->be->free(m->be, m->kept);
     if (m->state_copy) m->be->free(m->be, m->state_copy);
     m->kept = m->state_copy = NULL;
     m->verify_rows = 0;
     uint64_t kept = sizeof(float) * (uint64_t)c->n_linear * (uint64_t)rows * (uint64_t)kept_width(c);
-    uint64_t copy = sizeof(float) * (uint64_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
+    uint64_t copy = sizeof(float) * (uint64_t)blocks *
+                    (uint64_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
     m->kept = m->be->alloc(m->be, kept ? kept : 64);
     m->state_copy = m->be->alloc(m->be, copy);
     if (!m->kept || !m->state_copy)
-        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes of verify-block inputs", (unsigned long long)kept);
+        return SP_FAIL(SPLASH_ERR_OUT_OF_MEMORY, "out of memory for %llu bytes of verify-block inputs and states",
+                       (unsigned long long)(kept + copy));
     m->verify_rows = rows;
     *bytes = kept + copy;
     return SPLASH_OK;
 }
 
-void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep) {
+void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, const sp_qwen35_commit_block *blocks, int32_t n) {
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
     int64_t C = c->conv_dim, Hv = c->linear_num_value_heads, w = kept_width(c);
-    int32_t K = c->linear_conv_kernel_dim;
+    int64_t state = gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C, rows = 0;
+    sp_gdn_seq seqs[n > 0 ? n : 1];
+    for (int32_t i = 0; i < n; i++)
+        if (blocks[i].kept_row + blocks[i].n_keep > rows) rows = blocks[i].kept_row + blocks[i].n_keep;
     for (int32_t l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *y = &m->w.layers[l];
         if (y->kind != LAYER_LINEAR_ATTENTION) continue;
         sp_gdn_core core = gdn_core(c, y);
-        float *S = mem->state + (int64_t)slot * slot_floats(c) + y->index * (gdn_state_floats(c) + (int64_t)(K - 1) * C);
-        const float *kept = kept_rows(m, y->index, kept_row);
-        /* the same ops on the same rows as the step: split the kept rows back into qkv, a, b */
-        be->copy_rows(be, s->qkv, C, kept, w, n_keep, C);
-        be->copy_rows(be, s->a, Hv, kept + C, w, n_keep, Hv);
-        be->copy_rows(be, s->b, Hv, kept + C + Hv, w, n_keep, Hv);
-        be->gdn_core(be, s->o, s->qkv_conv, s->qkv, NULL, s->a, s->b, &core, S, S + gdn_state_floats(c), n_keep);
+        int32_t k = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (blocks[i].n_keep <= 0) continue;
+            float *S = mem->state + (int64_t)blocks[i].slot * slot_floats(c) + y->index * state;
+            seqs[k++] = (sp_gdn_seq){blocks[i].kept_row, blocks[i].n_keep, S, S + gdn_state_floats(c)};
+        }
+        /* the same ops on the same rows as the step: the kept rows split back into qkv, a, b (at their kept row) */
+        const float *kept = kept_rows(m, y->index, 0);
+        be->copy_rows(be, s->qkv, C, kept, w, rows, C);
+        be->copy_rows(be, s->a, Hv, kept + C, w, rows, Hv);
+        be->copy_rows(be, s->b, Hv, kept + C + Hv, w, rows, Hv);
+        be->gdn_core(be, s->o, s->qkv_conv, s->qkv, NULL, s->a, s->b, &core, seqs, k);
     }
 }
 

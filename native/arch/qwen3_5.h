@@ -44,13 +44,19 @@ typedef struct sp_qwen35_speculate {
 
 splash_status sp_qwen35_step_speculate(sp_qwen35 *m, const sp_seq_memory *mem, splash_seq *seqs, int32_t n_seqs,
                                        const sp_qwen35_speculate *sp);
-/* Room for verify blocks of up to `rows` rows in one step (the block inputs kept for the replay); returns the bytes. */
-splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, uint64_t *bytes);
-/* After a step with sp->verify: replays the first n_keep rows of a verify block into `slot`'s GDN state (left as
- * it was before the step), so the state equals what token-by-token decoding of those rows would have left. The step
- * keeps verify blocks' rows in sequence order: kept_row = Σ n_tokens of the verify sequences before this one. Uses
- * the step's scratch: call it after the step, before the next one. */
-void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, int32_t slot, int64_t kept_row, int32_t n_keep);
+/* Room for up to `blocks` verify blocks of `rows` rows in all in one step (the block inputs kept for the replay, a
+ * GDN layer's state per block); returns the bytes. */
+splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, int32_t blocks, uint64_t *bytes);
+/* A verify block to fold in: the first n_keep rows of the block whose kept rows start at kept_row (the step keeps
+ * verify blocks' rows in sequence order: kept_row = Σ n_tokens of the verify sequences before it), into slot's state. */
+typedef struct sp_qwen35_commit_block {
+    int32_t slot, n_keep;
+    int64_t kept_row;
+} sp_qwen35_commit_block;
+/* After a step with sp->verify: replays each block's accepted rows into its slot's GDN state (left as it was before
+ * the step), so the state equals what token-by-token decoding of those rows would have left; the blocks' replays run
+ * at once. Uses the step's scratch: call it after the step, before the next one. */
+void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, const sp_qwen35_commit_block *blocks, int32_t n);
 
 /* What a drafter borrows from the target (arch/draft.h). */
 typedef struct sp_draft_target sp_draft_target;

@@ -132,7 +132,7 @@ struct sp_qwen35 {
     /* speculative decoding: what a verify block leaves for sp_qwen35_commit: per GDN layer, rows of
      * [raw in_proj_qkv (conv_dim) | a (Hv) | b (Hv)] */
     float *kept;                 /* (n_linear, verify_rows, conv_dim + 2·Hv) */
-    float *state_copy;           /* (one GDN layer's S + conv tail): what a verify block runs on */
+    float *state_copy;           /* (verify blocks, one GDN layer's S + conv tail): what each verify block runs on */
     int32_t verify_rows;
     int32_t quant[SPLASH_N_TENSOR_KINDS]; /* SPLASH_QUANT_* per tensor kind loaded with (drafters follow it) */
     /* images (splash_seq.embeds / positions): the token whose rows the tower's output replaces (−1: none) */

@@ -44,6 +44,14 @@ typedef struct sp_kv_view {
     int32_t type;          /* SPLASH_KV_* of every row */
 } sp_kv_view;
 
+/* One sequence's part of a step's attention: its view of the layer, and its query rows [row0, row0 + n) of the step
+ * at positions n_past … n_past + n − 1. */
+typedef struct sp_attn_seq {
+    sp_kv_view kv;
+    int64_t row0;
+    int32_t n_past, n;
+} sp_attn_seq;
+
 /* Bytes of the K and V of n_layers attention layers at page_tokens positions: a page of the cache holds, per layer,
  * K rows [n_kv_heads][page_tokens] then V rows alike (the cache may pad a page; views take its stride). */
 static inline int64_t sp_kv_layers_bytes(int32_t kv_type, int32_t n_layers, int32_t n_kv_heads, int32_t head_dim,
@@ -88,6 +96,13 @@ typedef struct sp_gdn_core {
     const float *norm_w;           /* [dv] the gated norm's weight (plain w) */
     float eps;
 } sp_gdn_core;
+
+/* One sequence's part of a step's Gated DeltaNet core: rows [row0, row0 + n) of the step's arrays, its recurrent state
+ * S and its conv tail. */
+typedef struct sp_gdn_seq {
+    int64_t row0, n;
+    float *S, *tail;
+} sp_gdn_seq;
 
 /* Routed experts of one MoE layer: expert e is gate[e], up[e] ([I, H] each) and down[e] ([H, I]). */
 typedef struct sp_moe_experts {
@@ -201,13 +216,14 @@ struct sp_backend {
      * the view's KV type. */
     void (*kv_write)(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
-    /* Causal GQA over the pages for one sequence: row i (position n_past+i) of q [n][n_heads][head_dim] attends to
-     * positions 0 .. n_past+i; out [n][n_heads][head_dim] = softmax(q·kᵀ · scale) · v. Query head h reads kv head
-     * h / (n_heads / n_kv_heads). Prefill block, single-token decode and K-token verify are all this op. gate: NULL, or
-     * [n][n_heads][head_dim], then out ⊙= sigmoid(gate) (sigmoid_mul, the gated attention's output gate), which a GPU
-     * applies as it writes out. */
-    void (*attention)(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past, int64_t n,
-                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate);
+    /* Causal GQA over the pages for each sequence of a step (host array seqs): its row i (position n_past+i) of q
+     * [rows][n_heads][head_dim] attends to its positions 0 .. n_past+i; out [rows][n_heads][head_dim] =
+     * softmax(q·kᵀ · scale) · v, on the sequence's rows (row0 …). Query head h reads kv head h / (n_heads / n_kv_heads).
+     * Prefill block, single-token decode and K-token verify are all this op. gate: NULL, or [rows][n_heads][head_dim],
+     * then out ⊙= sigmoid(gate) (sigmoid_mul, the gated attention's output gate), which a GPU applies as it writes out.
+     * The sequences share nothing written, so a GPU runs them at once. */
+    void (*attention)(const sp_backend *be, float *out, const float *q, const float *gate, const sp_attn_seq *seqs,
+                      int32_t n_seqs, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
 
     /* (optional: drafters need it) GQA of q [n_rows][n_heads][head_dim] over the keys `x` makes visible;
      * out = softmax(q·kᵀ · scale) · v, same layout; a row that sees no key gets zeros. */
@@ -226,12 +242,13 @@ struct sp_backend {
     void (*gdn_recurrent)(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
 
-    /* The mixer's core for one sequence, the three ops above in turn: qkv_conv = conv_silu(qkv) (tail updated),
-     * out = gdn_recurrent(qkv_conv) (S updated), then, when z is set, out = rmsnorm_gated(out, z) over its n · Hv rows
-     * of dv. A GPU runs it as one dispatch for few rows (decode, verify blocks), leaving qkv_conv (scratch [n][channels])
-     * alone. */
+    /* The mixer's core for each sequence of a step, the three ops above in turn on its rows: qkv_conv = conv_silu(qkv)
+     * (its tail updated), out = gdn_recurrent(qkv_conv) (its S updated), then, when z is set, out = rmsnorm_gated(out,
+     * z) over its n · Hv rows of dv. Sequence i's rows start at seqs[i].row0 in out, qkv_conv, qkv, z, a and b (host
+     * array seqs). The sequences share nothing, so a GPU runs them at once, each as one dispatch for few rows (decode,
+     * verify blocks), leaving qkv_conv (scratch [rows][channels]) alone. */
     void (*gdn_core)(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
-                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n);
+                     const float *b, const sp_gdn_core *core, const sp_gdn_seq *seqs, int32_t n_seqs);
 
     /* (optional: DFlash2 drafters need it) A grouped dynamic causal convolution over blocks of rows of x [·][H], in
      * place: block b is rows row0[b] … row0[b] + len[b] − 1, and its row t becomes

@@ -76,7 +76,7 @@ static void test_attention(const sp_backend *be) {
     be->kv_write(be, &kv, k + n_past * Hkv * hd, v + n_past * Hkv * hd, n_past, n, Hkv, hd);
     float *out = malloc(sizeof(float) * (size_t)(n * Hq * hd)), *ref = calloc((size_t)(n * Hq * hd), sizeof(float));
     float scale = 0.25f;
-    be->attention(be, out, q, &kv, n_past, n, Hq, Hkv, hd, scale, NULL);
+    be->attention(be, out, q, NULL, &(sp_attn_seq){kv, 0, n_past, (int32_t)n}, 1, Hq, Hkv, hd, scale);
     for (int32_t i = 0; i < n; i++)
         for (int32_t h = 0; h < Hq; h++) {
             int32_t g = h / (Hq / Hkv), L = n_past + i + 1;
@@ -130,8 +130,8 @@ static void test_attention_invariance(const sp_backend *be) {
                 int32_t step = chunks[t] ? chunks[t] : n;
                 for (int32_t i0 = 0; i0 < n; i0 += step) {
                     int32_t m = n - i0 < step ? n - i0 : step;
-                    be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, &kv, n_past + i0, m, Hq, Hkv, hd,
-                                  scale, NULL);
+                    be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, NULL,
+                                  &(sp_attn_seq){kv, 0, n_past + i0, (int32_t)m}, 1, Hq, Hkv, hd, scale);
                 }
                 worst += memcmp(out, ref, sizeof(float) * (size_t)rows) != 0;
             }
@@ -166,7 +166,7 @@ static void test_attention_invariance(const sp_backend *be) {
                 uint8_t *fcache = calloc((size_t)(n_pages * fstride), 1);
                 sp_kv_view fkv = sp_kv_layer_view(fcache, fstride, SPLASH_KV_F32, 0, Hkv, hd, P, pages);
                 be->kv_write(be, &fkv, kd, vd, 0, len, Hkv, hd);
-                be->attention(be, out, q, &fkv, n_past, n, Hq, Hkv, hd, scale, NULL);
+                be->attention(be, out, q, NULL, &(sp_attn_seq){fkv, 0, n_past, (int32_t)n}, 1, Hq, Hkv, hd, scale);
                 snprintf(what, sizeof what, "attention %d/%d×%d %s = f32 cache of its values, bits", Hq, Hkv, hd, KV_NAMES[type]);
                 check(what, memcmp(out, ref, sizeof(float) * (size_t)rows) != 0, 0);
                 /* and close to the exact keys: int8 rows are within half a step (max|x| / 254 per group of 32) */

@@ -172,10 +172,10 @@ static void test_attention(int32_t Hq, int32_t Hkv, int32_t hd, int32_t n_past, 
                dvw = {dkv, dkv + page_floats / 2, 4 * page_floats, pages, P, SPLASH_KV_F32};
     float *want = malloc(4 * (size_t)(n * Hq * hd));
     gpu.kv_write(&gpu, &dvw, dk, dv, n_past, n, Hkv, hd);
-    gpu.attention(&gpu, dout, dq, &dvw, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
+    gpu.attention(&gpu, dout, dq, NULL, &(sp_attn_seq){dvw, 0, n_past, (int32_t)n}, 1, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     float *got = from_gpu(dout, n * Hq * hd);
     cpu.kv_write(&cpu, &hv, k, v, n_past, n, Hkv, hd);
-    cpu.attention(&cpu, want, q, &hv, n_past, n, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
+    cpu.attention(&cpu, want, q, NULL, &(sp_attn_seq){hv, 0, n_past, (int32_t)n}, 1, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     char what[160];
     snprintf(what, sizeof what, "attention %d/%d heads x %d, %d past + %lld new", Hq, Hkv, hd, n_past, (long long)n);
     expect(what, nmse(got, want, n * Hq * hd), 1e-10);

@@ -85,10 +85,11 @@ static void test_gdn_choice(void) {
     }
 }
 
-/* The mixer core (conv, delta rule, gated norm; z = NULL: no norm) of two sequences, each in two calls of n1 and n2
- * rows (conv tails and states carry over; the calls of the two sequences alternate, as several streams record them),
- * against the CPU's and against the separate GPU ops; `dispatches`: what one call must record (1 or 2: the fused kernel,
- * and the q/k tails where several v heads share a k head; 3: the separate kernels). */
+/* The mixer core (conv, delta rule, gated norm; z = NULL: no norm) of two sequences, both in each of two calls, of n1
+ * and then n2 rows (conv tails and states carry over; a call takes both sequences, as a step of several streams does,
+ * their rows in one array each), against the CPU's and against the separate GPU ops; `dispatches`: what one sequence
+ * must record (1 or 2: the fused kernel, and the q/k tails where several v heads share a k head; 3: the separate
+ * kernels). */
 static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_t K, int64_t n1, int64_t n2, bool normed,
                           uint64_t dispatches) {
     int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, n = n1 + n2, O = (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv;
@@ -101,33 +102,39 @@ static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_
     char what[200];
     float *qkv[2], *z[2], *a[2], *b[2], *S[2], *tail[2], *dqkv[2], *dz[2], *da[2], *db[2], *dS[2], *dtail[2], *dout[2], *dconv[2];
     float *sS[2], *stail[2], *sout[2]; /* the separate GPU ops' state, tail and output */
+    /* the rows of both sequences in one array each (sequence q's n rows from row q · n), as a step lays them out */
+    float *all_qkv = to_gpu(NULL, 8 * (uint64_t)(n * W)), *all_z = to_gpu(NULL, 8 * (uint64_t)(n * O));
+    float *all_a = to_gpu(NULL, 8 * (uint64_t)(n * Hv)), *all_b = to_gpu(NULL, 8 * (uint64_t)(n * Hv));
+    float *all_out = to_gpu(NULL, 8 * (uint64_t)(n * O)), *all_conv = to_gpu(NULL, 8 * (uint64_t)(n * W));
     for (int q = 0; q < 2; q++) {
         qkv[q] = randoms(n * W, -2, 2), z[q] = randoms(n * O, -4, 4), a[q] = randoms(n * Hv, -6, 3), b[q] = randoms(n * Hv, -4, 4);
         S[q] = randoms(state, -0.1f, 0.1f), tail[q] = randoms((K - 1) * W, -2, 2);
-        dqkv[q] = to_gpu(qkv[q], 4 * (uint64_t)(n * W)), dz[q] = to_gpu(z[q], 4 * (uint64_t)(n * O));
-        da[q] = to_gpu(a[q], 4 * (uint64_t)(n * Hv)), db[q] = to_gpu(b[q], 4 * (uint64_t)(n * Hv));
+        dqkv[q] = all_qkv + q * n * W, dz[q] = all_z + q * n * O, da[q] = all_a + q * n * Hv, db[q] = all_b + q * n * Hv;
+        dout[q] = all_out + q * n * O, dconv[q] = all_conv + q * n * W;
+        gpu.write(&gpu, dqkv[q], qkv[q], 4 * (uint64_t)(n * W)), gpu.write(&gpu, dz[q], z[q], 4 * (uint64_t)(n * O));
+        gpu.write(&gpu, da[q], a[q], 4 * (uint64_t)(n * Hv)), gpu.write(&gpu, db[q], b[q], 4 * (uint64_t)(n * Hv));
         dS[q] = to_gpu(S[q], 4 * (uint64_t)state), dtail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
         sS[q] = to_gpu(S[q], 4 * (uint64_t)state), stail[q] = to_gpu(tail[q], 4 * (uint64_t)((K - 1) * W));
-        dout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O)), sout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O));
-        dconv[q] = to_gpu(NULL, 4 * (uint64_t)(n * W));
+        sout[q] = to_gpu(NULL, 4 * (uint64_t)(n * O));
     }
-    for (int call = 0; call < 2; call++)
+    for (int call = 0; call < 2; call++) {
+        int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
+        sp_gdn_seq seqs[2] = {{r0, rn, dS[0], dtail[0]}, {n + r0, rn, dS[1], dtail[1]}};
+        uint64_t c0 = g->n_commands;
+        gpu.gdn_core(&gpu, all_out, all_conv, all_qkv, normed ? all_z : NULL, all_a, all_b, &dc, seqs, 2);
+        if ((g->n_commands - c0) / 2 > most) most = (g->n_commands - c0) / 2;
         for (int q = 0; q < 2; q++) {
-            int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
-            uint64_t c0 = g->n_commands;
-            gpu.gdn_core(&gpu, dout[q] + r0 * O, dconv[q] + r0 * W, dqkv[q] + r0 * W, normed ? dz[q] + r0 * O : NULL, da[q] + r0 * Hv,
-                         db[q] + r0 * Hv, &dc, dS[q], dtail[q], rn);
-            if (g->n_commands - c0 > most) most = g->n_commands - c0;
             gpu.conv_silu(&gpu, dconv[q] + r0 * W, dqkv[q] + r0 * W, rn, W, dcw, K, stail[q]);
             gpu.gdn_recurrent(&gpu, sout[q] + r0 * O, dconv[q] + r0 * W, da[q] + r0 * Hv, db[q] + r0 * Hv, &dc.shape, sS[q], rn);
             if (normed) gpu.rmsnorm_gated(&gpu, sout[q] + r0 * O, sout[q] + r0 * O, dz[q] + r0 * O, dnw, rn * Hv, dv, 1e-6f);
         }
+    }
     float *want = malloc(4 * (size_t)(n * O)), *conv = malloc(4 * (size_t)(n * W));
     for (int q = 0; q < 2; q++) {
         for (int call = 0; call < 2; call++) {
             int64_t r0 = call ? n1 : 0, rn = call ? n2 : n1;
-            cpu.gdn_core(&cpu, want + r0 * O, conv + r0 * W, qkv[q] + r0 * W, normed ? z[q] + r0 * O : NULL, a[q] + r0 * Hv,
-                         b[q] + r0 * Hv, &hc, S[q], tail[q], rn);
+            sp_gdn_seq seq = {r0, rn, S[q], tail[q]};
+            cpu.gdn_core(&cpu, want, conv, qkv[q], normed ? z[q] : NULL, a[q], b[q], &hc, &seq, 1);
         }
         float *got = from_gpu(dout[q], n * O), *got_S = from_gpu(dS[q], state), *got_tail = from_gpu(dtail[q], (K - 1) * W);
         float *sep = from_gpu(sout[q], n * O), *sep_S = from_gpu(sS[q], state);
@@ -140,15 +147,15 @@ static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_
         expect("gdn_core state against the separate GPU ops", nmse(got_S, sep_S, state), 1e-12);
         free(got), free(got_S), free(got_tail), free(sep), free(sep_S);
     }
-    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %lld + %lld tokens: %llu dispatches a call (want %llu)", Hk, Hv, dv,
+    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %lld + %lld tokens: %llu dispatches a sequence (want %llu)", Hk, Hv, dv,
              (long long)n1, (long long)n2, (unsigned long long)most, (unsigned long long)dispatches);
     expect(what, most == dispatches ? 0 : 1, 0);
     for (int q = 0; q < 2; q++) {
-        gpu.free(&gpu, dqkv[q]), gpu.free(&gpu, dz[q]), gpu.free(&gpu, da[q]), gpu.free(&gpu, db[q]), gpu.free(&gpu, dS[q]);
-        gpu.free(&gpu, dtail[q]), gpu.free(&gpu, sS[q]), gpu.free(&gpu, stail[q]), gpu.free(&gpu, dout[q]), gpu.free(&gpu, sout[q]);
-        gpu.free(&gpu, dconv[q]);
+        gpu.free(&gpu, dS[q]), gpu.free(&gpu, dtail[q]), gpu.free(&gpu, sS[q]), gpu.free(&gpu, stail[q]), gpu.free(&gpu, sout[q]);
         free(qkv[q]), free(z[q]), free(a[q]), free(b[q]), free(S[q]), free(tail[q]);
     }
+    gpu.free(&gpu, all_qkv), gpu.free(&gpu, all_z), gpu.free(&gpu, all_a), gpu.free(&gpu, all_b), gpu.free(&gpu, all_out);
+    gpu.free(&gpu, all_conv);
     gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dcw), gpu.free(&gpu, dnw);
     free(A), free(dt), free(cw), free(nw), free(want), free(conv);
 }

@@ -540,6 +540,7 @@ int main(int argc, char **argv) {
     }
     if (attention) { /* every decode shape, and prefill chunks after a context */
         test_attention_decode(true);
+        for (int32_t t = SPLASH_KV_F32; t <= SPLASH_KV_INT8; t++) test_attention_step(t);
         test_attention(SPLASH_KV_F32, 24, 4, 256, 1200, 100, 16);
         test_attention(SPLASH_KV_F16, 16, 2, 256, 333, 517, 64);
         test_attention(SPLASH_KV_INT8, 4, 1, 96, 3, 7, 2);
@@ -618,6 +619,7 @@ int main(int argc, char **argv) {
     test_attention(SPLASH_KV_F32, 4, 1, 32, 20, 4, 16);     /* verify block */
     if (!quick) test_attention(SPLASH_KV_F32, 40, 2, 16, 5, 3, 8); /* a group larger than a tile (20 heads per kv head) */
     test_attention(SPLASH_KV_F32, 4, 1, 32, 0, 40, 16);     /* a prefill chunk (the matrix units, where the device has them) */
+    test_attention_step(SPLASH_KV_INT8);                    /* a step's sequences in one call */
     test_attention(SPLASH_KV_F32, 6, 2, 64, 37, 29, 16);    /* after a context, partial tiles of keys and query vectors */
     test_attention(SPLASH_KV_F16, 4, 2, 32, 37, 1, 16);     /* f16 KV: decode, split decode, verify, prefill chunks */
     test_attention(SPLASH_KV_F16, 4, 2, 32, 300, 1, 4);

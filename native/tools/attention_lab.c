@@ -81,7 +81,8 @@ static int check(const sp_backend *be) {
         for (int t = 0; t < 4; t++) {
             for (int32_t i0 = 0; i0 < n; i0 += steps[t]) {
                 int32_t m = n - i0 < steps[t] ? n - i0 : steps[t];
-                be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, &c.kv, past + i0, m, Hq, Hkv, hd, scale, NULL);
+                be->attention(be, out + (int64_t)i0 * Hq * hd, q + (int64_t)i0 * Hq * hd, NULL,
+                              &(sp_attn_seq){c.kv, 0, past + i0, (int32_t)m}, 1, Hq, Hkv, hd, scale);
             }
             int same = !memcmp(out, ref, sizeof(float) * (size_t)rows);
             printf("check %2d/%d×%-3d pages %2d, n_past %3d, %3d rows in calls of %3d: %s\n", Hq, Hkv, hd, P, past, n,
@@ -105,7 +106,7 @@ static void run(const sp_backend *be, const job *j) {
     for (int32_t i0 = 0; i0 < j->n; i0 += j->chunk) {
         int32_t m = j->n - i0 < j->chunk ? j->n - i0 : j->chunk;
         int64_t off = (int64_t)i0 * j->Hq * j->hd;
-        be->attention(be, j->out + off, j->q + off, j->kv, j->past + i0, m, j->Hq, j->Hkv, j->hd, scale, NULL);
+        be->attention(be, j->out + off, j->q + off, NULL, &(sp_attn_seq){*j->kv, 0, j->past + i0, (int32_t)m}, 1, j->Hq, j->Hkv, j->hd, scale);
     }
 }
 

@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
                     for (int r = 0; r <= reps; r++) {
                         double t0 = now();
                         for (int c = 0; c < calls; c++)
-                            be.attention(&be, dout, dq, &view, past[pi], rows[ri], Hq, Hkv, hd, 0.0625f, dgate);
+                            be.attention(&be, dout, dq, dgate, &(sp_attn_seq){view, 0, past[pi], (int32_t)(rows[ri])}, 1, Hq, Hkv, hd, 0.0625f);
                         if (sp_gpu_finish(&be)) die("attention");
                         double us = (now() - t0) * 1e6 / calls;
                         if (r && us < best) best = us;

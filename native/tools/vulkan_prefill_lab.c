@@ -330,7 +330,7 @@ typedef struct attn_job {
 } attn_job;
 static void run_attn(void *ctx) {
     attn_job *j = ctx;
-    j->be->attention(j->be, j->out, j->q, &j->kv, j->past, j->n, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd), NULL);
+    j->be->attention(j->be, j->out, j->q, NULL, &(sp_attn_seq){j->kv, 0, j->past, (int32_t)j->n}, 1, j->heads, j->kv_heads, j->hd, 1.0f / sqrtf((float)j->hd));
 }
 
 /* A chunk of n rows at position `past` over a cache of kv_type rows (SPLASH_KV_*), pages of 64 in order; the CPU op
@@ -357,7 +357,7 @@ static void attention(sp_backend *be, sp_backend *cpu, const model *md, int32_t 
     float *got = malloc(4 * (size_t)(n * Hq * hd)), *want = malloc(4 * (size_t)(tail * Hq * hd));
     be->read(be, got, dout, 4 * (uint64_t)(n * Hq * hd));
     sp_kv_view hv = {kv, kv + page_bytes / 2, page_bytes, pages, P, kv_type};
-    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, &hv, past + (int32_t)(n - tail), tail, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), NULL);
+    cpu->attention(cpu, want, q + (n - tail) * Hq * hd, NULL, &(sp_attn_seq){hv, 0, past + (int32_t)(n - tail), (int32_t)tail}, 1, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     double err = rel_err(got + (n - tail) * Hq * hd, want, tail * Hq * hd);
     /* visible keys summed over the chunk's rows: past + 1 … past + n */
     double keys = (double)n * past + (double)n * (n + 1) / 2, flops = 4.0 * hd * Hq * keys;

@@ -120,6 +120,6 @@ for (const { backend, kvType, run, prompts, alone } of BACKENDS) {
         await cpu.close();
       }
       for (const draft of DRAFTERS) expect({ draft, answer: tokens(await ask(draft, 1, LONG)) }).toEqual({ draft, answer: tokens(want) });
-    }, 120_000);
+    }, 300_000);
   });
 }

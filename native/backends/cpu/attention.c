@@ -145,10 +145,13 @@ static void attend(const sp_backend *be, float *out, const float *q, const sp_kv
     sp_cpu_for(be, n * n_kv_heads, attend_ref, &a);
 }
 
-void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
-                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate) {
-    attend(be, out, q, kv, n_past, n, n_heads, n_kv_heads, head_dim, scale);
-    if (gate) sp_cpu_sigmoid_mul(be, out, gate, n * n_heads * head_dim);
+void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const float *gate, const sp_attn_seq *seqs,
+                      int32_t n_seqs, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale) {
+    for (int32_t i = 0; i < n_seqs; i++) {
+        int64_t at = seqs[i].row0 * n_heads * head_dim, n = seqs[i].n;
+        attend(be, out + at, q + at, &seqs[i].kv, seqs[i].n_past, n, n_heads, n_kv_heads, head_dim, scale);
+        if (gate) sp_cpu_sigmoid_mul(be, out + at, gate + at, n * n_heads * head_dim);
+    }
 }
 
 /* The reference form whatever the CPU (the lab and tests compare the tiled form with it). */

@@ -105,12 +105,15 @@ void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, co
 }
 
 void sp_cpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
-                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n) {
+                     const float *b, const sp_gdn_core *core, const sp_gdn_seq *seqs, int32_t n_seqs) {
     const sp_gdn_shape *s = &core->shape;
-    int64_t channels = 2 * (int64_t)s->n_k_heads * s->k_dim + (int64_t)s->n_v_heads * s->v_dim;
-    sp_cpu_conv_silu(be, qkv_conv, qkv, n, channels, core->conv_w, core->kernel, tail);
-    sp_cpu_gdn_recurrent(be, out, qkv_conv, a, b, s, S, n);
-    if (z) sp_cpu_rmsnorm_gated(be, out, out, z, core->norm_w, n * s->n_v_heads, s->v_dim, core->eps);
+    int64_t Hv = s->n_v_heads, O = Hv * s->v_dim, C = 2 * (int64_t)s->n_k_heads * s->k_dim + O;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        int64_t r0 = seqs[i].row0, n = seqs[i].n;
+        sp_cpu_conv_silu(be, qkv_conv + r0 * C, qkv + r0 * C, n, C, core->conv_w, core->kernel, seqs[i].tail);
+        sp_cpu_gdn_recurrent(be, out + r0 * O, qkv_conv + r0 * C, a + r0 * Hv, b + r0 * Hv, s, seqs[i].S, n);
+        if (z) sp_cpu_rmsnorm_gated(be, out + r0 * O, out + r0 * O, z + r0 * O, core->norm_w, n * Hv, s->v_dim, core->eps);
+    }
 }
 
 /* One chunk of c ≤ 64 tokens for one head, with γ_i = Σ_{j≤i} g_j (cumulative log-decay inside the chunk):

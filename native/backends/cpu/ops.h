@@ -197,8 +197,8 @@ void sp_cpu_attention_prep(const sp_backend *be, float *q, float *gate, const fl
                            int32_t rot_dim, const int32_t *pos, const int32_t *mrope_section, const float *inv_freq);
 void sp_cpu_kv_write(const sp_backend *be, const sp_kv_view *kv, const float *k, const float *v, int32_t n_past,
                      int64_t n, int32_t n_kv_heads, int32_t head_dim);
-void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const sp_kv_view *kv, int32_t n_past,
-                      int64_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, const float *gate);
+void sp_cpu_attention(const sp_backend *be, float *out, const float *q, const float *gate, const sp_attn_seq *seqs,
+                      int32_t n_seqs, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale);
 void sp_cpu_attention_ext(const sp_backend *be, float *out, const float *q, int32_t n_heads, int32_t n_kv_heads,
                           int32_t head_dim, float scale, const sp_attn_ext *x);
 void sp_cpu_conv_silu(const sp_backend *be, float *y, const float *x, int64_t n, int64_t channels, const float *w,
@@ -208,7 +208,7 @@ void sp_cpu_block_conv(const sp_backend *be, float *x, const float *dyn, int64_t
 void sp_cpu_gdn_recurrent(const sp_backend *be, float *out, const float *qkv, const float *a, const float *b,
                           const sp_gdn_shape *shape, float *S, int64_t n);
 void sp_cpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
-                     const float *b, const sp_gdn_core *core, float *S, float *tail, int64_t n);
+                     const float *b, const sp_gdn_core *core, const sp_gdn_seq *seqs, int32_t n_seqs);
 /* gdn_recurrent's result in the chunked (UT transform) form, chunks of 64 tokens from the first row: the reference a
  * chunked GPU kernel would be checked against. No forward pass calls it (on the CPU the token loop is faster, and the
  * GPUs run the token loop too: BENCHMARKS.md), so it is no backend op. */

@@ -194,7 +194,7 @@ struct sp_gpu {
     /* op state: attention split partials and the f16 copy of a cooperative-matrix GEMM's x (grown on demand), greedy
      * sampling results, MoE expert tables */
     void *part;
-    uint64_t part_bytes;
+    uint64_t part_bytes, part_next; /* part_next: where the next attention's partials go (a ring of regions) */
     void *x16;
     uint64_t x16_bytes;
     void *gemm_parts; /* a cooperative-matrix GEMM split over its columns: the splits' products */

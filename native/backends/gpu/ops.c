@@ -306,20 +306,19 @@ static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const fl
     sp_gpu_gdn(be, out, qkv, a, b, s, S, n, n >= GDN_CHUNKED_MIN_TOKENS && sp_gpu_gdn_chunked_ok(s));
 }
 
-/* The GDN core: one gdn.comp FUSED dispatch where it fits, then conv.comp's TAIL pass (its barrier is the one the next
- * op, which reads the core's output, would wait on anyway), else conv_silu, gdn and rmsnorm_gated in turn. */
-static void gpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
-                         const float *b, const sp_gdn_core *c, float *S, float *tail, int64_t n) {
-    sp_gpu *gpu = sp_gpu_of(be);
+/* The GDN core of one sequence as one gdn.comp FUSED dispatch (rows of up to GDN_FUSED_ROWS: decode, verify blocks). It
+ * writes the v channels' conv tail; the q and k channels' tails, which several v heads read, are left to conv.comp's
+ * TAIL pass (fused_tails). */
+static bool fused_fits(const sp_gdn_core *c, int64_t n) {
+    const sp_gdn_shape *s = &c->shape;
+    return n <= GDN_FUSED_ROWS && s->v_dim <= GDN_FUSED_COLS && 2 * s->k_dim + s->v_dim <= GDN_SPLIT * s->v_dim &&
+           s->k_dim <= 512 && c->kernel <= 16;
+}
+
+static void fused_core(sp_gpu *gpu, float *out, const float *qkv, const float *z, const float *a, const float *b,
+                       const sp_gdn_core *c, float *S, float *tail, int64_t n) {
     const sp_gdn_shape *s = &c->shape;
     int64_t Hv = s->n_v_heads, dk = s->k_dim, dv = s->v_dim, width = 2 * (int64_t)s->n_k_heads * dk + Hv * dv;
-    bool fused = n <= GDN_FUSED_ROWS && dv <= GDN_FUSED_COLS && 2 * dk + dv <= GDN_SPLIT * dv && dk <= 512 && c->kernel <= 16;
-    if (!fused) {
-        gpu_conv_silu(be, qkv_conv, qkv, n, width, c->conv_w, c->kernel, tail);
-        gpu_gdn(be, out, qkv_conv, a, b, s, S, n);
-        if (z) gpu_rmsnorm_gated(be, out, out, z, c->norm_w, n * Hv, dv, c->eps);
-        return;
-    }
     uint64_t rows = (uint64_t)n * (uint64_t)Hv * (uint64_t)dv * 4;
     sp_gpu_range r[10] = {sp_gpu_span(gpu, qkv, (uint64_t)(n * width) * 4), sp_gpu_span(gpu, a, (uint64_t)(n * Hv) * 4),
                           sp_gpu_span(gpu, b, (uint64_t)(n * Hv) * 4), sp_gpu_span(gpu, s->A, (uint64_t)Hv * 4),
@@ -338,8 +337,32 @@ static void gpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, cons
     sp_gpu_dispatch(gpu, "gdn_core", SP_GPU_GDN_CORE,
                     (uint32_t[4]){(uint32_t)(GDN_SPLIT * dv), (uint32_t)dk, (uint32_t)dv, norm_workgroup(dv)}, &p, sizeof p,
                     (uint32_t[3]){(uint32_t)Hv, 1, 1}, r, 10, w, 3, NULL);
-    /* the q and k channels' tails, which several v heads read */
-    if (Hv > s->n_k_heads) conv(gpu, SP_GPU_CONV_TAIL, NULL, qkv, n, width, NULL, c->kernel, tail, 2 * (int64_t)s->n_k_heads * dk);
+}
+
+/* The GDN core of a step's sequences: every fused core first, then every q/k tail pass — a tail pass waits for its own
+ * core (which reads the tail it rewrites), so recording them in turn per sequence would run the cores one at a time —
+ * and conv_silu, gdn and rmsnorm_gated in turn for a sequence of more rows. */
+static void gpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, const float *qkv, const float *z, const float *a,
+                         const float *b, const sp_gdn_core *c, const sp_gdn_seq *seqs, int32_t n_seqs) {
+    sp_gpu *gpu = sp_gpu_of(be);
+    const sp_gdn_shape *s = &c->shape;
+    int64_t Hv = s->n_v_heads, O = Hv * s->v_dim, C = 2 * (int64_t)s->n_k_heads * s->k_dim + O;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        int64_t r0 = seqs[i].row0, n = seqs[i].n;
+        if (fused_fits(c, n)) {
+            fused_core(gpu, out + r0 * O, qkv + r0 * C, z ? z + r0 * O : NULL, a + r0 * Hv, b + r0 * Hv, c, seqs[i].S,
+                       seqs[i].tail, n);
+            continue;
+        }
+        gpu_conv_silu(be, qkv_conv + r0 * C, qkv + r0 * C, n, C, c->conv_w, c->kernel, seqs[i].tail);
+        gpu_gdn(be, out + r0 * O, qkv_conv + r0 * C, a + r0 * Hv, b + r0 * Hv, s, seqs[i].S, n);
+        if (z) gpu_rmsnorm_gated(be, out + r0 * O, out + r0 * O, z + r0 * O, c->norm_w, n * Hv, s->v_dim, c->eps);
+    }
+    if (Hv <= s->n_k_heads) return; /* each v head read its own q and k channels: FUSED wrote their tails */
+    for (int32_t i = 0; i < n_seqs; i++)
+        if (fused_fits(c, seqs[i].n))
+            conv(gpu, SP_GPU_CONV_TAIL, NULL, qkv + seqs[i].row0 * C, seqs[i].n, C, NULL, c->kernel, seqs[i].tail,
+                 2 * (int64_t)s->n_k_heads * s->k_dim);
 }
 
 void sp_gpu_ops_install(sp_backend *be) {

@@ -61,6 +61,20 @@ static bool overlaps(sp_gpu_range x, const sp_gpu_range *list, int32_t n) {
     return false;
 }
 
+/* Adds x to a hazard list, into an entry it overlaps or touches where there is one (the union of the two is exactly
+ * what they cover together, so no conflict is found that was not there): the sequences of a step declare adjacent
+ * rows of the same arrays and the same weights, and the list stays short. */
+static void remember(sp_gpu_range x, sp_gpu_range *list, int32_t *n) {
+    if (x.lo >= x.hi) return;
+    for (int32_t i = 0; i < *n; i++)
+        if (list[i].lo <= x.hi && x.lo <= list[i].hi) {
+            if (x.lo < list[i].lo) list[i].lo = x.lo;
+            if (x.hi > list[i].hi) list[i].hi = x.hi;
+            return;
+        }
+    list[(*n)++] = x;
+}
+
 /* Whether the command about to be recorded needs a barrier (`force`, or a conflict with a command since the last
  * one); remembers its ranges. */
 static bool order(sp_gpu *g, const sp_gpu_range *reads, int32_t nr, const sp_gpu_range *writes, int32_t nw, bool force) {
@@ -74,10 +88,9 @@ static bool order(sp_gpu *g, const sp_gpu_range *reads, int32_t nr, const sp_gpu
         g->fresh = false;
         g->n_barriers++;
     }
-    for (int32_t i = 0; i < nr; i++)
-        if (reads[i].lo < reads[i].hi) g->reads[g->n_reads++] = reads[i];
+    for (int32_t i = 0; i < nr; i++) remember(reads[i], g->reads, &g->n_reads);
     for (int32_t i = 0; i < nw; i++) {
-        if (writes[i].lo < writes[i].hi) g->writes[g->n_writes++] = writes[i];
+        remember(writes[i], g->writes, &g->n_writes);
         sp_gpu_wrote(g, writes[i]);
     }
     return need;
