@@ -98,7 +98,7 @@ static void keep_verify_inputs(sp_qwen35 *m, const qwen35_layer *y, int64_t r0, 
     be->copy_rows(be, dst, w, s->qkv + r0 * C, C, n, C);
     be->copy_rows(be, dst + C, w, s->a + r0 * Hv, Hv, n, Hv);
     be->copy_rows(be, dst + C + Hv, w, s->b + r0 * Hv, Hv, n, Hv);
-    int64_t state = gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C;
+    int64_t state = layer_state_floats(c);
     be->copy_rows(be, copy, state, S, state, 1, state);
 }
 
@@ -117,14 +117,13 @@ static void gated_deltanet(sp_qwen35 *m, const qwen35_layer *y, int32_t l, const
     const sp_backend *be = m->be;
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
-    int64_t T = r->n, C = c->conv_dim;
-    int32_t K = c->linear_conv_kernel_dim;
+    int64_t T = r->n;
     sp_gdn_core core = gdn_core(c, y);
     be->matmul(be, s->qkv, &y->in_proj_qkv, s->xb, T);
     be->matmul(be, s->z, &y->in_proj_z, s->xb, T);
     be->matmul(be, s->b, &y->in_proj_b, s->xb, T);
     be->matmul(be, s->a, &y->in_proj_a, s->xb, T);
-    int64_t kept_row = 0, state = gdn_state_floats(c) + (int64_t)(K - 1) * C;
+    int64_t kept_row = 0, state = layer_state_floats(c);
     int32_t verifying = 0;
     for (int32_t i = 0; i < r->n_seqs; i++) {
         const splash_seq *q = &r->seqs[i];
@@ -314,7 +313,7 @@ splash_status sp_qwen35_reserve_verify(sp_qwen35 *m, int32_t rows, int32_t block
     m->verify_rows = 0;
     uint64_t kept = sizeof(float) * (uint64_t)c->n_linear * (uint64_t)rows * (uint64_t)kept_width(c);
     uint64_t copy = sizeof(float) * (uint64_t)blocks *
-                    (uint64_t)(gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
+                    (uint64_t)layer_state_floats(c);
     m->kept = m->be->alloc(m->be, kept ? kept : 64);
     m->state_copy = m->be->alloc(m->be, copy);
     if (!m->kept || !m->state_copy)
@@ -330,7 +329,7 @@ void sp_qwen35_commit(sp_qwen35 *m, const sp_seq_memory *mem, const sp_qwen35_co
     const qwen35_config *c = &m->cfg;
     qwen35_scratch *s = &m->s;
     int64_t C = c->conv_dim, Hv = c->linear_num_value_heads, w = kept_width(c);
-    int64_t state = gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * C, rows = 0;
+    int64_t state = layer_state_floats(c), rows = 0;
     sp_gdn_seq seqs[n > 0 ? n : 1];
     for (int32_t i = 0; i < n; i++)
         if (blocks[i].kept_row + blocks[i].n_keep > rows) rows = blocks[i].kept_row + blocks[i].n_keep;

@@ -89,9 +89,11 @@ typedef struct qwen35_weights {
 static inline int64_t gdn_state_floats(const qwen35_config *c) {
     return (int64_t)c->linear_num_value_heads * c->linear_key_head_dim * c->linear_value_head_dim;
 }
-static inline int64_t slot_floats(const qwen35_config *c) {
-    return (int64_t)c->n_linear * (gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim);
+/* One linear-attention layer's part of a slot: S, then the conv tail. */
+static inline int64_t layer_state_floats(const qwen35_config *c) {
+    return gdn_state_floats(c) + (int64_t)(c->linear_conv_kernel_dim - 1) * c->conv_dim;
 }
+static inline int64_t slot_floats(const qwen35_config *c) { return (int64_t)c->n_linear * layer_state_floats(c); }
 
 /* ---- scratch ------------------------------------------------------------------------------------------------
  * Sized for N = max_step_tokens rows. The mixer and FFN buffers of one phase share memory with the other phases. */

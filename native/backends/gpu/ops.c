@@ -306,15 +306,15 @@ static void gpu_gdn(const sp_backend *be, float *out, const float *qkv, const fl
     sp_gpu_gdn(be, out, qkv, a, b, s, S, n, n >= GDN_CHUNKED_MIN_TOKENS && sp_gpu_gdn_chunked_ok(s));
 }
 
-/* The GDN core of one sequence as one gdn.comp FUSED dispatch (rows of up to GDN_FUSED_ROWS: decode, verify blocks). It
- * writes the v channels' conv tail; the q and k channels' tails, which several v heads read, are left to conv.comp's
- * TAIL pass (fused_tails). */
+/* Whether a sequence of n rows takes gdn.comp FUSED (decode, verify blocks) on this shape. */
 static bool fused_fits(const sp_gdn_core *c, int64_t n) {
     const sp_gdn_shape *s = &c->shape;
     return n <= GDN_FUSED_ROWS && s->v_dim <= GDN_FUSED_COLS && 2 * s->k_dim + s->v_dim <= GDN_SPLIT * s->v_dim &&
            s->k_dim <= 512 && c->kernel <= 16;
 }
 
+/* The GDN core of one sequence as one gdn.comp FUSED dispatch. It writes the v channels' conv tail; the q and k
+ * channels' tails, which several v heads read, are left to conv.comp's TAIL pass (gpu_gdn_core). */
 static void fused_core(sp_gpu *gpu, float *out, const float *qkv, const float *z, const float *a, const float *b,
                        const sp_gdn_core *c, float *S, float *tail, int64_t n) {
     const sp_gdn_shape *s = &c->shape;
