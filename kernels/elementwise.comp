@@ -3,7 +3,6 @@
 //   ADD                 y[i] += x[i]
 //   SILU_MUL            y[i] = silu(g[i]) · x[i]                  (SwiGLU; x is the up projection)
 //   SIGMOID_MUL         y[i] *= sigmoid(g[i])                     (gated attention output)
-//   ADD_SIGMOID_SCALED  y[i] += sigmoid(g[i / d]) · x[i]           (MoE shared-expert gate, d = row length)
 //   COPY2D              y[r·ys + c] = x[r·xs + c], c < d           (strided row copy: split q/gate, gather rows)
 //   EMBED               y[r·d + c] = W[tokens[r]][c]               (embedding rows to f32; WT = table type)
 // i < n; the grid is 2-D when n needs more than 65535 workgroups. Spec constant 0: workgroup size.
@@ -15,9 +14,8 @@ layout(local_size_x_id = 0) in;
 #define ADD 0
 #define SILU_MUL 1
 #define SIGMOID_MUL 2
-#define ADD_SIGMOID_SCALED 3
-#define COPY2D 4
-#define EMBED 5
+#define COPY2D 3
+#define EMBED 4
 
 layout(push_constant) uniform P {
     uint64_t y, x, g;  // EMBED: x = table row 0, g = tokens
@@ -36,8 +34,6 @@ void main() {
     y.v[i] = silu(g.v[i]) * x.v[i];
 #elif OP == SIGMOID_MUL
     y.v[i] = y.v[i] * sigmoid(g.v[i]);
-#elif OP == ADD_SIGMOID_SCALED
-    y.v[i] += sigmoid(g.v[i / p.d]) * x.v[i];
 #elif OP == COPY2D
     uint r = i / p.d, c = i % p.d;
     y.v[r * p.y_stride + c] = x.v[r * p.x_stride + c];

@@ -164,9 +164,9 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
         file: "matmul_tiled.comp",
         defines: { WT: wt, BM: tile.bm, BN: tile.bn, BK: tile.bk, TM: tile.tm, TN: tile.tn },
       });
-    v.push({ name: `embed_${t}`, file: "elementwise.comp", defines: { OP: 5, WT: wt } });
+    v.push({ name: `embed_${t}`, file: "elementwise.comp", defines: { OP: 4, WT: wt } });
   });
-  ["add", "silu_mul", "sigmoid_mul", "add_sigmoid_scaled", "copy2d"].forEach((op, i) =>
+  ["add", "silu_mul", "sigmoid_mul", "copy2d"].forEach((op, i) =>
     v.push({ name: op, file: "elementwise.comp", defines: { OP: i, WT: 0 } }),
   );
   v.push({ name: "rmsnorm", file: "norm.comp", defines: { GATED: 0, RESIDUAL: 0 } });

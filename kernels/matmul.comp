@@ -7,7 +7,8 @@
 //   MODE 3 (dense gate/up):  h[j][r] = silu(gate[r] · x[j]) · (up[r] · x[j])   j < n ≤ NMAX (the MLP's first half and
 //                            its gate in one dispatch: each x chunk meets the gate and up rows of the same index)
 // In MoE modes a workgroup row of the grid is one tile of the plan (moe.comp): up to NMAX (token, slot) pairs routed
-// to the same expert e (the plan's tile size), so the expert's rows are read once for all of them.
+// to the same expert e (the plan's tile size), so the expert's rows are read once for all of them. One token needs no
+// plan (order_at = 0, never a plan's): tile t is its pair t, of expert ids[t], and `plan` holds the ids.
 //
 // A workgroup is GROUPS row groups of wg / GROUPS invocations; each group owns ROWS weight rows (of each of MATS
 // matrices) and its invocations stride over them in 16-byte chunks. Per chunk an invocation first loads the chunk of
@@ -73,7 +74,8 @@ layout(push_constant) uniform P {
     uint64_t w;       // dense: row 0 of W; MoE: the expert table, per expert [gate, up, down] row-0 addresses
     uint64_t x;       // dense: x [n][x_stride]; MoE gate/up: x [tokens][cols]; down: h [pairs][cols]
     uint64_t y;       // dense: y [n][y_stride]; MoE: h or yo [pairs][rows]
-    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order; MODE 3: row 0 of up
+    uint64_t plan;    // MoE: the plan (moe.comp): tiles (expert, start, count), then the pair order, or the ids of one
+                      // token's pairs (order_at = 0); MODE 3: row 0 of up
     uint row_bytes;   // device bytes per weight row
     uint rows, cols;
     uint n;           // dense: x rows (≤ NMAX)
@@ -230,8 +232,9 @@ void main() {
 #else
     Ints plan = Ints(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan.v[3u * tile]), start = uint(plan.v[3u * tile + 1u]);
-    n = uint(plan.v[3u * tile + 2u]);
+    bool direct = p.order_at == 0u;
+    uint e = uint(plan.v[direct ? tile : 3u * tile]), start = direct ? tile : uint(plan.v[3u * tile + 1u]);
+    n = direct ? 1u : uint(plan.v[3u * tile + 2u]);
     uint rg0 = gl_WorkGroupID.y * GROUPS * ROWS;
     r0 = rg0 + grp * ROWS;
     Addrs table = Addrs(p.w);
@@ -243,7 +246,7 @@ void main() {
 #endif
     uint pairs[NMAX];
     [[unroll]] for (uint j = 0u; j < NMAX; j++) {
-        pairs[j] = j < n ? uint(plan.v[p.order_at + start + j]) : 0u;
+        pairs[j] = j >= n ? 0u : direct ? start + j : uint(plan.v[p.order_at + start + j]);
 #if MODE == 1
         xrows[j] = p.x + uint64_t((pairs[j] / p.top_k) * p.cols) * 4ul;
 #else

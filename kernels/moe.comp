@@ -5,8 +5,8 @@
 //   PLAN     groups the n·k (token, slot) pairs by expert (counting sort) and cuts each expert's pairs into tiles
 //            of ≤ tile pairs (the NMAX of the matmul.comp variant that runs them); writes the two indirect dispatch
 //            sizes. One workgroup.
-//   COMBINE  y[t] = Σ_k w[t][k] · yo[t·k + slot] in ascending expert order (the CPU's and HF's order). One
-//            workgroup per token.
+//   COMBINE  y[t] = Σ_k w[t][k] · yo[t·k + slot] in ascending expert order (the CPU's and HF's order), then, where
+//            shared_y is set, + sigmoid(shared_gate[t]) · shared_y[t] (the gated shared expert). One workgroup per token.
 // Plan buffer (ints): [0..3) dispatch (tiles, row blocks of gate/up, 1), [3..6) dispatch (tiles, row blocks of
 // down, 1), [8 ..) tiles (expert, start, count) × max_tiles, then the pair order [n·k] at 8 + 3 · max_tiles.
 // The order inside one expert's run depends on atomics, which changes nothing: each pair is computed alone.
@@ -24,6 +24,7 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform P {
     uint64_t ids, w, src, dst, plan;  // ROUTE: src = logits; COMBINE: src = yo, dst = y
+    uint64_t shared_y, shared_gate;   // COMBINE: the shared expert's output [n][d] and gate logits [n], or 0
     uint n, n_experts, top_k, d;      // d: COMBINE row length; PLAN: row blocks of gate/up
     uint down_blocks, max_tiles, tile;
 } p;
@@ -120,12 +121,14 @@ void main() {
     }
     barrier();
     Floats w = Floats(p.w), yo = Floats(p.src), y = Floats(p.dst);
+    float gate = p.shared_y != 0ul ? sigmoid(Floats(p.shared_gate).v[t]) : 0.0;
     for (uint c = tid; c < p.d; c += gl_WorkGroupSize.x) {
         float acc = 0.0;
         for (uint j = 0u; j < p.top_k; j++) {
             uint q = t * p.top_k + slot_order[j];
             acc += yo.v[q * p.d + c] * w.v[q];
         }
+        if (p.shared_y != 0ul) acc += gate * Floats(p.shared_y).v[t * p.d + c];
         y.v[t * p.d + c] = acc;
     }
 }

@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _682 = (GROUPS * ROWS);
+constant uint _716 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -218,28 +218,65 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _241;
+    if (direct)
+    {
+        _241 = tile;
+    }
+    else
+    {
+        _241 = 3u * tile;
+    }
+    uint e = uint(plan->v[_241]);
+    uint _255;
+    if (direct)
+    {
+        _255 = tile;
+    }
+    else
+    {
+        _255 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _255;
+    uint _270;
+    if (direct)
+    {
+        _270 = 1u;
+    }
+    else
+    {
+        _270 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _270;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _301;
+    uint _327;
+    uint _332;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _301 = uint(plan->v[(p.order_at + start) + j]);
+            _327 = 0u;
         }
         else
         {
-            _301 = 0u;
+            if (direct)
+            {
+                _332 = start + j;
+            }
+            else
+            {
+                _332 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _327 = _332;
         }
-        pairs[j] = _301;
+        pairs[j] = _327;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -262,16 +299,16 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _421;
+    uint _455;
     if (r0 < p.rows)
     {
-        _421 = n_chunks(p);
+        _455 = n_chunks(p);
     }
     else
     {
-        _421 = 0u;
+        _455 = 0u;
     }
-    uint chunks = _421;
+    uint chunks = _455;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -353,7 +390,7 @@ kernel void splash_moe_down4_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_682 * n); o += wg)
+    for (uint o = tid; o < (_716 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

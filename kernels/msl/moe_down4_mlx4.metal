@@ -107,7 +107,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _808 = (GROUPS * ROWS);
+constant uint _842 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -229,28 +229,65 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _331;
+    if (direct)
+    {
+        _331 = tile;
+    }
+    else
+    {
+        _331 = 3u * tile;
+    }
+    uint e = uint(plan->v[_331]);
+    uint _345;
+    if (direct)
+    {
+        _345 = tile;
+    }
+    else
+    {
+        _345 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _345;
+    uint _360;
+    if (direct)
+    {
+        _360 = 1u;
+    }
+    else
+    {
+        _360 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _360;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _392;
+    uint _418;
+    uint _423;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _392 = uint(plan->v[(p.order_at + start) + j]);
+            _418 = 0u;
         }
         else
         {
-            _392 = 0u;
+            if (direct)
+            {
+                _423 = start + j;
+            }
+            else
+            {
+                _423 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _418 = _423;
         }
-        pairs[j] = _392;
+        pairs[j] = _418;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -273,16 +310,16 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _511;
+    uint _545;
     if (r0 < p.rows)
     {
-        _511 = n_chunks(p);
+        _545 = n_chunks(p);
     }
     else
     {
-        _511 = 0u;
+        _545 = 0u;
     }
-    uint chunks = _511;
+    uint chunks = _545;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -366,7 +403,7 @@ kernel void splash_moe_down4_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_808 * n); o += wg)
+    for (uint o = tid; o < (_842 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _777 = (GROUPS * ROWS);
+constant uint _811 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -277,28 +277,65 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _332;
+    if (direct)
+    {
+        _332 = tile;
+    }
+    else
+    {
+        _332 = 3u * tile;
+    }
+    uint e = uint(plan->v[_332]);
+    uint _347;
+    if (direct)
+    {
+        _347 = tile;
+    }
+    else
+    {
+        _347 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _347;
+    uint _362;
+    if (direct)
+    {
+        _362 = 1u;
+    }
+    else
+    {
+        _362 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _362;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _393;
+    uint _419;
+    uint _424;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _393 = uint(plan->v[(p.order_at + start) + j]);
+            _419 = 0u;
         }
         else
         {
-            _393 = 0u;
+            if (direct)
+            {
+                _424 = start + j;
+            }
+            else
+            {
+                _424 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _419 = _424;
         }
-        pairs[j] = _393;
+        pairs[j] = _419;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -321,16 +358,16 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _512;
+    uint _546;
     if (r0 < p.rows)
     {
-        _512 = n_chunks(p);
+        _546 = n_chunks(p);
     }
     else
     {
-        _512 = 0u;
+        _546 = 0u;
     }
-    uint chunks = _512;
+    uint chunks = _546;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -409,7 +446,7 @@ kernel void splash_moe_down4_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_777 * n); o += wg)
+    for (uint o = tid; o < (_811 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

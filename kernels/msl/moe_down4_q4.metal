@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _830 = (GROUPS * ROWS);
+constant uint _863 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -249,28 +249,65 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _352;
+    if (direct)
+    {
+        _352 = tile;
+    }
+    else
+    {
+        _352 = 3u * tile;
+    }
+    uint e = uint(plan->v[_352]);
+    uint _367;
+    if (direct)
+    {
+        _367 = tile;
+    }
+    else
+    {
+        _367 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _367;
+    uint _382;
+    if (direct)
+    {
+        _382 = 1u;
+    }
+    else
+    {
+        _382 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _382;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _414;
+    uint _439;
+    uint _444;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _414 = uint(plan->v[(p.order_at + start) + j]);
+            _439 = 0u;
         }
         else
         {
-            _414 = 0u;
+            if (direct)
+            {
+                _444 = start + j;
+            }
+            else
+            {
+                _444 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _439 = _444;
         }
-        pairs[j] = _414;
+        pairs[j] = _439;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -293,16 +330,16 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _533;
+    uint _566;
     if (r0 < p.rows)
     {
-        _533 = n_chunks(p);
+        _566 = n_chunks(p);
     }
     else
     {
-        _533 = 0u;
+        _566 = 0u;
     }
-    uint chunks = _533;
+    uint chunks = _566;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -386,7 +423,7 @@ kernel void splash_moe_down4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_830 * n); o += wg)
+    for (uint o = tid; o < (_863 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _725 = (GROUPS * ROWS);
+constant uint _759 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -240,28 +240,65 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _281;
+    if (direct)
+    {
+        _281 = tile;
+    }
+    else
+    {
+        _281 = 3u * tile;
+    }
+    uint e = uint(plan->v[_281]);
+    uint _296;
+    if (direct)
+    {
+        _296 = tile;
+    }
+    else
+    {
+        _296 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _296;
+    uint _311;
+    if (direct)
+    {
+        _311 = 1u;
+    }
+    else
+    {
+        _311 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _311;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _342;
+    uint _368;
+    uint _373;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _342 = uint(plan->v[(p.order_at + start) + j]);
+            _368 = 0u;
         }
         else
         {
-            _342 = 0u;
+            if (direct)
+            {
+                _373 = start + j;
+            }
+            else
+            {
+                _373 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _368 = _373;
         }
-        pairs[j] = _342;
+        pairs[j] = _368;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -284,16 +321,16 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _462;
+    uint _496;
     if (r0 < p.rows)
     {
-        _462 = n_chunks(p);
+        _496 = n_chunks(p);
     }
     else
     {
-        _462 = 0u;
+        _496 = 0u;
     }
-    uint chunks = _462;
+    uint chunks = _496;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -328,8 +365,8 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
                     uint s_1 = (m_2 * 4u) + r_2;
                     float4 sc = k[s_1].s;
                     uint param_3 = k[s_1].q[i];
-                    float4 _571 = bytes4(param_3);
-                    wa[s_1] = (_571 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    float4 _605 = bytes4(param_3);
+                    wa[s_1] = (_605 * (256.0 * sc.x)) - float4(384.0 * sc.x);
                     wb[s_1] = float4(0.0);
                 }
             }
@@ -373,7 +410,7 @@ kernel void splash_moe_down4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_725 * n); o += wg)
+    for (uint o = tid; o < (_759 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

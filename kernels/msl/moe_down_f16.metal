@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _652 = (GROUPS * ROWS);
+constant uint _686 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -198,28 +198,65 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _211;
+    if (direct)
+    {
+        _211 = tile;
+    }
+    else
+    {
+        _211 = 3u * tile;
+    }
+    uint e = uint(plan->v[_211]);
+    uint _225;
+    if (direct)
+    {
+        _225 = tile;
+    }
+    else
+    {
+        _225 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _225;
+    uint _240;
+    if (direct)
+    {
+        _240 = 1u;
+    }
+    else
+    {
+        _240 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _240;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _271;
+    uint _297;
+    uint _302;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _271 = uint(plan->v[(p.order_at + start) + j]);
+            _297 = 0u;
         }
         else
         {
-            _271 = 0u;
+            if (direct)
+            {
+                _302 = start + j;
+            }
+            else
+            {
+                _302 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _297 = _302;
         }
-        pairs[j] = _271;
+        pairs[j] = _297;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -242,16 +279,16 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _391;
+    uint _425;
     if (r0 < p.rows)
     {
-        _391 = n_chunks(p);
+        _425 = n_chunks(p);
     }
     else
     {
-        _391 = 0u;
+        _425 = 0u;
     }
-    uint chunks = _391;
+    uint chunks = _425;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
@@ -333,7 +370,7 @@ kernel void splash_moe_down_f16(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_652 * n); o += wg)
+    for (uint o = tid; o < (_686 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -104,7 +104,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _603 = (GROUPS * ROWS);
+constant uint _637 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -178,28 +178,65 @@ kernel void splash_moe_down_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _165;
+    if (direct)
+    {
+        _165 = tile;
+    }
+    else
+    {
+        _165 = 3u * tile;
+    }
+    uint e = uint(plan->v[_165]);
+    uint _180;
+    if (direct)
+    {
+        _180 = tile;
+    }
+    else
+    {
+        _180 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _180;
+    uint _195;
+    if (direct)
+    {
+        _195 = 1u;
+    }
+    else
+    {
+        _195 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _195;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _227;
+    uint _253;
+    uint _258;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _227 = uint(plan->v[(p.order_at + start) + j]);
+            _253 = 0u;
         }
         else
         {
-            _227 = 0u;
+            if (direct)
+            {
+                _258 = start + j;
+            }
+            else
+            {
+                _258 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _253 = _258;
         }
-        pairs[j] = _227;
+        pairs[j] = _253;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -222,16 +259,16 @@ kernel void splash_moe_down_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
             acc[s][j_1] = 0.0;
         }
     }
-    uint _348;
+    uint _382;
     if (r0 < p.rows)
     {
-        _348 = n_chunks(p);
+        _382 = n_chunks(p);
     }
     else
     {
-        _348 = 0u;
+        _382 = 0u;
     }
-    uint chunks = _348;
+    uint chunks = _382;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
@@ -313,7 +350,7 @@ kernel void splash_moe_down_f32(constant P& p [[buffer(0)]], uint3 gl_LocalInvoc
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_603 * n); o += wg)
+    for (uint o = tid; o < (_637 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _835 = (GROUPS * ROWS);
+constant uint _868 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -249,28 +249,65 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _352;
+    if (direct)
+    {
+        _352 = tile;
+    }
+    else
+    {
+        _352 = 3u * tile;
+    }
+    uint e = uint(plan->v[_352]);
+    uint _367;
+    if (direct)
+    {
+        _367 = tile;
+    }
+    else
+    {
+        _367 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _367;
+    uint _382;
+    if (direct)
+    {
+        _382 = 1u;
+    }
+    else
+    {
+        _382 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _382;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _414;
+    uint _439;
+    uint _444;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _414 = uint(plan->v[(p.order_at + start) + j]);
+            _439 = 0u;
         }
         else
         {
-            _414 = 0u;
+            if (direct)
+            {
+                _444 = start + j;
+            }
+            else
+            {
+                _444 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _439 = _444;
         }
-        pairs[j] = _414;
+        pairs[j] = _439;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -293,16 +330,16 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
             acc[s][j_1] = 0.0;
         }
     }
-    uint _534;
+    uint _567;
     if (r0 < p.rows)
     {
-        _534 = n_chunks(p);
+        _567 = n_chunks(p);
     }
     else
     {
-        _534 = 0u;
+        _567 = 0u;
     }
-    uint chunks = _534;
+    uint chunks = _567;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -387,7 +424,7 @@ kernel void splash_moe_down_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_835 * n); o += wg)
+    for (uint o = tid; o < (_868 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

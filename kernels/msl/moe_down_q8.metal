@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _738 = (GROUPS * ROWS);
+constant uint _772 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -240,28 +240,65 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _281;
+    if (direct)
+    {
+        _281 = tile;
+    }
+    else
+    {
+        _281 = 3u * tile;
+    }
+    uint e = uint(plan->v[_281]);
+    uint _296;
+    if (direct)
+    {
+        _296 = tile;
+    }
+    else
+    {
+        _296 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _296;
+    uint _311;
+    if (direct)
+    {
+        _311 = 1u;
+    }
+    else
+    {
+        _311 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _311;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
     spvUnsafeArray<ulong, 1> wbase;
     wbase[0] = table->v[(3u * e) + 2u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _342;
+    uint _368;
+    uint _373;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _342 = uint(plan->v[(p.order_at + start) + j]);
+            _368 = 0u;
         }
         else
         {
-            _342 = 0u;
+            if (direct)
+            {
+                _373 = start + j;
+            }
+            else
+            {
+                _373 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _368 = _373;
         }
-        pairs[j] = _342;
+        pairs[j] = _368;
         xrows[j] = p.x + (ulong(pairs[j] * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -284,16 +321,16 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
             acc[s][j_1] = 0.0;
         }
     }
-    uint _463;
+    uint _497;
     if (r0 < p.rows)
     {
-        _463 = n_chunks(p);
+        _497 = n_chunks(p);
     }
     else
     {
-        _463 = 0u;
+        _497 = 0u;
     }
-    uint chunks = _463;
+    uint chunks = _497;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -340,8 +377,8 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
                     }
                     uint s_2 = (m_2 * 8u) + r_2;
                     uint param_8 = k[s_2].q[i];
-                    float4 _604 = bytes4(param_8);
-                    t[s_2].x += dot(_604, xa);
+                    float4 _638 = bytes4(param_8);
+                    t[s_2].x += dot(_638, xa);
                 }
             }
         }
@@ -374,7 +411,7 @@ kernel void splash_moe_down_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInvoca
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 1> v;
-    for (uint o = tid; o < (_738 * n); o += wg)
+    for (uint o = tid; o < (_772 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _675 = (GROUPS * ROWS);
+constant uint _709 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -204,9 +204,37 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _225;
+    if (direct)
+    {
+        _225 = tile;
+    }
+    else
+    {
+        _225 = 3u * tile;
+    }
+    uint e = uint(plan->v[_225]);
+    uint _239;
+    if (direct)
+    {
+        _239 = tile;
+    }
+    else
+    {
+        _239 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _239;
+    uint _254;
+    if (direct)
+    {
+        _254 = 1u;
+    }
+    else
+    {
+        _254 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _254;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -214,19 +242,28 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _291;
+    uint _317;
+    uint _322;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _291 = uint(plan->v[(p.order_at + start) + j]);
+            _317 = 0u;
         }
         else
         {
-            _291 = 0u;
+            if (direct)
+            {
+                _322 = start + j;
+            }
+            else
+            {
+                _322 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _317 = _322;
         }
-        pairs[j] = _291;
+        pairs[j] = _317;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -249,16 +286,16 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _414;
+    uint _448;
     if (r0 < p.rows)
     {
-        _414 = n_chunks(p);
+        _448 = n_chunks(p);
     }
     else
     {
-        _414 = 0u;
+        _448 = 0u;
     }
-    uint chunks = _414;
+    uint chunks = _448;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -340,7 +377,7 @@ kernel void splash_moe_gate_up4_f16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_675 * n); o += wg)
+    for (uint o = tid; o < (_709 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

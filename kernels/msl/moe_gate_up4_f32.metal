@@ -104,7 +104,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _625 = (GROUPS * ROWS);
+constant uint _659 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -184,9 +184,37 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _179;
+    if (direct)
+    {
+        _179 = tile;
+    }
+    else
+    {
+        _179 = 3u * tile;
+    }
+    uint e = uint(plan->v[_179]);
+    uint _194;
+    if (direct)
+    {
+        _194 = tile;
+    }
+    else
+    {
+        _194 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _194;
+    uint _209;
+    if (direct)
+    {
+        _209 = 1u;
+    }
+    else
+    {
+        _209 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _209;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -194,19 +222,28 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _247;
+    uint _273;
+    uint _278;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _247 = uint(plan->v[(p.order_at + start) + j]);
+            _273 = 0u;
         }
         else
         {
-            _247 = 0u;
+            if (direct)
+            {
+                _278 = start + j;
+            }
+            else
+            {
+                _278 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _273 = _278;
         }
-        pairs[j] = _247;
+        pairs[j] = _273;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -229,16 +266,16 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _370;
+    uint _404;
     if (r0 < p.rows)
     {
-        _370 = n_chunks(p);
+        _404 = n_chunks(p);
     }
     else
     {
-        _370 = 0u;
+        _404 = 0u;
     }
-    uint chunks = _370;
+    uint chunks = _404;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -320,7 +357,7 @@ kernel void splash_moe_gate_up4_f32(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_625 * n); o += wg)
+    for (uint o = tid; o < (_659 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -107,7 +107,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _831 = (GROUPS * ROWS);
+constant uint _865 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -235,9 +235,37 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _344;
+    if (direct)
+    {
+        _344 = tile;
+    }
+    else
+    {
+        _344 = 3u * tile;
+    }
+    uint e = uint(plan->v[_344]);
+    uint _358;
+    if (direct)
+    {
+        _358 = tile;
+    }
+    else
+    {
+        _358 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _358;
+    uint _373;
+    if (direct)
+    {
+        _373 = 1u;
+    }
+    else
+    {
+        _373 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _373;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -245,19 +273,28 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _411;
+    uint _437;
+    uint _442;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _411 = uint(plan->v[(p.order_at + start) + j]);
+            _437 = 0u;
         }
         else
         {
-            _411 = 0u;
+            if (direct)
+            {
+                _442 = start + j;
+            }
+            else
+            {
+                _442 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _437 = _442;
         }
-        pairs[j] = _411;
+        pairs[j] = _437;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -280,16 +317,16 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _534;
+    uint _568;
     if (r0 < p.rows)
     {
-        _534 = n_chunks(p);
+        _568 = n_chunks(p);
     }
     else
     {
-        _534 = 0u;
+        _568 = 0u;
     }
-    uint chunks = _534;
+    uint chunks = _568;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -373,7 +410,7 @@ kernel void splash_moe_gate_up4_mlx4(constant P& p [[buffer(0)]], uint3 gl_Local
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_831 * n); o += wg)
+    for (uint o = tid; o < (_865 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _800 = (GROUPS * ROWS);
+constant uint _834 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -283,9 +283,37 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _345;
+    if (direct)
+    {
+        _345 = tile;
+    }
+    else
+    {
+        _345 = 3u * tile;
+    }
+    uint e = uint(plan->v[_345]);
+    uint _360;
+    if (direct)
+    {
+        _360 = tile;
+    }
+    else
+    {
+        _360 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _360;
+    uint _375;
+    if (direct)
+    {
+        _375 = 1u;
+    }
+    else
+    {
+        _375 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _375;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -293,19 +321,28 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _412;
+    uint _438;
+    uint _443;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _412 = uint(plan->v[(p.order_at + start) + j]);
+            _438 = 0u;
         }
         else
         {
-            _412 = 0u;
+            if (direct)
+            {
+                _443 = start + j;
+            }
+            else
+            {
+                _443 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _438 = _443;
         }
-        pairs[j] = _412;
+        pairs[j] = _438;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -328,16 +365,16 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
             acc[s][j_1] = 0.0;
         }
     }
-    uint _535;
+    uint _569;
     if (r0 < p.rows)
     {
-        _535 = n_chunks(p);
+        _569 = n_chunks(p);
     }
     else
     {
-        _535 = 0u;
+        _569 = 0u;
     }
-    uint chunks = _535;
+    uint chunks = _569;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -416,7 +453,7 @@ kernel void splash_moe_gate_up4_mlx8(constant P& p [[buffer(0)]], uint3 gl_Local
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_800 * n); o += wg)
+    for (uint o = tid; o < (_834 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _853 = (GROUPS * ROWS);
+constant uint _886 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -255,9 +255,37 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _365;
+    if (direct)
+    {
+        _365 = tile;
+    }
+    else
+    {
+        _365 = 3u * tile;
+    }
+    uint e = uint(plan->v[_365]);
+    uint _380;
+    if (direct)
+    {
+        _380 = tile;
+    }
+    else
+    {
+        _380 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _380;
+    uint _395;
+    if (direct)
+    {
+        _395 = 1u;
+    }
+    else
+    {
+        _395 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _395;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -265,19 +293,28 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _433;
+    uint _458;
+    uint _463;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _433 = uint(plan->v[(p.order_at + start) + j]);
+            _458 = 0u;
         }
         else
         {
-            _433 = 0u;
+            if (direct)
+            {
+                _463 = start + j;
+            }
+            else
+            {
+                _463 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _458 = _463;
         }
-        pairs[j] = _433;
+        pairs[j] = _458;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -300,16 +337,16 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             acc[s][j_1] = 0.0;
         }
     }
-    uint _556;
+    uint _589;
     if (r0 < p.rows)
     {
-        _556 = n_chunks(p);
+        _589 = n_chunks(p);
     }
     else
     {
-        _556 = 0u;
+        _589 = 0u;
     }
-    uint chunks = _556;
+    uint chunks = _589;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -393,7 +430,7 @@ kernel void splash_moe_gate_up4_q4(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_853 * n); o += wg)
+    for (uint o = tid; o < (_886 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _748 = (GROUPS * ROWS);
+constant uint _782 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -246,9 +246,37 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _295;
+    if (direct)
+    {
+        _295 = tile;
+    }
+    else
+    {
+        _295 = 3u * tile;
+    }
+    uint e = uint(plan->v[_295]);
+    uint _310;
+    if (direct)
+    {
+        _310 = tile;
+    }
+    else
+    {
+        _310 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _310;
+    uint _325;
+    if (direct)
+    {
+        _325 = 1u;
+    }
+    else
+    {
+        _325 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _325;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -256,19 +284,28 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 4> pairs;
-    uint _362;
+    uint _388;
+    uint _393;
     spvUnsafeArray<ulong, 4> xrows;
     for (uint j = 0u; j < 4u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _362 = uint(plan->v[(p.order_at + start) + j]);
+            _388 = 0u;
         }
         else
         {
-            _362 = 0u;
+            if (direct)
+            {
+                _393 = start + j;
+            }
+            else
+            {
+                _393 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _388 = _393;
         }
-        pairs[j] = _362;
+        pairs[j] = _388;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -291,16 +328,16 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
             acc[s][j_1] = 0.0;
         }
     }
-    uint _485;
+    uint _519;
     if (r0 < p.rows)
     {
-        _485 = n_chunks(p);
+        _519 = n_chunks(p);
     }
     else
     {
-        _485 = 0u;
+        _519 = 0u;
     }
-    uint chunks = _485;
+    uint chunks = _519;
     spvUnsafeArray<Chunk, 4> k;
     spvUnsafeArray<float4, 4> wa;
     spvUnsafeArray<float4, 4> wb;
@@ -335,8 +372,8 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
                     uint s_1 = (m_2 * 2u) + r_2;
                     float4 sc = k[s_1].s;
                     uint param_3 = k[s_1].q[i];
-                    float4 _594 = bytes4(param_3);
-                    wa[s_1] = (_594 * (256.0 * sc.x)) - float4(384.0 * sc.x);
+                    float4 _628 = bytes4(param_3);
+                    wa[s_1] = (_628 * (256.0 * sc.x)) - float4(384.0 * sc.x);
                     wb[s_1] = float4(0.0);
                 }
             }
@@ -380,7 +417,7 @@ kernel void splash_moe_gate_up4_q8(constant P& p [[buffer(0)]], uint3 gl_LocalIn
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_748 * n); o += wg)
+    for (uint o = tid; o < (_782 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -105,7 +105,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _707 = (GROUPS * ROWS);
+constant uint _741 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -224,9 +224,37 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _255;
+    if (direct)
+    {
+        _255 = tile;
+    }
+    else
+    {
+        _255 = 3u * tile;
+    }
+    uint e = uint(plan->v[_255]);
+    uint _269;
+    if (direct)
+    {
+        _269 = tile;
+    }
+    else
+    {
+        _269 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _269;
+    uint _284;
+    if (direct)
+    {
+        _284 = 1u;
+    }
+    else
+    {
+        _284 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _284;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -234,19 +262,28 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _321;
+    uint _347;
+    uint _352;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _321 = uint(plan->v[(p.order_at + start) + j]);
+            _347 = 0u;
         }
         else
         {
-            _321 = 0u;
+            if (direct)
+            {
+                _352 = start + j;
+            }
+            else
+            {
+                _352 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _347 = _352;
         }
-        pairs[j] = _321;
+        pairs[j] = _347;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -269,16 +306,16 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _446;
+    uint _480;
     if (r0 < p.rows)
     {
-        _446 = n_chunks(p);
+        _480 = n_chunks(p);
     }
     else
     {
-        _446 = 0u;
+        _480 = 0u;
     }
-    uint chunks = _446;
+    uint chunks = _480;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float4, 8> wa;
     spvUnsafeArray<float4, 8> wb;
@@ -360,7 +397,7 @@ kernel void splash_moe_gate_up_bf16(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_707 * n); o += wg)
+    for (uint o = tid; o < (_741 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -107,7 +107,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _837 = (GROUPS * ROWS);
+constant uint _871 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -235,9 +235,37 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _344;
+    if (direct)
+    {
+        _344 = tile;
+    }
+    else
+    {
+        _344 = 3u * tile;
+    }
+    uint e = uint(plan->v[_344]);
+    uint _358;
+    if (direct)
+    {
+        _358 = tile;
+    }
+    else
+    {
+        _358 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _358;
+    uint _373;
+    if (direct)
+    {
+        _373 = 1u;
+    }
+    else
+    {
+        _373 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _373;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -245,19 +273,28 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _410;
+    uint _436;
+    uint _441;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _410 = uint(plan->v[(p.order_at + start) + j]);
+            _436 = 0u;
         }
         else
         {
-            _410 = 0u;
+            if (direct)
+            {
+                _441 = start + j;
+            }
+            else
+            {
+                _441 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _436 = _441;
         }
-        pairs[j] = _410;
+        pairs[j] = _436;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -280,16 +317,16 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _537;
+    uint _571;
     if (r0 < p.rows)
     {
-        _537 = n_chunks(p);
+        _571 = n_chunks(p);
     }
     else
     {
-        _537 = 0u;
+        _571 = 0u;
     }
-    uint chunks = _537;
+    uint chunks = _571;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -374,7 +411,7 @@ kernel void splash_moe_gate_up_mlx4(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_837 * n); o += wg)
+    for (uint o = tid; o < (_871 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _814 = (GROUPS * ROWS);
+constant uint _848 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -283,9 +283,37 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _345;
+    if (direct)
+    {
+        _345 = tile;
+    }
+    else
+    {
+        _345 = 3u * tile;
+    }
+    uint e = uint(plan->v[_345]);
+    uint _360;
+    if (direct)
+    {
+        _360 = tile;
+    }
+    else
+    {
+        _360 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _360;
+    uint _375;
+    if (direct)
+    {
+        _375 = 1u;
+    }
+    else
+    {
+        _375 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _375;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -293,19 +321,28 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _412;
+    uint _438;
+    uint _443;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _412 = uint(plan->v[(p.order_at + start) + j]);
+            _438 = 0u;
         }
         else
         {
-            _412 = 0u;
+            if (direct)
+            {
+                _443 = start + j;
+            }
+            else
+            {
+                _443 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _438 = _443;
         }
-        pairs[j] = _412;
+        pairs[j] = _438;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -328,16 +365,16 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
             acc[s][j_1] = 0.0;
         }
     }
-    uint _538;
+    uint _572;
     if (r0 < p.rows)
     {
-        _538 = n_chunks(p);
+        _572 = n_chunks(p);
     }
     else
     {
-        _538 = 0u;
+        _572 = 0u;
     }
-    uint chunks = _538;
+    uint chunks = _572;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -417,7 +454,7 @@ kernel void splash_moe_gate_up_mlx8(constant P& p [[buffer(0)]], uint3 gl_LocalI
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_814 * n); o += wg)
+    for (uint o = tid; o < (_848 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

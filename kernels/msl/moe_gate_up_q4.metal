@@ -111,7 +111,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _859 = (GROUPS * ROWS);
+constant uint _892 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -255,9 +255,37 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _365;
+    if (direct)
+    {
+        _365 = tile;
+    }
+    else
+    {
+        _365 = 3u * tile;
+    }
+    uint e = uint(plan->v[_365]);
+    uint _380;
+    if (direct)
+    {
+        _380 = tile;
+    }
+    else
+    {
+        _380 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _380;
+    uint _395;
+    if (direct)
+    {
+        _395 = 1u;
+    }
+    else
+    {
+        _395 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _395;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -265,19 +293,28 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _433;
+    uint _458;
+    uint _463;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _433 = uint(plan->v[(p.order_at + start) + j]);
+            _458 = 0u;
         }
         else
         {
-            _433 = 0u;
+            if (direct)
+            {
+                _463 = start + j;
+            }
+            else
+            {
+                _463 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _458 = _463;
         }
-        pairs[j] = _433;
+        pairs[j] = _458;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -300,16 +337,16 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _559;
+    uint _592;
     if (r0 < p.rows)
     {
-        _559 = n_chunks(p);
+        _592 = n_chunks(p);
     }
     else
     {
-        _559 = 0u;
+        _592 = 0u;
     }
-    uint chunks = _559;
+    uint chunks = _592;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -394,7 +431,7 @@ kernel void splash_moe_gate_up_q4(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_859 * n); o += wg)
+    for (uint o = tid; o < (_892 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

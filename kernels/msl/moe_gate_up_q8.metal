@@ -110,7 +110,7 @@ struct Addrs
     ulong v[1];
 };
 
-constant uint _762 = (GROUPS * ROWS);
+constant uint _796 = (GROUPS * ROWS);
 
 struct Floats
 {
@@ -246,9 +246,37 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     uint lane = tid % lanes;
     device Ints* plan = reinterpret_cast<device Ints*>(p.plan);
     uint tile = gl_WorkGroupID.x;
-    uint e = uint(plan->v[3u * tile]);
-    uint start = uint(plan->v[(3u * tile) + 1u]);
-    uint n = uint(plan->v[(3u * tile) + 2u]);
+    bool direct = p.order_at == 0u;
+    uint _295;
+    if (direct)
+    {
+        _295 = tile;
+    }
+    else
+    {
+        _295 = 3u * tile;
+    }
+    uint e = uint(plan->v[_295]);
+    uint _310;
+    if (direct)
+    {
+        _310 = tile;
+    }
+    else
+    {
+        _310 = uint(plan->v[(3u * tile) + 1u]);
+    }
+    uint start = _310;
+    uint _325;
+    if (direct)
+    {
+        _325 = 1u;
+    }
+    else
+    {
+        _325 = uint(plan->v[(3u * tile) + 2u]);
+    }
+    uint n = _325;
     uint rg0 = (gl_WorkGroupID.y * GROUPS) * ROWS;
     uint r0 = rg0 + (grp * ROWS);
     const device Addrs* table = reinterpret_cast<device Addrs*>(p.w);
@@ -256,19 +284,28 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     wbase[0] = table->v[3u * e];
     wbase[1] = table->v[(3u * e) + 1u];
     spvUnsafeArray<uint, 1> pairs;
-    uint _362;
+    uint _388;
+    uint _393;
     spvUnsafeArray<ulong, 1> xrows;
     for (uint j = 0u; j < 1u; j++)
     {
-        if (j < n)
+        if (j >= n)
         {
-            _362 = uint(plan->v[(p.order_at + start) + j]);
+            _388 = 0u;
         }
         else
         {
-            _362 = 0u;
+            if (direct)
+            {
+                _393 = start + j;
+            }
+            else
+            {
+                _393 = uint(plan->v[(p.order_at + start) + j]);
+            }
+            _388 = _393;
         }
-        pairs[j] = _362;
+        pairs[j] = _388;
         xrows[j] = p.x + (ulong((pairs[j] / p.top_k) * p.cols) * 4ul);
     }
     if (rg0 >= p.rows)
@@ -291,16 +328,16 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
             acc[s][j_1] = 0.0;
         }
     }
-    uint _488;
+    uint _522;
     if (r0 < p.rows)
     {
-        _488 = n_chunks(p);
+        _522 = n_chunks(p);
     }
     else
     {
-        _488 = 0u;
+        _522 = 0u;
     }
-    uint chunks = _488;
+    uint chunks = _522;
     spvUnsafeArray<Chunk, 8> k;
     spvUnsafeArray<float2, 8> t;
     float4 param_6;
@@ -347,8 +384,8 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
                     }
                     uint s_2 = (m_2 * 4u) + r_2;
                     uint param_8 = k[s_2].q[i];
-                    float4 _629 = bytes4(param_8);
-                    t[s_2].x += dot(_629, xa);
+                    float4 _663 = bytes4(param_8);
+                    t[s_2].x += dot(_663, xa);
                 }
             }
         }
@@ -381,7 +418,7 @@ kernel void splash_moe_gate_up_q8(constant P& p [[buffer(0)]], uint3 gl_LocalInv
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     spvUnsafeArray<float, 2> v;
-    for (uint o = tid; o < (_762 * n); o += wg)
+    for (uint o = tid; o < (_796 * n); o += wg)
     {
         uint g = o / (ROWS * n);
         uint r_4 = (o / n) % ROWS;

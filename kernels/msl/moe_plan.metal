@@ -19,6 +19,8 @@ struct P
     ulong src;
     ulong dst;
     ulong plan;
+    ulong shared_y;
+    ulong shared_gate;
     uint n;
     uint n_experts;
     uint top_k;
@@ -83,8 +85,8 @@ kernel void splash_moe_plan(constant P& p [[buffer(0)]], uint3 gl_LocalInvocatio
     for (uint q_1 = tid; q_1 < pairs; q_1 += wg)
     {
         int e_2 = ids->v[q_1];
-        int _226 = atomic_fetch_add_explicit((threadgroup atomic_int*)&count[e_2], 1, memory_order_relaxed);
-        int slot = _226;
+        int _227 = atomic_fetch_add_explicit((threadgroup atomic_int*)&count[e_2], 1, memory_order_relaxed);
+        int slot = _227;
         plan->v[order_at + uint(offs[e_2] + slot)] = int(q_1);
     }
 }

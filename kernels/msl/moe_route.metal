@@ -58,6 +58,8 @@ struct P
     ulong src;
     ulong dst;
     ulong plan;
+    ulong shared_y;
+    ulong shared_gate;
     uint n;
     uint n_experts;
     uint top_k;

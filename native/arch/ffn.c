@@ -26,10 +26,13 @@ void sp_ffn_forward(const sp_backend *be, const sp_ffn_shape *c, const sp_ffn_we
         swiglu(be, s, out, &w->gate_proj, &w->up_proj, &w->down_proj, x, n);
         return;
     }
+    /* in an order whose independent steps a GPU runs together: the router, the shared expert's gate·up and its gate
+     * (all of x), then the routing beside the shared down, then the routed experts, whose last pass adds the gated
+     * shared expert */
     be->matmul(be, s->router, &w->router, x, n);
-    be->moe_route(be, s->ids, s->w, s->router, n, c->experts, c->top_k);
-    be->moe_experts(be, out, x, s->ids, s->w, n, &w->experts, s->moe);
-    swiglu(be, s, s->shared, &w->shared_gate, &w->shared_up, &w->shared_down, x, n);
+    be->matmul_gate_up(be, s->g, s->u, &w->shared_gate, &w->shared_up, x, n);
     be->matmul(be, s->sg, &w->shared_expert_gate, x, n);
-    be->add_sigmoid_scaled(be, out, s->shared, s->sg, n, c->hidden);
+    be->moe_route(be, s->ids, s->w, s->router, n, c->experts, c->top_k);
+    be->matmul(be, s->shared, &w->shared_down, s->g, n);
+    be->moe_experts(be, out, x, s->ids, s->w, n, &w->experts, s->moe, s->shared, s->sg);
 }

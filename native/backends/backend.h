@@ -173,8 +173,6 @@ struct sp_backend {
     void (*embed)(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
     /* y[i] += x[i], i < n. */
     void (*add)(const sp_backend *be, float *y, const float *x, int64_t n);
-    /* y[i][:] += sigmoid(g[i]) · x[i][:] over n rows of d (the MoE shared-expert gate). */
-    void (*add_sigmoid_scaled)(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
     /* y[i] = silu(g[i]) · u[i] (SwiGLU), i < n. */
     void (*silu_mul)(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
     /* h[n][gate.rows] = silu(x · gateᵀ) ⊙ (x · upᵀ): matmul by gate and by up, then silu_mul (gate and up of one shape
@@ -262,10 +260,11 @@ struct sp_backend {
     /* ids, w [n][top_k] from router logits [n][n_experts]: softmax in fp32, top k, weights renormalized to sum 1. */
     void (*moe_route)(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
                       int32_t top_k);
-    /* y[n][H] = Σ_k w[i][k] · down_e(silu(gate_e x) · up_e x), e = ids[i][k]. Rows are sorted by expert so each
-     * expert's weights are read once for all its rows. scratch: sp_moe_scratch_floats(n, ...) floats. */
+    /* y[n][H] = Σ_k w[i][k] · down_e(silu(gate_e x) · up_e x), e = ids[i][k], then + sigmoid(shared_gate[i]) ·
+     * shared[i][:] (the gated shared expert, added to the finished sum) where shared is not NULL. Rows are sorted by
+     * expert so each expert's weights are read once for all its rows. scratch: sp_moe_scratch_floats(n, ...) floats. */
     void (*moe_experts)(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *experts, float *scratch);
+                        const sp_moe_experts *experts, float *scratch, const float *shared, const float *shared_gate);
 
     /* ---- vision tower (optional: the CPU backend has them; the tower runs there) ---- */
     /* y = (x − mean) / sqrt(var + eps) · w + b over n rows of d (LayerNorm, biased variance); in place allowed. */

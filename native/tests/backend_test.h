@@ -161,7 +161,6 @@ static inline void test_elementwise(int64_t n, int64_t d) {
     EW("add", gpu.add(&gpu, dy, dx, N), cpu.add(&cpu, want, x, N));
     EW("silu_mul", gpu.silu_mul(&gpu, dy, dg, dx, N), cpu.silu_mul(&cpu, want, g, x, N));
     EW("sigmoid_mul", gpu.sigmoid_mul(&gpu, dy, dg, N), cpu.sigmoid_mul(&cpu, want, g, N));
-    EW("add_sigmoid_scaled", gpu.add_sigmoid_scaled(&gpu, dy, dx, dg, n, d), cpu.add_sigmoid_scaled(&cpu, want, x, g, n, d));
     EW("copy_rows (strided)", gpu.copy_rows(&gpu, dy, d, dx + 1, d, n - 1, d - 3), cpu.copy_rows(&cpu, want, d, x + 1, d, n - 1, d - 3));
 #undef EW
     gpu.free(&gpu, dy), gpu.free(&gpu, dx), gpu.free(&gpu, dg);
@@ -169,8 +168,8 @@ static inline void test_elementwise(int64_t n, int64_t d) {
 }
 
 /* The MoE ops against the CPU's: routing (the same expert ids, the same weights) and the routed experts, E experts
- * of top k, hidden H, expert width I, over n tokens; unquantized weights to float_tol (`path`: how the backend runs
- * them, for the report line). */
+ * of top k, hidden H, expert width I, over n tokens, with a gated shared expert's term added unless n is 9;
+ * unquantized weights to float_tol (`path`: how the backend runs them, for the report line). */
 static inline void test_moe_path(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t I, int64_t n, double float_tol,
                                  const char *path) {
     float *logits = randoms(n * E, -3, 3), *x = randoms(n * H, -1, 1);
@@ -202,17 +201,21 @@ static inline void test_moe_path(sp_mtype t, int32_t E, int32_t k, int64_t H, in
     int64_t sf = sp_moe_scratch_floats(n, k, H, I);
     float *scratch = malloc(sizeof(float) * (size_t)sf), *dscratch = to_gpu(NULL, 4 * (uint64_t)sf);
     float *dx = to_gpu(x, 4 * (uint64_t)(n * H)), *dy = to_gpu(NULL, 4 * (uint64_t)(n * H)), *want = malloc(4 * (size_t)(n * H));
+    bool with_shared = n != 9;
+    float *shared = randoms(n * H, -1, 1), *sg = randoms(n, -3, 3);
+    float *dshared = to_gpu(shared, 4 * (uint64_t)(n * H)), *dsg = to_gpu(sg, 4 * (uint64_t)n);
     double t0 = now();
-    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch);
+    gpu.moe_experts(&gpu, dy, dx, dids, dw, n, &dx_, dscratch, with_shared ? dshared : NULL, dsg);
     float *got = from_gpu(dy, n * H);
     double ms = (now() - t0) * 1e3;
-    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch);
+    cpu.moe_experts(&cpu, want, x, ids, w, n, &hx, scratch, with_shared ? shared : NULL, sg);
     bool quant = t >= SP_MAT_Q8;
-    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens%s (%.0f ms)", sp_mtype_name(t), E, k,
-             (long long)H, (long long)I, (long long)n, path, ms);
+    snprintf(what, sizeof what, "moe_experts %s %d experts top %d, H %lld I %lld, %lld tokens%s%s (%.0f ms)", sp_mtype_name(t), E, k,
+             (long long)H, (long long)I, (long long)n, with_shared ? ", + gated shared expert" : "", path, ms);
     expect(what, nmse(got, want, n * H), quant ? 4e-4 : float_tol);
     gpu.free(&gpu, dlog), gpu.free(&gpu, dw), gpu.free(&gpu, dids), gpu.free(&gpu, dscratch), gpu.free(&gpu, dx), gpu.free(&gpu, dy);
-    free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(scratch), free(want), free(got);
+    gpu.free(&gpu, dshared), gpu.free(&gpu, dsg);
+    free(logits), free(x), free(ids), free(w), free(got_ids), free(got_w), free(scratch), free(want), free(got), free(shared), free(sg);
     free(gu.bytes), free(dn.bytes);
 }
 

@@ -36,7 +36,7 @@ static void test_moe_paths(sp_mtype t, int32_t E, int32_t k, int64_t H, int64_t 
     float *dscratch = to_gpu(NULL, 4 * (uint64_t)sp_moe_scratch_floats(n, k, H, I)), *dy[2];
     for (int c = 0; c < 2; c++) {
         dy[c] = to_gpu(NULL, 4 * (uint64_t)(n * H));
-        sp_gpu_moe_experts_launch(&gpu, dy[c], dx, dids, dw, n, &ex, dscratch, &(bool){c == 1});
+        sp_gpu_moe_experts_launch(&gpu, dy[c], dx, dids, dw, n, &ex, dscratch, NULL, NULL, &(bool){c == 1});
     }
     float *want = from_gpu(dy[0], n * H), *got = from_gpu(dy[1], n * H);
     char what[160];

@@ -266,7 +266,7 @@ typedef struct moe_job {
 } moe_job;
 static void run_moe(void *ctx) {
     moe_job *j = ctx;
-    sp_gpu_moe_experts_launch(j->be, j->y, j->x, j->ids, j->w, j->n, &j->ex, j->scratch, &j->coop);
+    sp_gpu_moe_experts_launch(j->be, j->y, j->x, j->ids, j->w, j->n, &j->ex, j->scratch, NULL, NULL, &j->coop);
 }
 
 static void moe(sp_backend *be, sp_threadpool *pool, const model *md, const char *types, int64_t n, int reps) {

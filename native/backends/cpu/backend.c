@@ -51,7 +51,6 @@ void sp_cpu_backend_init(sp_backend *be, sp_threadpool *pool, int n_threads, spl
         .matmul = sp_cpu_matmul,
         .embed = sp_cpu_embed,
         .add = sp_cpu_add,
-        .add_sigmoid_scaled = sp_cpu_add_sigmoid_scaled,
         .silu_mul = sp_cpu_silu_mul,
         .matmul_gate_up = sp_cpu_matmul_gate_up,
         .sigmoid_mul = sp_cpu_sigmoid_mul,

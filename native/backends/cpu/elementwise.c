@@ -5,7 +5,6 @@
 typedef struct {
     float *y;
     const float *x, *g;
-    int64_t d;
     void (*silu_mul)(float *y, const float *g, const float *u, int64_t n);
     void (*sigmoid_mul)(float *y, const float *g, int64_t n);
 } ew_args;
@@ -42,14 +41,6 @@ static void sigmoid_mul_range(void *ctx, int64_t b, int64_t e, int t) {
     a->sigmoid_mul(a->y + b, a->g + b, e - b);
 }
 
-static void add_sigmoid_scaled_rows(void *ctx, int64_t b, int64_t e, int t) {
-    const ew_args *a = ctx;
-    for (int64_t i = b; i < e; i++) {
-        float s = sp_sigmoid(a->g[i]);
-        for (int64_t j = 0; j < a->d; j++) a->y[i * a->d + j] += s * a->x[i * a->d + j];
-    }
-}
-
 /* The gates' form for this CPU. */
 static ew_args gates(const sp_backend *be) {
     ew_args a = {.silu_mul = silu_mul_plain, .sigmoid_mul = sigmoid_mul_plain};
@@ -83,9 +74,4 @@ void sp_cpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int64_t 
     ew_args a = gates(be);
     a.y = y, a.g = g;
     run_blocks(be, n, sigmoid_mul_range, &a);
-}
-
-void sp_cpu_add_sigmoid_scaled(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d) {
-    ew_args a = {.y = y, .x = x, .g = g, .d = d};
-    add_sigmoid_scaled_rows(&a, 0, n, 0);
 }

@@ -47,7 +47,7 @@ int64_t sp_moe_scratch_floats(int64_t n, int32_t top_k, int64_t hidden, int64_t 
 }
 
 void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *ex, float *scratch) {
+                        const sp_moe_experts *ex, float *scratch, const float *shared, const float *shared_gate) {
     int64_t H = ex->hidden, I = ex->inter, pairs = n * ex->top_k;
     float *xg = scratch, *hg = xg + pairs * H, *hu = hg + pairs * I, *yo = hu + pairs * I;
     int32_t *order = (int32_t *)(yo + pairs * H); /* pair index (token · top_k + slot), sorted by expert */
@@ -76,5 +76,9 @@ void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const in
         float *yt = y + tok * H;
         const float *src = yo + r * H;
         for (int64_t j = 0; j < H; j++) yt[j] += src[j] * wt;
+    }
+    for (int64_t i = 0; shared && i < n; i++) {
+        float s = sp_sigmoid(shared_gate[i]);
+        for (int64_t j = 0; j < H; j++) y[i * H + j] += s * shared[i * H + j];
     }
 }

@@ -180,7 +180,6 @@ void sp_cpu_attention_ref(const sp_backend *be, const sp_attn_args *a);
 void sp_cpu_matmul(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n);
 void sp_cpu_embed(const sp_backend *be, float *x, const sp_matrix *table, const int32_t *tokens, int64_t n);
 void sp_cpu_add(const sp_backend *be, float *y, const float *x, int64_t n);
-void sp_cpu_add_sigmoid_scaled(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d);
 void sp_cpu_silu_mul(const sp_backend *be, float *y, const float *g, const float *u, int64_t n);
 void sp_cpu_matmul_gate_up(const sp_backend *be, float *h, float *u, const sp_matrix *gate, const sp_matrix *up,
                            const float *x, int64_t n);
@@ -217,7 +216,7 @@ void sp_cpu_gdn_chunked(const sp_backend *be, float *out, const float *qkv, cons
 void sp_cpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const float *logits, int64_t n, int32_t n_experts,
                       int32_t top_k);
 void sp_cpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                        const sp_moe_experts *experts, float *scratch);
+                        const sp_moe_experts *experts, float *scratch, const float *shared, const float *shared_gate);
 void sp_cpu_layernorm(const sp_backend *be, float *y, const float *x, const float *w, const float *b, int64_t n,
                       int64_t d, float eps);
 void sp_cpu_gelu(const sp_backend *be, float *y, const float *x, int64_t n, int32_t approx_tanh);

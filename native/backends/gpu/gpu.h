@@ -345,7 +345,8 @@ bool sp_gpu_x16(const sp_backend *be, sp_gpu_range *x, int64_t cols, int64_t n, 
 bool sp_gpu_moe_coop(const sp_gpu *g, const sp_moe_experts *ex, int64_t n);
 /* moe_experts on the path *force_coop names (the lab and the ops test run each); NULL: the op's choice. */
 void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                               const sp_moe_experts *ex, float *scratch, const bool *force_coop);
+                               const sp_moe_experts *ex, float *scratch, const float *shared, const float *shared_gate,
+                               const bool *force_coop);
 /* The int8 copy of an x [n][cols] for the integer-dot GEMV (gpu->x8, grown on demand; quantize.comp's layout): its
  * range and row stride in bytes. */
 bool sp_gpu_x8_space(const sp_backend *be, int64_t cols, int64_t n, sp_gpu_range *q, uint32_t *row_bytes);

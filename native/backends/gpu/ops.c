@@ -59,14 +59,6 @@ static void gpu_sigmoid_mul(const sp_backend *be, float *y, const float *g, int6
     elementwise(gpu, "sigmoid_mul", SP_GPU_SIGMOID_MUL, (ew_push){r[1].lo, 0, r[0].lo, (uint32_t)n, 1, 0, 0}, r, 2, r[1]);
 }
 
-static void gpu_add_sigmoid_scaled(const sp_backend *be, float *y, const float *x, const float *g, int64_t n, int64_t d) {
-    sp_gpu *gpu = sp_gpu_of(be);
-    sp_gpu_range r[3] = {sp_gpu_span(gpu, x, (uint64_t)(n * d) * 4), sp_gpu_span(gpu, g, (uint64_t)n * 4),
-                        sp_gpu_span(gpu, y, (uint64_t)(n * d) * 4)};
-    elementwise(gpu, "add_sigmoid_scaled", SP_GPU_ADD_SIGMOID_SCALED,
-                (ew_push){r[2].lo, r[0].lo, r[1].lo, (uint32_t)(n * d), (uint32_t)d, 0, 0}, r, 3, r[2]);
-}
-
 static void gpu_copy_rows(const sp_backend *be, float *dst, int64_t dst_stride, const float *src, int64_t src_stride,
                           int64_t rows, int64_t cols) {
     sp_gpu *gpu = sp_gpu_of(be);
@@ -375,7 +367,6 @@ void sp_gpu_ops_install(sp_backend *be) {
     be->copy_rows = gpu_copy_rows;
     be->embed = gpu_embed;
     be->add = gpu_add;
-    be->add_sigmoid_scaled = gpu_add_sigmoid_scaled;
     be->silu_mul = gpu_silu_mul;
     be->sigmoid_mul = gpu_sigmoid_mul;
     be->rmsnorm = gpu_rmsnorm;

@@ -1,7 +1,8 @@
 /* ops_moe.c — a mixture-of-experts layer on a GPU: routing, then every routed (token, expert) pair in four dispatches
- * (plan, gate·up, down, combine) with the expert ids staying on the device: the gate·up and down products as GEMVs over
- * tiles of a few pairs of one expert, or, for a chunk of more tokens than a GEMV takes where the device has
- * cooperative matrices, as GEMMs on them over tiles of SP_GPU_MOE_COOP_PAIRS pairs (x and h in f16).
+ * (plan, gate·up, down, combine — the last adding the gated shared expert) with the expert ids staying on the device:
+ * the gate·up and down products as GEMVs over tiles of a few pairs of one expert (one token: a tile per pair, no
+ * plan), or, for a chunk of more tokens than a GEMV takes where the device has cooperative matrices, as GEMMs on them
+ * over tiles of SP_GPU_MOE_COOP_PAIRS pairs (x and h in f16).
  * Kernels: moe.comp, matmul.comp, matmul_coopmat.comp. */
 #include "gpu.h"
 
@@ -16,7 +17,7 @@ static const sp_gpu_kernel_id GATE_UP[2][SP_MAT_TYPE_COUNT] = {SP_GPU_BY_TYPE(SP
 static const sp_gpu_kernel_id DOWN[2][SP_MAT_TYPE_COUNT] = {SP_GPU_BY_TYPE(SP_GPU_MOE_DOWN), SP_GPU_BY_TYPE(SP_GPU_MOE_DOWN4)};
 
 typedef struct {
-    uint64_t ids, w, src, dst, plan;
+    uint64_t ids, w, src, dst, plan, shared_y, shared_gate;
     uint32_t n, n_experts, top_k, d, down_blocks, max_tiles, tile;
 } moe_push;
 
@@ -29,7 +30,7 @@ static void gpu_moe_route(const sp_backend *be, int32_t *ids, float *w, const fl
     }
     sp_gpu_range r = sp_gpu_span(gpu, logits, (uint64_t)n * (uint64_t)n_experts * 4);
     sp_gpu_range wr[2] = {sp_gpu_span(gpu, ids, (uint64_t)n * (uint64_t)top_k * 4), sp_gpu_span(gpu, w, (uint64_t)n * (uint64_t)top_k * 4)};
-    moe_push p = {wr[0].lo, wr[1].lo, r.lo, 0, 0, (uint32_t)n, (uint32_t)n_experts, (uint32_t)top_k, 0, 0, 0, 0};
+    moe_push p = {wr[0].lo, wr[1].lo, r.lo, 0, 0, 0, 0, (uint32_t)n, (uint32_t)n_experts, (uint32_t)top_k, 0, 0, 0, 0};
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n, groups);
     sp_gpu_dispatch(gpu, "moe_route", SP_GPU_MOE_ROUTE, (uint32_t[4]){n_experts >= 256 ? 256 : 64, 0, 0, 0}, &p, sizeof p, groups,
@@ -92,7 +93,8 @@ static sp_gpu_range chunk_range(const sp_gpu_chunk *c) {
 }
 
 void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                               const sp_moe_experts *ex, float *scratch, const bool *force_coop) {
+                               const sp_moe_experts *ex, float *scratch, const float *shared, const float *shared_gate,
+                               const bool *force_coop) {
     sp_gpu *gpu = sp_gpu_of(be);
     uint32_t gate_stride, down_stride;
     const uint64_t *table = expert_table(gpu, be, ex, &gate_stride, &down_stride);
@@ -124,7 +126,7 @@ void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, c
     /* every expert's weights could be read: the chunks of gate, up and down as a whole */
     const sp_gpu_chunk *cg = sp_gpu_chunk_of(gpu, ex->gate[0].data), *cd = sp_gpu_chunk_of(gpu, ex->down[0].data);
     sp_gpu_range rwg = cg ? chunk_range(cg) : rtab, rwd = cd ? chunk_range(cd) : rtab;
-    moe_push mp = {rids.lo, rw.lo, ryo.lo, ry.lo, rplan.lo, (uint32_t)n, (uint32_t)ex->n_experts, (uint32_t)K, 0, 0,
+    moe_push mp = {rids.lo, rw.lo, ryo.lo, ry.lo, rplan.lo, 0, 0, (uint32_t)n, (uint32_t)ex->n_experts, (uint32_t)K, 0, 0,
                    (uint32_t)max_tiles, tile};
 
     /* the plan's row blocks: workgroups of SP_GPU_MOE_COOP_ROWS weight rows on the matrix units (gate/up: half each), the
@@ -143,8 +145,9 @@ void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, c
         }
         mp.d = sp_gpu_div_up(I, (uint64_t)lg.rows * lg.groups), mp.down_blocks = sp_gpu_div_up(H, (uint64_t)ld.rows * ld.groups);
     }
-    sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids, 1,
-                    &rplan, 1, NULL);
+    if (!single || coop)
+        sp_gpu_dispatch(gpu, "moe_plan", SP_GPU_MOE_PLAN, (uint32_t[4]){256, 0, 0, 0}, &mp, sizeof mp, (uint32_t[3]){1, 1, 1}, &rids,
+                        1, &rplan, 1, NULL);
     if (coop) {
         sp_gpu_range r16 = rx;
         uint32_t stride16;
@@ -162,28 +165,34 @@ void sp_gpu_moe_experts_launch(const sp_backend *be, float *y, const float *x, c
     } else {
         sp_gpu_kernel_id gate_up = GATE_UP[!single][ex->gate[0].type], down = DOWN[!single][ex->down[0].type];
         uint32_t check_gu = ex->hidden % sp_gpu_chunk_cols[ex->gate[0].type] != 0, check_d = ex->inter % sp_gpu_chunk_cols[ex->down[0].type] != 0;
-        sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, rplan.lo + 32, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K,
-                             (uint32_t)(3 * max_tiles)};
-        sp_gpu_range gr[4] = {rtab, rx, rplan, rwg};
-        sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, NULL, gr,
-                        4, &rh, 1, plan);
-        sp_gpu_mm_push dp = {rtab.lo, rh.lo, ryo.lo, rplan.lo + 32, down_stride, (uint32_t)H, (uint32_t)I, 0, 0, 0, (uint32_t)K,
-                             (uint32_t)(3 * max_tiles)};
-        sp_gpu_range dr[4] = {rtab, rh, rplan, rwd};
-        sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, NULL, dr, 4,
-                        &ryo, 1, plan + 3);
+        /* one token: a tile per pair, the pairs' expert ids in place of the plan (order_at 0), sizes known here */
+        sp_gpu_range tiles = single ? rids : rplan;
+        uint64_t tiles_at = single ? rids.lo : rplan.lo + 32;
+        uint32_t order_at = single ? 0 : (uint32_t)(3 * max_tiles), gg[3] = {(uint32_t)K, mp.d, 1}, dg[3] = {(uint32_t)K, mp.down_blocks, 1};
+        sp_gpu_mm_push gp = {rtab.lo, rx.lo, rh.lo, tiles_at, gate_stride, (uint32_t)I, (uint32_t)H, 0, 0, 0, (uint32_t)K, order_at};
+        sp_gpu_range gr[4] = {rtab, rx, tiles, rwg};
+        sp_gpu_dispatch(gpu, "moe_gate_up", gate_up, (uint32_t[4]){lg.workgroup, lg.rows, check_gu, lg.groups}, &gp, sizeof gp, gg, gr,
+                        4, &rh, 1, single ? NULL : plan);
+        sp_gpu_mm_push dp = {rtab.lo, rh.lo, ryo.lo, tiles_at, down_stride, (uint32_t)H, (uint32_t)I, 0, 0, 0, (uint32_t)K, order_at};
+        sp_gpu_range dr[4] = {rtab, rh, tiles, rwd};
+        sp_gpu_dispatch(gpu, "moe_down", down, (uint32_t[4]){ld.workgroup, ld.rows, check_d, ld.groups}, &dp, sizeof dp, dg, dr, 4,
+                        &ryo, 1, single ? NULL : plan + 3);
     }
     mp.d = (uint32_t)H;
-    sp_gpu_range cr[3] = {rids, rw, ryo};
+    sp_gpu_range cr[5] = {rids, rw, ryo};
+    if (shared) {
+        cr[3] = sp_gpu_span(gpu, shared, (uint64_t)n * H * 4), cr[4] = sp_gpu_span(gpu, shared_gate, (uint64_t)n * 4);
+        mp.shared_y = cr[3].lo, mp.shared_gate = cr[4].lo;
+    }
     uint32_t groups[3];
     sp_gpu_grid((uint64_t)n, groups);
     sp_gpu_dispatch(gpu, "moe_combine", SP_GPU_MOE_COMBINE, (uint32_t[4]){H >= 1024 ? 256 : 64, 0, 0, 0}, &mp, sizeof mp, groups,
-                    cr, 3, &ry, 1, NULL);
+                    cr, shared ? 5 : 3, &ry, 1, NULL);
 }
 
 static void gpu_moe_experts(const sp_backend *be, float *y, const float *x, const int32_t *ids, const float *w, int64_t n,
-                            const sp_moe_experts *ex, float *scratch) {
-    sp_gpu_moe_experts_launch(be, y, x, ids, w, n, ex, scratch, NULL);
+                            const sp_moe_experts *ex, float *scratch, const float *shared, const float *shared_gate) {
+    sp_gpu_moe_experts_launch(be, y, x, ids, w, n, ex, scratch, shared, shared_gate, NULL);
 }
 
 void sp_gpu_install_moe(sp_backend *be) {
