@@ -189,18 +189,19 @@ int main(int argc, char **argv) {
      * back: steps for half a second first, or the first figure reads slow (on the H200 one decode row read 37.7 ms
      * while four rows, timed later, took 16.6) */
     for (double t0 = now(); now() - t0 < 0.5;) step(&L, 1, 1, 0);
-    /* each figure: a warm-up, then the best of reps */
+    /* each figure: the best of reps rounds after a warm-up round, every round taking each figure in turn — timed one
+     * figure after another, the first still read 2-4x slow on the H200 after that warm-up (20.99 and 37.69 ms for a
+     * decode row whose step vulkan_bench timed at 10.26) */
     enum { N = 6 };
     double best[N];
     const char *names[N] = {"decode (1 row)", "verify 8 rows", "verify 8 + draft 8", "4 x decode", "4 x verify 8 rows", "4 x (verify 8 + draft 8)"};
-    for (int k = 0; k < N; k++) {
-        best[k] = 1e30;
-        int n = k < 3 ? 1 : 4, rows = k % 3 ? 8 : 1, n_next = k % 3 == 2 ? 8 : 0;
-        for (int r = 0; r <= reps; r++) {
+    for (int k = 0; k < N; k++) best[k] = 1e30;
+    for (int r = 0; r <= reps; r++)
+        for (int k = 0; k < N; k++) {
+            int n = k < 3 ? 1 : 4, rows = k % 3 ? 8 : 1, n_next = k % 3 == 2 ? 8 : 0;
             double s = step(&L, n, rows, n_next);
             if (r > 0) best[k] = fmin(best[k], s);
         }
-    }
     double draft1 = best[2] - best[1], draft4 = best[5] - best[4];
     printf("\ndraft_lab: %d-layer target (hidden %d, vocab %d) %s, DFlash drafter %s (%d layers, block %d), on Vulkan; "
            "context %d; load and attach %.1f s; best of %d\n", info.n_layers, info.hidden_size, info.vocab_size, quant_name,
