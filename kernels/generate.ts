@@ -75,6 +75,9 @@ export const GEMV_BATCHES = [1, 4, 16] as const;
 // matmul.comp's MAX_ROWS per bucket (dense): the accumulators one invocation carries.
 export const GEMV_MAX_ROWS = [8, 4, 2] as const;
 export const DEFAULT_GEMV = { workgroup: [64, 128, 128], groups: [1, 4, 4], rowsPerGroup: [4, 4, 2] };
+// The fewest invocations a GEMV row group may have (matmul.comp sums a group's partials in shared memory, so a group
+// need not be a whole subgroup): fewer lanes give each more chunks of its rows and a shorter sum at the end.
+export const GEMV_MIN_LANES = 8;
 export const DEFAULT_ATTENTION_WORKGROUPS = 256;
 // The prompt tokens a tuning's "prefillChunk" may name, in the committed files (checked here) and in a file
 // SPLASH_VULKAN_TUNING names (checked by tuning.c, from the generated header).
@@ -94,15 +97,15 @@ export const Tuning = z
             // the batch bucket it was measured for (NMAX of matmul.comp: 1, 4 or 16 x rows)
             batch: z.union([z.literal(1), z.literal(4), z.literal(16)]).default(1),
             workgroup: z.union([z.literal(32), z.literal(64), z.literal(128)]),
-            // row groups per workgroup (each of workgroup / groups ≥ 32 invocations) and rows per group
-            groups: z.union([z.literal(1), z.literal(2), z.literal(4)]).default(1),
+            // row groups per workgroup (each of workgroup / groups ≥ GEMV_MIN_LANES invocations) and rows per group
+            groups: z.union([z.literal(1), z.literal(2), z.literal(4), z.literal(8), z.literal(16)]).default(1),
             rowsPerGroup: z.number().int().min(1).max(8),
           })
           .strict()
           .refine((g) => g.rowsPerGroup <= GEMV_MAX_ROWS[GEMV_BATCHES.indexOf(g.batch)]!, {
             message: "rowsPerGroup above matmul.comp's MAX_ROWS for the batch (8, 4, 2 for 1, 4, 16 rows)",
           })
-          .refine((g) => g.workgroup / g.groups >= 32, { message: "row groups of fewer than 32 invocations" }),
+          .refine((g) => g.workgroup / g.groups >= GEMV_MIN_LANES, { message: `row groups of fewer than ${GEMV_MIN_LANES} invocations` }),
       )
       .default([]),
     gemm: z.array(z.object({ type: z.enum(WEIGHT_TYPES), rows: z.number().int(), cols: z.number().int(), tile: Tile }).strict()).default([]),
@@ -342,6 +345,8 @@ function gpuTables(vs: Variant[], tiles: Tile[], coop: CoopTile[], all: Map<stri
     "/* GEMV batch buckets (the most x rows of each matmul.comp NMAX variant) and their default launches. */",
     "extern const int sp_gpu_gemv_batch[SP_GPU_GEMV_BATCHES];",
     "extern const int sp_gpu_default_gemv[SP_GPU_GEMV_BATCHES][3]; /* workgroup, groups, rows per group */",
+    "/* The fewest invocations of a GEMV row group. */",
+    `#define SP_GPU_GEMV_MIN_LANES ${GEMV_MIN_LANES}`,
     `#define SP_GPU_DEFAULT_ATTENTION_WORKGROUPS ${DEFAULT_ATTENTION_WORKGROUPS}`,
     "/* The prompt tokens a tuning's prefillChunk may name. */",
     `#define SP_GPU_PREFILL_CHUNK_MIN ${PREFILL_CHUNK.min}`,

@@ -108,6 +108,38 @@ static void test_matmul(sp_mtype t, int64_t rows, int64_t cols, int64_t n, bool 
     free(x), free(want), free(got), free(w.bytes);
 }
 
+/* GEMV launches forced (workgroup, row groups, rows per group), down to row groups of SP_GPU_GEMV_MIN_LANES invocations,
+ * on float and integer-dot weights and each batch bucket, against the exact product; rows not a multiple of a
+ * workgroup's rows, so the last workgroup's groups run past the matrix. */
+static void test_gemv_launches(sp_mtype t, int64_t rows, int64_t cols, int64_t n) {
+    weights w = make_weights(t, rows, cols);
+    bool dot = int_dot(t, n);
+    float *x = randoms(n * cols, -1, 1), *want = malloc(sizeof(float) * (size_t)(n * rows));
+    float *xe = dot ? int8_x(x, cols, n) : x;
+    exact_matmul(want, &w.host, xe, n);
+    float *dx = to_gpu(x, sizeof(float) * (uint64_t)(n * cols)), *dy = to_gpu(NULL, sizeof(float) * (uint64_t)(n * rows));
+    int bucket = sp_gpu_gemv_bucket(n), max_rows = sp_gpu_gemv_max_rows(bucket, 1);
+    const sp_gpu_mm_launch launches[] = {{.workgroup = 128, .groups = 16, .rows = 1}, {.workgroup = 128, .groups = 16, .rows = (uint32_t)max_rows},
+                                         {.workgroup = 64, .groups = 8, .rows = 2}, {.workgroup = 32, .groups = 4, .rows = 1},
+                                         {.workgroup = 128, .groups = 4, .rows = 2}};
+    double worst = 0;
+    for (size_t l = 0; l < sizeof launches / sizeof launches[0]; l++) {
+        gpu.clear(&gpu, dy, sizeof(float) * (uint64_t)(n * rows));
+        sp_gpu_matmul_launch(&gpu, dy, &w.dev, dx, n, &launches[l]);
+        float *got = from_gpu(dy, n * rows);
+        double e = nmse(got, want, n * rows);
+        worst = e > worst ? e : worst;
+        free(got);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld, launches of 8 to 64 invocations a row group%s vs exact", sp_mtype_name(t),
+             (long long)rows, (long long)cols, (long long)n, dot ? " (int8 x)" : "");
+    expect(what, worst, 1e-10);
+    gpu.free(&gpu, dx), gpu.free(&gpu, dy);
+    if (xe != x) free(xe);
+    free(x), free(want), free(w.bytes);
+}
+
 /* GEMVs of one x share its int8 copy (gpu->x8) until something writes that x: two matrices on x, then x changed by a
  * kernel (add) and by the host, each followed by a product recorded in the same command stream; each against the CPU. */
 static void test_x8_reuse(sp_mtype t, int64_t cols, int64_t n) {
@@ -520,6 +552,32 @@ static void test_coop_tuning_file(void) {
     free(g);
 }
 
+/* A tuning file's "gemv" entries: row groups down to SP_GPU_GEMV_MIN_LANES invocations are taken, narrower ones and
+ * group counts that are not a power of two are ignored (the shape keeps the default launch). Host-side. */
+static void test_gemv_tuning_file(void) {
+    char path[] = "/tmp/splash-gemv-tuning-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(f != NULL, "gemv tuning file: a temporary file");
+    if (!f) return;
+    fprintf(f, "{\"gemv\": [{\"type\": \"q4\", \"rows\": 17408, \"cols\": 5120, \"batch\": 16, \"workgroup\": 128, \"groups\": 16, "
+               "\"rowsPerGroup\": 2}, {\"type\": \"q4\", \"rows\": 6144, \"cols\": 5120, \"batch\": 16, \"workgroup\": 64, "
+               "\"groups\": 16, \"rowsPerGroup\": 1}, {\"type\": \"q4\", \"rows\": 10240, \"cols\": 5120, \"batch\": 1, "
+               "\"workgroup\": 96, \"groups\": 3, \"rowsPerGroup\": 1}]}\n");
+    fclose(f);
+    sp_gpu *g = calloc(1, sizeof *g);
+    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
+    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    sp_matrix gate = {SP_MAT_Q4, 17408, 5120, NULL, 0}, z = {SP_MAT_Q4, 6144, 5120, NULL, 0}, qkv = {SP_MAT_Q4, 10240, 5120, NULL, 0};
+    sp_gpu_mm_launch a = sp_gpu_gemv_params(g, &gate, 2), b = sp_gpu_gemv_params(g, &z, 2), c = sp_gpu_gemv_params(g, &qkv, 0);
+    CHECK(!st && g->n_gemv == 1 && a.workgroup == 128 && a.groups == 16 && a.rows == 2 && b.groups != 16 && c.groups != 3,
+          "gemv tuning file: 8-invocation row groups taken (wg %u g %u r %u), 4 ignored (g %u), 3 groups ignored (g %u); %d kept",
+          a.workgroup, a.groups, a.rows, b.groups, c.groups, g->n_gemv);
+    unsetenv("SPLASH_OPS_TEST_TUNING");
+    remove(path);
+    free(g);
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && !strcmp(argv[1], "--quick"), moe = argc > 1 && !strcmp(argv[1], "--moe");
     bool attention = argc > 1 && !strcmp(argv[1], "--attention");
@@ -556,6 +614,10 @@ int main(int argc, char **argv) {
     test_matmul(SP_MAT_Q4, 67, 164, 21, true);
     test_matmul(SP_MAT_Q8, 70, 200, 3, true);  /* the batched GEMV buckets (4, 16 rows) with partial groups */
     test_matmul(SP_MAT_Q4, 67, 168, 12, true);
+    test_gemv_launches(SP_MAT_Q4, 67, 1088, 1);
+    test_gemv_launches(SP_MAT_Q4, 67, 1088, 3);
+    test_gemv_launches(SP_MAT_Q4, 67, 1088, 11);
+    test_gemv_launches(SP_MAT_BF16, 45, 328, 11);
     test_x8_reuse(SP_MAT_Q4, 320, 2);
     test_x8_reuse(SP_MAT_Q8, 96, 1);
     test_norm_gemv(false, SP_MAT_Q4, 1, 1088);
@@ -577,6 +639,7 @@ int main(int argc, char **argv) {
     /* the matrix units: partial tiles in rows, x rows and columns (a column step past cols, a partial group), a
      * whole-tile case (the direct store), every weight type they take */
     test_coop_tuning_file();
+    test_gemv_tuning_file();
     test_gemm_coop(SP_MAT_Q4, 67, 168, 21);
     test_gemm_coop(SP_MAT_BF16, 256, 256, 128);
     /* cols % 8 == 4: the group of 8 columns the matrix ends inside */

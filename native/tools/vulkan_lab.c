@@ -1,6 +1,6 @@
 /* vulkan_lab.c — the lab harness of the Vulkan matmul kernels (STYLE.md §2): every launch choice of the GEMV
- * (workgroup 32/64/128 × row groups 1/2/4 × rows per group up to the batch bucket's most) and, for more than 4 x rows, of the GEMM
- * (each compiled tile) on the real matrix shapes of a model, each checked against the exact product, then timed;
+ * (workgroup 32/64/128 × row groups 1/2/4/8/16 of at least SP_GPU_GEMV_MIN_LANES invocations × rows per group up to the
+ * batch bucket's most) and, for more than 4 x rows, of the GEMM (each compiled tile) on the real matrix shapes of a model, each checked against the exact product, then timed;
  * prints GB/s and the ratio to the device's measured read bandwidth, and the fastest GEMV choices as the "gemv"
  * entries of models/<id>/vulkan.json.
  * Each product is timed as a decode step runs it: one after another, each waiting on the one before, over copies of the
@@ -212,18 +212,18 @@ int main(int argc, char **argv) {
                             ref8[j * check_rows + r] += (double)row[c] * x8[j * m->cols + c];
                         }
                 }
-                sp_gpu_mm_launch launches[48];
+                sp_gpu_mm_launch launches[64];
                 int nl = 0, n_gemv = 0, bucket = sp_gpu_gemv_bucket(n);
                 if (n <= 16) { /* workgroup × row groups (≥ 32 invocations each) × rows per group */
-                    uint32_t wgs[3] = {32, 64, 128}, gs[3] = {1, 2, 4}, rows[4] = {1, 2, 4, 8};
+                    uint32_t wgs[3] = {32, 64, 128}, gs[5] = {1, 2, 4, 8, 16}, rows[4] = {1, 2, 4, 8};
                     for (int a = 0; a < 3; a++)
-                        for (int k = 0; k < 3 && wgs[a] / gs[k] >= 32; k++)
+                        for (int k = 0; k < 5 && wgs[a] / gs[k] >= SP_GPU_GEMV_MIN_LANES; k++)
                             for (int b = 0; b < 4 && rows[b] <= (uint32_t)sp_gpu_gemv_max_rows(bucket, 1); b++)
                                 launches[nl++] = (sp_gpu_mm_launch){.workgroup = wgs[a], .groups = gs[k], .rows = rows[b]};
                     n_gemv = nl;
                 }
                 if (n > 4)
-                    for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 48; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
+                    for (int k = 0; k < SP_GPU_TILE_COUNT && nl < 64; k++) launches[nl++] = (sp_gpu_mm_launch){.tile = k};
                 double best = 1e30;
                 int best_l = 0;
                 /* warm-up: the host's work since the last case left the GPU idle, and its clocks take a few hundred
@@ -272,6 +272,12 @@ int main(int argc, char **argv) {
                                    launches[best_l].rows);
                 be.free(&be, dx), be.free(&be, dy);
                 free(x), free(y), free(ref), free(ref8), free(row), free(x8);
+                /* every launch is a pipeline of its own: drop this case's, or a long run fills the backend's cache */
+                if (sp_gpu_sync(g) || *g->status) {
+                    fprintf(stderr, "vulkan_lab: %s\n", splash_last_error());
+                    return 1;
+                }
+                sp_gpu_pipelines_free(g);
                 }
                 free(host);
             }

@@ -125,7 +125,7 @@ static void gemv_dispatch(const sp_backend *be, const char *op, sp_gpu_kernel_id
 
 bool sp_gpu_gemv_launch_ok(const sp_gpu_mm_launch *l, int max_rows) {
     return l->workgroup >= 32 && l->workgroup <= 128 && l->groups >= 1 && l->workgroup % l->groups == 0 &&
-           l->workgroup / l->groups >= 32 && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
+           l->workgroup / l->groups >= SP_GPU_GEMV_MIN_LANES && l->rows >= 1 && l->rows <= (uint32_t)max_rows;
 }
 
 void sp_gpu_matmul_launch(const sp_backend *be, float *y, const sp_matrix *W, const float *x, int64_t n,

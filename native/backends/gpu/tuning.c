@@ -61,8 +61,10 @@ splash_status sp_gpu_tuning_load(sp_gpu *g, const char *env) {
         while (bucket < SP_GPU_GEMV_BATCHES && sp_gpu_gemv_batch[bucket] != batch) bucket++;
         if (t == SP_MAT_TYPE_COUNT || bucket == SP_GPU_GEMV_BATCHES || !sp_json_int(sp_json_get(e, "rows"), &a) ||
             !sp_json_int(sp_json_get(e, "cols"), &b) || !sp_json_int(sp_json_get(e, "workgroup"), &c) ||
-            !sp_json_int(sp_json_get(e, "rowsPerGroup"), &d) || (c != 32 && c != 64 && c != 128) || d < 1 ||
-            d > sp_gpu_gemv_max_rows(bucket, 1) || (groups != 1 && groups != 2 && groups != 4) || c / groups < 32)
+            !sp_json_int(sp_json_get(e, "rowsPerGroup"), &d) || (c != 32 && c != 64 && c != 128) || d < 1 || groups < 1 ||
+            groups > 16 || (groups & (groups - 1)) ||
+            !sp_gpu_gemv_launch_ok(&(sp_gpu_mm_launch){.workgroup = (uint32_t)c, .groups = (uint32_t)groups, .rows = (uint32_t)d},
+                                   sp_gpu_gemv_max_rows(bucket, 1)))
             continue;
         g->gemv[g->n_gemv++] = (sp_gpu_gemv_tuning){t, a, b, (int)batch, (int)c, (int)groups, (int)d};
     }
