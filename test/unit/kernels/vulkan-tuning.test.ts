@@ -25,7 +25,9 @@ test("the schema refuses launches the kernels cannot take", () => {
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 16, rowsPerGroup: 4 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], batch: 2 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 128, groups: 4 }] }).success).toBe(true);
-  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 64, groups: 4 }] }).success).toBe(false);
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 128, groups: 16 }] }).success).toBe(true); // 8 lanes
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 64, groups: 16 }] }).success).toBe(false); // 4 lanes
+  expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], workgroup: 128, groups: 3 }] }).success).toBe(false);
   expect(Tuning.safeParse({ ...base, gemv: [{ ...base.gemv[0], type: "q5" }] }).success).toBe(false);
   const coop = { type: "q4", rows: 12288, cols: 5120, tile: { bm: 128, bn: 256, bk: 32, wm: 64, wn: 64 } };
   expect(Tuning.safeParse({ ...base, gemmCoopmat: [coop] }).success).toBe(true);
