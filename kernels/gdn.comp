@@ -18,10 +18,19 @@
 // the Hv/Hk workgroups of its v heads, so none of them may change it (no atomics: Metal's translation has none on device
 // addresses): where Hv > Hk the op updates those channels' tails with conv.comp's TAIL pass after this dispatch, which
 // shares the barrier the mixer's output needs anyway. The v channels' tails are each one workgroup's, written here.
+// QUANT (FUSED, with the norm; dv % 32 == 0, an even count of groups in a row): the output rows also as the
+// integer-dot GEMV takes its x (norm.comp QUANT's layout, q_stride bytes apart), each head's groups quantized by its
+// workgroup, so the out_proj after it needs no dispatch of its own to quantize them.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #ifndef FUSED
 #define FUSED 0
+#endif
+#ifndef QUANT
+#define QUANT 0
+#endif
+#if QUANT
+#include "quant8.glsl"
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -49,6 +58,10 @@ layout(push_constant) uniform P {
 #if FUSED
     uint kernel;
     float eps;
+#endif
+#if QUANT
+    uint q_stride;
+    uint64_t q;
 #endif
 } p;
 
@@ -161,8 +174,29 @@ void main() {
             float r = inversesqrt(workgroup_sum(ss) / float(DV) + p.eps);
             if (tid < DV) {
                 Floats z = Floats(p.z + uint64_t((t * p.v_heads + h) * DV) * 4ul);
-                orow.v[tid] = Floats(p.norm_w).v[tid] * (os[tid] * r) * silu(z.v[tid]);
+                float y = Floats(p.norm_w).v[tid] * (os[tid] * r) * silu(z.v[tid]);
+                orow.v[tid] = y;
+#if QUANT
+                os[tid] = y;
+#endif
             }
+#if QUANT
+            // the head's dv / 32 groups of the row, one invocation each (the next token's os writes wait on its barriers)
+            barrier();
+            uint groups = DV / QK, nbp = (p.v_heads * groups + 1u) / 2u * 2u, g = h * groups + tid;
+            if (tid < groups) {
+                vec4 y[8];
+                [[unroll]] for (uint k = 0u; k < 8u; k++)
+                    y[k] = vec4(os[tid * QK + 4u * k], os[tid * QK + 4u * k + 1u], os[tid * QK + 4u * k + 2u], os[tid * QK + 4u * k + 3u]);
+                uint words[8];
+                float d, s;
+                quant8_group(y, words, d, s);
+                uint64_t qrow = p.q + uint64_t(t) * p.q_stride;
+                Uvec4Out(qrow).v[2u * g] = uvec4(words[0], words[1], words[2], words[3]);
+                Uvec4Out(qrow).v[2u * g + 1u] = uvec4(words[4], words[5], words[6], words[7]);
+                Vec2Out(qrow + uint64_t(nbp * QK)).v[g] = vec2(d, s);
+            }
+#endif
         } else if (tid < DV) {
             orow.v[tid] = os[tid];
         }

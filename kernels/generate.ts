@@ -185,6 +185,8 @@ function variants(tiles: Tile[], coop: CoopTile[]): Variant[] {
   v.push({ name: "block_conv", file: "block_conv.comp", defines: {} });
   v.push({ name: "gdn", file: "gdn.comp", defines: {} });
   v.push({ name: "gdn_core", file: "gdn.comp", defines: { FUSED: 1 } });
+  // the same, also leaving its output quantized for the integer-dot GEMV (Vulkan-only like it)
+  v.push({ name: "gdn_core_q8", file: "gdn.comp", defines: { FUSED: 1, QUANT: 1 }, vulkanOnly: true });
   ["gdn_intra", "gdn_inter"].forEach((s, i) => v.push({ name: s, file: "gdn_chunked.comp", defines: { STAGE: i } }));
   // ATTEND by query vectors per workgroup (NV) and keys per staged tile (BK): 16 × 8, and 8 × 16 for a decode row of
   // groups of up to 8 heads (half the round trips to memory per key)

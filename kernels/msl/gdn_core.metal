@@ -90,7 +90,7 @@ constant uint _423 = (2u * DK);
 constant uint _435 = (2u * DK);
 constant uint NORM_WG_tmp [[function_constant(3)]];
 constant uint NORM_WG = is_function_constant_defined(NORM_WG_tmp) ? NORM_WG_tmp : 64u;
-constant uint _852 = (2u * DK);
+constant uint _854 = (2u * DK);
 
 static inline __attribute__((always_inline))
 float silu(thread const float& x)
@@ -336,7 +336,8 @@ kernel void splash_gdn_core(constant P& p [[buffer(0)]], uint gl_SubgroupID [[si
             {
                 device Floats* z = reinterpret_cast<device Floats*>(p.z + (ulong(((t * p.v_heads) + h) * DV) * 4ul));
                 float param_5 = z->v[tid];
-                orow->v[tid] = ((reinterpret_cast<device Floats*>(p.norm_w))->v[tid] * (os[tid] * r_3)) * silu(param_5);
+                float y_1 = ((reinterpret_cast<device Floats*>(p.norm_w))->v[tid] * (os[tid] * r_3)) * silu(param_5);
+                orow->v[tid] = y_1;
             }
         }
         else
@@ -353,31 +354,31 @@ kernel void splash_gdn_core(constant P& p [[buffer(0)]], uint gl_SubgroupID [[si
         {
             break;
         }
-        bool _828;
+        bool _830;
         if (live)
         {
-            _828 = (i0 + r_4) < DK;
+            _830 = (i0 + r_4) < DK;
         }
         else
         {
-            _828 = live;
+            _830 = live;
         }
-        if (_828)
+        if (_830)
         {
             S->v[((i0 + r_4) * DV) + j] = s[r_4];
         }
     }
     device Floats* tail = reinterpret_cast<device Floats*>(p.tail);
-    bool _857;
+    bool _859;
     if (conv)
     {
-        _857 = (tid >= _852) || (ratio == 1u);
+        _859 = (tid >= _854) || (ratio == 1u);
     }
     else
     {
-        _857 = conv;
+        _859 = conv;
     }
-    if (_857)
+    if (_859)
     {
         for (uint i_6 = 0u; (i_6 + 1u) < K; i_6++)
         {

@@ -160,4 +160,43 @@ static void test_gdn_core(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_
     free(A), free(dt), free(cw), free(nw), free(want), free(conv);
 }
 
+/* A step's GDN cores of several rows leave their output quantized for the GEMV after them (gdn_core_q8): the q4 GEMV
+ * on that output records no quantize dispatch, and gives the bits of the same GEMV after a quantize dispatch (the
+ * int8 copy is quantize.comp's); sequences of `rows` rows each, laid out one after another as a step lays them. */
+static void test_gdn_core_int8(int32_t Hk, int32_t Hv, int32_t dk, int32_t dv, int32_t K, int n_seqs, const int64_t *rows) {
+    int64_t W = 2 * (int64_t)Hk * dk + (int64_t)Hv * dv, O = (int64_t)Hv * dv, state = (int64_t)Hv * dk * dv, n = 0, R = 96;
+    for (int q = 0; q < n_seqs; q++) n += rows[q];
+    float *A = randoms(Hv, -8, -0.01f), *dt = randoms(Hv, -1, 1), *cw = randoms(W * K, -0.8f, 0.8f), *nw = randoms(dv, 0.5f, 1.5f);
+    float *qkv = randoms(n * W, -2, 2), *z = randoms(n * O, -4, 4), *a = randoms(n * Hv, -6, 3), *b = randoms(n * Hv, -4, 4);
+    float *S = randoms(state, -0.1f, 0.1f), *tail = randoms((K - 1) * W, -2, 2);
+    float *dA = to_gpu(A, 4 * (uint64_t)Hv), *ddt = to_gpu(dt, 4 * (uint64_t)Hv), *dcw = to_gpu(cw, 4 * (uint64_t)(W * K));
+    float *dnw = to_gpu(nw, 4 * (uint64_t)dv), *dqkv = to_gpu(qkv, 4 * (uint64_t)(n * W)), *dz = to_gpu(z, 4 * (uint64_t)(n * O));
+    float *da = to_gpu(a, 4 * (uint64_t)(n * Hv)), *db = to_gpu(b, 4 * (uint64_t)(n * Hv)), *dout = to_gpu(NULL, 4 * (uint64_t)(n * O));
+    float *dconv = to_gpu(NULL, 4 * (uint64_t)(n * W)), *dy[2] = {to_gpu(NULL, 4 * (uint64_t)(n * R)), to_gpu(NULL, 4 * (uint64_t)(n * R))};
+    float *dS[8], *dtail[8];
+    sp_gdn_seq seqs[8];
+    sp_gdn_core dc = {{Hk, Hv, dk, dv, dA, ddt}, dcw, K, dnw, 1e-6f};
+    for (int q = 0, r0 = 0; q < n_seqs; r0 += (int)rows[q], q++) {
+        dS[q] = to_gpu(S, 4 * (uint64_t)state), dtail[q] = to_gpu(tail, 4 * (uint64_t)((K - 1) * W));
+        seqs[q] = (sp_gdn_seq){r0, rows[q], dS[q], dtail[q]};
+    }
+    weights w = make_weights(SP_MAT_Q4, R, O);
+    sp_gpu *g = sp_gpu_of(&gpu);
+    gpu.gdn_core(&gpu, dout, dconv, dqkv, dz, da, db, &dc, seqs, n_seqs);
+    uint64_t c0 = g->n_commands;
+    gpu.matmul(&gpu, dy[0], &w.dev, dout, n); /* on the cores' int8 copy */
+    uint64_t recorded = g->n_commands - c0;
+    sp_gpu_wrote(g, sp_gpu_span(g, dout, 4 * (uint64_t)(n * O))); /* as if written again: the GEMV quantizes it itself */
+    gpu.matmul(&gpu, dy[1], &w.dev, dout, n);
+    float *y0 = from_gpu(dy[0], n * R), *y1 = from_gpu(dy[1], n * R);
+    char what[200];
+    snprintf(what, sizeof what, "gdn_core %d/%d heads dv %d, %d sequences, %lld rows: its int8 copy feeds the q4 GEMV (%llu dispatch), "
+             "the bits of a quantize pass", Hk, Hv, dv, n_seqs, (long long)n, (unsigned long long)recorded);
+    expect(what, recorded == 1 && !memcmp(y0, y1, sizeof(float) * (size_t)(n * R)) ? 0 : 1, 0);
+    for (int q = 0; q < n_seqs; q++) gpu.free(&gpu, dS[q]), gpu.free(&gpu, dtail[q]);
+    gpu.free(&gpu, dA), gpu.free(&gpu, ddt), gpu.free(&gpu, dcw), gpu.free(&gpu, dnw), gpu.free(&gpu, dqkv), gpu.free(&gpu, dz);
+    gpu.free(&gpu, da), gpu.free(&gpu, db), gpu.free(&gpu, dout), gpu.free(&gpu, dconv), gpu.free(&gpu, dy[0]), gpu.free(&gpu, dy[1]);
+    free(A), free(dt), free(cw), free(nw), free(qkv), free(z), free(a), free(b), free(S), free(tail), free(y0), free(y1), free(w.bytes);
+}
+
 #endif

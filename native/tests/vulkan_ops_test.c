@@ -720,6 +720,8 @@ int main(int argc, char **argv) {
     test_gdn_core(1, 3, 24, 40, 4, 1, 3, true, 2);   /* fused (and the q/k tails): decode, then a verify block */
     test_gdn_core(2, 2, 16, 24, 3, 2, 1, false, 1);  /* fused, q/k tails its own, no norm (the speculative commit) */
     test_gdn_core(2, 6, 32, 16, 4, 1, 20, true, 3);  /* 2·dk + dv > 4·dv, and a prefill run: the separate kernels */
+    test_gdn_core_int8(2, 8, 32, 128, 4, 3, (int64_t[]){1, 1, 1}); /* three streams' decode */
+    test_gdn_core_int8(2, 8, 32, 128, 4, 2, (int64_t[]){1, 5});    /* a decode row and a verify block */
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 1);
     test_moe(SP_MAT_F32, 8, 3, 64, 32, 9);
     if (!quick) test_moe(SP_MAT_Q4, 8, 3, 64, 32, 5);
@@ -780,6 +782,7 @@ int main(int argc, char **argv) {
         test_gdn_core(16, 48, 128, 128, 4, 1, 1, true, 2); /* the 27B's and the 35B-A3B's decode */
         test_gdn_core(16, 32, 128, 128, 4, 1, 4, true, 2);
         test_gdn_core(16, 48, 128, 128, 4, 3, 30, true, 3);
+        test_gdn_core_int8(16, 48, 128, 128, 4, 4, (int64_t[]){1, 1, 9, 1}); /* the 27B's: streams and a verify block */
         test_moe(SP_MAT_Q4, 32, 8, 2048, 512, 2); /* 256 experts would take 0.5 GB of test weights */
         test_sample(248320);
     }

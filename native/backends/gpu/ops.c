@@ -306,9 +306,10 @@ static bool fused_fits(const sp_gdn_core *c, int64_t n) {
 }
 
 /* The GDN core of one sequence as one gdn.comp FUSED dispatch. It writes the v channels' conv tail; the q and k
- * channels' tails, which several v heads read, are left to conv.comp's TAIL pass (gpu_gdn_core). */
+ * channels' tails, which several v heads read, are left to conv.comp's TAIL pass (gpu_gdn_core). q: where its rows'
+ * int8 copy goes (gdn_core_q8, rows q_stride bytes apart), or an empty range. */
 static void fused_core(sp_gpu *gpu, float *out, const float *qkv, const float *z, const float *a, const float *b,
-                       const sp_gdn_core *c, float *S, float *tail, int64_t n) {
+                       const sp_gdn_core *c, float *S, float *tail, int64_t n, sp_gpu_range q, uint32_t q_stride) {
     const sp_gdn_shape *s = &c->shape;
     int64_t Hv = s->n_v_heads, dk = s->k_dim, dv = s->v_dim, width = 2 * (int64_t)s->n_k_heads * dk + Hv * dv;
     uint64_t rows = (uint64_t)n * (uint64_t)Hv * (uint64_t)dv * 4;
@@ -319,16 +320,34 @@ static void fused_core(sp_gpu *gpu, float *out, const float *qkv, const float *z
                           sp_gpu_span(gpu, c->conv_w, (uint64_t)(width * c->kernel) * 4),
                           z ? sp_gpu_span(gpu, z, rows) : (sp_gpu_range){0, 0},
                           z ? sp_gpu_span(gpu, c->norm_w, (uint64_t)dv * 4) : (sp_gpu_range){0, 0}};
-    sp_gpu_range w[3] = {sp_gpu_span(gpu, out, rows), r[5], r[6]};
+    sp_gpu_range w[4] = {sp_gpu_span(gpu, out, rows), r[5], r[6], q};
     struct {
         uint64_t o, qkv, a, b, S, A, dt_bias, z, conv_w, tail, norm_w;
         uint32_t n, k_heads, v_heads, kernel;
         float eps;
+        uint32_t q_stride; /* gdn_core_q8 only, like q */
+        uint64_t q;
     } p = {w[0].lo, r[0].lo, r[1].lo, r[2].lo, r[5].lo, r[3].lo, r[4].lo, r[8].lo, r[7].lo, r[6].lo, r[9].lo,
-           (uint32_t)n, (uint32_t)s->n_k_heads, (uint32_t)Hv, (uint32_t)c->kernel, c->eps};
-    sp_gpu_dispatch(gpu, "gdn_core", SP_GPU_GDN_CORE,
-                    (uint32_t[4]){(uint32_t)(GDN_SPLIT * dv), (uint32_t)dk, (uint32_t)dv, norm_workgroup(dv)}, &p, sizeof p,
-                    (uint32_t[3]){(uint32_t)Hv, 1, 1}, r, 10, w, 3, NULL);
+           (uint32_t)n, (uint32_t)s->n_k_heads, (uint32_t)Hv, (uint32_t)c->kernel, c->eps, q_stride, q.lo};
+    bool q8 = q.hi > q.lo;
+    sp_gpu_dispatch(gpu, "gdn_core", q8 ? SP_GPU_GDN_CORE_Q8 : SP_GPU_GDN_CORE,
+                    (uint32_t[4]){(uint32_t)(GDN_SPLIT * dv), (uint32_t)dk, (uint32_t)dv, norm_workgroup(dv)}, &p,
+                    q8 ? sizeof p : offsetof(__typeof__(p), q_stride), (uint32_t[3]){(uint32_t)Hv, 1, 1}, r, 10, w, q8 ? 4 : 3, NULL);
+}
+
+/* Whether a step's GDN cores leave their output quantized for the out_proj GEMV after them (gdn_core_q8), which then
+ * needs no quantize dispatch and barrier of its own: several rows (one row's out_proj is under int_dot_min_bytes and
+ * keeps the float GEMV, as measured), every sequence on the fused core with the norm, rows the integer-dot GEMV takes,
+ * an even count of whole groups in a row. */
+static bool core_quantizes(const sp_gpu *gpu, const sp_gdn_core *c, const float *z, const sp_gdn_seq *seqs, int32_t n_seqs,
+                           int64_t *rows) {
+    int64_t n = 0, O = c->shape.n_v_heads * c->shape.v_dim;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (!fused_fits(c, seqs[i].n) || seqs[i].row0 != n) return false;
+        n += seqs[i].n;
+    }
+    *rows = n;
+    return z && n > 1 && sp_gpu_quantize_rows(gpu, n, O) && c->shape.v_dim % 32 == 0 && O % 64 == 0;
 }
 
 /* The GDN core of a step's sequences: every fused core first, then every q/k tail pass — a tail pass waits for its own
@@ -338,23 +357,29 @@ static void gpu_gdn_core(const sp_backend *be, float *out, float *qkv_conv, cons
                          const float *b, const sp_gdn_core *c, const sp_gdn_seq *seqs, int32_t n_seqs) {
     sp_gpu *gpu = sp_gpu_of(be);
     const sp_gdn_shape *s = &c->shape;
-    int64_t Hv = s->n_v_heads, O = Hv * s->v_dim, C = 2 * (int64_t)s->n_k_heads * s->k_dim + O;
+    int64_t Hv = s->n_v_heads, O = Hv * s->v_dim, C = 2 * (int64_t)s->n_k_heads * s->k_dim + O, rows = 0;
+    sp_gpu_range q8 = {0, 0};
+    uint32_t q_stride = 0;
+    if (core_quantizes(gpu, c, z, seqs, n_seqs, &rows) && !sp_gpu_x8_space(be, O, rows, &q8, &q_stride)) return;
     for (int32_t i = 0; i < n_seqs; i++) {
         int64_t r0 = seqs[i].row0, n = seqs[i].n;
         if (fused_fits(c, n)) {
+            sp_gpu_range q = q8.hi > q8.lo ? (sp_gpu_range){q8.lo + (uint64_t)r0 * q_stride, q8.lo + (uint64_t)(r0 + n) * q_stride}
+                                           : (sp_gpu_range){0, 0};
             fused_core(gpu, out + r0 * O, qkv + r0 * C, z ? z + r0 * O : NULL, a + r0 * Hv, b + r0 * Hv, c, seqs[i].S,
-                       seqs[i].tail, n);
+                       seqs[i].tail, n, q, q_stride);
             continue;
         }
         gpu_conv_silu(be, qkv_conv + r0 * C, qkv + r0 * C, n, C, c->conv_w, c->kernel, seqs[i].tail);
         gpu_gdn(be, out + r0 * O, qkv_conv + r0 * C, a + r0 * Hv, b + r0 * Hv, s, seqs[i].S, n);
         if (z) gpu_rmsnorm_gated(be, out + r0 * O, out + r0 * O, z + r0 * O, c->norm_w, n * Hv, s->v_dim, c->eps);
     }
-    if (Hv <= s->n_k_heads) return; /* each v head read its own q and k channels: FUSED wrote their tails */
-    for (int32_t i = 0; i < n_seqs; i++)
-        if (fused_fits(c, seqs[i].n))
-            conv(gpu, SP_GPU_CONV_TAIL, NULL, qkv + seqs[i].row0 * C, seqs[i].n, C, NULL, c->kernel, seqs[i].tail,
-                 2 * (int64_t)s->n_k_heads * s->k_dim);
+    if (Hv > s->n_k_heads) /* else each v head read its own q and k channels: FUSED wrote their tails */
+        for (int32_t i = 0; i < n_seqs; i++)
+            if (fused_fits(c, seqs[i].n))
+                conv(gpu, SP_GPU_CONV_TAIL, NULL, qkv + seqs[i].row0 * C, seqs[i].n, C, NULL, c->kernel, seqs[i].tail,
+                     2 * (int64_t)s->n_k_heads * s->k_dim);
+    if (q8.hi > q8.lo) gpu->x8_of = sp_gpu_span(gpu, out, (uint64_t)(rows * O) * 4), gpu->x8_cols = (uint32_t)O;
 }
 
 void sp_gpu_ops_install(sp_backend *be) {
