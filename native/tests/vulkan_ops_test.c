@@ -517,6 +517,22 @@ static void test_block_conv(int64_t H, int32_t K, int32_t G) {
 
 /* ---- mixture of experts ---- */
 
+/* sp_gpu_tuning_load of a file holding json (a temporary file under $TMPDIR, as the test command sets it, removed after). */
+static splash_status tuning_from(sp_gpu *g, const char *json) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/splash-tuning-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) return SPLASH_ERR_IO;
+    fputs(json, f);
+    fclose(f);
+    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
+    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    unsetenv("SPLASH_OPS_TEST_TUNING");
+    remove(path);
+    return st;
+}
+
 /* A tuning file's "gemmCoopmat" entry picks that tile for its shape (vulkan_prefill_lab writes these); a tile this
  * build did not compile is ignored, so the shape keeps the default: for a large matrix the 128 × 128 tile, 64 columns a
  * step for a long chunk, 32 for a shorter one (tuning.c picks DEFAULT_COOP_TILES by index). Host-side: needs no matrix
@@ -525,19 +541,15 @@ static void test_coop_tuning_file(void) {
     int want = -1;
     for (int i = 0; i < SP_GPU_COOP_TILE_COUNT; i++)
         if (sp_gpu_coop_tiles[i].bn == 256) want = i; /* a candidate: no default picks it */
-    char path[] = "/tmp/splash-coop-tuning-XXXXXX";
-    int fd = mkstemp(path);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(want >= 0 && f, "coop tuning file: a compiled tile 256 x rows wide (%d), a temporary file", want);
-    if (want < 0 || !f) return;
+    CHECK(want >= 0, "coop tuning file: a compiled tile 256 x rows wide (%d)", want);
+    if (want < 0) return;
     const sp_gpu_coop_tile *c = &sp_gpu_coop_tiles[want];
-    fprintf(f, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": {\"bm\": %d, \"bn\": %d, "
-               "\"bk\": %d, \"wm\": %d, \"wn\": %d}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
-               "{\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
-    fclose(f);
+    char json[512];
+    snprintf(json, sizeof json, "{\"measured\": null, \"gemmCoopmat\": [{\"type\": \"q4\", \"rows\": 12288, \"cols\": 5120, \"tile\": "
+             "{\"bm\": %d, \"bn\": %d, \"bk\": %d, \"wm\": %d, \"wn\": %d}}, {\"type\": \"bf16\", \"rows\": 12288, \"cols\": 5120, "
+             "\"tile\": {\"bm\": 96, \"bn\": 128, \"bk\": 32, \"wm\": 32, \"wn\": 32}}]}\n", c->bm, c->bn, c->bk, c->wm, c->wn);
     sp_gpu *g = calloc(1, sizeof *g);
-    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
-    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    splash_status st = tuning_from(g, json);
     sp_matrix q4 = {SP_MAT_Q4, 12288, 5120, NULL, 0}, bf16 = {SP_MAT_BF16, 12288, 5120, NULL, 0}, other = {SP_MAT_Q4, 12288, 6144, NULL, 0};
     int got = sp_gpu_gemm_coop_tile(g, &q4, 1024), kept = sp_gpu_gemm_coop_tile(g, &bf16, 1024), dflt = sp_gpu_gemm_coop_tile(g, &other, 1024);
     CHECK(!st && got == want && kept == dflt && dflt != want,
@@ -547,34 +559,23 @@ static void test_coop_tuning_file(void) {
     CHECK(lng->bm == 128 && lng->bn == 128 && lng->bk == 64 && shrt->bm == 128 && shrt->bn == 128 && shrt->bk == 32,
           "coop default tile for 12288x6144: %dx%dx%d at 1024 rows, %dx%dx%d at 256", lng->bm, lng->bn, lng->bk, shrt->bm, shrt->bn,
           shrt->bk);
-    unsetenv("SPLASH_OPS_TEST_TUNING");
-    remove(path);
     free(g);
 }
 
 /* A tuning file's "gemv" entries: row groups down to SP_GPU_GEMV_MIN_LANES invocations are taken, narrower ones and
  * group counts that are not a power of two are ignored (the shape keeps the default launch). Host-side. */
 static void test_gemv_tuning_file(void) {
-    char path[] = "/tmp/splash-gemv-tuning-XXXXXX";
-    int fd = mkstemp(path);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    CHECK(f != NULL, "gemv tuning file: a temporary file");
-    if (!f) return;
-    fprintf(f, "{\"gemv\": [{\"type\": \"q4\", \"rows\": 17408, \"cols\": 5120, \"batch\": 16, \"workgroup\": 128, \"groups\": 16, "
-               "\"rowsPerGroup\": 2}, {\"type\": \"q4\", \"rows\": 6144, \"cols\": 5120, \"batch\": 16, \"workgroup\": 64, "
-               "\"groups\": 16, \"rowsPerGroup\": 1}, {\"type\": \"q4\", \"rows\": 10240, \"cols\": 5120, \"batch\": 1, "
-               "\"workgroup\": 96, \"groups\": 3, \"rowsPerGroup\": 1}]}\n");
-    fclose(f);
     sp_gpu *g = calloc(1, sizeof *g);
-    setenv("SPLASH_OPS_TEST_TUNING", path, 1);
-    splash_status st = sp_gpu_tuning_load(g, "SPLASH_OPS_TEST_TUNING");
+    splash_status st = tuning_from(g, "{\"gemv\": [{\"type\": \"q4\", \"rows\": 17408, \"cols\": 5120, \"batch\": 16, \"workgroup\": 128, "
+                                      "\"groups\": 16, \"rowsPerGroup\": 2}, {\"type\": \"q4\", \"rows\": 6144, \"cols\": 5120, \"batch\": 16, "
+                                      "\"workgroup\": 64, \"groups\": 16, \"rowsPerGroup\": 1}, {\"type\": \"q4\", \"rows\": 10240, \"cols\": 5120, "
+                                      "\"batch\": 1, \"workgroup\": 96, \"groups\": 3, \"rowsPerGroup\": 1}]}\n");
+    CHECK(!st, "gemv tuning file: written to a temporary file and loaded (%d)", (int)st);
     sp_matrix gate = {SP_MAT_Q4, 17408, 5120, NULL, 0}, z = {SP_MAT_Q4, 6144, 5120, NULL, 0}, qkv = {SP_MAT_Q4, 10240, 5120, NULL, 0};
     sp_gpu_mm_launch a = sp_gpu_gemv_params(g, &gate, 2), b = sp_gpu_gemv_params(g, &z, 2), c = sp_gpu_gemv_params(g, &qkv, 0);
     CHECK(!st && g->n_gemv == 1 && a.workgroup == 128 && a.groups == 16 && a.rows == 2 && b.groups != 16 && c.groups != 3,
           "gemv tuning file: 8-invocation row groups taken (wg %u g %u r %u), 4 ignored (g %u), 3 groups ignored (g %u); %d kept",
           a.workgroup, a.groups, a.rows, b.groups, c.groups, g->n_gemv);
-    unsetenv("SPLASH_OPS_TEST_TUNING");
-    remove(path);
     free(g);
 }
 
