@@ -23,9 +23,9 @@ export const TOKENS = 1024;
 export const PADDING = 64;
 const SCALE = 8;
 
-type Tensor = { dtype: string; shape: number[]; data: Uint8Array };
+export type Tensor = { dtype: string; shape: number[]; data: Uint8Array };
 
-function readSafetensors(path: string): Map<string, Tensor> {
+export function readSafetensors(path: string): Map<string, Tensor> {
   const file = readFileSync(path);
   const n = Number(file.readBigUInt64LE(0));
   const header = JSON.parse(file.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
@@ -37,7 +37,7 @@ function readSafetensors(path: string): Map<string, Tensor> {
   return out;
 }
 
-function writeSafetensors(path: string, tensors: Map<string, Tensor>): void {
+export function writeSafetensors(path: string, tensors: Map<string, Tensor>): void {
   const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
   let offset = 0;
   for (const [name, t] of tensors) {
